@@ -1,0 +1,258 @@
+/**
+ * The channel statechart: one app channel's join lifecycle, spawned by the connection chart for
+ * each `link.channel(topic)` and kept until the host leaves it or the server drops it.
+ *
+ *   detached --transport.up--> attached.live.joining --joinOk--> attached.live.joined
+ *   joined --phx_error--> attached.errored --after rejoinDelay--> live.joining (fresh join_ref)
+ *   joining --join timeout--> errored (kept: retried on this transport and every later one)
+ *   joining --join error--> dropped (final, typed reason);  joined --phx_close--> dropped
+ *   any --transport.down--> detached;  any --host leave--> leaving --> left (final)
+ *
+ * The control channel is not one of these: its lifecycle is the session's (machines/connection.ts),
+ * because its loss is a session-level loss, never a local rejoin.
+ */
+import { assign, fromCallback, sendParent, sendTo, setup } from 'xstate'
+import { assertMs, timedOutReason, type Env, type ReasonLike } from './types.js'
+
+/** Join and rejoin policy of app channels; milliseconds. */
+export const DEFAULT_CHANNEL_POLICY = {
+  /**
+   * Wait for a join reply before the join counts as timed out.
+   * @default 10000 — phoenix.js's default push timeout (assets/js/phoenix/constants.js DEFAULT_TIMEOUT).
+   */
+  joinTimeoutMs: 10_000,
+  /** Ceiling of the first rejoin delay after phx_error or a join timeout. @default 1000 — phoenix.js rejoinAfterMs starts at 1000. */
+  rejoinInitialDelayMs: 1_000,
+  /** Largest rejoin ceiling. @default 10000 — phoenix.js rejoinAfterMs ends at 10000. */
+  rejoinMaxDelayMs: 10_000,
+  /** Wait for the reply to a host leave before the channel counts as left anyway. @default 1000 */
+  leaveTimeoutMs: 1_000,
+}
+
+/** App channel policy; see {@link DEFAULT_CHANNEL_POLICY}. */
+export type ChannelPolicy = typeof DEFAULT_CHANNEL_POLICY
+
+/**
+ * Checks a channel policy.
+ *
+ * @throws {RangeError} naming the first field that is out of range.
+ */
+export function validateChannelPolicy(policy: ChannelPolicy): ChannelPolicy {
+  for (const [name, value] of Object.entries(policy)) assertMs(`channel.${name}`, value)
+  return policy
+}
+
+/** Stamp of an adapter event about one join attempt of one app channel. */
+export interface AttachOrigin {
+  /** Transport generation the join attempt runs on (globally monotonic, so no epoch is needed). */
+  readonly generation: number
+  /** The channel's topic, e.g. `chat_room:42`. */
+  readonly topic: string
+  /** Which join attempt of this channel actor the event belongs to (+1 per attempt). */
+  readonly attachId: number
+}
+
+/** Events of the channel chart. */
+export type ChannelEvent =
+  /** Connection chart: the session's transport is connected (control channel joined). */
+  | { type: 'transport.up'; generation: number }
+  /** Connection chart: the transport is gone; wait for the next one. */
+  | { type: 'transport.down' }
+  /** Link (host `channel.leave()`). */
+  | { type: 'host.leave' }
+  /** Adapter: the join reply was ok. */
+  | ({ type: 'channel.joinOk' } & AttachOrigin)
+  /** Adapter: the join reply was an error; `reason` is classified (`rejected` or `other`). */
+  | ({ type: 'channel.joinError'; reason: ReasonLike } & AttachOrigin)
+  /** Adapter: phx_error, the server-side channel process crashed. */
+  | ({ type: 'channel.error' } & AttachOrigin)
+  /** Adapter: phx_close, the server ended the channel. */
+  | ({ type: 'channel.close'; reason: ReasonLike } & AttachOrigin)
+  /** Adapter: the leave was acknowledged. */
+  | ({ type: 'channel.left' } & AttachOrigin)
+
+/** What a channel actor reports to the connection chart. */
+export interface ChannelStatusReport {
+  type: 'channel.status'
+  topic: string
+  status: 'joined' | 'detached' | 'errored' | 'dropped' | 'left'
+  /** Why, for `errored` and `dropped`. */
+  reason: ReasonLike | null
+}
+
+/** Input of the channel chart. */
+export interface ChannelInput {
+  topic: string
+  policy: ChannelPolicy
+  env: Env
+}
+
+/** Context of the channel chart. */
+export interface ChannelContext extends ChannelInput {
+  /** Generation of the transport the channel is attached to; 0 while detached. */
+  generation: number
+  /** Current join attempt (+1 per attempt); adapter events carry it. */
+  attachId: number
+  /** Rejoins in a row without a successful join, for the rejoin backoff. */
+  rejoins: number
+  /** Why the channel errored or was dropped. */
+  reason: ReasonLike | null
+}
+
+function statusReport(context: ChannelContext, status: ChannelStatusReport['status']): ChannelStatusReport {
+  return {
+    type: 'channel.status',
+    topic: context.topic,
+    status,
+    reason: status === 'errored' || status === 'dropped' ? context.reason : null,
+  }
+}
+
+/** The channel statechart. Pure: delays are named, jitter comes from `input.env`. */
+export const channelMachine = setup({
+  types: {
+    context: {} as ChannelContext,
+    events: {} as ChannelEvent,
+    input: {} as ChannelInput,
+  },
+  guards: {
+    /** The event belongs to this channel's current join attempt (not a stale transport or an earlier join). */
+    isCurrentAttempt: ({ context, event }) =>
+      'attachId' in event && event.attachId === context.attachId && event.generation === context.generation,
+  },
+  actions: {
+    attach: assign({ generation: ({ event }) => (event.type === 'transport.up' ? event.generation : 0) }),
+    detach: assign({ generation: 0 }),
+    nextAttempt: assign({ attachId: ({ context }) => context.attachId + 1 }),
+    clearRejoins: assign({ rejoins: 0, reason: null }),
+    countRejoin: assign({ rejoins: ({ context }) => context.rejoins + 1 }),
+    recordEventReason: assign({
+      reason: ({ event, context }) => ('reason' in event ? event.reason : context.reason),
+    }),
+    recordCrash: assign({
+      reason: ({ context }) => ({
+        kind: 'other',
+        detail: 'phx_error: the server-side channel crashed',
+        retryable: true,
+        generation: context.generation,
+        at: context.env.now(),
+      }),
+    }),
+    recordJoinTimeout: assign({
+      reason: ({ context }) => timedOutReason('join', context.generation, context.env.now()),
+    }),
+    reportJoined: sendParent(({ context }) => statusReport(context, 'joined')),
+    reportErrored: sendParent(({ context }) => statusReport(context, 'errored')),
+    reportDropped: sendParent(({ context }) => statusReport(context, 'dropped')),
+    reportLeft: sendParent(({ context }) => statusReport(context, 'left')),
+    reportDetached: sendParent(({ context }) => statusReport(context, 'detached')),
+    pushLeave: sendTo('attachment', { type: 'leave' }),
+  },
+  delays: {
+    joinTimeout: ({ context }) => context.policy.joinTimeoutMs,
+    leaveTimeout: ({ context }) => context.policy.leaveTimeoutMs,
+    rejoinDelay: ({ context }) => {
+      const ceiling = Math.min(
+        context.policy.rejoinMaxDelayMs,
+        context.policy.rejoinInitialDelayMs * 2 ** Math.max(0, context.rejoins - 1),
+      )
+      // Half fixed, half jitter: a crashed channel process needs a moment, and many agents
+      // rejoining one crashed topic must not arrive together.
+      return Math.floor(ceiling / 2 + (context.env.random() * ceiling) / 2)
+    },
+  },
+  actors: {
+    /**
+     * One join attempt of the channel on transport `generation`: joins on start, pushes phx_leave
+     * on `leave`, releases the phoenix Channel when stopped. Provided by src/adapter.
+     */
+    attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(() => {
+      throw new Error('attachment must be provided (machine.provide) by the adapter')
+    }),
+  },
+}).createMachine({
+  id: 'channel',
+  context: ({ input }) => ({ ...input, generation: 0, attachId: 0, rejoins: 0, reason: null }),
+  initial: 'detached',
+  on: {
+    'host.leave': { target: '.left', actions: 'reportLeft' },
+  },
+  states: {
+    /** No connected transport: wait for the next one. */
+    detached: {
+      on: { 'transport.up': { target: 'attached', actions: 'attach' } },
+    },
+    /** The session's transport is connected. */
+    attached: {
+      initial: 'live',
+      on: {
+        'transport.down': { target: 'detached', actions: ['detach', 'reportDetached'] },
+      },
+      states: {
+        /** A join attempt on this transport: its own phoenix Channel and join_ref. */
+        live: {
+          entry: 'nextAttempt',
+          invoke: {
+            id: 'attachment',
+            src: 'attachment',
+            input: ({ context }) => ({
+              topic: context.topic,
+              generation: context.generation,
+              attachId: context.attachId,
+            }),
+          },
+          initial: 'joining',
+          states: {
+            joining: {
+              on: {
+                'channel.joinOk': { guard: 'isCurrentAttempt', target: 'joined', actions: ['clearRejoins', 'reportJoined'] },
+                'channel.joinError': {
+                  guard: 'isCurrentAttempt',
+                  target: '#channel.dropped',
+                  actions: ['recordEventReason', 'reportDropped'],
+                },
+              },
+              after: {
+                joinTimeout: { target: '#channel.attached.errored', actions: ['recordJoinTimeout', 'reportErrored'] },
+              },
+            },
+            joined: {
+              on: {
+                'channel.error': {
+                  guard: 'isCurrentAttempt',
+                  target: '#channel.attached.errored',
+                  actions: ['recordCrash', 'reportErrored'],
+                },
+                'channel.close': {
+                  guard: 'isCurrentAttempt',
+                  target: '#channel.dropped',
+                  actions: ['recordEventReason', 'reportDropped'],
+                },
+                'host.leave': { target: 'leaving' },
+              },
+            },
+            /** The host left: phx_leave pushed, waiting for its reply. */
+            leaving: {
+              entry: 'pushLeave',
+              on: {
+                'channel.left': { guard: 'isCurrentAttempt', target: '#channel.left', actions: 'reportLeft' },
+                'transport.down': { target: '#channel.left', actions: 'reportLeft' },
+              },
+              after: { leaveTimeout: { target: '#channel.left', actions: 'reportLeft' } },
+            },
+          },
+        },
+        /** phx_error or a join timeout: rejoin on this transport after a delay. */
+        errored: {
+          entry: 'countRejoin',
+          after: { rejoinDelay: { target: 'live' } },
+        },
+      },
+    },
+    /** The server refused or ended the channel; the reason is in context. */
+    dropped: { type: 'final' },
+    /** The host left the channel. */
+    left: { type: 'final' },
+  },
+  output: ({ context }) => ({ topic: context.topic, reason: context.reason }),
+})

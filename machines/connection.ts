@@ -1,0 +1,471 @@
+/**
+ * The connection statechart: one link's session with its platform. Every lifecycle decision of
+ * phoenix-link is a transition here; the adapter only reports what the socket did.
+ *
+ *   idle --host.connect--> session.online.connecting --socket.open--> attached.joining
+ *   joining --control.joinOk--> connected --host.disconnect--> stopping --> stopped
+ *   online --loss--> lost --[isTerminalLoss]--> terminated | reconnecting --due--> online (n+1)
+ *   session --control.supersede (this session)--> terminated
+ *
+ * The rules of docs/lifecycle.md, each a guard or transition below:
+ * - normal close reconnects: a loss goes to `lost`; only `isTerminalLoss` (a non-retryable
+ *   reason from src/reasons.ts's tables) ends the session, and no close code is terminal there.
+ * - supersede is terminal: `control.supersede` of this session ends it from every session state,
+ *   including the backoff; the transport actor is stopped, so the socket is ended, not flagged.
+ * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
+ *   Retry-After into the reconnect chart.
+ * - stale generations change nothing: `isCurrentTransport` / `isCurrentSession` guard every
+ *   adapter event; a stale one falls through to the root and is reported as ignored.
+ * - cancelling a wait is not a stop: waits live in the link; only `host.disconnect` stops.
+ * - disconnect() always succeeds: `host.disconnect` is handled in every state.
+ * - control signals in order without holding up a supersede or close: they go to the
+ *   control delivery actor (machines/control.ts); this chart never waits for the handler.
+ */
+import { assign, emit, enqueueActions, fromCallback, sendTo, setup, type ActorRefFrom } from 'xstate'
+import { channelMachine, DEFAULT_CHANNEL_POLICY, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
+import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlPolicy, type ControlReport, type SignalLike } from './control.js'
+import { DEFAULT_RECONNECT_POLICY, reconnectMachine, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
+import { assertMs, gracefulReason, timedOutReason, type Env, type Origin, type ReasonLike } from './types.js'
+
+/** Session timeouts; milliseconds. */
+export const DEFAULT_CONNECTION_POLICY = {
+  /** Wait for the transport to open (TCP, TLS, HTTP upgrade). @default 10000 — a handshake slower than this is a dead path. */
+  connectTimeoutMs: 10_000,
+  /** Wait for the control channel's join reply. @default 10000 — phoenix.js's default push timeout. */
+  joinTimeoutMs: 10_000,
+  /** Wait for the control channel's leave reply on disconnect(). @default 1000 — stopping must be quick; the close frame follows anyway. */
+  leaveTimeoutMs: 1_000,
+}
+
+/** Session timeouts; see {@link DEFAULT_CONNECTION_POLICY}. */
+export type ConnectionPolicy = typeof DEFAULT_CONNECTION_POLICY
+
+/**
+ * Checks the session timeouts.
+ *
+ * @throws {RangeError} naming the first field that is out of range.
+ */
+export function validateConnectionPolicy(policy: ConnectionPolicy): ConnectionPolicy {
+  for (const [name, value] of Object.entries(policy)) assertMs(`connection.${name}`, value)
+  return policy
+}
+
+/** Every event the connection chart handles, with who sends it. */
+export type ConnectionEvent =
+  /** Link: connect() or runForever(); starts a session from idle, stopped or terminated. */
+  | { type: 'host.connect' }
+  /** Link: disconnect(); stops the session from any state. */
+  | { type: 'host.disconnect' }
+  /** Link: channel(topic); registers an app channel, joined on every connected transport. */
+  | { type: 'host.channel'; topic: string }
+  /** Link: an app channel's leave(). */
+  | { type: 'host.leaveChannel'; topic: string }
+  /** Adapter: the WebSocket of `generation` opened. */
+  | ({ type: 'socket.open' } & Origin)
+  /** Adapter: the transport closed (close frame, or 1006 without one), classified. */
+  | ({ type: 'socket.close'; reason: ReasonLike } & Origin)
+  /** Adapter: the HTTP upgrade was refused (status, Retry-After, error body), classified. */
+  | ({ type: 'socket.upgradeRejected'; reason: ReasonLike } & Origin)
+  /** Adapter: no heartbeat reply within the interval (phoenix.js closed the socket). */
+  | ({ type: 'socket.heartbeatTimeout'; reason: ReasonLike } & Origin)
+  /** Adapter: the control channel join reply was ok. */
+  | ({ type: 'control.joinOk' } & Origin)
+  /** Adapter: the control channel join reply was an error, classified. */
+  | ({ type: 'control.joinError'; reason: ReasonLike } & Origin)
+  /** Adapter: phx_error or phx_close on the control channel: a session-level loss. */
+  | ({ type: 'control.lost'; reason: ReasonLike } & Origin)
+  /** Adapter: the control channel leave was acknowledged (during stopping). */
+  | ({ type: 'control.left' } & Origin)
+  /** Adapter: a `supersede` push on the control channel, classified as `superseded`. */
+  | ({ type: 'control.supersede'; reason: ReasonLike } & Origin)
+  /** Adapter: a valid `agent.control` push on the control channel. */
+  | ({ type: 'control.signal'; signal: SignalLike } & Origin)
+  /** Adapter: an inbound frame or payload it could not use; reported, never acted on. */
+  | ({ type: 'socket.malformed'; detail: string } & Origin)
+  /** Adapter: events of app channels, forwarded to the channel actor of `topic`. */
+  | Extract<ChannelEvent, { topic: string }>
+  /** Reconnect actor (machines/reconnect.ts). */
+  | ReconnectReport
+  /** Channel actors (machines/channel.ts). */
+  | ChannelStatusReport
+  /** Control delivery actor (machines/control.ts). */
+  | ControlReport
+
+/** Events the chart emits for the link to publish (actor.on). */
+export type ConnectionEmitted =
+  | { type: 'link.connected'; generation: number; epoch: number; reconnect: boolean }
+  | { type: 'link.disconnected'; reason: ReasonLike; nextDelayMs: number | null; attempt: number | null }
+  | { type: 'link.channel'; topic: string; status: ChannelStatusReport['status']; reason: ReasonLike | null }
+  | { type: 'link.ignored'; event: string; detail: string }
+  | { type: 'link.controlDuplicate'; signal: SignalLike; sequence: number }
+  | { type: 'link.controlFailed'; signal: SignalLike; sequence: number; error: unknown }
+
+/** Input of the connection chart. */
+export interface ConnectionInput {
+  policy?: ConnectionPolicy
+  reconnectPolicy?: ReconnectPolicy
+  channelPolicy?: ChannelPolicy
+  controlPolicy?: ControlPolicy
+  env: Env
+}
+
+/** Context of the connection chart. */
+export interface ConnectionContext {
+  policy: ConnectionPolicy
+  reconnectPolicy: ReconnectPolicy
+  channelPolicy: ChannelPolicy
+  controlPolicy: ControlPolicy
+  env: Env
+  /** Session epoch; +1 on every host.connect that starts a session. */
+  epoch: number
+  /** Transport generation; +1 on every transport, never reused across sessions. */
+  generation: number
+  /** Why the last transport or session ended; kept after stop, cleared when a session starts. */
+  lastReason: ReasonLike | null
+  /** The pending retry, while reconnecting. */
+  retry: { delayMs: number; attempt: number } | null
+  /** Times this session reached connected. */
+  connects: number
+  /** App channel actors by topic. */
+  channels: Record<string, ActorRefFrom<typeof channelMachine>>
+  /** Arrival sequence of control signals. */
+  signalSeq: number
+}
+
+type TransportInput = Origin
+type ControlChannelInput = Origin
+
+/** The connection statechart. The `transport` and `controlChannel` actors are provided by the adapter. */
+export const connectionMachine = setup({
+  types: {
+    context: {} as ConnectionContext,
+    events: {} as ConnectionEvent,
+    input: {} as ConnectionInput,
+    emitted: {} as ConnectionEmitted,
+  },
+  actors: {
+    /** Opens one phoenix Socket for `generation`; stopping the actor ends it. Provided by src/adapter. */
+    transport: fromCallback<{ type: 'noop' }, TransportInput>(() => {
+      throw new Error('transport must be provided (machine.provide) by the adapter')
+    }),
+    /** Joins the control channel on the transport of `generation`; receives `leave`. Provided by src/adapter. */
+    controlChannel: fromCallback<{ type: 'leave' }, ControlChannelInput>(() => {
+      throw new Error('controlChannel must be provided (machine.provide) by the adapter')
+    }),
+    reconnect: reconnectMachine,
+    control: controlMachine,
+    channel: channelMachine,
+  },
+  guards: {
+    /** The event comes from this session's current transport. */
+    isCurrentTransport: ({ context, event }) =>
+      'epoch' in event && event.generation === context.generation && event.epoch === context.epoch,
+    /** The event comes from this session, from any of its transports (a supersede read late still counts). */
+    isCurrentSession: ({ context, event }) => 'epoch' in event && event.epoch === context.epoch,
+    /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
+    isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
+    /** An app channel actor exists for the event's topic. */
+    hasChannel: ({ context, event }) => 'topic' in event && event.topic in context.channels,
+    /** No app channel actor exists yet for the topic. */
+    isNewChannel: ({ context, event }) => 'topic' in event && !(event.topic in context.channels),
+  },
+  actions: {
+    startSession: assign({
+      epoch: ({ context }) => context.epoch + 1,
+      lastReason: null,
+      retry: null,
+      connects: 0,
+    }),
+    nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
+    recordLoss: assign({ lastReason: ({ event, context }) => ('reason' in event ? event.reason : context.lastReason) }),
+    recordConnectTimeout: assign({
+      lastReason: ({ context }) => timedOutReason('connect', context.generation, context.env.now()),
+    }),
+    recordJoinTimeout: assign({
+      lastReason: ({ context }) => timedOutReason('join', context.generation, context.env.now()),
+    }),
+    recordGraceful: assign({ lastReason: ({ context }) => gracefulReason(context.generation, context.env.now()) }),
+    recordGiveUp: assign({
+      lastReason: ({ event, context }) => (event.type === 'reconnect.gaveUp' ? event.reason : context.lastReason),
+    }),
+    recordRetry: assign({
+      retry: ({ event }) => (event.type === 'reconnect.scheduled' ? { delayMs: event.delayMs, attempt: event.attempt } : null),
+    }),
+    clearRetry: assign({ retry: null }),
+    countConnect: assign({ connects: ({ context }) => context.connects + 1 }),
+    tellReconnectOpened: sendTo('reconnect', { type: 'reconnect.opened' }),
+    tellReconnectLost: sendTo('reconnect', ({ context }) => ({
+      type: 'reconnect.lost' as const,
+      reason: context.lastReason!,
+    })),
+    leaveControlChannel: sendTo('controlChannel', { type: 'leave' }),
+    enqueueControlSignal: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'control.signal') return
+      const sequence = context.signalSeq + 1
+      enqueue.assign({ signalSeq: sequence })
+      enqueue.sendTo('control', { type: 'control.enqueue', signal: event.signal, sequence })
+    }),
+    spawnChannel: assign({
+      channels: ({ context, event, spawn }) => {
+        if (event.type !== 'host.channel') return context.channels
+        const ref = spawn('channel', {
+          input: { topic: event.topic, policy: context.channelPolicy, env: context.env },
+        })
+        return { ...context.channels, [event.topic]: ref }
+      },
+    }),
+    attachNewChannel: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'host.channel') return
+      const ref = context.channels[event.topic]
+      if (ref) enqueue.sendTo(ref, { type: 'transport.up', generation: context.generation })
+    }),
+    attachChannels: enqueueActions(({ context, enqueue }) => {
+      for (const ref of Object.values(context.channels)) {
+        enqueue.sendTo(ref, { type: 'transport.up', generation: context.generation })
+      }
+    }),
+    detachChannels: enqueueActions(({ context, enqueue }) => {
+      for (const ref of Object.values(context.channels)) enqueue.sendTo(ref, { type: 'transport.down' })
+    }),
+    forwardToChannel: enqueueActions(({ context, event, enqueue }) => {
+      if (!('topic' in event)) return
+      const ref = context.channels[event.topic]
+      if (!ref) return
+      if (event.type === 'host.leaveChannel') enqueue.sendTo(ref, { type: 'host.leave' })
+      else if (event.type.startsWith('channel.') && event.type !== 'channel.status') {
+        enqueue.sendTo(ref, event as ChannelEvent)
+      }
+    }),
+    forgetFinishedChannel: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'channel.status' || (event.status !== 'dropped' && event.status !== 'left')) return
+      const ref = context.channels[event.topic]
+      if (!ref) return
+      const { [event.topic]: _gone, ...rest } = context.channels
+      enqueue.assign({ channels: rest })
+      enqueue.stopChild(ref)
+    }),
+    announceConnected: emit(({ context }) => ({
+      type: 'link.connected' as const,
+      generation: context.generation,
+      epoch: context.epoch,
+      reconnect: context.connects > 1,
+    })),
+    announceRetry: emit(({ context }) => ({
+      type: 'link.disconnected' as const,
+      reason: context.lastReason!,
+      nextDelayMs: context.retry?.delayMs ?? null,
+      attempt: context.retry?.attempt ?? null,
+    })),
+    announceEnded: emit(({ context }) => ({
+      type: 'link.disconnected' as const,
+      reason: context.lastReason!,
+      nextDelayMs: null,
+      attempt: null,
+    })),
+    announceChannel: emit(({ event }) => {
+      const e = event as ChannelStatusReport
+      return { type: 'link.channel' as const, topic: e.topic, status: e.status, reason: e.reason }
+    }),
+    announceDuplicate: emit(({ event }) => {
+      const e = event as Extract<ControlReport, { type: 'control.duplicate' }>
+      return { type: 'link.controlDuplicate' as const, signal: e.signal, sequence: e.sequence }
+    }),
+    announceHandlerFailed: emit(({ event }) => {
+      const e = event as Extract<ControlReport, { type: 'control.handlerFailed' }>
+      return { type: 'link.controlFailed' as const, signal: e.signal, sequence: e.sequence, error: e.error }
+    }),
+    reportIgnored: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type.startsWith('xstate.')) return
+      const detail =
+        'epoch' in event && event.epoch !== context.epoch
+          ? `from an earlier session (epoch ${event.epoch}, current ${context.epoch})`
+          : 'generation' in event && event.generation !== context.generation
+            ? `from a stale transport (generation ${event.generation}, current ${context.generation})`
+            : event.type === 'socket.malformed'
+              ? event.detail
+              : 'not handled in this state'
+      enqueue.emit({ type: 'link.ignored', event: event.type, detail })
+    }),
+  },
+  delays: {
+    connectTimeout: ({ context }) => context.policy.connectTimeoutMs,
+    joinTimeout: ({ context }) => context.policy.joinTimeoutMs,
+    leaveTimeout: ({ context }) => context.policy.leaveTimeoutMs,
+  },
+}).createMachine({
+  id: 'connection',
+  context: ({ input }) => ({
+    policy: input.policy ?? DEFAULT_CONNECTION_POLICY,
+    reconnectPolicy: input.reconnectPolicy ?? DEFAULT_RECONNECT_POLICY,
+    channelPolicy: input.channelPolicy ?? DEFAULT_CHANNEL_POLICY,
+    controlPolicy: input.controlPolicy ?? DEFAULT_CONTROL_POLICY,
+    env: input.env,
+    epoch: 0,
+    generation: 0,
+    lastReason: null,
+    retry: null,
+    connects: 0,
+    channels: {},
+    signalSeq: 0,
+  }),
+  invoke: { id: 'control', src: 'control', input: ({ context }) => ({ policy: context.controlPolicy }) },
+  initial: 'idle',
+  on: {
+    'host.channel': { guard: 'isNewChannel', actions: 'spawnChannel' },
+    'host.leaveChannel': { guard: 'hasChannel', actions: 'forwardToChannel' },
+    'channel.joinOk': { guard: 'hasChannel', actions: 'forwardToChannel' },
+    'channel.joinError': { guard: 'hasChannel', actions: 'forwardToChannel' },
+    'channel.error': { guard: 'hasChannel', actions: 'forwardToChannel' },
+    'channel.close': { guard: 'hasChannel', actions: 'forwardToChannel' },
+    'channel.left': { guard: 'hasChannel', actions: 'forwardToChannel' },
+    'channel.status': { actions: ['announceChannel', 'forgetFinishedChannel'] },
+    'control.duplicate': { actions: 'announceDuplicate' },
+    'control.handlerFailed': { actions: 'announceHandlerFailed' },
+    // Lenient at run time: anything no state handled (stale, late, malformed) is reported, not thrown.
+    '*': { actions: 'reportIgnored' },
+  },
+  states: {
+    /** Nothing open; no session has started. */
+    idle: {
+      on: { 'host.connect': { target: 'session', actions: 'startSession' }, 'host.disconnect': {} },
+    },
+    /** A session: from host.connect until stop or a terminal reason. */
+    session: {
+      invoke: {
+        id: 'reconnect',
+        src: 'reconnect',
+        input: ({ context }) => ({ policy: context.reconnectPolicy, env: context.env }),
+      },
+      initial: 'online',
+      on: {
+        'host.connect': {},
+        'host.disconnect': { target: 'stopped', actions: 'recordGraceful' },
+        // Terminal in every session state, the backoff included: a late read still means a
+        // newer instance of this agent holds the key, and reconnecting would evict it.
+        'control.supersede': { guard: 'isCurrentSession', target: 'terminated', actions: 'recordLoss' },
+      },
+      states: {
+        /** A transport of this session exists (opening, open, or closing on our side). */
+        online: {
+          entry: 'nextGeneration',
+          invoke: {
+            id: 'transport',
+            src: 'transport',
+            input: ({ context }) => ({ generation: context.generation, epoch: context.epoch }),
+          },
+          initial: 'connecting',
+          on: {
+            'socket.close': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
+            'socket.upgradeRejected': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
+            'socket.heartbeatTimeout': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
+            'control.signal': { guard: 'isCurrentTransport', actions: 'enqueueControlSignal' },
+          },
+          states: {
+            /** Transport `generation` is opening. */
+            connecting: {
+              on: {
+                'socket.open': { guard: 'isCurrentTransport', target: 'attached', actions: 'tellReconnectOpened' },
+              },
+              after: { connectTimeout: { target: '#connection.session.lost', actions: 'recordConnectTimeout' } },
+            },
+            /** The transport is open; the control channel lives on it. */
+            attached: {
+              invoke: {
+                id: 'controlChannel',
+                src: 'controlChannel',
+                input: ({ context }) => ({ generation: context.generation, epoch: context.epoch }),
+              },
+              initial: 'joining',
+              on: {
+                'control.lost': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: 'recordLoss' },
+              },
+              states: {
+                /** The control channel join is pushed. */
+                joining: {
+                  on: {
+                    'control.joinOk': { guard: 'isCurrentTransport', target: 'connected' },
+                    'control.joinError': {
+                      guard: 'isCurrentTransport',
+                      target: '#connection.session.lost',
+                      actions: 'recordLoss',
+                    },
+                  },
+                  after: { joinTimeout: { target: '#connection.session.lost', actions: 'recordJoinTimeout' } },
+                },
+                /** Control channel joined; app channels joined or rejoining. */
+                connected: {
+                  entry: ['countConnect', 'clearRetry', 'announceConnected', 'attachChannels'],
+                  exit: 'detachChannels',
+                  on: {
+                    'host.disconnect': { target: 'stopping' },
+                    'host.channel': { guard: 'isNewChannel', actions: ['spawnChannel', 'attachNewChannel'] },
+                  },
+                },
+                /** disconnect(): leaving the control channel, then the transport closes 1000. */
+                stopping: {
+                  entry: 'leaveControlChannel',
+                  on: {
+                    'host.disconnect': {},
+                    'control.left': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
+                    'control.lost': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
+                    'socket.close': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
+                    'socket.heartbeatTimeout': {
+                      guard: 'isCurrentTransport',
+                      target: '#connection.stopped',
+                      actions: 'recordGraceful',
+                    },
+                    'control.signal': {},
+                  },
+                  after: { leaveTimeout: { target: '#connection.stopped', actions: 'recordGraceful' } },
+                },
+              },
+            },
+          },
+        },
+        /** Transient: the transport was lost; terminal or retry. */
+        lost: {
+          always: [{ guard: 'isTerminalLoss', target: '#connection.terminated' }, { target: 'reconnecting' }],
+        },
+        /** No transport; the reconnect chart decides the wait. */
+        reconnecting: {
+          entry: 'tellReconnectLost',
+          initial: 'deciding',
+          states: {
+            deciding: {
+              on: {
+                'reconnect.scheduled': { target: 'waiting', actions: ['recordRetry', 'announceRetry'] },
+                'reconnect.gaveUp': { target: '#connection.terminated', actions: 'recordGiveUp' },
+              },
+            },
+            waiting: {
+              on: { 'reconnect.due': { target: '#connection.session.online' } },
+            },
+          },
+        },
+      },
+    },
+    /** The host stopped the session; `lastReason` is `graceful`. */
+    stopped: {
+      entry: 'announceEnded',
+      on: { 'host.connect': { target: 'session', actions: 'startSession' }, 'host.disconnect': {} },
+    },
+    /** A terminal reason ended the session; no transport, no timer. */
+    terminated: {
+      entry: 'announceEnded',
+      on: { 'host.connect': { target: 'session', actions: 'startSession' }, 'host.disconnect': {} },
+    },
+  },
+})
+
+/** The connection chart's states as dotted paths, e.g. `session.online.attached.connected`. */
+export type ConnectionStatePath =
+  | 'idle'
+  | 'session.online.connecting'
+  | 'session.online.attached.joining'
+  | 'session.online.attached.connected'
+  | 'session.online.attached.stopping'
+  | 'session.lost'
+  | 'session.reconnecting.deciding'
+  | 'session.reconnecting.waiting'
+  | 'stopped'
+  | 'terminated'

@@ -1,0 +1,129 @@
+/**
+ * The control-signal delivery statechart: `agent.control` signals reach the host's handler once
+ * each, in arrival order, one at a time. It is its own actor, invoked by the connection chart, so
+ * a slow handler holds up only the signals queued behind it: a supersede or a close is handled
+ * by the connection chart at once.
+ *
+ *   idle --control.enqueue--> delivering (invoke deliverSignal) --done/error--> idle | delivering
+ *
+ * A signal already delivered or queued with the same correlation id is dropped and reported
+ * (the platform does not deduplicate; see FIELD-NOTES "agent.control payload").
+ */
+import { assign, sendParent, setup, fromPromise } from 'xstate'
+
+/** What the chart needs of a control signal; the full schema is `ControlSignal` in src/protocol.ts. */
+export interface SignalLike {
+  /** The platform's correlation id; `null` or missing means "never deduplicate". */
+  readonly correlationId?: string | null
+}
+
+/** Control delivery policy. */
+export const DEFAULT_CONTROL_POLICY = {
+  /** Correlation ids remembered for deduplication. A count. @default 1024 — bounded memory for a days-long session. */
+  dedupeWindow: 1024,
+}
+
+/** Control delivery policy; see {@link DEFAULT_CONTROL_POLICY}. */
+export type ControlPolicy = typeof DEFAULT_CONTROL_POLICY
+
+/** Events of the control delivery chart. */
+export type ControlEvent =
+  /** Connection chart: a valid `agent.control` signal arrived on the current transport. */
+  | { type: 'control.enqueue'; signal: SignalLike; sequence: number }
+
+/** What the control delivery chart reports to the connection chart. */
+export type ControlReport =
+  /** A signal's correlation id was seen before; it is not delivered again. */
+  | { type: 'control.duplicate'; signal: SignalLike; sequence: number }
+  /** The host's handler threw or rejected for this signal; delivery goes on with the next one. */
+  | { type: 'control.handlerFailed'; signal: SignalLike; sequence: number; error: unknown }
+
+/** A signal waiting for delivery, with its arrival sequence number. */
+export interface QueuedSignal {
+  signal: SignalLike
+  sequence: number
+}
+
+/** Context of the control delivery chart. */
+export interface ControlContext {
+  policy: ControlPolicy
+  /** Signals received and not yet handed to the handler, oldest first. */
+  queue: QueuedSignal[]
+  /** Recent correlation ids, oldest first, at most `policy.dedupeWindow`. */
+  seen: string[]
+}
+
+/** Input of the control delivery chart. */
+export interface ControlInput {
+  policy: ControlPolicy
+}
+
+const correlationOf = (signal: SignalLike) =>
+  typeof signal.correlationId === 'string' && signal.correlationId !== '' ? signal.correlationId : null
+
+/** The control delivery statechart. The `deliverSignal` actor is provided by the link. */
+export const controlMachine = setup({
+  types: {
+    context: {} as ControlContext,
+    events: {} as ControlEvent,
+    input: {} as ControlInput,
+  },
+  actors: {
+    /** Calls the host's handler with one signal; provided by src/link.ts. Resolves when the handler settles. */
+    deliverSignal: fromPromise<void, QueuedSignal>(async () => {
+      throw new Error('deliverSignal must be provided (machine.provide) by the link')
+    }),
+  },
+  guards: {
+    /** The signal's correlation id was delivered or queued before. */
+    isDuplicate: ({ context, event }) => {
+      const id = correlationOf(event.signal)
+      return id !== null && context.seen.includes(id)
+    },
+    hasQueued: ({ context }) => context.queue.length > 0,
+  },
+  actions: {
+    enqueue: assign(({ context, event }) => {
+      const id = correlationOf(event.signal)
+      const seen = id === null ? context.seen : [...context.seen, id].slice(-context.policy.dedupeWindow)
+      return { queue: [...context.queue, { signal: event.signal, sequence: event.sequence }], seen }
+    }),
+    dequeue: assign({ queue: ({ context }) => context.queue.slice(1) }),
+    reportDuplicate: sendParent(({ event }) => ({
+      type: 'control.duplicate',
+      signal: event.signal,
+      sequence: event.sequence,
+    })),
+    reportHandlerFailed: sendParent(({ context, event }) => ({
+      type: 'control.handlerFailed',
+      signal: context.queue[0]?.signal ?? {},
+      sequence: context.queue[0]?.sequence ?? -1,
+      error: 'error' in event ? event.error : undefined,
+    })),
+  },
+}).createMachine({
+  id: 'control',
+  context: ({ input }) => ({ policy: input.policy, queue: [], seen: [] }),
+  initial: 'idle',
+  on: {
+    'control.enqueue': [
+      { guard: 'isDuplicate', actions: 'reportDuplicate' },
+      { actions: 'enqueue' },
+    ],
+  },
+  states: {
+    /** Nothing to deliver. */
+    idle: {
+      always: { guard: 'hasQueued', target: 'delivering' },
+    },
+    /** The handler is running for the head of the queue. */
+    delivering: {
+      invoke: {
+        src: 'deliverSignal',
+        input: ({ context }) => context.queue[0]!,
+        onDone: { target: 'idle', actions: 'dequeue' },
+        onError: { target: 'idle', actions: ['reportHandlerFailed', 'dequeue'] },
+      },
+    },
+  },
+})

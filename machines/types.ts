@@ -1,0 +1,102 @@
+/**
+ * What the charts share. The charts import nothing from src/ (data flows machines <- reasons
+ * <- adapter <- link): they read the few fields of a reason they decide on, and the full zod
+ * union lives in src/reasons.ts. test/unit/reasons.test.ts checks that every reason a chart
+ * makes itself parses as a `DisconnectReason`.
+ */
+
+/**
+ * The fields of a `DisconnectReason` (src/reasons.ts) that the charts read. The adapter
+ * classifies socket and channel outcomes into full reasons before they reach a chart; the charts
+ * keep the whole object and only look at these fields.
+ */
+export interface ReasonLike {
+  /** Discriminant of the DisconnectReason union, e.g. `closed`, `superseded`, `rejected`. */
+  readonly kind: string
+  /** Whether a reconnect may follow. Decided by the classification tables of src/reasons.ts. */
+  readonly retryable: boolean
+  /** Transport generation the reason belongs to (0 before the first transport). */
+  readonly generation: number
+  /** When it happened, milliseconds since the Unix epoch, from the injected clock. */
+  readonly at: number
+  /** RFC 6455 section 7.4 close code, for `closed` reasons: the reconnect chart's floors read it. */
+  readonly closeCode?: number
+  /** Minimum wait before the next attempt in milliseconds (HTTP Retry-After, supersede retry_after). */
+  readonly retryAfterMs?: number | null
+}
+
+/**
+ * Time and randomness, injected so the charts stay pure: production passes `Date.now` and
+ * `Math.random`; tests pass fixed values. The charts never read a clock or a random source
+ * of their own.
+ */
+export interface Env {
+  /** Milliseconds since the Unix epoch. Only stamps reasons a chart makes itself. */
+  now(): number
+  /** A number in [0, 1), used for backoff jitter. */
+  random(): number
+}
+
+/** Stamp of every adapter event: the transport generation and the session epoch it came from. */
+export interface Origin {
+  /** Transport generation: 1 for a link's first phoenix Socket, +1 for each later one. */
+  readonly generation: number
+  /** Session epoch: +1 each time the host starts a session with connect(). */
+  readonly epoch: number
+}
+
+/** A reason the connection chart makes when the host stops the session (`disconnect()`). */
+export interface GracefulReason extends ReasonLike {
+  readonly kind: 'graceful'
+  readonly retryable: false
+}
+
+/** A reason a chart makes when one of its own delays runs out. */
+export interface TimedOutReason extends ReasonLike {
+  readonly kind: 'timed-out'
+  readonly retryable: true
+  /** Which wait ran out: the transport opening or the control channel join. */
+  readonly phase: 'connect' | 'join'
+}
+
+/** A reason the reconnect chart makes when it gives up. */
+export interface SuppressedReason extends ReasonLike {
+  readonly kind: 'suppressed'
+  readonly retryable: false
+  /** Why it gave up: too many short-lived connections in a row, or the attempt limit. */
+  readonly cause: 'rapid-disconnects' | 'max-attempts'
+  /** Consecutive losses counted when it gave up. */
+  readonly attempts: number
+}
+
+/** Makes the `graceful` reason of a host stop. */
+export function gracefulReason(generation: number, at: number): GracefulReason {
+  return { kind: 'graceful', retryable: false, generation, at }
+}
+
+/** Makes the `timed-out` reason of a chart delay that ran out. */
+export function timedOutReason(phase: TimedOutReason['phase'], generation: number, at: number): TimedOutReason {
+  return { kind: 'timed-out', phase, retryable: true, generation, at }
+}
+
+/** Makes the `suppressed` reason of a reconnect give-up. */
+export function suppressedReason(
+  cause: SuppressedReason['cause'],
+  attempts: number,
+  generation: number,
+  at: number,
+): SuppressedReason {
+  return { kind: 'suppressed', cause, attempts, retryable: false, generation, at }
+}
+
+/**
+ * Throws when a policy number is not a finite, non-negative number of milliseconds. Strict at
+ * configuration: a misconfigured policy fails at createLink(), not hours later in a timer.
+ *
+ * @throws {RangeError} naming the field and the value it got.
+ */
+export function assertMs(name: string, value: unknown): asserts value is number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2 ** 31 - 1) {
+    throw new RangeError(`${name} must be a whole number of milliseconds in [0, 2^31-1], got ${String(value)}`)
+  }
+}

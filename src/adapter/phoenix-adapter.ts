@@ -1,0 +1,536 @@
+/**
+ * The thin adapter over the official `phoenix` client: one phoenix Socket per transport
+ * generation, with phoenix's own reconnect and rejoin switched off, every lifecycle callback
+ * turned into a chart event tagged with its generation and session epoch. It decides nothing:
+ * it classifies what the socket saw (src/reasons.ts) and reports it; the charts decide.
+ *
+ * App channel data messages bypass the charts (they are not lifecycle) and go straight to the
+ * link's handlers; phoenix.js drops those with an outdated join_ref (channel.js isMember), and
+ * the socket-level listener here reports them.
+ */
+import { Socket, type Channel, type Push } from 'phoenix'
+import { fromCallback } from 'xstate'
+import type { AttachOrigin, ChannelEvent } from '../../machines/channel.js'
+import type { ConnectionEvent } from '../../machines/connection.js'
+import { assertMs, type Origin } from '../../machines/types.js'
+import {
+  AGENT_ID_PARAM,
+  API_KEY_HEADER,
+  API_KEY_PARAM,
+  CHANNEL_EVENTS,
+  CONTROL_EVENT,
+  controlTopic,
+  decodeBinaryFromServer,
+  decodeTextFrame,
+  HEARTBEAT_TOPIC,
+  parseControlSignal,
+  SUPERSEDE_EVENT,
+  type Payload,
+} from '../protocol.js'
+import {
+  classifyChannelClose,
+  classifyClose,
+  classifyControlChannelLoss,
+  classifyJoinError,
+  classifySupersede,
+  classifyUpgrade,
+  heartbeatTimeout,
+  type DisconnectReason,
+} from '../reasons.js'
+import { transportClass, SUPPORTS_UPGRADE_HEADERS, type RefusedUpgrade } from './ws-transport.js'
+import type WebSocket from 'isomorphic-ws'
+
+/** Transport policy: what the adapter hands to phoenix.js and ws. Milliseconds unless said. */
+export const DEFAULT_TRANSPORT_POLICY = {
+  /**
+   * Heartbeat interval; a reply must arrive within one interval, so a dead peer is detected in
+   * at most two (FIELD-NOTES "Heartbeat timeout"). @default 30000 — phoenix.js's default.
+   */
+  heartbeatIntervalMs: 30_000,
+  /** Wait for the peer's close frame before ending the TCP connection. @default 1000 — ws waits 30 s by default; a stop must be quick. */
+  closeTimeoutMs: 1_000,
+  /** Largest inbound frame in bytes; a larger one closes the socket with 1009. @default 8388608 — 8 MiB. */
+  maxFrameBytes: 8 * 1024 * 1024,
+  /** Wait for a reply to an app channel push. @default 10000 — phoenix.js's default push timeout. */
+  pushTimeoutMs: 10_000,
+  /** Bytes of a refused upgrade's body to read for its error code. @default 8192 */
+  refusalBodyLimitBytes: 8 * 1024,
+}
+
+/** Transport policy; see {@link DEFAULT_TRANSPORT_POLICY}. */
+export type TransportPolicy = typeof DEFAULT_TRANSPORT_POLICY
+
+/**
+ * Checks the transport policy.
+ *
+ * @throws {RangeError} naming the first field that is out of range.
+ */
+export function validateTransportPolicy(policy: TransportPolicy): TransportPolicy {
+  for (const [name, value] of Object.entries(policy)) assertMs(`transport.${name}`, value)
+  if (policy.heartbeatIntervalMs < 1) throw new RangeError('transport.heartbeatIntervalMs must be at least 1')
+  return policy
+}
+
+/** phoenix.js's reconnectAfterMs/rejoinAfterMs when the charts own retries: never (2^31-1, not Infinity, which Node clamps to 1 ms). */
+const NEVER = 2 ** 31 - 1
+
+/** Extra time phoenix.js waits for a join or leave reply past the chart's own timeout, so the chart always decides first. */
+const JOIN_TIMEOUT_SLACK_MS = 1000
+
+/** Where app channel data goes: the link's channel handles. */
+export interface AppDelivery {
+  /** A server push or broadcast on an app channel's current join. */
+  message(topic: string, event: string, payload: Payload | ArrayBuffer, meta: { generation: number }): void
+}
+
+/** What the adapter needs. */
+export interface AdapterConfig {
+  /** Socket endpoint without `/websocket`, e.g. `wss://platform.example/socket`. */
+  url: string
+  agentId: string
+  apiKey: string
+  /** Send the API key as the `x-api-key` upgrade header (Node) or as the `api_key` param. */
+  apiKeyIn: 'header' | 'param'
+  /** Extra socket params (`on_conflict`, ...). */
+  params: Record<string, string>
+  policy: TransportPolicy
+  /** The connection chart's control channel join timeout; phoenix.js gets this plus a slack. */
+  controlJoinTimeoutMs: number
+  /** The connection chart's control channel leave timeout (stopping). */
+  controlLeaveTimeoutMs: number
+  /** The channel chart's app channel join timeout; phoenix.js gets this plus a slack. */
+  channelJoinTimeoutMs: number
+  /** The channel chart's app channel leave timeout. */
+  channelLeaveTimeoutMs: number
+  /** Clock for reason timestamps. */
+  now: () => number
+  /** Where lifecycle events go: the connection actor. */
+  sink: (event: ConnectionEvent) => void
+  app: AppDelivery
+  /** Join params of an app channel, asked at each join. */
+  channelParams(topic: string): object
+}
+
+/** Rejection of an app channel push. */
+export interface PushFailure {
+  code: 'PUSH_TIMEOUT' | 'PUSH_REJECTED' | 'TRANSPORT_LOST'
+  response: unknown
+}
+
+interface Attachment {
+  readonly topic: string
+  readonly channel: Channel
+  readonly origin: AttachOrigin | Origin
+  leaving: boolean
+  joined: boolean
+  /** Pushes awaiting a reply, with the function that rejects their promise. */
+  readonly pushes: Map<Push, () => void>
+  leavePush: Push | null
+}
+
+class TransportHandle {
+  socket: Socket | null = null
+  ws: WebSocket | null = null
+  refusal: RefusedUpgrade | null = null
+  lastError: string | null = null
+  heartbeatTimedOut = false
+  ended = false
+  wsClosed = false
+  teardownDone = false
+  readonly attachments = new Map<string, Attachment>()
+  readonly leftTopics = new Set<string>()
+  readonly closed: Promise<void>
+  private resolveClosed!: () => void
+
+  constructor(readonly origin: Origin) {
+    this.closed = new Promise((resolve) => (this.resolveClosed = resolve))
+  }
+
+  checkClosed(): void {
+    if (this.teardownDone && (this.wsClosed || this.ws === null)) this.resolveClosed()
+  }
+}
+
+function errorText(error: unknown): string {
+  if (error && typeof error === 'object') {
+    const e = error as { message?: unknown; error?: { message?: unknown; code?: unknown }; type?: unknown }
+    if (e.error && typeof e.error.message === 'string') return e.error.code ? `${e.error.code}: ${e.error.message}` : e.error.message
+    if (typeof e.message === 'string') return e.message
+    if (typeof e.type === 'string') return e.type
+  }
+  return String(error)
+}
+
+const isInternalEvent = (event: string) => event.startsWith('phx_') || event.startsWith('chan_reply_')
+
+/**
+ * One link's adapter. Provides the charts' I/O actors (`actors()`), delivers app data, and knows
+ * when every socket it opened is closed (`settled()`).
+ */
+export class PhoenixAdapter {
+  private readonly handles = new Map<number, TransportHandle>()
+  /** The current attachment of each app topic, for host pushes. */
+  private readonly apps = new Map<string, Attachment>()
+  private readonly controlTopic: string
+
+  constructor(private readonly config: AdapterConfig) {
+    this.controlTopic = controlTopic(config.agentId)
+  }
+
+  /** The XState actor logics the charts invoke: `transport`, `controlChannel` and `attachment`. */
+  actors() {
+    return {
+      transport: fromCallback<{ type: 'noop' }, Origin>(({ input }) => {
+        const handle = this.openTransport(input)
+        return () => this.endTransport(handle)
+      }),
+      controlChannel: fromCallback<{ type: 'leave' }, Origin>(({ input, receive }) => {
+        const attachment = this.attachControl(input)
+        receive(() => {
+          if (attachment) this.leave(attachment, this.config.controlLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS)
+        })
+        return () => {
+          if (attachment) this.release(attachment)
+        }
+      }),
+      attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(({ input, receive }) => {
+        const attachment = this.attachApp(input)
+        receive(() => {
+          if (attachment) this.leave(attachment, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS)
+        })
+        return () => {
+          if (attachment) this.release(attachment)
+        }
+      }),
+    }
+  }
+
+  /** Resolves when every socket this adapter opened is closed and phoenix.js's teardown finished. */
+  async settled(): Promise<void> {
+    while (this.handles.size > 0) {
+      await Promise.all([...this.handles.values()].map((h) => h.closed))
+    }
+  }
+
+  /** Whether `topic` has a joined app attachment right now. */
+  isJoined(topic: string): boolean {
+    return this.apps.get(topic)?.joined === true
+  }
+
+  /**
+   * Pushes on the current join of app channel `topic`.
+   *
+   * @returns the reply's `response` for an `ok` reply.
+   * @throws {PushFailure} (rejects) with `PUSH_REJECTED` for an error reply, `PUSH_TIMEOUT`
+   *   after `timeoutMs`, `TRANSPORT_LOST` when the join ended before a reply.
+   */
+  push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number): Promise<unknown> {
+    const attachment = this.apps.get(topic)
+    if (!attachment || !attachment.joined) {
+      return Promise.reject({ code: 'TRANSPORT_LOST', response: null } satisfies PushFailure)
+    }
+    return new Promise((resolve, reject) => {
+      const push = attachment.channel.push(event, payload as object, timeoutMs)
+      const fail = (failure: PushFailure) => {
+        attachment.pushes.delete(push)
+        reject(failure)
+      }
+      attachment.pushes.set(push, () => fail({ code: 'TRANSPORT_LOST', response: null }))
+      push
+        .receive('ok', (response) => {
+          attachment.pushes.delete(push)
+          resolve(response)
+        })
+        .receive('error', (response) => fail({ code: 'PUSH_REJECTED', response }))
+        .receive('timeout', () => fail({ code: 'PUSH_TIMEOUT', response: null }))
+    })
+  }
+
+  // ---- transports -------------------------------------------------------------------------
+
+  private emit(event: ConnectionEvent): void {
+    this.config.sink(event)
+  }
+
+  private openTransport(origin: Origin): TransportHandle {
+    const handle = new TransportHandle(origin)
+    this.handles.set(origin.generation, handle)
+    const { policy } = this.config
+    const tag = { generation: origin.generation, epoch: origin.epoch }
+    const headers: Record<string, string> = {}
+    const params: Record<string, string> = { ...this.config.params, [AGENT_ID_PARAM]: this.config.agentId }
+    if (this.config.apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS) headers[API_KEY_HEADER] = this.config.apiKey
+    else params[API_KEY_PARAM] = this.config.apiKey
+
+    const Transport = transportClass({
+      headers,
+      maxPayload: policy.maxFrameBytes,
+      closeTimeout: policy.closeTimeoutMs,
+      bodyLimit: policy.refusalBodyLimitBytes,
+      onCreate: (ws) => {
+        handle.ws = ws
+        const onClose = () => {
+          handle.wsClosed = true
+          handle.checkClosed()
+        }
+        if (typeof (ws as unknown as NodeJS.EventEmitter).once === 'function') {
+          ;(ws as unknown as NodeJS.EventEmitter).once('close', onClose)
+        } else {
+          ws.addEventListener('close', onClose, { once: true } as never)
+        }
+      },
+      onRefused: (refusal) => {
+        handle.refusal = refusal
+      },
+      onClientClose: (_code, reason) => {
+        // phoenix.js socket.js heartbeatTimeout(): connection.close(WS_CLOSE_NORMAL, "heartbeat timeout").
+        // On the socket alone that close looks like a server's normal close (FIELD-NOTES), so it
+        // is classified here, where the client's own close is visible. Reported after phoenix
+        // finishes its own handling of the timeout.
+        if (reason === 'heartbeat timeout' && !handle.ended && !handle.heartbeatTimedOut) {
+          handle.heartbeatTimedOut = true
+          queueMicrotask(() =>
+            this.emit({ type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(origin.generation, this.config.now()), ...tag }),
+          )
+        }
+      },
+    })
+
+    const socket = new Socket(this.config.url, {
+      transport: Transport,
+      params,
+      heartbeatIntervalMs: policy.heartbeatIntervalMs,
+      timeout: policy.pushTimeoutMs,
+      reconnectAfterMs: () => NEVER,
+      rejoinAfterMs: () => NEVER,
+      binaryType: 'arraybuffer',
+      decode: (raw, callback) => {
+        const decoded =
+          typeof raw === 'string' ? decodeTextFrame(raw, policy.maxFrameBytes) : decodeBinaryFromServer(raw, policy.maxFrameBytes)
+        if (decoded.ok) {
+          if (this.isExpected(handle, decoded.frame)) callback(decoded.frame)
+          return
+        }
+        this.emit({
+          type: 'socket.malformed',
+          detail: `${decoded.problem.kind}: ${decoded.problem.detail}; frame starts ${JSON.stringify(decoded.problem.raw.slice(0, 80))}`,
+          ...tag,
+        })
+      },
+    })
+    handle.socket = socket
+
+    socket.onOpen(() => this.emit({ type: 'socket.open', ...tag }))
+    socket.onError((error) => {
+      handle.lastError = errorText(error)
+    })
+    socket.onClose((event: { code?: number; reason?: string }) => {
+      const now = this.config.now()
+      // After end() the close only confirms the chart's own decision to close this transport.
+      if (handle.ended) return
+      if (handle.heartbeatTimedOut) return // already reported as socket.heartbeatTimeout
+      if (handle.refusal) {
+        const reason = classifyUpgrade(
+          { status: handle.refusal.status, retryAfter: handle.refusal.retryAfter, body: handle.refusal.body },
+          origin.generation,
+          now,
+        )
+        this.emit({ type: 'socket.upgradeRejected', reason, ...tag })
+        return
+      }
+      const code = typeof event?.code === 'number' ? event.code : 1006
+      this.emit({
+        type: 'socket.close',
+        reason: classifyClose({ code, reason: String(event?.reason ?? ''), error: handle.lastError }, origin.generation, now),
+        ...tag,
+      })
+    })
+    try {
+      socket.connect()
+    } catch (error) {
+      // ws throws synchronously on a malformed URL; report it as the transport's close.
+      handle.teardownDone = true
+      handle.checkClosed()
+      const reason: DisconnectReason = {
+        kind: 'other',
+        retryable: true,
+        detail: `could not open the socket: ${errorText(error)}`,
+        generation: origin.generation,
+        at: this.config.now(),
+      }
+      queueMicrotask(() => this.emit({ type: 'socket.close', reason, ...tag }))
+    }
+    return handle
+  }
+
+  /**
+   * Checks a decoded frame against this transport's joins before phoenix.js dispatches it.
+   * A frame for a topic with no join, or with a join_ref that is not the current one, is
+   * reported (`socket.malformed`) and dropped: phoenix.js would drop it silently
+   * (channel.js isMember). Heartbeat replies and the tail of a leave pass.
+   */
+  private isExpected(handle: TransportHandle, frame: { topic: string; event: string; join_ref: string | null }): boolean {
+    if (frame.topic === HEARTBEAT_TOPIC) return true
+    const attachment = handle.attachments.get(frame.topic)
+    if (!attachment) {
+      if (handle.leftTopics.has(frame.topic) && (frame.event === CHANNEL_EVENTS.close || frame.event === CHANNEL_EVENTS.reply)) return false
+      this.emit({
+        type: 'socket.malformed',
+        detail: `${frame.event} for topic ${JSON.stringify(frame.topic)}, which this link has not joined on this transport`,
+        generation: handle.origin.generation,
+        epoch: handle.origin.epoch,
+      })
+      return false
+    }
+    const current = attachment.channel.joinRef()
+    if (frame.join_ref !== null && current !== null && frame.join_ref !== current) {
+      if (attachment.leaving && frame.event === CHANNEL_EVENTS.close) return true
+      this.emit({
+        type: 'socket.malformed',
+        detail: `${frame.event} on ${frame.topic} with stale join_ref ${frame.join_ref} (current ${current})`,
+        generation: handle.origin.generation,
+        epoch: handle.origin.epoch,
+      })
+      return false
+    }
+    return true
+  }
+
+  private endTransport(handle: TransportHandle): void {
+    if (handle.ended) return
+    handle.ended = true
+    for (const attachment of handle.attachments.values()) this.release(attachment)
+    const finish = () => {
+      handle.teardownDone = true
+      handle.checkClosed()
+    }
+    if (!handle.socket || handle.teardownDone) {
+      finish()
+    } else {
+      // Closes 1000 (normal closure) and waits for the socket to close; phoenix.js clears its
+      // heartbeat and reconnect timers here (socket.js disconnect/teardown).
+      handle.socket.disconnect(finish, 1000, 'client closing')
+    }
+    void handle.closed.then(() => {
+      if (this.handles.get(handle.origin.generation) === handle) this.handles.delete(handle.origin.generation)
+    })
+  }
+
+  // ---- channels -----------------------------------------------------------------------------
+
+  private attachControl(origin: Origin): Attachment | null {
+    const handle = this.handles.get(origin.generation)
+    if (!handle?.socket || handle.ended) return null
+    const tag = { generation: origin.generation, epoch: origin.epoch }
+    const channel = handle.socket.channel(this.controlTopic, {})
+    const joinTimeoutMs = this.config.controlJoinTimeoutMs
+    const attachment: Attachment = { topic: this.controlTopic, channel, origin, leaving: false, joined: false, pushes: new Map(), leavePush: null }
+    handle.attachments.set(this.controlTopic, attachment)
+    channel.onMessage = (event: string, payload: unknown) => {
+      if (isInternalEvent(event)) return payload
+      const now = this.config.now()
+      if (event === SUPERSEDE_EVENT) {
+        this.emit({ type: 'control.supersede', reason: classifySupersede(payload, origin.generation, now), ...tag })
+      } else if (event === CONTROL_EVENT) {
+        const parsed = parseControlSignal(payload)
+        if (parsed.ok) this.emit({ type: 'control.signal', signal: parsed.signal, ...tag })
+        else this.emit({ type: 'socket.malformed', detail: `agent.control payload ignored: ${parsed.issues.join('; ')}`, ...tag })
+      } else {
+        this.emit({ type: 'socket.malformed', detail: `unknown event ${JSON.stringify(event)} on the control channel`, ...tag })
+      }
+      return payload ?? {}
+    }
+    channel
+      .join(joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS)
+      .receive('ok', () => {
+        attachment.joined = true
+        this.emit({ type: 'control.joinOk', ...tag })
+      })
+      .receive('error', (response) =>
+        this.emit({ type: 'control.joinError', reason: classifyJoinError(response, origin.generation, this.config.now()), ...tag }),
+      )
+    channel.onError((payload) => {
+      // Transport-sourced errors ({source: "transport"}, phoenix 1.8.10+) are the socket's close,
+      // reported by the socket listener; only the server's phx_error is the channel's own loss.
+      if (payload && typeof payload === 'object' && (payload as { source?: unknown }).source === 'transport') return
+      this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_error', payload, origin.generation, this.config.now()), ...tag })
+    })
+    channel.onClose((payload) => {
+      if (attachment.leaving) this.emit({ type: 'control.left', ...tag })
+      else this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_close', payload, origin.generation, this.config.now()), ...tag })
+    })
+    return attachment
+  }
+
+  private attachApp(origin: AttachOrigin): Attachment | null {
+    const handle = this.handles.get(origin.generation)
+    if (!handle?.socket || handle.ended) return null
+    const base = { topic: origin.topic, generation: origin.generation, attachId: origin.attachId }
+    const send = (event: ChannelEvent) => this.emit(event as ConnectionEvent)
+    const channel = handle.socket.channel(origin.topic, () => this.config.channelParams(origin.topic))
+    const joinTimeoutMs = this.config.channelJoinTimeoutMs
+    const attachment: Attachment = { topic: origin.topic, channel, origin, leaving: false, joined: false, pushes: new Map(), leavePush: null }
+    handle.attachments.set(origin.topic, attachment)
+    this.apps.set(origin.topic, attachment)
+    const meta = { generation: origin.generation }
+    const app = this.config.app
+    channel.onMessage = (event: string, payload: unknown) => {
+      if (!isInternalEvent(event)) app.message(origin.topic, event, payload as Payload, meta)
+      return payload ?? {}
+    }
+    channel
+      .join(joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS)
+      .receive('ok', () => {
+        attachment.joined = true
+        send({ type: 'channel.joinOk', ...base })
+      })
+      .receive('error', (response) =>
+        send({ type: 'channel.joinError', reason: classifyJoinError(response, origin.generation, this.config.now()), ...base }),
+      )
+    channel.onError((payload) => {
+      if (payload && typeof payload === 'object' && (payload as { source?: unknown }).source === 'transport') return
+      attachment.joined = false
+      send({ type: 'channel.error', ...base })
+    })
+    channel.onClose((payload) => {
+      attachment.joined = false
+      if (attachment.leaving) send({ type: 'channel.left', ...base })
+      else send({ type: 'channel.close', reason: classifyChannelClose(payload, origin.generation, this.config.now()), ...base })
+    })
+    return attachment
+  }
+
+  private leave(attachment: Attachment, timeoutMs: number): void {
+    if (attachment.leaving) return
+    attachment.leaving = true
+    attachment.joined = false
+    attachment.leavePush = attachment.channel.leave(timeoutMs)
+  }
+
+  /**
+   * Forgets a phoenix Channel without a phx_leave: the chart moved on (new join attempt,
+   * transport gone, session ended). Clears the timers phoenix.js would keep (join push
+   * timeout, rejoin timer, push timeouts) and removes it from its socket. Uses channel.js and
+   * push.js internals of the pinned phoenix 1.8.16; test/wire checks no timer is left.
+   */
+  private release(attachment: Attachment): void {
+    const { channel } = attachment
+    attachment.joined = false
+    channel.joinPush.cancelTimeout()
+    channel.rejoinTimer.reset()
+    attachment.leavePush?.cancelTimeout()
+    for (const [push, rejectLost] of [...attachment.pushes]) {
+      push.cancelTimeout()
+      rejectLost()
+    }
+    channel.onMessage = (_event: string, payload: unknown) => payload ?? {}
+    const socket = channel.socket as unknown as Socket
+    socket.remove(channel)
+    const handle = this.handles.get(attachment.origin.generation)
+    if (handle?.attachments.get(attachment.topic) === attachment) {
+      handle.attachments.delete(attachment.topic)
+      handle.leftTopics.add(attachment.topic)
+    }
+    if (this.apps.get(attachment.topic) === attachment) this.apps.delete(attachment.topic)
+  }
+}

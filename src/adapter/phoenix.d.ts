@@ -1,0 +1,64 @@
+/**
+ * The parts of the `phoenix` 1.8.16 client this adapter uses. `@types/phoenix` describes 1.6,
+ * so the 1.8 options and the few internals the adapter touches are typed here, against
+ * node_modules/phoenix/assets/js/phoenix/{socket,channel,push,timer}.js of the pinned version.
+ */
+declare module 'phoenix' {
+  export interface SocketOptions {
+    transport?: new (url: string, protocols?: string | string[]) => unknown
+    encode?: (payload: object, callback: (encoded: string | ArrayBuffer) => void) => void
+    decode?: (payload: string | ArrayBuffer, callback: (decoded: unknown) => void) => void
+    timeout?: number
+    heartbeatIntervalMs?: number
+    reconnectAfterMs?: (tries: number) => number
+    rejoinAfterMs?: (tries: number) => number
+    logger?: (kind: string, msg: string, data: unknown) => void
+    params?: Record<string, unknown> | (() => Record<string, unknown>)
+    binaryType?: 'arraybuffer' | 'blob'
+    vsn?: string
+    sessionStorage?: unknown
+  }
+
+  export class Push {
+    receive(status: string, callback: (response?: any) => any): this
+    /** @internal */ cancelTimeout(): void
+    ref: string | null
+  }
+
+  export class Channel {
+    constructor(topic: string, params?: object | (() => object), socket?: Socket)
+    topic: string
+    state: 'closed' | 'errored' | 'joined' | 'joining' | 'leaving'
+    join(timeout?: number): Push
+    leave(timeout?: number): Push
+    push(event: string, payload: object, timeout?: number): Push
+    on(event: string, callback: (payload?: any, ref?: any, joinRef?: any) => void): number
+    off(event: string, ref?: number): void
+    onClose(callback: (payload: any, ref: any, joinRef: any) => void): number
+    onError(callback: (reason?: any) => void): number
+    /** Overridable hook phoenix.js calls for every message before its bindings; must return the payload. */
+    onMessage: (event: string, payload: unknown, ref?: unknown, joinRef?: unknown) => unknown
+    socket: Socket
+    /** @internal */ joinRef(): string | null
+    /** @internal */ joinPush: Push
+    /** @internal */ rejoinTimer: { reset(): void }
+  }
+
+  export class Socket {
+    constructor(endPoint: string, opts?: SocketOptions)
+    connect(params?: any): void
+    disconnect(callback?: () => void, code?: number, reason?: string): void
+    channel(topic: string, chanParams?: object | (() => object)): Channel
+    isConnected(): boolean
+    connectionState(): 'connecting' | 'open' | 'closing' | 'closed'
+    endPointURL(): string
+    onOpen(callback: () => void): string
+    onClose(callback: (event: any) => void): string
+    onError(callback: (error: any, transport?: any, establishedConnections?: number) => void): string
+    onMessage(callback: (message: any) => void): string
+    off(refs: string[]): void
+    makeRef(): string
+    /** @internal */ remove(channel: Channel): void
+    /** @internal */ conn: unknown
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The WebSocket class handed to phoenix.js as its `transport`, one class per transport
+ * generation so each instance reports to its own handle. In Node (isomorphic-ws resolves to
+ * `ws`) it adds the upgrade headers (the API key), the inbound frame limit and the close
+ * timeout, and reads a refused upgrade (status, Retry-After, JSON body) from ws's
+ * `unexpected-response` before ending it (FIELD-NOTES "Reading a refused upgrade"). In a browser
+ * it is the native WebSocket with only the close hook.
+ */
+import WebSocket from 'isomorphic-ws'
+import type { ClientRequest, IncomingMessage } from 'node:http'
+
+/** What a refused upgrade carried. */
+export interface RefusedUpgrade {
+  status: number
+  retryAfter: string | null
+  body: string
+}
+
+/** Callbacks and settings of one generation's transport class. */
+export interface TransportHooks {
+  /** Upgrade headers (Node only), e.g. `{ 'x-api-key': key }`. */
+  headers: Record<string, string>
+  /** Largest inbound message in bytes; ws closes a larger one with 1009 (RFC 6455 section 7.4.1). */
+  maxPayload: number
+  /** Wait for the peer's close frame before ending the TCP connection, in milliseconds. */
+  closeTimeout: number
+  /** Bytes of a refused upgrade's body to read. */
+  bodyLimit: number
+  /** The instance phoenix.js created. */
+  onCreate(ws: WebSocket): void
+  /** The upgrade was refused; called before ws's error and close events. */
+  onRefused(refusal: RefusedUpgrade): void
+  /** phoenix.js called close() on the transport (its heartbeat timeout passes "heartbeat timeout"). */
+  onClientClose(code: number | undefined, reason: string | undefined): void
+}
+
+const isNodeWs = typeof (WebSocket as unknown as { prototype: { on?: unknown } }).prototype.on === 'function'
+
+/** Whether this runtime's WebSocket is Node's `ws` (headers, refused-upgrade details). */
+export const SUPPORTS_UPGRADE_HEADERS = isNodeWs
+
+/**
+ * Makes the transport class for one generation.
+ *
+ * @returns a WebSocket subclass with the constructor phoenix.js calls: `new T(url, protocols)`.
+ */
+export function transportClass(hooks: TransportHooks): new (url: string, protocols?: string | string[]) => WebSocket {
+  return class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) => WebSocket) {
+    constructor(url: string, protocols?: string | string[]) {
+      if (isNodeWs) {
+        super(url, protocols, {
+          headers: hooks.headers,
+          maxPayload: hooks.maxPayload,
+          closeTimeout: hooks.closeTimeout,
+          // A refused upgrade is read by the listener below; without it ws only reports the status.
+        })
+      } else {
+        super(url, protocols)
+      }
+      hooks.onCreate(this)
+      if (isNodeWs) {
+        ;(this as unknown as NodeJS.EventEmitter).on('unexpected-response', (req: ClientRequest, res: IncomingMessage) =>
+          readRefusal(req, res, hooks),
+        )
+      }
+    }
+
+    override close(code?: number, reason?: string): void {
+      hooks.onClientClose(code, reason)
+      super.close(code, reason)
+    }
+  }
+}
+
+/**
+ * Reads status, Retry-After and up to `bodyLimit` bytes of body, reports them, then destroys the
+ * request with an error so ws emits error and close 1006 as usual. Without the destroy, no close
+ * would ever fire (FIELD-NOTES). Bounded by `closeTimeout` for a body that never ends.
+ */
+function readRefusal(req: ClientRequest, res: IncomingMessage, hooks: TransportHooks): void {
+  const status = res.statusCode ?? 0
+  const header = res.headers['retry-after']
+  const retryAfter = Array.isArray(header) ? (header[0] ?? null) : (header ?? null)
+  const chunks: Buffer[] = []
+  let size = 0
+  let done = false
+  const finish = () => {
+    if (done) return
+    done = true
+    clearTimeout(timer)
+    hooks.onRefused({ status, retryAfter, body: Buffer.concat(chunks).toString('utf8') })
+    req.destroy(new Error(`Unexpected server response: ${status}`))
+  }
+  const timer = setTimeout(finish, hooks.closeTimeout)
+  res.on('data', (chunk: Buffer) => {
+    if (size < hooks.bodyLimit) chunks.push(chunk.subarray(0, hooks.bodyLimit - size))
+    size += chunk.length
+    if (size >= hooks.bodyLimit) finish()
+  })
+  res.on('end', finish)
+  res.on('error', finish)
+  res.on('close', finish)
+}

@@ -1,0 +1,41 @@
+import { PhoenixLinkError } from './base.js'
+
+/** Why a channel push failed. */
+export type PushErrorCode =
+  /** No reply within the push timeout. */
+  | 'PUSH_TIMEOUT'
+  /** The server replied with status `error`; `response` holds its payload. */
+  | 'PUSH_REJECTED'
+  /** The transport or the join ended before a reply; the push may or may not have arrived. */
+  | 'TRANSPORT_LOST'
+  /** The channel was left or dropped, or the link stopped, before the push could be sent. */
+  | 'CHANNEL_CLOSED'
+
+/**
+ * A push on an app channel failed; `code` says how. A push made while the channel is not joined
+ * waits for the join up to its timeout. Fix: for `TRANSPORT_LOST`, push again after the
+ * `joined` event if the operation is idempotent.
+ */
+export class PushError extends PhoenixLinkError {
+  override readonly code: PushErrorCode
+  /** The channel's topic. */
+  readonly topic: string
+  /** The pushed event. */
+  readonly event: string
+  /** The server's reply payload for `PUSH_REJECTED`. */
+  readonly response: unknown
+
+  constructor(code: PushErrorCode, topic: string, event: string, response: unknown = null) {
+    super(code, `push ${JSON.stringify(event)} on ${JSON.stringify(topic)} failed: ${code}`)
+    this.name = 'PushError'
+    this.code = code
+    this.topic = topic
+    this.event = event
+    this.response = response
+  }
+}
+
+/** Whether `error` is a {@link PushError}. */
+export function isPushError(error: unknown): error is PushError {
+  return error instanceof PushError
+}

@@ -1,0 +1,197 @@
+/**
+ * The host's handle on one app channel: its events, its pushes, its status. The channel chart
+ * (machines/channel.ts) owns the lifecycle; this handle only mirrors it and carries data.
+ */
+import type { Payload } from './protocol.js'
+import type { DisconnectReason } from './reasons.js'
+import { PushError } from './errors/push-error.js'
+import type { PushFailure } from './adapter/phoenix-adapter.js'
+import type { Unsubscribe } from './emitter.js'
+
+/**
+ * Status of an app channel: `joining` until the first join (or after a transport loss,
+ * `detached`), `joined`, `errored` (phx_error or join timeout: rejoining), and the two ends:
+ * `dropped` (the server refused or closed it; see `reason`) and `left` (the host left it).
+ */
+export type ChannelStatus = 'joining' | 'joined' | 'detached' | 'errored' | 'dropped' | 'left'
+
+/** Metadata passed with each message to a channel handler. */
+export interface MessageMeta {
+  /** Transport generation the message arrived on. */
+  generation: number
+}
+
+/** Handler of one event on an app channel. Binary pushes arrive as an ArrayBuffer. */
+export type MessageHandler = (payload: Payload | ArrayBuffer, meta: MessageMeta) => void
+
+/** What a handle needs from its link. */
+export interface ChannelHost {
+  isJoined(topic: string): boolean
+  push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number): Promise<unknown>
+  leave(topic: string): void
+  pushTimeoutMs: number
+  reportError(error: unknown, where: string): void
+  reportUnhandled(topic: string, event: string): void
+}
+
+interface Waiter {
+  resolve: () => void
+  reject: (error: PushError) => void
+  timer: ReturnType<typeof setTimeout>
+  event: string
+}
+
+/**
+ * An app channel of a link, from `link.channel(topic, params)`. Rejoined with a fresh join_ref
+ * on every transport until `leave()` or until the server drops it.
+ */
+export class LinkChannel {
+  /** Current status; see {@link ChannelStatus}. */
+  status: ChannelStatus = 'joining'
+  /** Why it errored or was dropped, when it did. */
+  reason: DisconnectReason | null = null
+
+  private readonly handlers = new Map<string, Set<MessageHandler>>()
+  private readonly anyHandlers = new Set<(event: string, payload: Payload | ArrayBuffer, meta: MessageMeta) => void>()
+  private readonly statusListeners = new Set<(status: ChannelStatus, reason: DisconnectReason | null) => void>()
+  private readonly waiters = new Set<Waiter>()
+  private readonly ended: Promise<void>
+  private resolveEnded!: () => void
+
+  /** @internal created by `link.channel()`. */
+  constructor(
+    /** The channel's topic, e.g. `chat_room:42`. */
+    readonly topic: string,
+    private readonly host: ChannelHost,
+  ) {
+    this.ended = new Promise((resolve) => (this.resolveEnded = resolve))
+  }
+
+  /** Whether the channel can still join: not dropped and not left. */
+  get active(): boolean {
+    return this.status !== 'dropped' && this.status !== 'left'
+  }
+
+  /** Calls `handler` for every `event` pushed or broadcast on this channel's current join. */
+  on(event: string, handler: MessageHandler): Unsubscribe {
+    let set = this.handlers.get(event)
+    if (!set) this.handlers.set(event, (set = new Set()))
+    set.add(handler)
+    return () => set!.delete(handler)
+  }
+
+  /** Calls `handler` for every event on this channel. */
+  onAny(handler: (event: string, payload: Payload | ArrayBuffer, meta: MessageMeta) => void): Unsubscribe {
+    this.anyHandlers.add(handler)
+    return () => this.anyHandlers.delete(handler)
+  }
+
+  /** Calls `listener` on every status change, with the reason for `errored` and `dropped`. */
+  onStatus(listener: (status: ChannelStatus, reason: DisconnectReason | null) => void): Unsubscribe {
+    this.statusListeners.add(listener)
+    return () => this.statusListeners.delete(listener)
+  }
+
+  /**
+   * Pushes `event` and resolves with the server's `ok` reply response. While the channel is not
+   * joined the push waits for the join, all within `timeoutMs`.
+   *
+   * @param timeoutMs defaults to the transport policy's `pushTimeoutMs` (10000).
+   * @throws {PushError} (rejects) `PUSH_TIMEOUT`, `PUSH_REJECTED` (error reply; `response` holds
+   *   it), `TRANSPORT_LOST` (the join ended before a reply), `CHANNEL_CLOSED` (left, dropped, or
+   *   the link stopped before it could be sent).
+   */
+  async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number } = {}): Promise<unknown> {
+    const timeoutMs = options.timeoutMs ?? this.host.pushTimeoutMs
+    const started = performance.now()
+    if (!this.active) throw new PushError('CHANNEL_CLOSED', this.topic, event)
+    if (!this.host.isJoined(this.topic)) await this.waitForJoin(event, timeoutMs)
+    const remaining = Math.max(1, Math.round(timeoutMs - (performance.now() - started)))
+    try {
+      return await this.host.push(this.topic, event, payload, remaining)
+    } catch (failure) {
+      const f = failure as PushFailure
+      throw new PushError(f.code, this.topic, event, f.response)
+    }
+  }
+
+  /** Leaves the channel (phx_leave when joined) and resolves once it is left. Idempotent. */
+  async leave(): Promise<void> {
+    if (!this.active) return
+    this.host.leave(this.topic)
+    await this.ended
+  }
+
+  /** @internal A message from the adapter. */
+  deliver(event: string, payload: Payload | ArrayBuffer, meta: MessageMeta): void {
+    const set = this.handlers.get(event)
+    if (!set && this.anyHandlers.size === 0) {
+      this.host.reportUnhandled(this.topic, event)
+      return
+    }
+    if (set) {
+      for (const handler of set) {
+        try {
+          handler(payload, meta)
+        } catch (error) {
+          this.host.reportError(error, `handler of ${event} on ${this.topic}`)
+        }
+      }
+    }
+    for (const handler of this.anyHandlers) {
+      try {
+        handler(event, payload, meta)
+      } catch (error) {
+        this.host.reportError(error, `any-handler on ${this.topic}`)
+      }
+    }
+  }
+
+  /** @internal The chart reported a status. */
+  setStatus(status: ChannelStatus, reason: DisconnectReason | null): void {
+    if (!this.active) return
+    this.status = status
+    if (reason) this.reason = reason
+    if (status === 'joined') this.releaseWaiters(null)
+    if (!this.active) {
+      this.releaseWaiters('CHANNEL_CLOSED')
+      this.resolveEnded()
+    }
+    for (const listener of this.statusListeners) {
+      try {
+        listener(status, reason)
+      } catch (error) {
+        this.host.reportError(error, `status listener on ${this.topic}`)
+      }
+    }
+  }
+
+  /** @internal The link stopped or ended: pushes waiting for a join fail now. */
+  failWaiting(): void {
+    this.releaseWaiters('CHANNEL_CLOSED')
+  }
+
+  private waitForJoin(event: string, timeoutMs: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        event,
+        timer: setTimeout(() => {
+          this.waiters.delete(waiter)
+          reject(new PushError('PUSH_TIMEOUT', this.topic, event))
+        }, timeoutMs),
+      }
+      this.waiters.add(waiter)
+    })
+  }
+
+  private releaseWaiters(failure: 'CHANNEL_CLOSED' | null): void {
+    for (const waiter of [...this.waiters]) {
+      clearTimeout(waiter.timer)
+      this.waiters.delete(waiter)
+      if (failure) waiter.reject(new PushError(failure, this.topic, waiter.event))
+      else waiter.resolve()
+    }
+  }
+}

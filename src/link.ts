@@ -1,0 +1,459 @@
+/**
+ * The host API: `createLink()` gives an agent one long-lived, self-healing connection to its
+ * platform. The connection chart decides every lifecycle step; the link turns the host's calls
+ * into chart events, waits on the chart's states, and publishes what happened as typed events.
+ */
+import { createActor, type Actor, type InspectionEvent, type Observer, fromPromise } from 'xstate'
+import { channelMachine } from '../machines/channel.js'
+import { connectionMachine, type ConnectionEmitted, type ConnectionEvent } from '../machines/connection.js'
+import { controlMachine, type QueuedSignal } from '../machines/control.js'
+import { linkStateOf, type LinkState } from '../machines/status.js'
+import type { Env } from '../machines/types.js'
+import { PhoenixAdapter } from './adapter/phoenix-adapter.js'
+import { SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
+import { Emitter, type Unsubscribe } from './emitter.js'
+import { AgentDisconnectedError } from './errors/agent-disconnected.js'
+import { ConfigurationError } from './errors/configuration-error.js'
+import { PhoenixLinkError } from './errors/base.js'
+import { LinkChannel, type ChannelStatus } from './link-channel.js'
+import { redact, redacting, type Logger } from './logger.js'
+import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
+import { ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
+import { describeReason, type DisconnectReason } from './reasons.js'
+
+/** A host's handler of control signals; the next signal waits until the returned promise settles. */
+export type ControlHandler = (signal: ControlSignal) => void | Promise<void>
+
+/** Options of {@link createLink}. */
+export interface LinkOptions {
+  /**
+   * Socket endpoint without `/websocket`, e.g. `wss://platform.example/socket`. `ws://` only to
+   * a loopback host unless `allowInsecureTransport` is set.
+   */
+  url: string
+  /** The agent's id: the `agent_id` socket param and the control topic `agent_control:<id>`. */
+  agentId: string
+  /** The agent's API key. Never logged, never in errors, traces or inspection events. */
+  apiKey: string
+  /** Policy overrides, by concern; see `DEFAULT_LINK_POLICY`. */
+  policy?: LinkPolicyInput
+  /** Where the link logs its transitions; default silent. Every line is redacted of the API key. */
+  logger?: Logger
+  /** An XState inspection observer (or @statelyai/inspect's `inspector.inspect`), passed to the chart actor. */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
+  /** Handler of `agent.control` signals, called once per signal, in order, one at a time. */
+  onControl?: ControlHandler
+  /**
+   * How the API key is sent: the `x-api-key` upgrade header (default in Node; keeps it out of
+   * URLs and proxy logs) or the `api_key` socket param (the only way in browsers).
+   */
+  apiKeyIn?: 'header' | 'param'
+  /** `reject`: a second same-key socket is refused with HTTP 409 instead of superseding this one. */
+  onConflict?: 'supersede' | 'reject'
+  /** Extra socket params. */
+  params?: Record<string, string>
+  /** Allow `ws://` (no TLS) to a host that is not loopback. @default false */
+  allowInsecureTransport?: boolean
+  /** Clock and random source; tests pass fixed ones. @default { now: Date.now, random: Math.random } */
+  env?: Env
+}
+
+/** The link's events, by name. */
+export interface LinkEvents {
+  /** The public state changed. */
+  state: { state: LinkState; previous: LinkState }
+  /** The session's first connect: the control channel is joined. */
+  connected: { generation: number; epoch: number }
+  /** A later connect of the same session, after a loss; `downtimeMs` since the loss. */
+  reconnected: { generation: number; epoch: number; downtimeMs: number }
+  /** A transport or the session ended; `nextDelayMs` is the wait before the retry, null when terminal. */
+  disconnected: { reason: DisconnectReason; nextDelayMs: number | null; attempt: number | null; terminal: boolean }
+  /** A control signal is being handed to the handler (`sequence` counts arrivals). */
+  control: { signal: ControlSignal; sequence: number }
+  /** An app channel's status changed. */
+  channel: { topic: string; status: ChannelStatus; reason: DisconnectReason | null }
+  /** Something arrived that changed nothing: a stale or late event, a malformed frame, an unhandled message. */
+  ignored: { event: string; detail: string }
+}
+
+/** One event of {@link Link.events}: `{ type, ...payload }`. */
+export type LinkEvent = { [K in keyof LinkEvents]: { type: K } & LinkEvents[K] }[keyof LinkEvents]
+
+const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)$/i
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('The operation was aborted.', 'AbortError')
+}
+
+/**
+ * Creates a link. Nothing connects until `connect()` or `runForever()`.
+ *
+ * @example
+ * const link = createLink({ url: 'wss://platform.example/socket', agentId, apiKey, onControl })
+ * link.on('disconnected', ({ reason, nextDelayMs }) => log(reason.kind, nextDelayMs))
+ * await link.runForever({ signal })   // rejects AgentDisconnectedError on a terminal reason
+ * @throws {ConfigurationError} for a missing agent id or key, a bad URL, plain ws:// to a
+ *   non-loopback host, or a policy field out of range.
+ */
+export function createLink(options: LinkOptions): Link {
+  return new Link(options)
+}
+
+/** A long-lived connection of one agent; see {@link createLink}. */
+export class Link {
+  /** The connection chart's actor, for inspection (`link.actor.getSnapshot()`). Send it nothing. */
+  readonly actor: Actor<typeof connectionMachine>
+  /** The resolved policy. */
+  readonly policy: LinkPolicy
+
+  private readonly emitter: Emitter<LinkEvents>
+  private readonly adapter: PhoenixAdapter
+  private readonly log: Required<Logger>
+  private readonly apiKey: string
+  private readonly channels = new Map<string, LinkChannel>()
+  private readonly channelParams = new Map<string, object | (() => object)>()
+  private controlHandler: ControlHandler | undefined
+  private lastState: LinkState = 'idle'
+  private lostAt: number | null = null
+  private readonly env: Env
+  private crashed: Error | null = null
+
+  /** @internal use {@link createLink}. */
+  constructor(options: LinkOptions) {
+    const { url, agentId, apiKey } = options
+    if (typeof agentId !== 'string' || agentId === '') throw new ConfigurationError('agentId must be a non-empty string')
+    if (typeof apiKey !== 'string' || apiKey === '') throw new ConfigurationError('apiKey must be a non-empty string')
+    this.apiKey = apiKey
+    const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, apiKey)
+    this.policy = resolvePolicy(options.policy)
+    this.env = options.env ?? { now: () => Date.now(), random: () => Math.random() }
+    this.log = redacting(options.logger, apiKey)
+    this.controlHandler = options.onControl
+    this.emitter = new Emitter<LinkEvents>((error, type) =>
+      this.log.error('a link event listener threw', { event: String(type), error: errorMessage(error) }),
+    )
+    if (options.onConflict !== undefined && options.onConflict !== 'supersede' && options.onConflict !== 'reject') {
+      throw new ConfigurationError(`onConflict must be 'supersede' or 'reject', got ${String(options.onConflict)}`)
+    }
+    const apiKeyIn = options.apiKeyIn ?? (SUPPORTS_UPGRADE_HEADERS ? 'header' : 'param')
+    if (apiKeyIn !== 'header' && apiKeyIn !== 'param') throw new ConfigurationError(`apiKeyIn must be 'header' or 'param', got ${String(apiKeyIn)}`)
+
+    this.adapter = new PhoenixAdapter({
+      url: endpoint,
+      agentId,
+      apiKey,
+      apiKeyIn,
+      params: { ...options.params, ...(options.onConflict ? { [ON_CONFLICT_PARAM]: options.onConflict } : {}) },
+      policy: this.policy.transport,
+      controlJoinTimeoutMs: this.policy.connection.joinTimeoutMs,
+      controlLeaveTimeoutMs: this.policy.connection.leaveTimeoutMs,
+      channelJoinTimeoutMs: this.policy.channel.joinTimeoutMs,
+      channelLeaveTimeoutMs: this.policy.channel.leaveTimeoutMs,
+      now: () => this.env.now(),
+      sink: (event) => this.send(redact(event, apiKey)),
+      app: { message: (topic, event, payload, meta) => this.channels.get(topic)?.deliver(event, payload, meta) },
+      channelParams: (topic) => {
+        const params = this.channelParams.get(topic)
+        return typeof params === 'function' ? params() : (params ?? {})
+      },
+    })
+
+    const io = this.adapter.actors()
+    const machine = connectionMachine.provide({
+      actors: {
+        transport: io.transport,
+        controlChannel: io.controlChannel,
+        channel: channelMachine.provide({ actors: { attachment: io.attachment } }),
+        control: controlMachine.provide({
+          actors: { deliverSignal: fromPromise<void, QueuedSignal>(({ input }) => this.deliverSignal(input)) },
+        }),
+      },
+    })
+    const inspect = options.inspect
+    this.actor = createActor(machine, {
+      input: {
+        env: this.env,
+        policy: this.policy.connection,
+        reconnectPolicy: this.policy.reconnect,
+        channelPolicy: this.policy.channel,
+        controlPolicy: this.policy.control,
+      },
+      ...(inspect ? { inspect: inspect as Observer<InspectionEvent> } : {}),
+    })
+    this.actor.on('*', (event) => this.onChartEmitted(event as ConnectionEmitted))
+    this.actor.subscribe({
+      next: (snapshot) => this.onSnapshot(linkStateOf(snapshot.value)),
+      error: (error) => {
+        // A throwing action stops the actor (xstate #5153); no lifecycle can continue.
+        this.crashed = new PhoenixLinkError('INTERNAL', `the connection chart stopped with an error: ${errorMessage(error)}`, { cause: error })
+        this.log.error('connection chart crashed', { error: errorMessage(error) })
+        this.emitter.emit('state', { state: 'terminated', previous: this.lastState })
+      },
+    })
+    this.actor.start()
+  }
+
+  /** The public state: idle, connecting, joining, connected, reconnecting, stopping, stopped or terminated. */
+  get state(): LinkState {
+    return linkStateOf(this.actor.getSnapshot().value)
+  }
+
+  /**
+   * Why the last transport or session ended. Kept after stop and after a terminal reason;
+   * cleared when connect() starts a new session. Null before any loss.
+   */
+  get lastDisconnectReason(): DisconnectReason | null {
+    return this.actor.getSnapshot().context.lastReason as DisconnectReason | null
+  }
+
+  /**
+   * Connects (starting a new session from idle, stopped or terminated) and resolves once the
+   * control channel is joined. Retryable losses on the way are retried by the chart; the promise
+   * waits through them. Two concurrent calls share one transport.
+   *
+   * @throws {AgentDisconnectedError} (rejects) when the session ends first: a terminal reason,
+   *   or `graceful` when disconnect() is called meanwhile.
+   * @throws the signal's reason (an AbortError) when `signal` aborts; the link keeps connecting.
+   */
+  async connect(options: { signal?: AbortSignal } = {}): Promise<void> {
+    this.assertUsable()
+    const { signal } = options
+    if (signal?.aborted) throw abortError(signal)
+    if (this.state === 'stopping') await this.until((s) => s !== 'stopping', signal)
+    if (this.state === 'connected') return
+    if (this.state === 'idle' || this.state === 'stopped' || this.state === 'terminated') this.send({ type: 'host.connect' })
+    await this.until((s) => {
+      if (s === 'connected') return true
+      if (s === 'stopped' || s === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!)
+      return false
+    }, signal)
+  }
+
+  /**
+   * Keeps the agent connected until the host stops it: connects if the link is idle, then
+   * resolves when disconnect() stops it. Retryable losses never end it.
+   *
+   * @throws {AgentDisconnectedError} (rejects) on a terminal reason (superseded, rejected,
+   *   suppressed); at once if the link already ended with one.
+   * @throws the signal's reason when `signal` aborts: only this waiter ends; the link stays up.
+   */
+  async runForever(options: { signal?: AbortSignal } = {}): Promise<void> {
+    this.assertUsable()
+    const { signal } = options
+    if (signal?.aborted) throw abortError(signal)
+    if (this.state === 'idle') this.send({ type: 'host.connect' })
+    await this.until((s) => {
+      if (s === 'stopped') return true
+      if (s === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!)
+      return false
+    }, signal)
+  }
+
+  /**
+   * Stops the session from any state: leaves the control channel when joined, closes the socket
+   * with 1000, cancels every timer. Resolves once every socket is closed. Never rejects;
+   * idempotent. After a terminal reason it sends nothing and keeps that reason.
+   */
+  async disconnect(): Promise<void> {
+    if (!this.crashed) {
+      this.send({ type: 'host.disconnect' })
+      await this.until((s) => s === 'idle' || s === 'stopped' || s === 'terminated').catch(() => {})
+    }
+    for (const channel of this.channels.values()) channel.failWaiting()
+    await this.adapter.settled()
+  }
+
+  /**
+   * An app channel, joined on every connected transport with a fresh join_ref until `leave()`.
+   * Calling it again for an active topic returns the same handle (the first params stay).
+   *
+   * @param params join params, or a function called at every join (for fresh tokens).
+   */
+  channel(topic: string, params: object | (() => object) = {}): LinkChannel {
+    if (typeof topic !== 'string' || topic === '') throw new ConfigurationError('channel topic must be a non-empty string')
+    if (topic.startsWith('agent_control:')) {
+      throw new ConfigurationError(`${topic} is the control channel; the link joins it itself`)
+    }
+    const existing = this.channels.get(topic)
+    if (existing?.active) return existing
+    const handle = new LinkChannel(topic, {
+      isJoined: (t) => this.adapter.isJoined(t),
+      push: (t, event, payload, timeoutMs) => this.adapter.push(t, event, payload, timeoutMs),
+      leave: (t) => this.send({ type: 'host.leaveChannel', topic: t }),
+      pushTimeoutMs: this.policy.transport.pushTimeoutMs,
+      reportError: (error, where) => this.log.error(`${where} threw`, { error: errorMessage(error) }),
+      reportUnhandled: (t, event) =>
+        this.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${JSON.stringify(event)} on ${t}` }),
+    })
+    this.channels.set(topic, handle)
+    this.channelParams.set(topic, params)
+    this.send({ type: 'host.channel', topic })
+    return handle
+  }
+
+  /** Sets (or clears) the control signal handler. Signals already being handled finish with the old one. */
+  onControl(handler: ControlHandler | undefined): void {
+    this.controlHandler = handler
+  }
+
+  /** Calls `listener` for each `type` event; returns the function that removes it. */
+  on<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): Unsubscribe {
+    return this.emitter.on(type, listener)
+  }
+
+  /** Calls `listener` once, for the next `type` event. */
+  once<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): Unsubscribe {
+    return this.emitter.once(type, listener)
+  }
+
+  /**
+   * Every event from now on, as `{ type, ...payload }`, in order, until `signal` aborts or the
+   * loop breaks.
+   *
+   * @example for await (const e of link.events({ signal })) if (e.type === 'disconnected') alert(e.reason)
+   */
+  events(options: { signal?: AbortSignal } = {}): AsyncGenerator<LinkEvent> {
+    return this.emitter.iterate(options.signal) as AsyncGenerator<LinkEvent>
+  }
+
+  /** disconnect(), for `await using link = createLink(...)`. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.disconnect()
+  }
+
+  // ---- private ----------------------------------------------------------------------------
+
+  private send(event: ConnectionEvent): void {
+    if (this.crashed) return
+    this.actor.send(event)
+  }
+
+  private assertUsable(): void {
+    if (this.crashed) throw this.crashed
+  }
+
+  /** Resolves when `check(state)` is true (it may throw to reject); re-checked on every state change. */
+  private until(check: (state: LinkState) => boolean, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let off: Unsubscribe = () => {}
+      const onAbort = () => finish(() => reject(abortError(signal!)))
+      const finish = (settle: () => void) => {
+        off()
+        signal?.removeEventListener('abort', onAbort)
+        settle()
+      }
+      const test = () => {
+        if (this.crashed) return finish(() => reject(this.crashed))
+        try {
+          if (check(this.state)) finish(resolve)
+        } catch (error) {
+          finish(() => reject(error))
+        }
+      }
+      off = this.emitter.on('state', test)
+      signal?.addEventListener('abort', onAbort)
+      test()
+    })
+  }
+
+  private onSnapshot(state: LinkState): void {
+    if (state === this.lastState) return
+    const previous = this.lastState
+    this.lastState = state
+    this.log.info(`state ${previous} -> ${state}`)
+    if (state === 'stopped' || state === 'terminated') for (const channel of this.channels.values()) channel.failWaiting()
+    this.emitter.emit('state', { state, previous })
+  }
+
+  private onChartEmitted(event: ConnectionEmitted): void {
+    switch (event.type) {
+      case 'link.connected': {
+        if (event.reconnect) {
+          const downtimeMs = this.lostAt === null ? 0 : Math.max(0, this.env.now() - this.lostAt)
+          this.lostAt = null
+          this.log.info('reconnected', { generation: event.generation, downtimeMs })
+          this.emitter.emit('reconnected', { generation: event.generation, epoch: event.epoch, downtimeMs })
+        } else {
+          this.lostAt = null
+          this.log.info('connected', { generation: event.generation, epoch: event.epoch })
+          this.emitter.emit('connected', { generation: event.generation, epoch: event.epoch })
+        }
+        return
+      }
+      case 'link.disconnected': {
+        const reason = event.reason as DisconnectReason
+        const terminal = event.nextDelayMs === null
+        if (this.lostAt === null) this.lostAt = this.env.now()
+        const fields = { kind: reason.kind, generation: reason.generation, nextDelayMs: event.nextDelayMs }
+        if (terminal && reason.kind !== 'graceful') this.log.warn(`disconnected: ${describeReason(reason)}`, fields)
+        else this.log.info(`disconnected: ${describeReason(reason)}`, fields)
+        this.emitter.emit('disconnected', { reason, nextDelayMs: event.nextDelayMs, attempt: event.attempt, terminal })
+        return
+      }
+      case 'link.channel': {
+        const handle = this.channels.get(event.topic)
+        const status: ChannelStatus = event.status
+        const reason = event.reason as DisconnectReason | null
+        handle?.setStatus(status, reason)
+        if (handle && !handle.active && this.channels.get(event.topic) === handle) {
+          this.channels.delete(event.topic)
+          this.channelParams.delete(event.topic)
+        }
+        this.log.info(`channel ${event.topic} ${status}`, reason ? { reason: describeReason(reason) } : undefined)
+        this.emitter.emit('channel', { topic: event.topic, status, reason })
+        return
+      }
+      case 'link.ignored':
+        this.log.debug(`ignored ${event.event}: ${event.detail}`)
+        this.emitter.emit('ignored', { event: event.event, detail: event.detail })
+        return
+      case 'link.controlDuplicate':
+        this.log.info('control signal with a repeated correlation id not delivered again', { sequence: event.sequence })
+        this.emitter.emit('ignored', {
+          event: 'control.signal',
+          detail: `duplicate correlation_id ${String(event.signal.correlationId)}: delivered once already`,
+        })
+        return
+      case 'link.controlFailed':
+        this.log.error('control handler failed', { sequence: event.sequence, error: errorMessage(event.error) })
+        return
+    }
+  }
+
+  private async deliverSignal(queued: QueuedSignal): Promise<void> {
+    const signal = queued.signal as ControlSignal
+    this.emitter.emit('control', { signal, sequence: queued.sequence })
+    const handler = this.controlHandler
+    if (handler) await handler(signal)
+  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/**
+ * Checks the endpoint URL and returns it without a trailing `/websocket` (phoenix.js appends it).
+ *
+ * @throws {ConfigurationError} for a URL that does not parse, a scheme other than ws/wss, or
+ *   plain ws:// to a non-loopback host without `allowInsecureTransport`.
+ */
+function checkUrl(url: string, allowInsecure: boolean, apiKey: string): string {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new ConfigurationError(`url ${JSON.stringify(redact(String(url), apiKey))} is not a URL; pass e.g. wss://platform.example/socket`)
+  }
+  if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') {
+    throw new ConfigurationError(`url must start with ws:// or wss://, got ${parsed.protocol}//`)
+  }
+  if (parsed.protocol === 'ws:' && !LOOPBACK.test(parsed.hostname) && !allowInsecure) {
+    throw new ConfigurationError(
+      `url uses ws:// (no TLS) to ${parsed.hostname}, which is not loopback: the API key would cross the network in clear. Use wss://, or set allowInsecureTransport: true.`,
+    )
+  }
+  return url.replace(/\/websocket\/?$/, '').replace(/\/$/, '')
+}
+
+export type { Payload }

@@ -1,0 +1,76 @@
+/**
+ * A link's whole policy: one defaults object per concern, each beside the code that uses it,
+ * gathered here. createLink() merges the host's partial policy over the defaults and checks
+ * every field (strict at configuration). docs/lifecycle.md's policy tables are generated from
+ * {@link DEFAULT_LINK_POLICY}.
+ */
+import { DEFAULT_CHANNEL_POLICY, validateChannelPolicy, type ChannelPolicy } from '../machines/channel.js'
+import { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from '../machines/connection.js'
+import { DEFAULT_CONTROL_POLICY, type ControlPolicy } from '../machines/control.js'
+import { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, type ReconnectPolicy } from '../machines/reconnect.js'
+import { DEFAULT_TRANSPORT_POLICY, validateTransportPolicy, type TransportPolicy } from './adapter/phoenix-adapter.js'
+import { ConfigurationError } from './errors/configuration-error.js'
+
+/** A link's policy, by concern. Milliseconds unless a field says otherwise. */
+export interface LinkPolicy {
+  /** Session timeouts (machines/connection.ts). */
+  connection: ConnectionPolicy
+  /** Backoff and give-up (machines/reconnect.ts). */
+  reconnect: ReconnectPolicy
+  /** App channel join and rejoin (machines/channel.ts). */
+  channel: ChannelPolicy
+  /** Control signal delivery (machines/control.ts). */
+  control: ControlPolicy
+  /** Heartbeat, frame limit, close and push timeouts (src/adapter). */
+  transport: TransportPolicy
+}
+
+/** A partial policy: any field of any concern may be left out. */
+export type LinkPolicyInput = { [K in keyof LinkPolicy]?: Partial<LinkPolicy[K]> }
+
+/** Every default, by concern. */
+export const DEFAULT_LINK_POLICY: LinkPolicy = {
+  connection: DEFAULT_CONNECTION_POLICY,
+  reconnect: DEFAULT_RECONNECT_POLICY,
+  channel: DEFAULT_CHANNEL_POLICY,
+  control: DEFAULT_CONTROL_POLICY,
+  transport: DEFAULT_TRANSPORT_POLICY,
+}
+
+/**
+ * Merges `input` over the defaults and checks every field.
+ *
+ * @throws {ConfigurationError} naming the field for an unknown concern or field, or a value out of range.
+ */
+export function resolvePolicy(input: LinkPolicyInput = {}): LinkPolicy {
+  for (const [concern, fields] of Object.entries(input)) {
+    const defaults = (DEFAULT_LINK_POLICY as unknown as Record<string, Record<string, unknown>>)[concern]
+    if (!defaults) {
+      throw new ConfigurationError(`policy.${concern} is not a policy concern; use one of ${Object.keys(DEFAULT_LINK_POLICY).join(', ')}`)
+    }
+    for (const field of Object.keys(fields ?? {})) {
+      if (!(field in defaults)) {
+        throw new ConfigurationError(`policy.${concern}.${field} is not a policy field; use one of ${Object.keys(defaults).join(', ')}`)
+      }
+    }
+  }
+  const policy: LinkPolicy = {
+    connection: { ...DEFAULT_CONNECTION_POLICY, ...input.connection },
+    reconnect: { ...DEFAULT_RECONNECT_POLICY, ...input.reconnect },
+    channel: { ...DEFAULT_CHANNEL_POLICY, ...input.channel },
+    control: { ...DEFAULT_CONTROL_POLICY, ...input.control },
+    transport: { ...DEFAULT_TRANSPORT_POLICY, ...input.transport },
+  }
+  try {
+    validateConnectionPolicy(policy.connection)
+    validateReconnectPolicy(policy.reconnect)
+    validateChannelPolicy(policy.channel)
+    validateTransportPolicy(policy.transport)
+    if (!(Number.isInteger(policy.control.dedupeWindow) && policy.control.dedupeWindow >= 0)) {
+      throw new RangeError(`control.dedupeWindow must be a whole number >= 0, got ${policy.control.dedupeWindow}`)
+    }
+  } catch (error) {
+    throw new ConfigurationError(`invalid policy: ${(error as Error).message}`, { cause: error })
+  }
+  return policy
+}

@@ -1,0 +1,404 @@
+/**
+ * The Phoenix V2 wire protocol and the platform's payloads, as zod schemas shared by the link
+ * and the simulator. Decoding never throws: every inbound frame is either a `Frame` or a typed
+ * `FrameProblem` the caller reports.
+ *
+ * Sources: phoenixframework/phoenix lib/phoenix/socket/serializers/v2_json_serializer.ex and
+ * assets/js/phoenix/serializer.js (frame layout, binary kinds); band-ai/band-sdk-python
+ * src/band/client/streaming/client.py (control channel, supersede and agent.control payloads).
+ */
+import { z } from 'zod'
+
+/** Phoenix's reserved channel events (assets/js/phoenix/constants.js CHANNEL_EVENTS). */
+export const CHANNEL_EVENTS = {
+  join: 'phx_join',
+  leave: 'phx_leave',
+  reply: 'phx_reply',
+  error: 'phx_error',
+  close: 'phx_close',
+} as const
+
+/** Topic of the socket-level heartbeat (`[null, ref, "phoenix", "heartbeat", {}]`). */
+export const HEARTBEAT_TOPIC = 'phoenix'
+/** Event of the socket-level heartbeat. */
+export const HEARTBEAT_EVENT = 'heartbeat'
+/** Protocol version query parameter phoenix.js sends (`vsn=2.0.0`). */
+export const PROTOCOL_VSN = '2.0.0'
+/** Event of the platform's supersede push on the control channel. */
+export const SUPERSEDE_EVENT = 'supersede'
+/** Event of the platform's control signals on the control channel. */
+export const CONTROL_EVENT = 'agent.control'
+/** Socket param naming the agent (FIELD-NOTES "The platform's control channel"). */
+export const AGENT_ID_PARAM = 'agent_id'
+/** Socket param carrying the API key when it is not sent as a header. */
+export const API_KEY_PARAM = 'api_key'
+/** Upgrade header carrying the API key (Node only; browsers cannot set upgrade headers). */
+export const API_KEY_HEADER = 'x-api-key'
+/** Socket param asking the platform to refuse a duplicate with HTTP 409 instead of superseding the older socket. */
+export const ON_CONFLICT_PARAM = 'on_conflict'
+
+/**
+ * The mandatory control channel topic of an agent: `agent_control:<agent_id>`.
+ *
+ * @example controlTopic('agent-7') // 'agent_control:agent-7'
+ */
+export function controlTopic(agentId: string): string {
+  return `agent_control:${agentId}`
+}
+
+/** A JSON object payload: Phoenix payloads are maps, never arrays or scalars. */
+export const Payload = z.record(z.string(), z.unknown())
+/** A JSON object payload. */
+export type Payload = z.infer<typeof Payload>
+
+/** A decoded V2 frame: `[join_ref, ref, topic, event, payload]`. Refs are decimal strings. */
+export interface Frame {
+  join_ref: string | null
+  ref: string | null
+  topic: string
+  event: string
+  /** An object for JSON frames; an ArrayBuffer for binary frames. */
+  payload: Payload | ArrayBuffer
+}
+
+/** The text form of a V2 frame, as a zod tuple. */
+export const TextFrame = z.tuple([z.string().nullable(), z.string().nullable(), z.string(), z.string(), Payload])
+
+/** Payload of a phx_reply: `{"status": "ok" | "error" | ..., "response": {...}}`. */
+export const ReplyPayload = z.object({ status: z.string(), response: z.unknown().optional() })
+/** Payload of a phx_reply. */
+export type ReplyPayload = z.infer<typeof ReplyPayload>
+
+/** Why an inbound frame could not be used. */
+export const FrameProblemKind = z.enum([
+  'too-large',
+  'not-json',
+  'not-array',
+  'wrong-arity',
+  'wrong-types',
+  'bad-reply',
+  'bad-binary',
+])
+/** Why an inbound frame could not be used. */
+export type FrameProblemKind = z.infer<typeof FrameProblemKind>
+
+/** A frame that could not be decoded: its kind, a sentence, and the start of the raw text. */
+export interface FrameProblem {
+  kind: FrameProblemKind
+  detail: string
+  /** The first 200 characters of the frame (binary frames: a hex prefix). */
+  raw: string
+}
+
+/** Outcome of decoding one inbound frame. */
+export type DecodeResult = { ok: true; frame: Frame } | { ok: false; problem: FrameProblem }
+
+const RAW_PREVIEW = 200
+
+function preview(text: string): string {
+  return text.length > RAW_PREVIEW ? `${text.slice(0, RAW_PREVIEW)}…` : text
+}
+
+function hexPreview(bytes: Uint8Array): string {
+  return Array.from(bytes.subarray(0, 64), (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+function problem(kind: FrameProblemKind, detail: string, raw: string): DecodeResult {
+  return { ok: false, problem: { kind, detail, raw } }
+}
+
+/**
+ * Decodes a V2 text frame. Never throws.
+ *
+ * @param text the frame as received.
+ * @param maxBytes frames longer than this many UTF-16 code units are refused as `too-large`
+ *   (the transport's own limit closes with 1009 before this; this guards other transports).
+ */
+export function decodeTextFrame(text: string, maxBytes = Number.POSITIVE_INFINITY): DecodeResult {
+  if (text.length > maxBytes) return problem('too-large', `frame of ${text.length} characters exceeds ${maxBytes}`, preview(text))
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (error) {
+    return problem('not-json', `not JSON: ${(error as Error).message}`, preview(text))
+  }
+  if (!Array.isArray(parsed)) return problem('not-array', 'a V2 frame is a JSON array', preview(text))
+  if (parsed.length !== 5) {
+    return problem('wrong-arity', `a V2 frame has 5 elements, this one has ${parsed.length}`, preview(text))
+  }
+  const tuple = TextFrame.safeParse(parsed)
+  if (!tuple.success) {
+    const issue = tuple.error.issues[0]
+    return problem(
+      'wrong-types',
+      `element ${issue?.path.join('.') ?? '?'}: ${issue?.message ?? 'wrong type'} (expected [join_ref|null, ref|null, topic, event, {payload}])`,
+      preview(text),
+    )
+  }
+  const [join_ref, ref, topic, event, payload] = tuple.data
+  if (event === CHANNEL_EVENTS.reply && !ReplyPayload.safeParse(payload).success) {
+    return problem('bad-reply', 'a phx_reply payload is {"status": string, "response": ...}', preview(text))
+  }
+  return { ok: true, frame: { join_ref, ref, topic, event, payload } }
+}
+
+/** Encodes a frame with an object payload as V2 JSON text. */
+export function encodeTextFrame(frame: Frame): string {
+  return JSON.stringify([frame.join_ref, frame.ref, frame.topic, frame.event, frame.payload])
+}
+
+/** Binary frame kinds of the V2 serializer (assets/js/phoenix/serializer.js KINDS). */
+export const BINARY_KINDS = { push: 0, reply: 1, broadcast: 2 } as const
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+function readFields(bytes: Uint8Array, offset: number, sizes: number[]): string[] | string {
+  const out: string[] = []
+  let at = offset
+  for (const size of sizes) {
+    if (at + size > bytes.length) return `field of ${size} bytes at offset ${at} runs past the frame end (${bytes.length})`
+    try {
+      out.push(utf8.decode(bytes.subarray(at, at + size)))
+    } catch {
+      return `field at offset ${at} is not UTF-8`
+    }
+    at += size
+  }
+  return out
+}
+
+function toBytes(data: ArrayBuffer | Uint8Array): Uint8Array {
+  return data instanceof Uint8Array ? data : new Uint8Array(data)
+}
+
+function sliceBuffer(bytes: Uint8Array, from: number): ArrayBuffer {
+  return bytes.slice(from).buffer
+}
+
+/**
+ * Decodes a binary frame sent by a server to a client: push (kind 0: join_ref, topic, event),
+ * reply (kind 1: join_ref, ref, topic, status) or broadcast (kind 2: topic, event). One-byte size
+ * fields. Never throws.
+ */
+export function decodeBinaryFromServer(data: ArrayBuffer | Uint8Array, maxBytes = Number.POSITIVE_INFINITY): DecodeResult {
+  const bytes = toBytes(data)
+  if (bytes.length > maxBytes) return problem('too-large', `binary frame of ${bytes.length} bytes exceeds ${maxBytes}`, hexPreview(bytes))
+  const kind = bytes[0]
+  const header = (n: number) => (bytes.length < n ? null : Array.from(bytes.subarray(1, n)))
+  if (kind === BINARY_KINDS.push) {
+    const sizes = header(4)
+    if (!sizes) return problem('bad-binary', 'push header needs 4 bytes', hexPreview(bytes))
+    const fields = readFields(bytes, 4, sizes)
+    if (typeof fields === 'string') return problem('bad-binary', fields, hexPreview(bytes))
+    const [join_ref, topic, event] = fields as [string, string, string]
+    const end = 4 + sizes.reduce((a, b) => a + b, 0)
+    return { ok: true, frame: { join_ref, ref: null, topic, event, payload: sliceBuffer(bytes, end) } }
+  }
+  if (kind === BINARY_KINDS.reply) {
+    const sizes = header(5)
+    if (!sizes) return problem('bad-binary', 'reply header needs 5 bytes', hexPreview(bytes))
+    const fields = readFields(bytes, 5, sizes)
+    if (typeof fields === 'string') return problem('bad-binary', fields, hexPreview(bytes))
+    const [join_ref, ref, topic, status] = fields as [string, string, string, string]
+    const end = 5 + sizes.reduce((a, b) => a + b, 0)
+    return {
+      ok: true,
+      frame: {
+        join_ref,
+        ref,
+        topic,
+        event: CHANNEL_EVENTS.reply,
+        // phoenix.js puts the binary response under `response`, like a JSON reply's.
+        payload: { status, response: sliceBuffer(bytes, end) } as unknown as Payload,
+      },
+    }
+  }
+  if (kind === BINARY_KINDS.broadcast) {
+    const sizes = header(3)
+    if (!sizes) return problem('bad-binary', 'broadcast header needs 3 bytes', hexPreview(bytes))
+    const fields = readFields(bytes, 3, sizes)
+    if (typeof fields === 'string') return problem('bad-binary', fields, hexPreview(bytes))
+    const [topic, event] = fields as [string, string]
+    const end = 3 + sizes.reduce((a, b) => a + b, 0)
+    return { ok: true, frame: { join_ref: null, ref: null, topic, event, payload: sliceBuffer(bytes, end) } }
+  }
+  return problem('bad-binary', `unknown binary kind ${String(kind)} (expected 0 push, 1 reply, 2 broadcast)`, hexPreview(bytes))
+}
+
+/**
+ * Decodes a binary frame sent by a client to a server: kind 0 push with join_ref, ref, topic and
+ * event sizes (assets/js/phoenix/serializer.js binaryEncode). Never throws.
+ */
+export function decodeBinaryFromClient(data: ArrayBuffer | Uint8Array, maxBytes = Number.POSITIVE_INFINITY): DecodeResult {
+  const bytes = toBytes(data)
+  if (bytes.length > maxBytes) return problem('too-large', `binary frame of ${bytes.length} bytes exceeds ${maxBytes}`, hexPreview(bytes))
+  if (bytes[0] !== BINARY_KINDS.push) {
+    return problem('bad-binary', `a client sends only binary kind 0 (push), got ${String(bytes[0])}`, hexPreview(bytes))
+  }
+  if (bytes.length < 5) return problem('bad-binary', 'push header needs 5 bytes', hexPreview(bytes))
+  const sizes = Array.from(bytes.subarray(1, 5))
+  const fields = readFields(bytes, 5, sizes)
+  if (typeof fields === 'string') return problem('bad-binary', fields, hexPreview(bytes))
+  const [join_ref, ref, topic, event] = fields as [string, string, string, string]
+  const end = 5 + sizes.reduce((a, b) => a + b, 0)
+  return {
+    ok: true,
+    frame: { join_ref: join_ref || null, ref: ref || null, topic, event, payload: sliceBuffer(bytes, end) },
+  }
+}
+
+function fieldBytes(values: string[]): Uint8Array[] {
+  const encoder = new TextEncoder()
+  return values.map((value) => {
+    const bytes = encoder.encode(value)
+    if (bytes.length > 255) throw new RangeError(`binary frame field "${value.slice(0, 20)}…" is ${bytes.length} bytes; the limit is 255`)
+    return bytes
+  })
+}
+
+function assemble(kind: number, fields: Uint8Array[], payload: ArrayBuffer | Uint8Array): Uint8Array {
+  const body = toBytes(payload)
+  const headerLength = 1 + fields.length + fields.reduce((a, f) => a + f.length, 0)
+  const out = new Uint8Array(headerLength + body.length)
+  out[0] = kind
+  fields.forEach((f, i) => (out[1 + i] = f.length))
+  let at = 1 + fields.length
+  for (const f of fields) {
+    out.set(f, at)
+    at += f.length
+  }
+  out.set(body, at)
+  return out
+}
+
+/**
+ * Encodes a binary frame from server to client.
+ *
+ * @throws {RangeError} when a field is longer than 255 bytes (the size fields are one byte).
+ */
+export function encodeBinaryToClient(
+  frame:
+    | { kind: 'push'; join_ref: string; topic: string; event: string; payload: ArrayBuffer | Uint8Array }
+    | { kind: 'reply'; join_ref: string; ref: string; topic: string; status: string; payload: ArrayBuffer | Uint8Array }
+    | { kind: 'broadcast'; topic: string; event: string; payload: ArrayBuffer | Uint8Array },
+): Uint8Array {
+  switch (frame.kind) {
+    case 'push':
+      return assemble(BINARY_KINDS.push, fieldBytes([frame.join_ref, frame.topic, frame.event]), frame.payload)
+    case 'reply':
+      return assemble(BINARY_KINDS.reply, fieldBytes([frame.join_ref, frame.ref, frame.topic, frame.status]), frame.payload)
+    case 'broadcast':
+      return assemble(BINARY_KINDS.broadcast, fieldBytes([frame.topic, frame.event]), frame.payload)
+  }
+}
+
+/**
+ * Encodes a binary push from client to server (kind 0 with join_ref, ref, topic, event).
+ *
+ * @throws {RangeError} when a field is longer than 255 bytes.
+ */
+export function encodeBinaryToServer(frame: {
+  join_ref: string | null
+  ref: string | null
+  topic: string
+  event: string
+  payload: ArrayBuffer | Uint8Array
+}): Uint8Array {
+  return assemble(
+    BINARY_KINDS.push,
+    fieldBytes([frame.join_ref ?? '', frame.ref ?? '', frame.topic, frame.event]),
+    frame.payload,
+  )
+}
+
+/** A text field read leniently: missing or of another type reads as null. */
+const lenientText = z.string().nullable().optional().catch(null)
+
+/**
+ * The platform's `supersede` payload, read leniently: every field may be missing or of the wrong
+ * type and the push still ends the session. `retry_after` is seconds (number or numeric string),
+ * read by classifySupersede (src/reasons.ts).
+ */
+export const SupersedePayload = z.object({
+  reason: lenientText,
+  message: lenientText,
+  retryable: z.unknown().optional(),
+  retry_after: z.unknown().optional(),
+  target_socket_id: lenientText,
+  correlation_id: lenientText,
+})
+/** The platform's `supersede` payload after lenient reading. */
+export type SupersedePayload = z.infer<typeof SupersedePayload>
+
+/** Modes of an `agent.control` signal. */
+export const ControlMode = z.enum(['interrupt', 'stop', 'play'])
+/** Scopes of an `agent.control` signal. */
+export const ControlScope = z.enum(['agent', 'room'])
+
+/**
+ * An `agent.control` signal as delivered to the host's handler (camelCase of the wire payload
+ * `{mode, scope, agent_id, room_id?, execution_id?, reason?, correlation_id?}`). Unknown extra
+ * fields are kept in `raw`.
+ */
+export const ControlSignal = z.object({
+  mode: ControlMode,
+  scope: ControlScope,
+  agentId: z.string(),
+  roomId: z.string().nullable(),
+  executionId: z.string().nullable(),
+  reason: z.string().nullable(),
+  correlationId: z.string().nullable(),
+  raw: Payload,
+})
+/** An `agent.control` signal as delivered to the host's handler. */
+export type ControlSignal = z.infer<typeof ControlSignal>
+
+const nullableString = z.union([z.string(), z.null()]).optional()
+
+/** The wire form of an `agent.control` payload. */
+export const ControlPayload = z.object({
+  mode: ControlMode,
+  scope: ControlScope,
+  agent_id: z.string(),
+  room_id: nullableString,
+  execution_id: nullableString,
+  reason: nullableString,
+  correlation_id: nullableString,
+})
+
+/**
+ * Reads an `agent.control` payload. Never throws.
+ *
+ * @returns the signal, or the list of problems (field paths and messages) for the caller to report.
+ */
+export function parseControlSignal(payload: unknown): { ok: true; signal: ControlSignal } | { ok: false; issues: string[] } {
+  const parsed = ControlPayload.safeParse(payload)
+  if (!parsed.success) {
+    return { ok: false, issues: parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`) }
+  }
+  const p = parsed.data
+  return {
+    ok: true,
+    signal: {
+      mode: p.mode,
+      scope: p.scope,
+      agentId: p.agent_id,
+      roomId: p.room_id ?? null,
+      executionId: p.execution_id ?? null,
+      reason: p.reason ?? null,
+      correlationId: p.correlation_id ?? null,
+      raw: payload as Payload,
+    },
+  }
+}
+
+/** The JSON body of a refused upgrade: `{"error": {"code", "message", "request_id"}}`. */
+export const UpgradeErrorBody = z.object({
+  error: z.object({
+    code: z.string().optional(),
+    message: z.string().optional(),
+    request_id: z.string().optional(),
+  }),
+})
+/** The JSON body of a refused upgrade. */
+export type UpgradeErrorBody = z.infer<typeof UpgradeErrorBody>

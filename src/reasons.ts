@@ -1,0 +1,480 @@
+/**
+ * Why a transport or a session ended: `DisconnectReason`, a zod discriminated union on `kind`,
+ * and the classification tables that turn what the socket saw (close codes, refused upgrades,
+ * supersede pushes, join errors) into one. The charts decide on `retryable`; this file decides
+ * what is retryable. Classification never throws: anything unrecognised becomes `other` with the
+ * raw text kept.
+ */
+import { z } from 'zod'
+import type { ReasonLike } from '../machines/types.js'
+import { SupersedePayload, UpgradeErrorBody } from './protocol.js'
+
+const base = {
+  /** Transport generation the reason belongs to. */
+  generation: z.number().int().nonnegative(),
+  /** When, in milliseconds since the Unix epoch. */
+  at: z.number(),
+}
+
+/** Causes of a `rejected` reason. Only `rate-limited` and `unavailable` are retryable. */
+export const RejectionCause = z.enum([
+  'unauthenticated',
+  'unauthorized',
+  'conflict',
+  'rate-limited',
+  'quota-exceeded',
+  'protocol-error',
+  'unavailable',
+])
+/** Cause of a `rejected` reason. */
+export type RejectionCause = z.infer<typeof RejectionCause>
+
+/** Where a rejection came from: the HTTP upgrade, the control channel join, or a close frame. */
+export const RejectionPhase = z.enum(['upgrade', 'join', 'close'])
+/** Where a rejection came from. */
+export type RejectionPhase = z.infer<typeof RejectionPhase>
+
+/** The host stopped the session with disconnect(). Never retried. */
+export const GracefulReason = z.object({ kind: z.literal('graceful'), retryable: z.literal(false), ...base })
+
+/**
+ * The platform handed this agent's key to a newer session (`supersede` push on the control
+ * channel). Terminal: reconnecting would evict the newer instance.
+ */
+export const SupersededReason = z.object({
+  kind: z.literal('superseded'),
+  retryable: z.literal(false),
+  /** The payload's `reason`, an open set such as `session.already_connected`; `unknown` when missing. */
+  cause: z.string(),
+  message: z.string().nullable(),
+  /** The payload's `retry_after` in milliseconds (it is sent in seconds); null when missing or malformed. */
+  retryAfterMs: z.number().nullable(),
+  targetSocketId: z.string().nullable(),
+  correlationId: z.string().nullable(),
+  /** The payload as received, odd fields included. */
+  raw: z.record(z.string(), z.unknown()),
+  ...base,
+})
+
+/** The platform refused the agent: upgrade status, join error, or a close code that says so. */
+export const RejectedReason = z.object({
+  kind: z.literal('rejected'),
+  retryable: z.boolean(),
+  cause: RejectionCause,
+  phase: RejectionPhase,
+  /** HTTP status of a refused upgrade. */
+  status: z.number().int().nullable(),
+  /** RFC 6455 close code, for phase `close`. */
+  closeCode: z.number().int().optional(),
+  /** The error body's `code` (`connection_conflict`, `too_many_requests`, ...) or the join error's `reason`. */
+  errorCode: z.string().nullable(),
+  message: z.string().nullable(),
+  requestId: z.string().nullable(),
+  /** Retry-After in milliseconds, when the server sent one. */
+  retryAfterMs: z.number().nullable(),
+  ...base,
+})
+
+/** The peer sent a close frame with a code that is not a refusal. */
+export const ClosedReason = z.object({
+  kind: z.literal('closed'),
+  retryable: z.boolean(),
+  /** RFC 6455 section 7.4 close code. */
+  closeCode: z.number().int(),
+  /** RFC 6455 name of the code, e.g. `going away`. */
+  closeName: z.string(),
+  /** The close frame's reason text. */
+  closeReason: z.string(),
+  ...base,
+})
+
+/** The transport ended without a close frame (1006), failed to connect, or the control channel died. */
+export const DroppedReason = z.object({
+  kind: z.literal('dropped'),
+  retryable: z.literal(true),
+  /** `socket`: the WebSocket itself; `channel`: phx_error or phx_close on the control channel. */
+  source: z.enum(['socket', 'channel']),
+  detail: z.string(),
+  ...base,
+})
+
+/** A wait ran out: heartbeat reply, control channel join, or transport open. */
+export const TimedOutReason = z.object({
+  kind: z.literal('timed-out'),
+  retryable: z.literal(true),
+  phase: z.enum(['heartbeat', 'join', 'connect']),
+  ...base,
+})
+
+/** The reconnect chart gave up. Terminal. */
+export const SuppressedReason = z.object({
+  kind: z.literal('suppressed'),
+  retryable: z.literal(false),
+  cause: z.enum(['rapid-disconnects', 'max-attempts']),
+  attempts: z.number().int().nonnegative(),
+  ...base,
+})
+
+/** Anything unrecognised: diagnostics only, never control flow. Retried with backoff. */
+export const OtherReason = z.object({
+  kind: z.literal('other'),
+  retryable: z.literal(true),
+  detail: z.string(),
+  /** The raw text that could not be classified, when there was one. */
+  raw: z.string().optional(),
+  ...base,
+})
+
+/** Why a transport or a session ended. Discriminated on `kind`. */
+export const DisconnectReason = z.discriminatedUnion('kind', [
+  GracefulReason,
+  SupersededReason,
+  RejectedReason,
+  ClosedReason,
+  DroppedReason,
+  TimedOutReason,
+  SuppressedReason,
+  OtherReason,
+])
+/** Why a transport or a session ended. */
+export type DisconnectReason = z.infer<typeof DisconnectReason>
+
+/** Every `kind` of DisconnectReason, read from the schema. */
+export const REASON_KINDS = DisconnectReason.options.map((o) => o.shape.kind.value)
+/** A DisconnectReason kind. */
+export type ReasonKind = DisconnectReason['kind']
+
+// The charts keep reasons as ReasonLike; every DisconnectReason must be one.
+const _reasonIsReasonLike = (r: DisconnectReason): ReasonLike => r
+void _reasonIsReasonLike
+
+/** Where a close code sends a session: reconnect (`closed`), no frame (`dropped`), or refusal (`rejected`). */
+export type CloseOutcome =
+  | { kind: 'closed'; retryable: true }
+  | { kind: 'dropped' }
+  | { kind: 'rejected'; cause: RejectionCause }
+
+/**
+ * The close code table: RFC 6455 section 7.4.1 names and the IANA WebSocket close code registry
+ * (1012-1015), with the outcome for a session. No close code means "stop": 1000, 1001 and 1011
+ * are what the same platform "disconnect" sends through Phoenix 1.8, Cowboy and Bandit
+ * (FIELD-NOTES "Close codes a real server sends"). 1002 reconnects too: Bandit closes an idle
+ * socket with 1002 (FIELD-NOTES), and a real protocol fault ends in `suppressed` through the
+ * rapid-disconnect window instead of silencing an agent after one idle timeout.
+ */
+export const CLOSE_CODES: ReadonlyArray<{ from: number; to: number; name: string; outcome: CloseOutcome }> = [
+  { from: 1000, to: 1000, name: 'normal closure', outcome: { kind: 'closed', retryable: true } },
+  { from: 1001, to: 1001, name: 'going away', outcome: { kind: 'closed', retryable: true } },
+  { from: 1002, to: 1002, name: 'protocol error', outcome: { kind: 'closed', retryable: true } },
+  { from: 1003, to: 1003, name: 'unsupported data', outcome: { kind: 'rejected', cause: 'protocol-error' } },
+  { from: 1005, to: 1005, name: 'no status received', outcome: { kind: 'closed', retryable: true } },
+  { from: 1006, to: 1006, name: 'abnormal closure', outcome: { kind: 'dropped' } },
+  { from: 1007, to: 1007, name: 'invalid frame payload data', outcome: { kind: 'rejected', cause: 'protocol-error' } },
+  { from: 1008, to: 1008, name: 'policy violation', outcome: { kind: 'rejected', cause: 'unauthorized' } },
+  { from: 1009, to: 1009, name: 'message too big', outcome: { kind: 'rejected', cause: 'protocol-error' } },
+  { from: 1010, to: 1010, name: 'mandatory extension', outcome: { kind: 'rejected', cause: 'protocol-error' } },
+  { from: 1011, to: 1011, name: 'internal error', outcome: { kind: 'closed', retryable: true } },
+  { from: 1012, to: 1012, name: 'service restart', outcome: { kind: 'closed', retryable: true } },
+  { from: 1013, to: 1013, name: 'try again later', outcome: { kind: 'closed', retryable: true } },
+  { from: 1014, to: 1014, name: 'bad gateway', outcome: { kind: 'closed', retryable: true } },
+  { from: 1015, to: 1015, name: 'TLS handshake', outcome: { kind: 'dropped' } },
+  { from: 3000, to: 3999, name: 'registered (libraries and frameworks)', outcome: { kind: 'closed', retryable: true } },
+  { from: 4000, to: 4499, name: 'application (retryable)', outcome: { kind: 'closed', retryable: true } },
+  { from: 4500, to: 4999, name: 'application (terminal)', outcome: { kind: 'rejected', cause: 'unauthorized' } },
+]
+
+/** The RFC 6455 / IANA name of a close code, or `unknown`. */
+export function closeCodeName(code: number): string {
+  return CLOSE_CODES.find((row) => code >= row.from && code <= row.to)?.name ?? 'unknown'
+}
+
+/** What a transport saw when it closed. */
+export interface CloseInfo {
+  /** Close code; 1006 when no close frame arrived. */
+  code: number
+  /** Close frame reason text ('' when none). */
+  reason: string
+  /** A socket error seen before the close (connection refused, reset), for the `dropped` detail. */
+  error?: string | null
+}
+
+/**
+ * Classifies a transport close by the {@link CLOSE_CODES} table. Codes outside the table become
+ * `other` (retryable). Never throws.
+ */
+export function classifyClose(close: CloseInfo, generation: number, at: number): DisconnectReason {
+  const row = CLOSE_CODES.find((r) => close.code >= r.from && close.code <= r.to)
+  if (!row) {
+    return {
+      kind: 'other',
+      retryable: true,
+      detail: `close code ${close.code} is outside every range of the close code table`,
+      raw: close.reason,
+      generation,
+      at,
+    }
+  }
+  switch (row.outcome.kind) {
+    case 'closed':
+      return { kind: 'closed', retryable: true, closeCode: close.code, closeName: row.name, closeReason: close.reason, generation, at }
+    case 'dropped':
+      return {
+        kind: 'dropped',
+        retryable: true,
+        source: 'socket',
+        detail: `${row.name} (${close.code})${close.error ? `: ${close.error}` : ': no close frame'}`,
+        generation,
+        at,
+      }
+    case 'rejected':
+      return {
+        kind: 'rejected',
+        retryable: false,
+        cause: row.outcome.cause,
+        phase: 'close',
+        status: null,
+        closeCode: close.code,
+        errorCode: null,
+        message: close.reason || row.name,
+        requestId: null,
+        retryAfterMs: null,
+        generation,
+        at,
+      }
+  }
+}
+
+/**
+ * HTTP statuses of a refused WebSocket upgrade and the rejection cause they mean. 400/401/403/409
+ * end the session; 429 and 503 wait at least Retry-After (FIELD-NOTES "The platform's control
+ * channel"; Phoenix answers 403 when connect/3 returns :error). Statuses not listed: other 5xx are
+ * `unavailable` (retryable), anything else is `other`.
+ */
+export const UPGRADE_STATUSES: Readonly<Record<number, { cause: RejectionCause; retryable: boolean }>> = {
+  400: { cause: 'protocol-error', retryable: false },
+  401: { cause: 'unauthenticated', retryable: false },
+  402: { cause: 'quota-exceeded', retryable: false },
+  403: { cause: 'unauthenticated', retryable: false },
+  409: { cause: 'conflict', retryable: false },
+  429: { cause: 'rate-limited', retryable: true },
+  503: { cause: 'unavailable', retryable: true },
+}
+
+/** What a refused upgrade carried. */
+export interface UpgradeRefusal {
+  status: number
+  /** The Retry-After header as received, if any. */
+  retryAfter?: string | null
+  /** The response body as text (at most a few KB are read). */
+  body?: string | null
+}
+
+/**
+ * Reads an HTTP Retry-After value (RFC 9110 section 10.2.3): delta-seconds or an HTTP-date.
+ *
+ * @param now milliseconds since the Unix epoch, to turn a date into a wait.
+ * @returns milliseconds to wait (0 for a past date), or null when missing or malformed.
+ */
+export function parseRetryAfter(value: string | null | undefined, now: number): number | null {
+  if (value === null || value === undefined) return null
+  const text = value.trim()
+  if (/^\d+$/.test(text)) return Number(text) * 1000
+  if (/^\d+\.\d+$/.test(text)) return Math.round(Number(text) * 1000)
+  const date = Date.parse(text)
+  return Number.isNaN(date) ? null : Math.max(0, date - now)
+}
+
+/** Classifies a refused upgrade by {@link UPGRADE_STATUSES}. Never throws. */
+export function classifyUpgrade(refusal: UpgradeRefusal, generation: number, at: number): DisconnectReason {
+  let errorCode: string | null = null
+  let message: string | null = null
+  let requestId: string | null = null
+  if (refusal.body) {
+    try {
+      const parsed = UpgradeErrorBody.safeParse(JSON.parse(refusal.body))
+      if (parsed.success) {
+        errorCode = parsed.data.error.code ?? null
+        message = parsed.data.error.message ?? null
+        requestId = parsed.data.error.request_id ?? null
+      }
+    } catch {
+      // Not JSON: kept as the message below.
+    }
+    if (message === null && errorCode === null) message = refusal.body.slice(0, 200)
+  }
+  const retryAfterMs = parseRetryAfter(refusal.retryAfter, at)
+  const row =
+    UPGRADE_STATUSES[refusal.status] ??
+    (refusal.status >= 500 && refusal.status <= 599 ? { cause: 'unavailable' as const, retryable: true } : null)
+  if (!row) {
+    return {
+      kind: 'other',
+      retryable: true,
+      detail: `upgrade refused with HTTP ${refusal.status}, a status the upgrade table does not list`,
+      raw: refusal.body?.slice(0, 200) ?? '',
+      generation,
+      at,
+    }
+  }
+  return {
+    kind: 'rejected',
+    retryable: row.retryable,
+    cause: row.cause,
+    phase: 'upgrade',
+    status: refusal.status,
+    errorCode,
+    message,
+    requestId,
+    retryAfterMs,
+    generation,
+    at,
+  }
+}
+
+/**
+ * Join error reasons of the control channel (the phx_reply `{"status":"error","response":{"reason":...}}`)
+ * and their causes. Unlisted reasons become `other` (retried with backoff; the rapid-disconnect
+ * window ends a server that refuses forever). `unmatched topic` is Phoenix's reply to a topic no
+ * channel handles; `join crashed` its reply when the channel's join/3 raised.
+ */
+export const JOIN_ERRORS: Readonly<Record<string, { cause: RejectionCause; retryable: boolean }>> = {
+  unauthorized: { cause: 'unauthorized', retryable: false },
+  forbidden: { cause: 'unauthorized', retryable: false },
+  unauthenticated: { cause: 'unauthenticated', retryable: false },
+  invalid_token: { cause: 'unauthenticated', retryable: false },
+  invalid_api_key: { cause: 'unauthenticated', retryable: false },
+  rate_limited: { cause: 'rate-limited', retryable: true },
+  too_many_requests: { cause: 'rate-limited', retryable: true },
+  quota_exceeded: { cause: 'quota-exceeded', retryable: false },
+  'unmatched topic': { cause: 'protocol-error', retryable: false },
+  'join crashed': { cause: 'unavailable', retryable: true },
+}
+
+/** Classifies a join error reply's `response` by {@link JOIN_ERRORS}. Never throws. */
+export function classifyJoinError(response: unknown, generation: number, at: number): DisconnectReason {
+  const record = response && typeof response === 'object' ? (response as Record<string, unknown>) : {}
+  const reasonText = typeof record.reason === 'string' ? record.reason : null
+  const row = reasonText !== null ? JOIN_ERRORS[reasonText] : undefined
+  if (!row) {
+    return {
+      kind: 'other',
+      retryable: true,
+      detail: `join refused with a reason the join table does not list: ${reasonText ?? '(no reason)'}`,
+      raw: safeJson(response),
+      generation,
+      at,
+    }
+  }
+  const retryAfterMs = typeof record.retry_after === 'number' ? record.retry_after * 1000 : null
+  return {
+    kind: 'rejected',
+    retryable: row.retryable,
+    cause: row.cause,
+    phase: 'join',
+    status: null,
+    errorCode: reasonText,
+    message: typeof record.message === 'string' ? record.message : null,
+    requestId: null,
+    retryAfterMs,
+    generation,
+    at,
+  }
+}
+
+/**
+ * Classifies a `supersede` push. Always `superseded`, whatever the payload holds: a malformed
+ * supersede is still the platform saying a newer session holds the key. Never throws.
+ */
+export function classifySupersede(payload: unknown, generation: number, at: number): DisconnectReason {
+  const raw = payload && typeof payload === 'object' && !Array.isArray(payload) ? (payload as Record<string, unknown>) : { value: payload }
+  const parsed = SupersedePayload.safeParse(raw)
+  const p = parsed.success ? parsed.data : null
+  let retryAfterMs: number | null = null
+  const retryAfter = raw.retry_after
+  if (typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0) retryAfterMs = retryAfter * 1000
+  else if (typeof retryAfter === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(retryAfter)) retryAfterMs = Number(retryAfter) * 1000
+  return {
+    kind: 'superseded',
+    retryable: false,
+    cause: p?.reason ?? 'unknown',
+    message: p?.message ?? null,
+    retryAfterMs,
+    targetSocketId: p?.target_socket_id ?? null,
+    correlationId: p?.correlation_id ?? null,
+    raw,
+    generation,
+    at,
+  }
+}
+
+/** Classifies phx_error or phx_close on the control channel: a session-level loss, retried. */
+export function classifyControlChannelLoss(
+  event: 'phx_error' | 'phx_close',
+  payload: unknown,
+  generation: number,
+  at: number,
+): DisconnectReason {
+  const what = event === 'phx_error' ? 'the control channel crashed (phx_error)' : 'the server closed the control channel (phx_close)'
+  const detail = payload && typeof payload === 'object' && Object.keys(payload).length > 0 ? `${what}: ${safeJson(payload)}` : what
+  return { kind: 'dropped', retryable: true, source: 'channel', detail, generation, at }
+}
+
+/** Classifies an app channel's phx_close: the server ended it; the channel is dropped. */
+export function classifyChannelClose(payload: unknown, generation: number, at: number): DisconnectReason {
+  return {
+    kind: 'dropped',
+    retryable: true,
+    source: 'channel',
+    detail: `the server closed the channel (phx_close)${payload && typeof payload === 'object' && Object.keys(payload).length > 0 ? `: ${safeJson(payload)}` : ''}`,
+    generation,
+    at,
+  }
+}
+
+/** The `timed-out(heartbeat)` reason of a heartbeat reply that never came. */
+export function heartbeatTimeout(generation: number, at: number): DisconnectReason {
+  return { kind: 'timed-out', retryable: true, phase: 'heartbeat', generation, at }
+}
+
+/**
+ * One line a person can read, for logs and the CLI. Never contains the API key (no reason holds it).
+ *
+ * @example describeReason(classifyClose({code: 1001, reason: ''}, 3, 0)) // 'closed 1001 (going away), will reconnect'
+ */
+export function describeReason(reason: DisconnectReason): string {
+  const tail = reason.retryable ? 'will reconnect' : 'terminal'
+  switch (reason.kind) {
+    case 'graceful':
+      return 'stopped by the host (disconnect)'
+    case 'superseded':
+      return `superseded by a newer session with the same key (${reason.cause}${reason.message ? `: ${reason.message}` : ''}), terminal`
+    case 'rejected': {
+      const where =
+        reason.phase === 'upgrade'
+          ? `upgrade HTTP ${reason.status}`
+          : reason.phase === 'close'
+            ? `close ${reason.closeCode}`
+            : 'join error'
+      return `rejected (${reason.cause}) by ${where}${reason.errorCode ? ` ${reason.errorCode}` : ''}${reason.message ? `: ${reason.message}` : ''}${reason.retryAfterMs !== null ? `, retry after ${reason.retryAfterMs} ms` : ''}, ${tail}`
+    }
+    case 'closed':
+      return `closed ${reason.closeCode} (${reason.closeName})${reason.closeReason ? ` "${reason.closeReason}"` : ''}, ${tail}`
+    case 'dropped':
+      return `dropped: ${reason.detail}, ${tail}`
+    case 'timed-out':
+      return `timed out waiting for the ${reason.phase === 'heartbeat' ? 'heartbeat reply' : reason.phase === 'join' ? 'control channel join reply' : 'transport to open'}, ${tail}`
+    case 'suppressed':
+      return `gave up after ${reason.attempts} attempts (${reason.cause}), terminal`
+    case 'other':
+      return `other: ${reason.detail}, ${tail}`
+  }
+}
+
+function safeJson(value: unknown): string {
+  try {
+    const text = JSON.stringify(value)
+    return text === undefined ? String(value) : text.slice(0, 200)
+  } catch {
+    return String(value).slice(0, 200)
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * One accepted socket of the simulator: what it sent and received, its joined channels, and the
+ * controls a test uses on it (close with any code, abort without a close frame, stall).
+ */
+import type { WebSocket } from 'ws'
+import { encodeTextFrame, type Frame } from '../protocol.js'
+
+/** A frame the simulator saw or sent on one socket. */
+export interface RecordedFrame {
+  /** `in`: from the client; `out`: to the client. */
+  dir: 'in' | 'out'
+  /** Milliseconds since the simulator started. */
+  at: number
+  /** The decoded frame, or null for a frame that could not be decoded. */
+  frame: Frame | null
+  /** The raw text (binary frames: `<binary N bytes>`), at most 2,000 characters. */
+  raw: string
+}
+
+/** A channel joined on one socket. */
+export interface SimChannel {
+  topic: string
+  /** join_ref of the join that is current on this socket. */
+  joinRef: string
+}
+
+/** Close frames seen on one socket. */
+export interface CloseRecord {
+  code: number
+  reason: string
+}
+
+/**
+ * One accepted WebSocket. Read its fields to assert what the server saw; call `close`,
+ * `abort` or `stall` to script the peer.
+ */
+export class SimConnection {
+  /** `sock-<n>`, the socket id sent as `target_socket_id` in supersede pushes. */
+  readonly id: string
+  /** The `agent_id` socket param. */
+  readonly agentId: string
+  /** All query params of the upgrade, the API key removed. */
+  readonly params: Readonly<Record<string, string>>
+  /** Milliseconds since the simulator started. */
+  readonly openedAt: number
+  /** `open` until the simulator or the client starts the closing handshake. */
+  state: 'open' | 'closing' | 'closed' = 'open'
+  closedAt: number | null = null
+  /** The close frame the simulator sent, if it closed. */
+  closeSent: CloseRecord | null = null
+  /** The close the server's socket reported: the client's close frame, or 1006 with no frame. */
+  closeSeen: CloseRecord | null = null
+  /** Whether abort() ended it without a close frame. */
+  aborted = false
+  /** Whether stall() stopped it answering heartbeats and reading. */
+  stalled = false
+  /** Channels joined on this socket, by topic. */
+  readonly channels = new Map<string, SimChannel>()
+  /** Frames in both directions, the most recent `recordLimit`. */
+  readonly frames: RecordedFrame[] = []
+  /** Heartbeats answered. */
+  heartbeats = 0
+  /** Inbound frames that could not be decoded, with why. */
+  readonly problems: string[] = []
+
+  /** @internal */
+  idleTimer: NodeJS.Timeout | null = null
+
+  /** @internal */
+  constructor(
+    readonly ws: WebSocket,
+    init: { id: string; agentId: string; params: Record<string, string>; openedAt: number },
+    private readonly recordLimit: number,
+    private readonly clock: () => number,
+  ) {
+    this.id = init.id
+    this.agentId = init.agentId
+    this.params = init.params
+    this.openedAt = init.openedAt
+  }
+
+  /** Whether the socket is open and not stalled. */
+  get live(): boolean {
+    return this.state === 'open'
+  }
+
+  /** @internal Records a frame, keeping at most `recordLimit`. */
+  record(dir: 'in' | 'out', frame: Frame | null, raw: string): void {
+    if (this.recordLimit <= 0) return
+    if (this.frames.length >= this.recordLimit) this.frames.shift()
+    this.frames.push({ dir, at: this.clock(), frame, raw: raw.length > 2000 ? `${raw.slice(0, 2000)}…` : raw })
+  }
+
+  /** Sends a JSON frame to the client. Does nothing once the socket is closing. */
+  send(frame: Frame): void {
+    if (this.state !== 'open') return
+    const text = encodeTextFrame(frame)
+    this.record('out', frame, text)
+    this.ws.send(text)
+  }
+
+  /** Sends raw text or bytes (a malformed frame, for fuzzing a client). */
+  sendRaw(data: string | Uint8Array): void {
+    if (this.state !== 'open') return
+    this.record('out', null, typeof data === 'string' ? data : `<binary ${data.byteLength} bytes>`)
+    this.ws.send(data)
+  }
+
+  /**
+   * Starts the closing handshake with `code` and `reason` (RFC 6455 section 5.5.1).
+   * 1005, 1006 and 1015 cannot be sent on the wire; use abort() for a close without a frame.
+   */
+  close(code: number, reason = ''): void {
+    if (this.state !== 'open') return
+    this.state = 'closing'
+    this.closeSent = { code, reason }
+    this.ws.close(code, reason)
+  }
+
+  /** Ends the TCP connection without a close frame: the client sees 1006. */
+  abort(): void {
+    if (this.state === 'closed') return
+    this.aborted = true
+    this.state = 'closing'
+    this.ws.terminate()
+  }
+
+  /** Stops answering heartbeats and stops reading from the socket; it never closes by itself. */
+  stall(): void {
+    this.stalled = true
+    const raw = (this.ws as unknown as { _socket?: { pause(): void } })._socket
+    raw?.pause()
+  }
+}

@@ -1,0 +1,7 @@
+/**
+ * phoenix-link/server: the platform simulator, a Phoenix V2 protocol server for tests and demos.
+ * Start it with {@link startSimulator}; script it with its named controls.
+ */
+export * from './simulator.js'
+export * from './connection.js'
+export * from './flavors.js'

@@ -1,0 +1,640 @@
+/**
+ * The platform simulator: a Phoenix V2 protocol server on `ws` that behaves like an agent
+ * platform (socket auth by agent_id + API key, the `agent_control:<agent_id>` channel, supersede
+ * of an older same-key socket) and lets a test script every peer behaviour the link must survive.
+ * The official `phoenix` client works against it unchanged (test/interop).
+ *
+ * Each control is a named, composable method, so a test reads as one sentence:
+ * `sim.refuseUpgrades({ status: 503, retryAfter: '1' })`, `sim.disconnect({ agent: 'a1' })`.
+ */
+import { EventEmitter } from 'node:events'
+import { createServer, STATUS_CODES, type IncomingMessage, type Server } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import type { Duplex } from 'node:stream'
+import { WebSocketServer, type RawData, type WebSocket } from 'ws'
+import {
+  AGENT_ID_PARAM,
+  API_KEY_HEADER,
+  API_KEY_PARAM,
+  CHANNEL_EVENTS,
+  CONTROL_EVENT,
+  controlTopic,
+  decodeBinaryFromClient,
+  decodeTextFrame,
+  HEARTBEAT_EVENT,
+  HEARTBEAT_TOPIC,
+  ON_CONFLICT_PARAM,
+  PROTOCOL_VSN,
+  SUPERSEDE_EVENT,
+  type Frame,
+  type Payload,
+} from '../protocol.js'
+import { SimConnection } from './connection.js'
+import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
+
+/** Where the simulator logs; defaults to silence. */
+export interface SimulatorLogger {
+  info(message: string, fields?: Record<string, unknown>): void
+  warn(message: string, fields?: Record<string, unknown>): void
+}
+
+/** Options of {@link startSimulator}. */
+export interface SimulatorOptions {
+  /** Interface to listen on. @default '127.0.0.1' — loopback only. */
+  host?: string
+  /** Port; 0 picks a free one. @default 0 */
+  port?: number
+  /** Socket mount path; clients connect to `<path>/websocket`. @default '/socket' */
+  path?: string
+  /**
+   * Who may connect: a map of agent id to API key, or `'any'` for any agent with a non-empty key.
+   * @default 'any'
+   */
+  agents?: Record<string, string> | 'any'
+  /** Which web server's close codes to use. @default 'phoenix' */
+  flavor?: FlavorName
+  /** Close a socket that sent nothing for this long (the transport's idle timeout); null never. @default 60000 */
+  idleTimeoutMs?: number | null
+  /** After a supersede, answer upgrades of that agent with HTTP 429 for this long; 0 disables. @default 0 */
+  supersedeCooldownMs?: number
+  /** `retry_after` (seconds) sent in supersede payloads. @default 30 */
+  supersedeRetryAfterS?: number
+  /** Frames kept per socket for assertions. @default 5000 */
+  recordLimit?: number
+  /** Largest inbound frame in bytes; larger ones are closed with 1009 by `ws`. @default 8388608 */
+  maxFrameBytes?: number
+  logger?: SimulatorLogger
+}
+
+/** A scripted answer to the next upgrade: refuse with this status, Retry-After and JSON body. */
+export interface UpgradeRefusal {
+  status: number
+  /** Retry-After header value, e.g. `'2'`. */
+  retryAfter?: string
+  /** Body; defaults to the platform's `{"error": {code, message, request_id}}` for the status. */
+  body?: string
+}
+
+/** An upgrade the simulator answered. */
+export interface UpgradeRecord {
+  /** Milliseconds since the simulator started. */
+  at: number
+  agentId: string | null
+  /** 101 when accepted, else the refusal status. */
+  status: number
+  /** Why it was refused, or `accepted`. */
+  outcome: string
+}
+
+/** How the simulator answers a channel join. */
+export type JoinOutcome =
+  | { reply: 'ok'; response?: Payload }
+  | { reply: 'error'; response: Payload }
+  /** Never reply: the client's join times out. */
+  | { reply: 'none' }
+
+/** Which sockets a control applies to. */
+export type Target = SimConnection | { agent: string } | { socket: string } | 'all'
+
+/** Handler of client pushes on app channels; returns the reply, or null for no reply. */
+export type PushHandler = (push: { connection: SimConnection; topic: string; event: string; payload: Frame['payload'] }) =>
+  | { status: string; response: Payload }
+  | null
+
+const DEFAULT_PUSH_HANDLER: PushHandler = () => ({ status: 'ok', response: {} })
+
+const ERROR_CODES: Record<number, string> = {
+  400: 'invalid_on_conflict',
+  401: 'unauthenticated',
+  403: 'unauthenticated',
+  409: 'connection_conflict',
+  429: 'too_many_requests',
+  503: 'tracking_failed',
+}
+
+/**
+ * Starts a simulator on loopback and resolves once it listens.
+ *
+ * @example
+ * const sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
+ * // ... createLink({ url: sim.url, agentId: 'agent-1', apiKey: 'key-1' }) ...
+ * await sim.stop()
+ * @throws {Error} (rejects) when the port cannot be bound.
+ */
+export async function startSimulator(options: SimulatorOptions = {}): Promise<PlatformSimulator> {
+  const sim = new PlatformSimulator(options)
+  await sim.listen()
+  return sim
+}
+
+/**
+ * A running simulator. Emits `change` after anything it records (a socket, a frame, a close),
+ * so `waitFor` can re-check a condition without polling.
+ */
+export class PlatformSimulator extends EventEmitter {
+  /** The flavor in use. */
+  readonly flavor: ServerFlavor
+  /** Every socket accepted, in order, open or closed. */
+  readonly connections: SimConnection[] = []
+  /** Every upgrade answered, in order. */
+  readonly upgrades: UpgradeRecord[] = []
+
+  private readonly http: Server
+  private readonly wss: WebSocketServer
+  private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents'>> & {
+    agents: Record<string, string> | 'any'
+  }
+  private readonly logger: SimulatorLogger
+  private readonly started = performance.now()
+  private readonly refusals: UpgradeRefusal[] = []
+  private readonly joinRules: Array<{ match: string | RegExp; outcome: JoinOutcome; times: number }> = []
+  private readonly cooldowns = new Map<string, number>()
+  private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
+  private nextSocket = 1
+  private boundPort = 0
+  private stopping: Promise<void> | null = null
+
+  /** @internal use {@link startSimulator}. */
+  constructor(options: SimulatorOptions) {
+    super()
+    this.setMaxListeners(0)
+    this.options = {
+      host: options.host ?? '127.0.0.1',
+      port: options.port ?? 0,
+      path: (options.path ?? '/socket').replace(/\/$/, ''),
+      agents: options.agents ?? 'any',
+      flavor: options.flavor ?? 'phoenix',
+      idleTimeoutMs: options.idleTimeoutMs === undefined ? 60_000 : options.idleTimeoutMs,
+      supersedeCooldownMs: options.supersedeCooldownMs ?? 0,
+      supersedeRetryAfterS: options.supersedeRetryAfterS ?? 30,
+      recordLimit: options.recordLimit ?? 5000,
+      maxFrameBytes: options.maxFrameBytes ?? 8 * 1024 * 1024,
+    }
+    const flavor = SERVER_FLAVORS[this.options.flavor]
+    if (!flavor) throw new RangeError(`unknown flavor ${String(options.flavor)}; use one of ${Object.keys(SERVER_FLAVORS).join(', ')}`)
+    this.flavor = flavor
+    this.logger = options.logger ?? { info() {}, warn() {} }
+    this.http = createServer((req, res) => {
+      res.writeHead(404, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { code: 'not_found', message: `no route ${req.method} ${req.url}` } }))
+    })
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: this.options.maxFrameBytes, clientTracking: false })
+    this.http.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
+  }
+
+  /** @internal */
+  listen(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.http.once('error', reject)
+      this.http.listen(this.options.port, this.options.host, () => {
+        this.http.off('error', reject)
+        const address = this.http.address()
+        this.boundPort = typeof address === 'object' && address ? address.port : this.options.port
+        this.logger.info('simulator listening', { url: this.url, flavor: this.flavor.name })
+        resolve()
+      })
+    })
+  }
+
+  /** The port it listens on. */
+  get port(): number {
+    return this.boundPort
+  }
+
+  /** The endpoint URL for clients, e.g. `ws://127.0.0.1:41234/socket` (phoenix.js appends `/websocket`). */
+  get url(): string {
+    const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host
+    return `ws://${host}:${this.boundPort}${this.options.path}`
+  }
+
+  /** Open sockets, of one agent or of all. */
+  live(agentId?: string): SimConnection[] {
+    return this.connections.filter((c) => c.state === 'open' && (agentId === undefined || c.agentId === agentId))
+  }
+
+  /** Sockets ever accepted, of one agent or of all. */
+  accepted(agentId?: string): SimConnection[] {
+    return agentId === undefined ? [...this.connections] : this.connections.filter((c) => c.agentId === agentId)
+  }
+
+  /** Close frames the simulator sent, in order, with the socket they went to. */
+  get closesSent(): Array<{ socket: string; agentId: string; code: number; reason: string }> {
+    return this.connections
+      .filter((c) => c.closeSent)
+      .map((c) => ({ socket: c.id, agentId: c.agentId, code: c.closeSent!.code, reason: c.closeSent!.reason }))
+  }
+
+  // ---- scripting ---------------------------------------------------------------------------
+
+  /** Answers the next upgrades, one each, with these refusals (then accepts again). */
+  refuseUpgrades(...refusals: UpgradeRefusal[]): this {
+    this.refusals.push(...refusals)
+    return this
+  }
+
+  /**
+   * Answers joins of a topic (exact string or RegExp) with `outcome`, `times` times (default:
+   * always). Later rules take precedence. Without a rule a join succeeds.
+   */
+  onJoin(match: string | RegExp, outcome: JoinOutcome, times = Number.POSITIVE_INFINITY): this {
+    this.joinRules.unshift({ match, outcome, times })
+    return this
+  }
+
+  /** Replaces the handler of client pushes on app channels (default: reply ok with `{}`). */
+  onPush(handler: PushHandler): this {
+    this.pushHandler = handler
+    return this
+  }
+
+  /** Closes the target sockets with `code` and `reason`. */
+  close(target: Target, code: number, reason = ''): void {
+    for (const c of this.resolve(target)) c.close(code, reason)
+  }
+
+  /** Ends the target sockets without a close frame (the client sees 1006). */
+  abort(target: Target): void {
+    for (const c of this.resolve(target)) c.abort()
+  }
+
+  /** The platform's `"disconnect"` broadcast: closes with the flavor's code (1001, 1000 or 1011). */
+  disconnect(target: Target): void {
+    this.close(target, this.flavor.disconnect, '')
+  }
+
+  /** Stops answering heartbeats and reading on the target sockets; they never close by themselves. */
+  stall(target: Target): void {
+    for (const c of this.resolve(target)) {
+      if (c.idleTimer) clearTimeout(c.idleTimer)
+      c.idleTimer = null
+      c.stall()
+    }
+  }
+
+  /** A server restart: closes every open socket with 1012 (service restart) and keeps listening. */
+  restart(): void {
+    this.close('all', this.flavor.restart, 'service restart')
+  }
+
+  /**
+   * Pushes `event` on `topic` to the target sockets that joined it, with the current join_ref,
+   * or with `joinRef` when given (a stale one, to test that clients drop it).
+   */
+  push(target: Target, topic: string, event: string, payload: Payload, options: { joinRef?: string | null } = {}): number {
+    let sent = 0
+    for (const c of this.resolve(target)) {
+      const channel = c.channels.get(topic)
+      if (!channel && options.joinRef === undefined) continue
+      c.send({ join_ref: options.joinRef !== undefined ? options.joinRef : channel!.joinRef, ref: null, topic, event, payload })
+      sent++
+    }
+    return sent
+  }
+
+  /** Sends raw text or bytes to the target sockets (malformed frames, for fuzzing). */
+  sendRaw(target: Target, data: string | Uint8Array): void {
+    for (const c of this.resolve(target)) c.sendRaw(data)
+  }
+
+  /**
+   * Sends an `agent.control` signal on the agent's control channel.
+   *
+   * @returns how many sockets it was pushed to.
+   */
+  control(
+    agentId: string,
+    signal: { mode: string; scope?: string; room_id?: string; execution_id?: string; reason?: string; correlation_id?: string | null } & Payload,
+  ): number {
+    return this.push({ agent: agentId }, controlTopic(agentId), CONTROL_EVENT, { scope: 'agent', agent_id: agentId, ...signal })
+  }
+
+  /**
+   * Supersedes the agent's open sockets: a `supersede` push on the control channel, then (unless
+   * `close: null`) a close with the flavor's code, in the same tick.
+   */
+  supersede(agentId: string, options: { payload?: Payload; close?: number | null } = {}): number {
+    const targets = this.live(agentId)
+    for (const c of targets) this.supersedeOne(c, options.payload, options.close)
+    return targets.length
+  }
+
+  /** Sends phx_error on `topic` to the target sockets (the server-side channel crashed) and forgets the join. */
+  channelError(target: Target, topic: string): void {
+    for (const c of this.resolve(target)) {
+      const channel = c.channels.get(topic)
+      if (!channel) continue
+      c.channels.delete(topic)
+      c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic, event: CHANNEL_EVENTS.error, payload: { reason: 'channel_crash' } })
+    }
+    this.changed()
+  }
+
+  /** Sends phx_close on `topic` to the target sockets (the server ended the channel) and forgets the join. */
+  channelClose(target: Target, topic: string): void {
+    for (const c of this.resolve(target)) {
+      const channel = c.channels.get(topic)
+      if (!channel) continue
+      c.channels.delete(topic)
+      c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic, event: CHANNEL_EVENTS.close, payload: {} })
+    }
+    this.changed()
+  }
+
+  /**
+   * Resolves when `check()` is true, re-checking after every recorded change.
+   *
+   * @throws {Error} (rejects) naming `what` when `timeoutMs` passes first.
+   */
+  waitFor(check: () => boolean, options: { timeoutMs?: number; what?: string } = {}): Promise<void> {
+    if (check()) return Promise.resolve()
+    const timeoutMs = options.timeoutMs ?? 5000
+    return new Promise((resolve, reject) => {
+      const onChange = () => {
+        if (!check()) return
+        cleanup()
+        resolve()
+      }
+      const timer = setTimeout(() => {
+        cleanup()
+        reject(new Error(`simulator: timed out after ${timeoutMs} ms waiting for ${options.what ?? 'a condition'}`))
+      }, timeoutMs)
+      const cleanup = () => {
+        clearTimeout(timer)
+        this.off('change', onChange)
+      }
+      this.on('change', onChange)
+    })
+  }
+
+  /**
+   * Stops: closes every socket (with `code`, default 1001 going away; or aborts them with
+   * `abort: true`), stops listening, and resolves when every socket and the server are closed.
+   */
+  stop(options: { code?: number; abort?: boolean } = {}): Promise<void> {
+    if (this.stopping) return this.stopping
+    this.stopping = (async () => {
+      for (const c of this.connections) {
+        if (c.idleTimer) clearTimeout(c.idleTimer)
+        c.idleTimer = null
+        if (c.state === 'closed') continue
+        if (options.abort || c.stalled) c.abort()
+        else c.close(options.code ?? 1001, 'server stopping')
+      }
+      // A client that never answers the close frame is cut off rather than waited for.
+      const pending = this.connections.filter((c) => c.state !== 'closed')
+      if (pending.length > 0) {
+        await this.waitFor(() => pending.every((c) => c.state === 'closed'), { timeoutMs: 1000, what: 'sockets to close' }).catch(
+          () => {
+            for (const c of pending) if (c.state !== 'closed') c.abort()
+          },
+        )
+      }
+      await new Promise<void>((resolve) => {
+        this.wss.close(() => resolve())
+      })
+      await new Promise<void>((resolve) => this.http.close(() => resolve()))
+      this.http.closeAllConnections()
+      this.removeAllListeners()
+    })()
+    return this.stopping
+  }
+
+  // ---- private ----------------------------------------------------------------------------
+
+  private now(): number {
+    return Math.round(performance.now() - this.started)
+  }
+
+  private changed(): void {
+    this.emit('change')
+  }
+
+  private resolve(target: Target): SimConnection[] {
+    if (target === 'all') return this.live()
+    if (target instanceof SimConnection) return target.state === 'open' ? [target] : []
+    if ('agent' in target) return this.live(target.agent)
+    return this.connections.filter((c) => c.id === target.socket && c.state === 'open')
+  }
+
+  private refuse(socket: Duplex, refusal: UpgradeRefusal, agentId: string | null, outcome: string): void {
+    const code = ERROR_CODES[refusal.status] ?? 'error'
+    const body =
+      refusal.body ??
+      JSON.stringify({ error: { code, message: outcome, request_id: randomUUID() } })
+    const headers = [
+      `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? 'Error'}`,
+      'Content-Type: application/json',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      'Connection: close',
+    ]
+    if (refusal.retryAfter !== undefined) headers.push(`Retry-After: ${refusal.retryAfter}`)
+    socket.end(`${headers.join('\r\n')}\r\n\r\n${body}`)
+    this.upgrades.push({ at: this.now(), agentId, status: refusal.status, outcome })
+    this.logger.info('upgrade refused', { status: refusal.status, agentId, outcome })
+    this.changed()
+  }
+
+  private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy())
+    if (this.stopping) {
+      socket.destroy()
+      return
+    }
+    const url = new URL(req.url ?? '/', 'http://simulator')
+    if (url.pathname !== `${this.options.path}/websocket`) {
+      this.refuse(socket, { status: 404, body: JSON.stringify({ error: { code: 'not_found', message: `no socket at ${url.pathname}` } }) }, null, 'no such path')
+      return
+    }
+    const agentId = url.searchParams.get(AGENT_ID_PARAM)
+    const scripted = this.refusals.shift()
+    if (scripted) {
+      this.refuse(socket, scripted, agentId, 'scripted refusal')
+      return
+    }
+    if (url.searchParams.get('vsn') !== PROTOCOL_VSN) {
+      this.refuse(socket, { status: 400, body: JSON.stringify({ error: { code: 'unsupported_vsn', message: `vsn must be ${PROTOCOL_VSN}` } }) }, agentId, 'unsupported vsn')
+      return
+    }
+    const headerKey = req.headers[API_KEY_HEADER]
+    const apiKey = (Array.isArray(headerKey) ? headerKey[0] : headerKey) ?? url.searchParams.get(API_KEY_PARAM)
+    const agents = this.options.agents
+    const authorised =
+      agentId !== null &&
+      agentId !== '' &&
+      typeof apiKey === 'string' &&
+      apiKey !== '' &&
+      (agents === 'any' || agents[agentId] === apiKey)
+    if (!authorised) {
+      // Phoenix answers the upgrade with 403 when the socket's connect/3 returns :error.
+      this.refuse(socket, { status: 403 }, agentId, 'unknown agent or wrong API key')
+      return
+    }
+    const onConflict = url.searchParams.get(ON_CONFLICT_PARAM)
+    if (onConflict !== null && onConflict !== 'reject' && onConflict !== 'supersede') {
+      this.refuse(socket, { status: 400 }, agentId, `on_conflict must be reject or supersede, got ${onConflict}`)
+      return
+    }
+    const cooldownUntil = this.cooldowns.get(agentId!) ?? 0
+    const nowWall = Date.now()
+    if (cooldownUntil > nowWall) {
+      this.refuse(socket, { status: 429, retryAfter: String(Math.ceil((cooldownUntil - nowWall) / 1000)) }, agentId, 'reconnect after supersede')
+      return
+    }
+    if (onConflict === 'reject' && this.live(agentId!).length > 0) {
+      this.refuse(socket, { status: 409 }, agentId, 'an open connection holds this key')
+      return
+    }
+    const params: Record<string, string> = {}
+    for (const [k, v] of url.searchParams) if (k !== API_KEY_PARAM) params[k] = v
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, agentId!, params))
+  }
+
+  private accept(ws: WebSocket, agentId: string, params: Record<string, string>): void {
+    const connection = new SimConnection(
+      ws,
+      { id: `sock-${this.nextSocket++}`, agentId, params, openedAt: this.now() },
+      this.options.recordLimit,
+      () => this.now(),
+    )
+    const older = this.live(agentId)
+    this.connections.push(connection)
+    this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted' })
+    this.logger.info('socket accepted', { socket: connection.id, agentId })
+    ws.on('message', (data, isBinary) => this.receive(connection, data, isBinary))
+    ws.on('error', (error) => {
+      connection.problems.push(`socket error: ${error.message}`)
+      this.logger.warn('socket error', { socket: connection.id, error: error.message })
+    })
+    ws.on('close', (code, reason) => {
+      if (connection.idleTimer) clearTimeout(connection.idleTimer)
+      connection.idleTimer = null
+      connection.state = 'closed'
+      connection.closedAt = this.now()
+      connection.closeSeen = { code, reason: reason.toString() }
+      connection.channels.clear()
+      this.logger.info('socket closed', { socket: connection.id, code })
+      this.changed()
+    })
+    this.armIdle(connection)
+    // A second socket with the same key supersedes the older ones: push first, then close.
+    for (const old of older) this.supersedeOne(old, undefined, undefined)
+    this.changed()
+  }
+
+  private supersedeOne(c: SimConnection, payload: Payload | undefined, close: number | null | undefined): void {
+    const topic = controlTopic(c.agentId)
+    const joinRef = c.channels.get(topic)?.joinRef ?? null
+    c.send({
+      join_ref: joinRef,
+      ref: null,
+      topic,
+      event: SUPERSEDE_EVENT,
+      payload: payload ?? {
+        reason: 'session.already_connected',
+        message: 'A newer connection for this agent was established',
+        retryable: false,
+        retry_after: this.options.supersedeRetryAfterS,
+        target_socket_id: c.id,
+        correlation_id: randomUUID(),
+      },
+    })
+    if (this.options.supersedeCooldownMs > 0) this.cooldowns.set(c.agentId, Date.now() + this.options.supersedeCooldownMs)
+    if (close !== null) c.close(close ?? this.flavor.supersede, 'superseded')
+    this.changed()
+  }
+
+  private armIdle(c: SimConnection): void {
+    const ms = this.options.idleTimeoutMs
+    if (ms === null || c.stalled) return
+    if (c.idleTimer) {
+      c.idleTimer.refresh()
+      return
+    }
+    c.idleTimer = setTimeout(() => {
+      c.idleTimer = null
+      c.close(this.flavor.idle, 'idle timeout')
+      this.changed()
+    }, ms)
+  }
+
+  private receive(c: SimConnection, data: RawData, isBinary: boolean): void {
+    if (c.stalled || c.state !== 'open') return
+    this.armIdle(c)
+    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data)
+    const decoded = isBinary ? decodeBinaryFromClient(bytes) : decodeTextFrame(bytes.toString('utf8'))
+    if (!decoded.ok) {
+      c.record('in', null, decoded.problem.raw)
+      c.problems.push(`${decoded.problem.kind}: ${decoded.problem.detail}`)
+      this.logger.warn('malformed frame', { socket: c.id, kind: decoded.problem.kind, detail: decoded.problem.detail })
+      // A Phoenix socket process crashes on a frame it cannot decode; the client sees the
+      // socket close. 1007: "data within a message that was not consistent with the type".
+      c.close(1007, `malformed frame: ${decoded.problem.kind}`)
+      this.changed()
+      return
+    }
+    const frame = decoded.frame
+    c.record('in', frame, isBinary ? `<binary ${bytes.length} bytes>` : bytes.toString('utf8'))
+    this.dispatch(c, frame)
+    this.changed()
+  }
+
+  private reply(c: SimConnection, frame: Frame, status: string, response: Payload): void {
+    c.send({ join_ref: frame.join_ref, ref: frame.ref, topic: frame.topic, event: CHANNEL_EVENTS.reply, payload: { status, response } })
+  }
+
+  private dispatch(c: SimConnection, frame: Frame): void {
+    if (frame.topic === HEARTBEAT_TOPIC && frame.event === HEARTBEAT_EVENT) {
+      c.heartbeats++
+      this.reply(c, frame, 'ok', {})
+      return
+    }
+    if (frame.event === CHANNEL_EVENTS.join) return this.join(c, frame)
+    const channel = c.channels.get(frame.topic)
+    if (!channel || (frame.join_ref !== null && frame.join_ref !== channel.joinRef)) {
+      this.reply(c, frame, 'error', { reason: 'unmatched topic' })
+      return
+    }
+    if (frame.event === CHANNEL_EVENTS.leave) {
+      c.channels.delete(frame.topic)
+      this.reply(c, frame, 'ok', {})
+      c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic: frame.topic, event: CHANNEL_EVENTS.close, payload: {} })
+      return
+    }
+    if (frame.topic === controlTopic(c.agentId)) {
+      this.reply(c, frame, 'ok', {})
+      return
+    }
+    const answer = this.pushHandler({ connection: c, topic: frame.topic, event: frame.event, payload: frame.payload })
+    if (answer) this.reply(c, frame, answer.status, answer.response)
+  }
+
+  private join(c: SimConnection, frame: Frame): void {
+    if (frame.ref === null || frame.join_ref === null) {
+      c.problems.push(`join of ${frame.topic} without ref or join_ref`)
+      return
+    }
+    if (frame.topic.startsWith('agent_control:') && frame.topic !== controlTopic(c.agentId)) {
+      this.reply(c, frame, 'error', { reason: 'unauthorized' })
+      return
+    }
+    const rule = this.joinRules.find((r) => (typeof r.match === 'string' ? r.match === frame.topic : r.match.test(frame.topic)))
+    if (rule) {
+      rule.times -= 1
+      if (rule.times <= 0) this.joinRules.splice(this.joinRules.indexOf(rule), 1)
+    }
+    const outcome: JoinOutcome = rule?.outcome ?? { reply: 'ok' }
+    if (outcome.reply === 'none') return
+    if (outcome.reply === 'error') {
+      this.reply(c, frame, 'error', outcome.response)
+      return
+    }
+    const previous = c.channels.get(frame.topic)
+    c.channels.set(frame.topic, { topic: frame.topic, joinRef: frame.join_ref })
+    this.reply(c, frame, 'ok', outcome.response ?? {})
+    // A second join of a topic on one socket: reply to the new join, then phx_close with the
+    // OLD join_ref (FIELD-NOTES "Phoenix V2 wire protocol").
+    if (previous) {
+      c.send({ join_ref: previous.joinRef, ref: previous.joinRef, topic: frame.topic, event: CHANNEL_EVENTS.close, payload: {} })
+    }
+  }
+}

@@ -1,0 +1,245 @@
+/**
+ * The connection chart, pure: every DESIGN rule as transitions through `transition()`. Each test
+ * fails when the guard or transition that encodes its rule is removed.
+ */
+import { describe, expect, it } from 'vitest'
+import { DisconnectReason } from '../../src/reasons.js'
+import { suppressedReason } from '../../machines/types.js'
+import {
+  closeEvent,
+  connected,
+  origin,
+  run,
+  start,
+  state,
+  step,
+  supersedeEvent,
+  upgradeEvent,
+  waiting,
+  type ConnSnapshot,
+} from '../support/chart.js'
+
+describe('connection chart: the happy path', () => {
+  it('goes idle -> connecting -> joining -> connected, one generation per transport', () => {
+    let s = start()
+    expect(state(s)).toBe('idle')
+    s = run(s, { type: 'host.connect' })
+    expect(state(s)).toBe('connecting')
+    expect(s.context).toMatchObject({ epoch: 1, generation: 1 })
+    s = run(s, { type: 'socket.open', ...origin(s) })
+    expect(state(s)).toBe('joining')
+    const r = step(s, { type: 'control.joinOk', ...origin(s) })
+    expect(state(r.s)).toBe('connected')
+    expect(r.emitted).toContainEqual(expect.objectContaining({ type: 'link.connected', generation: 1, reconnect: false }))
+  })
+})
+
+describe('rule: a normal close reconnects', () => {
+  for (const code of [1000, 1001, 1002, 1005, 1006, 1011, 1012, 1013, 1014, 3000, 4000, 4001, 4499]) {
+    it(`close ${code} while connected -> reconnecting, never stopped`, () => {
+      const s = connected()
+      const r = step(s, closeEvent(s, code))
+      expect(state(r.s)).toBe('reconnecting')
+      expect(r.actions).toContain('xstate.sendTo') // the loss goes to the reconnect chart
+      expect(r.s.context.lastReason?.retryable).toBe(true)
+    })
+  }
+
+  it('reconnects with a new generation when the reconnect chart says due', () => {
+    let s = waiting()
+    expect(state(s)).toBe('reconnecting')
+    s = run(s, { type: 'reconnect.due' })
+    expect(state(s)).toBe('connecting')
+    expect(s.context.generation).toBe(2)
+    s = run(s, { type: 'socket.open', ...origin(s) })
+    const r = step(s, { type: 'control.joinOk', ...origin(s) })
+    expect(r.emitted).toContainEqual(expect.objectContaining({ type: 'link.connected', generation: 2, reconnect: true }))
+  })
+
+  it('reports the loss with the reconnect chart delay', () => {
+    const s = run(connected(), closeEvent(connected(), 1001))
+    const r = step(s, { type: 'reconnect.scheduled', delayMs: 321, attempt: 1 })
+    expect(r.emitted).toContainEqual(
+      expect.objectContaining({ type: 'link.disconnected', nextDelayMs: 321, reason: expect.objectContaining({ kind: 'closed', closeCode: 1001 }) }),
+    )
+  })
+})
+
+describe('rule: supersede is terminal', () => {
+  const phases: Array<[string, () => ConnSnapshot]> = [
+    ['connecting', () => run(start(), { type: 'host.connect' })],
+    [
+      'joining',
+      () => {
+        const s = run(start(), { type: 'host.connect' })
+        return run(s, { type: 'socket.open', ...origin(s) })
+      },
+    ],
+    ['connected', () => connected()],
+    ['the backoff (deciding)', () => { const c = connected(); return run(c, closeEvent(c, 1000)) }],
+    ['the backoff (waiting)', () => waiting()],
+  ]
+  for (const [phase, make] of phases) {
+    it(`while ${phase}: terminated with the superseded reason; the transport is stopped`, () => {
+      const s = make()
+      const r = step(s, supersedeEvent(origin(s), { reason: 'session.already_connected', correlation_id: 'c-1' }))
+      expect(state(r.s)).toBe('terminated')
+      expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', correlationId: 'c-1', retryable: false })
+      expect(r.emitted).toContainEqual(expect.objectContaining({ type: 'link.disconnected', nextDelayMs: null }))
+      expect(r.s.children.transport).toBeUndefined()
+      expect(r.s.children.reconnect).toBeUndefined()
+    })
+  }
+
+  it('a supersede read late from the previous transport of this session still terminates', () => {
+    let s = waiting()
+    s = run(s, { type: 'reconnect.due' })
+    expect(s.context.generation).toBe(2)
+    const r = step(s, supersedeEvent({ generation: 1, epoch: s.context.epoch }))
+    expect(state(r.s)).toBe('terminated')
+  })
+
+  it('no close code after the supersede brings it back', () => {
+    let s = connected()
+    s = run(s, supersedeEvent(origin(s)))
+    for (const code of [1000, 1001, 1011]) s = run(s, closeEvent(s, code))
+    s = run(s, { type: 'reconnect.due' })
+    expect(state(s)).toBe('terminated')
+    expect(s.context.lastReason?.kind).toBe('superseded')
+  })
+
+  it('malformed supersede payloads are still terminal', () => {
+    for (const payload of [{}, { retry_after: 'soon' }, { correlation_id: null, extra: [1] }, 'text', null]) {
+      const s = connected()
+      expect(state(run(s, supersedeEvent(origin(s), payload)))).toBe('terminated')
+    }
+  })
+})
+
+describe('rule: upgrade rejection is terminal; 429 and 503 wait', () => {
+  for (const status of [400, 401, 403, 409]) {
+    it(`HTTP ${status} -> terminated, rejected`, () => {
+      const s = run(start(), { type: 'host.connect' })
+      const r = step(s, upgradeEvent(s, status))
+      expect(state(r.s)).toBe('terminated')
+      expect(r.s.context.lastReason).toMatchObject({ kind: 'rejected', phase: 'upgrade', status })
+    })
+  }
+  for (const status of [429, 503]) {
+    it(`HTTP ${status} with Retry-After -> reconnecting, carrying the wait to the reconnect chart`, () => {
+      const s = run(start(), { type: 'host.connect' })
+      const r = step(s, upgradeEvent(s, status, '2'))
+      expect(state(r.s)).toBe('reconnecting')
+      expect(r.s.context.lastReason).toMatchObject({ kind: 'rejected', retryable: true, retryAfterMs: 2000 })
+    })
+  }
+  it('a refused reconnect (403) after a normal close is terminal on that attempt', () => {
+    let s = run(waiting(), { type: 'reconnect.due' })
+    s = run(s, upgradeEvent(s, 403))
+    expect(state(s)).toBe('terminated')
+  })
+  it('a terminal close code (1008) is terminal', () => {
+    const s = connected()
+    expect(state(run(s, closeEvent(s, 1008)))).toBe('terminated')
+  })
+})
+
+describe('rule: stale generations and earlier sessions change nothing', () => {
+  it('a close from the previous transport after the new one opened is ignored and reported', () => {
+    let s = run(waiting(), { type: 'reconnect.due' })
+    s = run(s, { type: 'socket.open', ...origin(s) })
+    s = run(s, { type: 'control.joinOk', ...origin(s) })
+    const stale = closeEvent(s, 1000, '', { generation: 1, epoch: s.context.epoch })
+    const r = step(s, stale)
+    expect(state(r.s)).toBe('connected')
+    expect(r.s.context.generation).toBe(2)
+    expect(r.emitted).toContainEqual(expect.objectContaining({ type: 'link.ignored', event: 'socket.close' }))
+  })
+
+  it('an open or join reply from a stale transport does not advance the chart', () => {
+    let s = run(waiting(), { type: 'reconnect.due' })
+    expect(state(run(s, { type: 'socket.open', generation: 1, epoch: s.context.epoch }))).toBe('connecting')
+    s = run(s, { type: 'socket.open', ...origin(s) })
+    expect(state(run(s, { type: 'control.joinOk', generation: 1, epoch: s.context.epoch }))).toBe('joining')
+  })
+
+  it('events of a session the host stopped and restarted are ignored, a supersede included', () => {
+    let s = connected()
+    const old = origin(s)
+    s = run(s, { type: 'host.disconnect' }, { type: 'control.left', ...old })
+    expect(state(s)).toBe('stopped')
+    s = connected(s)
+    expect(s.context.epoch).toBe(2)
+    for (const e of [closeEvent(s, 1000, '', old), supersedeEvent(old), { type: 'control.lost' as const, reason: closeEvent(s, 1000).type === 'socket.close' ? (closeEvent(s, 1000) as { reason: never }).reason : (null as never), ...old }]) {
+      const r = step(s, e)
+      expect(state(r.s)).toBe('connected')
+      expect(r.emitted).toContainEqual(expect.objectContaining({ type: 'link.ignored' }))
+    }
+  })
+})
+
+describe('rule: disconnect() always succeeds', () => {
+  const from: Array<[string, () => ConnSnapshot, string]> = [
+    ['idle', () => start(), 'idle'],
+    ['connecting', () => run(start(), { type: 'host.connect' }), 'stopped'],
+    ['joining', () => { const s = run(start(), { type: 'host.connect' }); return run(s, { type: 'socket.open', ...origin(s) }) }, 'stopped'],
+    ['connected', () => connected(), 'stopping'],
+    ['reconnecting', () => waiting(), 'stopped'],
+    ['stopped', () => { const s = connected(); return run(s, { type: 'host.disconnect' }, { type: 'control.left', ...origin(s) }) }, 'stopped'],
+    ['terminated', () => { const s = connected(); return run(s, supersedeEvent(origin(s))) }, 'terminated'],
+  ]
+  for (const [name, make, expected] of from) {
+    it(`from ${name} -> ${expected}`, () => {
+      const s = make()
+      const r = step(s, { type: 'host.disconnect' })
+      expect(state(r.s)).toBe(expected)
+      expect(r.emitted.filter((e) => (e as { type: string }).type === 'link.ignored')).toEqual([])
+      if (expected === 'stopped' && name !== 'stopped') expect(r.s.context.lastReason?.kind).toBe('graceful')
+      if (name === 'terminated') expect(r.s.context.lastReason?.kind).toBe('superseded')
+    })
+  }
+
+  it('stopping ends on the leave reply, on a close, or on the leave timeout', () => {
+    const s = run(connected(), { type: 'host.disconnect' })
+    expect(state(run(s, { type: 'control.left', ...origin(s) }))).toBe('stopped')
+    expect(state(run(s, closeEvent(s, 1000)))).toBe('stopped')
+    expect(s.children.transport).toBeDefined() // the leave needs the transport; it closes on stopped
+  })
+})
+
+describe('lastDisconnectReason', () => {
+  it('is kept after stop and after terminated, and cleared by the next connect', () => {
+    let s = connected()
+    s = run(s, supersedeEvent(origin(s)))
+    expect(s.context.lastReason?.kind).toBe('superseded')
+    s = run(s, { type: 'host.connect' })
+    expect(s.context.lastReason).toBeNull()
+    expect(s.context.epoch).toBe(2)
+  })
+
+  it('every reason the chart makes itself parses as a DisconnectReason', () => {
+    const made = [
+      run(connected(), { type: 'host.disconnect' }, { type: 'control.left', generation: 1, epoch: 1 }).context.lastReason,
+      run(connected(), closeEvent(connected(), 1000), { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', 10, 1, 1) }).context.lastReason,
+      run(run(start(), { type: 'host.connect' }), { type: 'xstate.after.connectTimeout.connection.session.online.connecting' } as never).context.lastReason,
+    ]
+    for (const reason of made) expect(DisconnectReason.safeParse(reason).success, JSON.stringify(reason)).toBe(true)
+  })
+})
+
+describe('control signals', () => {
+  it('go to the control delivery actor from the current transport, in arrival order', () => {
+    const s = connected()
+    const signal = { correlationId: 'a' }
+    const r = step(s, { type: 'control.signal', signal, ...origin(s) })
+    expect(r.actions).toContain('xstate.sendTo')
+    expect(r.s.context.signalSeq).toBe(1)
+    expect(state(r.s)).toBe('connected')
+  })
+
+  it('from a stale transport are not delivered', () => {
+    const s = run(run(waiting(), { type: 'reconnect.due' }))
+    const r = step(s, { type: 'control.signal', signal: {}, generation: 1, epoch: s.context.epoch })
+    expect(r.s.context.signalSeq).toBe(0)
+  })
+})

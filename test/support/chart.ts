@@ -1,0 +1,66 @@
+/**
+ * Helpers for pure chart tests: drive the connection chart with `transition()` (no actors run,
+ * no timers) and build the reasons the adapter would send, with the real classification tables.
+ */
+import { initialTransition, transition, type SnapshotFrom } from 'xstate'
+import { connectionMachine, type ConnectionEvent } from '../../machines/connection.js'
+import { linkStateOf } from '../../machines/status.js'
+import { classifyClose, classifySupersede, classifyUpgrade } from '../../src/reasons.js'
+
+export type ConnSnapshot = SnapshotFrom<typeof connectionMachine>
+
+export const env = { now: () => 1_000, random: () => 0.5 }
+
+export function start(): ConnSnapshot {
+  return initialTransition(connectionMachine, { env })[0]
+}
+
+/** Applies events in order; returns the last snapshot. */
+export function run(snapshot: ConnSnapshot, ...events: ConnectionEvent[]): ConnSnapshot {
+  let s = snapshot
+  for (const e of events) s = transition(connectionMachine, s, e)[0]
+  return s
+}
+
+/** Applies one event; returns the snapshot and the action types it produced. */
+export function step(snapshot: ConnSnapshot, event: ConnectionEvent): { s: ConnSnapshot; actions: string[]; emitted: unknown[] } {
+  const [s, actions] = transition(connectionMachine, snapshot, event)
+  return {
+    s,
+    actions: actions.map((a) => a.type),
+    emitted: actions.filter((a) => a.type === 'xstate.emit').map((a) => (a as unknown as { params: { event: unknown } }).params?.event ?? a),
+  }
+}
+
+export const state = (s: ConnSnapshot) => linkStateOf(s.value)
+
+/** Origin of the chart's current transport. */
+export function origin(s: ConnSnapshot) {
+  return { generation: s.context.generation, epoch: s.context.epoch }
+}
+
+export function closeEvent(s: ConnSnapshot, code: number, reason = '', o = origin(s)): ConnectionEvent {
+  return { type: 'socket.close', reason: classifyClose({ code, reason }, o.generation, 5), ...o }
+}
+
+export function upgradeEvent(s: ConnSnapshot, status: number, retryAfter?: string): ConnectionEvent {
+  const o = origin(s)
+  return { type: 'socket.upgradeRejected', reason: classifyUpgrade({ status, retryAfter: retryAfter ?? null }, o.generation, 5), ...o }
+}
+
+export function supersedeEvent(o: { generation: number; epoch: number }, payload: unknown = { reason: 'session.already_connected' }): ConnectionEvent {
+  return { type: 'control.supersede', reason: classifySupersede(payload, o.generation, 5), ...o }
+}
+
+/** idle -> connected (first transport of a new session). */
+export function connected(from: ConnSnapshot = start()): ConnSnapshot {
+  let s = run(from, { type: 'host.connect' })
+  s = run(s, { type: 'socket.open', ...origin(s) })
+  return run(s, { type: 'control.joinOk', ...origin(s) })
+}
+
+/** connected -> reconnecting.waiting after a close 1000, with the reconnect chart's answer fed in. */
+export function waiting(from: ConnSnapshot = connected()): ConnSnapshot {
+  const s = run(from, closeEvent(from, 1000))
+  return run(s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
+}
