@@ -301,6 +301,11 @@ export class Link {
     return this.emitter.on(type, listener)
   }
 
+  /** Calls `listener` for every event, as `{ type, ...payload }`. */
+  onAny(listener: (event: LinkEvent) => void): Unsubscribe {
+    return this.emitter.onAny(listener as never)
+  }
+
   /** Calls `listener` once, for the next `type` event. */
   once<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): Unsubscribe {
     return this.emitter.once(type, listener)

@@ -172,6 +172,13 @@ export class PhoenixAdapter {
   /** The current attachment of each app topic, for host pushes. */
   private readonly apps = new Map<string, Attachment>()
   private readonly controlTopic: string
+  /** Highest ref any of this link's sockets has made. */
+  private get lastRef(): number {
+    let max = this.endedRef
+    for (const h of this.handles.values()) if (h.socket) max = Math.max(max, h.socket.ref)
+    return max
+  }
+  private endedRef = 0
 
   constructor(private readonly config: AdapterConfig) {
     this.controlTopic = controlTopic(config.agentId)
@@ -319,6 +326,9 @@ export class PhoenixAdapter {
       },
     })
     handle.socket = socket
+    // Refs (and so join_refs) continue from the previous transport instead of restarting at 1,
+    // so every rejoin carries a join_ref this link never used before (socket.js makeRef).
+    socket.ref = this.lastRef
 
     socket.onOpen(() => this.emit({ type: 'socket.open', ...tag }))
     socket.onError((error) => {
@@ -412,6 +422,7 @@ export class PhoenixAdapter {
       handle.socket.disconnect(finish, 1000, 'client closing')
     }
     void handle.closed.then(() => {
+      if (handle.socket) this.endedRef = Math.max(this.endedRef, handle.socket.ref)
       if (this.handles.get(handle.origin.generation) === handle) this.handles.delete(handle.origin.generation)
     })
   }

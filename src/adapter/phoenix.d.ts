@@ -60,5 +60,6 @@ declare module 'phoenix' {
     makeRef(): string
     /** @internal */ remove(channel: Channel): void
     /** @internal */ conn: unknown
+    /** @internal The last ref made (socket.js makeRef). */ ref: number
   }
 }

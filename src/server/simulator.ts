@@ -87,11 +87,17 @@ export interface UpgradeRecord {
 }
 
 /** How the simulator answers a channel join. */
-export type JoinOutcome =
+export type JoinOutcome = (
   | { reply: 'ok'; response?: Payload }
   | { reply: 'error'; response: Payload }
   /** Never reply: the client's join times out. */
   | { reply: 'none' }
+) & {
+  /** Runs just before the reply is sent (same tick, so same TCP read for the client): e.g. a supersede push. */
+  before?: (connection: SimConnection) => void
+  /** Runs just after the reply is sent (same tick). */
+  after?: (connection: SimConnection) => void
+}
 
 /** Which sockets a control applies to. */
 export type Target = SimConnection | { agent: string } | { socket: string } | 'all'
@@ -150,6 +156,7 @@ export class PlatformSimulator extends EventEmitter {
   private readonly joinRules: Array<{ match: string | RegExp; outcome: JoinOutcome; times: number }> = []
   private readonly cooldowns = new Map<string, number>()
   private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
+  private held: Array<() => void> | null = null
   private nextSocket = 1
   private boundPort = 0
   private stopping: Promise<void> | null = null
@@ -239,6 +246,24 @@ export class PlatformSimulator extends EventEmitter {
   onJoin(match: string | RegExp, outcome: JoinOutcome, times = Number.POSITIVE_INFINITY): this {
     this.joinRules.unshift({ match, outcome, times })
     return this
+  }
+
+  /**
+   * Holds every upgrade from now on unanswered (the client stays `connecting`) until the returned
+   * function is called; then the held ones are answered as usual.
+   */
+  holdUpgrades(): () => void {
+    this.held ??= []
+    return () => {
+      const held = this.held ?? []
+      this.held = null
+      for (const answer of held) answer()
+    }
+  }
+
+  /** Upgrades held by {@link holdUpgrades}, not yet answered. */
+  get heldUpgrades(): number {
+    return this.held?.length ?? 0
   }
 
   /** Replaces the handler of client pushes on app channels (default: reply ok with `{}`). */
@@ -373,6 +398,9 @@ export class PlatformSimulator extends EventEmitter {
   stop(options: { code?: number; abort?: boolean } = {}): Promise<void> {
     if (this.stopping) return this.stopping
     this.stopping = (async () => {
+      const held = this.held ?? []
+      this.held = null
+      for (const answer of held) answer()
       for (const c of this.connections) {
         if (c.idleTimer) clearTimeout(c.idleTimer)
         c.idleTimer = null
@@ -440,6 +468,18 @@ export class PlatformSimulator extends EventEmitter {
       socket.destroy()
       return
     }
+    if (this.held) {
+      this.held.push(() => {
+        if (socket.destroyed || this.stopping) socket.destroy()
+        else this.answerUpgrade(req, socket, head)
+      })
+      this.changed()
+      return
+    }
+    this.answerUpgrade(req, socket, head)
+  }
+
+  private answerUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const url = new URL(req.url ?? '/', 'http://simulator')
     if (url.pathname !== `${this.options.path}/websocket`) {
       this.refuse(socket, { status: 404, body: JSON.stringify({ error: { code: 'not_found', message: `no socket at ${url.pathname}` } }) }, null, 'no such path')
@@ -518,6 +558,7 @@ export class PlatformSimulator extends EventEmitter {
     this.armIdle(connection)
     // A second socket with the same key supersedes the older ones: push first, then close.
     for (const old of older) this.supersedeOne(old, undefined, undefined)
+    this.emit('connection', connection)
     this.changed()
   }
 
@@ -623,14 +664,20 @@ export class PlatformSimulator extends EventEmitter {
       if (rule.times <= 0) this.joinRules.splice(this.joinRules.indexOf(rule), 1)
     }
     const outcome: JoinOutcome = rule?.outcome ?? { reply: 'ok' }
-    if (outcome.reply === 'none') return
-    if (outcome.reply === 'error') {
-      this.reply(c, frame, 'error', outcome.response)
+    const previous = c.channels.get(frame.topic)
+    if (outcome.reply === 'ok') c.channels.set(frame.topic, { topic: frame.topic, joinRef: frame.join_ref })
+    outcome.before?.(c)
+    if (outcome.reply === 'none') {
+      outcome.after?.(c)
       return
     }
-    const previous = c.channels.get(frame.topic)
-    c.channels.set(frame.topic, { topic: frame.topic, joinRef: frame.join_ref })
+    if (outcome.reply === 'error') {
+      this.reply(c, frame, 'error', outcome.response)
+      outcome.after?.(c)
+      return
+    }
     this.reply(c, frame, 'ok', outcome.response ?? {})
+    outcome.after?.(c)
     // A second join of a topic on one socket: reply to the new join, then phx_close with the
     // OLD join_ref (FIELD-NOTES "Phoenix V2 wire protocol").
     if (previous) {

@@ -3,7 +3,7 @@
  * fails when the guard or transition that encodes its rule is removed.
  */
 import { describe, expect, it } from 'vitest'
-import { DisconnectReason } from '../../src/reasons.js'
+import { classifyControlChannelLoss, DisconnectReason } from '../../src/reasons.js'
 import { suppressedReason } from '../../machines/types.js'
 import {
   closeEvent,
@@ -170,7 +170,8 @@ describe('rule: stale generations and earlier sessions change nothing', () => {
     expect(state(s)).toBe('stopped')
     s = connected(s)
     expect(s.context.epoch).toBe(2)
-    for (const e of [closeEvent(s, 1000, '', old), supersedeEvent(old), { type: 'control.lost' as const, reason: closeEvent(s, 1000).type === 'socket.close' ? (closeEvent(s, 1000) as { reason: never }).reason : (null as never), ...old }]) {
+    const lost = { type: 'control.lost' as const, reason: classifyControlChannelLoss('phx_error', {}, old.generation, 5), ...old }
+    for (const e of [closeEvent(s, 1000, '', old), supersedeEvent(old), lost]) {
       const r = step(s, e)
       expect(state(r.s)).toBe('connected')
       expect(r.emitted).toContainEqual(expect.objectContaining({ type: 'link.ignored' }))

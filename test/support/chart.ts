@@ -27,8 +27,8 @@ export function step(snapshot: ConnSnapshot, event: ConnectionEvent): { s: ConnS
   const [s, actions] = transition(connectionMachine, snapshot, event)
   return {
     s,
-    actions: actions.map((a) => a.type),
-    emitted: actions.filter((a) => a.type === 'xstate.emit').map((a) => (a as unknown as { params: { event: unknown } }).params?.event ?? a),
+    actions: actions.map((a) => a.type as string),
+    emitted: actions.filter((a) => (a.type as string) === 'xstate.emit').map((a) => (a as unknown as { params: { event: unknown } }).params?.event ?? a),
   }
 }
 

@@ -1,0 +1,141 @@
+/**
+ * The channel chart: join, rejoin after phx_error on the same transport, drop on a rejected join
+ * or phx_close, keep through join timeouts and transport losses, leave. Driven on a simulated
+ * clock with a stub attachment actor that records each join attempt.
+ */
+import { describe, expect, it } from 'vitest'
+import { assign, createActor, fromCallback, sendTo, setup, SimulatedClock } from 'xstate'
+import { channelMachine, DEFAULT_CHANNEL_POLICY, type AttachOrigin, type ChannelEvent, type ChannelStatusReport } from '../../machines/channel.js'
+import { classifyChannelClose, classifyJoinError } from '../../src/reasons.js'
+
+function harness() {
+  const attempts: Array<{ input: AttachOrigin; stopped: boolean; left: boolean }> = []
+  const channel = channelMachine.provide({
+    actors: {
+      attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(({ input, receive }) => {
+        const record = { input, stopped: false, left: false }
+        attempts.push(record)
+        receive(() => (record.left = true))
+        return () => (record.stopped = true)
+      }),
+    },
+  })
+  const parent = setup({
+    types: { context: {} as { reports: ChannelStatusReport[] }, events: {} as ChannelEvent | ChannelStatusReport | { type: 'to'; event: ChannelEvent } },
+    actors: { channel },
+  }).createMachine({
+    context: { reports: [] },
+    invoke: { id: 'c', src: 'channel', input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env: { now: () => 0, random: () => 0.5 } } },
+    on: {
+      'channel.status': { actions: assign({ reports: ({ context, event }) => [...context.reports, event as ChannelStatusReport] }) },
+      to: { actions: sendTo('c', ({ event }) => (event as { event: ChannelEvent }).event) },
+    },
+  })
+  const clock = new SimulatedClock()
+  const actor = createActor(parent, { clock }).start()
+  const child = () => actor.getSnapshot().children.c!.getSnapshot()
+  const current = () => {
+    const c = child().context
+    return { topic: 'room:1', generation: c.generation, attachId: c.attachId }
+  }
+  return {
+    clock,
+    attempts,
+    child,
+    current,
+    statuses: () => actor.getSnapshot().context.reports.map((r) => r.status),
+    reports: () => actor.getSnapshot().context.reports,
+    send: (event: ChannelEvent) => actor.send({ type: 'to', event }),
+    stop: () => actor.stop(),
+  }
+}
+
+describe('channel chart', () => {
+  it('joins when the transport is up and reports joined', () => {
+    const h = harness()
+    expect(h.child().value).toBe('detached')
+    h.send({ type: 'transport.up', generation: 3 })
+    expect(h.attempts).toHaveLength(1)
+    expect(h.attempts[0]!.input).toEqual({ topic: 'room:1', generation: 3, attachId: 1 })
+    h.send({ type: 'channel.joinOk', ...h.current() })
+    expect(h.statuses()).toEqual(['joined'])
+    h.stop()
+  })
+
+  it('rejoins on the same transport after phx_error, with a fresh join attempt after the rejoin delay', () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 1 })
+    h.send({ type: 'channel.joinOk', ...h.current() })
+    h.send({ type: 'channel.error', ...h.current() })
+    expect(h.statuses()).toEqual(['joined', 'errored'])
+    expect(h.attempts[0]!.stopped).toBe(true)
+    h.clock.increment(DEFAULT_CHANNEL_POLICY.rejoinMaxDelayMs)
+    expect(h.attempts).toHaveLength(2)
+    expect(h.attempts[1]!.input).toEqual({ topic: 'room:1', generation: 1, attachId: 2 })
+    h.send({ type: 'channel.joinOk', ...h.current() })
+    expect(h.statuses().at(-1)).toBe('joined')
+    h.stop()
+  })
+
+  it('drops the channel with a typed reason when a join is refused', () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 1 })
+    h.send({ type: 'channel.joinError', reason: classifyJoinError({ reason: 'unauthorized' }, 1, 0), ...h.current() })
+    expect(h.reports().at(-1)).toMatchObject({ status: 'dropped', reason: { kind: 'rejected', cause: 'unauthorized', phase: 'join' } })
+    expect(h.child().status).toBe('done')
+    h.stop()
+  })
+
+  it('drops the channel on phx_close', () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 1 })
+    h.send({ type: 'channel.joinOk', ...h.current() })
+    h.send({ type: 'channel.close', reason: classifyChannelClose({}, 1, 0), ...h.current() })
+    expect(h.reports().at(-1)).toMatchObject({ status: 'dropped', reason: { kind: 'dropped', source: 'channel' } })
+    h.stop()
+  })
+
+  it('keeps a channel whose join timed out: retried on this transport and on the next', () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 1 })
+    h.clock.increment(DEFAULT_CHANNEL_POLICY.joinTimeoutMs)
+    expect(h.reports().at(-1)).toMatchObject({ status: 'errored', reason: { kind: 'timed-out', phase: 'join' } })
+    h.send({ type: 'transport.down' })
+    expect(h.child().value).toBe('detached')
+    h.send({ type: 'transport.up', generation: 2 })
+    expect(h.attempts.at(-1)!.input).toMatchObject({ generation: 2 })
+    h.stop()
+  })
+
+  it('ignores events of an earlier join attempt or transport', () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 1 })
+    const first = h.current()
+    h.send({ type: 'transport.down' })
+    h.send({ type: 'transport.up', generation: 2 })
+    h.send({ type: 'channel.joinOk', ...first })
+    expect(h.statuses()).toEqual(['detached'])
+    h.send({ type: 'channel.joinError', reason: classifyJoinError({ reason: 'unauthorized' }, 1, 0), ...first })
+    expect(h.child().status).toBe('active')
+    h.stop()
+  })
+
+  it('leaves: phx_leave pushed while joined, left on the reply', () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 1 })
+    h.send({ type: 'channel.joinOk', ...h.current() })
+    h.send({ type: 'host.leave' })
+    expect(h.attempts[0]!.left).toBe(true)
+    h.send({ type: 'channel.left', ...h.current() })
+    expect(h.statuses().at(-1)).toBe('left')
+    expect(h.child().status).toBe('done')
+    h.stop()
+  })
+
+  it('leaves at once while detached', () => {
+    const h = harness()
+    h.send({ type: 'host.leave' })
+    expect(h.statuses()).toEqual(['left'])
+    h.stop()
+  })
+})

@@ -1,0 +1,87 @@
+/**
+ * The control delivery chart: once each, in order, one at a time; a duplicate correlation id
+ * delivered once; a failing handler reported and passed over.
+ */
+import { describe, expect, it } from 'vitest'
+import { assign, createActor, fromPromise, sendTo, setup, waitFor } from 'xstate'
+import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlReport, type QueuedSignal } from '../../machines/control.js'
+
+function harness(handler: (q: QueuedSignal) => Promise<void>) {
+  const control = controlMachine.provide({ actors: { deliverSignal: fromPromise<void, QueuedSignal>(({ input }) => handler(input)) } })
+  const parent = setup({
+    types: { context: {} as { reports: ControlReport[] }, events: {} as ControlReport | { type: 'enqueue'; id: string | null; seq: number } },
+    actors: { control },
+  }).createMachine({
+    context: { reports: [] },
+    invoke: { id: 'c', src: 'control', input: { policy: DEFAULT_CONTROL_POLICY } },
+    on: {
+      enqueue: {
+        actions: sendTo('c', ({ event }) => {
+          const e = event as { id: string | null; seq: number }
+          return { type: 'control.enqueue' as const, signal: { correlationId: e.id }, sequence: e.seq }
+        }),
+      },
+      'control.*': { actions: assign({ reports: ({ context, event }) => [...context.reports, event as ControlReport] }) },
+    },
+  })
+  const actor = createActor(parent).start()
+  return {
+    actor,
+    enqueue: (seq: number, id: string | null = null) => actor.send({ type: 'enqueue', id, seq }),
+    idle: () => waitFor(actor.getSnapshot().children.c!, (s) => s.matches('idle') && s.context.queue.length === 0, { timeout: 2000 }),
+    reports: () => actor.getSnapshot().context.reports,
+  }
+}
+
+describe('control delivery chart', () => {
+  it('delivers one at a time, in arrival order, even when the handler is slow', async () => {
+    const delivered: number[] = []
+    let running = 0
+    let maxRunning = 0
+    const gates: Array<() => void> = []
+    const h = harness(async (q) => {
+      running++
+      maxRunning = Math.max(maxRunning, running)
+      await new Promise<void>((resolve) => gates.push(resolve))
+      delivered.push(q.sequence)
+      running--
+    })
+    for (let i = 1; i <= 5; i++) h.enqueue(i)
+    while (delivered.length < 5) {
+      await Promise.resolve()
+      gates.shift()?.()
+      await new Promise<void>((r) => setImmediate(r))
+    }
+    await h.idle()
+    expect(delivered).toEqual([1, 2, 3, 4, 5])
+    expect(maxRunning).toBe(1)
+    h.actor.stop()
+  })
+
+  it('delivers a repeated correlation id once and reports the duplicate', async () => {
+    const delivered: number[] = []
+    const h = harness(async (q) => void delivered.push(q.sequence))
+    h.enqueue(1, 'x')
+    h.enqueue(2, 'x')
+    h.enqueue(3, null)
+    h.enqueue(4, null)
+    await h.idle()
+    expect(delivered).toEqual([1, 3, 4])
+    expect(h.reports()).toEqual([{ type: 'control.duplicate', signal: { correlationId: 'x' }, sequence: 2 }])
+    h.actor.stop()
+  })
+
+  it('reports a handler that throws and goes on with the next signal', async () => {
+    const delivered: number[] = []
+    const h = harness(async (q) => {
+      if (q.sequence === 1) throw new Error('boom')
+      delivered.push(q.sequence)
+    })
+    h.enqueue(1)
+    h.enqueue(2)
+    await h.idle()
+    expect(delivered).toEqual([2])
+    expect(h.reports()).toMatchObject([{ type: 'control.handlerFailed', sequence: 1 }])
+    h.actor.stop()
+  })
+})

@@ -1,0 +1,186 @@
+/**
+ * The reconnect chart: backoff, floors, the rapid-disconnect window and the stable reset, driven
+ * on a simulated clock inside a small parent that records what the chart reports.
+ */
+import { describe, expect, it } from 'vitest'
+import { assign, createActor, sendTo, setup, SimulatedClock } from 'xstate'
+import {
+  backoffDelay,
+  DEFAULT_RECONNECT_POLICY,
+  reconnectMachine,
+  validateReconnectPolicy,
+  type ReconnectPolicy,
+  type ReconnectReport,
+} from '../../machines/reconnect.js'
+import type { ReasonLike } from '../../machines/types.js'
+import { classifyClose, classifyUpgrade } from '../../src/reasons.js'
+
+const closed = (code: number): ReasonLike => classifyClose({ code, reason: '' }, 1, 0)
+
+function harness(policy: Partial<ReconnectPolicy> = {}, roll = 0.5) {
+  const parent = setup({
+    types: { context: {} as { reports: ReconnectReport[] }, events: {} as { type: string; reason?: ReasonLike } },
+    actors: { reconnect: reconnectMachine },
+  }).createMachine({
+    context: { reports: [] },
+    invoke: {
+      id: 'r',
+      src: 'reconnect',
+      input: { policy: { ...DEFAULT_RECONNECT_POLICY, ...policy }, env: { now: () => 0, random: () => roll } },
+    },
+    on: {
+      'reconnect.opened': { actions: sendTo('r', { type: 'reconnect.opened' }) },
+      'reconnect.lost': { actions: sendTo('r', ({ event }) => ({ type: 'reconnect.lost' as const, reason: event.reason! })) },
+      'reconnect.*': { actions: assign({ reports: ({ context, event }) => [...context.reports, event as ReconnectReport] }) },
+    },
+  })
+  const clock = new SimulatedClock()
+  const actor = createActor(parent, { clock }).start()
+  const reports = () => actor.getSnapshot().context.reports
+  const child = () => actor.getSnapshot().children.r!.getSnapshot()
+  return {
+    clock,
+    reports,
+    last: () => reports().at(-1),
+    child,
+    opened: () => actor.send({ type: 'reconnect.opened' }),
+    lost: (reason: ReasonLike = closed(1000)) => actor.send({ type: 'reconnect.lost', reason }),
+    /** Waits out the scheduled delay so the chart is idle again. */
+    due: () => {
+      const last = reports().at(-1)
+      if (last?.type !== 'reconnect.scheduled') throw new Error(`no retry scheduled, last report ${JSON.stringify(last)}`)
+      clock.increment(last.delayMs)
+      expect(reports().at(-1)?.type).toBe('reconnect.due')
+    },
+    stop: () => actor.stop(),
+  }
+}
+
+describe('backoffDelay', () => {
+  const p = DEFAULT_RECONNECT_POLICY
+  it('is full jitter below an exponential ceiling capped at maxDelayMs', () => {
+    expect(backoffDelay(p, 1, closed(1000), 0.999)).toBe(499)
+    expect(backoffDelay(p, 3, closed(1000), 0.999)).toBe(1998)
+    expect(backoffDelay(p, 20, closed(1000), 0.999)).toBe(29_970)
+    expect(backoffDelay(p, 5, closed(1000), 0)).toBe(0)
+  })
+  it('raises 1012 to the service-restart floor and 1013 to the try-again-later floor', () => {
+    for (const roll of [0, 0.5, 0.999]) {
+      const d1012 = backoffDelay(p, 1, closed(1012), roll)
+      expect(d1012).toBeGreaterThanOrEqual(1000)
+      expect(d1012).toBeLessThanOrEqual(5000)
+      const d1013 = backoffDelay(p, 1, closed(1013), roll)
+      expect(d1013).toBeGreaterThanOrEqual(30_000)
+      expect(d1013).toBeLessThanOrEqual(60_000)
+    }
+  })
+  it('waits at least Retry-After, capped at maxRetryAfterMs', () => {
+    const r429 = classifyUpgrade({ status: 429, retryAfter: '2' }, 1, 0)
+    expect(backoffDelay(p, 1, r429, 0)).toBe(2000)
+    expect(backoffDelay(p, 1, r429, 0.9)).toBeGreaterThanOrEqual(2000)
+    const huge = classifyUpgrade({ status: 503, retryAfter: '86400' }, 1, 0)
+    expect(backoffDelay(p, 1, huge, 0)).toBe(p.maxRetryAfterMs)
+  })
+  it('refuses a misconfigured policy at configuration', () => {
+    expect(() => validateReconnectPolicy({ ...p, factor: 0.5 })).toThrow(/factor/)
+    expect(() => validateReconnectPolicy({ ...p, initialDelayMs: -1 })).toThrow(/initialDelayMs/)
+    expect(() => validateReconnectPolicy({ ...p, serviceRestartFloorMs: [5, 1] })).toThrow(/serviceRestartFloorMs/)
+    expect(() => validateReconnectPolicy({ ...p, rapidLimit: 0 })).toThrow(/rapidLimit/)
+  })
+})
+
+describe('reconnect chart', () => {
+  it('schedules a retry after each loss, then reports due when the delay has passed', () => {
+    const h = harness({}, 0.5)
+    h.opened()
+    h.lost()
+    expect(h.last()).toEqual({ type: 'reconnect.scheduled', delayMs: 250, attempt: 1 })
+    h.clock.increment(249)
+    expect(h.last()?.type).toBe('reconnect.scheduled')
+    h.clock.increment(1)
+    expect(h.last()?.type).toBe('reconnect.due')
+    h.stop()
+  })
+
+  it('grows the ceiling with consecutive losses', () => {
+    const h = harness({}, 0.5)
+    const delays: number[] = []
+    for (let i = 0; i < 4; i++) {
+      h.lost()
+      delays.push((h.last() as { delayMs: number }).delayMs)
+      h.due()
+    }
+    expect(delays).toEqual([250, 500, 1000, 2000])
+    h.stop()
+  })
+
+  it('gives up with suppressed after rapidLimit connections in a row that lived under the rapid window', () => {
+    const h = harness({ rapidLimit: 10, rapidWindowMs: 5000 }, 0)
+    for (let i = 1; i <= 9; i++) {
+      h.opened()
+      h.clock.increment(4_999)
+      h.lost()
+      expect(h.last()?.type, `loss ${i}`).toBe('reconnect.scheduled')
+      h.due()
+    }
+    h.opened()
+    h.lost()
+    expect(h.last()).toMatchObject({ type: 'reconnect.gaveUp', reason: { kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10 } })
+    expect(h.child().status).toBe('done')
+    h.stop()
+  })
+
+  it('a connection that outlives the rapid window ends the streak', () => {
+    const h = harness({ rapidLimit: 3, rapidWindowMs: 5000 }, 0)
+    for (let i = 0; i < 2; i++) {
+      h.opened()
+      h.lost()
+      h.due()
+    }
+    h.opened()
+    h.clock.increment(5000)
+    h.lost()
+    expect(h.last()?.type).toBe('reconnect.scheduled')
+    h.due()
+    h.opened()
+    h.lost()
+    expect(h.last()?.type).toBe('reconnect.scheduled')
+    expect(h.child().context.rapidStreak).toBe(1)
+    h.stop()
+  })
+
+  it('connect failures (no open) are attempts, never rapid connections', () => {
+    const h = harness({ rapidLimit: 2 }, 0)
+    for (let i = 0; i < 20; i++) {
+      h.lost(closed(1006))
+      expect(h.last()?.type).toBe('reconnect.scheduled')
+      h.due()
+    }
+    expect(h.child().context.attempt).toBe(20)
+    h.stop()
+  })
+
+  it('starts again from the first delay after stableAfterMs connected', () => {
+    const h = harness({ stableAfterMs: 60_000 }, 0.999)
+    for (let i = 0; i < 5; i++) {
+      h.lost()
+      h.due()
+    }
+    h.opened()
+    h.clock.increment(60_000)
+    h.lost()
+    expect(h.last()).toMatchObject({ type: 'reconnect.scheduled', attempt: 1, delayMs: 499 })
+    h.stop()
+  })
+
+  it('gives up after maxAttempts consecutive losses when set', () => {
+    const h = harness({ maxAttempts: 2 }, 0)
+    h.lost()
+    h.due()
+    h.lost()
+    h.due()
+    h.lost()
+    expect(h.last()).toMatchObject({ type: 'reconnect.gaveUp', reason: { cause: 'max-attempts', attempts: 3 } })
+    h.stop()
+  })
+})

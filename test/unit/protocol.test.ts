@@ -1,0 +1,98 @@
+/** V2 frames: every inbound frame decodes to a frame or a typed problem, never a throw. */
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import {
+  decodeBinaryFromClient,
+  decodeBinaryFromServer,
+  decodeTextFrame,
+  encodeBinaryToClient,
+  encodeBinaryToServer,
+  encodeTextFrame,
+  parseControlSignal,
+  TextFrame,
+} from '../../src/protocol.js'
+
+describe('text frames', () => {
+  it('decode a V2 frame', () => {
+    const r = decodeTextFrame('["1","2","room:1","phx_reply",{"status":"ok","response":{}}]')
+    expect(r).toEqual({ ok: true, frame: { join_ref: '1', ref: '2', topic: 'room:1', event: 'phx_reply', payload: { status: 'ok', response: {} } } })
+  })
+  it('type every bad frame', () => {
+    const cases: Array<[string, string]> = [
+      ['not json', 'not-json'],
+      ['{"a":1}', 'not-array'],
+      ['[1,2,3]', 'wrong-arity'],
+      ['[null,null,"t","e",{},6]', 'wrong-arity'],
+      ['[1,null,"t","e",{}]', 'wrong-types'],
+      ['[null,null,"t","e",[]]', 'wrong-types'],
+      ['[null,null,"t","e",null]', 'wrong-types'],
+      ['[null,"1","t","phx_reply",{"response":{}}]', 'bad-reply'],
+    ]
+    for (const [text, kind] of cases) {
+      const r = decodeTextFrame(text)
+      expect(r.ok, text).toBe(false)
+      if (!r.ok) expect(r.problem.kind, text).toBe(kind)
+    }
+    expect(decodeTextFrame('x'.repeat(50), 10)).toMatchObject({ ok: false, problem: { kind: 'too-large' } })
+  })
+  it('never throw, and agree with the TextFrame schema', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.jsonValue().map((v) => JSON.stringify(v)), fc.tuple(fc.option(fc.string()), fc.option(fc.string()), fc.string(), fc.string(), fc.dictionary(fc.string(), fc.jsonValue())).map((t) => JSON.stringify(t))), (text) => {
+        const r = decodeTextFrame(text)
+        if (r.ok) {
+          expect(TextFrame.safeParse(JSON.parse(text)).success).toBe(true)
+          expect(JSON.parse(encodeTextFrame(r.frame))).toEqual(JSON.parse(text))
+        }
+      }),
+      { numRuns: 300 },
+    )
+  })
+})
+
+describe('binary frames', () => {
+  it('round-trip server push, reply and broadcast, and client push', () => {
+    const payload = new Uint8Array([1, 2, 3])
+    const push = decodeBinaryFromServer(encodeBinaryToClient({ kind: 'push', join_ref: '1', topic: 't', event: 'e', payload }))
+    expect(push).toMatchObject({ ok: true, frame: { join_ref: '1', ref: null, topic: 't', event: 'e' } })
+    if (push.ok) expect(new Uint8Array(push.frame.payload as ArrayBuffer)).toEqual(payload)
+    const reply = decodeBinaryFromServer(encodeBinaryToClient({ kind: 'reply', join_ref: '1', ref: '2', topic: 't', status: 'ok', payload }))
+    expect(reply).toMatchObject({ ok: true, frame: { ref: '2', event: 'phx_reply', payload: { status: 'ok' } } })
+    const cast = decodeBinaryFromServer(encodeBinaryToClient({ kind: 'broadcast', topic: 't', event: 'e', payload }))
+    expect(cast).toMatchObject({ ok: true, frame: { join_ref: null, topic: 't', event: 'e' } })
+    const fromClient = decodeBinaryFromClient(encodeBinaryToServer({ join_ref: '3', ref: '4', topic: 't', event: 'e', payload }))
+    expect(fromClient).toMatchObject({ ok: true, frame: { join_ref: '3', ref: '4', topic: 't', event: 'e' } })
+  })
+  it('type truncated frames, unknown kinds and bad UTF-8, never throwing', () => {
+    expect(decodeBinaryFromServer(new Uint8Array([9]))).toMatchObject({ ok: false, problem: { kind: 'bad-binary' } })
+    expect(decodeBinaryFromServer(new Uint8Array([0, 200, 1, 1]))).toMatchObject({ ok: false, problem: { kind: 'bad-binary' } })
+    expect(decodeBinaryFromServer(new Uint8Array([2, 1, 1, 0xff, 0x41]))).toMatchObject({ ok: false, problem: { kind: 'bad-binary' } })
+    expect(decodeBinaryFromServer(new Uint8Array([]))).toMatchObject({ ok: false })
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+        decodeBinaryFromServer(bytes)
+        decodeBinaryFromClient(bytes)
+      }),
+    )
+  })
+  it('refuses fields longer than 255 bytes when encoding', () => {
+    expect(() => encodeBinaryToServer({ join_ref: null, ref: null, topic: 'x'.repeat(256), event: 'e', payload: new Uint8Array() })).toThrow(RangeError)
+  })
+})
+
+describe('agent.control payloads', () => {
+  it('parse a valid signal to camelCase with the raw payload kept', () => {
+    const raw = { mode: 'interrupt', scope: 'room', agent_id: 'a', room_id: 'r', correlation_id: 'c', extra: 1 }
+    expect(parseControlSignal(raw)).toEqual({
+      ok: true,
+      signal: { mode: 'interrupt', scope: 'room', agentId: 'a', roomId: 'r', executionId: null, reason: null, correlationId: 'c', raw },
+    })
+    expect(parseControlSignal({ mode: 'stop', scope: 'agent', agent_id: 'a', correlation_id: null })).toMatchObject({ ok: true, signal: { correlationId: null } })
+  })
+  it('list the problems of a malformed one', () => {
+    const r = parseControlSignal({ mode: 'pause', scope: 'agent' })
+    expect(r.ok).toBe(false)
+    if (!r.ok) expect(r.issues.join(' ')).toMatch(/mode.*agent_id|agent_id.*mode/s)
+    expect(parseControlSignal(null).ok).toBe(false)
+    expect(parseControlSignal({ mode: 'stop', scope: 'agent', agent_id: 7 }).ok).toBe(false)
+  })
+})

@@ -1,0 +1,132 @@
+/** The classification tables and the DisconnectReason schema. */
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import {
+  CLOSE_CODES,
+  classifyClose,
+  classifyJoinError,
+  classifySupersede,
+  classifyUpgrade,
+  describeReason,
+  DisconnectReason,
+  parseRetryAfter,
+  REASON_KINDS,
+  UPGRADE_STATUSES,
+} from '../../src/reasons.js'
+import { gracefulReason, suppressedReason, timedOutReason } from '../../machines/types.js'
+
+describe('close code table', () => {
+  it('never reads 1000, 1001 or 1011 as a stop', () => {
+    for (const code of [1000, 1001, 1011]) {
+      const r = classifyClose({ code, reason: '' }, 1, 0)
+      expect(r).toMatchObject({ kind: 'closed', retryable: true, closeCode: code })
+    }
+  })
+  it('1006 is dropped, 1008 and 4500-4999 are rejected, 4000-4499 reconnect', () => {
+    expect(classifyClose({ code: 1006, reason: '', error: 'ECONNRESET' }, 1, 0)).toMatchObject({ kind: 'dropped', detail: expect.stringContaining('ECONNRESET') })
+    expect(classifyClose({ code: 1008, reason: 'no' }, 1, 0)).toMatchObject({ kind: 'rejected', cause: 'unauthorized', retryable: false })
+    expect(classifyClose({ code: 4500, reason: '' }, 1, 0)).toMatchObject({ kind: 'rejected', retryable: false })
+    expect(classifyClose({ code: 4001, reason: '' }, 1, 0)).toMatchObject({ kind: 'closed', retryable: true })
+  })
+  it('classifies every integer code without throwing, and every result parses', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -10, max: 70_000 }), fc.string(), (code, reason) => {
+        const r = classifyClose({ code, reason }, 1, 0)
+        expect(DisconnectReason.safeParse(r).success).toBe(true)
+        if (!CLOSE_CODES.some((row) => code >= row.from && code <= row.to)) expect(r.kind).toBe('other')
+      }),
+    )
+  })
+})
+
+describe('upgrade status table', () => {
+  it('ends the session on 400, 401, 403, 409 and waits on 429 and 503', () => {
+    for (const [status, row] of Object.entries(UPGRADE_STATUSES)) {
+      const r = classifyUpgrade({ status: Number(status) }, 1, 0)
+      expect(r).toMatchObject({ kind: 'rejected', cause: row.cause, retryable: row.retryable })
+    }
+    expect(classifyUpgrade({ status: 403 }, 1, 0).retryable).toBe(false)
+    expect(classifyUpgrade({ status: 429 }, 1, 0).retryable).toBe(true)
+  })
+  it('reads the platform error body and Retry-After', () => {
+    const r = classifyUpgrade(
+      { status: 429, retryAfter: '7', body: JSON.stringify({ error: { code: 'too_many_requests', message: 'slow down', request_id: 'r1' } }) },
+      1,
+      0,
+    )
+    expect(r).toMatchObject({ errorCode: 'too_many_requests', message: 'slow down', requestId: 'r1', retryAfterMs: 7000 })
+  })
+  it('keeps a body that is not JSON as the message, and other statuses as other or unavailable', () => {
+    expect(classifyUpgrade({ status: 403, body: '<html>nope</html>' }, 1, 0)).toMatchObject({ message: '<html>nope</html>' })
+    expect(classifyUpgrade({ status: 418 }, 1, 0)).toMatchObject({ kind: 'other', retryable: true })
+    expect(classifyUpgrade({ status: 502 }, 1, 0)).toMatchObject({ kind: 'rejected', cause: 'unavailable', retryable: true })
+  })
+  it('parses Retry-After as seconds or an HTTP date, and refuses garbage', () => {
+    expect(parseRetryAfter('2', 0)).toBe(2000)
+    expect(parseRetryAfter(' 1.5 ', 0)).toBe(1500)
+    expect(parseRetryAfter(new Date(10_000).toUTCString(), 4_000)).toBe(6000)
+    expect(parseRetryAfter('soon', 0)).toBeNull()
+    expect(parseRetryAfter(undefined, 0)).toBeNull()
+  })
+})
+
+describe('supersede payloads', () => {
+  it('are always terminal, odd fields kept raw', () => {
+    const cases: unknown[] = [
+      { reason: 'session.already_connected', message: 'm', retry_after: 30, target_socket_id: 's', correlation_id: 'c' },
+      { retry_after: '12' },
+      { retry_after: 'soon', correlation_id: null, extra: { x: 1 } },
+      { reason: 42, message: ['x'] },
+      null,
+      'text',
+      [],
+    ]
+    for (const payload of cases) {
+      const r = classifySupersede(payload, 2, 9)
+      expect(r).toMatchObject({ kind: 'superseded', retryable: false, generation: 2, at: 9 })
+      expect(DisconnectReason.safeParse(r).success).toBe(true)
+    }
+    expect(classifySupersede({ retry_after: '12' }, 1, 0)).toMatchObject({ retryAfterMs: 12_000 })
+    expect(classifySupersede({ retry_after: 'soon', extra: 1 }, 1, 0)).toMatchObject({ retryAfterMs: null, raw: { retry_after: 'soon', extra: 1 } })
+    expect(classifySupersede({ reason: 'x.y', correlation_id: 'c' }, 1, 0)).toMatchObject({ cause: 'x.y', correlationId: 'c' })
+  })
+  it('never throws on arbitrary JSON', () => {
+    fc.assert(fc.property(fc.jsonValue(), (v) => {
+      expect(classifySupersede(v, 1, 0).kind).toBe('superseded')
+    }))
+  })
+})
+
+describe('join errors', () => {
+  it('map known reasons to causes and unknown ones to other', () => {
+    expect(classifyJoinError({ reason: 'unauthorized' }, 1, 0)).toMatchObject({ kind: 'rejected', cause: 'unauthorized', retryable: false })
+    expect(classifyJoinError({ reason: 'join crashed' }, 1, 0)).toMatchObject({ kind: 'rejected', cause: 'unavailable', retryable: true })
+    expect(classifyJoinError({ reason: 'weird' }, 1, 0)).toMatchObject({ kind: 'other', retryable: true })
+    expect(classifyJoinError(null, 1, 0)).toMatchObject({ kind: 'other' })
+  })
+})
+
+describe('DisconnectReason', () => {
+  it('has the kinds of the design table', () => {
+    expect(REASON_KINDS).toEqual(['graceful', 'superseded', 'rejected', 'closed', 'dropped', 'timed-out', 'suppressed', 'other'])
+  })
+  it('accepts every reason the charts make themselves', () => {
+    for (const r of [gracefulReason(1, 2), timedOutReason('connect', 1, 2), timedOutReason('join', 1, 2), suppressedReason('rapid-disconnects', 10, 1, 2)]) {
+      expect(DisconnectReason.safeParse(r).success, JSON.stringify(r)).toBe(true)
+    }
+  })
+  it('describes every kind in one line', () => {
+    const samples = [
+      gracefulReason(1, 0),
+      classifySupersede({}, 1, 0),
+      classifyUpgrade({ status: 403 }, 1, 0),
+      classifyClose({ code: 1001, reason: '' }, 1, 0),
+      classifyClose({ code: 1006, reason: '' }, 1, 0),
+      timedOutReason('join', 1, 0),
+      suppressedReason('max-attempts', 3, 1, 0),
+      classifyClose({ code: 99, reason: '' }, 1, 0),
+    ] as DisconnectReason[]
+    expect(new Set(samples.map((s) => s.kind)).size).toBe(REASON_KINDS.length)
+    for (const s of samples) expect(describeReason(s)).not.toMatch(/\n/)
+  })
+})

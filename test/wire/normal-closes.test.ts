@@ -1,0 +1,184 @@
+/**
+ * SCENARIOS 1-8 on the real wire: a peer close of any non-refusal code, a drop, or a
+ * client-started close reconnects and rejoins; only disconnect() stops.
+ */
+import { describe, expect, it } from 'vitest'
+import { framesIn, next, untilState, useWorld } from '../support/wire.js'
+
+const world = useWorld()
+
+describe('rule: a normal close reconnects (scenarios 1-4)', () => {
+  for (const code of [1000, 1001, 1011, 4001]) {
+    it(`close ${code} -> reconnect with backoff, control and app channels rejoined with fresh join_refs`, async () => {
+      const sim = await world().sim()
+      const link = world().link(sim)
+      await link.connect()
+      const room = link.channel('room:1')
+      await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+      const first = sim.live('agent-1')[0]!
+      const disconnected = next(link, 'disconnected')
+      const reconnected = next(link, 'reconnected')
+      const rejoined = next(link, 'channel', { filter: (e) => e.status === 'joined' })
+      sim.close({ agent: 'agent-1' }, code, 'server says bye')
+      const d = await disconnected
+      expect(d).toMatchObject({ terminal: false, reason: { kind: 'closed', closeCode: code, retryable: true } })
+      expect(d.nextDelayMs).toBeGreaterThanOrEqual(0)
+      await reconnected
+      await rejoined
+      expect(link.state).toBe('connected')
+      expect(room.status).toBe('joined')
+      expect(sim.accepted('agent-1')).toHaveLength(2)
+      const second = sim.live('agent-1')[0]!
+      const oldRefs = framesIn(first, 'phx_join').map((f) => f.join_ref)
+      const newRefs = framesIn(second, 'phx_join').map((f) => f.join_ref)
+      expect(framesIn(second, 'phx_join').map((f) => f.topic).sort()).toEqual(['agent_control:agent-1', 'room:1'])
+      expect(newRefs.some((r) => oldRefs.includes(r))).toBe(false)
+      expect(link.lastDisconnectReason).toMatchObject({ kind: 'closed', closeCode: code })
+    })
+  }
+
+  it('close 1012 waits at least the service-restart floor; 1013 at least its floor', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    for (const [code, floor] of [
+      [1012, 150],
+      [1013, 250],
+    ] as const) {
+      const d = next(link, 'disconnected')
+      const r = next(link, 'reconnected')
+      sim.close({ agent: 'agent-1' }, code)
+      expect((await d).nextDelayMs).toBeGreaterThanOrEqual(floor)
+      const { downtimeMs } = await r
+      expect(downtimeMs).toBeGreaterThanOrEqual(floor)
+    }
+    const upgrades = sim.upgrades.map((u) => u.at)
+    expect(upgrades[1]! - sim.connections[0]!.closedAt!).toBeGreaterThanOrEqual(150 - 5)
+  })
+
+  it('an abrupt drop (no close frame) is dropped and reconnects (scenario 3)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const d = next(link, 'disconnected')
+    const r = next(link, 'reconnected')
+    sim.abort({ agent: 'agent-1' })
+    expect((await d).reason).toMatchObject({ kind: 'dropped', source: 'socket' })
+    await r
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
+  it('the "disconnect" broadcast of each server flavor reconnects (1001 Phoenix, 1000 Cowboy, 1011 Bandit)', async () => {
+    for (const flavor of ['phoenix', 'cowboy', 'bandit'] as const) {
+      const sim = await world().sim({ flavor })
+      const link = world().link(sim)
+      await link.connect()
+      const d = next(link, 'disconnected')
+      const r = next(link, 'reconnected')
+      sim.disconnect({ agent: 'agent-1' })
+      expect((await d).reason).toMatchObject({ kind: 'closed', closeCode: sim.flavor.disconnect })
+      await r
+    }
+  })
+
+  it('a client-started normal close of the transport (not disconnect()) reconnects (scenario 4)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const r = next(link, 'reconnected')
+    // Something in the process closes the socket itself (not the link's disconnect()).
+    const handles = (link as unknown as { adapter: { handles: Map<number, { ws: { close(c: number, r: string): void } }> } }).adapter.handles
+    ;[...handles.values()][0]!.ws.close(1000, 'closed by someone else')
+    await r
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+})
+
+describe('host stop (scenario 5)', () => {
+  it('disconnect(): leave the control channel, close 1000, stopped with graceful, one connection ever', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    await link.disconnect()
+    expect(link.state).toBe('stopped')
+    expect(link.lastDisconnectReason).toMatchObject({ kind: 'graceful' })
+    const [conn] = sim.accepted('agent-1')
+    expect(framesIn(conn!, 'phx_leave', 'agent_control:agent-1')).toHaveLength(1)
+    await sim.waitFor(() => conn!.state === 'closed')
+    expect(conn!.closeSeen).toEqual({ code: 1000, reason: 'client closing' })
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+  })
+})
+
+describe('reconnect policy on the wire (scenarios 6-8)', () => {
+  it('ten rapid connections in a row end with suppressed and no further attempt', async () => {
+    const sim = await world().sim()
+    sim.on('connection', (c) => c.close(1000, 'go away'))
+    const link = world().link(sim, { policy: { reconnect: { rapidLimit: 10, initialDelayMs: 5, maxDelayMs: 10 } } })
+    const result = link.runForever().catch((e: unknown) => e)
+    const error = (await result) as { code: string; reason: { kind: string; cause: string } }
+    expect(error.code).toBe('AGENT_DISCONNECTED')
+    expect(error.reason).toMatchObject({ kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10 })
+    expect(link.state).toBe('terminated')
+    expect(sim.accepted('agent-1')).toHaveLength(10)
+  })
+
+  it('the attempt counter starts again after stableAfterMs connected', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { reconnect: { stableAfterMs: 200 } } })
+    await link.connect()
+    const attempts: Array<number | null> = []
+    link.on('disconnected', (e) => attempts.push(e.attempt))
+    for (let i = 0; i < 3; i++) {
+      const r = next(link, 'reconnected')
+      sim.close({ agent: 'agent-1' }, 1000)
+      await r
+    }
+    expect(attempts).toEqual([1, 2, 3])
+    // Stay connected past stableAfterMs: wait for the reconnect chart to reach its stable state.
+    await new Promise<void>((resolve, reject) => {
+      const reconnect = () => link.actor.getSnapshot().children.reconnect!
+      const timer = setTimeout(() => reject(new Error('never stable')), 2000)
+      const sub = reconnect().subscribe((s) => {
+        if (JSON.stringify((s as { value?: unknown }).value).includes('"stable"')) {
+          clearTimeout(timer)
+          sub.unsubscribe()
+          resolve()
+        }
+      })
+    })
+    const r = next(link, 'disconnected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    expect((await r).attempt).toBe(1)
+  })
+
+  it('503 twice, then accepted: connected, the Retry-After respected', async () => {
+    const sim = await world().sim()
+    sim.refuseUpgrades({ status: 503, retryAfter: '1' }, { status: 503 })
+    const link = world().link(sim)
+    const delays: Array<number | null> = []
+    link.on('disconnected', (e) => delays.push(e.nextDelayMs))
+    await link.connect()
+    expect(sim.upgrades.map((u) => u.status)).toEqual([503, 503, 101])
+    expect(delays[0]).toBeGreaterThanOrEqual(1000)
+    expect(sim.upgrades[1]!.at - sim.upgrades[0]!.at).toBeGreaterThanOrEqual(1000 - 5)
+    expect(link.lastDisconnectReason).toMatchObject({ kind: 'rejected', cause: 'unavailable', status: 503 })
+  })
+})
+
+describe('stalled peer (scenario 36)', () => {
+  it('times out on the heartbeat within two intervals and reconnects', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 100 } } })
+    await link.connect()
+    const d = next(link, 'disconnected')
+    const started = performance.now()
+    sim.stall({ agent: 'agent-1' })
+    const { reason } = await d
+    const took = performance.now() - started
+    expect(reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+    expect(took).toBeLessThanOrEqual(2 * 100 + 100)
+    await untilState(link, 'connected')
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+})
