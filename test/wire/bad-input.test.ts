@@ -1,0 +1,137 @@
+/**
+ * Bad input on the wire: every malformed or unexpected inbound frame gets a typed outcome (an
+ * `ignored` event with the reason, or a typed disconnect), never a crash, never a silent drop.
+ * Both directions: a misbehaving server against the link, a misbehaving client against the
+ * simulator.
+ */
+import { describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { controlTopic, encodeBinaryToClient } from '../../src/protocol.js'
+import { next, untilState, useWorld } from '../support/wire.js'
+
+const world = useWorld()
+
+describe('a misbehaving server against the link', () => {
+  const cases: Array<[string, (conn: { sendRaw(d: string | Uint8Array): void; send(f: never): void }, joinRef: string) => void, RegExp]> = [
+    ['non-JSON text', (c) => c.sendRaw('this is not json'), /not-json/],
+    ['a JSON object instead of an array', (c) => c.sendRaw('{"event":"x"}'), /not-array/],
+    ['an array of the wrong arity', (c) => c.sendRaw('[null,null,"agent_control:agent-1","x"]'), /wrong-arity/],
+    ['wrong element types', (c) => c.sendRaw('[1,2,3,4,5]'), /wrong-types/],
+    ['a payload that is not an object', (c) => c.sendRaw('[null,null,"agent_control:agent-1","agent.control","stop"]'), /wrong-types/],
+    ['a phx_reply without a status', (c) => c.sendRaw('[null,"99","agent_control:agent-1","phx_reply",{"response":{}}]'), /bad-reply/],
+    ['a binary frame with sizes past its end', (c) => c.sendRaw(new Uint8Array([0, 200, 200, 200, 1])), /bad-binary/],
+    ['a binary frame of an unknown kind', (c) => c.sendRaw(new Uint8Array([7, 1, 2, 3])), /bad-binary/],
+    [
+      'an unknown event on the control channel',
+      (c, ref) => c.sendRaw(JSON.stringify([ref, null, controlTopic('agent-1'), 'surprise', {}])),
+      /unknown event "surprise"/,
+    ],
+    [
+      'a malformed agent.control payload',
+      (c, ref) => c.sendRaw(JSON.stringify([ref, null, controlTopic('agent-1'), 'agent.control', { mode: 'pause', scope: 7 }])),
+      /agent\.control payload ignored: .*mode/,
+    ],
+    ['a push to a topic the link never joined', (c) => c.sendRaw(JSON.stringify([null, null, 'elsewhere:1', 'news', {}])), /has not joined/],
+    [
+      'a binary broadcast to a topic the link never joined',
+      (c) => c.sendRaw(encodeBinaryToClient({ kind: 'broadcast', topic: 'elsewhere:2', event: 'blob', payload: new Uint8Array([1]) })),
+      /has not joined/,
+    ],
+  ]
+  for (const [name, send, detail] of cases) {
+    it(`${name}: reported as ignored with its reason; still connected`, async () => {
+      const sim = await world().sim()
+      const link = world().link(sim)
+      await link.connect()
+      const conn = sim.live('agent-1')[0]!
+      const ignored = next(link, 'ignored')
+      send(conn as never, conn.channels.get(controlTopic('agent-1'))!.joinRef)
+      expect((await ignored).detail).toMatch(detail)
+      // Still healthy: a control signal after the bad frame is delivered.
+      const control = next(link, 'control')
+      sim.control('agent-1', { mode: 'interrupt', correlation_id: 'after' })
+      expect((await control).signal.correlationId).toBe('after')
+      expect(link.state).toBe('connected')
+      expect(sim.accepted('agent-1')).toHaveLength(1)
+    })
+  }
+
+  it('a message on an app channel with no handler is reported, not dropped silently', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    link.channel('room:1')
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    const ignored = next(link, 'ignored')
+    sim.push({ agent: 'agent-1' }, 'room:1', 'unheard', {})
+    expect((await ignored).detail).toMatch(/no handler for "unheard" on room:1/)
+  })
+
+  it('binary pushes on an app channel reach the handler as an ArrayBuffer', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    const got = new Promise<ArrayBuffer>((resolve) => room.on('blob', (p) => resolve(p as ArrayBuffer)))
+    const joinRef = sim.live('agent-1')[0]!.channels.get('room:1')!.joinRef
+    sim.sendRaw({ agent: 'agent-1' }, encodeBinaryToClient({ kind: 'push', join_ref: joinRef, topic: 'room:1', event: 'blob', payload: new Uint8Array([9, 8, 7]) }))
+    expect(new Uint8Array(await got)).toEqual(new Uint8Array([9, 8, 7]))
+  })
+
+  it('a listener that throws is logged; the link goes on', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    link.on('connected', () => {
+      throw new Error('listener bug')
+    })
+    await link.connect()
+    await untilState(link, 'connected')
+    expect(world().captured.get(link)!.lines.some((l) => l.level === 'error' && l.message.includes('listener threw'))).toBe(true)
+  })
+})
+
+describe('a misbehaving client against the simulator', () => {
+  it('closes a socket that sends an undecodable frame with 1007, records the problem, and keeps serving others', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
+    await link.connect()
+    for (const [i, bad] of ['garbage', '[1,2]', '{"a":1}', '[null,null,"t","e",[]]'].entries()) {
+      const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&vsn=2.0.0`, { headers: { 'x-api-key': 'key-1' } })
+      await new Promise<void>((resolve, reject) => {
+        ws.once('open', () => resolve())
+        ws.once('error', reject)
+      })
+      const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)))
+      ws.send(bad)
+      expect(await closed).toBe(1007)
+      const conn = sim.accepted('agent-1')[i]!
+      expect(conn.problems.length).toBeGreaterThan(0)
+    }
+    expect(link.state).toBe('connected')
+    expect(sim.live('agent-2')).toHaveLength(1)
+  })
+
+  it('refuses unauthenticated sockets (403) and joins of another agent\'s control channel', async () => {
+    const sim = await world().sim()
+    const noKey = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&vsn=2.0.0`)
+    const status = await new Promise<number>((resolve) => {
+      noKey.once('unexpected-response', (_req, res) => {
+        resolve(res.statusCode ?? 0)
+        noKey.terminate()
+      })
+      noKey.once('error', () => {})
+    })
+    expect(status).toBe(403)
+    await new Promise<void>((resolve) => (noKey.readyState === WebSocket.CLOSED ? resolve() : noKey.once('close', () => resolve())))
+    const link = world().link(sim)
+    await link.connect()
+    const conn = sim.live('agent-1')[0]!
+    conn.frames.length = 0
+    ;(link as unknown as { adapter: { handles: Map<number, { ws: WebSocket }> } }).adapter.handles.values().next().value!.ws.send(
+      JSON.stringify(['50', '50', controlTopic('agent-2'), 'phx_join', {}]),
+    )
+    await sim.waitFor(() => conn.frames.some((f) => f.dir === 'out' && f.frame?.ref === '50'))
+    expect(conn.frames.find((f) => f.dir === 'out' && f.frame?.ref === '50')!.frame!.payload).toEqual({ status: 'error', response: { reason: 'unauthorized' } })
+  })
+})

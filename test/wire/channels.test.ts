@@ -1,0 +1,177 @@
+/** SCENARIOS 31-35 on the real wire: app channels and the control channel. */
+import { describe, expect, it } from 'vitest'
+import { PushError } from '../../src/errors/push-error.js'
+import { controlTopic } from '../../src/protocol.js'
+import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
+
+const world = useWorld()
+const joined = (topic: string) => (e: { topic: string; status: string }) => e.topic === topic && e.status === 'joined'
+
+describe('app channels', () => {
+  it('a join rejected on a rejoin drops that channel with a typed reason; the link and other channels stay (scenario 31)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const a = link.channel('room:a')
+    const b = link.channel('room:b')
+    await Promise.all([next(link, 'channel', { filter: joined('room:a') }), next(link, 'channel', { filter: joined('room:b') })])
+    sim.onJoin('room:a', { reply: 'error', response: { reason: 'unauthorized' } })
+    const dropped = next(link, 'channel', { filter: (e) => e.topic === 'room:a' && e.status === 'dropped' })
+    const bBack = next(link, 'channel', { filter: joined('room:b') })
+    sim.close({ agent: 'agent-1' }, 1000)
+    expect((await dropped).reason).toMatchObject({ kind: 'rejected', cause: 'unauthorized', phase: 'join' })
+    await bBack
+    expect(a.status).toBe('dropped')
+    expect(b.status).toBe('joined')
+    expect(link.state).toBe('connected')
+    await expect(a.push('x', {})).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
+  })
+
+  it('a join timeout keeps the channel and retries it (scenario 32)', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:slow', { reply: 'none' }, 1)
+    const link = world().link(sim)
+    await link.connect()
+    const errored = next(link, 'channel', { filter: (e) => e.status === 'errored' })
+    const room = link.channel('room:slow')
+    expect((await errored).reason).toMatchObject({ kind: 'timed-out', phase: 'join' })
+    await next(link, 'channel', { filter: joined('room:slow') })
+    expect(room.status).toBe('joined')
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:slow')).toHaveLength(2)
+  })
+
+  it('phx_error rejoins on the same transport with a fresh join_ref; phx_close drops (scenario 33)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await next(link, 'channel', { filter: joined('room:1') })
+    const errored = next(link, 'channel', { filter: (e) => e.status === 'errored' })
+    const rejoined = next(link, 'channel', { filter: joined('room:1') })
+    sim.channelError({ agent: 'agent-1' }, 'room:1')
+    await errored
+    await rejoined
+    const joins = framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:1')
+    expect(joins).toHaveLength(2)
+    expect(joins[0]!.join_ref).not.toBe(joins[1]!.join_ref)
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+    const dropped = next(link, 'channel', { filter: (e) => e.status === 'dropped' })
+    sim.channelClose({ agent: 'agent-1' }, 'room:1')
+    expect((await dropped).reason).toMatchObject({ kind: 'dropped', source: 'channel' })
+    expect(room.status).toBe('dropped')
+    expect(link.state).toBe('connected')
+  })
+
+  it('pushes get the reply; a push made while not joined waits for the join; an error reply rejects', async () => {
+    const sim = await world().sim()
+    sim.onPush(({ event, payload }) => (event === 'bad' ? { status: 'error', response: { reason: 'nope' } } : { status: 'ok', response: { got: payload as Record<string, unknown> } }))
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    const early = room.push('hello', { n: 1 })
+    expect(await early).toEqual({ got: { n: 1 } })
+    const error = await room.push('bad', {}).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(PushError)
+    expect(error).toMatchObject({ code: 'PUSH_REJECTED', response: { reason: 'nope' } })
+    sim.onPush(() => null)
+    await expect(room.push('silent', {}, { timeoutMs: 100 })).rejects.toMatchObject({ code: 'PUSH_TIMEOUT' })
+  })
+
+  it('leave() sends phx_leave and ends the channel; it is not rejoined on the next transport', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await next(link, 'channel', { filter: joined('room:1') })
+    await room.leave()
+    expect(room.status).toBe('left')
+    const conn = sim.live('agent-1')[0]!
+    await sim.waitFor(() => framesIn(conn, 'phx_leave', 'room:1').length === 1, { what: 'the phx_leave' })
+    const r = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    await r
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:1')).toEqual([])
+  })
+
+  it('app channels are rejoined after disconnect() and connect()', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    link.channel('room:1')
+    await next(link, 'channel', { filter: joined('room:1') })
+    await link.disconnect()
+    const back = next(link, 'channel', { filter: joined('room:1') })
+    await link.connect()
+    await back
+  })
+})
+
+describe('the control channel', () => {
+  for (const which of ['phx_error', 'phx_close'] as const) {
+    it(`${which} on the control channel is a session-level loss: reconnect, never half-connected (scenario 34)`, async () => {
+      const sim = await world().sim()
+      const link = world().link(sim)
+      await link.connect()
+      const d = next(link, 'disconnected')
+      const r = next(link, 'reconnected')
+      if (which === 'phx_error') sim.channelError({ agent: 'agent-1' }, controlTopic('agent-1'))
+      else sim.channelClose({ agent: 'agent-1' }, controlTopic('agent-1'))
+      expect((await d).reason).toMatchObject({ kind: 'dropped', source: 'channel', detail: expect.stringContaining(which) })
+      await r
+      expect(sim.accepted('agent-1')).toHaveLength(2)
+      expect(sim.accepted('agent-1')[0]!.closeSeen?.code).toBe(1000)
+    })
+  }
+
+  it('agent.control signals reach the handler once each, in arrival order, one at a time; a duplicate correlation id once (scenario 35)', async () => {
+    const sim = await world().sim()
+    const seen: string[] = []
+    let running = 0
+    let overlap = false
+    let done!: () => void
+    const all = new Promise<void>((resolve) => (done = resolve))
+    const link = world().link(sim, {
+      onControl: async (signal) => {
+        running++
+        if (running > 1) overlap = true
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        seen.push(`${signal.mode}:${signal.correlationId}`)
+        running--
+        if (seen.length === 4) done()
+      },
+    })
+    await link.connect()
+    const duplicate = next(link, 'ignored', { filter: (e) => e.detail.includes('duplicate') })
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c1' })
+    sim.control('agent-1', { mode: 'stop', scope: 'room', room_id: 'r1', correlation_id: 'c2' })
+    sim.control('agent-1', { mode: 'stop', scope: 'room', room_id: 'r1', correlation_id: 'c2' })
+    sim.control('agent-1', { mode: 'play', correlation_id: null })
+    sim.control('agent-1', { mode: 'play', correlation_id: null })
+    await all
+    await duplicate
+    expect(seen).toEqual(['interrupt:c1', 'stop:c2', 'play:null', 'play:null'])
+    expect(overlap).toBe(false)
+    await untilState(link, 'connected')
+  })
+
+  it('a control handler that throws is logged and the next signal still arrives', async () => {
+    const sim = await world().sim()
+    const seen: string[] = []
+    let done!: () => void
+    const second = new Promise<void>((resolve) => (done = resolve))
+    const link = world().link(sim, {
+      onControl: (signal) => {
+        if (signal.correlationId === 'boom') throw new Error('handler bug')
+        seen.push(signal.correlationId!)
+        done()
+      },
+    })
+    await link.connect()
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'boom' })
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'ok' })
+    await second
+    expect(seen).toEqual(['ok'])
+    expect(world().captured.get(link)!.lines.some((l) => l.level === 'error' && l.message.includes('control handler failed'))).toBe(true)
+    expect((await settle(Promise.resolve(link.state))).ok).toBe(true)
+  })
+})

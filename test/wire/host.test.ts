@@ -1,0 +1,162 @@
+/** SCENARIOS 21-27 on the real wire: the host's waits, cancellations, stops and restarts. */
+import { describe, expect, it } from 'vitest'
+import { createServer, type Socket } from 'node:net'
+import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
+import { controlTopic } from '../../src/protocol.js'
+import { next, settle, untilState, useWorld } from '../support/wire.js'
+
+const world = useWorld()
+
+describe('rule: cancelling a wait is not a stop', () => {
+  it('aborting runForever() rejects that waiter only; the transport stays up; disconnect and connect still work (scenario 21)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const controller = new AbortController()
+    const run = settle(link.runForever({ signal: controller.signal }))
+    controller.abort()
+    const r = await run
+    expect(r.ok).toBe(false)
+    expect((r as { error: { name: string } }).error.name).toBe('AbortError')
+    expect(link.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+    expect(sim.accepted('agent-1')[0]!.closeSeen).toBeNull()
+    await link.disconnect()
+    await link.connect()
+    expect(link.state).toBe('connected')
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
+  it('aborting connect() leaves the link connecting on its own', async () => {
+    const sim = await world().sim()
+    const release = sim.holdUpgrades()
+    const link = world().link(sim)
+    const controller = new AbortController()
+    const pending = settle(link.connect({ signal: controller.signal }))
+    await sim.waitFor(() => sim.heldUpgrades === 1)
+    controller.abort(new Error('host gave up waiting'))
+    expect(((await pending) as { error: Error }).error.message).toBe('host gave up waiting')
+    release()
+    await untilState(link, 'connected')
+  })
+
+  it('two concurrent runForever() waiters settle the same way (scenario 22)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const a = settle(link.runForever())
+    const b = settle(link.runForever())
+    sim.supersede('agent-1')
+    const [ra, rb] = await Promise.all([a, b])
+    expect((ra as { error: AgentDisconnectedError }).error.reason).toBe((rb as { error: AgentDisconnectedError }).error.reason)
+    const c = settle(link.runForever())
+    expect((await c).ok).toBe(false)
+  })
+
+  it('runForever() resolves when the host disconnects', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const run = settle(link.runForever())
+    await untilState(link, 'connected')
+    await link.disconnect()
+    expect((await run).ok).toBe(true)
+  })
+})
+
+describe('restarts and lastDisconnectReason (scenarios 23-25)', () => {
+  it('disconnect() then connect(): a new session, the reason cleared at connect, a new epoch', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const first = next(link, 'connected')
+    await link.connect()
+    expect((await first).epoch).toBe(1)
+    await link.disconnect()
+    expect(link.lastDisconnectReason?.kind).toBe('graceful')
+    const second = next(link, 'connected')
+    const connecting = link.connect()
+    expect(link.lastDisconnectReason).toBeNull()
+    await connecting
+    expect((await second).epoch).toBe(2)
+  })
+
+  it('terminated -> connect(): a fresh session that connects normally; the reason stays readable until then', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    expect(link.lastDisconnectReason?.kind).toBe('superseded')
+    await link.connect()
+    expect(link.state).toBe('connected')
+    expect(link.lastDisconnectReason).toBeNull()
+    expect(sim.live('agent-1')).toHaveLength(1)
+  })
+
+  it('two concurrent connect() calls share one transport (scenario 26)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await Promise.all([link.connect(), link.connect(), link.connect()])
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+  })
+})
+
+describe('rule: disconnect() always succeeds (scenario 27)', () => {
+  it('during connecting: stopped at once, nothing left open, no later attempt', async () => {
+    // A peer that accepts TCP and never answers the upgrade.
+    const sockets = new Set<Socket>()
+    const silent = createServer((s) => sockets.add(s))
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const port = (silent.address() as { port: number }).port
+    const sim = await world().sim()
+    const link = world().link(sim, { url: `ws://127.0.0.1:${port}/socket` })
+    const pending = settle(link.connect())
+    await untilState(link, 'connecting')
+    await new Promise<void>((resolve) => (sockets.size > 0 ? resolve() : silent.once('connection', () => resolve())))
+    await link.disconnect()
+    expect(link.state).toBe('stopped')
+    expect((await pending).ok).toBe(false)
+    for (const s of sockets) s.destroy()
+    await new Promise<void>((resolve) => silent.close(() => resolve()))
+  })
+
+  it('during joining: stopped at once, the socket closed 1000', async () => {
+    const sim = await world().sim()
+    sim.onJoin(controlTopic('agent-1'), { reply: 'none' })
+    const link = world().link(sim)
+    const pending = settle(link.connect())
+    await untilState(link, 'joining')
+    await link.disconnect()
+    expect(link.state).toBe('stopped')
+    expect(((await pending) as { error: AgentDisconnectedError }).error.reason.kind).toBe('graceful')
+    const [conn] = sim.accepted('agent-1')
+    await sim.waitFor(() => conn!.state === 'closed')
+    expect(conn!.closeSeen?.code).toBe(1000)
+  })
+
+  it('during the backoff: stopped at once, no later attempt', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { reconnect: { serviceRestartFloorMs: [5_000, 6_000] } } })
+    await link.connect()
+    const waiting = next(link, 'disconnected')
+    sim.close({ agent: 'agent-1' }, 1012)
+    expect((await waiting).nextDelayMs).toBeGreaterThanOrEqual(5_000)
+    const started = performance.now()
+    await link.disconnect()
+    expect(performance.now() - started).toBeLessThan(1_000)
+    expect(link.state).toBe('stopped')
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+  })
+
+  it('is idempotent from idle and after stop', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.disconnect()
+    expect(link.state).toBe('idle')
+    await link.connect()
+    await Promise.all([link.disconnect(), link.disconnect()])
+    await link.disconnect()
+    expect(link.state).toBe('stopped')
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+  })
+})

@@ -1,0 +1,74 @@
+/**
+ * The API key never appears in logs, errors, events or inspection events: a scripted run whose
+ * server even echoes the key back, every output scanned for it.
+ */
+import { describe, expect, it } from 'vitest'
+import type { InspectionEvent } from 'xstate'
+import { createLink } from '../../src/link.js'
+import { ConfigurationError } from '../../src/errors/configuration-error.js'
+import { settle, useWorld } from '../support/wire.js'
+
+const world = useWorld()
+const KEY = 'sk-live-7Hq2-SECRET-do-not-log'
+
+function text(value: unknown): string {
+  const seen = new WeakSet<object>()
+  return JSON.stringify(value, (_k, v: unknown) => {
+    if (typeof v === 'function') return `fn ${(v as { name?: string }).name ?? ''}`
+    if (v && typeof v === 'object') {
+      if (seen.has(v)) return '[cycle]'
+      seen.add(v)
+      if (v instanceof Error) return { name: v.name, message: v.message, stack: v.stack, reason: (v as { reason?: unknown }).reason }
+    }
+    return v
+  })
+}
+
+describe('secrets', () => {
+  for (const apiKeyIn of ['header', 'param'] as const) {
+    it(`the key (sent as ${apiKeyIn}) is in no log line, event, error or inspection event of a scripted run`, async () => {
+      const sim = await world().sim({ agents: { 'agent-1': KEY } })
+      const inspected: string[] = []
+      const link = world().link(sim, {
+        apiKey: KEY,
+        apiKeyIn,
+        inspect: (e: InspectionEvent) => inspected.push(text({ type: e.type, event: (e as { event?: unknown }).event, snapshot: (e as { snapshot?: { value?: unknown; context?: unknown } }).snapshot?.context })),
+      })
+      await link.connect()
+      sim.close({ agent: 'agent-1' }, 1000, `bye ${KEY}`)
+      await new Promise<void>((resolve) => link.once('reconnected', () => resolve()))
+      // The server echoes the key in a refusal body and in a supersede payload.
+      sim.refuseUpgrades({ status: 403, body: JSON.stringify({ error: { code: 'bad_key', message: `key ${KEY} is not valid` } }) })
+      sim.close({ agent: 'agent-1' }, 1000)
+      const error = await settle(link.runForever())
+      expect(error.ok).toBe(false)
+      await link.disconnect()
+      const captured = world().captured.get(link)!
+      const outputs = [text(captured.lines), text(captured.events), text((error as { error: unknown }).error), inspected.join('\n'), text(link.lastDisconnectReason)]
+      for (const out of outputs) expect(out).not.toContain(KEY)
+      expect(text(captured.events)).toContain('[redacted]')
+      expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101, 403])
+    })
+  }
+
+  it('a configuration error never echoes the key', () => {
+    let error: unknown
+    try {
+      createLink({ url: `not a url ${KEY}`, agentId: 'a', apiKey: KEY })
+    } catch (e) {
+      error = e
+    }
+    expect(error).toBeInstanceOf(ConfigurationError)
+    expect(text(error)).not.toContain(KEY)
+  })
+
+  it('plain ws:// to a host that is not loopback is refused unless allowed explicitly', () => {
+    expect(() => createLink({ url: 'ws://platform.example/socket', agentId: 'a', apiKey: 'k' })).toThrow(/not loopback/)
+    expect(() => createLink({ url: 'ws://platform.example/socket', agentId: 'a', apiKey: 'k', allowInsecureTransport: true })).not.toThrow()
+    expect(() => createLink({ url: 'wss://platform.example/socket', agentId: 'a', apiKey: 'k' })).not.toThrow()
+    expect(() => createLink({ url: 'http://platform.example/socket', agentId: 'a', apiKey: 'k' })).toThrow(/ws:\/\/ or wss:\/\//)
+    expect(() => createLink({ url: 'wss://x/socket', agentId: '', apiKey: 'k' })).toThrow(/agentId/)
+    expect(() => createLink({ url: 'wss://x/socket', agentId: 'a', apiKey: 'k', policy: { reconnect: { factor: 0 } } })).toThrow(/factor/)
+    expect(() => createLink({ url: 'wss://x/socket', agentId: 'a', apiKey: 'k', policy: { reconnect: { jitter: 1 } as never } })).toThrow(/not a policy field/)
+  })
+})

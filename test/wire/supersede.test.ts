@@ -1,0 +1,174 @@
+/**
+ * SCENARIOS 9-16 on the real wire: a supersede ends the session for good, whatever close
+ * follows, wherever it lands in the lifecycle.
+ */
+import { describe, expect, it } from 'vitest'
+import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
+import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
+import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
+
+const world = useWorld()
+
+describe('rule: supersede is terminal', () => {
+  for (const code of [1000, 1001, 1011]) {
+    it(`supersede push then close ${code} -> terminated, superseded with the payload fields, no new connection (scenario 9)`, async () => {
+      const sim = await world().sim()
+      const link = world().link(sim)
+      await link.connect()
+      const run = settle(link.runForever())
+      sim.supersede('agent-1', {
+        close: code,
+        payload: { reason: 'session.already_connected', message: 'newer', retryable: false, retry_after: 30, target_socket_id: 'sock-1', correlation_id: 'corr-9' },
+      })
+      const result = await run
+      expect(result.ok).toBe(false)
+      const error = (result as { error: AgentDisconnectedError }).error
+      expect(error).toBeInstanceOf(AgentDisconnectedError)
+      expect(error.reason).toMatchObject({
+        kind: 'superseded',
+        cause: 'session.already_connected',
+        message: 'newer',
+        retryAfterMs: 30_000,
+        targetSocketId: 'sock-1',
+        correlationId: 'corr-9',
+      })
+      expect(link.state).toBe('terminated')
+      // No timer is left that could reconnect: disconnect() settles everything, then the count holds.
+      await link.disconnect()
+      expect(sim.accepted('agent-1')).toHaveLength(1)
+    })
+  }
+
+  it('supersede push with no close following: the link ends the transport itself (scenario 10)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const ended = next(link, 'disconnected')
+    sim.supersede('agent-1', { close: null })
+    expect((await ended).reason.kind).toBe('superseded')
+    const [conn] = sim.accepted('agent-1')
+    await sim.waitFor(() => conn!.state === 'closed', { what: 'the client to close the superseded socket' })
+    expect(conn!.closeSent).toBeNull()
+    expect(conn!.closeSeen?.code).toBe(1000)
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+  })
+
+  it('supersede in the same read just before the join reply: connect() rejects, never connected (scenario 11)', async () => {
+    const sim = await world().sim()
+    sim.onJoin(controlTopic('agent-1'), {
+      reply: 'ok',
+      before: (c) => c.send({ join_ref: null, ref: null, topic: controlTopic('agent-1'), event: SUPERSEDE_EVENT, payload: { reason: 'session.already_connected' } }),
+    })
+    const link = world().link(sim)
+    const states: string[] = []
+    link.on('state', (e) => states.push(e.state))
+    const result = await settle(link.connect())
+    expect(result.ok).toBe(false)
+    expect((result as { error: AgentDisconnectedError }).error.reason.kind).toBe('superseded')
+    expect(states).not.toContain('connected')
+    expect(link.state).toBe('terminated')
+  })
+
+  it('supersede while a slow control handler runs: terminated at once; earlier signals delivered in order; later ones never (scenario 12)', async () => {
+    const sim = await world().sim()
+    const delivered: string[] = []
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let s3ended!: () => void
+    const s3done = new Promise<void>((resolve) => (s3ended = resolve))
+    const link = world().link(sim, {
+      onControl: async (signal) => {
+        delivered.push(`start ${signal.correlationId}`)
+        if (signal.correlationId === 's1') await gate
+        delivered.push(`end ${signal.correlationId}`)
+        if (signal.correlationId === 's3') s3ended()
+      },
+    })
+    await link.connect()
+    const firstStarted = next(link, 'control')
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 's1' })
+    await firstStarted
+    const terminated = untilState(link, 'terminated')
+    const topic = controlTopic('agent-1')
+    const conn = sim.live('agent-1')[0]!
+    const joinRef = conn.channels.get(topic)!.joinRef
+    for (const id of ['s2', 's3']) conn.send({ join_ref: joinRef, ref: null, topic, event: CONTROL_EVENT, payload: { mode: 'stop', scope: 'agent', agent_id: 'agent-1', correlation_id: id } })
+    conn.send({ join_ref: joinRef, ref: null, topic, event: SUPERSEDE_EVENT, payload: { reason: 'session.already_connected' } })
+    conn.send({ join_ref: joinRef, ref: null, topic, event: CONTROL_EVENT, payload: { mode: 'stop', scope: 'agent', agent_id: 'agent-1', correlation_id: 's4' } })
+    conn.close(1000)
+    await terminated
+    // Terminated while the handler is still inside s1.
+    expect(delivered).toEqual(['start s1'])
+    release()
+    await s3done
+    await link.disconnect()
+    expect(delivered).toEqual(['start s1', 'end s1', 'start s2', 'end s2', 'start s3', 'end s3'])
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+  })
+
+  it('a second link with the same key supersedes the first; the second stays (scenario 13)', async () => {
+    const sim = await world().sim()
+    const first = world().link(sim)
+    await first.connect()
+    const firstRun = settle(first.runForever())
+    const second = world().link(sim)
+    await second.connect()
+    const r = await firstRun
+    expect((r as { error: AgentDisconnectedError }).error.reason.kind).toBe('superseded')
+    expect(second.state).toBe('connected')
+    await first.disconnect()
+    expect(sim.live('agent-1')).toHaveLength(1)
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
+  it('with on_conflict=reject the second link fails rejected(conflict) by HTTP 409 and the first is untouched (scenario 13)', async () => {
+    const sim = await world().sim()
+    const first = world().link(sim)
+    await first.connect()
+    const second = world().link(sim, { onConflict: 'reject' })
+    const r = await settle(second.connect())
+    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'conflict', status: 409, errorCode: 'connection_conflict' })
+    expect(first.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101, 409])
+  })
+
+  it('after superseded, disconnect() succeeds, sends no leave, logs no warning (scenario 14)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    const lines = world().captured.get(link)!.lines
+    const before = lines.length
+    await link.disconnect()
+    await link.disconnect()
+    expect(link.state).toBe('terminated')
+    expect(link.lastDisconnectReason?.kind).toBe('superseded')
+    expect(lines.slice(before).filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([])
+    expect(framesIn(sim.accepted('agent-1')[0]!, 'phx_leave')).toEqual([])
+  })
+
+  it('after superseded, a late runForever() rejects at once with the same reason (scenario 15)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    const r = await settle(link.runForever())
+    expect((r as { error: AgentDisconnectedError }).error.reason).toBe(link.lastDisconnectReason)
+  })
+
+  it('odd supersede payloads are still terminal, the odd fields kept raw (scenario 16)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const ended = next(link, 'disconnected')
+    sim.supersede('agent-1', { payload: { reason: 'who.knows', retry_after: 'soon', correlation_id: null, extra: { nested: [1, 2] } } })
+    const { reason } = await ended
+    expect(reason).toMatchObject({ kind: 'superseded', cause: 'who.knows', retryAfterMs: null, correlationId: null, raw: { extra: { nested: [1, 2] }, retry_after: 'soon' } })
+    expect(link.state).toBe('terminated')
+  })
+})
