@@ -134,8 +134,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Pl
 }
 
 /**
- * A running simulator. Emits `change` after anything it records (a socket, a frame, a close),
- * so `waitFor` can re-check a condition without polling.
+ * A running simulator. Emits `connection` (a SimConnection accepted), `closed` (a SimConnection
+ * closed), `refused` (an UpgradeRecord) and `change` after anything it records, so `waitFor`
+ * can re-check a condition without polling.
  */
 export class PlatformSimulator extends EventEmitter {
   /** The flavor in use. */
@@ -457,8 +458,10 @@ export class PlatformSimulator extends EventEmitter {
     ]
     if (refusal.retryAfter !== undefined) headers.push(`Retry-After: ${refusal.retryAfter}`)
     socket.end(`${headers.join('\r\n')}\r\n\r\n${body}`)
-    this.upgrades.push({ at: this.now(), agentId, status: refusal.status, outcome })
+    const record = { at: this.now(), agentId, status: refusal.status, outcome }
+    this.upgrades.push(record)
     this.logger.info('upgrade refused', { status: refusal.status, agentId, outcome })
+    this.emit('refused', record)
     this.changed()
   }
 
@@ -553,6 +556,7 @@ export class PlatformSimulator extends EventEmitter {
       connection.closeSeen = { code, reason: reason.toString() }
       connection.channels.clear()
       this.logger.info('socket closed', { socket: connection.id, code })
+      this.emit('closed', connection)
       this.changed()
     })
     this.armIdle(connection)

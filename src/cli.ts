@@ -1,0 +1,71 @@
+/**
+ * The `phoenix-link` command: `demo` (the lifecycle on the embedded simulator), `connect` (a
+ * link against any platform) and `serve` (the simulator standalone).
+ */
+import { Command, InvalidArgumentError, Option } from 'commander'
+import { SERVER_FLAVORS, type FlavorName } from './server/flavors.js'
+import { runConnect } from './cli/connect.js'
+import { runDemo } from './cli/demo.js'
+import { runServe } from './cli/serve.js'
+
+function port(value: string): number {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('a port is a whole number in [0, 65535]')
+  return n
+}
+
+function ms(value: string): number {
+  const n = Number(value)
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('milliseconds, a number >= 0')
+  return n
+}
+
+/** Builds the command-line program. */
+export function program(): Command {
+  const cli = new Command('phoenix-link').description('Keeps an AI agent connected to a Phoenix Channels platform; every lifecycle decision visible.')
+  cli
+    .command('demo')
+    .description('run a link through the lifecycle a platform puts agents through, on the embedded simulator')
+    .option('--json', 'one JSON object per line', false)
+    .action(async (opts: { json: boolean }) => {
+      process.exitCode = await runDemo({ json: opts.json })
+    })
+  cli
+    .command('connect')
+    .description('connect to a platform and log every transition until Ctrl-C')
+    .requiredOption('--url <url>', 'socket endpoint, e.g. wss://platform.example/socket')
+    .requiredOption('--agent-id <id>', 'the agent id')
+    .addOption(new Option('--api-key <key>', 'the API key (or PHOENIX_LINK_API_KEY)').env('PHOENIX_LINK_API_KEY').makeOptionMandatory())
+    .addOption(new Option('--on-conflict <mode>', 'supersede (default) or reject a second same-key socket').choices(['supersede', 'reject']))
+    .option('--allow-insecure', 'allow ws:// to a host that is not loopback', false)
+    .option('--json', 'one JSON object per line', false)
+    .action(async (opts: { url: string; agentId: string; apiKey: string; onConflict?: 'supersede' | 'reject'; allowInsecure: boolean; json: boolean }) => {
+      process.exitCode = await runConnect(opts)
+    })
+  cli
+    .command('serve')
+    .description('run the platform simulator until Ctrl-C')
+    .option('--port <port>', 'port to listen on (0 picks one)', port, 4000)
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .addOption(new Option('--flavor <name>', 'close codes of which web server').choices(Object.keys(SERVER_FLAVORS)).default('phoenix'))
+    .option('--agent <id:key>', 'an agent allowed to connect (repeatable); none means any agent with a key', (v: string, all: string[]) => [...all, v], [] as string[])
+    .option('--idle-timeout <ms>', 'close sockets silent this long', ms, 60_000)
+    .option('--json', 'one JSON object per line', false)
+    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; json: boolean }) => {
+      process.exitCode = await runServe({ port: opts.port, host: opts.host, flavor: opts.flavor, agents: opts.agent, idleTimeoutMs: opts.idleTimeout, json: opts.json })
+    })
+  return cli
+}
+
+/** Runs the program on `argv`; errors print one line and set exit code 1. */
+export async function main(argv: string[] = process.argv): Promise<void> {
+  try {
+    await program().parseAsync(argv)
+  } catch (error) {
+    process.stderr.write(`phoenix-link: ${error instanceof Error ? error.message : String(error)}\n`)
+    process.exitCode = 1
+  }
+}
+
+const invokedDirectly = process.argv[1] !== undefined && /(?:^|[\\/])cli\.(?:ts|js)$/.test(process.argv[1])
+if (invokedDirectly) void main()

@@ -1,0 +1,53 @@
+/** `phoenix-link connect`: one link against any platform, its transitions logged until Ctrl-C. */
+import { createLink } from '../link.js'
+import { isAgentDisconnectedError } from '../errors/agent-disconnected.js'
+import { describeReason } from '../reasons.js'
+import { createOutput, describeLinkEvent } from './output.js'
+
+/** Options of {@link runConnect}. */
+export interface ConnectOptions {
+  url: string
+  agentId: string
+  apiKey: string
+  onConflict?: 'supersede' | 'reject'
+  allowInsecure: boolean
+  json: boolean
+}
+
+/**
+ * Runs a link until Ctrl-C (exit 0 after a graceful stop) or a terminal reason (exit 2).
+ *
+ * @throws {ConfigurationError} for a bad URL, agent id or key (before connecting).
+ */
+export async function runConnect(options: ConnectOptions): Promise<number> {
+  const out = createOutput(options.json)
+  const link = createLink({
+    url: options.url,
+    agentId: options.agentId,
+    apiKey: options.apiKey,
+    ...(options.onConflict ? { onConflict: options.onConflict } : {}),
+    allowInsecureTransport: options.allowInsecure,
+    onControl: (signal) => out.event('agent', 'control', { signal: { ...signal, raw: undefined } }, `control ${signal.mode} (${signal.correlationId ?? 'no correlation id'})`),
+  })
+  link.onAny((event) => {
+    const line = describeLinkEvent(event)
+    if (line) out.event('link', line.type, line.fields, line.human)
+  })
+  const stop = () => void link.disconnect()
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  try {
+    await link.runForever()
+    return 0
+  } catch (error) {
+    if (isAgentDisconnectedError(error)) {
+      out.event('link', 'ended', { reason: error.reason }, `ended: ${describeReason(error.reason)}`)
+      return 2
+    }
+    throw error
+  } finally {
+    process.off('SIGINT', stop)
+    process.off('SIGTERM', stop)
+    await link.disconnect()
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * `phoenix-link demo`: the lifecycle a real platform puts an agent through, on the embedded
+ * simulator, printed as it happens. Each step checks what it shows; a broken expectation
+ * prints why and exits 1.
+ */
+import { randomBytes } from 'node:crypto'
+import { createLink, type Link } from '../link.js'
+import type { LinkChannel } from '../link-channel.js'
+import type { LinkPolicyInput } from '../policy.js'
+import type { ControlSignal } from '../protocol.js'
+import { describeReason, type DisconnectReason } from '../reasons.js'
+import { startSimulator, type PlatformSimulator, type SimConnection } from '../server/index.js'
+import { createOutput, describeLinkEvent, type Output } from './output.js'
+
+const AGENT = 'agent-demo'
+
+/** Demo policy: the defaults with short waits, so the whole lifecycle runs in a few seconds. */
+const DEMO_POLICY: LinkPolicyInput = {
+  reconnect: { initialDelayMs: 200, maxDelayMs: 1_000 },
+  transport: { closeTimeoutMs: 500 },
+}
+
+class DemoFailure extends Error {}
+
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout>
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DemoFailure(`timed out after ${ms} ms waiting for ${what}`)), ms)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+function expectThat(ok: boolean, what: string): void {
+  if (!ok) throw new DemoFailure(`expected ${what}`)
+}
+
+function nextEvent<K extends 'reconnected' | 'disconnected' | 'connected'>(link: Link, type: K): Promise<Parameters<Parameters<Link['on']>[1]>[0]> {
+  return new Promise((resolve) => link.once(type, resolve as never))
+}
+
+function channelJoined(channel: LinkChannel): Promise<void> {
+  if (channel.status === 'joined') return Promise.resolve()
+  return new Promise((resolve) => {
+    const off = channel.onStatus((status) => {
+      if (status === 'joined') {
+        off()
+        resolve()
+      }
+    })
+  })
+}
+
+function watchSimulator(sim: PlatformSimulator, out: Output): void {
+  sim.on('connection', (c: SimConnection) =>
+    out.event('simulator', 'accepted', { socket: c.id, agentId: c.agentId, live: sim.live(c.agentId).length }, `accepted ${c.id} for ${c.agentId} (${sim.live(c.agentId).length} live)`),
+  )
+  sim.on('closed', (c: SimConnection) => {
+    const how = c.aborted ? 'aborted without a close frame' : c.closeSent ? `closed by the server with ${c.closeSent.code}` : `closed by the client with ${c.closeSeen?.code}`
+    out.event('simulator', 'closed', { socket: c.id, closeSent: c.closeSent, closeSeen: c.closeSeen, aborted: c.aborted }, `${c.id} ${how}`)
+  })
+  sim.on('refused', (u: { status: number; agentId: string | null; outcome: string }) =>
+    out.event('simulator', 'refused', u, `refused an upgrade for ${u.agentId}: HTTP ${u.status} (${u.outcome})`),
+  )
+}
+
+function watchLink(link: Link, name: string, out: Output): void {
+  link.onAny((event) => {
+    if (event.type === 'ignored' && event.event === 'socket.close') return
+    const line = describeLinkEvent(event)
+    if (line) out.event(name, line.type, line.fields, line.human)
+  })
+}
+
+/**
+ * Runs the demo and resolves with the process exit code (0 when every step held).
+ *
+ * @param options.json one JSON object per line instead of text.
+ */
+export async function runDemo(options: { json?: boolean; write?: (line: string) => void } = {}): Promise<number> {
+  const out = createOutput(options.json ?? false, options.write)
+  const apiKey = `demo-${randomBytes(12).toString('hex')}`
+  const sim = await startSimulator({ agents: { [AGENT]: apiKey } })
+  out.event('simulator', 'listening', { url: sim.url, flavor: sim.flavor.name }, `listening on ${sim.url} (${sim.flavor.name})`)
+  watchSimulator(sim, out)
+  const links: Link[] = []
+  const received: string[] = []
+  try {
+    const handled: ControlSignal[] = []
+    let allHandled!: () => void
+    const threeHandled = new Promise<void>((resolve) => (allHandled = resolve))
+    const a = createLink({
+      url: sim.url,
+      agentId: AGENT,
+      apiKey,
+      policy: DEMO_POLICY,
+      onControl: async (signal) => {
+        handled.push(signal)
+        out.event('agent A', 'handled', { correlationId: signal.correlationId, mode: signal.mode }, `handled ${signal.mode} (${signal.correlationId})`)
+        if (handled.length === 3) allHandled()
+      },
+    })
+    links.push(a)
+    watchLink(a, 'link A', out)
+
+    out.step('1. connect: socket open, control channel agent_control:agent-demo joined, then an app channel')
+    await within(a.connect(), 5_000, 'link A to connect')
+    const lobby = a.channel('room:lobby')
+    lobby.on('message', (payload) => {
+      received.push(JSON.stringify(payload))
+      out.event('agent A', 'message', { topic: 'room:lobby', payload }, `room:lobby message ${JSON.stringify(payload)}`)
+    })
+    await within(channelJoined(lobby), 5_000, 'room:lobby to join')
+    sim.push({ agent: AGENT }, 'room:lobby', 'message', { text: 'hello agent' })
+    await within(
+      new Promise<void>((resolve) => lobby.on('message', () => resolve())),
+      5_000,
+      'the first room:lobby message',
+    )
+
+    const disruptions: Array<[string, () => void, string]> = [
+      ['2. the server closes with 1000 (normal closure, as Cowboy sends a "disconnect")', () => sim.close({ agent: AGENT }, 1000, ''), 'closed'],
+      ['3. the server closes with 1001 (going away, as Phoenix 1.8 sends a "disconnect")', () => sim.close({ agent: AGENT }, 1001, ''), 'closed'],
+      ['4. the server closes with 1011 (internal error, as Bandit sends a "disconnect")', () => sim.close({ agent: AGENT }, 1011, ''), 'closed'],
+      ['5. the connection drops with no close frame (1006)', () => sim.abort({ agent: AGENT }), 'dropped'],
+    ]
+    for (const [title, disrupt, kind] of disruptions) {
+      out.step(`${title}: not a stop, so reconnect and rejoin`)
+      const lost = nextEvent(a, 'disconnected')
+      const back = nextEvent(a, 'reconnected')
+      const rejoined = new Promise<void>((resolve) => {
+        const off = lobby.onStatus((status) => {
+          if (status === 'joined') {
+            off()
+            resolve()
+          }
+        })
+      })
+      disrupt()
+      const d = (await within(lost, 5_000, 'the disconnect')) as { reason: DisconnectReason; terminal: boolean }
+      expectThat(d.reason.kind === kind && !d.terminal, `a retryable ${kind} reason, got ${describeReason(d.reason)}`)
+      await within(back, 5_000, 'link A to reconnect')
+      await within(rejoined, 5_000, 'room:lobby to rejoin')
+    }
+
+    out.step('6. control signals: interrupt, stop, play, delivered once each and in order')
+    sim.control(AGENT, { mode: 'interrupt', correlation_id: 'ctl-1' })
+    sim.control(AGENT, { mode: 'stop', scope: 'room', room_id: 'room:lobby', correlation_id: 'ctl-2' })
+    sim.control(AGENT, { mode: 'play', correlation_id: 'ctl-3' })
+    await within(threeHandled, 5_000, 'three control signals to be handled')
+    expectThat(handled.map((s) => s.correlationId).join(',') === 'ctl-1,ctl-2,ctl-3', `signals in order, got ${handled.map((s) => s.correlationId)}`)
+
+    out.step('7. a second instance with the same key connects: the first is superseded and never reconnects')
+    const acceptedBefore = sim.accepted(AGENT).length
+    const b = createLink({ url: sim.url, agentId: AGENT, apiKey, policy: DEMO_POLICY })
+    links.push(b)
+    watchLink(b, 'link B', out)
+    const ended = a.runForever().then(
+      () => null,
+      (error: unknown) => error as { reason?: DisconnectReason },
+    )
+    await within(b.connect(), 5_000, 'link B to connect')
+    const error = await within(ended, 5_000, 'link A to end')
+    expectThat(error?.reason?.kind === 'superseded', `link A to end superseded, got ${error?.reason ? describeReason(error.reason) : 'no error'}`)
+    expectThat(a.state === 'terminated', `link A terminated, it is ${a.state}`)
+    await a.disconnect() // sends nothing after a supersede; resolves once every socket of A is closed
+    expectThat(sim.live(AGENT).length === 1 && b.state === 'connected', `one live connection (link B), got ${sim.live(AGENT).length}`)
+    expectThat(sim.accepted(AGENT).length === acceptedBefore + 1, 'link A never reconnected after the supersede')
+    out.event(
+      'simulator',
+      'summary',
+      { live: sim.live(AGENT).length, accepted: sim.accepted(AGENT).length, closesSent: sim.closesSent.map((c) => c.code) },
+      `${sim.live(AGENT).length} live connection; ${sim.accepted(AGENT).length} accepted in all; close codes sent ${sim.closesSent.map((c) => c.code).join(', ')}`,
+    )
+    out.event('link A', 'final', { state: a.state, lastDisconnectReason: a.lastDisconnectReason }, `final: ${a.state}, ${describeReason(a.lastDisconnectReason!)}`)
+
+    out.step('8. stop: link B leaves its control channel and closes 1000')
+    await within(b.disconnect(), 5_000, 'link B to stop')
+    expectThat(b.lastDisconnectReason?.kind === 'graceful', 'link B stopped gracefully')
+    out.step(`done in ${out.elapsed()} ms: every step held`)
+    return 0
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    out.event('demo', 'failed', { error: message }, `FAILED: ${message}`)
+    return 1
+  } finally {
+    await Promise.all(links.map((l) => l.disconnect()))
+    await sim.stop()
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * How the CLI prints: one line per lifecycle event, readable by a person, or with `--json` one
+ * JSON object per line (`{"t": ms, "source": ..., "type": ..., ...}`) for machines.
+ */
+import type { LinkEvent } from '../link.js'
+import { describeReason, type DisconnectReason } from '../reasons.js'
+
+/** A line printer shared by the CLI commands. */
+export interface Output {
+  /** A lifecycle event from `source` (e.g. `link A`, `simulator`). */
+  event(source: string, type: string, fields: Record<string, unknown>, human: string): void
+  /** A heading for a step of a scripted run. */
+  step(title: string): void
+  /** Milliseconds since the output started. */
+  elapsed(): number
+}
+
+/** Makes an output to `write` (stdout by default). */
+export function createOutput(json: boolean, write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Output {
+  const started = performance.now()
+  const elapsed = () => Math.round(performance.now() - started)
+  return {
+    elapsed,
+    event(source, type, fields, human) {
+      if (json) write(JSON.stringify({ t: elapsed(), source, type, ...fields }))
+      else write(`${String(elapsed()).padStart(6)} ms  ${source.padEnd(10)} ${human}`)
+    },
+    step(title) {
+      if (json) write(JSON.stringify({ t: elapsed(), source: 'demo', type: 'step', title }))
+      else write(`\n         ▸ ${title}`)
+    },
+  }
+}
+
+/** The line for one link event, or null for events not worth a line. */
+export function describeLinkEvent(event: LinkEvent): { type: string; fields: Record<string, unknown>; human: string } | null {
+  switch (event.type) {
+    case 'state':
+      return { type: 'state', fields: { state: event.state, previous: event.previous }, human: `${event.previous} → ${event.state}` }
+    case 'connected':
+      return { type: 'connected', fields: { generation: event.generation, epoch: event.epoch }, human: `connected: control channel joined (transport ${event.generation}, session ${event.epoch})` }
+    case 'reconnected':
+      return {
+        type: 'reconnected',
+        fields: { generation: event.generation, downtimeMs: event.downtimeMs },
+        human: `reconnected on transport ${event.generation} after ${event.downtimeMs} ms`,
+      }
+    case 'disconnected': {
+      const reason = event.reason as DisconnectReason
+      const wait = event.nextDelayMs === null ? '' : `; next attempt in ${event.nextDelayMs} ms`
+      return {
+        type: 'disconnected',
+        fields: { reason, nextDelayMs: event.nextDelayMs, attempt: event.attempt, terminal: event.terminal },
+        human: `disconnected: ${describeReason(reason)}${wait}`,
+      }
+    }
+    case 'control':
+      return {
+        type: 'control',
+        fields: { sequence: event.sequence, signal: { ...event.signal, raw: undefined } },
+        human: `control signal #${event.sequence}: ${event.signal.mode} (${event.signal.scope}${event.signal.roomId ? ` ${event.signal.roomId}` : ''}, correlation ${event.signal.correlationId ?? 'none'})`,
+      }
+    case 'channel':
+      return {
+        type: 'channel',
+        fields: { topic: event.topic, status: event.status, reason: event.reason },
+        human: `channel ${event.topic} ${event.status}${event.reason ? `: ${describeReason(event.reason)}` : ''}`,
+      }
+    case 'ignored':
+      return { type: 'ignored', fields: { event: event.event, detail: event.detail }, human: `ignored ${event.event}: ${event.detail}` }
+  }
+}

@@ -1,0 +1,52 @@
+/** `phoenix-link serve`: the platform simulator, standalone, until Ctrl-C. */
+import { startSimulator, type FlavorName, type SimConnection } from '../server/index.js'
+import { createOutput } from './output.js'
+
+/** Options of {@link runServe}. */
+export interface ServeOptions {
+  port: number
+  host: string
+  flavor: FlavorName
+  /** `id:key` pairs; empty means any agent with a non-empty key. */
+  agents: string[]
+  idleTimeoutMs: number | null
+  json: boolean
+}
+
+/**
+ * Starts the simulator and logs every socket until SIGINT or SIGTERM.
+ *
+ * @returns the exit code once stopped.
+ * @throws {Error} (rejects) when an `--agent` value is not `id:key` or the port cannot be bound.
+ */
+export async function runServe(options: ServeOptions): Promise<number> {
+  const agents: Record<string, string> = {}
+  for (const pair of options.agents) {
+    const at = pair.indexOf(':')
+    if (at <= 0 || at === pair.length - 1) throw new Error(`--agent takes id:key, got ${JSON.stringify(pair.replace(/:.*/, ':…'))}`)
+    agents[pair.slice(0, at)] = pair.slice(at + 1)
+  }
+  const out = createOutput(options.json)
+  const sim = await startSimulator({
+    host: options.host,
+    port: options.port,
+    flavor: options.flavor,
+    agents: Object.keys(agents).length > 0 ? agents : 'any',
+    idleTimeoutMs: options.idleTimeoutMs,
+  })
+  out.event('simulator', 'listening', { url: sim.url, flavor: sim.flavor.name }, `listening on ${sim.url} (${sim.flavor.name}); Ctrl-C stops`)
+  sim.on('connection', (c: SimConnection) => out.event('simulator', 'accepted', { socket: c.id, agentId: c.agentId }, `accepted ${c.id} for ${c.agentId}`))
+  sim.on('closed', (c: SimConnection) =>
+    out.event('simulator', 'closed', { socket: c.id, closeSeen: c.closeSeen, closeSent: c.closeSent }, `${c.id} closed (${c.closeSeen?.code ?? '?'})`),
+  )
+  sim.on('refused', (u: { status: number; agentId: string | null; outcome: string }) =>
+    out.event('simulator', 'refused', u, `refused ${u.agentId}: HTTP ${u.status} (${u.outcome})`),
+  )
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve)
+    process.once('SIGTERM', resolve)
+  })
+  await sim.stop({ code: 1001 })
+  out.event('simulator', 'stopped', {}, 'stopped')
+  return 0
+}
