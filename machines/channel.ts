@@ -180,10 +180,12 @@ export const channelMachine = setup({
   states: {
     /** No connected transport: wait for the next one. */
     detached: {
+      description: 'No connected transport: wait for the next one.',
       on: { 'transport.up': { target: 'attached', actions: 'attach' } },
     },
     /** The session's transport is connected. */
     attached: {
+      description: "The session's transport is connected.",
       initial: 'live',
       on: {
         'transport.down': { target: 'detached', actions: ['detach', 'reportDetached'] },
@@ -191,6 +193,7 @@ export const channelMachine = setup({
       states: {
         /** A join attempt on this transport: its own phoenix Channel and join_ref. */
         live: {
+          description: 'One join attempt on this transport: its own phoenix Channel and join_ref.',
           entry: 'nextAttempt',
           invoke: {
             id: 'attachment',
@@ -244,15 +247,16 @@ export const channelMachine = setup({
         },
         /** phx_error or a join timeout: rejoin on this transport after a delay. */
         errored: {
+          description: 'phx_error or a join timeout: rejoin on this transport after a delay.',
           entry: 'countRejoin',
           after: { rejoinDelay: { target: 'live' } },
         },
       },
     },
     /** The server refused or ended the channel; the reason is in context. */
-    dropped: { type: 'final' },
+    dropped: { type: 'final', description: 'The server refused or ended the channel; the reason is kept.' },
     /** The host left the channel. */
-    left: { type: 'final' },
+    left: { type: 'final', description: 'The host left the channel.' },
   },
   output: ({ context }) => ({ topic: context.topic, reason: context.reason }),
 })

@@ -319,18 +319,24 @@ export const connectionMachine = setup({
     'channel.close': { guard: 'hasChannel', actions: 'forwardToChannel' },
     'channel.left': { guard: 'hasChannel', actions: 'forwardToChannel' },
     'channel.status': { actions: ['announceChannel', 'forgetFinishedChannel'] },
+    'socket.malformed': { actions: 'reportIgnored' },
     'control.duplicate': { actions: 'announceDuplicate' },
     'control.handlerFailed': { actions: 'announceHandlerFailed' },
     // Lenient at run time: anything no state handled (stale, late, malformed) is reported, not thrown.
-    '*': { actions: 'reportIgnored' },
+    '*': { actions: 'reportIgnored', meta: { rule: 'stale-events-ignored' } },
   },
   states: {
     /** Nothing open; no session has started. */
     idle: {
-      on: { 'host.connect': { target: 'session', actions: 'startSession' }, 'host.disconnect': {} },
+      description: 'Nothing open; no session has started.',
+      on: {
+        'host.connect': { target: 'session', actions: 'startSession' },
+        'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
+      },
     },
     /** A session: from host.connect until stop or a terminal reason. */
     session: {
+      description: 'A session, from host.connect until the host stops it or a terminal reason ends it.',
       invoke: {
         id: 'reconnect',
         src: 'reconnect',
@@ -339,14 +345,20 @@ export const connectionMachine = setup({
       initial: 'online',
       on: {
         'host.connect': {},
-        'host.disconnect': { target: 'stopped', actions: 'recordGraceful' },
+        'host.disconnect': { target: 'stopped', actions: 'recordGraceful', meta: { rule: 'disconnect-always-succeeds' } },
         // Terminal in every session state, the backoff included: a late read still means a
         // newer instance of this agent holds the key, and reconnecting would evict it.
-        'control.supersede': { guard: 'isCurrentSession', target: 'terminated', actions: 'recordLoss' },
+        'control.supersede': {
+          guard: 'isCurrentSession',
+          target: 'terminated',
+          actions: 'recordLoss',
+          meta: { rule: 'supersede-is-terminal' },
+        },
       },
       states: {
         /** A transport of this session exists (opening, open, or closing on our side). */
         online: {
+          description: 'A transport of this session exists: opening, open, or closing on our side. Leaving it ends the socket.',
           entry: 'nextGeneration',
           invoke: {
             id: 'transport',
@@ -355,14 +367,20 @@ export const connectionMachine = setup({
           },
           initial: 'connecting',
           on: {
-            'socket.close': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
-            'socket.upgradeRejected': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
+            'socket.close': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss', meta: { rule: 'normal-close-reconnects' } },
+            'socket.upgradeRejected': {
+              guard: 'isCurrentTransport',
+              target: 'lost',
+              actions: 'recordLoss',
+              meta: { rule: 'upgrade-rejection-is-terminal' },
+            },
             'socket.heartbeatTimeout': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
-            'control.signal': { guard: 'isCurrentTransport', actions: 'enqueueControlSignal' },
+            'control.signal': { guard: 'isCurrentTransport', actions: 'enqueueControlSignal', meta: { rule: 'control-in-order' } },
           },
           states: {
             /** Transport `generation` is opening. */
             connecting: {
+              description: 'The WebSocket of this generation is opening (TCP, TLS, HTTP upgrade).',
               on: {
                 'socket.open': { guard: 'isCurrentTransport', target: 'attached', actions: 'tellReconnectOpened' },
               },
@@ -370,6 +388,7 @@ export const connectionMachine = setup({
             },
             /** The transport is open; the control channel lives on it. */
             attached: {
+              description: 'The transport is open; the control channel lives on it.',
               invoke: {
                 id: 'controlChannel',
                 src: 'controlChannel',
@@ -382,6 +401,7 @@ export const connectionMachine = setup({
               states: {
                 /** The control channel join is pushed. */
                 joining: {
+                  description: 'The control channel join is pushed; waiting for its reply.',
                   on: {
                     'control.joinOk': { guard: 'isCurrentTransport', target: 'connected' },
                     'control.joinError': {
@@ -394,6 +414,7 @@ export const connectionMachine = setup({
                 },
                 /** Control channel joined; app channels joined or rejoining. */
                 connected: {
+                  description: 'Control channel joined; app channels joined or rejoining.',
                   entry: ['countConnect', 'clearRetry', 'announceConnected', 'attachChannels'],
                   exit: 'detachChannels',
                   on: {
@@ -403,6 +424,7 @@ export const connectionMachine = setup({
                 },
                 /** disconnect(): leaving the control channel, then the transport closes 1000. */
                 stopping: {
+                  description: 'disconnect(): leaving the control channel; the socket closes 1000 on stopped.',
                   entry: 'leaveControlChannel',
                   on: {
                     'host.disconnect': {},
@@ -424,20 +446,27 @@ export const connectionMachine = setup({
         },
         /** Transient: the transport was lost; terminal or retry. */
         lost: {
-          always: [{ guard: 'isTerminalLoss', target: '#connection.terminated' }, { target: 'reconnecting' }],
+          description: 'Transient: the loss just recorded is terminal (supersede, refusal) or retried.',
+          always: [
+            { guard: 'isTerminalLoss', target: '#connection.terminated', meta: { rule: 'upgrade-rejection-is-terminal' } },
+            { target: 'reconnecting', meta: { rule: 'normal-close-reconnects' } },
+          ],
         },
         /** No transport; the reconnect chart decides the wait. */
         reconnecting: {
+          description: 'No transport; the reconnect chart chooses the wait or gives up.',
           entry: 'tellReconnectLost',
           initial: 'deciding',
           states: {
             deciding: {
+              description: "Waiting for the reconnect chart's answer: a delay, or give up.",
               on: {
                 'reconnect.scheduled': { target: 'waiting', actions: ['recordRetry', 'announceRetry'] },
                 'reconnect.gaveUp': { target: '#connection.terminated', actions: 'recordGiveUp' },
               },
             },
             waiting: {
+              description: 'Waiting out the delay; the next transport opens on reconnect.due.',
               on: { 'reconnect.due': { target: '#connection.session.online' } },
             },
           },
@@ -446,13 +475,21 @@ export const connectionMachine = setup({
     },
     /** The host stopped the session; `lastReason` is `graceful`. */
     stopped: {
+      description: 'The host stopped the session; lastReason is graceful and kept until the next connect.',
       entry: 'announceEnded',
-      on: { 'host.connect': { target: 'session', actions: 'startSession' }, 'host.disconnect': {} },
+      on: {
+        'host.connect': { target: 'session', actions: 'startSession' },
+        'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
+      },
     },
     /** A terminal reason ended the session; no transport, no timer. */
     terminated: {
+      description: 'A terminal reason ended the session; no transport, no timer. disconnect() sends nothing.',
       entry: 'announceEnded',
-      on: { 'host.connect': { target: 'session', actions: 'startSession' }, 'host.disconnect': {} },
+      on: {
+        'host.connect': { target: 'session', actions: 'startSession' },
+        'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
+      },
     },
   },
 })

@@ -114,10 +114,12 @@ export const controlMachine = setup({
   states: {
     /** Nothing to deliver. */
     idle: {
+      description: 'Nothing to deliver.',
       always: { guard: 'hasQueued', target: 'delivering' },
     },
     /** The handler is running for the head of the queue. */
     delivering: {
+      description: "The host's handler runs for the oldest queued signal; others wait.",
       invoke: {
         src: 'deliverSignal',
         input: ({ context }) => context.queue[0]!,

@@ -231,6 +231,7 @@ export const reconnectMachine = setup({
   states: {
     /** No transport of this session is open: the first one is opening, or the next one after a wait. */
     idle: {
+      description: 'No transport of this session is open: the first is opening, or the next after a wait.',
       on: {
         'reconnect.opened': { target: 'up' },
         // A transport that never opened (refused, upgrade 503) is an attempt, not a rapid connection.
@@ -239,6 +240,7 @@ export const reconnectMachine = setup({
     },
     /** A transport is open; two windows measure how long it lives. */
     up: {
+      description: 'A transport is open; two windows measure how long it lives.',
       type: 'parallel',
       on: {
         'reconnect.lost': [
@@ -265,6 +267,7 @@ export const reconnectMachine = setup({
     },
     /** Transient: give up, or choose the delay. */
     deciding: {
+      description: 'Transient: give up (rapid streak or attempt limit) or choose the delay.',
       always: [
         { guard: 'isRapidLimitReached', target: 'gaveUp', actions: 'reportRapidGiveUp' },
         { guard: 'isAttemptLimitReached', target: 'gaveUp', actions: 'reportAttemptGiveUp' },
@@ -273,9 +276,10 @@ export const reconnectMachine = setup({
     },
     /** Waiting out the chosen delay. */
     waiting: {
+      description: 'Waiting out the chosen delay; then the connection chart opens the next transport.',
       after: { backoffDelay: { target: 'idle', actions: 'reportDue' } },
     },
     /** Gave up: the session ends `suppressed`. */
-    gaveUp: { type: 'final' },
+    gaveUp: { type: 'final', description: 'Gave up: the session ends suppressed.' },
   },
 })

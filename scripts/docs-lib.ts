@@ -1,0 +1,336 @@
+/**
+ * Renders docs/lifecycle.md and docs/reasons.md from the source of truth: the shipped charts
+ * (states, transitions, guards, delays, rule tags), the policy defaults (values and their JSDoc,
+ * read with the TypeScript compiler API) and the classification tables. `npm run docs` writes
+ * them; test/unit/docs.test.ts fails when a file is out of date.
+ */
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+import type { AnyStateMachine, StateNode } from 'xstate'
+import { channelMachine } from '../machines/channel.js'
+import { connectionMachine } from '../machines/connection.js'
+import { controlMachine } from '../machines/control.js'
+import { reconnectMachine } from '../machines/reconnect.js'
+import { DEFAULT_LINK_POLICY } from '../src/policy.js'
+import { CLOSE_CODES, DisconnectReason, JOIN_ERRORS, REASON_KINDS, UPGRADE_STATUSES } from '../src/reasons.js'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+
+/** The shipped charts, by name. */
+export const CHARTS: Record<string, AnyStateMachine> = {
+  connection: connectionMachine,
+  channel: channelMachine,
+  reconnect: reconnectMachine,
+  control: controlMachine,
+}
+
+/** The lifecycle rules, each with the sentence and the tests that fail when it is removed. */
+export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string, name: string]> }> = [
+  {
+    id: 'normal-close-reconnects',
+    rule: 'A peer close 1000/1001 (and 1002, 1011, 1012, 1013, 1006, 4000-4499) reconnects and rejoins every channel; only disconnect() stops.',
+    tests: [
+      ['test/machines/connection.test.ts', 'close 1000 while connected -> reconnecting, never stopped'],
+      ['test/wire/normal-closes.test.ts', 'close 1000 -> reconnect with backoff, control and app channels rejoined with fresh join_refs'],
+      ['test/unit/reasons.test.ts', 'never reads 1000, 1001 or 1011 as a stop'],
+    ],
+  },
+  {
+    id: 'supersede-is-terminal',
+    rule: 'A supersede push ends the session for good, while connecting, joining, connected and in the backoff after; the socket is ended; no reconnect follows.',
+    tests: [
+      ['test/machines/connection.test.ts', 'while the backoff (waiting): terminated with the superseded reason; the transport is stopped'],
+      ['test/wire/supersede.test.ts', 'supersede push then close 1000 -> terminated, superseded with the payload fields, no new connection (scenario 9)'],
+      ['test/wire/supersede.test.ts', 'supersede in the same read just before the join reply: connect() rejects, never connected (scenario 11)'],
+    ],
+  },
+  {
+    id: 'upgrade-rejection-is-terminal',
+    rule: 'HTTP 400/401/403/409 on the upgrade end the session with rejected; 429 and 503 wait at least Retry-After and retry.',
+    tests: [
+      ['test/machines/connection.test.ts', 'HTTP 403 -> terminated, rejected'],
+      ['test/wire/upgrade.test.ts', 'a wrong API key: HTTP 403 -> rejected(unauthenticated), connect() rejects, no retry (scenario 17)'],
+      ['test/wire/upgrade.test.ts', 'HTTP 429 with Retry-After waits at least that long, then retries (scenario 19)'],
+    ],
+  },
+  {
+    id: 'stale-events-ignored',
+    rule: 'An event from an older transport generation or an earlier session changes nothing; it is reported as ignored.',
+    tests: [
+      ['test/machines/connection.test.ts', 'a close from the previous transport after the new one opened is ignored and reported'],
+      ['test/wire/stale.test.ts', 'a close from the previous transport after the new one opened is ignored and reported (scenario 28)'],
+      ['test/wire/stale.test.ts', 'a push carrying an old join_ref is dropped and reported; the handler never sees it (scenario 29)'],
+    ],
+  },
+  {
+    id: 'cancel-is-not-stop',
+    rule: "Aborting the signal of runForever() or connect() rejects that waiter only; the transport stays up. (Encoded by the link: waits never send host events.)",
+    tests: [['test/wire/host.test.ts', 'aborting runForever() rejects that waiter only; the transport stays up; disconnect and connect still work (scenario 21)']],
+  },
+  {
+    id: 'disconnect-always-succeeds',
+    rule: 'disconnect() succeeds from every state, is idempotent, and leaves no timer, socket or listener.',
+    tests: [
+      ['test/machines/connection.test.ts', 'from connecting -> stopped'],
+      ['test/wire/host.test.ts', 'during the backoff: stopped at once, no later attempt'],
+      ['test/wire/supersede.test.ts', 'after superseded, disconnect() succeeds, sends no leave, logs no warning (scenario 14)'],
+    ],
+  },
+  {
+    id: 'control-in-order',
+    rule: 'Control signals apply in order, one at a time; a slow handler never delays or drops a supersede or a close.',
+    tests: [
+      ['test/machines/control.test.ts', 'delivers one at a time, in arrival order, even when the handler is slow'],
+      ['test/wire/supersede.test.ts', 'supersede while a slow control handler runs: terminated at once; earlier signals delivered in order; later ones never (scenario 12)'],
+    ],
+  },
+]
+
+type AnyNode = StateNode<any, any>
+
+interface Row {
+  state: string
+  event: string
+  guard: string
+  target: string
+  actions: string
+  rule: string
+}
+
+function path(node: AnyNode): string {
+  return node.path.length === 0 ? '(root)' : node.path.join('.')
+}
+
+function name(value: unknown): string {
+  if (value === undefined || value === null) return ''
+  if (typeof value === 'string') return value
+  if (typeof value === 'object' && 'type' in (value as object)) return String((value as { type: unknown }).type)
+  if (typeof value === 'function') return (value as { name?: string }).name || '(inline)'
+  return String(value)
+}
+
+function eventLabel(eventType: string, delay?: unknown): string {
+  if (eventType.startsWith('xstate.after.')) return `after ${name(delay) || eventType.split('.')[2]}`
+  if (eventType.startsWith('xstate.done.actor.')) return `done ${eventType.slice('xstate.done.actor.'.length)}`
+  if (eventType.startsWith('xstate.error.actor.')) return `error ${eventType.slice('xstate.error.actor.'.length)}`
+  return eventType
+}
+
+/** Every state node of a chart, depth first, document order. */
+export function allNodes(machine: AnyStateMachine): AnyNode[] {
+  const out: AnyNode[] = []
+  const walk = (node: AnyNode) => {
+    out.push(node)
+    for (const child of Object.values(node.states) as AnyNode[]) walk(child)
+  }
+  walk(machine.root as AnyNode)
+  return out
+}
+
+/** Every transition of a chart (events, delays, always), with guard, target, actions and rule tag. */
+export function transitionRows(machine: AnyStateMachine): Row[] {
+  const rows: Row[] = []
+  for (const node of allNodes(machine)) {
+    const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, t.delay]))
+    for (const [eventType, list] of node.transitions as unknown as Map<string, Array<Record<string, unknown>>>) {
+      for (const t of list) {
+        rows.push({
+          state: path(node),
+          event: eventLabel(eventType, delays.get(eventType)),
+          guard: name(t.guard),
+          target: ((t.target as AnyNode[] | undefined) ?? []).map((n) => n.path.join('.')).join(', ') || '(stays)',
+          actions: ((t.actions as unknown[]) ?? []).map(name).join(', '),
+          rule: String((t.meta as { rule?: string } | undefined)?.rule ?? ''),
+        })
+      }
+    }
+    for (const t of (node.always ?? []) as unknown as Array<Record<string, unknown>>) {
+      rows.push({
+        state: path(node),
+        event: '(always)',
+        guard: name(t.guard),
+        target: ((t.target as AnyNode[] | undefined) ?? []).map((n) => n.path.join('.')).join(', ') || '(stays)',
+        actions: ((t.actions as unknown[]) ?? []).map(name).join(', '),
+        rule: String((t.meta as { rule?: string } | undefined)?.rule ?? ''),
+      })
+    }
+  }
+  return rows
+}
+
+/** A policy field as documented in its defaults object. */
+export interface PolicyDoc {
+  concern: string
+  field: string
+  value: unknown
+  doc: string
+  defaultTag: string
+}
+
+const POLICY_SOURCES: Record<string, [file: string, constant: string]> = {
+  connection: ['machines/connection.ts', 'DEFAULT_CONNECTION_POLICY'],
+  reconnect: ['machines/reconnect.ts', 'DEFAULT_RECONNECT_POLICY'],
+  channel: ['machines/channel.ts', 'DEFAULT_CHANNEL_POLICY'],
+  control: ['machines/control.ts', 'DEFAULT_CONTROL_POLICY'],
+  transport: ['src/adapter/phoenix-adapter.ts', 'DEFAULT_TRANSPORT_POLICY'],
+}
+
+/** Reads every policy field's JSDoc (text and `@default`) from its source file. */
+export function policyDocs(): PolicyDoc[] {
+  const out: PolicyDoc[] = []
+  for (const [concern, [file, constant]] of Object.entries(POLICY_SOURCES)) {
+    const source = ts.createSourceFile(file, readFileSync(`${root}/${file}`, 'utf8'), ts.ScriptTarget.ES2022, true)
+    let literal: ts.ObjectLiteralExpression | undefined
+    source.forEachChild(function visit(node) {
+      if (ts.isVariableDeclaration(node) && node.name.getText(source) === constant && node.initializer) {
+        let init: ts.Expression = node.initializer
+        while (ts.isAsExpression(init) || ts.isSatisfiesExpression(init)) init = init.expression
+        if (ts.isObjectLiteralExpression(init)) literal = init
+      }
+      node.forEachChild(visit)
+    })
+    if (!literal) throw new Error(`${constant} not found in ${file}`)
+    for (const prop of literal.properties) {
+      if (!ts.isPropertyAssignment(prop)) continue
+      const field = prop.name.getText(source)
+      const docs = ts.getJSDocCommentsAndTags(prop).filter(ts.isJSDoc)
+      const jsdoc = docs.at(-1)
+      const text = ts.getTextOfJSDocComment(jsdoc?.comment)?.replace(/\s+/g, ' ').trim() ?? ''
+      const tag = jsdoc?.tags?.find((t) => t.tagName.text === 'default')
+      const defaultTag = ts.getTextOfJSDocComment(tag?.comment)?.replace(/\s+/g, ' ').trim() ?? ''
+      const value = (DEFAULT_LINK_POLICY as unknown as Record<string, Record<string, unknown>>)[concern]![field]
+      out.push({ concern, field, value, doc: text, defaultTag })
+    }
+  }
+  return out
+}
+
+const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ')
+
+function table(head: string[], rows: string[][]): string {
+  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`)].join('\n')
+}
+
+const HEADER = '<!-- Generated by `npm run docs` from machines/, src/policy.ts and src/reasons.ts. Do not edit by hand. -->'
+
+/** docs/lifecycle.md. */
+export function renderLifecycle(): string {
+  const parts: string[] = [HEADER, '', '# The lifecycle, as the charts encode it', '']
+  parts.push(
+    'Each rule below is a guard or transition of a shipped chart (its `meta.rule` tag) and at least one',
+    'test that fails when it is removed.',
+    '',
+  )
+  const tagged = new Map<string, string[]>()
+  for (const [chart, machine] of Object.entries(CHARTS)) {
+    for (const row of transitionRows(machine)) {
+      if (!row.rule) continue
+      const list = tagged.get(row.rule) ?? []
+      list.push(`${chart}: ${row.state} on ${row.event}${row.guard ? ` [${row.guard}]` : ''} -> ${row.target}`)
+      tagged.set(row.rule, list)
+    }
+  }
+  parts.push(
+    table(
+      ['rule', 'encoded by', 'tests'],
+      RULES.map((r) => [
+        `**${r.id}**: ${r.rule}`,
+        (tagged.get(r.id) ?? ['the link (src/link.ts)']).join('<br>'),
+        r.tests.map(([f, n]) => `${f}: "${n}"`).join('<br>'),
+      ]),
+    ),
+    '',
+  )
+  for (const [chart, machine] of Object.entries(CHARTS)) {
+    parts.push(`## ${chart} chart (machines/${chart}.ts)`, '')
+    parts.push(
+      table(
+        ['state', 'what holds', 'invokes'],
+        allNodes(machine)
+          .filter((n) => n.path.length > 0)
+          .map((n) => [
+            `${n.path.join('.')}${n.type === 'final' ? ' (final)' : n.type === 'parallel' ? ' (parallel)' : ''}`,
+            n.description ?? '',
+            (n.invoke ?? []).map((i: { id: string; src: unknown }) => `${i.id}${name(i.src) !== i.id ? ` (${name(i.src)})` : ''}`).join(', '),
+          ]),
+      ),
+      '',
+    )
+    const rootInvokes = ((machine.root as AnyNode).invoke ?? []).map((i: { id: string }) => i.id)
+    if (rootInvokes.length > 0) parts.push(`The chart invokes ${rootInvokes.join(', ')} for its whole life.`, '')
+    parts.push(
+      table(
+        ['state', 'event', 'guard', 'target', 'actions', 'rule'],
+        transitionRows(machine).map((r) => [r.state, r.event, r.guard, r.target, r.actions, r.rule]),
+      ),
+      '',
+    )
+  }
+  parts.push('## Policy', '', 'Every number a chart or the adapter waits on; override any of them with `createLink({ policy })`.', '')
+  const docs = policyDocs()
+  for (const concern of Object.keys(POLICY_SOURCES)) {
+    parts.push(`### policy.${concern}`, '')
+    parts.push(
+      table(
+        ['field', 'default', 'meaning and why'],
+        docs.filter((d) => d.concern === concern).map((d) => [`\`${d.field}\``, `\`${JSON.stringify(d.value)}\``, `${d.doc}${d.defaultTag.includes('—') ? ` Why: ${d.defaultTag.slice(d.defaultTag.indexOf('—') + 1).trim()}` : ''}`]),
+      ),
+      '',
+    )
+  }
+  return `${parts.join('\n').trimEnd()}\n`
+}
+
+/** docs/reasons.md. */
+export function renderReasons(): string {
+  const parts: string[] = [HEADER, '', '# DisconnectReason and the classification tables', '']
+  parts.push('`DisconnectReason` (src/reasons.ts) is a zod discriminated union on `kind`; every variant has `retryable`, `generation` and `at`.', '')
+  parts.push(
+    table(
+      ['kind', 'retryable', 'fields'],
+      DisconnectReason.options.map((o) => {
+        const shape = o.shape as Record<string, { def?: { type?: string; values?: unknown[] } }>
+        const retry = shape.retryable?.def?.type === 'literal' ? String(shape.retryable.def.values?.[0]) : 'per table'
+        return [`\`${String(o.shape.kind.value)}\``, retry, Object.keys(shape).filter((k) => !['kind', 'retryable', 'generation', 'at'].includes(k)).join(', ')]
+      }),
+    ),
+    '',
+  )
+  parts.push('## Close codes (RFC 6455 section 7.4, IANA registry)', '', 'No close code means "stop". Codes outside every range classify as `other` (retryable).', '')
+  parts.push(
+    table(
+      ['code', 'name', 'reason kind', 'retryable'],
+      CLOSE_CODES.map((r) => [
+        r.from === r.to ? String(r.from) : `${r.from}-${r.to}`,
+        r.name,
+        r.outcome.kind === 'rejected' ? `rejected (${r.outcome.cause})` : r.outcome.kind,
+        r.outcome.kind === 'rejected' ? 'no' : 'yes',
+      ]),
+    ),
+    '',
+  )
+  parts.push('## Refused upgrades (HTTP status)', '', 'Other 5xx statuses are `rejected (unavailable)`, retryable; anything else is `other`.', '')
+  parts.push(table(['status', 'reason kind', 'retryable'], Object.entries(UPGRADE_STATUSES).map(([s, r]) => [s, `rejected (${r.cause})`, r.retryable ? 'yes, after Retry-After' : 'no'])), '')
+  parts.push('## Control channel join errors (`response.reason`)', '', 'Unlisted reasons are `other` (retryable; the rapid-disconnect window ends a server that refuses forever).', '')
+  parts.push(table(['reason', 'reason kind', 'retryable'], Object.entries(JOIN_ERRORS).map(([s, r]) => [`\`${s}\``, `rejected (${r.cause})`, r.retryable ? 'yes' : 'no'])), '')
+  parts.push(
+    '## Other sources',
+    '',
+    table(
+      ['what happened', 'reason'],
+      [
+        ['`supersede` push on the control channel, any payload', '`superseded`, terminal; payload fields read leniently, the payload kept in `raw`'],
+        ['phx_error or phx_close on the control channel', '`dropped` (source `channel`), retried'],
+        ['no heartbeat reply within one interval', '`timed-out` (heartbeat), retried'],
+        ['no control channel join reply within `connection.joinTimeoutMs`', '`timed-out` (join), retried'],
+        ['the socket did not open within `connection.connectTimeoutMs`', '`timed-out` (connect), retried'],
+        ['host `disconnect()`', '`graceful`'],
+        ['the reconnect chart gave up', '`suppressed` (rapid-disconnects or max-attempts), terminal'],
+      ],
+    ),
+    '',
+    `Kinds: ${REASON_KINDS.map((k) => `\`${k}\``).join(', ')}.`,
+  )
+  return `${parts.join('\n').trimEnd()}\n`
+}
