@@ -29,7 +29,7 @@ export const CHARTS: Record<string, AnyStateMachine> = {
 export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string, name: string]> }> = [
   {
     id: 'normal-close-reconnects',
-    rule: 'A peer close 1000/1001 (and 1002, 1011, 1012, 1013, 1006, 4000-4499) reconnects and rejoins every channel; only disconnect() stops.',
+    rule: 'A peer close 1000/1001 (and 1002, 1009, 1011, 1012, 1013, 1006, 3000-4499) reconnects and rejoins every channel; only 1008 and 4500-4999 say the agent is not allowed; only disconnect() stops.',
     tests: [
       ['test/machines/connection.test.ts', 'close 1000 while connected -> reconnecting, never stopped'],
       ['test/wire/normal-closes.test.ts', 'close 1000 -> reconnect with backoff, control and app channels rejoined with fresh join_refs'],

@@ -158,21 +158,23 @@ export type CloseOutcome =
  * The close code table: RFC 6455 section 7.4.1 names and the IANA WebSocket close code registry
  * (1012-1015), with the outcome for a session. No close code means "stop": 1000, 1001 and 1011
  * are what the same platform "disconnect" sends through Phoenix 1.8, Cowboy and Bandit
- * (FIELD-NOTES "Close codes a real server sends"). 1002 reconnects too: Bandit closes an idle
- * socket with 1002 (FIELD-NOTES), and a real protocol fault ends in `suppressed` through the
- * rapid-disconnect window instead of silencing an agent after one idle timeout.
+ * (FIELD-NOTES "Close codes a real server sends"). Only a server saying the agent is not allowed
+ * ends the session: 1008 (policy violation) and 4500-4999. A complaint about one message (1002,
+ * 1003, 1007, 1009, 1010) reconnects: Bandit closes an idle socket with 1002 (FIELD-NOTES), and one
+ * oversized push must not silence an agent for good; a real protocol fault that repeats ends in
+ * `suppressed` through the rapid-disconnect window.
  */
 export const CLOSE_CODES: ReadonlyArray<{ from: number; to: number; name: string; outcome: CloseOutcome }> = [
   { from: 1000, to: 1000, name: 'normal closure', outcome: { kind: 'closed', retryable: true } },
   { from: 1001, to: 1001, name: 'going away', outcome: { kind: 'closed', retryable: true } },
   { from: 1002, to: 1002, name: 'protocol error', outcome: { kind: 'closed', retryable: true } },
-  { from: 1003, to: 1003, name: 'unsupported data', outcome: { kind: 'rejected', cause: 'protocol-error' } },
+  { from: 1003, to: 1003, name: 'unsupported data', outcome: { kind: 'closed', retryable: true } },
   { from: 1005, to: 1005, name: 'no status received', outcome: { kind: 'closed', retryable: true } },
   { from: 1006, to: 1006, name: 'abnormal closure', outcome: { kind: 'dropped' } },
-  { from: 1007, to: 1007, name: 'invalid frame payload data', outcome: { kind: 'rejected', cause: 'protocol-error' } },
+  { from: 1007, to: 1007, name: 'invalid frame payload data', outcome: { kind: 'closed', retryable: true } },
   { from: 1008, to: 1008, name: 'policy violation', outcome: { kind: 'rejected', cause: 'unauthorized' } },
-  { from: 1009, to: 1009, name: 'message too big', outcome: { kind: 'rejected', cause: 'protocol-error' } },
-  { from: 1010, to: 1010, name: 'mandatory extension', outcome: { kind: 'rejected', cause: 'protocol-error' } },
+  { from: 1009, to: 1009, name: 'message too big', outcome: { kind: 'closed', retryable: true } },
+  { from: 1010, to: 1010, name: 'mandatory extension', outcome: { kind: 'closed', retryable: true } },
   { from: 1011, to: 1011, name: 'internal error', outcome: { kind: 'closed', retryable: true } },
   { from: 1012, to: 1012, name: 'service restart', outcome: { kind: 'closed', retryable: true } },
   { from: 1013, to: 1013, name: 'try again later', outcome: { kind: 'closed', retryable: true } },

@@ -35,7 +35,7 @@ describe('connection chart: the happy path', () => {
 })
 
 describe('rule: a normal close reconnects', () => {
-  for (const code of [1000, 1001, 1002, 1005, 1006, 1011, 1012, 1013, 1014, 3000, 4000, 4001, 4499]) {
+  for (const code of [1000, 1001, 1002, 1003, 1005, 1006, 1007, 1009, 1010, 1011, 1012, 1013, 1014, 3000, 4000, 4001, 4499]) {
     it(`close ${code} while connected -> reconnecting, never stopped`, () => {
       const s = connected()
       const r = step(s, closeEvent(s, code))
@@ -138,10 +138,12 @@ describe('rule: upgrade rejection is terminal; 429 and 503 wait', () => {
     s = run(s, upgradeEvent(s, 403))
     expect(state(s)).toBe('terminated')
   })
-  it('a terminal close code (1008) is terminal', () => {
-    const s = connected()
-    expect(state(run(s, closeEvent(s, 1008)))).toBe('terminated')
-  })
+  for (const code of [1008, 4500, 4999]) {
+    it(`close ${code} (the server says the agent is not allowed) is terminal`, () => {
+      const s = connected()
+      expect(state(run(s, closeEvent(s, code)))).toBe('terminated')
+    })
+  }
 })
 
 describe('rule: stale generations and earlier sessions change nothing', () => {

@@ -1,0 +1,86 @@
+/**
+ * The command line as a user runs it: `serve` and `connect` in child processes, stopped with
+ * Ctrl-C (SIGINT), with the exit codes the README promises.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import { useWorld } from '../support/wire.js'
+
+const world = useWorld()
+const root = fileURLToPath(new URL('../..', import.meta.url))
+
+function cli(args: string[], env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: root, env: { ...process.env, ...env } })
+}
+
+/** Resolves with the first stdout JSON line matching `check`, bounded. */
+function line(child: ChildProcessWithoutNullStreams, check: (event: Record<string, unknown>) => boolean, what: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    let buffer = ''
+    const timer = setTimeout(() => {
+      child.stdout.off('data', onData)
+      reject(new Error(`timed out waiting for ${what}; output so far:\n${buffer}`))
+    }, 15_000)
+    const onData = (chunk: Buffer) => {
+      buffer += chunk.toString()
+      for (const text of buffer.split('\n')) {
+        if (!text.startsWith('{')) continue
+        const event = JSON.parse(text) as Record<string, unknown>
+        if (check(event)) {
+          clearTimeout(timer)
+          child.stdout.off('data', onData)
+          resolve(event)
+          return
+        }
+      }
+    }
+    child.stdout.on('data', onData)
+  })
+}
+
+function exit(child: ChildProcessWithoutNullStreams): Promise<number | null> {
+  return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))))
+}
+
+describe('phoenix-link command line', () => {
+  it('connect logs the transitions and exits 0 on Ctrl-C after a graceful stop', async () => {
+    const sim = await world().sim()
+    const child = cli(['connect', '--url', sim.url, '--agent-id', 'agent-1', '--json'], { PHOENIX_LINK_API_KEY: 'key-1' })
+    await line(child, (e) => e.type === 'connected', 'connected')
+    const closed = sim.waitFor(() => sim.accepted('agent-1')[0]?.state === 'closed', { timeoutMs: 10_000 })
+    child.kill('SIGINT')
+    expect(await exit(child)).toBe(0)
+    await closed
+    expect(sim.accepted('agent-1')[0]!.closeSeen?.code).toBe(1000)
+  })
+
+  it('connect exits 2 on a terminal reason and prints it', async () => {
+    const sim = await world().sim()
+    const child = cli(['connect', '--url', sim.url, '--agent-id', 'agent-1', '--api-key', 'wrong', '--json'])
+    const ended = await line(child, (e) => e.type === 'ended', 'the terminal reason')
+    expect(ended).toMatchObject({ reason: { kind: 'rejected', cause: 'unauthenticated', status: 403 } })
+    expect(await exit(child)).toBe(2)
+  })
+
+  it('connect refuses a bad URL with exit 1 and a message naming the fix', async () => {
+    const child = cli(['connect', '--url', 'ws://platform.example/socket', '--agent-id', 'a', '--api-key', 'k'])
+    let stderr = ''
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+    expect(await exit(child)).toBe(1)
+    expect(stderr).toMatch(/not loopback.*wss:\/\//s)
+  })
+
+  it('serve runs the simulator until Ctrl-C', async () => {
+    const child = cli(['serve', '--port', '0', '--agent', 'agent-1:key-1', '--json'])
+    const listening = await line(child, (e) => e.type === 'listening', 'listening')
+    const url = String(listening.url)
+    expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/socket$/)
+    const sim = await world().sim()
+    const link = world().link(sim, { url })
+    await link.connect()
+    await link.disconnect()
+    child.kill('SIGINT')
+    expect(await exit(child)).toBe(0)
+  })
+})
