@@ -26,6 +26,8 @@ export type MessageHandler = (payload: Payload | ArrayBuffer, meta: MessageMeta)
 
 /** What a handle needs from its link. */
 export interface ChannelHost {
+  /** Whether the link runs a session (not idle, stopping, stopped or terminated). */
+  isRunning(): boolean
   isJoined(topic: string): boolean
   push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number): Promise<unknown>
   leave(topic: string): void
@@ -98,13 +100,14 @@ export class LinkChannel {
    *
    * @param timeoutMs defaults to the transport policy's `pushTimeoutMs` (10000).
    * @throws {PushError} (rejects) `PUSH_TIMEOUT`, `PUSH_REJECTED` (error reply; `response` holds
-   *   it), `TRANSPORT_LOST` (the join ended before a reply), `CHANNEL_CLOSED` (left, dropped, or
-   *   the link stopped before it could be sent).
+   *   it), `TRANSPORT_LOST` (the join ended before a reply), `CHANNEL_CLOSED` (left or dropped,
+   *   or the link is not running a session: call connect() first; at once, not after the timeout).
    */
   async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number } = {}): Promise<unknown> {
     const timeoutMs = options.timeoutMs ?? this.host.pushTimeoutMs
     const started = performance.now()
-    if (!this.active) throw new PushError('CHANNEL_CLOSED', this.topic, event)
+    // Not sendable now and no join coming: the channel ended, or the link is not running a session.
+    if (!this.active || !this.host.isRunning()) throw new PushError('CHANNEL_CLOSED', this.topic, event)
     if (!this.host.isJoined(this.topic)) await this.waitForJoin(event, timeoutMs)
     const remaining = Math.max(1, Math.round(timeoutMs - (performance.now() - started)))
     try {

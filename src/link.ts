@@ -17,6 +17,7 @@ import { ConfigurationError } from './errors/configuration-error.js'
 import { PhoenixLinkError } from './errors/base.js'
 import { LinkChannel, type ChannelStatus } from './link-channel.js'
 import { redact, redacting, type Logger } from './logger.js'
+import { checkOptions } from './options.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
 import { ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
@@ -66,8 +67,18 @@ export interface LinkEvents {
   connected: { generation: number; epoch: number }
   /** A later connect of the same session, after a loss; `downtimeMs` since the loss. */
   reconnected: { generation: number; epoch: number; downtimeMs: number }
-  /** A transport or the session ended; `nextDelayMs` is the wait before the retry, null when terminal. */
-  disconnected: { reason: DisconnectReason; nextDelayMs: number | null; attempt: number | null; terminal: boolean }
+  /**
+   * A transport or the session ended. `outcome` says what follows: `reconnect` after
+   * `nextDelayMs`, `stopped` (the host's disconnect()), or `terminated` (a terminal reason:
+   * superseded, rejected, suppressed). `terminal` is `outcome === 'terminated'`: alert on it.
+   */
+  disconnected: {
+    reason: DisconnectReason
+    outcome: 'reconnect' | 'stopped' | 'terminated'
+    nextDelayMs: number | null
+    attempt: number | null
+    terminal: boolean
+  }
   /** A control signal is being handed to the handler (`sequence` counts arrivals). */
   control: { signal: ControlSignal; sequence: number }
   /** An app channel's status changed. */
@@ -120,9 +131,8 @@ export class Link {
 
   /** @internal use {@link createLink}. */
   constructor(options: LinkOptions) {
+    checkOptions(options)
     const { url, agentId, apiKey } = options
-    if (typeof agentId !== 'string' || agentId === '') throw new ConfigurationError('agentId must be a non-empty string')
-    if (typeof apiKey !== 'string' || apiKey === '') throw new ConfigurationError('apiKey must be a non-empty string')
     this.apiKey = apiKey
     const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, apiKey)
     this.policy = resolvePolicy(options.policy)
@@ -132,11 +142,7 @@ export class Link {
     this.emitter = new Emitter<LinkEvents>((error, type) =>
       this.log.error('a link event listener threw', { event: String(type), error: errorMessage(error) }),
     )
-    if (options.onConflict !== undefined && options.onConflict !== 'supersede' && options.onConflict !== 'reject') {
-      throw new ConfigurationError(`onConflict must be 'supersede' or 'reject', got ${String(options.onConflict)}`)
-    }
     const apiKeyIn = options.apiKeyIn ?? (SUPPORTS_UPGRADE_HEADERS ? 'header' : 'param')
-    if (apiKeyIn !== 'header' && apiKeyIn !== 'param') throw new ConfigurationError(`apiKeyIn must be 'header' or 'param', got ${String(apiKeyIn)}`)
 
     this.adapter = new PhoenixAdapter({
       url: endpoint,
@@ -150,7 +156,7 @@ export class Link {
       channelJoinTimeoutMs: this.policy.channel.joinTimeoutMs,
       channelLeaveTimeoutMs: this.policy.channel.leaveTimeoutMs,
       now: () => this.env.now(),
-      sink: (event) => this.send(redact(event, apiKey)),
+      sink: (event) => this.send(redactEvent(event, apiKey)),
       app: { message: (topic, event, payload, meta) => this.channels.get(topic)?.deliver(event, payload, meta) },
       channelParams: (topic) => {
         const params = this.channelParams.get(topic)
@@ -277,6 +283,7 @@ export class Link {
     const existing = this.channels.get(topic)
     if (existing?.active) return existing
     const handle = new LinkChannel(topic, {
+      isRunning: () => !['idle', 'stopping', 'stopped', 'terminated'].includes(this.state),
       isJoined: (t) => this.adapter.isJoined(t),
       push: (t, event, payload, timeoutMs) => this.adapter.push(t, event, payload, timeoutMs),
       leave: (t) => this.send({ type: 'host.leaveChannel', topic: t }),
@@ -387,12 +394,18 @@ export class Link {
       }
       case 'link.disconnected': {
         const reason = event.reason as DisconnectReason
-        const terminal = event.nextDelayMs === null
+        const outcome = event.nextDelayMs !== null ? 'reconnect' : reason.kind === 'graceful' ? 'stopped' : 'terminated'
         if (this.lostAt === null) this.lostAt = this.env.now()
         const fields = { kind: reason.kind, generation: reason.generation, nextDelayMs: event.nextDelayMs }
-        if (terminal && reason.kind !== 'graceful') this.log.warn(`disconnected: ${describeReason(reason)}`, fields)
+        if (outcome === 'terminated') this.log.warn(`disconnected: ${describeReason(reason)}`, fields)
         else this.log.info(`disconnected: ${describeReason(reason)}`, fields)
-        this.emitter.emit('disconnected', { reason, nextDelayMs: event.nextDelayMs, attempt: event.attempt, terminal })
+        this.emitter.emit('disconnected', {
+          reason,
+          outcome,
+          nextDelayMs: event.nextDelayMs,
+          attempt: event.attempt,
+          terminal: outcome === 'terminated',
+        })
         return
       }
       case 'link.channel': {
@@ -433,6 +446,21 @@ export class Link {
   }
 }
 
+/**
+ * Redacts the API key from what a server can put in an event (reasons, details, signals),
+ * never from the event's type or topic: a short key must not rename an event.
+ */
+function redactEvent(event: ConnectionEvent, apiKey: string): ConnectionEvent {
+  const e = event as unknown as Record<string, unknown>
+  let out: Record<string, unknown> | null = null
+  for (const field of ['reason', 'detail', 'signal'] as const) {
+    if (!(field in e)) continue
+    const redacted = redact(e[field], apiKey)
+    if (redacted !== e[field]) (out ??= { ...e })[field] = redacted
+  }
+  return (out ?? e) as unknown as ConnectionEvent
+}
+
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
@@ -455,7 +483,7 @@ function checkUrl(url: string, allowInsecure: boolean, apiKey: string): string {
   }
   if (parsed.protocol === 'ws:' && !LOOPBACK.test(parsed.hostname) && !allowInsecure) {
     throw new ConfigurationError(
-      `url uses ws:// (no TLS) to ${parsed.hostname}, which is not loopback: the API key would cross the network in clear. Use wss://, or set allowInsecureTransport: true.`,
+      `url uses ws:// (no TLS) to ${parsed.hostname}, which is not loopback: the API key would cross the network in clear. Use wss://, or set allowInsecureTransport: true (CLI: --allow-insecure).`,
     )
   }
   return url.replace(/\/websocket\/?$/, '').replace(/\/$/, '')

@@ -309,10 +309,14 @@ export function classifyUpgrade(refusal: UpgradeRefusal, generation: number, at:
     UPGRADE_STATUSES[refusal.status] ??
     (refusal.status >= 500 && refusal.status <= 599 ? { cause: 'unavailable' as const, retryable: true } : null)
   if (!row) {
+    const hint =
+      refusal.status === 404
+        ? ': no WebSocket endpoint at this path; check the url (it ends at the socket mount, e.g. /socket)'
+        : ', a status the upgrade table does not list'
     return {
       kind: 'other',
       retryable: true,
-      detail: `upgrade refused with HTTP ${refusal.status}, a status the upgrade table does not list`,
+      detail: `upgrade refused with HTTP ${refusal.status}${hint}`,
       raw: refusal.body?.slice(0, 200) ?? '',
       generation,
       at,

@@ -77,6 +77,19 @@ describe('app channels', () => {
     await expect(room.push('silent', {}, { timeoutMs: 100 })).rejects.toMatchObject({ code: 'PUSH_TIMEOUT' })
   })
 
+  it('a push while the link is not running fails at once with CHANNEL_CLOSED, not after its timeout', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const room = link.channel('room:1')
+    const started = performance.now()
+    await expect(room.push('x', {}, { timeoutMs: 5_000 })).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
+    await link.connect()
+    await next(link, 'channel', { filter: joined('room:1') })
+    await link.disconnect()
+    await expect(room.push('x', {}, { timeoutMs: 5_000 })).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
+    expect(performance.now() - started).toBeLessThan(2_000)
+  })
+
   it('leave() sends phx_leave and ends the channel; it is not rejoined on the next transport', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

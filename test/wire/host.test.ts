@@ -53,6 +53,27 @@ describe('rule: cancelling a wait is not a stop', () => {
     expect((await c).ok).toBe(false)
   })
 
+  it('the disconnected event says what follows: reconnect, stopped (host) or terminated', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const outcomes: Array<[string, boolean]> = []
+    link.on('disconnected', (e) => outcomes.push([e.outcome, e.terminal]))
+    const back = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    await back
+    await link.disconnect()
+    await link.connect()
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    expect(outcomes).toEqual([
+      ['reconnect', false],
+      ['stopped', false],
+      ['terminated', true],
+    ])
+  })
+
   it('runForever() resolves when the host disconnects', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

@@ -51,6 +51,19 @@ describe('secrets', () => {
     })
   }
 
+  for (const key of ['open', 'sock', 'e', 'k']) {
+    it(`a short key (${JSON.stringify(key)}) that occurs inside event names still connects and is still refused typed`, async () => {
+      const sim = await world().sim({ agents: { 'agent-1': key } })
+      const link = world().link(sim, { apiKey: key })
+      await link.connect()
+      expect(link.state).toBe('connected')
+      await link.disconnect()
+      const wrong = world().link(sim, { apiKey: `${key}-wrong` })
+      const r = await settle(wrong.connect())
+      expect((r as { error: { reason: { kind: string; status: number } } }).error.reason).toMatchObject({ kind: 'rejected', status: 403 })
+    })
+  }
+
   it('a configuration error never echoes the key', () => {
     let error: unknown
     try {
@@ -70,5 +83,11 @@ describe('secrets', () => {
     expect(() => createLink({ url: 'wss://x/socket', agentId: '', apiKey: 'k' })).toThrow(/agentId/)
     expect(() => createLink({ url: 'wss://x/socket', agentId: 'a', apiKey: 'k', policy: { reconnect: { factor: 0 } } })).toThrow(/factor/)
     expect(() => createLink({ url: 'wss://x/socket', agentId: 'a', apiKey: 'k', policy: { reconnect: { jitter: 1 } as never } })).toThrow(/not a policy field/)
+    expect(() => createLink({ url: 'wss://x/socket', agentId: 'a', apiKey: 'k', params: 5 as never })).toThrow(/params/)
+    expect(() => createLink({ url: 'wss://x/socket', agentId: 'a', apiKey: 'k', params: { n: 1 } as never })).toThrow(/params/)
+    expect(() => createLink({ url: 'wss://x/socket', agentId: 'a', apiKey: 'k', onControl: 'x' as never })).toThrow(/onControl must be a function/)
+    expect(() => createLink({ url: 'wss://x/socket', agentId: 'a', apiKey: 'k', reconnect: true } as never)).toThrow(/unknown option "reconnect"/)
+    expect(() => createLink({ url: 'wss://x/socket', agentId: 'a', apiKey: 7 } as never)).toThrow(/apiKey must be a string/)
+    expect(() => createLink({ url: 'wss://x/socket', agentId: 'a', apiKey: 'k', apiKeyIn: 'query' } as never)).toThrow(/apiKeyIn/)
   })
 })
