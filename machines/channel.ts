@@ -70,6 +70,8 @@ export type ChannelEvent =
   | ({ type: 'channel.close'; reason: ReasonLike } & AttachOrigin)
   /** Adapter: the leave was acknowledged. */
   | ({ type: 'channel.left' } & AttachOrigin)
+  /** Adapter: the join attempt could not start (the host's params function threw), classified `other`. */
+  | ({ type: 'channel.attachFailed'; reason: ReasonLike } & AttachOrigin)
 
 /** What a channel actor reports to the connection chart. */
 export interface ChannelStatusReport {
@@ -138,7 +140,16 @@ export const channelMachine = setup({
         at: context.env.now(),
       }),
     }),
-    recordJoinTimeout: assign({
+    recordAttachmentFailure: assign({
+      reason: ({ context, event }) => ({
+        kind: 'other',
+        detail: `the join attempt failed inside phoenix-link: ${String((event as { error?: { message?: string } }).error?.message ?? (event as { error?: unknown }).error)}`,
+        retryable: true,
+        generation: context.generation,
+        at: context.env.now(),
+      }),
+    }),
+        recordJoinTimeout: assign({
       reason: ({ context }) => timedOutReason('join', context.generation, context.env.now()),
     }),
     reportJoined: sendParent(({ context }) => statusReport(context, 'joined')),
@@ -203,6 +214,8 @@ export const channelMachine = setup({
               generation: context.generation,
               attachId: context.attachId,
             }),
+            // The adapter's attachment actor threw (a phoenix-link bug): this attempt failed; retry.
+            onError: { target: '#channel.attached.errored', actions: ['recordAttachmentFailure', 'reportErrored'] },
           },
           initial: 'joining',
           states: {
@@ -213,6 +226,11 @@ export const channelMachine = setup({
                   guard: 'isCurrentAttempt',
                   target: '#channel.dropped',
                   actions: ['recordEventReason', 'reportDropped'],
+                },
+                'channel.attachFailed': {
+                  guard: 'isCurrentAttempt',
+                  target: '#channel.attached.errored',
+                  actions: ['recordEventReason', 'reportErrored'],
                 },
               },
               after: {

@@ -23,7 +23,7 @@
  */
 import { assign, emit, enqueueActions, fromCallback, sendTo, setup, type ActorRefFrom } from 'xstate'
 import { channelMachine, DEFAULT_CHANNEL_POLICY, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
-import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlPolicy, type ControlReport, type SignalLike } from './control.js'
+import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
 import { DEFAULT_RECONNECT_POLICY, reconnectMachine, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
 import { assertMs, gracefulReason, timedOutReason, type Env, type Origin, type ReasonLike } from './types.js'
 
@@ -99,6 +99,7 @@ export type ConnectionEmitted =
   | { type: 'link.ignored'; event: string; detail: string }
   | { type: 'link.controlDuplicate'; signal: SignalLike; sequence: number }
   | { type: 'link.controlFailed'; signal: SignalLike; sequence: number; error: unknown }
+  | { type: 'link.controlDropped'; signals: QueuedSignal[] }
 
 /** Input of the connection chart. */
 export interface ConnectionInput {
@@ -130,6 +131,14 @@ export interface ConnectionContext {
   channels: Record<string, ActorRefFrom<typeof channelMachine>>
   /** Arrival sequence of control signals. */
   signalSeq: number
+}
+
+/**
+ * The actor of an app channel topic. Topics are host strings used as keys, so only own
+ * properties count: `toString` or `__proto__` is a topic like any other, not Object.prototype.
+ */
+function channelOf(context: ConnectionContext, topic: string): ActorRefFrom<typeof channelMachine> | undefined {
+  return Object.hasOwn(context.channels, topic) ? context.channels[topic] : undefined
 }
 
 type TransportInput = Origin
@@ -165,9 +174,9 @@ export const connectionMachine = setup({
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /** An app channel actor exists for the event's topic. */
-    hasChannel: ({ context, event }) => 'topic' in event && event.topic in context.channels,
+    hasChannel: ({ context, event }) => 'topic' in event && channelOf(context, event.topic) !== undefined,
     /** No app channel actor exists yet for the topic. */
-    isNewChannel: ({ context, event }) => 'topic' in event && !(event.topic in context.channels),
+    isNewChannel: ({ context, event }) => 'topic' in event && channelOf(context, event.topic) === undefined,
   },
   actions: {
     startSession: assign({
@@ -184,7 +193,16 @@ export const connectionMachine = setup({
     recordJoinTimeout: assign({
       lastReason: ({ context }) => timedOutReason('join', context.generation, context.env.now()),
     }),
-    recordGraceful: assign({ lastReason: ({ context }) => gracefulReason(context.generation, context.env.now()) }),
+    recordActorFailure: assign({
+      lastReason: ({ context, event }) => ({
+        kind: 'other',
+        detail: `the adapter failed inside phoenix-link: ${String((event as { error?: { message?: string } }).error?.message ?? (event as { error?: unknown }).error)}`,
+        retryable: true,
+        generation: context.generation,
+        at: context.env.now(),
+      }),
+    }),
+        recordGraceful: assign({ lastReason: ({ context }) => gracefulReason(context.generation, context.env.now()) }),
     recordGiveUp: assign({
       lastReason: ({ event, context }) => (event.type === 'reconnect.gaveUp' ? event.reason : context.lastReason),
     }),
@@ -199,11 +217,12 @@ export const connectionMachine = setup({
       reason: context.lastReason!,
     })),
     leaveControlChannel: sendTo('controlChannel', { type: 'leave' }),
+    flushControl: sendTo('control', { type: 'control.flush' }),
     enqueueControlSignal: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'control.signal') return
       const sequence = context.signalSeq + 1
       enqueue.assign({ signalSeq: sequence })
-      enqueue.sendTo('control', { type: 'control.enqueue', signal: event.signal, sequence })
+      enqueue.sendTo('control', { type: 'control.enqueue', signal: event.signal, sequence, epoch: event.epoch })
     }),
     spawnChannel: assign({
       channels: ({ context, event, spawn }) => {
@@ -216,7 +235,7 @@ export const connectionMachine = setup({
     }),
     attachNewChannel: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'host.channel') return
-      const ref = context.channels[event.topic]
+      const ref = channelOf(context, event.topic)
       if (ref) enqueue.sendTo(ref, { type: 'transport.up', generation: context.generation })
     }),
     attachChannels: enqueueActions(({ context, enqueue }) => {
@@ -229,16 +248,33 @@ export const connectionMachine = setup({
     }),
     forwardToChannel: enqueueActions(({ context, event, enqueue }) => {
       if (!('topic' in event)) return
-      const ref = context.channels[event.topic]
+      const ref = channelOf(context, event.topic)
       if (!ref) return
       if (event.type === 'host.leaveChannel') enqueue.sendTo(ref, { type: 'host.leave' })
       else if (event.type.startsWith('channel.') && event.type !== 'channel.status') {
         enqueue.sendTo(ref, event as ChannelEvent)
       }
     }),
-    forgetFinishedChannel: enqueueActions(({ context, event, enqueue }) => {
+    dropFailedChannel: enqueueActions(({ context, event, enqueue }) => {
+      const failed = (event as { actorId?: string }).actorId
+      const topic = Object.keys(context.channels).find((t) => context.channels[t]!.id === failed)
+      const detail = String((event as { error?: { message?: string } }).error?.message ?? (event as { error?: unknown }).error)
+      if (topic === undefined) {
+        enqueue.emit({ type: 'link.ignored', event: event.type, detail: `an actor of the chart failed: ${detail}` })
+        return
+      }
+      const { [topic]: _gone, ...rest } = context.channels
+      enqueue.assign({ channels: rest })
+      enqueue.emit({
+        type: 'link.channel',
+        topic,
+        status: 'dropped',
+        reason: { kind: 'other', detail: `the channel failed inside phoenix-link: ${detail}`, retryable: true, generation: context.generation, at: context.env.now() } as ReasonLike,
+      })
+    }),
+        forgetFinishedChannel: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'channel.status' || (event.status !== 'dropped' && event.status !== 'left')) return
-      const ref = context.channels[event.topic]
+      const ref = channelOf(context, event.topic)
       if (!ref) return
       const { [event.topic]: _gone, ...rest } = context.channels
       enqueue.assign({ channels: rest })
@@ -269,6 +305,10 @@ export const connectionMachine = setup({
     announceDuplicate: emit(({ event }) => {
       const e = event as Extract<ControlReport, { type: 'control.duplicate' }>
       return { type: 'link.controlDuplicate' as const, signal: e.signal, sequence: e.sequence }
+    }),
+    announceControlDropped: emit(({ event }) => {
+      const e = event as Extract<ControlReport, { type: 'control.dropped' }>
+      return { type: 'link.controlDropped' as const, signals: e.signals }
     }),
     announceHandlerFailed: emit(({ event }) => {
       const e = event as Extract<ControlReport, { type: 'control.handlerFailed' }>
@@ -318,10 +358,14 @@ export const connectionMachine = setup({
     'channel.error': { guard: 'hasChannel', actions: 'forwardToChannel' },
     'channel.close': { guard: 'hasChannel', actions: 'forwardToChannel' },
     'channel.left': { guard: 'hasChannel', actions: 'forwardToChannel' },
+    'channel.attachFailed': { guard: 'hasChannel', actions: 'forwardToChannel' },
     'channel.status': { actions: ['announceChannel', 'forgetFinishedChannel'] },
+    // An app channel actor stopped with an error (a phoenix-link bug): report it as dropped and forget it.
+    'xstate.error.actor.*': { actions: 'dropFailedChannel' },
     'socket.malformed': { actions: 'reportIgnored' },
     'control.duplicate': { actions: 'announceDuplicate' },
     'control.handlerFailed': { actions: 'announceHandlerFailed' },
+    'control.dropped': { actions: 'announceControlDropped' },
     // Lenient at run time: anything no state handled (stale, late, malformed) is reported, not thrown.
     '*': { actions: 'reportIgnored', meta: { rule: 'stale-events-ignored' } },
   },
@@ -330,7 +374,7 @@ export const connectionMachine = setup({
     idle: {
       description: 'Nothing open; no session has started.',
       on: {
-        'host.connect': { target: 'session', actions: 'startSession' },
+        'host.connect': { target: 'session', actions: ['startSession', 'flushControl'] },
         'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
       },
     },
@@ -364,6 +408,8 @@ export const connectionMachine = setup({
             id: 'transport',
             src: 'transport',
             input: ({ context }) => ({ generation: context.generation, epoch: context.epoch }),
+            // The adapter's transport actor threw (a phoenix-link bug): a loss like any other, retried.
+            onError: { target: 'lost', actions: 'recordActorFailure' },
           },
           initial: 'connecting',
           on: {
@@ -393,6 +439,7 @@ export const connectionMachine = setup({
                 id: 'controlChannel',
                 src: 'controlChannel',
                 input: ({ context }) => ({ generation: context.generation, epoch: context.epoch }),
+                onError: { target: '#connection.session.lost', actions: 'recordActorFailure' },
               },
               initial: 'joining',
               on: {
@@ -476,9 +523,10 @@ export const connectionMachine = setup({
     /** The host stopped the session; `lastReason` is `graceful`. */
     stopped: {
       description: 'The host stopped the session; lastReason is graceful and kept until the next connect.',
-      entry: 'announceEnded',
+      // Signals not yet handed to the handler are dropped (reported): the host stopped the agent.
+      entry: ['announceEnded', 'flushControl'],
       on: {
-        'host.connect': { target: 'session', actions: 'startSession' },
+        'host.connect': { target: 'session', actions: ['startSession', 'flushControl'] },
         'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
       },
     },
@@ -487,7 +535,7 @@ export const connectionMachine = setup({
       description: 'A terminal reason ended the session; no transport, no timer. disconnect() sends nothing.',
       entry: 'announceEnded',
       on: {
-        'host.connect': { target: 'session', actions: 'startSession' },
+        'host.connect': { target: 'session', actions: ['startSession', 'flushControl'] },
         'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
       },
     },

@@ -28,8 +28,10 @@ export type ControlPolicy = typeof DEFAULT_CONTROL_POLICY
 
 /** Events of the control delivery chart. */
 export type ControlEvent =
-  /** Connection chart: a valid `agent.control` signal arrived on the current transport. */
-  | { type: 'control.enqueue'; signal: SignalLike; sequence: number }
+  /** Connection chart: a valid `agent.control` signal arrived on the current transport of session `epoch`. */
+  | { type: 'control.enqueue'; signal: SignalLike; sequence: number; epoch: number }
+  /** Connection chart: the host stopped the session or started a new one; signals not yet handed over are dropped. */
+  | { type: 'control.flush' }
 
 /** What the control delivery chart reports to the connection chart. */
 export type ControlReport =
@@ -37,11 +39,15 @@ export type ControlReport =
   | { type: 'control.duplicate'; signal: SignalLike; sequence: number }
   /** The host's handler threw or rejected for this signal; delivery goes on with the next one. */
   | { type: 'control.handlerFailed'; signal: SignalLike; sequence: number; error: unknown }
+  /** Signals dropped by a flush before their turn (the one in the handler finishes). */
+  | { type: 'control.dropped'; signals: QueuedSignal[] }
 
 /** A signal waiting for delivery, with its arrival sequence number. */
 export interface QueuedSignal {
   signal: SignalLike
   sequence: number
+  /** Session epoch the signal arrived in. */
+  epoch: number
 }
 
 /** Context of the control delivery chart. */
@@ -77,22 +83,29 @@ export const controlMachine = setup({
   guards: {
     /** The signal's correlation id was delivered or queued before. */
     isDuplicate: ({ context, event }) => {
+      if (event.type !== 'control.enqueue') return false
       const id = correlationOf(event.signal)
       return id !== null && context.seen.includes(id)
     },
     hasQueued: ({ context }) => context.queue.length > 0,
+    hasWaiting: ({ context }) => context.queue.length > 1,
   },
   actions: {
     enqueue: assign(({ context, event }) => {
+      if (event.type !== 'control.enqueue') return {}
       const id = correlationOf(event.signal)
       const seen = id === null ? context.seen : [...context.seen, id].slice(-context.policy.dedupeWindow)
-      return { queue: [...context.queue, { signal: event.signal, sequence: event.sequence }], seen }
+      return { queue: [...context.queue, { signal: event.signal, sequence: event.sequence, epoch: event.epoch }], seen }
     }),
+    dropAll: assign({ queue: [] }),
+    dropWaiting: assign({ queue: ({ context }) => context.queue.slice(0, 1) }),
+    reportAllDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue })),
+    reportWaitingDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue.slice(1) })),
     dequeue: assign({ queue: ({ context }) => context.queue.slice(1) }),
     reportDuplicate: sendParent(({ event }) => ({
       type: 'control.duplicate',
-      signal: event.signal,
-      sequence: event.sequence,
+      signal: event.type === 'control.enqueue' ? event.signal : {},
+      sequence: event.type === 'control.enqueue' ? event.sequence : -1,
     })),
     reportHandlerFailed: sendParent(({ context, event }) => ({
       type: 'control.handlerFailed',
@@ -116,10 +129,15 @@ export const controlMachine = setup({
     idle: {
       description: 'Nothing to deliver.',
       always: { guard: 'hasQueued', target: 'delivering' },
+      on: { 'control.flush': {} },
     },
     /** The handler is running for the head of the queue. */
     delivering: {
       description: "The host's handler runs for the oldest queued signal; others wait.",
+      on: {
+        // The signal in the handler finishes; the ones waiting behind it are dropped and reported.
+        'control.flush': { guard: 'hasWaiting', actions: ['reportWaitingDropped', 'dropWaiting'] },
+      },
       invoke: {
         src: 'deliverSignal',
         input: ({ context }) => context.queue[0]!,

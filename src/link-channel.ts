@@ -113,8 +113,10 @@ export class LinkChannel {
     try {
       return await this.host.push(this.topic, event, payload, remaining)
     } catch (failure) {
-      const f = failure as PushFailure
-      throw new PushError(f.code, this.topic, event, f.response)
+      const f = failure as Partial<PushFailure> | null
+      if (f && typeof f.code === 'string') throw new PushError(f.code, this.topic, event, f.response, f.cause)
+      // Anything else thrown on the way out (phoenix.js internals): the push could not be made.
+      throw new PushError('PUSH_INVALID', this.topic, event, null, failure)
     }
   }
 

@@ -79,8 +79,8 @@ export interface LinkEvents {
     attempt: number | null
     terminal: boolean
   }
-  /** A control signal is being handed to the handler (`sequence` counts arrivals). */
-  control: { signal: ControlSignal; sequence: number }
+  /** A control signal is being handed to the handler (`sequence` counts arrivals; `epoch` is its session). */
+  control: { signal: ControlSignal; sequence: number; epoch: number }
   /** An app channel's status changed. */
   channel: { topic: string; status: ChannelStatus; reason: DisconnectReason | null }
   /** Something arrived that changed nothing: a stale or late event, a malformed frame, an unhandled message. */
@@ -118,9 +118,9 @@ export class Link {
   readonly policy: LinkPolicy
 
   private readonly emitter: Emitter<LinkEvents>
-  private readonly adapter: PhoenixAdapter
+  readonly #adapter: PhoenixAdapter
   private readonly log: Required<Logger>
-  private readonly apiKey: string
+  readonly #apiKey: string
   private readonly channels = new Map<string, LinkChannel>()
   private readonly channelParams = new Map<string, object | (() => object)>()
   private controlHandler: ControlHandler | undefined
@@ -128,12 +128,13 @@ export class Link {
   private lostAt: number | null = null
   private readonly env: Env
   private crashed: Error | null = null
+  private crashReason: DisconnectReason | null = null
 
   /** @internal use {@link createLink}. */
   constructor(options: LinkOptions) {
     checkOptions(options)
     const { url, agentId, apiKey } = options
-    this.apiKey = apiKey
+    this.#apiKey = apiKey
     const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, apiKey)
     this.policy = resolvePolicy(options.policy)
     this.env = options.env ?? { now: () => Date.now(), random: () => Math.random() }
@@ -144,7 +145,7 @@ export class Link {
     )
     const apiKeyIn = options.apiKeyIn ?? (SUPPORTS_UPGRADE_HEADERS ? 'header' : 'param')
 
-    this.adapter = new PhoenixAdapter({
+    this.#adapter = new PhoenixAdapter({
       url: endpoint,
       agentId,
       apiKey,
@@ -164,7 +165,7 @@ export class Link {
       },
     })
 
-    const io = this.adapter.actors()
+    const io = this.#adapter.actors()
     const machine = connectionMachine.provide({
       actors: {
         transport: io.transport,
@@ -176,6 +177,7 @@ export class Link {
       },
     })
     const inspect = options.inspect
+    const observe = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect)
     this.actor = createActor(machine, {
       input: {
         env: this.env,
@@ -184,23 +186,37 @@ export class Link {
         channelPolicy: this.policy.channel,
         controlPolicy: this.policy.control,
       },
-      ...(inspect ? { inspect: inspect as Observer<InspectionEvent> } : {}),
+      // The host's observer runs inside socket callbacks: its errors are logged, never thrown there.
+      ...(observe
+        ? {
+            inspect: (event: InspectionEvent) => {
+              try {
+                observe(event)
+              } catch (error) {
+                this.log.error('the inspect observer threw', { error: errorMessage(error) })
+              }
+            },
+          }
+        : {}),
     })
-    this.actor.on('*', (event) => this.onChartEmitted(event as ConnectionEmitted))
+    this.actor.on('*', (event) => {
+      // Runs inside a chart action: a throw here would stop the actor (xstate #5153).
+      try {
+        this.onChartEmitted(event as ConnectionEmitted)
+      } catch (error) {
+        this.log.error('publishing a chart event failed', { event: event.type, error: errorMessage(error) })
+      }
+    })
     this.actor.subscribe({
       next: (snapshot) => this.onSnapshot(linkStateOf(snapshot.value)),
-      error: (error) => {
-        // A throwing action stops the actor (xstate #5153); no lifecycle can continue.
-        this.crashed = new PhoenixLinkError('INTERNAL', `the connection chart stopped with an error: ${errorMessage(error)}`, { cause: error })
-        this.log.error('connection chart crashed', { error: errorMessage(error) })
-        this.emitter.emit('state', { state: 'terminated', previous: this.lastState })
-      },
+      error: (error) => this.onCrash(error),
     })
     this.actor.start()
   }
 
   /** The public state: idle, connecting, joining, connected, reconnecting, stopping, stopped or terminated. */
   get state(): LinkState {
+    if (this.crashed) return 'terminated'
     return linkStateOf(this.actor.getSnapshot().value)
   }
 
@@ -209,6 +225,7 @@ export class Link {
    * cleared when connect() starts a new session. Null before any loss.
    */
   get lastDisconnectReason(): DisconnectReason | null {
+    if (this.crashReason) return this.crashReason
     return this.actor.getSnapshot().context.lastReason as DisconnectReason | null
   }
 
@@ -227,8 +244,13 @@ export class Link {
     if (signal?.aborted) throw abortError(signal)
     if (this.state === 'stopping') await this.until((s) => s !== 'stopping', signal)
     if (this.state === 'connected') return
-    if (this.state === 'idle' || this.state === 'stopped' || this.state === 'terminated') this.send({ type: 'host.connect' })
+    const starting = this.state === 'idle' || this.state === 'stopped' || this.state === 'terminated'
+    const epoch = this.epoch
+    if (starting) this.send({ type: 'host.connect' })
     await this.until((s) => {
+      // A connect() made while the chart is busy (from a state listener) is queued: the old
+      // session's end must not settle it.
+      if (starting && this.epoch === epoch) return false
       if (s === 'connected') return true
       if (s === 'stopped' || s === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!)
       return false
@@ -247,8 +269,11 @@ export class Link {
     this.assertUsable()
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
-    if (this.state === 'idle') this.send({ type: 'host.connect' })
+    const starting = this.state === 'idle'
+    const epoch = this.epoch
+    if (starting) this.send({ type: 'host.connect' })
     await this.until((s) => {
+      if (starting && this.epoch === epoch) return false
       if (s === 'stopped') return true
       if (s === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!)
       return false
@@ -261,12 +286,19 @@ export class Link {
    * idempotent. After a terminal reason it sends nothing and keeps that reason.
    */
   async disconnect(): Promise<void> {
+    // Only this session's sockets: a connect() right after must not hold this disconnect() open,
+    // so the last generation is read the moment the stop is seen, before any connect() runs.
+    let upTo = this.actor.getSnapshot().context.generation
     if (!this.crashed) {
       this.send({ type: 'host.disconnect' })
-      await this.until((s) => s === 'idle' || s === 'stopped' || s === 'terminated').catch(() => {})
+      await this.until((s) => {
+        if (s !== 'idle' && s !== 'stopped' && s !== 'terminated') return false
+        upTo = this.actor.getSnapshot().context.generation
+        return true
+      }).catch(() => {})
     }
     for (const channel of this.channels.values()) channel.failWaiting()
-    await this.adapter.settled()
+    await this.#adapter.settled(upTo)
   }
 
   /**
@@ -284,8 +316,8 @@ export class Link {
     if (existing?.active) return existing
     const handle = new LinkChannel(topic, {
       isRunning: () => !['idle', 'stopping', 'stopped', 'terminated'].includes(this.state),
-      isJoined: (t) => this.adapter.isJoined(t),
-      push: (t, event, payload, timeoutMs) => this.adapter.push(t, event, payload, timeoutMs),
+      isJoined: (t) => this.#adapter.isJoined(t),
+      push: (t, event, payload, timeoutMs) => this.#adapter.push(t, event, payload, timeoutMs),
       leave: (t) => this.send({ type: 'host.leaveChannel', topic: t }),
       pushTimeoutMs: this.policy.transport.pushTimeoutMs,
       reportError: (error, where) => this.log.error(`${where} threw`, { error: errorMessage(error) }),
@@ -334,6 +366,52 @@ export class Link {
   }
 
   // ---- private ----------------------------------------------------------------------------
+
+  /** The chart's session epoch (+1 per session). */
+  private get epoch(): number {
+    return this.actor.getSnapshot().context.epoch
+  }
+
+  /**
+   * The chart stopped with an error (a phoenix-link bug: a throwing action, xstate #5153). No
+   * lifecycle can continue: every socket is ended, waiters reject INTERNAL, the state reads
+   * terminated with an `other` reason, and disconnect() still resolves.
+   */
+  private onCrash(error: unknown): void {
+    if (this.crashed) return
+    const previous = this.state
+    this.crashed = new PhoenixLinkError('INTERNAL', `the connection chart stopped with an error: ${errorMessage(error)}`, { cause: error })
+    this.crashReason = {
+      kind: 'other',
+      retryable: true,
+      detail: `internal error: ${errorMessage(error)}`,
+      generation: this.actor.getSnapshot().context.generation,
+      at: this.env.now(),
+    }
+    this.log.error('connection chart crashed', { error: errorMessage(error) })
+    // An errored actor does not stop its children (xstate #5153; actor.js _stopProcedure "children
+    // don't belong entirely to the actor"), so their timers would outlive it: stop them here with
+    // the internal _stop() that the stopChild action uses (public stop() refuses non-root actors).
+    type Child = { _stop?: () => void; getSnapshot?: () => { children?: Record<string, Child | undefined> } }
+    const stopAll = (children: Record<string, Child | undefined> | undefined) => {
+      for (const child of Object.values(children ?? {})) {
+        if (!child) continue
+        stopAll(child.getSnapshot?.().children)
+        try {
+          child._stop?.()
+        } catch {
+          // already stopped
+        }
+      }
+    }
+    stopAll(this.actor.getSnapshot().children as Record<string, Child | undefined>)
+    this.actor.stop()
+    this.#adapter.endAll()
+    for (const channel of this.channels.values()) channel.failWaiting()
+    this.lastState = 'terminated'
+    this.emitter.emit('disconnected', { reason: this.crashReason, outcome: 'terminated', nextDelayMs: null, attempt: null, terminal: true })
+    this.emitter.emit('state', { state: 'terminated', previous })
+  }
 
   private send(event: ConnectionEvent): void {
     if (this.crashed) return
@@ -432,6 +510,14 @@ export class Link {
           detail: `duplicate correlation_id ${String(event.signal.correlationId)}: delivered once already`,
         })
         return
+      case 'link.controlDropped':
+        for (const queued of event.signals) {
+          this.emitter.emit('ignored', {
+            event: 'control.signal',
+            detail: `control signal #${queued.sequence} (correlation ${String(queued.signal.correlationId ?? 'none')}) dropped: the host stopped or restarted the session before its turn`,
+          })
+        }
+        return
       case 'link.controlFailed':
         this.log.error('control handler failed', { sequence: event.sequence, error: errorMessage(event.error) })
         return
@@ -440,7 +526,7 @@ export class Link {
 
   private async deliverSignal(queued: QueuedSignal): Promise<void> {
     const signal = queued.signal as ControlSignal
-    this.emitter.emit('control', { signal, sequence: queued.sequence })
+    this.emitter.emit('control', { signal, sequence: queued.sequence, epoch: queued.epoch })
     const handler = this.controlHandler
     if (handler) await handler(signal)
   }

@@ -17,42 +17,71 @@ export const REDACTED = '[redacted]'
 
 /**
  * Returns `value` with every occurrence of `secret` in its strings replaced by `[redacted]`,
- * copying only what changes. Handles nesting and cycles; non-plain objects are kept as they are
- * except Errors, whose message is redacted.
+ * copying only when something changes. Iterative (server-supplied payloads can nest thousands of
+ * levels deep; recursion would overflow the stack), handles cycles; non-plain objects are kept
+ * as they are except Errors, whose message is redacted.
  */
-export function redact<T>(value: T, secret: string, seen = new WeakMap<object, unknown>()): T {
-  if (!secret) return value
-  if (typeof value === 'string') return (value.includes(secret) ? value.split(secret).join(REDACTED) : value) as T
-  if (!value || typeof value !== 'object') return value
-  if (seen.has(value)) return seen.get(value) as T
-  if (value instanceof Error) {
-    if (!value.message.includes(secret)) return value
-    const copy = new Error(redact(value.message, secret))
-    copy.name = value.name
-    return copy as T
-  }
-  if (Array.isArray(value)) {
-    const out: unknown[] = []
-    seen.set(value, out)
-    let changed = false
-    for (const item of value) {
-      const r = redact(item, secret, seen)
-      changed ||= r !== item
-      out.push(r)
-    }
-    return (changed ? out : value) as T
-  }
+export function redact<T>(value: T, secret: string): T {
+  if (!secret || !containsSecret(value, secret)) return value
+  return replaceSecret(value, secret)
+}
+
+function isPlain(value: object): boolean {
   const proto = Object.getPrototypeOf(value)
-  if (proto !== Object.prototype && proto !== null) return value
-  const out: Record<string, unknown> = {}
-  seen.set(value, out)
-  let changed = false
-  for (const [k, v] of Object.entries(value)) {
-    const r = redact(v, secret, seen)
-    changed ||= r !== v
-    out[k] = r
+  return Array.isArray(value) || proto === Object.prototype || proto === null
+}
+
+function containsSecret(root: unknown, secret: string): boolean {
+  const stack: unknown[] = [root]
+  const seen = new Set<object>()
+  while (stack.length > 0) {
+    const value = stack.pop()
+    if (typeof value === 'string') {
+      if (value.includes(secret)) return true
+      continue
+    }
+    if (!value || typeof value !== 'object' || seen.has(value)) continue
+    seen.add(value)
+    if (value instanceof Error) {
+      if (value.message.includes(secret)) return true
+      continue
+    }
+    if (!isPlain(value)) continue
+    for (const [k, v] of Object.entries(value)) {
+      if (k.includes(secret)) return true
+      stack.push(v)
+    }
   }
-  return (changed ? out : value) as T
+  return false
+}
+
+function replaceSecret<T>(root: T, secret: string): T {
+  const swap = (s: string) => (s.includes(secret) ? s.split(secret).join(REDACTED) : s)
+  const copies = new Map<object, unknown>()
+  const copyOf = (value: unknown): unknown => {
+    if (typeof value === 'string') return swap(value)
+    if (!value || typeof value !== 'object') return value
+    if (value instanceof Error) {
+      if (!value.message.includes(secret)) return value
+      const copy = new Error(swap(value.message))
+      copy.name = value.name
+      return copy
+    }
+    if (!isPlain(value)) return value
+    const existing = copies.get(value)
+    if (existing) return existing
+    const copy: unknown = Array.isArray(value) ? [] : Object.create(Object.getPrototypeOf(value) as object | null)
+    copies.set(value, copy)
+    work.push([value, copy as Record<string, unknown>])
+    return copy
+  }
+  const work: Array<[object, Record<string, unknown>]> = []
+  const result = copyOf(root)
+  while (work.length > 0) {
+    const [source, target] = work.pop()!
+    for (const [k, v] of Object.entries(source)) target[swap(k)] = copyOf(v)
+  }
+  return result as T
 }
 
 /** Wraps a logger so every message and field is redacted of `secret` and a throwing logger cannot break the link. */

@@ -57,12 +57,16 @@ export interface Frame {
   ref: string | null
   topic: string
   event: string
-  /** An object for JSON frames; an ArrayBuffer for binary frames. */
-  payload: Payload | ArrayBuffer
+  /**
+   * A JSON value for text frames (Phoenix always sends an object; anything else is kept so that,
+   * for example, a `supersede` with a null payload still ends the session), an ArrayBuffer for
+   * binary frames. A phx_reply payload is always `{status, response}`.
+   */
+  payload: unknown
 }
 
-/** The text form of a V2 frame, as a zod tuple. */
-export const TextFrame = z.tuple([z.string().nullable(), z.string().nullable(), z.string(), z.string(), Payload])
+/** The text form of a V2 frame, as a zod tuple. decodeTextFrame checks the same shape by hand (it is the hot path); a property test keeps them in step. */
+export const TextFrame = z.tuple([z.string().nullable(), z.string().nullable(), z.string(), z.string(), z.unknown()])
 
 /** Payload of a phx_reply: `{"status": "ok" | "error" | ..., "response": {...}}`. */
 export const ReplyPayload = z.object({ status: z.string(), response: z.unknown().optional() })
@@ -126,24 +130,33 @@ export function decodeTextFrame(text: string, maxBytes = Number.POSITIVE_INFINIT
   if (parsed.length !== 5) {
     return problem('wrong-arity', `a V2 frame has 5 elements, this one has ${parsed.length}`, preview(text))
   }
-  const tuple = TextFrame.safeParse(parsed)
-  if (!tuple.success) {
-    const issue = tuple.error.issues[0]
-    return problem(
-      'wrong-types',
-      `element ${issue?.path.join('.') ?? '?'}: ${issue?.message ?? 'wrong type'} (expected [join_ref|null, ref|null, topic, event, {payload}])`,
-      preview(text),
-    )
+  const [join_ref, ref, topic, event, payload] = parsed as unknown[]
+  const wrong =
+    join_ref !== null && typeof join_ref !== 'string'
+      ? 0
+      : ref !== null && typeof ref !== 'string'
+        ? 1
+        : typeof topic !== 'string'
+          ? 2
+          : typeof event !== 'string'
+            ? 3
+            : -1
+  if (wrong >= 0) {
+    const names = ['join_ref (string or null)', 'ref (string or null)', 'topic (string)', 'event (string)']
+    return problem('wrong-types', `element ${wrong} must be ${names[wrong]} (expected [join_ref, ref, topic, event, payload])`, preview(text))
   }
-  const [join_ref, ref, topic, event, payload] = tuple.data
-  if (event === CHANNEL_EVENTS.reply && !ReplyPayload.safeParse(payload).success) {
-    return problem('bad-reply', 'a phx_reply payload is {"status": string, "response": ...}', preview(text))
+  if (event === CHANNEL_EVENTS.reply) {
+    const reply = payload as { status?: unknown } | null
+    if (!reply || typeof reply !== 'object' || Array.isArray(reply) || typeof reply.status !== 'string') {
+      return problem('bad-reply', 'a phx_reply payload is {"status": string, "response": ...}', preview(text))
+    }
   }
-  return { ok: true, frame: { join_ref, ref, topic, event, payload } }
+  return { ok: true, frame: { join_ref: join_ref as string | null, ref: ref as string | null, topic: topic as string, event: event as string, payload } }
 }
 
 /** Encodes a frame with an object payload as V2 JSON text. */
 export function encodeTextFrame(frame: Frame): string {
+  // Only JSON payloads: a binary payload goes through encodeBinaryToClient/ToServer.
   return JSON.stringify([frame.join_ref, frame.ref, frame.topic, frame.event, frame.payload])
 }
 

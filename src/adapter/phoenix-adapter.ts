@@ -8,7 +8,7 @@
  * link's handlers; phoenix.js drops those with an outdated join_ref (channel.js isMember), and
  * the socket-level listener here reports them.
  */
-import { Socket, type Channel, type Push } from 'phoenix'
+import { Serializer, Socket, type Channel, type Push } from 'phoenix'
 import { fromCallback } from 'xstate'
 import type { AttachOrigin, ChannelEvent } from '../../machines/channel.js'
 import type { ConnectionEvent } from '../../machines/connection.js'
@@ -25,6 +25,7 @@ import {
   HEARTBEAT_TOPIC,
   parseControlSignal,
   SUPERSEDE_EVENT,
+  type Frame,
   type Payload,
 } from '../protocol.js'
 import {
@@ -113,8 +114,10 @@ export interface AdapterConfig {
 
 /** Rejection of an app channel push. */
 export interface PushFailure {
-  code: 'PUSH_TIMEOUT' | 'PUSH_REJECTED' | 'TRANSPORT_LOST'
+  code: 'PUSH_TIMEOUT' | 'PUSH_REJECTED' | 'TRANSPORT_LOST' | 'PUSH_INVALID'
   response: unknown
+  /** Why a push could not be encoded, for PUSH_INVALID. */
+  cause?: unknown
 }
 
 interface Attachment {
@@ -133,6 +136,10 @@ class TransportHandle {
   ws: WebSocket | null = null
   refusal: RefusedUpgrade | null = null
   lastError: string | null = null
+  /** ws's error code of the last socket error, e.g. WS_ERR_UNSUPPORTED_MESSAGE_LENGTH. */
+  lastErrorCode: string | null = null
+  /** Set by the encode hook when a push could not be encoded. */
+  encodeError: unknown = null
   heartbeatTimedOut = false
   ended = false
   wsClosed = false
@@ -161,7 +168,12 @@ function errorText(error: unknown): string {
   return String(error)
 }
 
-const isInternalEvent = (event: string) => event.startsWith('phx_') || event.startsWith('chan_reply_')
+/** Event names in phoenix's own namespaces; frames using them are checked by isExpected. */
+const RESERVED_EVENT = /^(phx_|chan_reply_)/
+/** The reserved events a Phoenix server sends to a channel (phoenix constants.js CHANNEL_EVENTS). */
+const SERVER_EVENTS = new Set<string>([CHANNEL_EVENTS.reply, CHANNEL_EVENTS.error, CHANNEL_EVENTS.close])
+/** Channel triggers that are phoenix's own bookkeeping (replies, errors, closes), not messages. */
+const isInternalEvent = (event: string) => RESERVED_EVENT.test(event)
 
 /**
  * One link's adapter. Provides the charts' I/O actors (`actors()`), delivers app data, and knows
@@ -212,11 +224,21 @@ export class PhoenixAdapter {
     }
   }
 
-  /** Resolves when every socket this adapter opened is closed and phoenix.js's teardown finished. */
-  async settled(): Promise<void> {
-    while (this.handles.size > 0) {
-      await Promise.all([...this.handles.values()].map((h) => h.closed))
+  /**
+   * Resolves when every socket this adapter opened, up to generation `upTo` (all by default),
+   * is closed and phoenix.js's teardown of it finished.
+   */
+  async settled(upTo = Number.POSITIVE_INFINITY): Promise<void> {
+    for (;;) {
+      const pending = [...this.handles.values()].filter((h) => h.origin.generation <= upTo)
+      if (pending.length === 0) return
+      await Promise.all(pending.map((h) => h.closed))
     }
+  }
+
+  /** Ends every transport now (the chart can no longer do it: it crashed). */
+  endAll(): void {
+    for (const handle of this.handles.values()) this.endTransport(handle)
   }
 
   /** Whether `topic` has a joined app attachment right now. */
@@ -236,8 +258,16 @@ export class PhoenixAdapter {
     if (!attachment || !attachment.joined) {
       return Promise.reject({ code: 'TRANSPORT_LOST', response: null } satisfies PushFailure)
     }
+    const handle = this.handles.get(attachment.origin.generation)
     return new Promise((resolve, reject) => {
+      if (handle) handle.encodeError = null
       const push = attachment.channel.push(event, payload as object, timeoutMs)
+      if (handle?.encodeError) {
+        push.cancelTimeout()
+        reject({ code: 'PUSH_INVALID', response: null, cause: handle.encodeError } satisfies PushFailure)
+        handle.encodeError = null
+        return
+      }
       const fail = (failure: PushFailure) => {
         attachment.pushes.delete(push)
         reject(failure)
@@ -311,6 +341,16 @@ export class PhoenixAdapter {
       reconnectAfterMs: () => NEVER,
       rejoinAfterMs: () => NEVER,
       binaryType: 'arraybuffer',
+      // phoenix.js encodes inside push(); a payload JSON cannot encode (a BigInt, a cycle) or a
+      // binary field over 255 bytes would throw out of it with a push timer armed. Caught here
+      // and turned into PUSH_INVALID by push().
+      encode: (message, callback) => {
+        try {
+          Serializer.encode(message, callback)
+        } catch (error) {
+          handle.encodeError = error
+        }
+      },
       decode: (raw, callback) => {
         const decoded =
           typeof raw === 'string' ? decodeTextFrame(raw, policy.maxFrameBytes) : decodeBinaryFromServer(raw, policy.maxFrameBytes)
@@ -333,6 +373,8 @@ export class PhoenixAdapter {
     socket.onOpen(() => this.emit({ type: 'socket.open', ...tag }))
     socket.onError((error) => {
       handle.lastError = errorText(error)
+      const code = (error as { error?: { code?: unknown } } | null)?.error?.code
+      handle.lastErrorCode = typeof code === 'string' ? code : null
     })
     socket.onClose((event: { code?: number; reason?: string }) => {
       const now = this.config.now()
@@ -349,9 +391,13 @@ export class PhoenixAdapter {
         return
       }
       const code = typeof event?.code === 'number' ? event.code : 1006
+      const error =
+        handle.lastErrorCode === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH'
+          ? `an inbound frame exceeded maxFrameBytes (${policy.maxFrameBytes} bytes); the link closed the socket with 1009 (message too big)`
+          : handle.lastError
       this.emit({
         type: 'socket.close',
-        reason: classifyClose({ code, reason: String(event?.reason ?? ''), error: handle.lastError }, origin.generation, now),
+        reason: classifyClose({ code, reason: String(event?.reason ?? ''), error }, origin.generation, now),
         ...tag,
       })
     })
@@ -374,34 +420,39 @@ export class PhoenixAdapter {
   }
 
   /**
-   * Checks a decoded frame against this transport's joins before phoenix.js dispatches it.
-   * A frame for a topic with no join, or with a join_ref that is not the current one, is
-   * reported (`socket.malformed`) and dropped: phoenix.js would drop it silently
-   * (channel.js isMember). Heartbeat replies and the tail of a leave pass.
+   * Checks a decoded frame against what this transport expects before phoenix.js dispatches it,
+   * because phoenix.js drops the rest silently (channel.js isMember, a reply with no pending
+   * push). Reported (`socket.malformed`) and dropped: a frame for a topic with no join or with a
+   * join_ref that is not current; a reply to a ref nothing waits for; an event in phoenix's own
+   * namespaces (`phx_*` other than reply/error/close, `chan_reply_*`); anything on the heartbeat
+   * topic but the reply to the pending heartbeat. The tail of a leave (its reply, phx_close) passes.
    */
-  private isExpected(handle: TransportHandle, frame: { topic: string; event: string; join_ref: string | null }): boolean {
-    if (frame.topic === HEARTBEAT_TOPIC) return true
-    const attachment = handle.attachments.get(frame.topic)
-    if (!attachment) {
-      if (handle.leftTopics.has(frame.topic) && (frame.event === CHANNEL_EVENTS.close || frame.event === CHANNEL_EVENTS.reply)) return false
-      this.emit({
-        type: 'socket.malformed',
-        detail: `${frame.event} for topic ${JSON.stringify(frame.topic)}, which this link has not joined on this transport`,
-        generation: handle.origin.generation,
-        epoch: handle.origin.epoch,
-      })
+  private isExpected(handle: TransportHandle, frame: Frame): boolean {
+    const report = (detail: string) => {
+      this.emit({ type: 'socket.malformed', detail, generation: handle.origin.generation, epoch: handle.origin.epoch })
       return false
+    }
+    const { topic, event, ref } = frame
+    if (topic === HEARTBEAT_TOPIC) {
+      if (event === CHANNEL_EVENTS.reply && ref !== null && ref === handle.socket?.pendingHeartbeatRef) return true
+      return report(`${event} on the heartbeat topic with ref ${String(ref)}, which answers no pending heartbeat`)
+    }
+    const attachment = handle.attachments.get(topic)
+    if (!attachment) {
+      if (handle.leftTopics.has(topic) && (event === CHANNEL_EVENTS.close || event === CHANNEL_EVENTS.reply)) return false
+      return report(`${event} for topic ${JSON.stringify(topic)}, which this link has not joined on this transport`)
+    }
+    if (RESERVED_EVENT.test(event) && !SERVER_EVENTS.has(event)) {
+      return report(`${event} on ${topic}: an event name phoenix reserves, not sent by a Phoenix server`)
     }
     const current = attachment.channel.joinRef()
     if (frame.join_ref !== null && current !== null && frame.join_ref !== current) {
-      if (attachment.leaving && frame.event === CHANNEL_EVENTS.close) return true
-      this.emit({
-        type: 'socket.malformed',
-        detail: `${frame.event} on ${frame.topic} with stale join_ref ${frame.join_ref} (current ${current})`,
-        generation: handle.origin.generation,
-        epoch: handle.origin.epoch,
-      })
-      return false
+      if (attachment.leaving && event === CHANNEL_EVENTS.close) return true
+      return report(`${event} on ${topic} with stale join_ref ${frame.join_ref} (current ${current})`)
+    }
+    if (event === CHANNEL_EVENTS.reply && !attachment.channel.bindings.some((b) => b.event === `chan_reply_${ref}`)) {
+      if (attachment.leaving) return false // the leave settled locally before its reply (channel.js leave)
+      return report(`phx_reply on ${topic} to ref ${String(ref)}, which no push of this link waits for`)
     }
     return true
   }
@@ -478,7 +529,22 @@ export class PhoenixAdapter {
     if (!handle?.socket || handle.ended) return null
     const base = { topic: origin.topic, generation: origin.generation, attachId: origin.attachId }
     const send = (event: ChannelEvent) => this.emit(event as ConnectionEvent)
-    const channel = handle.socket.channel(origin.topic, () => this.config.channelParams(origin.topic))
+    let params: object
+    try {
+      params = this.config.channelParams(origin.topic)
+    } catch (error) {
+      // The host's params function threw: this join attempt fails, typed; the chart retries it.
+      const reason: DisconnectReason = {
+        kind: 'other',
+        retryable: true,
+        detail: `the params function of channel ${origin.topic} threw: ${errorText(error)}`,
+        generation: origin.generation,
+        at: this.config.now(),
+      }
+      queueMicrotask(() => send({ type: 'channel.attachFailed', reason, ...base }))
+      return null
+    }
+    const channel = handle.socket.channel(origin.topic, params)
     const joinTimeoutMs = this.config.channelJoinTimeoutMs
     const attachment: Attachment = { topic: origin.topic, channel, origin, leaving: false, joined: false, pushes: new Map(), leavePush: null }
     handle.attachments.set(origin.topic, attachment)

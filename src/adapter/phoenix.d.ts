@@ -39,9 +39,17 @@ declare module 'phoenix' {
     /** Overridable hook phoenix.js calls for every message before its bindings; must return the payload. */
     onMessage: (event: string, payload: unknown, ref?: unknown, joinRef?: unknown) => unknown
     socket: Socket
+    /** @internal The channel's bindings; replies wait as `chan_reply_<ref>` (channel.js, push.js). */
+    bindings: Array<{ event: string; ref: number }>
     /** @internal */ joinRef(): string | null
     /** @internal */ joinPush: Push
     /** @internal */ rejoinTimer: { reset(): void }
+  }
+
+  /** The V2 JSON serializer (serializer.js). */
+  export const Serializer: {
+    encode(message: object, callback: (encoded: string | ArrayBuffer) => void): void
+    decode(raw: string | ArrayBuffer, callback: (decoded: unknown) => void): void
   }
 
   export class Socket {
@@ -61,5 +69,6 @@ declare module 'phoenix' {
     /** @internal */ remove(channel: Channel): void
     /** @internal */ conn: unknown
     /** @internal The last ref made (socket.js makeRef). */ ref: number
+    /** @internal The ref of the heartbeat awaiting its reply (socket.js sendHeartbeat). */ pendingHeartbeatRef: string | null
   }
 }

@@ -10,6 +10,8 @@ export type PushErrorCode =
   | 'TRANSPORT_LOST'
   /** The channel was left or dropped, or the link stopped, before the push could be sent. */
   | 'CHANNEL_CLOSED'
+  /** The payload could not be encoded (not JSON-serialisable, or a binary field over 255 bytes); `cause` says why. */
+  | 'PUSH_INVALID'
 
 /**
  * A push on an app channel failed; `code` says how. A push made while the channel is not joined
@@ -25,8 +27,12 @@ export class PushError extends PhoenixLinkError {
   /** The server's reply payload for `PUSH_REJECTED`. */
   readonly response: unknown
 
-  constructor(code: PushErrorCode, topic: string, event: string, response: unknown = null) {
-    super(code, `push ${JSON.stringify(event)} on ${JSON.stringify(topic)} failed: ${code}`)
+  constructor(code: PushErrorCode, topic: string, event: string, response: unknown = null, cause?: unknown) {
+    super(
+      code,
+      `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)} failed: ${code}${cause instanceof Error ? ` (${cause.message})` : ''}`,
+      cause === undefined ? undefined : { cause },
+    )
     this.name = 'PushError'
     this.code = code
     this.topic = topic

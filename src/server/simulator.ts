@@ -474,12 +474,24 @@ export class PlatformSimulator extends EventEmitter {
     if (this.held) {
       this.held.push(() => {
         if (socket.destroyed || this.stopping) socket.destroy()
-        else this.answerUpgrade(req, socket, head)
+        else this.answerUpgradeSafely(req, socket, head)
       })
       this.changed()
       return
     }
-    this.answerUpgrade(req, socket, head)
+    this.answerUpgradeSafely(req, socket, head)
+  }
+
+  /** A request the simulator cannot parse gets HTTP 400; nothing a client sends can stop the server. */
+  private answerUpgradeSafely(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    try {
+      this.answerUpgrade(req, socket, head)
+    } catch (error) {
+      this.logger.warn('bad upgrade request', { error: (error as Error).message })
+      if (!socket.destroyed) {
+        this.refuse(socket, { status: 400, body: JSON.stringify({ error: { code: 'bad_request', message: (error as Error).message } }) }, null, 'unparsable request')
+      }
+    }
   }
 
   private answerUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -619,7 +631,14 @@ export class PlatformSimulator extends EventEmitter {
     }
     const frame = decoded.frame
     c.record('in', frame, isBinary ? `<binary ${bytes.length} bytes>` : bytes.toString('utf8'))
-    this.dispatch(c, frame)
+    try {
+      this.dispatch(c, frame)
+    } catch (error) {
+      // A push handler or join hook that throws is the simulated channel crashing: phx_error.
+      c.problems.push(`handler error on ${frame.topic} ${frame.event}: ${(error as Error).message}`)
+      this.logger.warn('handler threw', { socket: c.id, topic: frame.topic, error: (error as Error).message })
+      c.send({ join_ref: frame.join_ref, ref: frame.join_ref, topic: frame.topic, event: CHANNEL_EVENTS.error, payload: { reason: 'channel_crash' } })
+    }
     this.changed()
   }
 

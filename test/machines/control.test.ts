@@ -18,7 +18,7 @@ function harness(handler: (q: QueuedSignal) => Promise<void>) {
       enqueue: {
         actions: sendTo('c', ({ event }) => {
           const e = event as { id: string | null; seq: number }
-          return { type: 'control.enqueue' as const, signal: { correlationId: e.id }, sequence: e.seq }
+          return { type: 'control.enqueue' as const, signal: { correlationId: e.id }, sequence: e.seq, epoch: 1 }
         }),
       },
       'control.*': { actions: assign({ reports: ({ context, event }) => [...context.reports, event as ControlReport] }) },

@@ -24,8 +24,8 @@ describe('text frames', () => {
       ['[1,2,3]', 'wrong-arity'],
       ['[null,null,"t","e",{},6]', 'wrong-arity'],
       ['[1,null,"t","e",{}]', 'wrong-types'],
-      ['[null,null,"t","e",[]]', 'wrong-types'],
-      ['[null,null,"t","e",null]', 'wrong-types'],
+      ['[null,null,7,"e",{}]', 'wrong-types'],
+      ['[null,null,"t",{},{}]', 'wrong-types'],
       ['[null,"1","t","phx_reply",{"response":{}}]', 'bad-reply'],
     ]
     for (const [text, kind] of cases) {
@@ -34,6 +34,9 @@ describe('text frames', () => {
       if (!r.ok) expect(r.problem.kind, text).toBe(kind)
     }
     expect(decodeTextFrame('x'.repeat(50), 10)).toMatchObject({ ok: false, problem: { kind: 'too-large' } })
+    // Payloads other than objects are kept (a null supersede still means supersede); replies are checked.
+    expect(decodeTextFrame('[null,null,"t","e",null]')).toMatchObject({ ok: true, frame: { payload: null } })
+    expect(decodeTextFrame('[null,null,"t","e",[1]]')).toMatchObject({ ok: true, frame: { payload: [1] } })
   })
   it('never throw, and agree with the TextFrame schema', () => {
     fc.assert(

@@ -17,7 +17,12 @@ describe('a misbehaving server against the link', () => {
     ['a JSON object instead of an array', (c) => c.sendRaw('{"event":"x"}'), /not-array/],
     ['an array of the wrong arity', (c) => c.sendRaw('[null,null,"agent_control:agent-1","x"]'), /wrong-arity/],
     ['wrong element types', (c) => c.sendRaw('[1,2,3,4,5]'), /wrong-types/],
-    ['a payload that is not an object', (c) => c.sendRaw('[null,null,"agent_control:agent-1","agent.control","stop"]'), /wrong-types/],
+    ['an agent.control payload that is not an object', (c, ref) => c.sendRaw(JSON.stringify([ref, null, 'agent_control:agent-1', 'agent.control', 'stop'])), /agent\.control payload ignored/],
+    ['a phx_reply to a ref nothing waits for', (c, ref) => c.sendRaw(JSON.stringify([ref, '9999', 'agent_control:agent-1', 'phx_reply', { status: 'ok', response: {} }])), /no push of this link waits for/],
+    ['a reserved event name (phx_custom)', (c, ref) => c.sendRaw(JSON.stringify([ref, null, 'agent_control:agent-1', 'phx_custom', {}])), /phoenix reserves/],
+    ['a reserved event name (chan_reply_7)', (c, ref) => c.sendRaw(JSON.stringify([ref, null, 'agent_control:agent-1', 'chan_reply_7', {}])), /phoenix reserves/],
+    ['a push on the heartbeat topic', (c) => c.sendRaw(JSON.stringify([null, null, 'phoenix', 'news', {}])), /heartbeat topic/],
+    ['a heartbeat reply to an unknown ref', (c) => c.sendRaw(JSON.stringify([null, '424242', 'phoenix', 'phx_reply', { status: 'ok', response: {} }])), /answers no pending heartbeat/],
     ['a phx_reply without a status', (c) => c.sendRaw('[null,"99","agent_control:agent-1","phx_reply",{"response":{}}]'), /bad-reply/],
     ['a binary frame with sizes past its end', (c) => c.sendRaw(new Uint8Array([0, 200, 200, 200, 1])), /bad-binary/],
     ['a binary frame of an unknown kind', (c) => c.sendRaw(new Uint8Array([7, 1, 2, 3])), /bad-binary/],
@@ -96,7 +101,7 @@ describe('a misbehaving client against the simulator', () => {
     const sim = await world().sim()
     const link = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
     await link.connect()
-    for (const [i, bad] of ['garbage', '[1,2]', '{"a":1}', '[null,null,"t","e",[]]'].entries()) {
+    for (const [i, bad] of ['garbage', '[1,2]', '{"a":1}', '[1,2,3,4,5]'].entries()) {
       const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&vsn=2.0.0`, { headers: { 'x-api-key': 'key-1' } })
       await new Promise<void>((resolve, reject) => {
         ws.once('open', () => resolve())
@@ -124,14 +129,13 @@ describe('a misbehaving client against the simulator', () => {
     })
     expect(status).toBe(403)
     await new Promise<void>((resolve) => (noKey.readyState === WebSocket.CLOSED ? resolve() : noKey.once('close', () => resolve())))
-    const link = world().link(sim)
-    await link.connect()
-    const conn = sim.live('agent-1')[0]!
-    conn.frames.length = 0
-    ;(link as unknown as { adapter: { handles: Map<number, { ws: WebSocket }> } }).adapter.handles.values().next().value!.ws.send(
-      JSON.stringify(['50', '50', controlTopic('agent-2'), 'phx_join', {}]),
-    )
-    await sim.waitFor(() => conn.frames.some((f) => f.dir === 'out' && f.frame?.ref === '50'))
-    expect(conn.frames.find((f) => f.dir === 'out' && f.frame?.ref === '50')!.frame!.payload).toEqual({ status: 'error', response: { reason: 'unauthorized' } })
+    const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&vsn=2.0.0`, { headers: { 'x-api-key': 'key-1' } })
+    const reply = new Promise<unknown>((resolve) => ws.on('message', (data) => resolve(JSON.parse(String(data)))))
+    await new Promise<void>((resolve) => ws.once('open', () => resolve()))
+    ws.send(JSON.stringify(['50', '50', controlTopic('agent-2'), 'phx_join', {}]))
+    expect(await reply).toEqual(['50', '50', controlTopic('agent-2'), 'phx_reply', { status: 'error', response: { reason: 'unauthorized' } }])
+    const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()))
+    ws.close(1000)
+    await closed
   })
 })

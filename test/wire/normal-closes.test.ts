@@ -81,16 +81,20 @@ describe('rule: a normal close reconnects (scenarios 1-4)', () => {
     }
   })
 
-  it('a client-started normal close of the transport (not disconnect()) reconnects (scenario 4)', async () => {
+  it('a client-started close of the transport (not disconnect()) reconnects (scenario 4)', async () => {
+    // An inbound frame over maxFrameBytes: the link's own socket closes itself with 1009.
     const sim = await world().sim()
-    const link = world().link(sim)
+    const link = world().link(sim, { policy: { transport: { maxFrameBytes: 1024 } } })
     await link.connect()
+    const d = next(link, 'disconnected')
     const r = next(link, 'reconnected')
-    // Something in the process closes the socket itself (not the link's disconnect()).
-    const handles = (link as unknown as { adapter: { handles: Map<number, { ws: { close(c: number, r: string): void } }> } }).adapter.handles
-    ;[...handles.values()][0]!.ws.close(1000, 'closed by someone else')
+    sim.control('agent-1', { mode: 'interrupt', reason: 'x'.repeat(4096) })
+    const { reason } = await d
+    expect(reason).toMatchObject({ retryable: true })
+    expect(JSON.stringify(reason)).toMatch(/exceeded maxFrameBytes \(1024 bytes\).*1009/)
     await r
     expect(sim.accepted('agent-1')).toHaveLength(2)
+    expect(sim.accepted('agent-1')[0]!.closeSeen?.code).toBe(1009)
   })
 })
 
