@@ -92,6 +92,8 @@ export type JoinOutcome = (
   | { reply: 'error'; response: Payload }
   /** Never reply: the client's join times out. */
   | { reply: 'none' }
+  /** Hold the join until the test answers it with {@link PlatformSimulator.answerHeldJoin}. */
+  | { reply: 'hold' }
 ) & {
   /** Runs just before the reply is sent (same tick, so same TCP read for the client): e.g. a supersede push. */
   before?: (connection: SimConnection) => void
@@ -157,7 +159,8 @@ export class PlatformSimulator extends EventEmitter {
   private readonly joinRules: Array<{ match: string | RegExp; outcome: JoinOutcome; times: number }> = []
   private readonly cooldowns = new Map<string, number>()
   private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
-  private held: Array<() => void> | null = null
+  private held: Array<(refusal?: UpgradeRefusal) => void> | null = null
+  private readonly heldJoinFrames: Array<{ connection: SimConnection; frame: Frame }> = []
   private nextSocket = 1
   private boundPort = 0
   private stopping: Promise<void> | null = null
@@ -265,6 +268,40 @@ export class PlatformSimulator extends EventEmitter {
   /** Upgrades held by {@link holdUpgrades}, not yet answered. */
   get heldUpgrades(): number {
     return this.held?.length ?? 0
+  }
+
+  /**
+   * Answers the oldest upgrade held by {@link holdUpgrades} (others stay held): accepted, or
+   * refused with `refusal`.
+   *
+   * @returns false when no upgrade is held.
+   */
+  answerHeldUpgrade(refusal?: UpgradeRefusal): boolean {
+    const answer = this.held?.shift()
+    if (!answer) return false
+    answer(refusal)
+    return true
+  }
+
+  /** Joins held by a `{ reply: 'hold' }` outcome, oldest first, on sockets still open. */
+  get heldJoins(): ReadonlyArray<{ connection: SimConnection; topic: string; joinRef: string }> {
+    return this.heldJoinFrames
+      .filter((j) => j.connection.state === 'open')
+      .map((j) => ({ connection: j.connection, topic: j.frame.topic, joinRef: j.frame.join_ref! }))
+  }
+
+  /**
+   * Answers the oldest held join of `topic` (on a socket still open) with `outcome`.
+   *
+   * @returns false when no join of that topic is held.
+   */
+  answerHeldJoin(topic: string, outcome: Exclude<JoinOutcome, { reply: 'hold' }>): boolean {
+    const index = this.heldJoinFrames.findIndex((j) => j.frame.topic === topic && j.connection.state === 'open')
+    if (index < 0) return false
+    const [held] = this.heldJoinFrames.splice(index, 1)
+    this.answerJoin(held!.connection, held!.frame, outcome)
+    this.changed()
+    return true
   }
 
   /** Replaces the handler of client pushes on app channels (default: reply ok with `{}`). */
@@ -472,8 +509,9 @@ export class PlatformSimulator extends EventEmitter {
       return
     }
     if (this.held) {
-      this.held.push(() => {
+      this.held.push((refusal) => {
         if (socket.destroyed || this.stopping) socket.destroy()
+        else if (refusal) this.refuse(socket, refusal, new URL(req.url ?? '/', 'http://simulator').searchParams.get(AGENT_ID_PARAM), 'scripted refusal of a held upgrade')
         else this.answerUpgradeSafely(req, socket, head)
       })
       this.changed()
@@ -687,6 +725,16 @@ export class PlatformSimulator extends EventEmitter {
       if (rule.times <= 0) this.joinRules.splice(this.joinRules.indexOf(rule), 1)
     }
     const outcome: JoinOutcome = rule?.outcome ?? { reply: 'ok' }
+    if (outcome.reply === 'hold') {
+      this.heldJoinFrames.push({ connection: c, frame })
+      this.changed()
+      return
+    }
+    this.answerJoin(c, frame, outcome)
+  }
+
+  private answerJoin(c: SimConnection, frame: Frame, outcome: Exclude<JoinOutcome, { reply: 'hold' }>): void {
+    if (c.state !== 'open' || frame.join_ref === null) return
     const previous = c.channels.get(frame.topic)
     if (outcome.reply === 'ok') c.channels.set(frame.topic, { topic: frame.topic, joinRef: frame.join_ref })
     outcome.before?.(c)
