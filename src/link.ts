@@ -4,6 +4,12 @@
  * into chart events, waits on the chart's states, and publishes what happened as typed events.
  */
 import { createActor, type Actor, type InspectionEvent, type Observer, fromPromise } from 'xstate'
+
+/** The scheduler interface XState uses for delays (xstate system.ts Clock); SimulatedClock implements it. */
+export interface Clock {
+  setTimeout(fn: (...args: unknown[]) => void, timeout: number): unknown
+  clearTimeout(id: unknown): void
+}
 import { channelMachine } from '../machines/channel.js'
 import { connectionMachine, type ConnectionEmitted, type ConnectionEvent } from '../machines/connection.js'
 import { controlMachine, type QueuedSignal } from '../machines/control.js'
@@ -57,6 +63,13 @@ export interface LinkOptions {
   allowInsecureTransport?: boolean
   /** Clock and random source; tests pass fixed ones. @default { now: Date.now, random: Math.random } */
   env?: Env
+  /**
+   * The scheduler of the charts' delays (backoff, rapid and stable windows, connect/join/leave
+   * timeouts): an XState `Clock` such as `new SimulatedClock()`, so a test advances chart time by
+   * hand while the sockets stay real. phoenix.js's own timers (heartbeat, push replies) are not
+   * affected. @default real timers
+   */
+  clock?: Clock
 }
 
 /** The link's events, by name. */
@@ -179,6 +192,7 @@ export class Link {
     const inspect = options.inspect
     const observe = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect)
     this.actor = createActor(machine, {
+      ...(options.clock ? { clock: options.clock } : {}),
       input: {
         env: this.env,
         policy: this.policy.connection,

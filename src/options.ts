@@ -25,6 +25,7 @@ export const LinkOptionsSchema = z
     params: z.record(z.string(), z.string(), { error: 'params must be an object of string values' }).optional(),
     allowInsecureTransport: z.boolean().optional(),
     env: z.object({ now: fn('env.now'), random: fn('env.random') }).optional(),
+    clock: z.object({ setTimeout: fn('clock.setTimeout'), clearTimeout: fn('clock.clearTimeout') }).loose().optional(),
   })
   .strict()
 

@@ -1,5 +1,6 @@
 /** SCENARIOS 21-27 on the real wire: the host's waits, cancellations, stops and restarts. */
 import { describe, expect, it } from 'vitest'
+import { SimulatedClock } from 'xstate'
 import { createServer, type Socket } from 'node:net'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { controlTopic } from '../../src/protocol.js'
@@ -81,6 +82,26 @@ describe('rule: cancelling a wait is not a stop', () => {
     await untilState(link, 'connected')
     await link.disconnect()
     expect((await run).ok).toBe(true)
+  })
+})
+
+describe('a simulated clock drives the chart delays', () => {
+  it('the backoff waits until the test advances chart time; sockets stay real', async () => {
+    const sim = await world().sim()
+    const clock = new SimulatedClock()
+    const link = world().link(sim, { clock })
+    await link.connect()
+    const d = next(link, 'disconnected')
+    sim.close({ agent: 'agent-1' }, 1012)
+    const { nextDelayMs } = await d
+    expect(link.state).toBe('reconnecting')
+    clock.increment(nextDelayMs! - 1)
+    expect(link.state).toBe('reconnecting')
+    const back = next(link, 'reconnected')
+    clock.increment(1)
+    expect(link.state).toBe('connecting')
+    await back
+    expect(sim.accepted('agent-1')).toHaveLength(2)
   })
 })
 
