@@ -218,6 +218,7 @@ export const connectionMachine = setup({
     })),
     leaveControlChannel: sendTo('controlChannel', { type: 'leave' }),
     flushControl: sendTo('control', { type: 'control.flush' }),
+    resetControl: sendTo('control', { type: 'control.reset' }),
     enqueueControlSignal: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'control.signal') return
       const sequence = context.signalSeq + 1
@@ -374,7 +375,7 @@ export const connectionMachine = setup({
     idle: {
       description: 'Nothing open; no session has started.',
       on: {
-        'host.connect': { target: 'session', actions: ['startSession', 'flushControl'] },
+        'host.connect': { target: 'session', actions: ['startSession', 'resetControl'] },
         'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
       },
     },
@@ -526,7 +527,7 @@ export const connectionMachine = setup({
       // Signals not yet handed to the handler are dropped (reported): the host stopped the agent.
       entry: ['announceEnded', 'flushControl'],
       on: {
-        'host.connect': { target: 'session', actions: ['startSession', 'flushControl'] },
+        'host.connect': { target: 'session', actions: ['startSession', 'resetControl'] },
         'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
       },
     },
@@ -535,8 +536,9 @@ export const connectionMachine = setup({
       description: 'A terminal reason ended the session; no transport, no timer. disconnect() sends nothing.',
       entry: 'announceEnded',
       on: {
-        'host.connect': { target: 'session', actions: ['startSession', 'flushControl'] },
-        'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
+        'host.connect': { target: 'session', actions: ['startSession', 'resetControl'] },
+        // Sends nothing on the wire; signals still waiting for the handler are dropped (the host stopped).
+        'host.disconnect': { actions: 'flushControl', meta: { rule: 'disconnect-always-succeeds' } },
       },
     },
   },

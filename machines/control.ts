@@ -19,7 +19,7 @@ export interface SignalLike {
 
 /** Control delivery policy. */
 export const DEFAULT_CONTROL_POLICY = {
-  /** Correlation ids remembered for deduplication. A count. @default 1024 — bounded memory for a days-long session. */
+  /** Correlation ids remembered for deduplication; 0 turns deduplication off. A count. @default 1024 — bounded memory for a days-long session. */
   dedupeWindow: 1024,
 }
 
@@ -30,8 +30,10 @@ export type ControlPolicy = typeof DEFAULT_CONTROL_POLICY
 export type ControlEvent =
   /** Connection chart: a valid `agent.control` signal arrived on the current transport of session `epoch`. */
   | { type: 'control.enqueue'; signal: SignalLike; sequence: number; epoch: number }
-  /** Connection chart: the host stopped the session or started a new one; signals not yet handed over are dropped. */
+  /** Connection chart: the host stopped the session; signals not yet handed over are dropped. */
   | { type: 'control.flush' }
+  /** Connection chart: a new session starts; signals of the old one are dropped and a handler still running is no longer waited for. */
+  | { type: 'control.reset' }
 
 /** What the control delivery chart reports to the connection chart. */
 export type ControlReport =
@@ -64,6 +66,11 @@ export interface ControlInput {
   policy: ControlPolicy
 }
 
+function forget(seen: string[], dropped: QueuedSignal[]): string[] {
+  const ids = new Set(dropped.map((q) => correlationOf(q.signal)).filter((id): id is string => id !== null))
+  return ids.size === 0 ? seen : seen.filter((id) => !ids.has(id))
+}
+
 const correlationOf = (signal: SignalLike) =>
   typeof signal.correlationId === 'string' && signal.correlationId !== '' ? signal.correlationId : null
 
@@ -94,11 +101,13 @@ export const controlMachine = setup({
     enqueue: assign(({ context, event }) => {
       if (event.type !== 'control.enqueue') return {}
       const id = correlationOf(event.signal)
-      const seen = id === null ? context.seen : [...context.seen, id].slice(-context.policy.dedupeWindow)
+      const window = context.policy.dedupeWindow
+      const seen = id === null || window === 0 ? context.seen : [...context.seen, id].slice(-window)
       return { queue: [...context.queue, { signal: event.signal, sequence: event.sequence, epoch: event.epoch }], seen }
     }),
-    dropAll: assign({ queue: [] }),
-    dropWaiting: assign({ queue: ({ context }) => context.queue.slice(0, 1) }),
+    // A dropped signal was never delivered: forget its correlation id so a resend is delivered.
+    dropAll: assign(({ context }) => ({ queue: [], seen: forget(context.seen, context.queue) })),
+    dropWaiting: assign(({ context }) => ({ queue: context.queue.slice(0, 1), seen: forget(context.seen, context.queue.slice(1)) })),
     reportAllDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue })),
     reportWaitingDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue.slice(1) })),
     dequeue: assign({ queue: ({ context }) => context.queue.slice(1) }),
@@ -129,7 +138,10 @@ export const controlMachine = setup({
     idle: {
       description: 'Nothing to deliver.',
       always: { guard: 'hasQueued', target: 'delivering' },
-      on: { 'control.flush': {} },
+      on: {
+        'control.flush': {},
+        'control.reset': { guard: 'hasQueued', actions: ['reportAllDropped', 'dropAll'] },
+      },
     },
     /** The handler is running for the head of the queue. */
     delivering: {
@@ -137,6 +149,9 @@ export const controlMachine = setup({
       on: {
         // The signal in the handler finishes; the ones waiting behind it are dropped and reported.
         'control.flush': { guard: 'hasWaiting', actions: ['reportWaitingDropped', 'dropWaiting'] },
+        // A new session does not wait for a handler of the old one: it is abandoned (its
+        // AbortSignal aborts) and reported with the rest.
+        'control.reset': { target: 'idle', actions: ['reportAllDropped', 'dropAll'] },
       },
       invoke: {
         src: 'deliverSignal',

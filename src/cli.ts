@@ -9,14 +9,14 @@ import { runDemo } from './cli/demo.js'
 import { runServe } from './cli/serve.js'
 
 function port(value: string): number {
-  const n = Number(value)
+  const n = value.trim() === '' ? Number.NaN : Number(value)
   if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('a port is a whole number in [0, 65535]')
   return n
 }
 
 function ms(value: string): number {
-  const n = Number(value)
-  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('milliseconds, a number >= 0')
+  const n = value.trim() === '' ? Number.NaN : Number(value)
+  if (!Number.isInteger(n) || n < 1 || n > 2 ** 31 - 1) throw new InvalidArgumentError('milliseconds, a whole number in [1, 2147483647]')
   return n
 }
 

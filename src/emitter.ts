@@ -1,15 +1,21 @@
 /**
- * A small typed event emitter with an async iterator, for the link's events. Listener errors are
- * caught and reported, never thrown into the link.
+ * The link's typed event emitter. Listeners run outside the chart's processing: events are
+ * queued and delivered in order on a microtask, so a listener that calls connect() or
+ * disconnect() sees a chart at rest, never one mid-transition with earlier commands still queued.
+ * Listener errors are caught and reported, never thrown into the link.
  */
 
 /** Removes the listener it was returned for. */
 export type Unsubscribe = () => void
 
-/** A typed emitter over an event map `{ name: payload }`. */
+type Tagged<Events> = { [K in keyof Events]: { type: K } & Events[K] }[keyof Events]
+
+/** A typed emitter over an event map `{ name: payload }`, delivering asynchronously and in order. */
 export class Emitter<Events extends { [K in keyof Events]: object }> {
   private readonly listeners = new Map<keyof Events, Set<(payload: never) => void>>()
-  private readonly anyListeners = new Set<(event: { [K in keyof Events]: { type: K } & Events[K] }[keyof Events]) => void>()
+  private readonly anyListeners = new Set<(event: Tagged<Events>) => void>()
+  private readonly queue: Array<Tagged<Events>> = []
+  private draining = false
 
   constructor(private readonly onListenerError: (error: unknown, type: keyof Events) => void) {}
 
@@ -31,61 +37,88 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
   }
 
   /** Calls `listener` for every event, as `{ type, ...payload }`. */
-  onAny(listener: (event: { [K in keyof Events]: { type: K } & Events[K] }[keyof Events]) => void): Unsubscribe {
+  onAny(listener: (event: Tagged<Events>) => void): Unsubscribe {
     this.anyListeners.add(listener)
     return () => this.anyListeners.delete(listener)
   }
 
-  /** Publishes an event to its listeners, then to the any-listeners. */
+  /** Queues an event; listeners get it on a microtask, after every event queued before it. */
   emit<K extends keyof Events>(type: K, payload: Events[K]): void {
-    const set = this.listeners.get(type)
-    if (set) {
-      for (const listener of [...set]) {
-        try {
-          ;(listener as (payload: Events[K]) => void)(payload)
-        } catch (error) {
-          this.onListenerError(error, type)
-        }
-      }
+    this.queue.push({ type, ...payload } as Tagged<Events>)
+    if (!this.draining) {
+      this.draining = true
+      queueMicrotask(() => this.drain())
     }
-    if (this.anyListeners.size > 0) {
-      const event = { type, ...payload } as { [K in keyof Events]: { type: K } & Events[K] }[keyof Events]
-      for (const listener of [...this.anyListeners]) {
-        try {
-          listener(event)
-        } catch (error) {
-          this.onListenerError(error, type)
-        }
+  }
+
+  private drain(): void {
+    // Events emitted by listeners join the end of the queue: every listener sees every event in order.
+    for (let event = this.queue.shift(); event; event = this.queue.shift()) {
+      const set = this.listeners.get(event.type)
+      if (set) {
+        for (const listener of [...set]) this.call(() => (listener as (payload: object) => void)(event), event.type)
       }
+      for (const listener of [...this.anyListeners]) this.call(() => listener(event), event.type)
+    }
+    this.draining = false
+  }
+
+  private call(fn: () => void, type: keyof Events): void {
+    try {
+      fn()
+    } catch (error) {
+      this.onListenerError(error, type)
     }
   }
 
   /**
-   * Iterates over every event from now on, as `{ type, ...payload }`, in order. Ends when
-   * `signal` aborts or the consumer breaks out of the loop. Events wait in memory until read.
+   * An async iterator over every event from the moment of this call, as `{ type, ...payload }`,
+   * in order. Ends when `signal` aborts, when the consumer breaks or calls `return()`, or, with
+   * `until`, right after the first event for which `until(event)` is true.
    */
-  async *iterate(signal?: AbortSignal): AsyncGenerator<{ [K in keyof Events]: { type: K } & Events[K] }[keyof Events]> {
-    type Item = { [K in keyof Events]: { type: K } & Events[K] }[keyof Events]
-    const queue: Item[] = []
-    let wake: (() => void) | null = null
-    const off = this.onAny((event) => {
-      queue.push(event)
-      wake?.()
-    })
-    const onAbort = () => wake?.()
-    signal?.addEventListener('abort', onAbort)
-    try {
-      while (!signal?.aborted) {
-        if (queue.length > 0) {
-          yield queue.shift()!
-          continue
-        }
-        await new Promise<void>((resolve) => (wake = resolve))
-        wake = null
-      }
-    } finally {
+  iterate(options: { signal?: AbortSignal; until?: (event: Tagged<Events>) => boolean } = {}): AsyncIterableIterator<Tagged<Events>> {
+    const { signal, until } = options
+    const buffer: Array<Tagged<Events>> = []
+    let waiting: ((result: IteratorResult<Tagged<Events>>) => void) | null = null
+    let finished = false
+    const finish = () => {
+      if (finished) return
+      finished = true
       off()
-      signal?.removeEventListener('abort', onAbort)
+      signal?.removeEventListener('abort', finish)
+      waiting?.({ value: undefined, done: true })
+      waiting = null
     }
+    const off = this.onAny((event) => {
+      if (finished) return
+      if (waiting) {
+        const resolve = waiting
+        waiting = null
+        resolve({ value: event, done: false })
+      } else {
+        buffer.push(event)
+      }
+      if (until?.(event)) {
+        finished = true
+        off()
+        signal?.removeEventListener('abort', finish)
+      }
+    })
+    if (signal?.aborted) finish()
+    else signal?.addEventListener('abort', finish)
+    const iterator: AsyncIterableIterator<Tagged<Events>> = {
+      next: () => {
+        if (buffer.length > 0) return Promise.resolve({ value: buffer.shift()!, done: false })
+        if (finished) return Promise.resolve({ value: undefined, done: true })
+        return new Promise((resolve) => (waiting = resolve))
+      },
+      return: () => {
+        buffer.length = 0
+        finish()
+        return Promise.resolve({ value: undefined, done: true })
+      },
+      [Symbol.asyncIterator]: () => iterator,
+    }
+    return iterator
   }
 }

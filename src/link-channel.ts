@@ -5,6 +5,10 @@
 import type { Payload } from './protocol.js'
 import type { DisconnectReason } from './reasons.js'
 import { PushError } from './errors/push-error.js'
+import { ConfigurationError } from './errors/configuration-error.js'
+
+/** Event names phoenix.js reserves for itself (channel.js, push.js). */
+const RESERVED_EVENT = /^(phx_|chan_reply_)/
 import type { PushFailure } from './adapter/phoenix-adapter.js'
 import type { Unsubscribe } from './emitter.js'
 
@@ -101,10 +105,18 @@ export class LinkChannel {
    * @param timeoutMs defaults to the transport policy's `pushTimeoutMs` (10000).
    * @throws {PushError} (rejects) `PUSH_TIMEOUT`, `PUSH_REJECTED` (error reply; `response` holds
    *   it), `TRANSPORT_LOST` (the join ended before a reply), `CHANNEL_CLOSED` (left or dropped,
-   *   or the link is not running a session: call connect() first; at once, not after the timeout).
+   *   or the link is not running a session: call connect() first; at once, not after the timeout),
+   *   `PUSH_INVALID` (a reserved event name such as phx_join, or a payload that cannot be encoded).
+   * @throws {ConfigurationError} (rejects) for a timeoutMs that is not a whole number in [1, 2^31-1].
    */
   async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number } = {}): Promise<unknown> {
     const timeoutMs = options.timeoutMs ?? this.host.pushTimeoutMs
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
+      throw new ConfigurationError(`push timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(timeoutMs)}`)
+    }
+    if (typeof event !== 'string' || event === '' || RESERVED_EVENT.test(event)) {
+      throw new PushError('PUSH_INVALID', this.topic, String(event), null, new Error('the event must be a non-empty string outside phoenix\'s phx_ and chan_reply_ names'))
+    }
     const started = performance.now()
     // Not sendable now and no join coming: the channel ended, or the link is not running a session.
     if (!this.active || !this.host.isRunning()) throw new PushError('CHANNEL_CLOSED', this.topic, event)
@@ -162,13 +174,17 @@ export class LinkChannel {
       this.releaseWaiters('CHANNEL_CLOSED')
       this.resolveEnded()
     }
-    for (const listener of this.statusListeners) {
-      try {
-        listener(status, reason)
-      } catch (error) {
-        this.host.reportError(error, `status listener on ${this.topic}`)
+    // Listeners run outside the chart's processing, in order (the change arrives mid-transition).
+    const listeners = [...this.statusListeners]
+    queueMicrotask(() => {
+      for (const listener of listeners) {
+        try {
+          listener(status, reason)
+        } catch (error) {
+          this.host.reportError(error, `status listener on ${this.topic}`)
+        }
       }
-    }
+    })
   }
 
   /** @internal The link stopped or ended: pushes waiting for a join fail now. */

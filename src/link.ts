@@ -25,11 +25,25 @@ import { LinkChannel, type ChannelStatus } from './link-channel.js'
 import { redact, redacting, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
-import { ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
+import { HEARTBEAT_TOPIC, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 
-/** A host's handler of control signals; the next signal waits until the returned promise settles. */
-export type ControlHandler = (signal: ControlSignal) => void | Promise<void>
+/**
+ * A host's handler of control signals; the next signal waits until the returned promise settles.
+ * `delivery.signal` aborts when the link stops waiting for this handler (a new session started
+ * while it still ran); `epoch` is the session the signal arrived in.
+ */
+export type ControlHandler = (
+  signal: ControlSignal,
+  delivery: { epoch: number; sequence: number; signal: AbortSignal },
+) => void | Promise<void>
+
+/** A state change as the link's internal waiters see it. */
+interface StateSeen {
+  state: LinkState
+  generation: number
+  epoch: number
+}
 
 /** Options of {@link createLink}. */
 export interface LinkOptions {
@@ -138,6 +152,8 @@ export class Link {
   private readonly channelParams = new Map<string, object | (() => object)>()
   private controlHandler: ControlHandler | undefined
   private lastState: LinkState = 'idle'
+  /** Internal waiters, told synchronously of every state change with the snapshot's numbers. */
+  private readonly watchers = new Set<(seen: StateSeen) => void>()
   private lostAt: number | null = null
   private readonly env: Env
   private crashed: Error | null = null
@@ -185,7 +201,7 @@ export class Link {
         controlChannel: io.controlChannel,
         channel: channelMachine.provide({ actors: { attachment: io.attachment } }),
         control: controlMachine.provide({
-          actors: { deliverSignal: fromPromise<void, QueuedSignal>(({ input }) => this.deliverSignal(input)) },
+          actors: { deliverSignal: fromPromise<void, QueuedSignal>(({ input, signal }) => this.deliverSignal(input, signal)) },
         }),
       },
     })
@@ -222,7 +238,8 @@ export class Link {
       }
     })
     this.actor.subscribe({
-      next: (snapshot) => this.onSnapshot(linkStateOf(snapshot.value)),
+      next: (snapshot) =>
+        this.onSnapshot({ state: linkStateOf(snapshot.value), generation: snapshot.context.generation, epoch: snapshot.context.epoch }),
       error: (error) => this.onCrash(error),
     })
     this.actor.start()
@@ -256,17 +273,17 @@ export class Link {
     this.assertUsable()
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
-    if (this.state === 'stopping') await this.until((s) => s !== 'stopping', signal)
+    if (this.state === 'stopping') await this.until((s) => s.state !== 'stopping', signal)
     if (this.state === 'connected') return
     const starting = this.state === 'idle' || this.state === 'stopped' || this.state === 'terminated'
-    const epoch = this.epoch
+    // The session this call waits for: the one host.connect starts (epoch + 1), even if the chart
+    // is busy and handles the event a moment later.
+    const epoch = starting ? this.epoch + 1 : this.epoch
     if (starting) this.send({ type: 'host.connect' })
     await this.until((s) => {
-      // A connect() made while the chart is busy (from a state listener) is queued: the old
-      // session's end must not settle it.
-      if (starting && this.epoch === epoch) return false
-      if (s === 'connected') return true
-      if (s === 'stopped' || s === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!)
+      if (s.epoch !== epoch) return false
+      if (s.state === 'connected') return true
+      if (s.state === 'stopped' || s.state === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!)
       return false
     }, signal)
   }
@@ -284,12 +301,12 @@ export class Link {
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
     const starting = this.state === 'idle'
-    const epoch = this.epoch
+    const epoch = starting ? this.epoch + 1 : this.epoch
     if (starting) this.send({ type: 'host.connect' })
     await this.until((s) => {
-      if (starting && this.epoch === epoch) return false
-      if (s === 'stopped') return true
-      if (s === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!)
+      if (s.epoch !== epoch) return s.epoch > epoch // a later session means this one was stopped
+      if (s.state === 'stopped') return true
+      if (s.state === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!)
       return false
     }, signal)
   }
@@ -306,8 +323,8 @@ export class Link {
     if (!this.crashed) {
       this.send({ type: 'host.disconnect' })
       await this.until((s) => {
-        if (s !== 'idle' && s !== 'stopped' && s !== 'terminated') return false
-        upTo = this.actor.getSnapshot().context.generation
+        if (s.state !== 'idle' && s.state !== 'stopped' && s.state !== 'terminated') return false
+        upTo = s.generation
         return true
       }).catch(() => {})
     }
@@ -325,6 +342,17 @@ export class Link {
     if (typeof topic !== 'string' || topic === '') throw new ConfigurationError('channel topic must be a non-empty string')
     if (topic.startsWith('agent_control:')) {
       throw new ConfigurationError(`${topic} is the control channel; the link joins it itself`)
+    }
+    if (topic === HEARTBEAT_TOPIC) throw new ConfigurationError('"phoenix" is the heartbeat topic, not a channel')
+    if (typeof params !== 'function') {
+      try {
+        JSON.stringify(params)
+      } catch (error) {
+        throw new ConfigurationError(`channel ${topic}: params must be JSON (${errorMessage(error)})`)
+      }
+      if (params === null || typeof params !== 'object' || Array.isArray(params)) {
+        throw new ConfigurationError(`channel ${topic}: params must be an object or a function returning one`)
+      }
     }
     const existing = this.channels.get(topic)
     if (existing?.active) return existing
@@ -365,13 +393,17 @@ export class Link {
   }
 
   /**
-   * Every event from now on, as `{ type, ...payload }`, in order, until `signal` aborts or the
-   * loop breaks.
+   * Every event from this call on, as `{ type, ...payload }`, in order, until `signal` aborts,
+   * the loop breaks, or (with `untilSessionEnds`) just after the `disconnected` event that ends
+   * the session (stopped or terminated). Events wait in memory until read.
    *
    * @example for await (const e of link.events({ signal })) if (e.type === 'disconnected') alert(e.reason)
    */
-  events(options: { signal?: AbortSignal } = {}): AsyncGenerator<LinkEvent> {
-    return this.emitter.iterate(options.signal) as AsyncGenerator<LinkEvent>
+  events(options: { signal?: AbortSignal; untilSessionEnds?: boolean } = {}): AsyncIterableIterator<LinkEvent> {
+    return this.emitter.iterate({
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.untilSessionEnds ? { until: (e: LinkEvent) => e.type === 'disconnected' && e.outcome !== 'reconnect' } : {}),
+    }) as AsyncIterableIterator<LinkEvent>
   }
 
   /** disconnect(), for `await using link = createLink(...)`. */
@@ -423,6 +455,7 @@ export class Link {
     this.#adapter.endAll()
     for (const channel of this.channels.values()) channel.failWaiting()
     this.lastState = 'terminated'
+    for (const watcher of [...this.watchers]) watcher({ state: 'terminated', generation: -1, epoch: -1 })
     this.emitter.emit('disconnected', { reason: this.crashReason, outcome: 'terminated', nextDelayMs: null, attempt: null, terminal: true })
     this.emitter.emit('state', { state: 'terminated', previous })
   }
@@ -436,38 +469,44 @@ export class Link {
     if (this.crashed) throw this.crashed
   }
 
-  /** Resolves when `check(state)` is true (it may throw to reject); re-checked on every state change. */
-  private until(check: (state: LinkState) => boolean, signal?: AbortSignal): Promise<void> {
+  /**
+   * Resolves when `check` is true for the state now or for a later state change (it may throw
+   * to reject). Told synchronously of every change, in order, with the snapshot's generation and
+   * epoch, so no state is missed however host code reenters the link.
+   */
+  private until(check: (seen: StateSeen) => boolean, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      let off: Unsubscribe = () => {}
       const onAbort = () => finish(() => reject(abortError(signal!)))
       const finish = (settle: () => void) => {
-        off()
+        this.watchers.delete(test)
         signal?.removeEventListener('abort', onAbort)
         settle()
       }
-      const test = () => {
+      const test = (seen: StateSeen) => {
         if (this.crashed) return finish(() => reject(this.crashed))
         try {
-          if (check(this.state)) finish(resolve)
+          if (check(seen)) finish(resolve)
         } catch (error) {
           finish(() => reject(error))
         }
       }
-      off = this.emitter.on('state', test)
+      this.watchers.add(test)
       signal?.addEventListener('abort', onAbort)
-      test()
+      const { generation, epoch } = this.actor.getSnapshot().context
+      test({ state: this.state, generation, epoch })
     })
   }
 
-  private onSnapshot(state: LinkState): void {
-    if (state === this.lastState) return
+  private onSnapshot(seen: StateSeen): void {
+    if (seen.state === this.lastState) return
     const previous = this.lastState
-    this.lastState = state
-    this.log.info(`state ${previous} -> ${state}`)
-    if (state === 'stopped' || state === 'terminated') for (const channel of this.channels.values()) channel.failWaiting()
-    this.emitter.emit('state', { state, previous })
+    this.lastState = seen.state
+    this.log.info(`state ${previous} -> ${seen.state}`)
+    if (seen.state === 'stopped' || seen.state === 'terminated') for (const channel of this.channels.values()) channel.failWaiting()
+    for (const watcher of [...this.watchers]) watcher(seen)
+    this.emitter.emit('state', { state: seen.state, previous })
   }
+
 
   private onChartEmitted(event: ConnectionEmitted): void {
     switch (event.type) {
@@ -538,11 +577,14 @@ export class Link {
     }
   }
 
-  private async deliverSignal(queued: QueuedSignal): Promise<void> {
+  private async deliverSignal(queued: QueuedSignal, abort: AbortSignal): Promise<void> {
+    // Run the host's handler outside the chart's processing (fromPromise starts it mid-transition).
+    await Promise.resolve()
+    if (abort.aborted) return
     const signal = queued.signal as ControlSignal
     this.emitter.emit('control', { signal, sequence: queued.sequence, epoch: queued.epoch })
     const handler = this.controlHandler
-    if (handler) await handler(signal)
+    if (handler) await handler(signal, { epoch: queued.epoch, sequence: queued.sequence, signal: abort })
   }
 }
 
@@ -580,6 +622,9 @@ function checkUrl(url: string, allowInsecure: boolean, apiKey: string): string {
   }
   if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') {
     throw new ConfigurationError(`url must start with ws:// or wss://, got ${parsed.protocol}//`)
+  }
+  if (parsed.search !== '' || parsed.hash !== '') {
+    throw new ConfigurationError('url must not carry a query string or a fragment: phoenix.js appends /websocket and its own params; pass extra params with the `params` option')
   }
   if (parsed.protocol === 'ws:' && !LOOPBACK.test(parsed.hostname) && !allowInsecure) {
     throw new ConfigurationError(

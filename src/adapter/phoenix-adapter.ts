@@ -145,7 +145,8 @@ class TransportHandle {
   wsClosed = false
   teardownDone = false
   readonly attachments = new Map<string, Attachment>()
-  readonly leftTopics = new Set<string>()
+  /** Topics this link left on this transport: the join_ref left and how many tail frames (leave reply, phx_close) may still come. */
+  readonly leftTopics = new Map<string, { joinRef: string | null; tails: number }>()
   readonly closed: Promise<void>
   private resolveClosed!: () => void
 
@@ -206,7 +207,7 @@ export class PhoenixAdapter {
       controlChannel: fromCallback<{ type: 'leave' }, Origin>(({ input, receive }) => {
         const attachment = this.attachControl(input)
         receive(() => {
-          if (attachment) this.leave(attachment, this.config.controlLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS)
+          if (attachment) this.leave(attachment, Math.min(NEVER, this.config.controlLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
         })
         return () => {
           if (attachment) this.release(attachment)
@@ -215,7 +216,7 @@ export class PhoenixAdapter {
       attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(({ input, receive }) => {
         const attachment = this.attachApp(input)
         receive(() => {
-          if (attachment) this.leave(attachment, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS)
+          if (attachment) this.leave(attachment, Math.min(NEVER, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
         })
         return () => {
           if (attachment) this.release(attachment)
@@ -439,7 +440,11 @@ export class PhoenixAdapter {
     }
     const attachment = handle.attachments.get(topic)
     if (!attachment) {
-      if (handle.leftTopics.has(topic) && (event === CHANNEL_EVENTS.close || event === CHANNEL_EVENTS.reply)) return false
+      const left = handle.leftTopics.get(topic)
+      if (left && left.tails > 0 && (event === CHANNEL_EVENTS.close || event === CHANNEL_EVENTS.reply) && frame.join_ref === left.joinRef) {
+        left.tails -= 1 // the expected tail of our own leave
+        return false
+      }
       return report(`${event} for topic ${JSON.stringify(topic)}, which this link has not joined on this transport`)
     }
     if (RESERVED_EVENT.test(event) && !SERVER_EVENTS.has(event)) {
@@ -503,7 +508,7 @@ export class PhoenixAdapter {
       return payload ?? {}
     }
     channel
-      .join(joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS)
+      .join(Math.min(NEVER, joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
       .receive('ok', () => {
         attachment.joined = true
         this.emit({ type: 'control.joinOk', ...tag })
@@ -555,8 +560,9 @@ export class PhoenixAdapter {
       if (!isInternalEvent(event)) app.message(origin.topic, event, payload as Payload, meta)
       return payload ?? {}
     }
+    handle.encodeError = null
     channel
-      .join(joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS)
+      .join(Math.min(NEVER, joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
       .receive('ok', () => {
         attachment.joined = true
         send({ type: 'channel.joinOk', ...base })
@@ -564,6 +570,18 @@ export class PhoenixAdapter {
       .receive('error', (response) =>
         send({ type: 'channel.joinError', reason: classifyJoinError(response, origin.generation, this.config.now()), ...base }),
       )
+    if (handle.encodeError) {
+      // The join frame could not be encoded (params with a BigInt or a cycle): this attempt fails, typed.
+      const reason: DisconnectReason = {
+        kind: 'other',
+        retryable: true,
+        detail: `the join params of channel ${origin.topic} cannot be encoded: ${errorText(handle.encodeError)}`,
+        generation: origin.generation,
+        at: this.config.now(),
+      }
+      handle.encodeError = null
+      queueMicrotask(() => send({ type: 'channel.attachFailed', reason, ...base }))
+    }
     channel.onError((payload) => {
       if (payload && typeof payload === 'object' && (payload as { source?: unknown }).source === 'transport') return
       attachment.joined = false
@@ -606,7 +624,8 @@ export class PhoenixAdapter {
     const handle = this.handles.get(attachment.origin.generation)
     if (handle?.attachments.get(attachment.topic) === attachment) {
       handle.attachments.delete(attachment.topic)
-      handle.leftTopics.add(attachment.topic)
+      if (attachment.leaving) handle.leftTopics.set(attachment.topic, { joinRef: channel.joinRef(), tails: 2 })
+      else handle.leftTopics.delete(attachment.topic)
     }
     if (this.apps.get(attachment.topic) === attachment) this.apps.delete(attachment.topic)
   }

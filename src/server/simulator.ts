@@ -181,6 +181,10 @@ export class PlatformSimulator extends EventEmitter {
       recordLimit: options.recordLimit ?? 5000,
       maxFrameBytes: options.maxFrameBytes ?? 8 * 1024 * 1024,
     }
+    const idle = this.options.idleTimeoutMs
+    if (idle !== null && !(Number.isInteger(idle) && idle >= 1 && idle <= 2 ** 31 - 1)) {
+      throw new RangeError(`idleTimeoutMs must be null or a whole number of milliseconds in [1, 2^31-1], got ${String(idle)}`)
+    }
     const flavor = SERVER_FLAVORS[this.options.flavor]
     if (!flavor) throw new RangeError(`unknown flavor ${String(options.flavor)}; use one of ${Object.keys(SERVER_FLAVORS).join(', ')}`)
     this.flavor = flavor
@@ -406,14 +410,26 @@ export class PlatformSimulator extends EventEmitter {
   /**
    * Resolves when `check()` is true, re-checking after every recorded change.
    *
-   * @throws {Error} (rejects) naming `what` when `timeoutMs` passes first.
+   * @throws {Error} (rejects) naming `what` when `timeoutMs` passes first, or with what `check` threw.
    */
   waitFor(check: () => boolean, options: { timeoutMs?: number; what?: string } = {}): Promise<void> {
-    if (check()) return Promise.resolve()
+    try {
+      if (check()) return Promise.resolve()
+    } catch (error) {
+      return Promise.reject(error)
+    }
     const timeoutMs = options.timeoutMs ?? 5000
     return new Promise((resolve, reject) => {
       const onChange = () => {
-        if (!check()) return
+        let done: boolean
+        try {
+          done = check()
+        } catch (error) {
+          cleanup()
+          reject(error)
+          return
+        }
+        if (!done) return
         cleanup()
         resolve()
       }

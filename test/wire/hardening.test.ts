@@ -209,3 +209,228 @@ describe('the simulator under bad requests', () => {
     })
   }
 })
+
+describe('reentrant host code (second review)', () => {
+  it('connect() from a stop listener: the disconnect() that stopped it still resolves', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const reconnecting = new Promise<unknown>((resolve) => {
+      const off = link.on('state', (e) => {
+        if (e.state !== 'stopped') return
+        off()
+        resolve(settle(link.connect()))
+      })
+    })
+    await link.disconnect()
+    expect(await reconnecting).toMatchObject({ ok: true })
+    expect(link.state).toBe('connected')
+  })
+
+  it('disconnect() then connect() from a control handler: the link ends connected, in call order', async () => {
+    const sim = await world().sim()
+    let done!: (v: unknown) => void
+    const result = new Promise((resolve) => (done = resolve))
+    const link = world().link(sim, {
+      onControl: async () => {
+        void link.disconnect()
+        done(await settle(link.connect()))
+      },
+    })
+    await link.connect()
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'x' })
+    expect(await result).toMatchObject({ ok: true })
+    expect(link.state).toBe('connected')
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
+  it('a signal dropped by disconnect() and resent in the next session is delivered', async () => {
+    const sim = await world().sim()
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const handled: string[] = []
+    let resent!: () => void
+    const resentHandled = new Promise<void>((resolve) => (resent = resolve))
+    const link = world().link(sim, {
+      onControl: async (s, delivery) => {
+        if (s.correlationId === 'slow') await gate
+        handled.push(`${s.correlationId}@${delivery.epoch}`)
+        if (s.correlationId === 'A' && delivery.epoch === 2) resent()
+      },
+    })
+    await link.connect()
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'slow' })
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'A' })
+    await waitFor(link.actor, (s) => s.context.signalSeq >= 2, { timeout: 4000 })
+    await link.disconnect()
+    release()
+    await link.connect()
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'A' })
+    await resentHandled
+    expect(handled).toEqual(['slow@1', 'A@2'])
+  })
+
+  it('disconnect() after a supersede drops the signals still waiting; none arrives after it resolves', async () => {
+    const sim = await world().sim()
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const handled: string[] = []
+    const link = world().link(sim, {
+      onControl: async (s) => {
+        if (s.correlationId === 's1') await gate
+        handled.push(s.correlationId!)
+      },
+    })
+    await link.connect()
+    for (const id of ['s1', 's2', 's3']) sim.control('agent-1', { mode: 'stop', correlation_id: id })
+    await waitFor(link.actor, (s) => s.context.signalSeq >= 3, { timeout: 4000 })
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    await link.disconnect()
+    release()
+    await link.connect() // a new session; s1's handler finished meanwhile
+    expect(handled).toEqual(['s1'])
+  })
+
+  it('a handler stuck in an old session is abandoned (its signal aborts) and the new session gets its signals', async () => {
+    const sim = await world().sim()
+    const aborted: boolean[] = []
+    let gotNew!: () => void
+    const newDelivered = new Promise<void>((resolve) => (gotNew = resolve))
+    const link = world().link(sim, {
+      onControl: async (s, delivery) => {
+        if (s.correlationId === 'stuck') {
+          await new Promise<void>((resolve) => delivery.signal.addEventListener('abort', () => resolve()))
+          aborted.push(delivery.signal.aborted)
+          return
+        }
+        gotNew()
+      },
+    })
+    await link.connect()
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'stuck' })
+    await next(link, 'control')
+    await link.disconnect()
+    await link.connect()
+    sim.control('agent-1', { mode: 'play', correlation_id: 'fresh' })
+    await newDelivered
+    expect(aborted).toEqual([true])
+  })
+
+  it('link.events() sees events from the moment it is called, return() ends it, and untilSessionEnds finishes it', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const iterator = link.events({ untilSessionEnds: true })
+    await link.connect()
+    const first = await iterator.next()
+    expect(first.value).toMatchObject({ type: 'state', state: 'connecting' })
+    const seen: string[] = []
+    const consumed = (async () => {
+      for await (const e of iterator) seen.push(e.type === 'disconnected' ? `disconnected:${e.outcome}` : e.type)
+    })()
+    await link.disconnect()
+    await consumed
+    expect(seen).toContain('connected')
+    expect(seen.at(-1)).toBe('disconnected:stopped')
+    const other = link.events()
+    const pending = other.next()
+    await other.return!()
+    expect(await pending).toEqual({ value: undefined, done: true })
+  })
+})
+
+describe('strict inputs (second review)', () => {
+  it('push refuses a bad timeoutMs and reserved event names before sending anything', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    for (const timeoutMs of [Infinity, 2 ** 31, Number.NaN, -1, 0, 1.5]) {
+      await expect(room.push('x', {}, { timeoutMs })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+    }
+    for (const event of ['phx_join', 'phx_leave', 'phx_reply', 'chan_reply_3', '']) {
+      await expect(room.push(event, {})).rejects.toMatchObject({ code: 'PUSH_INVALID' })
+    }
+    expect(sim.live('agent-1')[0]!.frames.filter((f) => f.dir === 'in' && f.frame?.topic === 'room:1' && f.frame.event !== 'phx_join')).toEqual([])
+    expect(room.status).toBe('joined')
+  })
+
+  it('the largest allowed join timeout does not overflow into an immediate timeout', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { connection: { joinTimeoutMs: 2 ** 31 - 1 }, channel: { joinTimeoutMs: 2 ** 31 - 1 } } })
+    await link.connect()
+    link.channel('room:1')
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+  })
+
+  it('join params that cannot be encoded fail typed at channel() or at each join', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    expect(() => link.channel('room:1', { token: 10n })).toThrow(/params must be JSON/)
+    const cyclic: Record<string, unknown> = {}
+    cyclic.self = cyclic
+    await link.connect()
+    link.channel('room:2', () => cyclic)
+    const errored = await next(link, 'channel', { filter: (e) => e.status === 'errored' })
+    expect(errored.reason).toMatchObject({ kind: 'other', detail: expect.stringContaining('cannot be encoded') })
+  })
+
+  it('reserved topics and URLs with a query or fragment are refused at configuration', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    expect(() => link.channel('phoenix')).toThrow(/heartbeat topic/)
+    expect(() => world().link(sim, { url: `${sim.url}?x=1` })).toThrow(/query string or a fragment/)
+    expect(() => world().link(sim, { url: `${sim.url}#f` })).toThrow(/query string or a fragment/)
+  })
+
+  it('dedupeWindow 0 turns deduplication off and remembers nothing', async () => {
+    const sim = await world().sim()
+    const seen: string[] = []
+    let twice!: () => void
+    const both = new Promise<void>((resolve) => (twice = resolve))
+    const link = world().link(sim, {
+      policy: { control: { dedupeWindow: 0 } },
+      onControl: (s) => {
+        seen.push(s.correlationId!)
+        if (seen.length === 2) twice()
+      },
+    })
+    await link.connect()
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'same' })
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'same' })
+    await both
+    expect(link.actor.getSnapshot().children.control!.getSnapshot().context.seen).toEqual([])
+  })
+
+  it('a late frame on a topic the link left is reported once the leave tail has passed', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    const conn = sim.live('agent-1')[0]!
+    const joinRef = conn.channels.get('room:1')!.joinRef
+    await room.leave()
+    await sim.waitFor(() => conn.frames.some((f) => f.dir === 'out' && f.frame?.event === 'phx_close' && f.frame.topic === 'room:1'))
+    const ignored = next(link, 'ignored', { filter: (e) => e.detail.includes('room:1') })
+    conn.sendRaw(JSON.stringify([joinRef, joinRef, 'room:1', 'phx_close', {}]))
+    expect((await ignored).detail).toMatch(/has not joined/)
+  })
+
+  it('the simulator rejects waitFor when the check throws, and refuses an idle timeout that would overflow', async () => {
+    const sim = await world().sim()
+    await expect(sim.waitFor(() => {
+      throw new Error('bad check')
+    })).rejects.toThrow('bad check')
+    const later = sim.waitFor(() => {
+      if (sim.connections.length > 0) throw new Error('bad later')
+      return false
+    })
+    const link = world().link(sim)
+    await link.connect()
+    await expect(later).rejects.toThrow('bad later')
+    await expect(world().sim({ idleTimeoutMs: 1e11 })).rejects.toThrow(/idleTimeoutMs/)
+  })
+})
