@@ -424,13 +424,15 @@ describe('strict inputs (second review)', () => {
     await expect(sim.waitFor(() => {
       throw new Error('bad check')
     })).rejects.toThrow('bad check')
-    const later = sim.waitFor(() => {
-      if (sim.connections.length > 0) throw new Error('bad later')
-      return false
-    })
+    const later = expect(
+      sim.waitFor(() => {
+        if (sim.connections.length > 0) throw new Error('bad later')
+        return false
+      }),
+    ).rejects.toThrow('bad later')
     const link = world().link(sim)
     await link.connect()
-    await expect(later).rejects.toThrow('bad later')
+    await later
     await expect(world().sim({ idleTimeoutMs: 1e11 })).rejects.toThrow(/idleTimeoutMs/)
   })
 })
