@@ -7,23 +7,16 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
-import type { AnyStateMachine, StateNode } from 'xstate'
-import { channelMachine } from '../machines/channel.js'
-import { connectionMachine } from '../machines/connection.js'
-import { controlMachine } from '../machines/control.js'
-import { reconnectMachine } from '../machines/reconnect.js'
+import type { AnyStateMachine } from 'xstate'
+import { allNodes, CHARTS, transitionRows } from '../src/model/chart-info.js'
 import { DEFAULT_LINK_POLICY } from '../src/policy.js'
 import { CLOSE_CODES, DisconnectReason, JOIN_ERRORS, REASON_KINDS, UPGRADE_STATUSES } from '../src/reasons.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
-/** The shipped charts, by name. */
-export const CHARTS: Record<string, AnyStateMachine> = {
-  connection: connectionMachine,
-  channel: channelMachine,
-  reconnect: reconnectMachine,
-  control: controlMachine,
-}
+export { CHARTS, transitionRows }
+/** The charts as a plain record, for iteration by name. */
+const CHART_LIST: Record<string, AnyStateMachine> = CHARTS
 
 /** The lifecycle rules, each with the sentence and the tests that fail when it is removed. */
 export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string, name: string]> }> = [
@@ -86,78 +79,6 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
     ],
   },
 ]
-
-type AnyNode = StateNode<any, any>
-
-interface Row {
-  state: string
-  event: string
-  guard: string
-  target: string
-  actions: string
-  rule: string
-}
-
-function path(node: AnyNode): string {
-  return node.path.length === 0 ? '(root)' : node.path.join('.')
-}
-
-function name(value: unknown): string {
-  if (value === undefined || value === null) return ''
-  if (typeof value === 'string') return value
-  if (typeof value === 'object' && 'type' in (value as object)) return String((value as { type: unknown }).type)
-  if (typeof value === 'function') return (value as { name?: string }).name || '(inline)'
-  return String(value)
-}
-
-function eventLabel(eventType: string, delay?: unknown): string {
-  if (eventType.startsWith('xstate.after.')) return `after ${name(delay) || eventType.split('.')[2]}`
-  if (eventType.startsWith('xstate.done.actor.')) return `done ${eventType.slice('xstate.done.actor.'.length)}`
-  if (eventType.startsWith('xstate.error.actor.')) return `error ${eventType.slice('xstate.error.actor.'.length)}`
-  return eventType
-}
-
-/** Every state node of a chart, depth first, document order. */
-export function allNodes(machine: AnyStateMachine): AnyNode[] {
-  const out: AnyNode[] = []
-  const walk = (node: AnyNode) => {
-    out.push(node)
-    for (const child of Object.values(node.states) as AnyNode[]) walk(child)
-  }
-  walk(machine.root as AnyNode)
-  return out
-}
-
-/** Every transition of a chart (events, delays, always), with guard, target, actions and rule tag. */
-export function transitionRows(machine: AnyStateMachine): Row[] {
-  const rows: Row[] = []
-  for (const node of allNodes(machine)) {
-    const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, t.delay]))
-    for (const [eventType, list] of node.transitions as unknown as Map<string, Array<Record<string, unknown>>>) {
-      for (const t of list) {
-        rows.push({
-          state: path(node),
-          event: eventLabel(eventType, delays.get(eventType)),
-          guard: name(t.guard),
-          target: ((t.target as AnyNode[] | undefined) ?? []).map((n) => n.path.join('.')).join(', ') || '(stays)',
-          actions: ((t.actions as unknown[]) ?? []).map(name).join(', '),
-          rule: String((t.meta as { rule?: string } | undefined)?.rule ?? ''),
-        })
-      }
-    }
-    for (const t of (node.always ?? []) as unknown as Array<Record<string, unknown>>) {
-      rows.push({
-        state: path(node),
-        event: '(always)',
-        guard: name(t.guard),
-        target: ((t.target as AnyNode[] | undefined) ?? []).map((n) => n.path.join('.')).join(', ') || '(stays)',
-        actions: ((t.actions as unknown[]) ?? []).map(name).join(', '),
-        rule: String((t.meta as { rule?: string } | undefined)?.rule ?? ''),
-      })
-    }
-  }
-  return rows
-}
 
 /** A policy field as documented in its defaults object. */
 export interface PolicyDoc {
@@ -223,7 +144,7 @@ export function renderLifecycle(): string {
     '',
   )
   const tagged = new Map<string, string[]>()
-  for (const [chart, machine] of Object.entries(CHARTS)) {
+  for (const [chart, machine] of Object.entries(CHART_LIST)) {
     for (const row of transitionRows(machine)) {
       if (!row.rule) continue
       const list = tagged.get(row.rule) ?? []
@@ -242,7 +163,7 @@ export function renderLifecycle(): string {
     ),
     '',
   )
-  for (const [chart, machine] of Object.entries(CHARTS)) {
+  for (const [chart, machine] of Object.entries(CHART_LIST)) {
     parts.push(`## ${chart} chart (machines/${chart}.ts)`, '')
     parts.push(
       table(
@@ -252,12 +173,12 @@ export function renderLifecycle(): string {
           .map((n) => [
             `${n.path.join('.')}${n.type === 'final' ? ' (final)' : n.type === 'parallel' ? ' (parallel)' : ''}`,
             n.description ?? '',
-            (n.invoke ?? []).map((i: { id: string; src: unknown }) => `${i.id}${name(i.src) !== i.id ? ` (${name(i.src)})` : ''}`).join(', '),
+            (n.invoke ?? []).map((i: { id: string; src: unknown }) => `${i.id}${typeof i.src === 'string' && i.src !== i.id ? ` (${i.src})` : ''}`).join(', '),
           ]),
       ),
       '',
     )
-    const rootInvokes = ((machine.root as AnyNode).invoke ?? []).map((i: { id: string }) => i.id)
+    const rootInvokes = (machine.root.invoke ?? []).map((i: { id: string }) => i.id)
     if (rootInvokes.length > 0) parts.push(`The chart invokes ${rootInvokes.join(', ')} for its whole life.`, '')
     parts.push(
       table(

@@ -159,7 +159,7 @@ export class PlatformSimulator extends EventEmitter {
   private readonly joinRules: Array<{ match: string | RegExp; outcome: JoinOutcome; times: number }> = []
   private readonly cooldowns = new Map<string, number>()
   private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
-  private held: Array<(refusal?: UpgradeRefusal) => void> | null = null
+  private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> | null = null
   private readonly heldJoinFrames: Array<{ connection: SimConnection; frame: Frame }> = []
   private nextSocket = 1
   private boundPort = 0
@@ -265,7 +265,7 @@ export class PlatformSimulator extends EventEmitter {
     return () => {
       const held = this.held ?? []
       this.held = null
-      for (const answer of held) answer()
+      for (const { answer } of held) answer()
     }
   }
 
@@ -274,16 +274,22 @@ export class PlatformSimulator extends EventEmitter {
     return this.held?.length ?? 0
   }
 
+  /** Held upgrades of one agent. */
+  heldUpgradesOf(agentId: string): number {
+    return this.held?.filter((h) => h.agentId === agentId).length ?? 0
+  }
+
   /**
-   * Answers the oldest upgrade held by {@link holdUpgrades} (others stay held): accepted, or
-   * refused with `refusal`.
+   * Answers the oldest upgrade held by {@link holdUpgrades} (of `agentId`, when given; others stay
+   * held): accepted, refused with `refusal`, or `'drop'`: the TCP connection ends with no answer.
    *
    * @returns false when no upgrade is held.
    */
-  answerHeldUpgrade(refusal?: UpgradeRefusal): boolean {
-    const answer = this.held?.shift()
-    if (!answer) return false
-    answer(refusal)
+  answerHeldUpgrade(refusal?: UpgradeRefusal | 'drop', agentId?: string): boolean {
+    const index = this.held?.findIndex((h) => agentId === undefined || h.agentId === agentId) ?? -1
+    if (index < 0) return false
+    const [held] = this.held!.splice(index, 1)
+    held!.answer(refusal)
     return true
   }
 
@@ -454,7 +460,7 @@ export class PlatformSimulator extends EventEmitter {
     this.stopping = (async () => {
       const held = this.held ?? []
       this.held = null
-      for (const answer of held) answer()
+      for (const { answer } of held) answer('drop')
       for (const c of this.connections) {
         if (c.idleTimer) clearTimeout(c.idleTimer)
         c.idleTimer = null
@@ -525,10 +531,27 @@ export class PlatformSimulator extends EventEmitter {
       return
     }
     if (this.held) {
-      this.held.push((refusal) => {
-        if (socket.destroyed || this.stopping) socket.destroy()
-        else if (refusal) this.refuse(socket, refusal, new URL(req.url ?? '/', 'http://simulator').searchParams.get(AGENT_ID_PARAM), 'scripted refusal of a held upgrade')
-        else this.answerUpgradeSafely(req, socket, head)
+      let agentId: string | null = null
+      try {
+        agentId = new URL(req.url ?? '/', 'http://simulator').searchParams.get(AGENT_ID_PARAM)
+      } catch {
+        // answered (400) when released
+      }
+      // A client that gives up on a held upgrade closes its end: close ours and forget it.
+      const entry = {
+        agentId,
+        answer: (refusal?: UpgradeRefusal | 'drop') => {
+          if (socket.destroyed || this.stopping || refusal === 'drop') socket.destroy()
+          else if (refusal) this.refuse(socket, refusal, agentId, 'scripted refusal of a held upgrade')
+          else this.answerUpgradeSafely(req, socket, head)
+        },
+      }
+      this.held.push(entry)
+      socket.once('end', () => socket.destroy())
+      socket.once('close', () => {
+        const index = this.held?.indexOf(entry) ?? -1
+        if (index >= 0) this.held!.splice(index, 1)
+        this.changed()
       })
       this.changed()
       return

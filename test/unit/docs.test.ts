@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import ts from 'typescript'
+import type { AnyStateMachine } from 'xstate'
 import { CHARTS, policyDocs, renderLifecycle, renderReasons, RULES, transitionRows } from '../../scripts/docs-lib.js'
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')
@@ -70,7 +71,7 @@ describe('chart completeness', () => {
   ]
   for (const [chart, file, alias] of cases) {
     it(`every event the ${chart} chart declares is handled in some state`, () => {
-      const handled = new Set(transitionRows(CHARTS[chart]!).map((r) => r.event))
+      const handled = new Set(transitionRows((CHARTS as Record<string, AnyStateMachine>)[chart]!).map((r) => r.event))
       const declared = declaredEvents(file, alias)
       expect(declared.length).toBeGreaterThan(0)
       for (const event of declared) expect(handled.has(event), `${chart}: ${event} is declared but no state handles it`).toBe(true)

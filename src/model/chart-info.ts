@@ -1,0 +1,108 @@
+/**
+ * What a shipped chart contains, read from its definition: every state node and every
+ * transition (events, delays, eventless), with guard, target, actions and rule tag. The docs,
+ * the visual tools and the coverage report all read the charts through this file.
+ */
+import type { AnyStateMachine, StateNode } from 'xstate'
+import { channelMachine } from '../../machines/channel.js'
+import { connectionMachine } from '../../machines/connection.js'
+import { controlMachine } from '../../machines/control.js'
+import { reconnectMachine } from '../../machines/reconnect.js'
+
+/** The shipped charts, by name. */
+export const CHARTS = {
+  connection: connectionMachine,
+  channel: channelMachine,
+  reconnect: reconnectMachine,
+  control: controlMachine,
+} as const satisfies Record<string, AnyStateMachine>
+
+/** A chart name: `connection`, `channel`, `reconnect` or `control`. */
+export type ChartName = keyof typeof CHARTS
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyNode = StateNode<any, any>
+
+/** One transition of a chart, as the docs and the coverage report name it. */
+export interface TransitionRow {
+  /** Stable identity: source path, event, position among that event's transitions. */
+  key: string
+  /** Source state path (`(root)` for the machine itself). */
+  state: string
+  /** The event type, `after <delay>`, `(always)`, `done <actor>` or `error <actor>`. */
+  event: string
+  guard: string
+  /** Target state paths, or `(stays)`. */
+  target: string
+  actions: string
+  /** The lifecycle rule tag (`meta.rule`), if any. */
+  rule: string
+}
+
+/** The path of a state node as the docs print it: `session.online.connecting`, `(root)`. */
+export function nodePath(node: { path: string[] }): string {
+  return node.path.length === 0 ? '(root)' : node.path.join('.')
+}
+
+function name(value: unknown): string {
+  if (value === undefined || value === null) return ''
+  if (typeof value === 'string') return value
+  if (typeof value === 'object' && 'type' in (value as object)) return String((value as { type: unknown }).type)
+  if (typeof value === 'function') return (value as { name?: string }).name || '(inline)'
+  return String(value)
+}
+
+function eventLabel(eventType: string, delay?: unknown): string {
+  if (eventType.startsWith('xstate.after.')) return `after ${name(delay) || eventType.split('.')[2]}`
+  if (eventType.startsWith('xstate.done.actor.')) return `done ${eventType.slice('xstate.done.actor.'.length)}`
+  if (eventType.startsWith('xstate.error.actor.')) return `error ${eventType.slice('xstate.error.actor.'.length)}`
+  if (eventType === '') return '(always)'
+  return eventType
+}
+
+/** Every state node of a chart, depth first, in document order. */
+export function allNodes(machine: AnyStateMachine): AnyNode[] {
+  const out: AnyNode[] = []
+  const walk = (node: AnyNode) => {
+    out.push(node)
+    for (const child of Object.values(node.states) as AnyNode[]) walk(child)
+  }
+  walk(machine.root as AnyNode)
+  return out
+}
+
+/** The key of a transition definition: `source|eventType|index` among the source's transitions for that event. */
+export function transitionKey(source: AnyNode, eventType: string, index: number): string {
+  return `${source.id}|${eventType}|${index}`
+}
+
+/** Finds the key of a transition definition XState reports (inspection `_transitions`). */
+export function keyOf(definition: { source: AnyNode; eventType: string }): string {
+  const list =
+    definition.eventType === ''
+      ? ((definition.source.always ?? []) as unknown[])
+      : (((definition.source.transitions as unknown as Map<string, unknown[]>).get(definition.eventType) ?? []) as unknown[])
+  return transitionKey(definition.source, definition.eventType, Math.max(0, list.indexOf(definition)))
+}
+
+/** Every transition of a chart (events, delays, always), with guard, target, actions and rule tag. */
+export function transitionRows(machine: AnyStateMachine): TransitionRow[] {
+  const rows: TransitionRow[] = []
+  const row = (node: AnyNode, eventType: string, index: number, t: Record<string, unknown>, delay?: unknown): TransitionRow => ({
+    key: transitionKey(node, eventType, index),
+    state: nodePath(node),
+    event: eventLabel(eventType, delay),
+    guard: name(t.guard),
+    target: ((t.target as AnyNode[] | undefined) ?? []).map((n) => n.path.join('.')).join(', ') || '(stays)',
+    actions: ((t.actions as unknown[]) ?? []).map(name).join(', '),
+    rule: String((t.meta as { rule?: string } | undefined)?.rule ?? ''),
+  })
+  for (const node of allNodes(machine)) {
+    const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, t.delay]))
+    for (const [eventType, list] of node.transitions as unknown as Map<string, Array<Record<string, unknown>>>) {
+      list.forEach((t, i) => rows.push(row(node, eventType, i, t, delays.get(eventType))))
+    }
+    ;((node.always ?? []) as unknown as Array<Record<string, unknown>>).forEach((t, i) => rows.push(row(node, '', i, t)))
+  }
+  return rows
+}

@@ -1,0 +1,208 @@
+/**
+ * The test model of the connection chart: the stimuli a test world can apply in each state,
+ * each with the chart event it produces, derived from the shipped chart's own snapshot (so the
+ * model cannot drift from the chart). `wire` stimuli are the ones a real link and the simulator
+ * can produce in that state; `pure` adds the ones only a direct event can reach (a state that is
+ * transient on the wire, like `stopping`, whose leave settles at once).
+ *
+ * Every stimulus has a stable name; `phoenix-link paths` prints paths as these names.
+ */
+import { initialTransition, transition, type SnapshotFrom } from 'xstate'
+import { connectionMachine, type ConnectionEvent } from '../../machines/connection.js'
+import { linkStateOf, type LinkState } from '../../machines/status.js'
+import { suppressedReason } from '../../machines/types.js'
+import {
+  classifyClose,
+  classifyControlChannelLoss,
+  classifyJoinError,
+  classifySupersede,
+  classifyUpgrade,
+  heartbeatTimeout,
+  type DisconnectReason,
+} from '../reasons.js'
+
+/** A snapshot of the connection chart. */
+export type ConnectionSnapshot = SnapshotFrom<typeof connectionMachine>
+
+/** How the test world applies a stimulus. */
+export type StimulusKind =
+  /** The host calls the link (connect, disconnect). */
+  | 'host'
+  /** The simulator does something on the wire (close, refuse, push, answer a join). */
+  | 'server'
+  /** Chart time passes (a SimulatedClock advances by the delay). */
+  | 'clock'
+  /** A late event delivered into the running link exactly as a delayed adapter would. */
+  | 'inject'
+  /** Nothing to do: the chart's own follow-up (the reconnect chart's answer, a leave settling). */
+  | 'auto'
+
+/** One stimulus applicable in a state. */
+export interface Stimulus {
+  /** Stable name, e.g. `close 1001`, `upgrade 403`, `supersede`. */
+  name: string
+  kind: StimulusKind
+  /** The chart event it produces. */
+  event: ConnectionEvent
+}
+
+/** What a path step expects after its stimulus. */
+export interface Expectation {
+  /** The chart state value. */
+  value: unknown
+  /** The public link state. */
+  state: LinkState
+  /** `lastDisconnectReason.kind`, or null. */
+  reason: string | null
+  /** Close code or HTTP status of the reason, when it has one. */
+  code: number | null
+  generation: number
+  epoch: number
+}
+
+/** The close codes the model drives: normal closes of each server, restarts, an application code, a refusal. */
+export const MODEL_CLOSE_CODES = [1000, 1001, 1011, 1012, 1013, 4001, 1008] as const
+/** The upgrade statuses the model drives. */
+export const MODEL_UPGRADE_STATUSES = [400, 403, 409, 429, 503] as const
+
+const ENV = { now: () => 0, random: () => 0.5 }
+
+/** The chart's initial snapshot with a fixed clock and jitter. */
+export function initialModel(): ConnectionSnapshot {
+  return initialTransition(connectionMachine, { env: ENV })[0]
+}
+
+/** Applies a stimulus to a model snapshot (pure). */
+export function applyModel(snapshot: ConnectionSnapshot, stimulus: Stimulus): ConnectionSnapshot {
+  return transition(connectionMachine, snapshot, stimulus.event)[0]
+}
+
+/** What a snapshot shows the world. */
+export function expectationOf(snapshot: ConnectionSnapshot): Expectation {
+  const reason = snapshot.context.lastReason as DisconnectReason | null
+  const code =
+    reason && 'closeCode' in reason && typeof reason.closeCode === 'number'
+      ? reason.closeCode
+      : reason && 'status' in reason && typeof reason.status === 'number'
+        ? reason.status
+        : null
+  return {
+    value: snapshot.value,
+    state: linkStateOf(snapshot.value),
+    reason: reason?.kind ?? null,
+    code,
+    generation: snapshot.context.generation,
+    epoch: snapshot.context.epoch,
+  }
+}
+
+/** Serializes what distinguishes a model state: the state value, the last reason, and whether stale events exist. */
+export function serializeModel(snapshot: ConnectionSnapshot): string {
+  const e = expectationOf(snapshot)
+  return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}`
+}
+
+function afterEvent(delay: string, stateId: string): ConnectionEvent {
+  return { type: `xstate.after.${delay}.${stateId}` } as unknown as ConnectionEvent
+}
+
+/**
+ * The stimuli of a state. `mode: 'wire'` gives those a real link and the simulator can apply;
+ * `mode: 'pure'` all of them, for the chart-only paths.
+ */
+export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): Stimulus[] {
+  const { generation: g, epoch: e } = snapshot.context
+  const origin = { generation: g, epoch: e }
+  const state = linkStateOf(snapshot.value)
+  const value = JSON.stringify(snapshot.value)
+  const out: Stimulus[] = []
+  const add = (name: string, kind: StimulusKind, event: ConnectionEvent) => out.push({ name, kind, event })
+  const closes = () => {
+    for (const code of MODEL_CLOSE_CODES) add(`close ${code}`, 'server', { type: 'socket.close', reason: classifyClose({ code, reason: '' }, g, 0), ...origin })
+    add('drop', 'server', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, g, 0), ...origin })
+  }
+  const supersede = () => add('supersede', 'server', { type: 'control.supersede', reason: classifySupersede({ reason: 'session.already_connected' }, g, 0), ...origin })
+  const lateSupersede = (from: number) => {
+    // A supersede of this session read late from a transport already gone: still terminal.
+    if (from >= 1) add('late supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, from, 0), generation: from, epoch: e })
+  }
+  const stale = () => {
+    if (g > 1) add('stale close', 'inject', { type: 'socket.close', reason: classifyClose({ code: 1000, reason: '' }, g - 1, 0), generation: g - 1, epoch: e })
+    if (e > 1) add('earlier-session supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, g, 0), generation: g, epoch: e - 1 })
+  }
+  const host = () => {
+    add('host connect', 'host', { type: 'host.connect' })
+    add('host disconnect', 'host', { type: 'host.disconnect' })
+  }
+
+  switch (state) {
+    case 'idle':
+    case 'stopped':
+    case 'terminated':
+      host()
+      stale()
+      break
+    case 'connecting':
+      add('open', 'server', { type: 'socket.open', ...origin })
+      for (const status of MODEL_UPGRADE_STATUSES) {
+        add(`upgrade ${status}`, 'server', { type: 'socket.upgradeRejected', reason: classifyUpgrade({ status, retryAfter: status === 429 || status === 503 ? '1' : null }, g, 0), ...origin })
+      }
+      add('drop', 'server', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, g, 0), ...origin })
+      add('connect timeout', 'clock', afterEvent('connectTimeout', 'connection.session.online.connecting'))
+      add('host disconnect', 'host', { type: 'host.disconnect' })
+      lateSupersede(g - 1)
+      stale()
+      break
+    case 'joining':
+      add('join ok', 'server', { type: 'control.joinOk', ...origin })
+      add('join refused', 'server', { type: 'control.joinError', reason: classifyJoinError({ reason: 'unauthorized' }, g, 0), ...origin })
+      add('join crashed', 'server', { type: 'control.joinError', reason: classifyJoinError({ reason: 'join crashed' }, g, 0), ...origin })
+      add('join timeout', 'clock', afterEvent('joinTimeout', 'connection.session.online.attached.joining'))
+      closes()
+      supersede()
+      add('host disconnect', 'host', { type: 'host.disconnect' })
+      stale()
+      break
+    case 'connected':
+      closes()
+      add('heartbeat timeout', 'server', { type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(g, 0), ...origin })
+      add('control phx_error', 'server', { type: 'control.lost', reason: classifyControlChannelLoss('phx_error', {}, g, 0), ...origin })
+      add('control phx_close', 'server', { type: 'control.lost', reason: classifyControlChannelLoss('phx_close', {}, g, 0), ...origin })
+      supersede()
+      add('control signal', 'server', { type: 'control.signal', signal: { correlationId: null }, ...origin })
+      add('host disconnect', 'host', { type: 'host.disconnect' })
+      stale()
+      break
+    case 'stopping':
+      // On the wire phoenix.js settles a leave at once (channel.js leave), so stopping only ever
+      // sees the leave's own answer; the rest is reachable by direct events alone.
+      add('leave settles', 'auto', { type: 'control.left', ...origin })
+      if (mode === 'pure') {
+        add('leave timeout', 'clock', afterEvent('leaveTimeout', 'connection.session.online.attached.stopping'))
+        add('close 1000', 'server', { type: 'socket.close', reason: classifyClose({ code: 1000, reason: '' }, g, 0), ...origin })
+        add('control phx_error', 'server', { type: 'control.lost', reason: classifyControlChannelLoss('phx_error', {}, g, 0), ...origin })
+        add('heartbeat timeout', 'server', { type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(g, 0), ...origin })
+        add('control signal', 'server', { type: 'control.signal', signal: { correlationId: null }, ...origin })
+        add('host disconnect', 'host', { type: 'host.disconnect' })
+        supersede()
+      }
+      break
+    case 'reconnecting':
+      if (value.includes('deciding')) {
+        // The reconnect chart answers within the same turn: deciding is transient on the wire.
+        add('backoff chosen', 'auto', { type: 'reconnect.scheduled', delayMs: 0, attempt: 1 })
+        if (mode === 'pure') {
+          add('gave up', 'auto', { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', 10, g, 0) })
+          add('host disconnect', 'host', { type: 'host.disconnect' })
+          lateSupersede(g)
+        }
+      } else {
+        add('backoff elapsed', 'clock', { type: 'reconnect.due' })
+        add('host disconnect', 'host', { type: 'host.disconnect' })
+        lateSupersede(g)
+        stale()
+      }
+      break
+  }
+  return out
+}

@@ -1,0 +1,80 @@
+/**
+ * The lifecycle rules as oracles that do not come from the chart: given what held before a
+ * stimulus and what holds after it, each rule says what must be true, written from
+ * docs/design.md, not from machines/. Generated paths check them at every step, so a chart that
+ * agrees with itself but breaks a rule (a flipped guard, a dropped transition) fails a path.
+ */
+import type { Expectation } from '../../src/model/connection-model.js'
+
+const SESSION = new Set(['connecting', 'joining', 'connected', 'reconnecting', 'stopping'])
+
+/** Losses the design says are never a stop: they reconnect. */
+const RETRIED = new Set([
+  'close 1000',
+  'close 1001',
+  'close 1011',
+  'close 1012',
+  'close 1013',
+  'close 4001',
+  'drop',
+  'heartbeat timeout',
+  'control phx_error',
+  'control phx_close',
+  'join crashed',
+  'connect timeout',
+  'join timeout',
+  'upgrade 429',
+  'upgrade 503',
+])
+
+/** Refusals the design says end the session. */
+const REFUSALS = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'close 1008', 'join refused'])
+
+/** Returns the rule a step breaks, or null. `after` is what the link showed once the step settled. */
+export function ruleViolation(stimulus: string, before: Expectation, after: Expectation): string | null {
+  const same = JSON.stringify(before.value) === JSON.stringify(after.value) && before.reason === after.reason
+  if (stimulus === 'stale close' || stimulus === 'earlier-session supersede') {
+    return same ? null : `stale generations are ignored: ${stimulus} moved ${before.state} to ${after.state}`
+  }
+  if (stimulus === 'control signal') return same ? null : `control signals change no state: ${before.state} -> ${after.state}`
+  if (stimulus === 'supersede' || stimulus === 'late supersede') {
+    if (!SESSION.has(before.state)) return null
+    return after.state === 'terminated' && after.reason === 'superseded'
+      ? null
+      : `supersede is terminal: from ${before.state} it led to ${after.state} (${after.reason})`
+  }
+  if (REFUSALS.has(stimulus) && SESSION.has(before.state) && before.state !== 'stopping') {
+    return after.state === 'terminated' && after.reason === 'rejected'
+      ? null
+      : `a refusal is terminal: ${stimulus} led to ${after.state} (${after.reason})`
+  }
+  if (RETRIED.has(stimulus) && SESSION.has(before.state) && before.state !== 'stopping') {
+    return after.state === 'reconnecting'
+      ? null
+      : `a normal close or drop reconnects: ${stimulus} from ${before.state} led to ${after.state} (${after.reason})`
+  }
+  if (stimulus === 'host disconnect') {
+    if (before.state === 'terminated') {
+      return after.state === 'terminated' && after.reason === before.reason ? null : 'disconnect() after a terminal reason keeps it'
+    }
+    if (before.state === 'idle') return after.state === 'idle' ? null : `disconnect() from idle led to ${after.state}`
+    return after.state === 'stopped' || after.state === 'stopping'
+      ? null
+      : `disconnect() always stops: from ${before.state} it led to ${after.state}`
+  }
+  if (stimulus === 'leave settles' && before.state === 'stopping') {
+    return after.state === 'stopped' && after.reason === 'graceful' ? null : `a stop ends stopped (graceful), got ${after.state} (${after.reason})`
+  }
+  if (stimulus === 'host connect') {
+    if (before.state === 'idle' || before.state === 'stopped' || before.state === 'terminated') {
+      return after.state === 'connecting' && after.reason === null && after.epoch === before.epoch + 1
+        ? null
+        : `connect() starts a new session with the reason cleared: got ${after.state} (${after.reason}), epoch ${after.epoch}`
+    }
+    return same ? null : `connect() during a session changes nothing: ${before.state} -> ${after.state}`
+  }
+  if (before.state === 'terminated' || before.state === 'stopped' || before.state === 'idle') {
+    return same ? null : `only connect() leaves ${before.state}: ${stimulus} led to ${after.state}`
+  }
+  return null
+}
