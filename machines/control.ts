@@ -137,11 +137,8 @@ export const controlMachine = setup({
     /** Nothing to deliver. */
     idle: {
       description: 'Nothing to deliver.',
+      // The queue is empty here: a signal queued in idle leaves for delivering at once.
       always: { guard: 'hasQueued', target: 'delivering' },
-      on: {
-        'control.flush': {},
-        'control.reset': { guard: 'hasQueued', actions: ['reportAllDropped', 'dropAll'] },
-      },
     },
     /** The handler is running for the head of the queue. */
     delivering: {

@@ -86,7 +86,12 @@ export function validateReconnectPolicy(policy: ReconnectPolicy): ReconnectPolic
   if (!(policy.factor >= 1 && Number.isFinite(policy.factor))) {
     throw new RangeError(`reconnect.factor must be a finite number >= 1, got ${policy.factor}`)
   }
-  if (!(Number.isInteger(policy.rapidLimit) && policy.rapidLimit >= 1)) {
+  if (policy.stableAfterMs < policy.rapidWindowMs) {
+    throw new RangeError(
+      `reconnect.stableAfterMs (${policy.stableAfterMs}) must be at least reconnect.rapidWindowMs (${policy.rapidWindowMs}): a connection is stable only once it is no longer rapid`,
+    )
+  }
+    if (!(Number.isInteger(policy.rapidLimit) && policy.rapidLimit >= 1)) {
     throw new RangeError(`reconnect.rapidLimit must be a whole number >= 1, got ${policy.rapidLimit}`)
   }
   if (policy.maxAttempts !== null && !(Number.isInteger(policy.maxAttempts) && policy.maxAttempts >= 0)) {

@@ -54,7 +54,7 @@ interface Waiter {
 export class LinkChannel {
   /** Current status; see {@link ChannelStatus}. */
   status: ChannelStatus = 'joining'
-  /** Why it errored or was dropped, when it did. */
+  /** Why it last errored or was dropped; cleared when it joins again. */
   reason: DisconnectReason | null = null
 
   private readonly handlers = new Map<string, Set<MessageHandler>>()
@@ -168,7 +168,9 @@ export class LinkChannel {
   setStatus(status: ChannelStatus, reason: DisconnectReason | null): void {
     if (!this.active) return
     this.status = status
-    if (reason) this.reason = reason
+    // Like the chart's context: a join clears the reason, an error or a drop sets it, the rest keep it.
+    if (status === 'joined') this.reason = null
+    else if (reason) this.reason = reason
     if (status === 'joined') this.releaseWaiters(null)
     if (!this.active) {
       this.releaseWaiters('CHANNEL_CLOSED')

@@ -150,6 +150,8 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       add('drop', 'server', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, g, 0), ...origin })
       add('connect timeout', 'clock', afterEvent('connectTimeout', 'connection.session.online.connecting'))
       add('host disconnect', 'host', { type: 'host.disconnect' })
+      // The link sends no host.connect during a session; the chart ignores one anyway.
+      if (mode === 'pure') add('host connect', 'host', { type: 'host.connect' })
       lateSupersede(g - 1)
       stale()
       break
@@ -170,8 +172,12 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       add('control phx_close', 'server', { type: 'control.lost', reason: classifyControlChannelLoss('phx_close', {}, g, 0), ...origin })
       supersede()
       add('control signal', 'server', { type: 'control.signal', signal: { correlationId: null }, ...origin })
+      // The control delivery chart's other paths: a repeated correlation id, a handler that throws.
+      add('duplicate signal', 'server', { type: 'control.signal', signal: { correlationId: 'dup' }, ...origin })
+      add('failing signal', 'server', { type: 'control.signal', signal: { correlationId: 'fail' }, ...origin })
       add('host disconnect', 'host', { type: 'host.disconnect' })
       stale()
+      if (mode === 'pure') add('host connect', 'host', { type: 'host.connect' })
       break
     case 'stopping':
       // On the wire phoenix.js settles a leave at once (channel.js leave), so stopping only ever

@@ -1,95 +1,95 @@
 /**
- * Paths through the connection chart, generated with xstate/graph from the shipped chart: the
- * shortest path to every model state (getShortestPaths), then one path per stimulus offered in
- * that state, so every (state, stimulus) edge is the last step of some path. A wire path is
- * followed by the chart's own follow-ups (`auto` stimuli) until a state the world can hold.
+ * Paths through the shipped charts, generated with xstate/graph: the shortest path to every model
+ * state (getShortestPaths), then one path per stimulus offered there, so every (state, stimulus)
+ * edge is the last step of some path. A wire path is followed by the chart's own follow-ups
+ * (`auto` stimuli) until a state the world can hold. Paths that are the start of a longer one are
+ * dropped: the longer one crosses everything they do.
  */
 import { getShortestPaths } from 'xstate/graph'
-import { connectionMachine, type ConnectionEvent } from '../../machines/connection.js'
+import { initialTransition, transition, type AnyStateMachine, type EventObject, type SnapshotFrom } from 'xstate'
 import {
   applyModel,
   expectationOf,
   initialModel,
   serializeModel,
   stimuliOf,
-  type ConnectionSnapshot,
   type Expectation,
-  type Stimulus,
   type StimulusKind,
 } from './connection-model.js'
+import { channelModel, reconnectModel, type ChartModel } from './small-models.js'
 
-/** One step of a generated path: the stimulus and what the chart says must hold after it. */
-export interface PathStep {
+/** One step of a generated path: the stimulus and what the chart says holds after it. */
+export interface PathStep<E = unknown> {
   stimulus: string
   kind: StimulusKind
-  event: ConnectionEvent
-  expect: Expectation
+  event: EventObject
+  expect: E
 }
 
 /** A generated path from the chart's initial state. */
-export interface ModelPath {
+export interface ModelPath<E = Expectation> {
   /** The stimuli, joined with ` > `: a stable name. */
   name: string
-  steps: PathStep[]
+  steps: Array<PathStep<E>>
 }
 
-type Tagged = ConnectionEvent & { stimulus: string; kind: StimulusKind }
-
-const tag = (s: Stimulus): Tagged => ({ ...s.event, stimulus: s.name, kind: s.kind }) as Tagged
-
-function untag(event: Tagged): Stimulus {
-  const { stimulus, kind, ...rest } = event
-  return { name: stimulus, kind, event: rest as ConnectionEvent }
+/** A chart's test model, for {@link generatePaths}. */
+export interface PathModel<S, E> {
+  machine: AnyStateMachine
+  initial(): S
+  apply(snapshot: S, event: EventObject): S
+  stimuli(snapshot: S, mode: 'wire' | 'pure'): Array<{ name: string; kind: StimulusKind; event: EventObject }>
+  serialize(snapshot: S): string
+  /** What distinguishes one edge from another for coverage: by default the state value and the stimulus. */
+  edge(snapshot: S, stimulus: string): string
+  expect(snapshot: S): E
 }
 
-/**
- * Generates the connection chart's paths.
- *
- * @param mode `wire`: only stimuli a real link and the simulator can apply, each path ending in
- *   a state the world can hold; `pure`: every stimulus, for chart-only replay.
- */
-export function connectionPaths(mode: 'wire' | 'pure'): ModelPath[] {
-  const start = initialModel()
-  const statePaths = getShortestPaths(connectionMachine, {
+type Tagged = EventObject & { stimulus: string; kind: StimulusKind }
+
+/** Generates edge-covering paths of a chart model. */
+export function generatePaths<S, E>(model: PathModel<S, E>, mode: 'wire' | 'pure'): Array<ModelPath<E>> {
+  const start = model.initial()
+  const statePaths = getShortestPaths(model.machine, {
     fromState: start,
-    events: (snapshot: ConnectionSnapshot) => stimuliOf(snapshot, mode).map(tag),
-    serializeState: (snapshot: ConnectionSnapshot) => serializeModel(snapshot),
+    events: (snapshot: S) => model.stimuli(snapshot, mode).map((s) => ({ ...s.event, stimulus: s.name, kind: s.kind })),
+    serializeState: (snapshot: S) => model.serialize(snapshot),
     serializeEvent: (event: Tagged) => event.stimulus,
-  } as never) as unknown as Array<{ state: ConnectionSnapshot; steps: Array<{ state: ConnectionSnapshot; event: Tagged }> }>
+  } as never) as unknown as Array<{ steps: Array<{ event: Tagged }> }>
 
-  const byName = new Map<string, ModelPath>()
+  const byName = new Map<string, ModelPath<E>>()
   const covered = new Set<string>()
   const ordered = [...statePaths].sort((a, b) => a.steps.length - b.steps.length)
   for (const statePath of ordered) {
-    // getShortestPaths' first step is the initial state (event xstate.init).
-    const prefix = statePath.steps.filter((step) => (step.event.type as string) !== 'xstate.init').map((step) => untag(step.event))
-    // The stimuli of the end state come from the prefix replayed: its generation and epoch, not
-    // those of another path that serialised the same.
-    const end = prefix.reduce(applyModel, start)
-    for (const last of stimuliOf(end, mode)) {
-      // One path per (chart state, stimulus, whether stale events exist): the shortest one.
-      const edge = `${JSON.stringify(end.value)}|${end.context.generation > 1}|${end.context.epoch > 1}|${last.name}`
+    const prefix = statePath.steps
+      .filter((step) => step.event.type !== 'xstate.init')
+      .map((step) => {
+        const { stimulus, kind, ...event } = step.event
+        return { name: stimulus, kind, event: event as EventObject }
+      })
+    // The stimuli of the end state come from the prefix replayed, so their generation, epoch or
+    // attempt are this path's, not those of another path that serialised the same.
+    const end = prefix.reduce((s, p) => model.apply(s, p.event), start)
+    for (const last of model.stimuli(end, mode)) {
+      const edge = model.edge(end, last.name)
       if (covered.has(edge)) continue
       covered.add(edge)
-      const stimuli = [...prefix, last]
       let snapshot = start
-      const steps: PathStep[] = []
-      for (const stimulus of stimuli) {
-        snapshot = applyModel(snapshot, stimulus)
-        steps.push({ stimulus: stimulus.name, kind: stimulus.kind, event: stimulus.event, expect: expectationOf(snapshot) })
+      const steps: Array<PathStep<E>> = []
+      for (const stimulus of [...prefix, last]) {
+        snapshot = model.apply(snapshot, stimulus.event)
+        steps.push({ stimulus: stimulus.name, kind: stimulus.kind, event: stimulus.event, expect: model.expect(snapshot) })
       }
       if (mode === 'wire') {
-        // Follow the chart's own answers until the world can hold the state.
-        for (let auto = onlyAuto(snapshot); auto; auto = onlyAuto(snapshot)) {
-          snapshot = applyModel(snapshot, auto)
-          steps.push({ stimulus: auto.name, kind: auto.kind, event: auto.event, expect: expectationOf(snapshot) })
+        for (let auto = onlyAuto(model, snapshot); auto; auto = onlyAuto(model, snapshot)) {
+          snapshot = model.apply(snapshot, auto.event)
+          steps.push({ stimulus: auto.name, kind: auto.kind, event: auto.event, expect: model.expect(snapshot) })
         }
       }
       const name = steps.map((s) => s.stimulus).join(' > ')
       byName.set(name, { name, steps })
     }
   }
-  // A path that is the start of a longer one adds nothing the longer one does not cross.
   const names = [...byName.keys()]
   return names
     .filter((name) => !names.some((other) => other !== name && other.startsWith(`${name} > `)))
@@ -97,7 +97,45 @@ export function connectionPaths(mode: 'wire' | 'pure'): ModelPath[] {
     .sort((a, b) => a.steps.length - b.steps.length || a.name.localeCompare(b.name))
 }
 
-function onlyAuto(snapshot: ConnectionSnapshot): Stimulus | null {
-  const offered = stimuliOf(snapshot, 'wire')
+function onlyAuto<S, E>(model: PathModel<S, E>, snapshot: S) {
+  const offered = model.stimuli(snapshot, 'wire')
   return offered.length > 0 && offered.every((s) => s.kind === 'auto') ? offered[0]! : null
+}
+
+/** The connection chart's model (src/model/connection-model.ts) as a PathModel. */
+export const connectionModel: PathModel<ReturnType<typeof initialModel>, Expectation> = {
+  machine: initialModel().machine as unknown as AnyStateMachine,
+  initial: initialModel,
+  apply: (snapshot, event) => applyModel(snapshot, { name: '', kind: 'auto', event: event as never }),
+  stimuli: (snapshot, mode) => stimuliOf(snapshot, mode),
+  serialize: serializeModel,
+  edge: (snapshot, stimulus) => `${JSON.stringify(snapshot.value)}|${snapshot.context.generation > 1}|${snapshot.context.epoch > 1}|${stimulus}`,
+  expect: expectationOf,
+}
+
+/** The connection chart's paths. */
+export function connectionPaths(mode: 'wire' | 'pure'): Array<ModelPath<Expectation>> {
+  return generatePaths(connectionModel, mode)
+}
+
+/** A small chart's model as a PathModel, built on XState's pure transition functions. */
+function pathModelOf<M extends AnyStateMachine, E>(chart: ChartModel<M, E>): PathModel<SnapshotFrom<M>, E> {
+  return {
+    machine: chart.machine,
+    initial: () => initialTransition(chart.machine, chart.input as never)[0] as SnapshotFrom<M>,
+    apply: (snapshot, event) => transition(chart.machine, snapshot as never, event as never)[0] as SnapshotFrom<M>,
+    stimuli: (snapshot, mode) => chart.stimuli(snapshot, mode),
+    serialize: chart.serialize,
+    edge: chart.edge,
+    expect: chart.expect,
+  }
+}
+
+/** The paths of every chart that has a model, by chart name. */
+export function allPaths(mode: 'wire' | 'pure') {
+  return {
+    connection: connectionPaths(mode),
+    channel: generatePaths(pathModelOf(channelModel), mode),
+    reconnect: generatePaths(pathModelOf(reconnectModel), mode),
+  }
 }

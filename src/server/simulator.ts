@@ -160,6 +160,7 @@ export class PlatformSimulator extends EventEmitter {
   private readonly cooldowns = new Map<string, number>()
   private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
   private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> | null = null
+  private holdMatch: RegExp | null = null
   private readonly heldJoinFrames: Array<{ connection: SimConnection; frame: Frame }> = []
   private nextSocket = 1
   private boundPort = 0
@@ -257,11 +258,13 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
-   * Holds every upgrade from now on unanswered (the client stays `connecting`) until the returned
-   * function is called; then the held ones are answered as usual.
+   * Holds every upgrade from now on (of the agents `agents` matches, when given) unanswered, so
+   * the client stays `connecting`, until the returned function is called or a test answers one
+   * with {@link answerHeldUpgrade}; then the held ones are answered as usual.
    */
-  holdUpgrades(): () => void {
+  holdUpgrades(agents?: RegExp): () => void {
     this.held ??= []
+    this.holdMatch = agents ?? null
     return () => {
       const held = this.held ?? []
       this.held = null
@@ -301,12 +304,15 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
-   * Answers the oldest held join of `topic` (on a socket still open) with `outcome`.
+   * Answers a held join of `topic` on a socket still open with `outcome`: the oldest, the newest
+   * (a client that rejoined after a timeout waits for that one), or the one with `joinRef`.
    *
    * @returns false when no join of that topic is held.
    */
-  answerHeldJoin(topic: string, outcome: Exclude<JoinOutcome, { reply: 'hold' }>): boolean {
-    const index = this.heldJoinFrames.findIndex((j) => j.frame.topic === topic && j.connection.state === 'open')
+  answerHeldJoin(topic: string, outcome: Exclude<JoinOutcome, { reply: 'hold' }>, which: 'oldest' | 'newest' | { joinRef: string } = 'oldest'): boolean {
+    const matches = (j: { frame: Frame; connection: SimConnection }) =>
+      j.frame.topic === topic && j.connection.state === 'open' && (typeof which !== 'object' || j.frame.join_ref === which.joinRef)
+    const index = which === 'newest' ? this.heldJoinFrames.findLastIndex(matches) : this.heldJoinFrames.findIndex(matches)
     if (index < 0) return false
     const [held] = this.heldJoinFrames.splice(index, 1)
     this.answerJoin(held!.connection, held!.frame, outcome)
@@ -530,13 +536,13 @@ export class PlatformSimulator extends EventEmitter {
       socket.destroy()
       return
     }
-    if (this.held) {
-      let agentId: string | null = null
-      try {
-        agentId = new URL(req.url ?? '/', 'http://simulator').searchParams.get(AGENT_ID_PARAM)
-      } catch {
-        // answered (400) when released
-      }
+    let agentId: string | null = null
+    try {
+      agentId = new URL(req.url ?? '/', 'http://simulator').searchParams.get(AGENT_ID_PARAM)
+    } catch {
+      // answered (400) below
+    }
+    if (this.held && (this.holdMatch === null || this.holdMatch.test(agentId ?? ''))) {
       // A client that gives up on a held upgrade closes its end: close ours and forget it.
       const entry = {
         agentId,

@@ -138,4 +138,20 @@ describe('channel chart', () => {
     expect(h.statuses()).toEqual(['left'])
     h.stop()
   })
+
+  it('an attachment actor that throws (a phoenix-link bug) errors this attempt and retries it', () => {
+    const broken = channelMachine.provide({
+      actors: {
+        attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(() => {
+          throw new Error('adapter bug')
+        }),
+      },
+      actions: { reportErrored: () => {} },
+    })
+    const actor = createActor(broken, { input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env: { now: () => 0, random: () => 0.5 } }, clock: new SimulatedClock() }).start()
+    actor.send({ type: 'transport.up', generation: 1 })
+    expect(actor.getSnapshot().value).toEqual({ attached: 'errored' })
+    expect(actor.getSnapshot().context.reason).toMatchObject({ kind: 'other', detail: expect.stringContaining('adapter bug') })
+    actor.stop()
+  })
 })

@@ -3,11 +3,16 @@
  * fails when the guard or transition that encodes its rule is removed.
  */
 import { describe, expect, it } from 'vitest'
+import { createActor, fromCallback, SimulatedClock } from 'xstate'
+import { connectionMachine } from '../../machines/connection.js'
+import { channelMachine } from '../../machines/channel.js'
+import { linkStateOf } from '../../machines/status.js'
 import { classifyControlChannelLoss, DisconnectReason } from '../../src/reasons.js'
 import { suppressedReason } from '../../machines/types.js'
 import {
   closeEvent,
   connected,
+  env,
   origin,
   run,
   start,
@@ -244,5 +249,55 @@ describe('control signals', () => {
     const s = run(run(waiting(), { type: 'reconnect.due' }))
     const r = step(s, { type: 'control.signal', signal: {}, generation: 1, epoch: s.context.epoch })
     expect(r.s.context.signalSeq).toBe(0)
+  })
+})
+
+describe('a failing adapter actor (a phoenix-link bug) is a loss, not a crash', () => {
+  const crashing = fromCallback(() => {
+    throw new Error('adapter bug')
+  })
+  const inert = fromCallback(() => {})
+
+  it('the transport actor throwing: a retryable other reason, reconnecting', async () => {
+    const machine = connectionMachine.provide({ actors: { transport: crashing as never, controlChannel: inert as never } })
+    const actor = createActor(machine, { input: { env }, clock: new SimulatedClock() }).start()
+    actor.send({ type: 'host.connect' })
+    const s = actor.getSnapshot()
+    expect(linkStateOf(s.value)).toBe('reconnecting')
+    expect(s.context.lastReason).toMatchObject({ kind: 'other', retryable: true, detail: expect.stringContaining('adapter bug') })
+    expect(DisconnectReason.safeParse(s.context.lastReason).success).toBe(true)
+    actor.stop()
+  })
+
+  it('the control channel actor throwing: a retryable other reason, reconnecting', () => {
+    const machine = connectionMachine.provide({ actors: { transport: inert as never, controlChannel: crashing as never } })
+    const actor = createActor(machine, { input: { env }, clock: new SimulatedClock() }).start()
+    actor.send({ type: 'host.connect' })
+    actor.send({ type: 'socket.open', generation: 1, epoch: 1 })
+    expect(linkStateOf(actor.getSnapshot().value)).toBe('reconnecting')
+    actor.stop()
+  })
+
+  it('an app channel actor failing: reported dropped with an other reason and forgotten', () => {
+    const emitted: unknown[] = []
+    const brokenChannel = channelMachine.provide({
+      actions: {
+        attach: () => {
+          throw new Error('channel bug')
+        },
+      },
+    })
+    const machine = connectionMachine.provide({ actors: { transport: inert as never, controlChannel: inert as never, channel: brokenChannel } })
+    const actor = createActor(machine, { input: { env }, clock: new SimulatedClock() })
+    actor.on('link.channel', (e) => emitted.push(e))
+    actor.start()
+    actor.send({ type: 'host.channel', topic: 'room:1' })
+    actor.send({ type: 'host.connect' })
+    actor.send({ type: 'socket.open', generation: 1, epoch: 1 })
+    actor.send({ type: 'control.joinOk', generation: 1, epoch: 1 })
+    expect(emitted).toContainEqual(expect.objectContaining({ topic: 'room:1', status: 'dropped', reason: expect.objectContaining({ kind: 'other' }) }))
+    expect(actor.getSnapshot().context.channels).toEqual({})
+    expect(actor.getSnapshot().status).toBe('active')
+    actor.stop()
   })
 })

@@ -184,3 +184,9 @@ describe('reconnect chart', () => {
     h.stop()
   })
 })
+
+describe('reconnect policy', () => {
+  it('refuses a stable window shorter than the rapid window', () => {
+    expect(() => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, stableAfterMs: 1_000, rapidWindowMs: 5_000 })).toThrow(/stableAfterMs/)
+  })
+})

@@ -43,6 +43,9 @@ export async function runPath(sim: PlatformSimulator, path: ModelPath, agentId: 
     apiKey: 'model-key',
     clock,
     policy: PATH_POLICY,
+    onControl: (signal) => {
+      if (signal.correlationId === 'fail') throw new Error('handler failure (model)')
+    },
     inspect: (event: InspectionEvent) => {
       if (event.type !== '@xstate.microstep') return
       for (const t of event._transitions) run.transitions.add(keyOf(t as never))
@@ -92,7 +95,7 @@ async function apply(link: Link, sim: PlatformSimulator, clock: SimulatedClock, 
     case 'auto':
       return
     case 'inject':
-      link.actor.send(step.event)
+      link.actor.send(step.event as never)
       return
     case 'host':
       if (name === 'host connect') void link.connect().catch(() => {})
@@ -143,6 +146,22 @@ async function apply(link: Link, sim: PlatformSimulator, clock: SimulatedClock, 
     const delivered = new Promise<void>((resolve) => link.once('control', () => resolve()))
     sim.control(agent, { mode: 'interrupt' })
     await delivered
+    return
+  }
+  if (name === 'duplicate signal') {
+    // The same correlation id twice: delivered once, the repeat reported.
+    const repeat = new Promise<void>((resolve) => link.on('ignored', (e) => e.detail.includes('duplicate correlation_id') && resolve()))
+    const id = `dup-${agent}-${Math.random()}`
+    sim.control(agent, { mode: 'stop', correlation_id: id })
+    sim.control(agent, { mode: 'stop', correlation_id: id })
+    await repeat
+    return
+  }
+  if (name === 'failing signal') {
+    // The handler throws for this one (see runPath's onControl): reported, delivery goes on.
+    const failed = new Promise<void>((resolve) => link.once('control', () => resolve()))
+    sim.control(agent, { mode: 'stop', correlation_id: 'fail' })
+    await failed
     return
   }
   throw new Error(`no way to apply stimulus ${name} on the wire`)

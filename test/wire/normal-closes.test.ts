@@ -129,7 +129,7 @@ describe('reconnect policy on the wire (scenarios 6-8)', () => {
 
   it('the attempt counter starts again after stableAfterMs connected', async () => {
     const sim = await world().sim()
-    const link = world().link(sim, { policy: { reconnect: { stableAfterMs: 200 } } })
+    const link = world().link(sim, { policy: { reconnect: { stableAfterMs: 200, rapidWindowMs: 100 } } })
     await link.connect()
     const attempts: Array<number | null> = []
     link.on('disconnected', (e) => attempts.push(e.attempt))
