@@ -1,12 +1,14 @@
 /**
  * The `phoenix-link` command: `demo` (the lifecycle on the embedded simulator), `connect` (a
- * link against any platform) and `serve` (the simulator standalone).
+ * link against any platform), `serve` (the simulator standalone) and `paths` (the generated
+ * lifecycle paths).
  */
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { SERVER_FLAVORS, type FlavorName } from './server/flavors.js'
 import { runConnect } from './cli/connect.js'
 import { runDemo } from './cli/demo.js'
 import { runServe } from './cli/serve.js'
+import { runPaths } from './cli/paths.js'
 
 function port(value: string): number {
   const n = value.trim() === '' ? Number.NaN : Number(value)
@@ -54,11 +56,25 @@ export function program(): Command {
     .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; json: boolean }) => {
       process.exitCode = await runServe({ port: opts.port, host: opts.host, flavor: opts.flavor, agents: opts.agent, idleTimeoutMs: opts.idleTimeout, json: opts.json })
     })
+  cli
+    .command('paths')
+    .description('print the paths generated from the charts (stimuli and the state each must reach), as the model tests run them')
+    .addOption(new Option('--chart <name>', 'one chart').choices(['connection', 'channel', 'reconnect']))
+    .addOption(new Option('--mode <mode>', 'wire: the paths run on the real link; pure: every stimulus, chart only').choices(['wire', 'pure']).default('wire'))
+    .option('--json', 'one JSON object per path', false)
+    .action((opts: { chart?: 'connection' | 'channel' | 'reconnect'; mode: 'wire' | 'pure'; json: boolean }) => {
+      process.exitCode = runPaths({ ...(opts.chart ? { chart: opts.chart } : {}), mode: opts.mode, json: opts.json })
+    })
   return cli
 }
 
 /** Runs the program on `argv`; errors print one line and set exit code 1. */
 export async function main(argv: string[] = process.argv): Promise<void> {
+  // `phoenix-link paths | head`: a reader that stops early is not an error.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0)
+    throw error
+  })
   try {
     await program().parseAsync(argv)
   } catch (error) {

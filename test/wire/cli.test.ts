@@ -83,4 +83,15 @@ describe('phoenix-link command line', () => {
     child.kill('SIGINT')
     expect(await exit(child)).toBe(0)
   })
+
+  it('paths prints the generated paths as JSON lines, the same the model tests run', async () => {
+    const child = cli(['paths', '--chart', 'reconnect', '--json'])
+    let out = ''
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+    expect(await exit(child)).toBe(0)
+    const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { chart: string; steps: Array<{ stimulus: string }> })
+    const { allPaths } = await import('../../src/model/paths.js')
+    expect(lines).toHaveLength(allPaths('wire').reconnect.length)
+    expect(lines.every((l) => l.chart === 'reconnect' && l.steps.length > 0)).toBe(true)
+  })
 })
