@@ -320,6 +320,21 @@ export class PlatformSimulator extends EventEmitter {
     return true
   }
 
+  /**
+   * Forgets every script: refusals not yet used, join rules, the push handler, held upgrades
+   * (answered as usual) and supersede cooldowns. Sockets and records stay.
+   */
+  resetScripts(): this {
+    this.refusals.length = 0
+    this.joinRules.length = 0
+    this.pushHandler = DEFAULT_PUSH_HANDLER
+    this.cooldowns.clear()
+    const held = this.held ?? []
+    this.held = null
+    for (const { answer } of held) answer()
+    return this
+  }
+
   /** Replaces the handler of client pushes on app channels (default: reply ok with `{}`). */
   onPush(handler: PushHandler): this {
     this.pushHandler = handler

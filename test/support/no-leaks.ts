@@ -44,6 +44,27 @@ function leaks(): string[] {
   return out
 }
 
+/**
+ * The timers and TCP handles created since `since` (an async id from {@link handleMark}) that are
+ * still open: for tests that must check in the middle, e.g. after each property run.
+ */
+export function openHandlesSince(since: number): string[] {
+  const saved = mark
+  mark = since
+  try {
+    return leaks()
+  } finally {
+    mark = saved
+  }
+}
+
+/** A mark for {@link openHandlesSince}: handles created after this call count. */
+export function handleMark(): number {
+  let max = 0
+  for (const id of alive.keys()) max = Math.max(max, id)
+  return max
+}
+
 beforeEach(() => {
   // Resources created before this point belong to earlier tests' teardown or to the runner.
   for (const id of alive.keys()) nextId = Math.max(nextId, id)
