@@ -301,3 +301,59 @@ describe('a failing adapter actor (a phoenix-link bug) is a loss, not a crash', 
     actor.stop()
   })
 })
+
+describe('app channel routing and ignored reports', () => {
+  it('spawns one channel actor per topic, forwards its events, forgets it when it ends', () => {
+    let s = run(start(), { type: 'host.channel', topic: 'room:1' })
+    const first = s.context.channels['room:1']
+    expect(first).toBeDefined()
+    s = run(s, { type: 'host.channel', topic: 'room:1' })
+    expect(s.context.channels['room:1']).toBe(first)
+    let r = step(s, { type: 'host.leaveChannel', topic: 'room:1' })
+    expect(r.actions).toContain('xstate.sendTo')
+    r = step(s, { type: 'channel.joinOk', topic: 'room:1', generation: 1, attachId: 1 })
+    expect(r.actions).toContain('xstate.sendTo')
+    r = step(s, { type: 'channel.joinOk', topic: 'room:2', generation: 1, attachId: 1 })
+    expect(r.emitted).toContainEqual(expect.objectContaining({ type: 'link.ignored', event: 'channel.joinOk' }))
+    r = step(s, { type: 'channel.status', topic: 'room:1', status: 'errored', reason: null })
+    expect(r.s.context.channels['room:1']).toBe(first)
+    for (const status of ['dropped', 'left'] as const) {
+      r = step(s, { type: 'channel.status', topic: 'room:1', status, reason: null })
+      expect(r.s.context.channels).toEqual({})
+      expect(r.emitted).toContainEqual({ type: 'link.channel', topic: 'room:1', status, reason: null })
+    }
+    r = step(s, { type: 'channel.status', topic: 'room:9', status: 'dropped', reason: null })
+    expect(r.s.context.channels['room:1']).toBe(first)
+  })
+
+  it('a channel registered while connected is attached at once; one registered earlier when the session connects', () => {
+    const before = run(start(), { type: 'host.channel', topic: 'early' })
+    const c = connected(before)
+    const r = step(c, { type: 'host.channel', topic: 'late' })
+    expect(r.actions.filter((a) => a === 'xstate.sendTo')).toHaveLength(1)
+    expect(Object.keys(r.s.context.channels).sort()).toEqual(['early', 'late'])
+  })
+
+  it('says why an event was ignored', () => {
+    const c = connected()
+    const detail = (e: Parameters<typeof step>[1], s = c) =>
+      (step(s, e).emitted.find((x) => (x as { type: string }).type === 'link.ignored') as { detail?: string } | undefined)?.detail
+    expect(detail({ type: 'socket.malformed', detail: 'not-json: x', ...origin(c) })).toBe('not-json: x')
+    expect(detail({ type: 'socket.open', generation: 1, epoch: 0 })).toBe('from an earlier session (epoch 0, current 1)')
+    expect(detail({ type: 'socket.open', generation: 0, epoch: 1 })).toBe('from a stale transport (generation 0, current 1)')
+    expect(detail({ type: 'socket.open', generation: 1, epoch: 1 })).toBe('not handled in this state')
+    expect(detail({ type: 'reconnect.due' })).toBe('not handled in this state')
+  })
+
+  it('records the reconnect chart\'s give-up and its schedule only from their own events', () => {
+    const s = run(connected(), closeEvent(connected(), 1000))
+    const scheduled = run(s, { type: 'reconnect.scheduled', delayMs: 42, attempt: 3 })
+    expect(scheduled.context.retry).toEqual({ delayMs: 42, attempt: 3 })
+    const gaveUp = run(s, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 4, 1, 9) })
+    expect(gaveUp.context.lastReason).toMatchObject({ kind: 'suppressed', cause: 'max-attempts', attempts: 4 })
+    const back = run(scheduled, { type: 'reconnect.due' })
+    expect(back.context.retry).toEqual({ delayMs: 42, attempt: 3 })
+    const joined = run(back, { type: 'socket.open', ...origin(back) }, { type: 'control.joinOk', ...origin(back) })
+    expect(joined.context.retry).toBeNull()
+  })
+})

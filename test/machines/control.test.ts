@@ -85,3 +85,71 @@ describe('control delivery chart', () => {
     h.actor.stop()
   })
 })
+
+describe('control delivery chart details', () => {
+  it('an empty correlation id is never deduplicated; a window of 2 forgets the oldest', async () => {
+    const delivered: number[] = []
+    const duplicates: number[] = []
+    const control = controlMachine.provide({
+      actors: { deliverSignal: fromPromise<void, QueuedSignal>(async ({ input }) => void delivered.push(input.sequence)) },
+      actions: { reportDuplicate: ({ event }) => void duplicates.push((event as { sequence: number }).sequence) },
+    })
+    const actor = createActor(control, { input: { policy: { dedupeWindow: 2 } } }).start()
+    const send = (sequence: number, correlationId: string | null) => actor.send({ type: 'control.enqueue', signal: { correlationId }, sequence, epoch: 1 })
+    send(1, '')
+    send(2, '')
+    send(3, 'a')
+    send(4, 'b')
+    send(5, 'c')
+    send(6, 'a') // 'a' left the window of 2
+    send(7, 'c') // still in it
+    await waitFor(actor, (s) => s.matches('idle') && s.context.queue.length === 0, { timeout: 2000 })
+    expect(delivered).toEqual([1, 2, 3, 4, 5, 6])
+    expect(duplicates).toEqual([7])
+    expect(actor.getSnapshot().context.seen).toEqual(['c', 'a'])
+    actor.stop()
+  })
+
+  it('a flush drops the waiting signals, reports them and forgets their ids; the one in the handler finishes', async () => {
+    const reports: ControlReport[] = []
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const delivered: number[] = []
+    const control = controlMachine.provide({
+      actors: {
+        deliverSignal: fromPromise<void, QueuedSignal>(async ({ input }) => {
+          if (input.sequence === 1) await gate
+          delivered.push(input.sequence)
+        }),
+      },
+      actions: {
+        reportWaitingDropped: ({ context }) => void reports.push({ type: 'control.dropped', signals: context.queue.slice(1) }),
+        reportAllDropped: ({ context }) => void reports.push({ type: 'control.dropped', signals: context.queue }),
+      },
+    })
+    const actor = createActor(control, { input: { policy: { dedupeWindow: 10 } } }).start()
+    actor.send({ type: 'control.enqueue', signal: { correlationId: 'x' }, sequence: 1, epoch: 1 })
+    actor.send({ type: 'control.enqueue', signal: { correlationId: 'y' }, sequence: 2, epoch: 1 })
+    actor.send({ type: 'control.flush' })
+    expect(reports).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'y' }, sequence: 2, epoch: 1 }] }])
+    expect(actor.getSnapshot().context.seen).toEqual(['x'])
+    release()
+    await waitFor(actor, (s) => s.matches('idle'), { timeout: 2000 })
+    expect(delivered).toEqual([1])
+    // A reset while a handler runs abandons it and drops everything.
+    let never!: () => void
+    const stuck = controlMachine.provide({
+      actors: { deliverSignal: fromPromise<void, QueuedSignal>(() => new Promise<void>((resolve) => (never = resolve))) },
+      actions: { reportAllDropped: ({ context }) => void reports.push({ type: 'control.dropped', signals: context.queue }) },
+    })
+    const other = createActor(stuck, { input: { policy: { dedupeWindow: 10 } } }).start()
+    other.send({ type: 'control.enqueue', signal: { correlationId: 'p' }, sequence: 1, epoch: 1 })
+    other.send({ type: 'control.reset' })
+    expect(other.getSnapshot().value).toBe('idle')
+    expect(other.getSnapshot().context.seen).toEqual([])
+    expect(reports.at(-1)).toEqual({ type: 'control.dropped', signals: [{ signal: { correlationId: 'p' }, sequence: 1, epoch: 1 }] })
+    never()
+    other.stop()
+    actor.stop()
+  })
+})

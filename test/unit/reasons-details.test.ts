@@ -1,0 +1,112 @@
+/** The exact text and fields of each reason: what an alert or a log line shows a person. */
+import { describe, expect, it } from 'vitest'
+import {
+  classifyChannelClose,
+  classifyClose,
+  classifyControlChannelLoss,
+  classifyJoinError,
+  classifySupersede,
+  classifyUpgrade,
+  describeReason,
+  heartbeatTimeout,
+  type DisconnectReason,
+} from '../../src/reasons.js'
+import { assertMs, gracefulReason, suppressedReason, timedOutReason } from '../../machines/types.js'
+import { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy } from '../../machines/reconnect.js'
+import { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy } from '../../machines/connection.js'
+import { DEFAULT_CHANNEL_POLICY, validateChannelPolicy } from '../../machines/channel.js'
+
+describe('describeReason', () => {
+  const cases: Array<[DisconnectReason, string]> = [
+    [gracefulReason(1, 0), 'stopped by the host (disconnect)'],
+    [classifySupersede({ reason: 'session.already_connected', message: 'newer' }, 1, 0) as DisconnectReason, 'superseded by a newer session with the same key (session.already_connected: newer), terminal'],
+    [classifySupersede({}, 1, 0) as DisconnectReason, 'superseded by a newer session with the same key (unknown), terminal'],
+    [classifyUpgrade({ status: 403 }, 1, 0), 'rejected (unauthenticated) by upgrade HTTP 403, terminal'],
+    [
+      classifyUpgrade({ status: 429, retryAfter: '2', body: JSON.stringify({ error: { code: 'too_many_requests', message: 'slow down' } }) }, 1, 0),
+      'rejected (rate-limited) by upgrade HTTP 429 too_many_requests: slow down, retry after 2000 ms, will reconnect',
+    ],
+    [classifyClose({ code: 1008, reason: 'nope' }, 1, 0), 'rejected (unauthorized) by close 1008: nope, terminal'],
+    [classifyJoinError({ reason: 'unauthorized' }, 1, 0), 'rejected (unauthorized) by join error unauthorized, terminal'],
+    [classifyClose({ code: 1001, reason: '' }, 1, 0), 'closed 1001 (going away), will reconnect'],
+    [classifyClose({ code: 1000, reason: 'bye' }, 1, 0), 'closed 1000 (normal closure) "bye", will reconnect'],
+    [classifyClose({ code: 1006, reason: '' }, 1, 0), 'dropped: abnormal closure (1006): no close frame, will reconnect'],
+    [heartbeatTimeout(1, 0), 'timed out waiting for the heartbeat reply, will reconnect'],
+    [timedOutReason('join', 1, 0) as DisconnectReason, 'timed out waiting for the control channel join reply, will reconnect'],
+    [timedOutReason('connect', 1, 0) as DisconnectReason, 'timed out waiting for the transport to open, will reconnect'],
+    [suppressedReason('rapid-disconnects', 10, 1, 0) as DisconnectReason, 'gave up after 10 attempts (rapid-disconnects), terminal'],
+    [classifyClose({ code: 999, reason: '' }, 1, 0), 'other: close code 999 is outside every range of the close code table, will reconnect'],
+  ]
+  for (const [reason, text] of cases) it(text, () => expect(describeReason(reason)).toBe(text))
+})
+
+describe('reason fields', () => {
+  it('a join error keeps the message and a numeric retry_after', () => {
+    expect(classifyJoinError({ reason: 'rate_limited', message: 'later', retry_after: 3 }, 2, 7)).toEqual({
+      kind: 'rejected',
+      retryable: true,
+      cause: 'rate-limited',
+      phase: 'join',
+      status: null,
+      errorCode: 'rate_limited',
+      message: 'later',
+      requestId: null,
+      retryAfterMs: 3000,
+      generation: 2,
+      at: 7,
+    })
+    expect(classifyJoinError({ reason: 'unauthorized', retry_after: '3', message: 5 }, 1, 0)).toMatchObject({ retryAfterMs: null, message: null })
+    expect(classifyJoinError({ reason: 7 }, 1, 0)).toMatchObject({ kind: 'other', detail: expect.stringContaining('(no reason)') })
+    expect(classifyJoinError('text', 1, 0)).toMatchObject({ kind: 'other' })
+  })
+
+  it('control channel losses and channel closes say which, with the payload when there is one', () => {
+    expect(classifyControlChannelLoss('phx_error', {}, 1, 0)).toMatchObject({ kind: 'dropped', source: 'channel', detail: 'the control channel crashed (phx_error)', retryable: true })
+    expect(classifyControlChannelLoss('phx_close', { reason: 'x' }, 1, 0)).toMatchObject({ detail: 'the server closed the control channel (phx_close): {"reason":"x"}' })
+    expect(classifyControlChannelLoss('phx_close', null, 1, 0)).toMatchObject({ detail: 'the server closed the control channel (phx_close)' })
+    expect(classifyChannelClose({}, 1, 0)).toMatchObject({ detail: 'the server closed the channel (phx_close)' })
+    expect(classifyChannelClose({ why: 1 }, 1, 0)).toMatchObject({ detail: 'the server closed the channel (phx_close): {"why":1}' })
+    expect(classifyControlChannelLoss('phx_error', { big: 10n }, 1, 0)).toMatchObject({ detail: expect.stringContaining('[object Object]') })
+  })
+
+  it('supersede retry_after: seconds as a number or numeric string; negative, malformed or missing is null', () => {
+    expect(classifySupersede({ retry_after: 1.5 }, 1, 0)).toMatchObject({ retryAfterMs: 1500 })
+    expect(classifySupersede({ retry_after: ' 4 ' }, 1, 0)).toMatchObject({ retryAfterMs: 4000 })
+    expect(classifySupersede({ retry_after: -1 }, 1, 0)).toMatchObject({ retryAfterMs: null })
+    expect(classifySupersede({ retry_after: 'x4' }, 1, 0)).toMatchObject({ retryAfterMs: null })
+    expect(classifySupersede({ retry_after: '4x' }, 1, 0)).toMatchObject({ retryAfterMs: null })
+    expect(classifySupersede({ retry_after: Infinity }, 1, 0)).toMatchObject({ retryAfterMs: null })
+    expect(classifySupersede([1], 1, 0)).toMatchObject({ raw: { value: [1] } })
+  })
+
+  it('a refused upgrade keeps the error body fields, or the body text when it has none', () => {
+    expect(classifyUpgrade({ status: 409, body: JSON.stringify({ error: { code: 'connection_conflict', request_id: 'r' } }) }, 1, 0)).toMatchObject({
+      errorCode: 'connection_conflict',
+      message: null,
+      requestId: 'r',
+    })
+    expect(classifyUpgrade({ status: 403, body: JSON.stringify({ other: true }) }, 1, 0)).toMatchObject({ errorCode: null, message: '{"other":true}' })
+    expect(classifyUpgrade({ status: 403, body: 'x'.repeat(500) }, 1, 0)).toMatchObject({ message: 'x'.repeat(200) })
+    expect(classifyUpgrade({ status: 404 }, 1, 0)).toMatchObject({ kind: 'other', detail: expect.stringContaining('no WebSocket endpoint at this path') })
+    expect(classifyUpgrade({ status: 418 }, 1, 0)).toMatchObject({ kind: 'other', detail: expect.stringContaining('does not list') })
+  })
+})
+
+describe('policy checks', () => {
+  it('accept 0 and 2^31-1 milliseconds and refuse the rest', () => {
+    expect(() => assertMs('x', 0)).not.toThrow()
+    expect(() => assertMs('x', 2 ** 31 - 1)).not.toThrow()
+    for (const bad of [-1, 2 ** 31, Number.NaN, Infinity, '5', null]) expect(() => assertMs('x', bad), String(bad)).toThrow(/x must be/)
+  })
+  it('check every field of the connection and channel policies', () => {
+    expect(() => validateConnectionPolicy({ ...DEFAULT_CONNECTION_POLICY, joinTimeoutMs: -5 })).toThrow(/connection.joinTimeoutMs/)
+    expect(() => validateChannelPolicy({ ...DEFAULT_CHANNEL_POLICY, rejoinMaxDelayMs: Number.NaN })).toThrow(/channel.rejoinMaxDelayMs/)
+    expect(validateConnectionPolicy(DEFAULT_CONNECTION_POLICY)).toBe(DEFAULT_CONNECTION_POLICY)
+  })
+  it('check maxAttempts and the retry-after cap', () => {
+    expect(() => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, maxAttempts: -1 })).toThrow(/maxAttempts/)
+    expect(() => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, maxAttempts: 1.5 })).toThrow(/maxAttempts/)
+    expect(() => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, maxAttempts: 0 })).not.toThrow()
+    expect(() => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, maxRetryAfterMs: -1 })).toThrow(/maxRetryAfterMs/)
+  })
+})

@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config'
+
+/**
+ * The tests a mutation run (npm run mutate) judges mutants by: the pure chart tests, the
+ * classification tables, and the generated paths with their rule oracles, replayed on the charts
+ * alone (the wire runs of the same paths take too long per mutant; they run in npm test).
+ */
+export default defineConfig({
+  test: {
+    include: ['test/machines/**/*.test.ts', 'test/unit/reasons.test.ts', 'test/unit/reasons-details.test.ts', 'test/model/pure-paths.test.ts'],
+    setupFiles: ['test/support/no-leaks.ts'],
+    testTimeout: 20_000,
+    pool: 'forks',
+  },
+})
