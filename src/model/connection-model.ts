@@ -175,6 +175,10 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       // The control delivery chart's other paths: a repeated correlation id, a handler that throws.
       add('duplicate signal', 'server', { type: 'control.signal', signal: { correlationId: 'dup' }, ...origin })
       add('failing signal', 'server', { type: 'control.signal', signal: { correlationId: 'fail' }, ...origin })
+      // Two signals queued behind a slow handler: handed over once each, in order, when it ends.
+      add('queued signals', 'server', { type: 'control.signal', signal: { correlationId: 'queued' }, ...origin })
+      // The host aborts a runForever() wait: nothing reaches the chart (a pseudo event it ignores).
+      add('cancelled wait', 'host', { type: 'host.wait' } as unknown as ConnectionEvent)
       add('host disconnect', 'host', { type: 'host.disconnect' })
       stale()
       if (mode === 'pure') add('host connect', 'host', { type: 'host.connect' })

@@ -36,7 +36,10 @@ export function ruleViolation(stimulus: string, before: Expectation, after: Expe
   if (stimulus === 'stale close' || stimulus === 'earlier-session supersede') {
     return same ? null : `stale generations are ignored: ${stimulus} moved ${before.state} to ${after.state}`
   }
-  if (stimulus === 'control signal') return same ? null : `control signals change no state: ${before.state} -> ${after.state}`
+  if (stimulus === 'control signal' || stimulus === 'queued signals' || stimulus === 'duplicate signal' || stimulus === 'failing signal') {
+    return same ? null : `control signals change no state: ${before.state} -> ${after.state}`
+  }
+  if (stimulus === 'cancelled wait') return same ? null : `cancelling a wait is not a stop: ${before.state} -> ${after.state}`
   if (stimulus === 'supersede' || stimulus === 'late supersede') {
     if (!SESSION.has(before.state)) return null
     return after.state === 'terminated' && after.reason === 'superseded'

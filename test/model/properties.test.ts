@@ -215,6 +215,16 @@ class Signal implements Command {
   toString = () => (this.slow ? 'control signal (slow handler)' : 'control signal')
 }
 
+class ReleaseSlow implements Command {
+  check = () => true
+  async run(_: object, r: Record) {
+    // The oldest slow handler finishes; signals queued behind it go on, one at a time.
+    r.releaseSlow.shift()?.()
+    await settleALittle(r)
+  }
+  toString = () => 'the oldest slow handler finishes'
+}
+
 class SupersedeWithSignalsAndClose implements Command {
   check = () => true
   async run(_: object, r: Record) {
@@ -316,6 +326,7 @@ const commands = [
   fc.constantFrom(403, 409, 429, 503).map((status) => new RefuseNext(status)),
   fc.constantFrom(1000, 1001, 1011, null).map((close) => new Supersede(close)),
   fc.boolean().map((slow) => new Signal(slow)),
+  fc.constant(new ReleaseSlow()),
   fc.constant(new SupersedeWithSignalsAndClose()),
   fc.constant(new SupersedeBehindJoinReply()),
   fc.constant(new CloseRacingDisconnect()),

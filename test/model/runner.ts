@@ -43,8 +43,10 @@ export async function runPath(sim: PlatformSimulator, path: ModelPath, agentId: 
     apiKey: 'model-key',
     clock,
     policy: PATH_POLICY,
-    onControl: (signal) => {
+    onControl: async (signal) => {
       if (signal.correlationId === 'fail') throw new Error('handler failure (model)')
+      if (signal.correlationId?.startsWith('queued-slow')) await slowGate.promise
+      handled.push(signal.correlationId ?? '')
     },
     inspect: (event: InspectionEvent) => {
       if (event.type !== '@xstate.microstep') return
@@ -55,12 +57,14 @@ export async function runPath(sim: PlatformSimulator, path: ModelPath, agentId: 
   })
   const topic = controlTopic(agentId)
   let opens = 0
+  const handled: string[] = []
+  const slowGate = deferred()
   try {
     let before = expectationOf(link.actor.getSnapshot() as never)
     let group = path.steps[0]!.stimulus
     for (const [i, step] of path.steps.entries()) {
       if (step.kind !== 'auto') group = step.stimulus
-      await apply(link, sim, clock, step, agentId, topic)
+      await apply(link, sim, clock, step, agentId, topic, { handled, slowGate })
       if (step.stimulus === 'open') opens++
       const nextIsAuto = path.steps[i + 1]?.kind === 'auto'
       if (nextIsAuto) continue
@@ -88,7 +92,21 @@ export async function runPath(sim: PlatformSimulator, path: ModelPath, agentId: 
   return run
 }
 
-async function apply(link: Link, sim: PlatformSimulator, clock: SimulatedClock, step: PathStep, agent: string, topic: string): Promise<void> {
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void
+  const promise = new Promise<void>((r) => (resolve = r))
+  return { promise, resolve }
+}
+
+async function apply(
+  link: Link,
+  sim: PlatformSimulator,
+  clock: SimulatedClock,
+  step: PathStep,
+  agent: string,
+  topic: string,
+  control: { handled: string[]; slowGate: { promise: Promise<void>; resolve: () => void } },
+): Promise<void> {
   const name = step.stimulus
   const held = (what: string, check: () => boolean) => sim.waitFor(check, { timeoutMs: 3000, what: `${what} for ${name}` })
   switch (step.kind) {
@@ -99,7 +117,13 @@ async function apply(link: Link, sim: PlatformSimulator, clock: SimulatedClock, 
       return
     case 'host':
       if (name === 'host connect') void link.connect().catch(() => {})
-      else void link.disconnect()
+      else if (name === 'cancelled wait') {
+        const controller = new AbortController()
+        const waiting = link.runForever({ signal: controller.signal }).catch((e: Error) => e.name)
+        controller.abort()
+        const outcome = await waiting
+        if (outcome !== 'AbortError') throw new Error(`an aborted runForever() settled with ${String(outcome)}`)
+      } else void link.disconnect()
       return
     case 'clock': {
       const { context } = link.actor.getSnapshot()
@@ -155,6 +179,29 @@ async function apply(link: Link, sim: PlatformSimulator, clock: SimulatedClock, 
     sim.control(agent, { mode: 'stop', correlation_id: id })
     sim.control(agent, { mode: 'stop', correlation_id: id })
     await repeat
+    return
+  }
+  if (name === 'queued signals') {
+    // A slow handler holds the first; two queue behind it; when it ends, each goes once, in order.
+    const n = control.handled.length
+    const ids = [`queued-slow-${n}`, `queued-a-${n}`, `queued-b-${n}`]
+    const started = new Promise<void>((resolve) => link.once('control', () => resolve()))
+    for (const id of ids) sim.control(agent, { mode: 'stop', correlation_id: id })
+    await started
+    await waitFor(link.actor, (s) => s.context.signalSeq >= 3, { timeout: 3000 }).catch(() => {})
+    control.slowGate.resolve()
+    const done = await new Promise<boolean>((resolve) => {
+      const deadline = setTimeout(() => resolve(false), 3000)
+      const check = () => {
+        if (control.handled.length >= n + 3) {
+          clearTimeout(deadline)
+          resolve(true)
+        } else link.once('control', () => setImmediate(check))
+      }
+      check()
+    })
+    const got = control.handled.slice(n)
+    if (!done || got.join(',') !== ids.join(',')) throw new Error(`queued signals were handed over as [${got}], not once each in order [${ids}]`)
     return
   }
   if (name === 'failing signal') {
