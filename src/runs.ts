@@ -1,0 +1,164 @@
+/**
+ * The run supervisor: agent runs registered per principal, each with an AbortSignal, aborted
+ * together when the principal's last connection ends (the simulator) or when a link's session
+ * ends for good (the client, `link.runSignal()`), so no one keeps paying for a run whose result
+ * nobody will receive. Every abort is reported with its outcome.
+ */
+import type { DisconnectReason } from './reasons.js'
+
+/** How an abort went. */
+export type AbortOutcome =
+  /** Every run of the principal was aborted and its hook settled in time. */
+  | 'aborted'
+  /** The principal had no run in flight (a repeat abort is this too). */
+  | 'nothing-to-abort'
+  /** A run's abort hook threw, rejected, or did not settle within `hookTimeoutMs`. */
+  | 'failed'
+
+/** One `agent-aborted` report: per run, or once with `runId: null` when there was nothing to abort. */
+export interface AgentAborted {
+  type: 'agent-aborted'
+  principal: string
+  runId: string | null
+  outcome: AbortOutcome
+  /** Why the runs were aborted: the reason of the close that ended the principal's presence. */
+  reason: DisconnectReason | null
+  /** What the hook threw, or that it timed out, for `failed`. */
+  error: string | null
+  /** Milliseconds since the Unix epoch. */
+  at: number
+}
+
+/** Options of {@link RunSupervisor}. */
+export interface RunSupervisorOptions {
+  /** Longest wait for a run's abort hook to settle, in milliseconds. @default 5000 */
+  hookTimeoutMs?: number
+  /** Clock for reports. @default Date.now */
+  now?: () => number
+}
+
+/** What a caller gives when it starts a run. */
+export interface RunOptions {
+  /** Called when the run is aborted; may return a promise (cleanup, cancelling a model call). */
+  onAbort?: (reason: DisconnectReason | null) => void | Promise<void>
+}
+
+interface Run {
+  controller: AbortController
+  onAbort: RunOptions['onAbort']
+}
+
+/**
+ * Tracks in-flight runs per principal; reports each abort ({@link AgentAborted}) to the listeners
+ * of {@link RunSupervisor.onAborted}.
+ *
+ * @example
+ * const signal = runs.startRun('agent-7', 'run-42', { onAbort: () => model.cancel() })
+ * try { await work({ signal }) } finally { runs.endRun('agent-7', 'run-42') }
+ */
+export class RunSupervisor {
+  private readonly runs = new Map<string, Map<string, Run>>()
+  private readonly listeners = new Set<(report: AgentAborted) => void>()
+  private readonly hookTimeoutMs: number
+  private readonly now: () => number
+
+  constructor(options: RunSupervisorOptions = {}) {
+    this.hookTimeoutMs = options.hookTimeoutMs ?? 5_000
+    if (!Number.isInteger(this.hookTimeoutMs) || this.hookTimeoutMs < 0 || this.hookTimeoutMs > 2 ** 31 - 1) {
+      throw new RangeError(`hookTimeoutMs must be a whole number of milliseconds in [0, 2^31-1], got ${String(options.hookTimeoutMs)}`)
+    }
+    this.now = options.now ?? (() => Date.now())
+  }
+
+  /**
+   * Registers a run and returns the signal that aborts when the principal's runs are aborted.
+   *
+   * @throws {Error} when a run with this id is already in flight for the principal.
+   */
+  startRun(principal: string, runId: string, options: RunOptions = {}): AbortSignal {
+    let runs = this.runs.get(principal)
+    if (!runs) this.runs.set(principal, (runs = new Map()))
+    if (runs.has(runId)) throw new Error(`run ${JSON.stringify(runId)} of ${JSON.stringify(principal)} is already in flight`)
+    const controller = new AbortController()
+    runs.set(runId, { controller, onAbort: options.onAbort })
+    return controller.signal
+  }
+
+  /** Calls `listener` with every abort report; returns the function that removes it. Listener errors are swallowed. */
+  onAborted(listener: (report: AgentAborted) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  /** A run ended normally: it leaves the registry. Idempotent. */
+  endRun(principal: string, runId: string): void {
+    const runs = this.runs.get(principal)
+    runs?.delete(runId)
+    if (runs?.size === 0) this.runs.delete(principal)
+  }
+
+  /** The ids of the principal's runs in flight. */
+  inFlight(principal: string): string[] {
+    return [...(this.runs.get(principal)?.keys() ?? [])]
+  }
+
+  /**
+   * Aborts every run of the principal, waits for their hooks (bounded), reports each, and
+   * resolves with the reports. Never rejects.
+   */
+  async abortPrincipal(principal: string, reason: DisconnectReason | null): Promise<AgentAborted[]> {
+    const runs = this.runs.get(principal)
+    this.runs.delete(principal)
+    if (!runs || runs.size === 0) {
+      const report: AgentAborted = { type: 'agent-aborted', principal, runId: null, outcome: 'nothing-to-abort', reason, error: null, at: this.now() }
+      this.report(report)
+      return [report]
+    }
+    const reports = await Promise.all(
+      [...runs.entries()].map(async ([runId, run]) => {
+        run.controller.abort(reason ?? new Error('the principal has no connection left'))
+        const error = await this.settleHook(run, reason)
+        const report: AgentAborted = {
+          type: 'agent-aborted',
+          principal,
+          runId,
+          outcome: error === null ? 'aborted' : 'failed',
+          reason,
+          error,
+          at: this.now(),
+        }
+        this.report(report)
+        return report
+      }),
+    )
+    return reports
+  }
+
+  private report(report: AgentAborted): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(report)
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+
+  private async settleHook(run: Run, reason: DisconnectReason | null): Promise<string | null> {
+    if (!run.onAbort) return null
+    let timer: ReturnType<typeof setTimeout> | undefined
+    try {
+      await Promise.race([
+        Promise.resolve().then(() => run.onAbort!(reason)),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`the abort hook did not settle within ${this.hookTimeoutMs} ms`)), this.hookTimeoutMs)
+        }),
+      ])
+      return null
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error)
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}
