@@ -10,6 +10,7 @@ import ts from 'typescript'
 import type { AnyStateMachine } from 'xstate'
 import { allNodes, CHARTS, transitionRows } from '../src/model/chart-info.js'
 import { DEFAULT_LINK_POLICY } from '../src/policy.js'
+import { DEFAULT_PRESENCE_POLICY } from '../machines/presence.js'
 import { CLOSE_CODES, DisconnectReason, JOIN_ERRORS, REASON_KINDS, UPGRADE_STATUSES } from '../src/reasons.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -95,6 +96,7 @@ const POLICY_SOURCES: Record<string, [file: string, constant: string]> = {
   channel: ['machines/channel.ts', 'DEFAULT_CHANNEL_POLICY'],
   control: ['machines/control.ts', 'DEFAULT_CONTROL_POLICY'],
   transport: ['src/adapter/phoenix-adapter.ts', 'DEFAULT_TRANSPORT_POLICY'],
+  presence: ['machines/presence.ts', 'DEFAULT_PRESENCE_POLICY'],
 }
 
 /** Reads every policy field's JSDoc (text and `@default`) from its source file. */
@@ -120,7 +122,7 @@ export function policyDocs(): PolicyDoc[] {
       const text = ts.getTextOfJSDocComment(jsdoc?.comment)?.replace(/\s+/g, ' ').trim() ?? ''
       const tag = jsdoc?.tags?.find((t) => t.tagName.text === 'default')
       const defaultTag = ts.getTextOfJSDocComment(tag?.comment)?.replace(/\s+/g, ' ').trim() ?? ''
-      const value = (DEFAULT_LINK_POLICY as unknown as Record<string, Record<string, unknown>>)[concern]![field]
+      const value = ({ ...DEFAULT_LINK_POLICY, presence: DEFAULT_PRESENCE_POLICY } as unknown as Record<string, Record<string, unknown>>)[concern]![field]
       out.push({ concern, field, value, doc: text, defaultTag })
     }
   }
@@ -188,7 +190,12 @@ export function renderLifecycle(): string {
       '',
     )
   }
-  parts.push('## Policy', '', 'Every number a chart or the adapter waits on; override any of them with `createLink({ policy })`.', '')
+  parts.push(
+    '## Policy',
+    '',
+    'Every number a chart or the adapter waits on; override any of them with `createLink({ policy })` (presence: `startSimulator({ presence })`).',
+    '',
+  )
   const docs = policyDocs()
   for (const concern of Object.keys(POLICY_SOURCES)) {
     parts.push(`### policy.${concern}`, '')

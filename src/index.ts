@@ -12,3 +12,5 @@ export { DEFAULT_TRANSPORT_POLICY, type TransportPolicy } from './adapter/phoeni
 export { redact, type Logger } from './logger.js'
 export type { Unsubscribe } from './emitter.js'
 export { LINK_STATES, type LinkState } from '../machines/status.js'
+export { linkMetrics, type LinkMetrics } from './metrics.js'
+export { RunSupervisor, type AgentAborted, type AbortOutcome, type RunOptions, type RunSupervisorOptions } from './runs.js'

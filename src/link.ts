@@ -24,6 +24,7 @@ import { PhoenixLinkError } from './errors/base.js'
 import { LinkChannel, type ChannelStatus } from './link-channel.js'
 import { redact, redacting, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
+import { RunSupervisor, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
 import { HEARTBEAT_TOPIC, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
@@ -143,6 +144,13 @@ export class Link {
   readonly actor: Actor<typeof connectionMachine>
   /** The resolved policy. */
   readonly policy: LinkPolicy
+  /**
+   * The link's run supervisor: the runs of {@link Link.runSignal}, aborted together when the
+   * session ends for good. `link.runs.onAborted(fn)` hears each abort.
+   */
+  readonly runs = new RunSupervisor()
+  readonly #agentId: string
+  #nextRun = 1
 
   private readonly emitter: Emitter<LinkEvents>
   readonly #adapter: PhoenixAdapter
@@ -164,6 +172,7 @@ export class Link {
     checkOptions(options)
     const { url, agentId, apiKey } = options
     this.#apiKey = apiKey
+    this.#agentId = agentId
     const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, apiKey)
     this.policy = resolvePolicy(options.policy)
     this.env = options.env ?? { now: () => Date.now(), random: () => Math.random() }
@@ -372,6 +381,25 @@ export class Link {
     return handle
   }
 
+  /**
+   * An AbortSignal for a unit of the agent's work that only makes sense while this session can
+   * still deliver its result: it aborts (with the DisconnectReason) when the session ends for good
+   * (`terminated`: superseded, rejected, suppressed). Reconnects do not abort it. Call
+   * `link.runs.endRun(agentId, runId)` when the work ends normally.
+   *
+   * @param runId a name for the run; one is made up by default.
+   * @returns a signal already aborted when the link is terminated.
+   * @throws {Error} when a run with this id is already in flight.
+   */
+  runSignal(runId = `run-${this.#nextRun++}`, options: RunOptions = {}): AbortSignal {
+    if (this.state === 'terminated') {
+      const controller = new AbortController()
+      controller.abort(this.lastDisconnectReason)
+      return controller.signal
+    }
+    return this.runs.startRun(this.#agentId, runId, options)
+  }
+
   /** Sets (or clears) the control signal handler. Signals already being handled finish with the old one. */
   onControl(handler: ControlHandler | undefined): void {
     this.controlHandler = handler
@@ -503,6 +531,8 @@ export class Link {
     this.lastState = seen.state
     this.log.info(`state ${previous} -> ${seen.state}`)
     if (seen.state === 'stopped' || seen.state === 'terminated') for (const channel of this.channels.values()) channel.failWaiting()
+    // Work whose result this session can no longer deliver is aborted (link.runSignal()).
+    if (seen.state === 'terminated') void this.runs.abortPrincipal(this.#agentId, this.lastDisconnectReason)
     for (const watcher of [...this.watchers]) watcher(seen)
     this.emitter.emit('state', { state: seen.state, previous })
   }

@@ -47,10 +47,7 @@ function containsSecret(root: unknown, secret: string): boolean {
       continue
     }
     if (!isPlain(value)) continue
-    for (const [k, v] of Object.entries(value)) {
-      if (k.includes(secret)) return true
-      stack.push(v)
-    }
+    for (const v of Object.values(value)) stack.push(v)
   }
   return false
 }
@@ -79,7 +76,8 @@ function replaceSecret<T>(root: T, secret: string): T {
   const result = copyOf(root)
   while (work.length > 0) {
     const [source, target] = work.pop()!
-    for (const [k, v] of Object.entries(source)) target[swap(k)] = copyOf(v)
+    // Values only: keys are structure (`kind`, `reason`), and a short key must not rename them.
+    for (const [k, v] of Object.entries(source)) target[k] = copyOf(v)
   }
   return result as T
 }

@@ -9,10 +9,11 @@ import type { LinkChannel } from '../link-channel.js'
 import type { LinkPolicyInput } from '../policy.js'
 import type { ControlSignal } from '../protocol.js'
 import { describeReason, type DisconnectReason } from '../reasons.js'
-import { startSimulator, type PlatformSimulator, type SimConnection } from '../server/index.js'
+import { startSimulator, type AgentAborted, type PlatformSimulator, type PresenceCrossing, type SimConnection } from '../server/index.js'
 import { createOutput, describeLinkEvent, type Output } from './output.js'
 
 const AGENT = 'agent-demo'
+const GRACE_MS = 2_500
 
 /** Demo policy: the defaults with short waits, so the whole lifecycle runs in a few seconds. */
 const DEMO_POLICY: LinkPolicyInput = {
@@ -61,6 +62,22 @@ function watchSimulator(sim: PlatformSimulator, out: Output): void {
   sim.on('refused', (u: { status: number; agentId: string | null; outcome: string }) =>
     out.event('simulator', 'refused', u, `refused an upgrade for ${u.agentId}: HTTP ${u.status} (${u.outcome})`),
   )
+  sim.on('presence', (p: PresenceCrossing) =>
+    out.event(
+      'simulator',
+      'presence',
+      { principal: p.principal, kind: p.kind, count: p.count, reason: p.reason },
+      `presence of ${p.principal}: ${p.kind}${p.reason ? ` (${describeReason(p.reason)})` : ''}`,
+    ),
+  )
+  sim.on('agent-aborted', (a: AgentAborted) =>
+    out.event(
+      'simulator',
+      'agent-aborted',
+      { principal: a.principal, runId: a.runId, outcome: a.outcome, error: a.error },
+      `runs of ${a.principal}: ${a.runId ?? '(none)'} ${a.outcome}${a.error ? ` (${a.error})` : ''}`,
+    ),
+  )
 }
 
 function watchLink(link: Link, name: string, out: Output): void {
@@ -79,7 +96,9 @@ function watchLink(link: Link, name: string, out: Output): void {
 export async function runDemo(options: { json?: boolean; write?: (line: string) => void } = {}): Promise<number> {
   const out = createOutput(options.json ?? false, options.write)
   const apiKey = `demo-${randomBytes(12).toString('hex')}`
-  const sim = await startSimulator({ agents: { [AGENT]: apiKey } })
+  // Presence waits out a grace window, so the reconnects of steps 2-5 are not reported as the
+  // agent leaving; the stop of step 8 is, and it aborts the agent's run.
+  const sim = await startSimulator({ agents: { [AGENT]: apiKey }, presence: { graceWindowMs: GRACE_MS } })
   out.event('simulator', 'listening', { url: sim.url, flavor: sim.flavor.name }, `listening on ${sim.url} (${sim.flavor.name})`)
   watchSimulator(sim, out)
   const links: Link[] = []
@@ -173,9 +192,21 @@ export async function runDemo(options: { json?: boolean; write?: (line: string) 
     )
     out.event('link A', 'final', { state: a.state, lastDisconnectReason: a.lastDisconnectReason }, `final: ${a.state}, ${describeReason(a.lastDisconnectReason!)}`)
 
-    out.step('8. stop: link B leaves its control channel and closes 1000')
+    out.step(`8. stop: link B leaves and closes 1000; ${GRACE_MS} ms later the platform sees the agent gone and aborts its run`)
+    const runAborted = new Promise<AgentAborted>((resolve) => sim.once('agent-aborted', resolve))
+    const run = sim.runs.startRun(AGENT, 'run-demo', { onAbort: () => void out.event('agent', 'run-abort-hook', { runId: 'run-demo' }, 'run-demo: abort hook ran (a model call would be cancelled here)') })
     await within(b.disconnect(), 5_000, 'link B to stop')
     expectThat(b.lastDisconnectReason?.kind === 'graceful', 'link B stopped gracefully')
+    const report = await within(runAborted, GRACE_MS + 5_000, 'the run to be aborted')
+    expectThat(run.aborted && report.outcome === 'aborted' && report.runId === 'run-demo', `run-demo aborted, got ${report.outcome}`)
+    const kinds = sim.presence.map((p) => p.kind).join(',')
+    expectThat(kinds === 'first-connected,last-disconnected', `one first-connected and one last-disconnected, got ${kinds}`)
+    out.event(
+      'simulator',
+      'presence-summary',
+      { presence: sim.presence.map((p) => ({ kind: p.kind, reason: p.reason?.kind ?? null })), aborts: sim.aborts.map((a) => ({ runId: a.runId, outcome: a.outcome })) },
+      `presence events: ${sim.presence.map((p) => `${p.kind}${p.reason ? ` (${p.reason.kind})` : ''}`).join(', ')}; aborts: ${sim.aborts.map((a) => `${a.runId} ${a.outcome}`).join(', ')}`,
+    )
     out.step(`done in ${out.elapsed()} ms: every step held`)
     return 0
   } catch (error) {

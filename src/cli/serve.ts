@@ -1,5 +1,5 @@
 /** `phoenix-link serve`: the platform simulator, standalone, until Ctrl-C. */
-import { startSimulator, type FlavorName, type SimConnection } from '../server/index.js'
+import { startSimulator, type AgentAborted, type FlavorName, type PresenceCrossing, type SimConnection } from '../server/index.js'
 import { createOutput } from './output.js'
 
 /** Options of {@link runServe}. */
@@ -34,13 +34,25 @@ export async function runServe(options: ServeOptions): Promise<number> {
     agents: Object.keys(agents).length > 0 ? agents : 'any',
     idleTimeoutMs: options.idleTimeoutMs,
   })
-  out.event('simulator', 'listening', { url: sim.url, flavor: sim.flavor.name }, `listening on ${sim.url} (${sim.flavor.name}); Ctrl-C stops`)
+  const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+  out.event(
+    'simulator',
+    'listening',
+    { url: sim.url, metrics: `${http}/metrics`, connections: `${http}/admin/connections`, events: `${http}/admin/events`, flavor: sim.flavor.name },
+    `listening on ${sim.url} (${sim.flavor.name}); metrics ${http}/metrics, admin ${http}/admin/connections and ${http}/admin/events; Ctrl-C stops`,
+  )
   sim.on('connection', (c: SimConnection) => out.event('simulator', 'accepted', { socket: c.id, agentId: c.agentId }, `accepted ${c.id} for ${c.agentId}`))
   sim.on('closed', (c: SimConnection) =>
     out.event('simulator', 'closed', { socket: c.id, closeSeen: c.closeSeen, closeSent: c.closeSent }, `${c.id} closed (${c.closeSeen?.code ?? '?'})`),
   )
   sim.on('refused', (u: { status: number; agentId: string | null; outcome: string }) =>
     out.event('simulator', 'refused', u, `refused ${u.agentId}: HTTP ${u.status} (${u.outcome})`),
+  )
+  sim.on('presence', (p: PresenceCrossing) =>
+    out.event('simulator', 'presence', { principal: p.principal, kind: p.kind, reason: p.reason }, `presence of ${p.principal}: ${p.kind}${p.reason ? ` (${p.reason.kind})` : ''}`),
+  )
+  sim.on('agent-aborted', (a: AgentAborted) =>
+    out.event('simulator', 'agent-aborted', { principal: a.principal, runId: a.runId, outcome: a.outcome }, `runs of ${a.principal}: ${a.runId ?? '(none)'} ${a.outcome}`),
   )
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve)

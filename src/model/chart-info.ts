@@ -8,6 +8,7 @@ import { channelMachine } from '../../machines/channel.js'
 import { connectionMachine } from '../../machines/connection.js'
 import { controlMachine } from '../../machines/control.js'
 import { reconnectMachine } from '../../machines/reconnect.js'
+import { presenceMachine } from '../../machines/presence.js'
 
 /** The shipped charts, by name. */
 export const CHARTS = {
@@ -15,6 +16,7 @@ export const CHARTS = {
   channel: channelMachine,
   reconnect: reconnectMachine,
   control: controlMachine,
+  presence: presenceMachine,
 } as const satisfies Record<string, AnyStateMachine>
 
 /** A chart name: `connection`, `channel`, `reconnect` or `control`. */

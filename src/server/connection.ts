@@ -54,6 +54,8 @@ export class SimConnection {
   aborted = false
   /** Whether stall() stopped it answering heartbeats and reading. */
   stalled = false
+  /** The supersede payload pushed to it, when the simulator superseded it. */
+  superseded: Record<string, unknown> | null = null
   /** Channels joined on this socket, by topic. */
   readonly channels = new Map<string, SimChannel>()
   /** Frames in both directions, the most recent `recordLimit`. */

@@ -5,3 +5,7 @@
 export * from './simulator.js'
 export * from './connection.js'
 export * from './flavors.js'
+export * from './presence.js'
+export * from './metrics.js'
+export * from './admin.js'
+export * from '../runs.js'

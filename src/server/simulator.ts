@@ -31,6 +31,12 @@ import {
 } from '../protocol.js'
 import { SimConnection } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
+import { ServerMetrics, type MetricsOptions } from './metrics.js'
+import { PresenceTracker, type PresenceCrossing } from './presence.js'
+import { AdminApi } from './admin.js'
+import { RunSupervisor, type AgentAborted, type RunSupervisorOptions } from '../runs.js'
+import { classifyClose, classifySupersede, heartbeatTimeout, type DisconnectReason } from '../reasons.js'
+import type { PresencePolicy } from '../../machines/presence.js'
 
 /** Where the simulator logs; defaults to silence. */
 export interface SimulatorLogger {
@@ -63,6 +69,14 @@ export interface SimulatorOptions {
   recordLimit?: number
   /** Largest inbound frame in bytes; larger ones are closed with 1009 by `ws`. @default 8388608 */
   maxFrameBytes?: number
+  /** Presence policy: the grace window before last-disconnected. @default { graceWindowMs: 0 } */
+  presence?: Partial<PresencePolicy>
+  /** Run supervisor settings (the bound on an abort hook). */
+  runs?: RunSupervisorOptions
+  /** Where `GET /metrics` reads from: a prom-client registry and a name prefix. */
+  metrics?: MetricsOptions
+  /** Comment line sent on `GET /admin/events` streams so proxies keep them open. @default 15000 */
+  eventStreamKeepAliveMs?: number
   logger?: SimulatorLogger
 }
 
@@ -150,11 +164,24 @@ export class PlatformSimulator extends EventEmitter {
 
   private readonly http: Server
   private readonly wss: WebSocketServer
-  private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents'>> & {
+  private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents' | 'presence' | 'runs' | 'metrics'>> & {
     agents: Record<string, string> | 'any'
   }
+  /** The run supervisor: start runs per agent; they are aborted when the agent's last connection ends. */
+  readonly runs: RunSupervisor
+  /** The metrics `GET /metrics` serves. */
+  readonly metrics: ServerMetrics
+  /** Every presence crossing, in order. */
+  readonly presence: PresenceCrossing[] = []
+  /** Every abort report, in order. */
+  readonly aborts: AgentAborted[] = []
+  private readonly tracker: PresenceTracker
+  private readonly admin: AdminApi
+  /** Abort rounds still settling (hooks running), for stop(). */
+  private readonly abortsInFlight = new Set<Promise<unknown>>()
   private readonly logger: SimulatorLogger
   private readonly started = performance.now()
+  private readonly startedAt = Date.now()
   private readonly refusals: UpgradeRefusal[] = []
   private readonly joinRules: Array<{ match: string | RegExp; outcome: JoinOutcome; times: number }> = []
   private readonly cooldowns = new Map<string, number>()
@@ -181,6 +208,7 @@ export class PlatformSimulator extends EventEmitter {
       supersedeRetryAfterS: options.supersedeRetryAfterS ?? 30,
       recordLimit: options.recordLimit ?? 5000,
       maxFrameBytes: options.maxFrameBytes ?? 8 * 1024 * 1024,
+      eventStreamKeepAliveMs: options.eventStreamKeepAliveMs ?? 15_000,
     }
     const idle = this.options.idleTimeoutMs
     if (idle !== null && !(Number.isInteger(idle) && idle >= 1 && idle <= 2 ** 31 - 1)) {
@@ -190,10 +218,24 @@ export class PlatformSimulator extends EventEmitter {
     if (!flavor) throw new RangeError(`unknown flavor ${String(options.flavor)}; use one of ${Object.keys(SERVER_FLAVORS).join(', ')}`)
     this.flavor = flavor
     this.logger = options.logger ?? { info() {}, warn() {} }
-    this.http = createServer((req, res) => {
-      res.writeHead(404, { 'content-type': 'application/json' })
-      res.end(JSON.stringify({ error: { code: 'not_found', message: `no route ${req.method} ${req.url}` } }))
+    this.runs = new RunSupervisor(options.runs)
+    this.metrics = new ServerMetrics(options.metrics)
+    this.tracker = new PresenceTracker((crossing) => this.onCrossing(crossing), options.presence, (what) => this.logger.warn('presence ignored', { what }))
+    this.admin = new AdminApi({
+      metrics: this.metrics,
+      connections: () =>
+        this.connections
+          .filter((c) => c.state !== 'closed')
+          .map((c) => ({
+            principal: c.agentId,
+            socket: c.id,
+            since: new Date(this.startedAt + c.openedAt).toISOString(),
+            state: c.stalled ? ('stalled' as const) : (c.state as 'open' | 'closing'),
+            channels: [...c.channels.keys()],
+          })),
+      keepAliveMs: this.options.eventStreamKeepAliveMs,
     })
+    this.http = createServer((req, res) => this.admin.handle(req, res))
     this.wss = new WebSocketServer({ noServer: true, maxPayload: this.options.maxFrameBytes, clientTracking: false })
     this.http.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
   }
@@ -498,6 +540,9 @@ export class PlatformSimulator extends EventEmitter {
           },
         )
       }
+      this.admin.stop()
+      this.tracker.stop()
+      await Promise.all(this.abortsInFlight)
       await new Promise<void>((resolve) => {
         this.wss.close(() => resolve())
       })
@@ -509,6 +554,44 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   // ---- private ----------------------------------------------------------------------------
+
+  /**
+   * Why a socket ended, as the platform sees it: superseded (a supersede was pushed to it),
+   * timed out (its idle timeout), dropped (aborted, or no close frame), graceful (the client
+   * closed 1000 or 1001), or the close code the server sent, by the close code table.
+   */
+  private reasonOf(c: SimConnection): DisconnectReason {
+    const at = Date.now()
+    if (c.superseded) return classifySupersede(c.superseded, 0, at)
+    if (c.closeSent?.reason === 'idle timeout') return heartbeatTimeout(0, at)
+    if (c.aborted) return { kind: 'dropped', retryable: true, source: 'socket', detail: 'the server ended the connection without a close frame', generation: 0, at }
+    if (c.closeSent) return classifyClose({ code: c.closeSent.code, reason: c.closeSent.reason }, 0, at)
+    const seen = c.closeSeen ?? { code: 1006, reason: '' }
+    if (seen.code === 1000 || seen.code === 1001) return { kind: 'graceful', retryable: false, generation: 0, at }
+    return classifyClose({ code: seen.code, reason: seen.reason }, 0, at)
+  }
+
+  private onCrossing(crossing: PresenceCrossing): void {
+    this.presence.push(crossing)
+    this.logger.info('presence', { principal: crossing.principal, kind: crossing.kind, reason: crossing.reason?.kind })
+    this.emit('presence', crossing)
+    this.admin.publish('principal-presence', crossing)
+    if (crossing.kind !== 'last-disconnected') return
+    this.metrics.principalDisconnects.inc({ reason: crossing.reason?.kind ?? 'unknown' })
+    // No connection of this principal is left: nobody will receive its runs' results.
+    const round = this.runs.abortPrincipal(crossing.principal, crossing.reason).then((reports) => {
+      for (const report of reports) {
+        this.aborts.push(report)
+        this.metrics.agentAborts.inc({ outcome: report.outcome })
+        this.logger.info('agent aborted', { principal: report.principal, runId: report.runId, outcome: report.outcome })
+        this.emit('agent-aborted', report)
+        this.admin.publish('agent-aborted', report)
+      }
+      this.abortsInFlight.delete(round)
+      this.changed()
+    })
+    this.abortsInFlight.add(round)
+  }
 
   private now(): number {
     return Math.round(performance.now() - this.started)
@@ -666,9 +749,13 @@ export class PlatformSimulator extends EventEmitter {
       connection.closeSeen = { code, reason: reason.toString() }
       connection.channels.clear()
       this.logger.info('socket closed', { socket: connection.id, code })
+      this.metrics.activeConnections.dec()
+      this.tracker.closed(agentId, connection.id, this.reasonOf(connection), Date.now())
       this.emit('closed', connection)
       this.changed()
     })
+    this.metrics.activeConnections.inc()
+    this.tracker.opened(agentId, connection.id, Date.now())
     this.armIdle(connection)
     // A second socket with the same key supersedes the older ones: push first, then close.
     for (const old of older) this.supersedeOne(old, undefined, undefined)
@@ -679,19 +766,21 @@ export class PlatformSimulator extends EventEmitter {
   private supersedeOne(c: SimConnection, payload: Payload | undefined, close: number | null | undefined): void {
     const topic = controlTopic(c.agentId)
     const joinRef = c.channels.get(topic)?.joinRef ?? null
+    const sent = payload ?? {
+      reason: 'session.already_connected',
+      message: 'A newer connection for this agent was established',
+      retryable: false,
+      retry_after: this.options.supersedeRetryAfterS,
+      target_socket_id: c.id,
+      correlation_id: randomUUID(),
+    }
+    c.superseded = sent
     c.send({
       join_ref: joinRef,
       ref: null,
       topic,
       event: SUPERSEDE_EVENT,
-      payload: payload ?? {
-        reason: 'session.already_connected',
-        message: 'A newer connection for this agent was established',
-        retryable: false,
-        retry_after: this.options.supersedeRetryAfterS,
-        target_socket_id: c.id,
-        correlation_id: randomUUID(),
-      },
+      payload: sent,
     })
     if (this.options.supersedeCooldownMs > 0) this.cooldowns.set(c.agentId, Date.now() + this.options.supersedeCooldownMs)
     if (close !== null) c.close(close ?? this.flavor.supersede, 'superseded')

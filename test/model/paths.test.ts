@@ -22,6 +22,7 @@ const crossed: Record<ChartName, Crossed> = {
   channel: { transitions: new Set(), states: new Set() },
   reconnect: { transitions: new Set(), states: new Set() },
   control: { transitions: new Set(), states: new Set() },
+  presence: { transitions: new Set(), states: new Set() },
 }
 const ran: Record<string, number> = { connection: 0, channel: 0, reconnect: 0 }
 let sim: PlatformSimulator

@@ -68,6 +68,7 @@ describe('chart completeness', () => {
     ['channel', 'machines/channel.ts', 'ChannelEvent'],
     ['reconnect', 'machines/reconnect.ts', 'ReconnectEvent'],
     ['control', 'machines/control.ts', 'ControlEvent'],
+    ['presence', 'machines/presence.ts', 'PresenceEvent'],
   ]
   for (const [chart, file, alias] of cases) {
     it(`every event the ${chart} chart declares is handled in some state`, () => {

@@ -20,6 +20,8 @@ describe('npm run demo', () => {
     expect(of('agent A', 'handled').map((e) => e.correlationId)).toEqual(['ctl-1', 'ctl-2', 'ctl-3'])
     expect(of('link A', 'final')[0]).toMatchObject({ state: 'terminated', lastDisconnectReason: { kind: 'superseded' } })
     expect(of('simulator', 'summary')[0]).toMatchObject({ live: 1, accepted: 6 })
+    expect(of('simulator', 'presence').map((e) => e.kind)).toEqual(['first-connected', 'last-disconnected'])
+    expect(of('simulator', 'agent-aborted')).toEqual([expect.objectContaining({ runId: 'run-demo', outcome: 'aborted' })])
     expect(events.at(-1)).toMatchObject({ source: 'demo', type: 'step', title: expect.stringContaining('every step held') })
   })
 

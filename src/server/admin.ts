@@ -1,0 +1,85 @@
+/**
+ * The simulator's HTTP side: `GET /metrics` (Prometheus text, prom-client), `GET /admin/connections`
+ * (JSON: who is attached, since when, in what state) and `GET /admin/events` (server-sent events:
+ * the presence crossings and abort reports, live). Anything else is a JSON 404.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { ServerMetrics } from './metrics.js'
+
+/** One attached socket as the admin API lists it. */
+export interface AttachedConnection {
+  principal: string
+  socket: string
+  /** When it was accepted, ISO 8601. */
+  since: string
+  state: 'open' | 'closing' | 'stalled'
+  channels: string[]
+}
+
+interface Sources {
+  metrics: ServerMetrics
+  connections(): AttachedConnection[]
+  keepAliveMs: number
+}
+
+/** Serves the admin routes and streams events to `GET /admin/events` clients. */
+export class AdminApi {
+  private readonly streams = new Set<{ res: ServerResponse; timer: ReturnType<typeof setInterval> }>()
+
+  constructor(private readonly sources: Sources) {}
+
+  /** Handles one HTTP request. Never throws into the server. */
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    let path = ''
+    try {
+      path = new URL(req.url ?? '/', 'http://simulator').pathname
+    } catch {
+      path = ''
+    }
+    if (req.method !== 'GET') return this.json(res, 405, { error: { code: 'method_not_allowed', message: 'only GET is served' } })
+    if (path === '/metrics') {
+      this.sources.metrics.registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': this.sources.metrics.registry.contentType })
+          res.end(text)
+        },
+        (error: Error) => this.json(res, 500, { error: { code: 'metrics_failed', message: error.message } }),
+      )
+      return
+    }
+    if (path === '/admin/connections') return this.json(res, 200, { connections: this.sources.connections() })
+    if (path === '/admin/events') return this.openStream(res)
+    this.json(res, 404, { error: { code: 'not_found', message: `no route GET ${path}` } })
+  }
+
+  /** Sends an event to every open event stream. */
+  publish(event: string, data: unknown): void {
+    const frame = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
+    for (const stream of this.streams) stream.res.write(frame)
+  }
+
+  /** Ends every event stream (server stopping). */
+  stop(): void {
+    for (const stream of [...this.streams]) {
+      clearInterval(stream.timer)
+      stream.res.end()
+    }
+    this.streams.clear()
+  }
+
+  private openStream(res: ServerResponse): void {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
+    res.write(': phoenix-link simulator events (principal-presence, agent-aborted)\n\n')
+    const stream = { res, timer: setInterval(() => res.write(': keep-alive\n\n'), this.sources.keepAliveMs) }
+    this.streams.add(stream)
+    res.on('close', () => {
+      clearInterval(stream.timer)
+      this.streams.delete(stream)
+    })
+  }
+
+  private json(res: ServerResponse, status: number, body: unknown): void {
+    res.writeHead(status, { 'content-type': 'application/json' })
+    res.end(JSON.stringify(body))
+  }
+}

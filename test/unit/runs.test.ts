@@ -1,0 +1,67 @@
+/** The run supervisor: abort outcomes, repeats, normal ends, hooks that throw or hang. */
+import { describe, expect, it } from 'vitest'
+import { RunSupervisor, type AgentAborted } from '../../src/runs.js'
+import { classifyClose } from '../../src/reasons.js'
+
+const reason = classifyClose({ code: 1006, reason: '' }, 1, 0)
+
+describe('run supervisor', () => {
+  it('aborts every run of the principal, reports each aborted, and a repeat is nothing-to-abort', async () => {
+    const runs = new RunSupervisor({ now: () => 5 })
+    const reports: AgentAborted[] = []
+    runs.onAborted((r) => reports.push(r))
+    const a = runs.startRun('p', 'a')
+    const b = runs.startRun('p', 'b', { onAbort: async () => {} })
+    const other = runs.startRun('q', 'c')
+    await runs.abortPrincipal('p', reason)
+    expect(a.aborted && b.aborted).toBe(true)
+    expect(a.reason).toBe(reason)
+    expect(other.aborted).toBe(false)
+    expect(reports.map((r) => [r.runId, r.outcome])).toEqual([
+      ['a', 'aborted'],
+      ['b', 'aborted'],
+    ])
+    expect(await runs.abortPrincipal('p', reason)).toEqual([
+      { type: 'agent-aborted', principal: 'p', runId: null, outcome: 'nothing-to-abort', reason, error: null, at: 5 },
+    ])
+    expect(runs.inFlight('q')).toEqual(['c'])
+  })
+
+  it('a run that ended normally leaves the registry', async () => {
+    const runs = new RunSupervisor()
+    const signal = runs.startRun('p', 'a')
+    runs.endRun('p', 'a')
+    runs.endRun('p', 'a')
+    expect(runs.inFlight('p')).toEqual([])
+    expect((await runs.abortPrincipal('p', null))[0]!.outcome).toBe('nothing-to-abort')
+    expect(signal.aborted).toBe(false)
+  })
+
+  it('a hook that throws, rejects or hangs past the bound is failed, with why', async () => {
+    const runs = new RunSupervisor({ hookTimeoutMs: 30 })
+    runs.startRun('p', 'throws', {
+      onAbort: () => {
+        throw new Error('cleanup bug')
+      },
+    })
+    runs.startRun('p', 'rejects', { onAbort: () => Promise.reject(new Error('async bug')) })
+    let release!: () => void
+    runs.startRun('p', 'hangs', { onAbort: () => new Promise<void>((resolve) => (release = resolve)) })
+    runs.startRun('p', 'fine', { onAbort: () => {} })
+    const reports = await runs.abortPrincipal('p', reason)
+    release()
+    expect(Object.fromEntries(reports.map((r) => [r.runId, [r.outcome, r.error]]))).toEqual({
+      throws: ['failed', 'cleanup bug'],
+      rejects: ['failed', 'async bug'],
+      hangs: ['failed', 'the abort hook did not settle within 30 ms'],
+      fine: ['aborted', null],
+    })
+  })
+
+  it('refuses a run id already in flight and a bad hook bound', () => {
+    const runs = new RunSupervisor()
+    runs.startRun('p', 'a')
+    expect(() => runs.startRun('p', 'a')).toThrow(/already in flight/)
+    expect(() => new RunSupervisor({ hookTimeoutMs: -1 })).toThrow(/hookTimeoutMs/)
+  })
+})

@@ -1,0 +1,221 @@
+/**
+ * Presence, orphaned-run aborts and metrics on the real wire: the simulator tracks each agent's
+ * connections, reports first-connected and last-disconnected with the typed reason, aborts the
+ * agent's runs when its last connection ends, and serves /metrics and the admin API, read here
+ * with a real HTTP client.
+ */
+import { get } from 'node:http'
+import { describe, expect, it } from 'vitest'
+import { Registry } from 'prom-client'
+import { linkMetrics } from '../../src/metrics.js'
+import type { PlatformSimulator } from '../../src/server/index.js'
+import { next, untilState, useWorld } from '../support/wire.js'
+
+const world = useWorld()
+
+function fetchText(sim: PlatformSimulator, path: string): Promise<{ status: number; type: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    get({ host: '127.0.0.1', port: sim.port, path }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => (body += c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }))
+    }).on('error', reject)
+  })
+}
+
+/** Parses Prometheus text into `name{labels}` -> value. */
+function parseMetrics(text: string): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue
+    const space = line.lastIndexOf(' ')
+    out.set(line.slice(0, space), Number(line.slice(space + 1)))
+  }
+  return out
+}
+
+const crossings = (sim: PlatformSimulator, principal = 'agent-1') => sim.presence.filter((p) => p.principal === principal).map((p) => `${p.kind}${p.reason ? `:${p.reason.kind}` : ''}`)
+
+describe('presence on the simulator', () => {
+  it('first-connected on connect; last-disconnected (graceful) on disconnect, which aborts the agent\'s runs', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    expect(crossings(sim)).toEqual(['first-connected'])
+    const aborted: string[] = []
+    const signal = sim.runs.startRun('agent-1', 'run-1', { onAbort: () => void aborted.push('hook') })
+    await link.disconnect()
+    await sim.waitFor(() => sim.aborts.length === 1)
+    expect(crossings(sim)).toEqual(['first-connected', 'last-disconnected:graceful'])
+    expect(signal.aborted).toBe(true)
+    expect(aborted).toEqual(['hook'])
+    expect(sim.aborts[0]).toMatchObject({ principal: 'agent-1', runId: 'run-1', outcome: 'aborted', reason: { kind: 'graceful' } })
+  })
+
+  it('a supersede hands the presence to the newer socket: no crossing until the last one closes', async () => {
+    const sim = await world().sim()
+    const first = world().link(sim)
+    await first.connect()
+    const second = world().link(sim)
+    await second.connect()
+    await untilState(first, 'terminated')
+    await sim.waitFor(() => sim.live('agent-1').length === 1)
+    expect(crossings(sim)).toEqual(['first-connected'])
+    await second.disconnect()
+    await sim.waitFor(() => sim.aborts.length === 1)
+    expect(crossings(sim)).toEqual(['first-connected', 'last-disconnected:graceful'])
+    expect(sim.aborts[0]!.outcome).toBe('nothing-to-abort')
+  })
+
+  it('each way a connection ends reaches last-disconnected with its reason kind', async () => {
+    const sim = await world().sim({ idleTimeoutMs: 300, agents: 'any' })
+    const cases: Array<[string, (agent: string) => void | Promise<void>, string]> = [
+      ['superseded', (agent) => void sim.supersede(agent, { close: null }), 'superseded'],
+      ['closed', (agent) => sim.close({ agent }, 1011), 'closed'],
+      ['rejected', (agent) => sim.close({ agent }, 1008), 'rejected'],
+      ['dropped', (agent) => sim.abort({ agent }), 'dropped'],
+      ['timed-out', () => {}, 'timed-out'],
+    ]
+    for (const [name, end, kind] of cases) {
+      const agent = `agent-${name}`
+      const link = world().link(sim, { agentId: agent, apiKey: 'k', policy: name === 'timed-out' ? { transport: { heartbeatIntervalMs: 60_000 } } : {} })
+      await link.connect()
+      const last = new Promise<void>((resolve) => sim.on('presence', (p) => p.principal === agent && p.kind === 'last-disconnected' && resolve()))
+      await end(agent)
+      await last
+      expect(crossings(sim, agent)[1], name).toBe(`last-disconnected:${kind}`)
+      await link.disconnect()
+    }
+  })
+
+  it('a grace window hides a reconnect: one first-connected, no last-disconnected', async () => {
+    const sim = await world().sim({ presence: { graceWindowMs: 2_000 } })
+    const link = world().link(sim)
+    await link.connect()
+    const back = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1001)
+    await back
+    expect(crossings(sim)).toEqual(['first-connected'])
+  })
+})
+
+describe('the simulator\'s metrics and admin API', () => {
+  it('GET /metrics: Prometheus text after a scripted scenario', async () => {
+    const sim = await world().sim({ metrics: { prefix: 'sim_' } })
+    const link = world().link(sim)
+    await link.connect()
+    sim.runs.startRun('agent-1', 'r')
+    let metrics = parseMetrics((await fetchText(sim, '/metrics')).body)
+    expect(metrics.get('sim_active_connections')).toBe(1)
+    await link.disconnect()
+    await sim.waitFor(() => sim.aborts.length === 1)
+    const other = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
+    await other.connect()
+    sim.abort({ agent: 'agent-2' })
+    await sim.waitFor(() => sim.aborts.length === 2)
+    await other.disconnect()
+    const response = await fetchText(sim, '/metrics')
+    expect(response.status).toBe(200)
+    expect(response.type).toMatch(/^text\/plain/)
+    metrics = parseMetrics(response.body)
+    expect(metrics.get('sim_principal_disconnects_total{reason="graceful"}')).toBeGreaterThanOrEqual(1)
+    expect(metrics.get('sim_principal_disconnects_total{reason="dropped"}')).toBe(1)
+    expect(metrics.get('sim_agent_aborts_total{outcome="aborted"}')).toBe(1)
+    expect(metrics.get('sim_agent_aborts_total{outcome="nothing-to-abort"}')).toBeGreaterThanOrEqual(1)
+    expect(metrics.get('sim_agent_aborts_total{outcome="failed"}')).toBe(0)
+    expect(response.body).not.toMatch(/agent-1|agent-2/) // no principal label
+  })
+
+  it('GET /admin/connections lists who is attached; GET /admin/events streams presence and aborts', async () => {
+    const sim = await world().sim()
+    const events: Array<{ event: string; data: { kind?: string; outcome?: string } }> = []
+    let stream!: import('node:http').IncomingMessage
+    const seen = (check: () => boolean) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`events so far: ${JSON.stringify(events)}`)), 4000)
+        const look = () => {
+          if (check()) {
+            clearTimeout(timer)
+            stream.off('data', look)
+            resolve()
+          }
+        }
+        stream.on('data', look)
+        look()
+      })
+    await new Promise<void>((resolve) =>
+      get({ host: '127.0.0.1', port: sim.port, path: '/admin/events' }, (res) => {
+        stream = res
+        let buffer = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => {
+          buffer += chunk
+          const frames = buffer.split('\n\n')
+          buffer = frames.pop()!
+          for (const frame of frames) {
+            const event = /^event: (.*)$/m.exec(frame)?.[1]
+            const data = /^data: (.*)$/m.exec(frame)?.[1]
+            if (event && data) events.push({ event, data: JSON.parse(data) })
+          }
+        })
+        resolve()
+      }),
+    )
+    const link = world().link(sim)
+    await link.connect()
+    const listed = JSON.parse((await fetchText(sim, '/admin/connections')).body) as { connections: Array<{ principal: string; state: string; since: string; channels: string[] }> }
+    expect(listed.connections).toHaveLength(1)
+    expect(listed.connections[0]).toMatchObject({ principal: 'agent-1', state: 'open', channels: ['agent_control:agent-1'] })
+    expect(Number.isNaN(Date.parse(listed.connections[0]!.since))).toBe(false)
+    sim.runs.startRun('agent-1', 'r')
+    await seen(() => events.some((e) => e.event === 'principal-presence' && e.data.kind === 'first-connected'))
+    await link.disconnect()
+    await seen(() => events.some((e) => e.event === 'agent-aborted' && e.data.outcome === 'aborted'))
+    expect(events.map((e) => e.event)).toEqual(['principal-presence', 'principal-presence', 'agent-aborted'])
+    expect(JSON.parse((await fetchText(sim, '/admin/connections')).body)).toEqual({ connections: [] })
+    expect((await fetchText(sim, '/nope')).status).toBe(404)
+    stream.destroy()
+  })
+})
+
+describe('the link\'s metrics and run signals', () => {
+  it('link_state one-hot, reconnects by reason, connected seconds', async () => {
+    const sim = await world().sim()
+    let t = 0
+    const link = world().link(sim)
+    const registry = new Registry()
+    const metrics = linkMetrics(link, { registry, now: () => t })
+    await link.connect()
+    t += 1_500
+    const back = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1001)
+    await back
+    t += 500
+    const text = await registry.metrics()
+    const parsed = parseMetrics(text)
+    expect(parsed.get('phoenix_link_link_state{state="connected"}')).toBe(1)
+    expect(parsed.get('phoenix_link_link_state{state="stopped"}')).toBe(0)
+    expect(parsed.get('phoenix_link_link_reconnects_total{reason="closed"}')).toBe(1)
+    expect(parsed.get('phoenix_link_link_connected_seconds_total')).toBeCloseTo(2, 5)
+    metrics.stop()
+    expect(() => linkMetrics(link, { prefix: '9bad' })).toThrow(/prefix/)
+  })
+
+  it('link.runSignal() aborts when the session ends for good, not on a reconnect', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const signal = link.runSignal('work-1')
+    const back = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    await back
+    expect(signal.aborted).toBe(false)
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve())))
+    expect(signal.reason).toMatchObject({ kind: 'superseded' })
+    expect(link.runSignal().aborted).toBe(true)
+  })
+})
