@@ -26,7 +26,7 @@ import { redact, redacting, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { RunSupervisor, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
-import { HEARTBEAT_TOPIC, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
+import { HEARTBEAT_TOPIC, ON_CONFLICT_PARAM, type ControlSignal } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 
 /**
@@ -155,7 +155,6 @@ export class Link {
   private readonly emitter: Emitter<LinkEvents>
   readonly #adapter: PhoenixAdapter
   private readonly log: Required<Logger>
-  readonly #apiKey: string
   private readonly channels = new Map<string, LinkChannel>()
   private readonly channelParams = new Map<string, object | (() => object)>()
   private controlHandler: ControlHandler | undefined
@@ -171,7 +170,6 @@ export class Link {
   constructor(options: LinkOptions) {
     checkOptions(options)
     const { url, agentId, apiKey } = options
-    this.#apiKey = apiKey
     this.#agentId = agentId
     const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, apiKey)
     this.policy = resolvePolicy(options.policy)
@@ -664,4 +662,3 @@ function checkUrl(url: string, allowInsecure: boolean, apiKey: string): string {
   return url.replace(/\/websocket\/?$/, '').replace(/\/$/, '')
 }
 
-export type { Payload }
