@@ -53,6 +53,12 @@ export const DEFAULT_RECONNECT_POLICY = {
    */
   maxAttempts: null as number | null,
   /**
+   * Delay range after close 1001 (going away, RFC 6455 section 7.4.1): a server shutting down or
+   * redeploying says this to every agent at once, so their returns are spread over the range.
+   * @default [0, 2000] — at most 5% of a fleet in any 100 ms (bench/ "reconnect storm"), still back within 2 s.
+   */
+  goingAwayFloorMs: [0, 2_000] as readonly [number, number],
+  /**
    * Delay range after close 1012 (service restart, RFC 6455 section 7.4.1 via the IANA registry):
    * the server is coming back, not yet. @default [1000, 5000]
    */
@@ -97,7 +103,7 @@ export function validateReconnectPolicy(policy: ReconnectPolicy): ReconnectPolic
   if (policy.maxAttempts !== null && !(Number.isInteger(policy.maxAttempts) && policy.maxAttempts >= 0)) {
     throw new RangeError(`reconnect.maxAttempts must be null or a whole number >= 0, got ${policy.maxAttempts}`)
   }
-  for (const name of ['serviceRestartFloorMs', 'tryAgainLaterFloorMs'] as const) {
+  for (const name of ['goingAwayFloorMs', 'serviceRestartFloorMs', 'tryAgainLaterFloorMs'] as const) {
     const [lo, hi] = policy[name]
     assertMs(`reconnect.${name}[0]`, lo)
     assertMs(`reconnect.${name}[1]`, hi)
@@ -108,8 +114,8 @@ export function validateReconnectPolicy(policy: ReconnectPolicy): ReconnectPolic
 
 /**
  * The delay before the next attempt, in milliseconds: full jitter (a uniform draw below an
- * exponential ceiling), raised to the floor of the close code (1012, 1013) or to the server's
- * Retry-After (capped), whichever is longer.
+ * exponential ceiling), raised to the range of the close code (1001, 1012, 1013) or to the
+ * server's Retry-After (capped), whichever is longer.
  *
  * @param attempt consecutive losses so far, counting this one (1 for the first).
  * @param roll a number in [0, 1) from the injected random source.
@@ -118,7 +124,13 @@ export function backoffDelay(policy: ReconnectPolicy, attempt: number, reason: R
   const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** Math.max(0, attempt - 1))
   let delay = Math.floor(roll * ceiling)
   const floor =
-    reason.closeCode === 1012 ? policy.serviceRestartFloorMs : reason.closeCode === 1013 ? policy.tryAgainLaterFloorMs : null
+    reason.closeCode === 1001
+      ? policy.goingAwayFloorMs
+      : reason.closeCode === 1012
+        ? policy.serviceRestartFloorMs
+        : reason.closeCode === 1013
+          ? policy.tryAgainLaterFloorMs
+          : null
   if (floor) delay = Math.max(delay, Math.floor(floor[0] + roll * (floor[1] - floor[0])))
   if (typeof reason.retryAfterMs === 'number' && reason.retryAfterMs > 0) {
     // Retry-After is a minimum; the jitter on top spreads the agents a server refused together.

@@ -17,7 +17,7 @@ const GRACE_MS = 2_500
 
 /** Demo policy: the defaults with short waits, so the whole lifecycle runs in a few seconds. */
 const DEMO_POLICY: LinkPolicyInput = {
-  reconnect: { initialDelayMs: 200, maxDelayMs: 1_000 },
+  reconnect: { initialDelayMs: 200, maxDelayMs: 1_000, goingAwayFloorMs: [0, 500] },
   transport: { closeTimeoutMs: 500 },
 }
 

@@ -66,6 +66,9 @@ describe('backoffDelay', () => {
   })
   it('raises 1012 to the service-restart floor and 1013 to the try-again-later floor', () => {
     for (const roll of [0, 0.5, 0.999]) {
+      const d1001 = backoffDelay(p, 1, closed(1001), roll)
+      expect(d1001).toBeLessThanOrEqual(2000)
+      expect(d1001).toBe(Math.floor(roll * 2000))
       const d1012 = backoffDelay(p, 1, closed(1012), roll)
       expect(d1012).toBeGreaterThanOrEqual(1000)
       expect(d1012).toBeLessThanOrEqual(5000)

@@ -360,7 +360,7 @@ describe('property runs against the real wire', () => {
           agentId: agent,
           apiKey: 'property-key',
           policy: {
-            reconnect: { initialDelayMs: 5, maxDelayMs: 40, serviceRestartFloorMs: [5, 20], tryAgainLaterFloorMs: [5, 20], rapidWindowMs: 50, stableAfterMs: 50 },
+            reconnect: { initialDelayMs: 5, maxDelayMs: 40, goingAwayFloorMs: [0, 10], serviceRestartFloorMs: [5, 20], tryAgainLaterFloorMs: [5, 20], rapidWindowMs: 50, stableAfterMs: 50 },
             connection: { connectTimeoutMs: 1_000, joinTimeoutMs: 1_000, leaveTimeoutMs: 200 },
             transport: { closeTimeoutMs: 200 },
           },

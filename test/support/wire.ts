@@ -14,6 +14,7 @@ export const FAST: LinkPolicyInput = {
   reconnect: {
     initialDelayMs: 20,
     maxDelayMs: 100,
+    goingAwayFloorMs: [0, 30],
     serviceRestartFloorMs: [150, 200],
     tryAgainLaterFloorMs: [250, 300],
     rapidWindowMs: 1_000,
