@@ -3,7 +3,7 @@
  * platform. The connection chart decides every lifecycle step; the link turns the host's calls
  * into chart events, waits on the chart's states, and publishes what happened as typed events.
  */
-import { createActor, type Actor, type InspectionEvent, type Observer, fromPromise } from 'xstate'
+import { createActor, type Actor, type ActorSystem, type InspectionEvent, type Observer, fromPromise } from 'xstate'
 
 /** The scheduler interface XState uses for delays (xstate system.ts Clock); SimulatedClock implements it. */
 export interface Clock {
@@ -15,7 +15,7 @@ import { connectionMachine, type ConnectionEmitted, type ConnectionEvent } from 
 import { controlMachine, type QueuedSignal } from '../machines/control.js'
 import { linkStateOf, type LinkState } from '../machines/status.js'
 import type { Env } from '../machines/types.js'
-import { PhoenixAdapter } from './adapter/phoenix-adapter.js'
+import { adapterActors, PhoenixAdapter } from './adapter/phoenix-adapter.js'
 import { SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
 import { Emitter, type Unsubscribe } from './emitter.js'
 import { AgentDisconnectedError } from './errors/agent-disconnected.js'
@@ -118,6 +118,39 @@ export interface LinkEvents {
 /** One event of {@link Link.events}: `{ type, ...payload }`. */
 export type LinkEvent = { [K in keyof LinkEvents]: { type: K } & LinkEvents[K] }[keyof LinkEvents]
 
+/** What a link's actor system needs from its link: the adapter and the control handler's runner. */
+interface LinkIo {
+  adapter: PhoenixAdapter
+  deliverSignal(input: QueuedSignal, signal: AbortSignal): Promise<void>
+}
+
+/** Each running link's I/O, by its actor system (one system per link's root actor). */
+const LINKS = new WeakMap<ActorSystem<any>, LinkIo>()
+
+function ioOf(system: ActorSystem<any>): LinkIo {
+  const io = LINKS.get(system)
+  if (!io) throw new Error('phoenix-link: a chart actor started outside a link (no adapter registered for its actor system)')
+  return io
+}
+
+const ADAPTER_ACTORS = adapterActors((system) => ioOf(system).adapter)
+
+/**
+ * The connection chart with the adapter's I/O actors and the control handler provided, built
+ * once for every link: provide() copies a chart's definition, so one copy per link cost ~75 KiB
+ * of heap (bench/ idle memory). Each actor finds its own link through its actor system.
+ */
+const LINK_MACHINE = connectionMachine.provide({
+  actors: {
+    transport: ADAPTER_ACTORS.transport,
+    controlChannel: ADAPTER_ACTORS.controlChannel,
+    channel: channelMachine.provide({ actors: { attachment: ADAPTER_ACTORS.attachment } }),
+    control: controlMachine.provide({
+      actors: { deliverSignal: fromPromise<void, QueuedSignal>(({ input, signal, system }) => ioOf(system).deliverSignal(input, signal)) },
+    }),
+  },
+})
+
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)$/i
 
 function abortError(signal: AbortSignal): unknown {
@@ -201,20 +234,9 @@ export class Link {
       },
     })
 
-    const io = this.#adapter.actors()
-    const machine = connectionMachine.provide({
-      actors: {
-        transport: io.transport,
-        controlChannel: io.controlChannel,
-        channel: channelMachine.provide({ actors: { attachment: io.attachment } }),
-        control: controlMachine.provide({
-          actors: { deliverSignal: fromPromise<void, QueuedSignal>(({ input, signal }) => this.deliverSignal(input, signal)) },
-        }),
-      },
-    })
     const inspect = options.inspect
     const observe = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect)
-    this.actor = createActor(machine, {
+    this.actor = createActor(LINK_MACHINE, {
       ...(options.clock ? { clock: options.clock } : {}),
       input: {
         env: this.env,
@@ -236,6 +258,7 @@ export class Link {
           }
         : {}),
     })
+    LINKS.set(this.actor.system, { adapter: this.#adapter, deliverSignal: (input, signal) => this.deliverSignal(input, signal) })
     this.actor.on('*', (event) => {
       // Runs inside a chart action: a throw here would stop the actor (xstate #5153).
       try {

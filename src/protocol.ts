@@ -130,7 +130,12 @@ export function decodeTextFrame(text: string, maxBytes = Number.POSITIVE_INFINIT
   if (parsed.length !== 5) {
     return problem('wrong-arity', `a V2 frame has 5 elements, this one has ${parsed.length}`, preview(text))
   }
-  const [join_ref, ref, topic, event, payload] = parsed as unknown[]
+  // Index reads, not array destructuring (which runs the iterator protocol): this is on every frame's path.
+  const join_ref: unknown = parsed[0]
+  const ref: unknown = parsed[1]
+  const topic: unknown = parsed[2]
+  const event: unknown = parsed[3]
+  const payload: unknown = parsed[4]
   const wrong =
     join_ref !== null && typeof join_ref !== 'string'
       ? 0

@@ -1,6 +1,6 @@
 /**
- * The WebSocket class handed to phoenix.js as its `transport`, one class per transport
- * generation so each instance reports to its own handle. In Node (isomorphic-ws resolves to
+ * The WebSocket handed to phoenix.js as its `transport`: one class, and per transport generation
+ * a constructor function whose instances report to that generation's handle. In Node (isomorphic-ws resolves to
  * `ws`) it adds the upgrade headers (the API key), the inbound frame limit and the close
  * timeout, and reads a refused upgrade (status, Retry-After, JSON body) from ws's
  * `unexpected-response` before ending it (FIELD-NOTES "Reading a refused upgrade"). In a browser
@@ -40,36 +40,48 @@ const isNodeWs = typeof (WebSocket as unknown as { prototype: { on?: unknown } }
 export const SUPPORTS_UPGRADE_HEADERS = isNodeWs
 
 /**
- * Makes the transport class for one generation.
- *
- * @returns a WebSocket subclass with the constructor phoenix.js calls: `new T(url, protocols)`.
+ * The one WebSocket subclass every transport uses; each instance carries its generation's hooks.
+ * One class for all (not one per generation) keeps every socket's hidden class the same, so
+ * ws's hot paths stay monomorphic (bench/ push throughput and idle memory).
  */
-export function transportClass(hooks: TransportHooks): new (url: string, protocols?: string | string[]) => WebSocket {
-  return class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) => WebSocket) {
-    constructor(url: string, protocols?: string | string[]) {
-      if (isNodeWs) {
-        super(url, protocols, {
-          headers: hooks.headers,
-          maxPayload: hooks.maxPayload,
-          closeTimeout: hooks.closeTimeout,
-          // A refused upgrade is read by the listener below; without it ws only reports the status.
-        })
-      } else {
-        super(url, protocols)
-      }
-      hooks.onCreate(this)
-      if (isNodeWs) {
-        ;(this as unknown as NodeJS.EventEmitter).on('unexpected-response', (req: ClientRequest, res: IncomingMessage) =>
-          readRefusal(req, res, hooks),
-        )
-      }
-    }
+class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) => WebSocket) {
+  readonly #hooks: TransportHooks
 
-    override close(code?: number, reason?: string): void {
-      hooks.onClientClose(code, reason)
-      super.close(code, reason)
+  constructor(url: string, protocols: string | string[] | undefined, hooks: TransportHooks) {
+    if (isNodeWs) {
+      super(url, protocols, {
+        headers: hooks.headers,
+        maxPayload: hooks.maxPayload,
+        closeTimeout: hooks.closeTimeout,
+        // A refused upgrade is read by the listener below; without it ws only reports the status.
+      })
+    } else {
+      super(url, protocols)
+    }
+    this.#hooks = hooks
+    hooks.onCreate(this)
+    if (isNodeWs) {
+      ;(this as unknown as NodeJS.EventEmitter).on('unexpected-response', (req: ClientRequest, res: IncomingMessage) =>
+        readRefusal(req, res, hooks),
+      )
     }
   }
+
+  override close(code?: number, reason?: string): void {
+    this.#hooks.onClientClose(code, reason)
+    super.close(code, reason)
+  }
+}
+
+/**
+ * Makes the transport constructor for one generation: what phoenix.js calls as
+ * `new transport(url, protocols)` (socket.js transportConnect). A plain function returning an
+ * object is a valid constructor for `new`; it returns a {@link LinkWebSocket} with `hooks`.
+ */
+export function transportClass(hooks: TransportHooks): new (url: string, protocols?: string | string[]) => WebSocket {
+  return function LinkTransport(url: string, protocols?: string | string[]) {
+    return new LinkWebSocket(url, protocols, hooks)
+  } as unknown as new (url: string, protocols?: string | string[]) => WebSocket
 }
 
 /**

@@ -1,0 +1,194 @@
+/** What the benchmarks share: the simulator child, raw phoenix.js clients, tables, the machine. */
+import { fork, type ChildProcess } from 'node:child_process'
+import { cpus } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { Socket, type Channel } from 'phoenix'
+import WebSocket from 'isomorphic-ws'
+import type { ChildCommand } from './sim-child.js'
+
+/** One line of the results table. */
+export interface Row {
+  bench: string
+  metric: string
+  link: number
+  raw: number | null
+  unit: string
+  /** link / raw, or null. */
+  ratio: number | null
+  target: string
+  met: boolean | null
+}
+
+/** The machine the figures come from. */
+export function machine(): string {
+  const cpu = cpus()
+  return `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, ${process.platform}/${process.arch}`
+}
+
+/** A simulator in a child process (bench/sim-child.ts), driven over IPC. */
+export class SimChild {
+  private nextId = 1
+  private readonly pending = new Map<number, (result: unknown) => void>()
+  private constructor(
+    private readonly child: ChildProcess,
+    /** The endpoint for clients, e.g. `ws://127.0.0.1:41234/socket`. */
+    readonly url: string,
+  ) {
+    child.on('message', (m: { id: number; result: unknown }) => {
+      this.pending.get(m.id)?.(m.result)
+      this.pending.delete(m.id)
+    })
+  }
+
+  /** Forks the child and resolves once its simulator listens. Rejects if the child fails to start. */
+  static start(): Promise<SimChild> {
+    const child = fork(fileURLToPath(new URL('./sim-child.js', import.meta.url)), [], {
+      execArgv: [],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    })
+    return new Promise((resolve, reject) => {
+      child.once('error', reject)
+      child.once('exit', (code) => reject(new Error(`simulator child exited with ${code} before listening`)))
+      child.once('message', (m: { result: { url: string } }) => resolve(new SimChild(child, m.result.url)))
+    })
+  }
+
+  /**
+   * Sends one command and resolves with the child's answer.
+   * @throws {Error} (rejects) when the answer carries an `error`.
+   */
+  async send<T = Record<string, unknown>>(command: ChildCommand): Promise<T> {
+    const id = this.nextId++
+    const result = await new Promise<unknown>((resolve) => {
+      this.pending.set(id, resolve)
+      this.child.send({ ...command, id })
+    })
+    const error = (result as { error?: string } | null)?.error
+    if (error) throw new Error(error)
+    return result as T
+  }
+
+  /** Stops the simulator (aborting its sockets) and waits for the child to exit, at most 5 s. */
+  async stop(): Promise<void> {
+    const exited = new Promise<void>((resolve) => {
+      if (this.child.exitCode !== null) resolve()
+      else this.child.once('exit', () => resolve())
+    })
+    this.child.send({ cmd: 'stop', id: this.nextId++ })
+    const timer = setTimeout(() => this.child.kill(), 5000)
+    await exited
+    clearTimeout(timer)
+  }
+}
+
+/** A raw phoenix.js client: one Socket with its defaults (ws transport), joined to the control channel and optionally an app channel. */
+export async function rawClient(url: string, agent: string, options: { app?: string; reconnectAfterMs?: (tries: number) => number; heartbeatIntervalMs?: number } = {}) {
+  const socket = new Socket(url, {
+    transport: WebSocket as never,
+    params: { agent_id: agent, api_key: 'bench-key' },
+    ...(options.reconnectAfterMs ? { reconnectAfterMs: options.reconnectAfterMs } : {}),
+    ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
+  })
+  socket.connect()
+  const join = (channel: Channel) =>
+    new Promise<void>((resolve, reject) => channel.join().receive('ok', () => resolve()).receive('error', reject).receive('timeout', reject))
+  const control = socket.channel(`agent_control:${agent}`)
+  await join(control)
+  const app = options.app ? socket.channel(options.app) : null
+  if (app) await join(app)
+  return { socket, control, app, close: () => new Promise<void>((resolve) => socket.disconnect(() => resolve())) }
+}
+
+/** Percentile of sorted numbers. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+
+/** Resolves when `check()` is true, polling on each turn of the event loop, bounded. */
+export async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + timeoutMs
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise<void>((resolve) => setImmediate(resolve))
+  }
+}
+
+/** Runs `tasks` at most `limit` at a time. */
+export async function pool<T>(items: T[], limit: number, task: (item: T, i: number) => Promise<void>): Promise<void> {
+  let next = 0
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++
+        await task(items[i]!, i)
+      }
+    }),
+  )
+}
+
+/**
+ * Runs `bench/<file>` in a fresh Node process (with --expose-gc) and resolves with the JSON it
+ * prints on its last stdout line. Used where one process must hold only one kind of client.
+ * @throws {Error} (rejects) when the process exits non-zero or prints no JSON.
+ */
+export function inFreshProcess<T>(file: string, args: string[]): Promise<T> {
+  const child = fork(fileURLToPath(new URL(file, import.meta.url)), args, {
+    execArgv: ['--expose-gc'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  })
+  let out = ''
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  return new Promise((resolve, reject) => {
+    child.once('error', reject)
+    child.once('exit', (code) => {
+      const last = out.trim().split('\n').at(-1) ?? ''
+      if (code !== 0) return reject(new Error(`${file} ${args.join(' ')} exited with ${code}: ${out.slice(-500)}`))
+      try {
+        resolve(JSON.parse(last) as T)
+      } catch {
+        reject(new Error(`${file} ${args.join(' ')} printed no JSON result: ${out.slice(-500)}`))
+      }
+    })
+  })
+}
+
+/** Runs the garbage collector until the heap stops shrinking (needs --expose-gc). */
+export async function settleHeap(): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (!gc) throw new Error('run with node --expose-gc (npm run bench does)')
+  let last = Number.POSITIVE_INFINITY
+  for (let i = 0; i < 10; i++) {
+    gc()
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    const used = process.memoryUsage().heapUsed
+    if (used >= last * 0.999) return
+    last = used
+  }
+}
+
+/** A row with its ratio and whether the target holds; `better` says which direction wins. */
+export function row(
+  bench: string,
+  metric: string,
+  unit: string,
+  link: number,
+  raw: number | null,
+  target: { text: string; met: (link: number, raw: number | null) => boolean } | null,
+): Row {
+  return {
+    bench,
+    metric,
+    unit,
+    link,
+    raw,
+    ratio: raw === null || raw === 0 ? null : link / raw,
+    target: target?.text ?? '',
+    met: target ? target.met(link, raw) : null,
+  }
+}
+
+/** Median of numbers. */
+export function median(values: number[]): number {
+  return percentile([...values].sort((a, b) => a - b), 50)
+}

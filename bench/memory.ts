@@ -1,0 +1,87 @@
+/**
+ * Idle memory: 2,000 connected clients (control channel + one app channel each), heap and RSS
+ * per client after GC. Each kind runs in a fresh process (heap and RSS of one kind only), each
+ * with its own simulator child; modules are loaded before the baseline so only per-client
+ * memory is counted.
+ *
+ * Run alone: `node --expose-gc --import tsx bench/memory.ts` (both kinds; rows as JSON last), or
+ * `... bench/memory.ts link|raw [count]` for one kind.
+ */
+import { createLink, type Link } from '../src/link.js'
+import { inFreshProcess, pool, rawClient, row, settleHeap, SimChild, until, type Row } from './common.js'
+
+export const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 2_000)
+const TOPIC = 'room:bench'
+
+interface Measured {
+  kind: 'link' | 'raw'
+  clients: number
+  heapPerClient: number
+  rssPerClient: number
+  setupMs: number
+}
+
+async function measure(kind: 'link' | 'raw', count: number): Promise<Measured> {
+  const sim = await SimChild.start()
+  const closers: Array<() => Promise<void>> = []
+  try {
+    // Warm-up: one client of the kind, so lazily created module state is in the baseline.
+    const warm = await open(kind, sim.url, 'mem-warm')
+    await warm()
+    await settleHeap()
+    const before = process.memoryUsage()
+    const started = performance.now()
+    await pool(
+      Array.from({ length: count }, (_, i) => i),
+      50,
+      async (i) => {
+        closers.push(await open(kind, sim.url, `mem-${kind}-${i}`))
+      },
+    )
+    const setupMs = performance.now() - started
+    await settleHeap()
+    const after = process.memoryUsage()
+    return {
+      kind,
+      clients: count,
+      heapPerClient: (after.heapUsed - before.heapUsed) / count,
+      rssPerClient: (after.rss - before.rss) / count,
+      setupMs,
+    }
+  } finally {
+    await pool(closers, 100, (close) => close())
+    await sim.stop()
+  }
+}
+
+/** Opens one connected client (control + app channel joined) and returns its closer. */
+async function open(kind: 'link' | 'raw', url: string, agent: string): Promise<() => Promise<void>> {
+  if (kind === 'raw') {
+    const raw = await rawClient(url, agent, { app: TOPIC })
+    return raw.close
+  }
+  const link: Link = createLink({ url, agentId: agent, apiKey: 'bench-key' })
+  await link.connect()
+  const channel = link.channel(TOPIC)
+  await until(() => channel.status === 'joined', 10_000, `${agent} to join ${TOPIC}`)
+  return () => link.disconnect()
+}
+
+export async function run(): Promise<Row[]> {
+  const file = './memory.js'
+  const raw = await inFreshProcess<Measured>(file, ['raw', String(CLIENTS)])
+  const link = await inFreshProcess<Measured>(file, ['link', String(CLIENTS)])
+  const kib = (bytes: number) => bytes / 1024
+  const target = { text: '<= 1.2x raw', met: (l: number, r: number | null) => l <= 1.2 * r! }
+  return [
+    row('idle memory', `heap per connected client (${CLIENTS.toLocaleString('en-US')} clients, after GC)`, 'KiB', kib(link.heapPerClient), kib(raw.heapPerClient), target),
+    row('idle memory', 'RSS per connected client', 'KiB', kib(link.rssPerClient), kib(raw.rssPerClient), target),
+    row('idle memory', `time to connect ${CLIENTS.toLocaleString('en-US')} clients (50 at a time)`, 'ms', link.setupMs, raw.setupMs, null),
+  ]
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const kind = process.argv[2]
+  if (kind === 'link' || kind === 'raw') console.log(JSON.stringify(await measure(kind, Number(process.argv[3] ?? CLIENTS))))
+  else console.log(JSON.stringify(await run()))
+}

@@ -1,0 +1,107 @@
+/**
+ * The simulator in its own process for benchmarks, so the measuring process holds only clients
+ * and the server's work never lands on the client's event loop. Commands arrive over IPC
+ * (process.send); each gets one answer with the same id. Times are milliseconds on this
+ * process's monotonic clock (performance.now()), so server-side intervals need no clock sync.
+ */
+import { startSimulator } from '../src/server/index.js'
+
+/** A command to the simulator child. */
+export type ChildCommand =
+  /** Send `count` small pushes (`tick`) on `topic` to the agent's live socket, back to back. */
+  | { cmd: 'push'; agent: string; topic: string; count: number }
+  /** Close the agent's live socket with `code`; answer when its control channel is joined again: server time from close to join. */
+  | { cmd: 'close-until-rejoined'; agent: string; code: number; timeoutMs: number }
+  /** Close every live socket with `code`. */
+  | { cmd: 'close-all'; code: number }
+  /** Stop answering the agent's heartbeats and reading its frames. */
+  | { cmd: 'stall'; agent: string }
+  /** The current time. */
+  | { cmd: 'now' }
+  /** Upgrade requests (accepted or refused) and control joins since `since`, and how many sockets are open. */
+  | { cmd: 'timeline'; since: number }
+  /** First upgrade request of each agent in `agents` after `since`. */
+  | { cmd: 'next-upgrades'; agents: string[]; since: number }
+  | { cmd: 'stop' }
+
+const sim = await startSimulator({ agents: 'any', recordLimit: 0, idleTimeoutMs: null })
+const upgrades: Array<{ at: number; agent: string | null }> = []
+const joins: Array<{ at: number; agent: string }> = []
+const rejoinWaiters = new Map<string, (at: number) => void>()
+sim.on('connection', (c: { agentId: string }) => upgrades.push({ at: performance.now(), agent: c.agentId }))
+sim.on('refused', (r: { agentId: string | null }) => upgrades.push({ at: performance.now(), agent: r.agentId }))
+sim.onJoin(/^agent_control:/, {
+  reply: 'ok',
+  after: (c) => {
+    const at = performance.now()
+    joins.push({ at, agent: c.agentId })
+    const waiter = rejoinWaiters.get(c.agentId)
+    rejoinWaiters.delete(c.agentId)
+    waiter?.(at)
+  },
+})
+
+type Tagged = ChildCommand & { id: number }
+
+process.on('message', (message: Tagged) => {
+  const reply = (result: unknown) => process.send!({ id: message.id, result })
+  switch (message.cmd) {
+    case 'push': {
+      const conn = sim.live(message.agent)[0]
+      const joinRef = conn?.channels.get(message.topic)?.joinRef
+      if (!conn || !joinRef) return reply({ error: `${message.agent} has no joined ${message.topic}` })
+      const text = JSON.stringify([joinRef, null, message.topic, 'tick', { n: 1, text: 'a small push' }])
+      for (let i = 0; i < message.count; i++) conn.ws.send(text)
+      return reply({ sent: message.count })
+    }
+    case 'close-until-rejoined': {
+      const conn = sim.live(message.agent)[0]
+      if (!conn) return reply({ error: `${message.agent} has no live socket` })
+      const timer = setTimeout(() => {
+        rejoinWaiters.delete(message.agent)
+        reply({ error: `${message.agent} did not rejoin within ${message.timeoutMs} ms` })
+      }, message.timeoutMs)
+      const closedAt = performance.now()
+      rejoinWaiters.set(message.agent, (at) => {
+        clearTimeout(timer)
+        reply({ ms: at - closedAt })
+      })
+      sim.close(conn, message.code)
+      return
+    }
+    case 'close-all': {
+      const at = performance.now()
+      sim.close('all', message.code)
+      return reply({ at })
+    }
+    case 'stall': {
+      const at = performance.now()
+      sim.stall({ agent: message.agent })
+      return reply({ at })
+    }
+    case 'now':
+      return reply({ at: performance.now() })
+    case 'timeline':
+      return reply({
+        upgrades: upgrades.filter((u) => u.at >= message.since).map((u) => u.at),
+        joins: joins.filter((j) => j.at >= message.since).map((j) => j.at),
+        live: sim.live().length,
+      })
+    case 'next-upgrades': {
+      const wanted = new Set(message.agents)
+      const first: Record<string, number> = {}
+      for (const u of upgrades) {
+        if (u.at < message.since || u.agent === null || !wanted.has(u.agent) || u.agent in first) continue
+        first[u.agent] = u.at
+      }
+      return reply({ first })
+    }
+    case 'stop':
+      void sim.stop({ abort: true }).then(() => {
+        reply({ stopped: true })
+        process.disconnect()
+      })
+      return
+  }
+})
+process.send!({ id: 0, result: { url: sim.url } })
