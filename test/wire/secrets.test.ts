@@ -7,6 +7,19 @@ import type { InspectionEvent } from 'xstate'
 import { createLink } from '../../src/link.js'
 import { ConfigurationError } from '../../src/errors/configuration-error.js'
 import { settle, useWorld } from '../support/wire.js'
+import { linkMetrics } from '../../src/metrics.js'
+import { get } from 'node:http'
+
+/** GET `url` on loopback and resolve with the body. */
+function fetchText(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    get(url, (res) => {
+      let body = ''
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()))
+      res.on('end', () => resolve(body))
+    }).on('error', reject)
+  })
+}
 
 const world = useWorld()
 const KEY = 'sk-live-7Hq2-SECRET-do-not-log'
@@ -50,6 +63,40 @@ describe('secrets', () => {
       expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101, 403])
     })
   }
+
+  it('the key is in no metrics label or value, simulator log line, admin answer, event feed or simulator record', async () => {
+    const simLines: string[] = []
+    const sim = await world().sim({
+      agents: { 'agent-1': KEY },
+      logger: { info: (m, f) => simLines.push(text({ m, f })), warn: (m, f) => simLines.push(text({ m, f })) },
+    })
+    for (const apiKeyIn of ['header', 'param'] as const) {
+      const link = world().link(sim, { apiKey: KEY, apiKeyIn })
+      const metrics = linkMetrics(link)
+      await link.connect()
+      sim.close({ agent: 'agent-1' }, 1011, 'oops')
+      await new Promise<void>((resolve) => link.once('reconnected', () => resolve()))
+      sim.refuseUpgrades({ status: 403, body: JSON.stringify({ error: { code: 'bad_key', message: `key ${KEY}` } }) })
+      sim.close({ agent: 'agent-1' }, 1000)
+      await settle(link.runForever())
+      const linkText = await metrics.registry.metrics()
+      metrics.stop()
+      await link.disconnect()
+      expect(linkText).toContain('link_reconnects_total')
+      expect(linkText).not.toContain(KEY)
+    }
+    const serverText = await sim.metrics.registry.metrics()
+    const admin = await fetchText(`${sim.url.replace('ws://', 'http://').replace(/\/socket$/, '')}/admin/connections`)
+    const records = text({
+      connections: sim.connections.map((c) => ({ params: c.params, frames: c.frames, problems: c.problems, closeSeen: c.closeSeen, closeSent: c.closeSent })),
+      upgrades: sim.upgrades,
+      presence: sim.presence,
+      aborts: sim.aborts,
+    })
+    for (const out of [serverText, admin, records, simLines.join('\n')]) expect(out).not.toContain(KEY)
+    expect(serverText).toContain('principal_disconnects_total')
+    expect(records).toContain('agent-1')
+  })
 
   for (const key of ['open', 'sock', 'e', 'k']) {
     it(`a short key (${JSON.stringify(key)}) that occurs inside event names still connects and is still refused typed`, async () => {

@@ -1,0 +1,309 @@
+/**
+ * `npm run soak`: N links for M minutes against a simulator (in its own process) that injects
+ * random faults: closes of every kind of code, aborts without a close frame, stalls (dead peer),
+ * supersedes, and control signals to slow handlers. Checked throughout and at the end:
+ *
+ * - control signals reach the handler at most once and in order; every signal sent while no
+ *   fault hit its link for the next second is delivered;
+ * - a session that ended terminally (superseded, rejected, suppressed) never opens another
+ *   connection until the host connects again (the simulator counts upgrades per agent);
+ * - nothing reaches the process as an uncaught exception or unhandled rejection;
+ * - heap (after GC) and active handles stay flat: the slope over the run after warm-up is
+ *   reported, and the run fails when the heap grows by half and more than 512 KiB a minute, or
+ *   handles grow past the links' own.
+ *
+ * Usage: npm run soak -- [--links 50] [--minutes 10] [--seed 1] [--fault-every-ms 40] [--json]
+ * Exit code 0 when every check holds, 1 otherwise.
+ */
+import { fork } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { Command, InvalidArgumentError } from 'commander'
+import { createLink, type Link } from '../src/link.js'
+import type { LinkPolicyInput } from '../src/policy.js'
+import type { SoakCommand } from './sim-process.js'
+
+function whole(min: number) {
+  return (value: string) => {
+    const n = Number(value)
+    if (!Number.isFinite(n) || n < min) throw new InvalidArgumentError(`must be a number >= ${min}`)
+    return n
+  }
+}
+
+const program = new Command('soak')
+  .description('links under random faults for a while; checks ordering, terminal sessions, crashes, heap and handles')
+  .option('--links <n>', 'links', whole(1), 50)
+  .option('--minutes <m>', 'duration in minutes (fractions allowed)', whole(0.05), 10)
+  .option('--seed <n>', 'seed of the fault sequence', whole(0), 1)
+  .option('--fault-every-ms <ms>', 'one fault or control signal every this many ms, across all links', whole(1), 40)
+  .option('--json', 'print the summary as one JSON line', false)
+  .parse()
+const options = program.opts<{ links: number; minutes: number; seed: number; faultEveryMs: number; json: boolean }>()
+
+/** Small delays so faults cycle fast; a stalled peer is noticed within a second. */
+const SOAK_POLICY: LinkPolicyInput = {
+  reconnect: {
+    initialDelayMs: 50,
+    maxDelayMs: 1_000,
+    goingAwayFloorMs: [0, 200],
+    serviceRestartFloorMs: [100, 300],
+    tryAgainLaterFloorMs: [200, 400],
+    rapidWindowMs: 200,
+    stableAfterMs: 2_000,
+    maxRetryAfterMs: 1_000,
+  },
+  transport: { heartbeatIntervalMs: 500, closeTimeoutMs: 300 },
+  connection: { connectTimeoutMs: 2_000, joinTimeoutMs: 1_000, leaveTimeoutMs: 300 },
+}
+
+/** mulberry32: a seeded random source, so a failing run can be replayed with --seed. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+const random = seeded(options.seed)
+const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!
+
+// ---- the simulator process -------------------------------------------------------------------
+
+const child = fork(fileURLToPath(new URL('./sim-process.ts', import.meta.url)), [], {
+  execArgv: ['--import', 'tsx'],
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+})
+const pending = new Map<number, (result: unknown) => void>()
+let nextId = 1
+child.on('message', (m: { id: number; result: unknown }) => {
+  pending.get(m.id)?.(m.result)
+  pending.delete(m.id)
+})
+function sim<T>(command: SoakCommand): Promise<T> {
+  const id = nextId++
+  return new Promise((resolve) => {
+    pending.set(id, resolve as (r: unknown) => void)
+    child.send({ ...command, id })
+  })
+}
+const url = await new Promise<string>((resolve, reject) => {
+  child.once('exit', (code) => reject(new Error(`simulator process exited with ${code}`)))
+  pending.set(0, (r) => resolve(r as string))
+})
+
+// ---- the links and what is checked -----------------------------------------------------------
+
+interface Tracked {
+  agent: string
+  link: Link
+  /** Highest control sequence handed to the handler. */
+  lastDelivered: number
+  delivered: Set<number>
+  sent: Array<{ sequence: number; at: number; sockets: number }>
+  faults: number[]
+  /** Upgrades the simulator had counted when the session ended terminally; null while not terminated. */
+  upgradesAtTerminal: number | null
+  restarting: boolean
+  terminals: number
+}
+
+const problems: string[] = []
+const counts = { faults: 0, signalsSent: 0, signalsDelivered: 0, terminals: 0, restarts: 0, disconnects: 0 }
+const byFault: Record<string, number> = {}
+process.on('uncaughtException', (error) => problems.push(`uncaught exception: ${error.stack ?? error}`))
+process.on('unhandledRejection', (error) => problems.push(`unhandled rejection: ${String(error)}`))
+
+const tracked: Tracked[] = []
+for (let i = 0; i < options.links; i++) {
+  const agent = `soak-${i}`
+  const t: Tracked = { agent, link: null as unknown as Link, lastDelivered: 0, delivered: new Set(), sent: [], faults: [], upgradesAtTerminal: null, restarting: false, terminals: 0 }
+  t.link = createLink({
+    url,
+    agentId: agent,
+    apiKey: 'soak-key',
+    policy: SOAK_POLICY,
+    onControl: async (signal) => {
+      const sequence = Number(String(signal.correlationId).split(':')[1])
+      if (t.delivered.has(sequence)) problems.push(`${agent}: signal ${sequence} delivered twice`)
+      else if (sequence < t.lastDelivered) problems.push(`${agent}: signal ${sequence} delivered after ${t.lastDelivered}`)
+      t.delivered.add(sequence)
+      t.lastDelivered = Math.max(t.lastDelivered, sequence)
+      counts.signalsDelivered++
+      // A slow handler now and then: it holds the queue while faults arrive.
+      if (random() < 0.2) await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 150)))
+    },
+  })
+  t.link.on('disconnected', ({ terminal }) => {
+    counts.disconnects++
+    if (!terminal) return
+    counts.terminals++
+    t.terminals++
+    void (async () => {
+      t.upgradesAtTerminal = await sim<number>({ cmd: 'upgrades', agent })
+      restart(t)
+    })()
+  })
+  tracked.push(t)
+}
+
+/** The host's answer to a terminal end: wait a little, check nothing reconnected meanwhile, connect again. */
+function restart(t: Tracked): void {
+  if (t.restarting) return
+  t.restarting = true
+  setTimeout(() => {
+    void (async () => {
+      const now = await sim<number>({ cmd: 'upgrades', agent: t.agent })
+      if (t.upgradesAtTerminal !== null && now !== t.upgradesAtTerminal) {
+        problems.push(`${t.agent}: ${now - t.upgradesAtTerminal} connection(s) opened after a terminal end, before the host connected again`)
+      }
+      t.upgradesAtTerminal = null
+      t.restarting = false
+      counts.restarts++
+      await t.link.connect().catch(() => {}) // a terminal end during this connect is handled by the listener
+    })()
+  }, 300)
+}
+
+const started = performance.now()
+for (let i = 0; i < tracked.length; i += 25) await Promise.all(tracked.slice(i, i + 25).map((t) => t.link.connect()))
+const setupMs = performance.now() - started
+
+// ---- faults ----------------------------------------------------------------------------------
+
+const CLOSE_CODES = [1000, 1001, 1002, 1003, 1007, 1009, 1011, 1012, 1013, 4000, 4001, 1008, 4500] as const
+let sequence = 0
+async function injectOne(): Promise<void> {
+  const t = pick(tracked)
+  const roll = random()
+  const now = performance.now()
+  if (roll < 0.45) {
+    sequence++
+    const sockets = await sim<number>({ cmd: 'control', agent: t.agent, sequence })
+    t.sent.push({ sequence, at: now, sockets })
+    counts.signalsSent++
+    return
+  }
+  counts.faults++
+  t.faults.push(now)
+  if (roll < 0.75) {
+    const code = pick(CLOSE_CODES)
+    byFault[`close ${code}`] = (byFault[`close ${code}`] ?? 0) + 1
+    await sim({ cmd: 'close', agent: t.agent, code })
+  } else if (roll < 0.87) {
+    byFault.abort = (byFault.abort ?? 0) + 1
+    await sim({ cmd: 'abort', agent: t.agent })
+  } else if (roll < 0.93) {
+    byFault.stall = (byFault.stall ?? 0) + 1
+    await sim({ cmd: 'stall', agent: t.agent })
+  } else {
+    byFault.supersede = (byFault.supersede ?? 0) + 1
+    await sim({ cmd: 'supersede', agent: t.agent })
+  }
+}
+
+// ---- heap and handles ------------------------------------------------------------------------
+
+const gc = (globalThis as { gc?: () => void }).gc
+if (!gc) throw new Error('run with node --expose-gc (npm run soak does)')
+const samples: Array<{ minute: number; heap: number; handles: number }> = []
+function sample(): void {
+  gc!()
+  samples.push({
+    minute: (performance.now() - started) / 60_000,
+    heap: process.memoryUsage().heapUsed,
+    handles: process.getActiveResourcesInfo().length,
+  })
+}
+
+/** Least-squares slope of y over x. */
+function slope(points: Array<[number, number]>): number {
+  const n = points.length
+  if (n < 2) return 0
+  const mx = points.reduce((s, [x]) => s + x, 0) / n
+  const my = points.reduce((s, [, y]) => s + y, 0) / n
+  const num = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0)
+  const den = points.reduce((s, [x]) => s + (x - mx) ** 2, 0)
+  return den === 0 ? 0 : num / den
+}
+
+const durationMs = options.minutes * 60_000
+const sampleEveryMs = Math.min(5_000, Math.max(500, durationMs / 24))
+let nextSample = performance.now() + sampleEveryMs
+const faultStart = performance.now()
+while (performance.now() - faultStart < durationMs) {
+  await injectOne()
+  if (performance.now() >= nextSample) {
+    sample()
+    nextSample += sampleEveryMs
+  }
+  await new Promise((resolve) => setTimeout(resolve, options.faultEveryMs))
+}
+
+// ---- quiet: every link back, every deliverable signal delivered ------------------------------
+
+const quietDeadline = performance.now() + 15_000
+while (tracked.some((t) => t.link.state !== 'connected' || t.restarting)) {
+  if (performance.now() > quietDeadline) {
+    problems.push(`after the faults stopped, ${tracked.filter((t) => t.link.state !== 'connected').length} link(s) were not connected within 15 s`)
+    break
+  }
+  await new Promise((resolve) => setTimeout(resolve, 50))
+}
+const mustDeliver = (t: Tracked) =>
+  t.sent.filter((s) => s.sockets > 0 && !t.faults.some((f) => f >= s.at - 5 && f <= s.at + 1_000)).map((s) => s.sequence)
+const missing = () => tracked.flatMap((t) => mustDeliver(t).filter((sq) => !t.delivered.has(sq)).map((sq) => `${t.agent}:${sq}`))
+const drainDeadline = performance.now() + 5_000
+while (missing().length > 0 && performance.now() < drainDeadline) await new Promise((resolve) => setTimeout(resolve, 50))
+for (const id of missing()) problems.push(`signal ${id} was sent on a healthy connection and never delivered`)
+sample()
+
+// ---- verdict ---------------------------------------------------------------------------------
+
+const warm = samples.filter((s) => s.minute >= samples[0]!.minute + (samples.at(-1)!.minute - samples[0]!.minute) * 0.2)
+const heapSlope = slope(warm.map((s) => [s.minute, s.heap]))
+const handleSlope = slope(warm.map((s) => [s.minute, s.handles]))
+const firstWarm = warm[0]!
+const last = samples.at(-1)!
+if (heapSlope > 512 * 1024 && last.heap > firstWarm.heap * 1.5) {
+  problems.push(`heap grows: ${(heapSlope / 1024).toFixed(0)} KiB/min, ${(firstWarm.heap / 2 ** 20).toFixed(1)} -> ${(last.heap / 2 ** 20).toFixed(1)} MiB`)
+}
+if (last.handles > firstWarm.handles + options.links) {
+  problems.push(`handles grow: ${firstWarm.handles} -> ${last.handles} (slope ${handleSlope.toFixed(1)}/min)`)
+}
+
+await Promise.all(tracked.map((t) => t.link.disconnect()))
+await sim({ cmd: 'stop' })
+const afterStop = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'PipeWrap' && r !== 'ProcessWrap')
+const sentOk = tracked.reduce((n, t) => n + mustDeliver(t).length, 0)
+const summary = {
+  ok: problems.length === 0,
+  links: options.links,
+  minutes: options.minutes,
+  seed: options.seed,
+  setupMs: Math.round(setupMs),
+  faults: counts.faults,
+  byFault,
+  signals: { sent: counts.signalsSent, delivered: counts.signalsDelivered, mustDeliver: sentOk },
+  disconnects: counts.disconnects,
+  terminalEnds: counts.terminals,
+  hostRestarts: counts.restarts,
+  heap: { firstMiB: +(firstWarm.heap / 2 ** 20).toFixed(2), lastMiB: +(last.heap / 2 ** 20).toFixed(2), slopeKiBPerMin: +(heapSlope / 1024).toFixed(1) },
+  handles: { first: firstWarm.handles, last: last.handles, slopePerMin: +handleSlope.toFixed(2), afterStop: afterStop.length },
+  samples: samples.length,
+  problems: problems.slice(0, 20),
+}
+if (options.json) {
+  console.log(JSON.stringify(summary))
+} else {
+  console.log(`soak: ${options.links} links, ${options.minutes} min, seed ${options.seed}`)
+  console.log(`  faults ${summary.faults} (${Object.entries(byFault).map(([k, v]) => `${k}: ${v}`).join(', ')})`)
+  console.log(`  control signals sent ${summary.signals.sent}, delivered ${summary.signals.delivered}, of which must-deliver ${summary.signals.mustDeliver} all delivered: ${missing().length === 0}`)
+  console.log(`  disconnects ${summary.disconnects}, terminal ends ${summary.terminalEnds}, host restarts ${summary.hostRestarts}`)
+  console.log(`  heap ${summary.heap.firstMiB} -> ${summary.heap.lastMiB} MiB, slope ${summary.heap.slopeKiBPerMin} KiB/min (${samples.length} samples after GC)`)
+  console.log(`  handles ${summary.handles.first} -> ${summary.handles.last}, slope ${summary.handles.slopePerMin}/min; after stop ${summary.handles.afterStop}`)
+  console.log(problems.length === 0 ? '  every check held' : `  PROBLEMS:\n    ${problems.slice(0, 20).join('\n    ')}`)
+}
+process.exitCode = problems.length === 0 ? 0 : 1
