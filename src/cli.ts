@@ -9,6 +9,8 @@ import { runConnect } from './cli/connect.js'
 import { runDemo } from './cli/demo.js'
 import { runServe } from './cli/serve.js'
 import { runPaths } from './cli/paths.js'
+import { EXPORT_FORMATS, runExport } from './cli/export.js'
+import { CHARTS, type ChartName } from './model/chart-info.js'
 
 function port(value: string): number {
   const n = value.trim() === '' ? Number.NaN : Number(value)
@@ -64,6 +66,14 @@ export function program(): Command {
     .option('--json', 'one JSON object per path', false)
     .action((opts: { chart?: 'connection' | 'channel' | 'reconnect'; mode: 'wire' | 'pure'; json: boolean }) => {
       process.exitCode = runPaths({ ...(opts.chart ? { chart: opts.chart } : {}), mode: opts.mode, json: opts.json })
+    })
+  cli
+    .command('export')
+    .description('write the charts as XState config (json), a module Stately Studio imports (ts), or a mermaid stateDiagram')
+    .addOption(new Option('--chart <name>', 'one chart').choices(Object.keys(CHARTS)))
+    .addOption(new Option('--format <format>', 'output form').choices([...EXPORT_FORMATS]).default('json'))
+    .action((opts: { chart?: ChartName; format: (typeof EXPORT_FORMATS)[number] }) => {
+      process.exitCode = runExport({ ...(opts.chart ? { chart: opts.chart } : {}), format: opts.format })
     })
   return cli
 }

@@ -88,7 +88,9 @@ export function redacting(logger: Logger | undefined, secret: string): Required<
     const fn = logger?.[level]
     if (!fn) return
     try {
-      fn.call(logger, redact(message, secret), fields === undefined ? undefined : redact(fields, secret))
+      // No second argument when there are no fields: console.log would print `undefined`.
+      if (fields === undefined) fn.call(logger, redact(message, secret))
+      else fn.call(logger, redact(message, secret), redact(fields, secret))
     } catch {
       // A host's logger must not take the link down.
     }

@@ -1,0 +1,222 @@
+/**
+ * The shipped charts in forms other tools read: an XState config object (JSON) and a TypeScript
+ * module with `createMachine(config)` that Stately Studio imports ("Import from code"), and a
+ * mermaid `stateDiagram-v2`. All three are derived from the machine definitions themselves, so
+ * they cannot drift from the charts: guards, actions, named delays and invoked actors appear
+ * by the names they have in `setup()`, each transition keeps its DESIGN rule tag (`meta.rule`).
+ */
+import type { AnyStateMachine, StateNode } from 'xstate'
+import { allNodes, CHARTS, type ChartName } from './chart-info.js'
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyNode = StateNode<any, any>
+
+/** One transition in config form. */
+export interface ConfigTransition {
+  /** `#<state id>` references; absent for a transition that stays. */
+  target?: string[]
+  guard?: string
+  actions?: string[]
+  /** The DESIGN rule tag, when the chart has one. */
+  meta?: { rule: string }
+}
+
+/** One state in config form (the subset of XState's config the charts use). */
+export interface ConfigState {
+  id: string
+  description?: string
+  type?: 'final' | 'parallel'
+  initial?: string
+  entry?: string[]
+  exit?: string[]
+  invoke?: Array<{ id: string; src: string; onDone?: ConfigTransition[]; onError?: ConfigTransition[] }>
+  on?: Record<string, ConfigTransition[]>
+  /** Named delays (the names of `setup({ delays })`). */
+  after?: Record<string, ConfigTransition[]>
+  always?: ConfigTransition[]
+  states?: Record<string, ConfigState>
+}
+
+function named(value: unknown): string {
+  if (typeof value === 'string') return value
+  if (value && typeof value === 'object' && 'type' in value) return String((value as { type: unknown }).type)
+  if (typeof value === 'function') return (value as { name?: string }).name || 'inline'
+  return String(value)
+}
+
+function transitionOf(t: Record<string, unknown>): ConfigTransition {
+  const out: ConfigTransition = {}
+  const targets = (t.target as AnyNode[] | undefined) ?? []
+  if (targets.length > 0) out.target = targets.map((n) => `#${n.id}`)
+  if (t.guard !== undefined && t.guard !== null) out.guard = named(t.guard)
+  const actions = ((t.actions as unknown[]) ?? []).map(named)
+  if (actions.length > 0) out.actions = actions
+  const rule = (t.meta as { rule?: string } | undefined)?.rule
+  if (rule) out.meta = { rule }
+  return out
+}
+
+function stateOf(node: AnyNode): ConfigState {
+  const out: ConfigState = { id: node.id }
+  if (node.description) out.description = node.description
+  if (node.type === 'final' || node.type === 'parallel') out.type = node.type
+  const initial = (node.initial as unknown as { target?: AnyNode[] } | undefined)?.target?.[0]
+  if (initial && node.type === 'compound') out.initial = initial.key
+  const entry = (node.entry as unknown[]).map(named)
+  if (entry.length > 0) out.entry = entry
+  const exit = (node.exit as unknown[]).map(named)
+  if (exit.length > 0) out.exit = exit
+
+  const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, named(t.delay)]))
+  const invokes = (node.invoke as Array<{ id: string; src: unknown }>).map((inv) => ({ id: inv.id, src: named(inv.src) }))
+  const byInvoke = new Map<string, { id: string; src: string; onDone?: ConfigTransition[]; onError?: ConfigTransition[] }>(invokes.map((inv) => [inv.id, inv]))
+  for (const [eventType, list] of node.transitions as unknown as Map<string, Array<Record<string, unknown>>>) {
+    const transitions = list.map(transitionOf)
+    if (eventType.startsWith('xstate.after.')) {
+      ;(out.after ??= {})[delays.get(eventType) ?? eventType.split('.')[2]!] = transitions
+    } else if (eventType.startsWith('xstate.done.actor.') && byInvoke.has(eventType.slice('xstate.done.actor.'.length))) {
+      byInvoke.get(eventType.slice('xstate.done.actor.'.length))!.onDone = transitions
+    } else if (eventType.startsWith('xstate.error.actor.') && byInvoke.has(eventType.slice('xstate.error.actor.'.length))) {
+      byInvoke.get(eventType.slice('xstate.error.actor.'.length))!.onError = transitions
+    } else {
+      ;(out.on ??= {})[eventType] = transitions
+    }
+  }
+  if (invokes.length > 0) out.invoke = invokes
+  const always = ((node.always ?? []) as unknown as Array<Record<string, unknown>>).map(transitionOf)
+  if (always.length > 0) out.always = always
+  const children = Object.entries(node.states as Record<string, AnyNode>)
+  if (children.length > 0) out.states = Object.fromEntries(children.map(([key, child]) => [key, stateOf(child)]))
+  return out
+}
+
+/**
+ * A chart as an XState config object: states, `on`, `after` (named delays), `always`, invoked
+ * actors by `src` name with their onDone/onError, entry/exit action names, guard names and rule
+ * tags. Context and implementations are left out (they are code, supplied by `setup()`).
+ */
+export function chartConfig(machine: AnyStateMachine): ConfigState {
+  return stateOf(machine.root as AnyNode)
+}
+
+/**
+ * A TypeScript module Stately Studio imports: the setup() names as stub implementations, and
+ * `createMachine(config)`. Reading it back with XState gives a chart with the same states and
+ * transitions (test/unit/export.test.ts).
+ */
+export function chartModule(name: ChartName): string {
+  const machine = CHARTS[name] as AnyStateMachine
+  const config = chartConfig(machine)
+  const names = collectNames(config)
+  const list = (items: Set<string>) => [...items].sort().map((n) => `    ${JSON.stringify(n)}: ${'() => {}'},`).join('\n')
+  const guards = [...names.guards].sort().map((n) => `    ${JSON.stringify(n)}: () => true,`).join('\n')
+  const actors = [...names.actors].sort().map((n) => `    ${JSON.stringify(n)}: fromCallback(() => {}),`).join('\n')
+  const delays = [...names.delays].sort().map((n) => `    ${JSON.stringify(n)}: 1000,`).join('\n')
+  return `// The ${name} chart of phoenix-link (machines/${name}.ts), exported by \`phoenix-link export --chart ${name} --format ts\`.
+// Structure only: every guard, action, delay and actor is a stub named as in the shipped setup().
+import { fromCallback, setup } from 'xstate'
+
+export const ${name}Machine = setup({
+  guards: {
+${guards}
+  },
+  actions: {
+${list(names.actions)}
+  },
+  delays: {
+${delays}
+  },
+  actors: {
+${actors}
+  },
+}).createMachine(${JSON.stringify(config, null, 2).replace(/\n/g, '\n')})
+`
+}
+
+/** Guard, action, delay and actor names a config uses. */
+export function collectNames(config: ConfigState) {
+  const guards = new Set<string>()
+  const actions = new Set<string>()
+  const delays = new Set<string>()
+  const actors = new Set<string>()
+  const visitTransitions = (list: ConfigTransition[] | undefined) => {
+    for (const t of list ?? []) {
+      if (t.guard) guards.add(t.guard)
+      for (const a of t.actions ?? []) actions.add(a)
+    }
+  }
+  const visit = (state: ConfigState) => {
+    for (const a of [...(state.entry ?? []), ...(state.exit ?? [])]) actions.add(a)
+    for (const list of Object.values(state.on ?? {})) visitTransitions(list)
+    for (const [delay, list] of Object.entries(state.after ?? {})) {
+      delays.add(delay)
+      visitTransitions(list)
+    }
+    visitTransitions(state.always)
+    for (const inv of state.invoke ?? []) {
+      actors.add(inv.src)
+      visitTransitions(inv.onDone)
+      visitTransitions(inv.onError)
+    }
+    for (const child of Object.values(state.states ?? {})) visit(child)
+  }
+  visit(config)
+  return { guards, actions, delays, actors }
+}
+
+function mermaidId(node: AnyNode): string {
+  return node.path.length === 0 ? node.key : node.path.join('__')
+}
+
+function label(eventType: string, t: Record<string, unknown>, delay: string | undefined): string {
+  let event = eventType
+  if (eventType.startsWith('xstate.after.')) event = `after ${delay ?? eventType.split('.')[2]}`
+  else if (eventType.startsWith('xstate.done.actor.')) event = `done ${eventType.slice('xstate.done.actor.'.length)}`
+  else if (eventType.startsWith('xstate.error.actor.')) event = `error ${eventType.slice('xstate.error.actor.'.length)}`
+  else if (eventType === '') event = 'always'
+  const guard = t.guard !== undefined && t.guard !== null ? ` [${named(t.guard)}]` : ''
+  // mermaid takes everything after the colon as the label; colons inside would end it early.
+  return `${event}${guard}`.replace(/:/g, '∶')
+}
+
+/**
+ * A chart as a mermaid `stateDiagram-v2`: each state labelled by its key, composite states nested, `[*]` for initial and final
+ * states, one arrow per transition labelled `event [guard]`, and a note per state that invokes
+ * an actor. Self transitions without a target (actions only) are left out to keep it readable.
+ */
+export function chartMermaid(name: ChartName): string {
+  const machine = CHARTS[name] as AnyStateMachine
+  const lines = ['stateDiagram-v2']
+  const emit = (node: AnyNode, indent: string) => {
+    const children = Object.values(node.states as Record<string, AnyNode>)
+    const initial = (node.initial as unknown as { target?: AnyNode[] } | undefined)?.target?.[0]
+    if (initial) lines.push(`${indent}[*] --> ${mermaidId(initial)}`)
+    for (const child of children) {
+      lines.push(`${indent}state "${child.key}" as ${mermaidId(child)}`)
+      if (Object.keys(child.states).length > 0) {
+        lines.push(`${indent}state ${mermaidId(child)} {`)
+        emit(child, `${indent}  `)
+        lines.push(`${indent}}`)
+      } else if (child.type === 'final') {
+        lines.push(`${indent}${mermaidId(child)} --> [*]`)
+      }
+      const invokes = (child.invoke as Array<{ src: unknown }>).map((i) => named(i.src))
+      if (invokes.length > 0) lines.push(`${indent}note right of ${mermaidId(child)} : invokes ${invokes.join(', ')}`)
+    }
+  }
+  emit(machine.root as AnyNode, '  ')
+  for (const node of allNodes(machine)) {
+    if (node.path.length === 0) continue
+    const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, named(t.delay)]))
+    const all: Array<[string, Record<string, unknown>]> = []
+    for (const [eventType, list] of node.transitions as unknown as Map<string, Array<Record<string, unknown>>>) for (const t of list) all.push([eventType, t])
+    for (const t of (node.always ?? []) as unknown as Array<Record<string, unknown>>) all.push(['', t])
+    for (const [eventType, t] of all) {
+      for (const target of (t.target as AnyNode[] | undefined) ?? []) {
+        if (target.path.length === 0) continue
+        lines.push(`  ${mermaidId(node)} --> ${mermaidId(target)} : ${label(eventType, t, delays.get(eventType))}`)
+      }
+    }
+  }
+  return lines.join('\n') + '\n'
+}
