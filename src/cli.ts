@@ -24,6 +24,14 @@ function ms(value: string): number {
   return n
 }
 
+/** Resolves on the first SIGINT or SIGTERM. */
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve())
+    process.once('SIGTERM', () => resolve())
+  })
+}
+
 /** Builds the command-line program. */
 export function program(): Command {
   const cli = new Command('phoenix-link').description('Keeps an AI agent connected to a Phoenix Channels platform; every lifecycle decision visible.')
@@ -31,8 +39,13 @@ export function program(): Command {
     .command('demo')
     .description('run a link through the lifecycle a platform puts agents through, on the embedded simulator')
     .option('--json', 'one JSON object per line', false)
-    .action(async (opts: { json: boolean }) => {
-      process.exitCode = await runDemo({ json: opts.json })
+    .option('--visualize', 'serve the visualizer on loopback and stream the links to it; waits for the page, then keeps it up until Ctrl-C', false)
+    .option('--visualize-port <port>', 'port of the visualizer (0 picks one)', port, 0)
+    .action(async (opts: { json: boolean; visualize: boolean; visualizePort: number }) => {
+      process.exitCode = await runDemo({
+        json: opts.json,
+        ...(opts.visualize ? { visualize: { port: opts.visualizePort, holdUntil: untilSignal() } } : {}),
+      })
     })
   cli
     .command('connect')
@@ -43,9 +56,15 @@ export function program(): Command {
     .addOption(new Option('--on-conflict <mode>', 'supersede (default) or reject a second same-key socket').choices(['supersede', 'reject']))
     .option('--allow-insecure', 'allow ws:// to a host that is not loopback', false)
     .option('--json', 'one JSON object per line', false)
-    .action(async (opts: { url: string; agentId: string; apiKey: string; onConflict?: 'supersede' | 'reject'; allowInsecure: boolean; json: boolean }) => {
-      process.exitCode = await runConnect(opts)
-    })
+    .option('--visualize', 'serve the visualizer on loopback and stream the link to it', false)
+    .option('--visualize-port <port>', 'port of the visualizer (0 picks one)', port, 0)
+    .option('--trace <file>', 'write every transition to FILE as JSON lines (the API key is never written)')
+    .action(
+      async (opts: { url: string; agentId: string; apiKey: string; onConflict?: 'supersede' | 'reject'; allowInsecure: boolean; json: boolean; visualize: boolean; visualizePort: number; trace?: string }) => {
+        const { visualize, visualizePort, ...rest } = opts
+        process.exitCode = await runConnect({ ...rest, ...(visualize ? { visualizePort } : {}) })
+      },
+    )
   cli
     .command('serve')
     .description('run the platform simulator until Ctrl-C')
@@ -55,8 +74,17 @@ export function program(): Command {
     .option('--agent <id:key>', 'an agent allowed to connect (repeatable); none means any agent with a key', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--idle-timeout <ms>', 'close sockets silent this long', ms, 60_000)
     .option('--json', 'one JSON object per line', false)
-    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; json: boolean }) => {
-      process.exitCode = await runServe({ port: opts.port, host: opts.host, flavor: opts.flavor, agents: opts.agent, idleTimeoutMs: opts.idleTimeout, json: opts.json })
+    .option('--dashboard', 'also serve the visualizer page at / on the same port; its #dashboard view lists who is attached, live', false)
+    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; json: boolean; dashboard: boolean }) => {
+      process.exitCode = await runServe({
+        port: opts.port,
+        host: opts.host,
+        flavor: opts.flavor,
+        agents: opts.agent,
+        idleTimeoutMs: opts.idleTimeout,
+        json: opts.json,
+        dashboard: opts.dashboard,
+      })
     })
   cli
     .command('paths')

@@ -1,4 +1,6 @@
 /** `phoenix-link connect`: one link against any platform, its transitions logged until Ctrl-C. */
+import { startVisualizer } from '../visualize/server.js'
+import { traceLink, traceToFile } from '../visualize/trace.js'
 import { createLink } from '../link.js'
 import { isAgentDisconnectedError } from '../errors/agent-disconnected.js'
 import { describeReason } from '../reasons.js'
@@ -12,6 +14,10 @@ export interface ConnectOptions {
   onConflict?: 'supersede' | 'reject'
   allowInsecure: boolean
   json: boolean
+  /** Serve the visualizer on loopback (this port; 0 picks one) and stream the link's transitions to it. */
+  visualizePort?: number
+  /** Write the link's transitions to this file as JSON lines (replayable in the visualizer). */
+  trace?: string
 }
 
 /**
@@ -33,6 +39,10 @@ export async function runConnect(options: ConnectOptions): Promise<number> {
     const line = describeLinkEvent(event)
     if (line) out.event('link', line.type, line.fields, line.human)
   })
+  const viz = options.visualizePort !== undefined ? await startVisualizer({ port: options.visualizePort }) : null
+  const stopLive = viz ? traceLink(link, options.agentId, (record) => viz.publish(record)) : null
+  if (viz) out.event('visualizer', 'listening', { url: `${viz.url}#live` }, `follow the link at ${viz.url}#live`)
+  const stopTrace = options.trace ? traceToFile(link, options.agentId, options.trace) : null
   const stop = () => void link.disconnect()
   process.once('SIGINT', stop)
   process.once('SIGTERM', stop)
@@ -49,5 +59,8 @@ export async function runConnect(options: ConnectOptions): Promise<number> {
     process.off('SIGINT', stop)
     process.off('SIGTERM', stop)
     await link.disconnect()
+    stopLive?.()
+    await stopTrace?.()
+    await viz?.close()
   }
 }

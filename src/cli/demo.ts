@@ -11,6 +11,20 @@ import type { ControlSignal } from '../protocol.js'
 import { describeReason, type DisconnectReason } from '../reasons.js'
 import { startSimulator, type AgentAborted, type PlatformSimulator, type PresenceCrossing, type SimConnection } from '../server/index.js'
 import { createOutput, describeLinkEvent, type Output } from './output.js'
+import { startVisualizer } from '../visualize/server.js'
+import { traceLink } from '../visualize/trace.js'
+
+/** Options of {@link runDemo}. */
+export interface DemoOptions {
+  json?: boolean
+  write?: (line: string) => void
+  /**
+   * Serve the visualizer on loopback and stream both links' transitions to it: the demo waits
+   * up to `waitForViewerMs` (default 60000) for a page to connect, and after it ends keeps the
+   * page up until `holdUntil` settles (the CLI passes Ctrl-C).
+   */
+  visualize?: { port?: number; waitForViewerMs?: number; holdUntil?: Promise<unknown> }
+}
 
 const AGENT = 'agent-demo'
 const GRACE_MS = 2_500
@@ -93,8 +107,18 @@ function watchLink(link: Link, name: string, out: Output): void {
  *
  * @param options.json one JSON object per line instead of text.
  */
-export async function runDemo(options: { json?: boolean; write?: (line: string) => void } = {}): Promise<number> {
+export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const out = createOutput(options.json ?? false, options.write)
+  const viz = options.visualize ? await startVisualizer({ port: options.visualize.port ?? 0 }) : null
+  if (viz) {
+    const waitMs = options.visualize?.waitForViewerMs ?? 60_000
+    out.event('visualizer', 'listening', { url: `${viz.url}#live` }, `open ${viz.url}#live to follow the demo (it starts when the page connects, at most ${Math.round(waitMs / 1000)} s from now)`)
+    await viz.waitForViewer(waitMs)
+  }
+  const stopTraces: Array<() => void> = []
+  const trace = (link: Link, label: string) => {
+    if (viz) stopTraces.push(traceLink(link, label, (record) => viz.publish(record)))
+  }
   const apiKey = `demo-${randomBytes(12).toString('hex')}`
   // Presence waits out a grace window, so the reconnects of steps 2-5 are not reported as the
   // agent leaving; the stop of step 8 is, and it aborts the agent's run.
@@ -120,6 +144,7 @@ export async function runDemo(options: { json?: boolean; write?: (line: string) 
     })
     links.push(a)
     watchLink(a, 'link A', out)
+    trace(a, 'A')
 
     out.step('1. connect: socket open, control channel agent_control:agent-demo joined, then an app channel')
     await within(a.connect(), 5_000, 'link A to connect')
@@ -173,6 +198,7 @@ export async function runDemo(options: { json?: boolean; write?: (line: string) 
     const b = createLink({ url: sim.url, agentId: AGENT, apiKey, policy: DEMO_POLICY })
     links.push(b)
     watchLink(b, 'link B', out)
+    trace(b, 'B')
     const ended = a.runForever().then(
       () => null,
       (error: unknown) => error as { reason?: DisconnectReason },
@@ -216,5 +242,13 @@ export async function runDemo(options: { json?: boolean; write?: (line: string) 
   } finally {
     await Promise.all(links.map((l) => l.disconnect()))
     await sim.stop()
+    for (const stop of stopTraces) stop()
+    if (viz) {
+      if (options.visualize?.holdUntil) {
+        out.event('visualizer', 'holding', { url: `${viz.url}#live` }, `the page stays at ${viz.url}#live (replay the run with Back/Forward in #replay of a trace); Ctrl-C stops`)
+        await options.visualize.holdUntil
+      }
+      await viz.close()
+    }
   }
 }

@@ -1,6 +1,8 @@
 /** `phoenix-link serve`: the platform simulator, standalone, until Ctrl-C. */
 import { startSimulator, type AgentAborted, type FlavorName, type PresenceCrossing, type SimConnection } from '../server/index.js'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createOutput } from './output.js'
+import { ensurePageBuilt, servePage } from '../visualize/server.js'
 
 /** Options of {@link runServe}. */
 export interface ServeOptions {
@@ -11,6 +13,8 @@ export interface ServeOptions {
   agents: string[]
   idleTimeoutMs: number | null
   json: boolean
+  /** Also serve the visualizer page at `/` on the simulator's port (`#dashboard`). */
+  dashboard?: boolean
 }
 
 /**
@@ -27,7 +31,9 @@ export async function runServe(options: ServeOptions): Promise<number> {
     agents[pair.slice(0, at)] = pair.slice(at + 1)
   }
   const out = createOutput(options.json)
+  const page = options.dashboard ? ensurePageBuilt() : null
   const sim = await startSimulator({
+    ...(page ? { routes: (req: IncomingMessage, res: ServerResponse) => servePage(page, req, res) } : {}),
     host: options.host,
     port: options.port,
     flavor: options.flavor,
@@ -41,6 +47,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     { url: sim.url, metrics: `${http}/metrics`, connections: `${http}/admin/connections`, events: `${http}/admin/events`, flavor: sim.flavor.name },
     `listening on ${sim.url} (${sim.flavor.name}); metrics ${http}/metrics, admin ${http}/admin/connections and ${http}/admin/events; Ctrl-C stops`,
   )
+  if (page) out.event('simulator', 'dashboard', { url: `${http}/#dashboard` }, `dashboard at ${http}/#dashboard`)
   sim.on('connection', (c: SimConnection) => out.event('simulator', 'accepted', { socket: c.id, agentId: c.agentId }, `accepted ${c.id} for ${c.agentId}`))
   sim.on('closed', (c: SimConnection) =>
     out.event('simulator', 'closed', { socket: c.id, closeSeen: c.closeSeen, closeSent: c.closeSent }, `${c.id} closed (${c.closeSeen?.code ?? '?'})`),

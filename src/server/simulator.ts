@@ -8,7 +8,7 @@
  * `sim.refuseUpgrades({ status: 503, retryAfter: '1' })`, `sim.disconnect({ agent: 'a1' })`.
  */
 import { EventEmitter } from 'node:events'
-import { createServer, STATUS_CODES, type IncomingMessage, type Server } from 'node:http'
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer, type RawData, type WebSocket } from 'ws'
@@ -75,6 +75,11 @@ export interface SimulatorOptions {
   runs?: RunSupervisorOptions
   /** Where `GET /metrics` reads from: a prom-client registry and a name prefix. */
   metrics?: MetricsOptions
+  /**
+   * Extra HTTP routes on the simulator's port, tried before /metrics and /admin/*: return true
+   * when the request was answered (the CLI's `serve --dashboard` serves the visualizer page here).
+   */
+  routes?: (req: IncomingMessage, res: ServerResponse) => boolean
   /** Comment line sent on `GET /admin/events` streams so proxies keep them open. @default 15000 */
   eventStreamKeepAliveMs?: number
   logger?: SimulatorLogger
@@ -164,7 +169,7 @@ export class PlatformSimulator extends EventEmitter {
 
   private readonly http: Server
   private readonly wss: WebSocketServer
-  private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents' | 'presence' | 'runs' | 'metrics'>> & {
+  private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents' | 'presence' | 'runs' | 'metrics' | 'routes'>> & {
     agents: Record<string, string> | 'any'
   }
   /** The run supervisor: start runs per agent; they are aborted when the agent's last connection ends. */
@@ -235,7 +240,11 @@ export class PlatformSimulator extends EventEmitter {
           })),
       keepAliveMs: this.options.eventStreamKeepAliveMs,
     })
-    this.http = createServer((req, res) => this.admin.handle(req, res))
+    const routes = options.routes
+    this.http = createServer((req, res) => {
+      if (routes?.(req, res)) return
+      this.admin.handle(req, res)
+    })
     this.wss = new WebSocketServer({ noServer: true, maxPayload: this.options.maxFrameBytes, clientTracking: false })
     this.http.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
   }

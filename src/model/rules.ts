@@ -1,0 +1,66 @@
+/**
+ * The lifecycle rules of DESIGN.md, each with its sentence and the tests that fail when it is
+ * removed. Transitions carry the rule id as `meta.rule`; docs/lifecycle.md and the visualizer
+ * show the sentence next to the transitions that encode it.
+ */
+/** The lifecycle rules, each with the sentence and the tests that fail when it is removed. */
+export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string, name: string]> }> = [
+  {
+    id: 'normal-close-reconnects',
+    rule: 'A peer close 1000/1001 (and 1002, 1009, 1011, 1012, 1013, 1006, 3000-4499) reconnects and rejoins every channel; only 1008 and 4500-4999 say the agent is not allowed; only disconnect() stops.',
+    tests: [
+      ['test/machines/connection.test.ts', 'close 1000 while connected -> reconnecting, never stopped'],
+      ['test/wire/normal-closes.test.ts', 'close 1000 -> reconnect with backoff, control and app channels rejoined with fresh join_refs'],
+      ['test/unit/reasons.test.ts', 'never reads 1000, 1001 or 1011 as a stop'],
+    ],
+  },
+  {
+    id: 'supersede-is-terminal',
+    rule: 'A supersede push ends the session for good, while connecting, joining, connected and in the backoff after; the socket is ended; no reconnect follows.',
+    tests: [
+      ['test/machines/connection.test.ts', 'while the backoff (waiting): terminated with the superseded reason; the transport is stopped'],
+      ['test/wire/supersede.test.ts', 'supersede push then close 1000 -> terminated, superseded with the payload fields, no new connection (scenario 9)'],
+      ['test/wire/supersede.test.ts', 'supersede in the same read just before the join reply: connect() rejects, never connected (scenario 11)'],
+    ],
+  },
+  {
+    id: 'upgrade-rejection-is-terminal',
+    rule: 'HTTP 400/401/403/409 on the upgrade end the session with rejected; 429 and 503 wait at least Retry-After and retry.',
+    tests: [
+      ['test/machines/connection.test.ts', 'HTTP 403 -> terminated, rejected'],
+      ['test/wire/upgrade.test.ts', 'a wrong API key: HTTP 403 -> rejected(unauthenticated), connect() rejects, no retry (scenario 17)'],
+      ['test/wire/upgrade.test.ts', 'HTTP 429 with Retry-After waits at least that long, then retries (scenario 19)'],
+    ],
+  },
+  {
+    id: 'stale-events-ignored',
+    rule: 'An event from an older transport generation or an earlier session changes nothing; it is reported as ignored.',
+    tests: [
+      ['test/machines/connection.test.ts', 'a close from the previous transport after the new one opened is ignored and reported'],
+      ['test/wire/stale.test.ts', 'a close from the previous transport after the new one opened is ignored and reported (scenario 28)'],
+      ['test/wire/stale.test.ts', 'a push carrying an old join_ref is dropped and reported; the handler never sees it (scenario 29)'],
+    ],
+  },
+  {
+    id: 'cancel-is-not-stop',
+    rule: "Aborting the signal of runForever() or connect() rejects that waiter only; the transport stays up. (Encoded by the link: waits never send host events.)",
+    tests: [['test/wire/host.test.ts', 'aborting runForever() rejects that waiter only; the transport stays up; disconnect and connect still work (scenario 21)']],
+  },
+  {
+    id: 'disconnect-always-succeeds',
+    rule: 'disconnect() succeeds from every state, is idempotent, and leaves no timer, socket or listener.',
+    tests: [
+      ['test/machines/connection.test.ts', 'from connecting -> stopped'],
+      ['test/wire/host.test.ts', 'during the backoff: stopped at once, no later attempt'],
+      ['test/wire/supersede.test.ts', 'after superseded, disconnect() succeeds, sends no leave, logs no warning (scenario 14)'],
+    ],
+  },
+  {
+    id: 'control-in-order',
+    rule: 'Control signals apply in order, one at a time; a slow handler never delays or drops a supersede or a close.',
+    tests: [
+      ['test/machines/control.test.ts', 'delivers one at a time, in arrival order, even when the handler is slow'],
+      ['test/wire/supersede.test.ts', 'supersede while a slow control handler runs: terminated at once; earlier signals delivered in order; later ones never (scenario 12)'],
+    ],
+  },
+]

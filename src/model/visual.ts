@@ -1,0 +1,52 @@
+/**
+ * What the visualizer page draws, read off the shipped charts: per chart its mermaid diagram
+ * and, per state, the transitions leaving it (event, guard, target, actions) with the sentence
+ * of the DESIGN rule each encodes. Built into the page at build time (visualizer/vite.config.ts),
+ * so the page needs no network and cannot drift from the charts.
+ */
+import type { AnyStateMachine } from 'xstate'
+import { allNodes, CHARTS, nodePath, transitionRows, type ChartName, type TransitionRow } from './chart-info.js'
+import { chartMermaid } from './export.js'
+import { RULES } from './rules.js'
+
+/** One state as the page shows it. */
+export interface VisualState {
+  /** Dotted path, e.g. `session.online.connecting`; `(root)` for the machine. */
+  path: string
+  /** The id mermaid draws it under: the path joined with `__`. */
+  mermaidId: string
+  description: string
+  /** Invoked actors, by `src` name. */
+  invokes: string[]
+  transitions: Array<TransitionRow & { ruleText: string }>
+}
+
+/** One chart as the page shows it. */
+export interface VisualChart {
+  name: ChartName
+  mermaid: string
+  states: VisualState[]
+}
+
+/** Every chart's diagram and state details. */
+export function chartsData(): VisualChart[] {
+  const ruleText = new Map(RULES.map((r) => [r.id, r.rule]))
+  return (Object.keys(CHARTS) as ChartName[]).map((name) => {
+    const machine = CHARTS[name] as AnyStateMachine
+    const rows = transitionRows(machine)
+    return {
+      name,
+      mermaid: chartMermaid(name),
+      states: allNodes(machine).map((node) => {
+        const path = nodePath(node)
+        return {
+          path,
+          mermaidId: node.path.join('__') || node.key,
+          description: node.description ?? '',
+          invokes: (node.invoke as Array<{ src: unknown }>).map((i) => (typeof i.src === 'string' ? i.src : 'inline')),
+          transitions: rows.filter((r) => r.state === path).map((r) => ({ ...r, ruleText: r.rule ? (ruleText.get(r.rule) ?? '') : '' })),
+        }
+      }),
+    }
+  })
+}

@@ -1,0 +1,149 @@
+/**
+ * Serves the visualizer page (visualizer/dist, built by Vite) on loopback, and the live feed of
+ * trace records at `GET /events` (server-sent events; a late page first gets every record so
+ * far). `GET /trace.jsonl` serves a recorded trace for replay when one is given.
+ */
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { extname, join, normalize, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { TraceRecord } from './trace.js'
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.json': 'application/json',
+  '.png': 'image/png',
+}
+
+/**
+ * Builds the page with Vite when visualizer/dist is missing (a checkout; the published package
+ * ships it built), or always with `force` (the browser tests, so they never test a stale build).
+ *
+ * @returns the directory of the built page.
+ *
+ * @throws {Error} when the build fails or Vite is not installed.
+ */
+export function ensurePageBuilt(options: { force?: boolean } = {}): string {
+  const dir = pageDir()
+  if (!options.force && existsSync(join(dir, 'index.html'))) return dir
+  const root = join(dir, '..', '..')
+  const vite = join(root, 'node_modules', 'vite', 'bin', 'vite.js')
+  if (!existsSync(vite)) throw new Error(`the visualizer page is not built (${dir}) and Vite is not installed to build it`)
+  const result = spawnSync(process.execPath, [vite, 'build', '--config', join(root, 'visualizer', 'vite.config.ts'), '--logLevel', 'warn'], { cwd: root, stdio: 'inherit' })
+  if (result.status !== 0 || !existsSync(join(dir, 'index.html'))) throw new Error(`building the visualizer page failed (exit ${result.status})`)
+  return dir
+}
+
+/** visualizer/dist at the package root, from src/ or from dist/src/. */
+function pageDir(): string {
+  let here = fileURLToPath(new URL('.', import.meta.url))
+  for (let i = 0; i < 4; i++) {
+    if (existsSync(join(here, 'package.json')) && existsSync(join(here, 'visualizer'))) return join(here, 'visualizer', 'dist')
+    here = join(here, '..')
+  }
+  return join(fileURLToPath(new URL('../..', import.meta.url)), 'visualizer', 'dist')
+}
+
+/**
+ * Answers `GET /` and the page's assets from `dir`; returns false for any other path.
+ * Paths are confined to `dir`.
+ */
+export function servePage(dir: string, req: IncomingMessage, res: ServerResponse): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false
+  const path = new URL(req.url ?? '/', 'http://loopback').pathname
+  const file = path === '/' ? 'index.html' : path.slice(1)
+  if (file !== 'index.html' && !file.startsWith('assets/')) return false
+  const full = normalize(join(dir, file))
+  if (!full.startsWith(normalize(dir) + sep) && full !== normalize(join(dir, 'index.html'))) return false
+  if (!existsSync(full)) return false
+  res.writeHead(200, { 'content-type': TYPES[extname(full)] ?? 'application/octet-stream', 'cache-control': 'no-store' })
+  res.end(req.method === 'HEAD' ? undefined : readFileSync(full))
+  return true
+}
+
+/** A running visualizer server. */
+export interface VisualizerServer {
+  /** e.g. `http://127.0.0.1:41234/` */
+  url: string
+  /** Pages following the live feed right now. */
+  viewers(): number
+  /**
+   * Resolves true once a page follows the live feed, or false after `timeoutMs`.
+   */
+  waitForViewer(timeoutMs: number): Promise<boolean>
+  /** Sends a record to every open page (and to pages that open later). */
+  publish(record: TraceRecord): void
+  /** Closes the feed and the server. */
+  close(): Promise<void>
+}
+
+/**
+ * Starts the visualizer server on loopback.
+ *
+ * @param options.port 0 picks a free port. @param options.trace a JSON-lines trace file to serve at /trace.jsonl.
+ * @throws {Error} (rejects) when the page cannot be built or the port cannot be bound.
+ */
+export async function startVisualizer(options: { port?: number; host?: string; trace?: string } = {}): Promise<VisualizerServer> {
+  const dir = ensurePageBuilt()
+  const records: TraceRecord[] = []
+  const feeds = new Set<ServerResponse>()
+  const viewerWaiters = new Set<() => void>()
+  const server: Server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://loopback').pathname
+    if (path === '/events') {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' })
+      for (const record of records) res.write(`data: ${JSON.stringify(record)}\n\n`)
+      feeds.add(res)
+      for (const wake of viewerWaiters) wake()
+      req.on('close', () => feeds.delete(res))
+      return
+    }
+    if (path === '/trace.jsonl' && options.trace) {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
+      res.end(readFileSync(options.trace))
+      return
+    }
+    if (servePage(dir, req, res)) return
+    res.writeHead(404, { 'content-type': 'text/plain' })
+    res.end('not found')
+  })
+  const host = options.host ?? '127.0.0.1'
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port ?? 0, host, () => resolve())
+  })
+  const port = (server.address() as { port: number }).port
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
+    viewers: () => feeds.size,
+    waitForViewer(timeoutMs) {
+      if (feeds.size > 0) return Promise.resolve(true)
+      return new Promise((resolve) => {
+        const done = (seen: boolean) => {
+          clearTimeout(timer)
+          viewerWaiters.delete(wake)
+          resolve(seen)
+        }
+        const wake = () => done(true)
+        const timer = setTimeout(() => done(false), timeoutMs)
+        viewerWaiters.add(wake)
+      })
+    },
+    publish(record) {
+      records.push(record)
+      for (const res of feeds) res.write(`data: ${JSON.stringify(record)}\n\n`)
+    },
+    close() {
+      for (const res of feeds) res.end()
+      feeds.clear()
+      return new Promise((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
+    },
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * A link's transitions as records a person can follow: after every chart event, the state of
+ * each chart (connection, reconnect, control, and each app channel), the event that caused it,
+ * the link's public state and the typed reason of the last disconnect. The visualizer streams
+ * them live and replays them from a trace file (JSON lines). Records hold state values, event
+ * types and typed reasons only: never an event payload, so never the API key.
+ */
+import { createWriteStream, type WriteStream } from 'node:fs'
+import type { AnyActorRef, InspectionEvent, StateValue } from 'xstate'
+import type { Link } from '../link.js'
+import type { LinkState } from '../../machines/status.js'
+import type { DisconnectReason } from '../reasons.js'
+
+/** One step of a link's lifecycle. */
+export interface TraceRecord {
+  /** Which link (a label the host chose, e.g. `A`). */
+  link: string
+  /** Counts records of this link from 1. */
+  seq: number
+  /** Milliseconds since the trace started. */
+  at: number
+  /** The chart event that caused this step, e.g. `socket.close`, `xstate.after.backoffDelay…`. */
+  event: string
+  /** Which chart's actor took the event: `connection`, `reconnect`, `control` or `channel:<topic>`. */
+  actor: string
+  /** The public link state. */
+  state: LinkState
+  /** Each chart's state value; null for a chart with no running actor. */
+  charts: {
+    connection: StateValue
+    reconnect: StateValue | null
+    control: StateValue | null
+    /** App channels by topic. */
+    channels: Record<string, StateValue>
+  }
+  /** The typed reason of the last disconnect, or null. */
+  lastReason: DisconnectReason | null
+}
+
+/** The adapter's invoked I/O actors, by id (machines/connection.ts, machines/channel.ts). */
+const IO_ACTORS = new Set(['transport', 'controlChannel', 'attachment'])
+
+interface ChildSnapshot {
+  value?: StateValue
+  status?: string
+  context?: { topic?: unknown }
+}
+
+function childValue(actor: AnyActorRef | undefined): StateValue | null {
+  const snapshot = actor?.getSnapshot() as ChildSnapshot | undefined
+  return snapshot?.status === 'active' && snapshot.value !== undefined ? snapshot.value : null
+}
+
+/**
+ * Follows `link` and calls `onRecord` after every chart event that changed a chart's state or
+ * the last reason (plus one record at once for the current state).
+ *
+ * @returns a function that stops following.
+ */
+export function traceLink(link: Link, label: string, onRecord: (record: TraceRecord) => void): () => void {
+  const started = performance.now()
+  let seq = 0
+  let last = ''
+  const root = link.actor
+  const actorName = (ref: AnyActorRef | undefined): string => {
+    if (!ref || ref === root) return 'connection'
+    const id = ref.id
+    if (id === 'reconnect' || id === 'control') return id
+    const topic = (ref.getSnapshot() as ChildSnapshot | undefined)?.context?.topic
+    return typeof topic === 'string' ? `channel:${topic}` : id
+  }
+  const emit = (event: string, actor: string) => {
+    const snapshot = root.getSnapshot()
+    const children = snapshot.children as Record<string, AnyActorRef | undefined>
+    const channels: Record<string, StateValue> = {}
+    for (const child of Object.values(children)) {
+      const topic = (child?.getSnapshot() as ChildSnapshot | undefined)?.context?.topic
+      const value = childValue(child)
+      if (typeof topic === 'string' && value !== null) channels[topic] = value
+    }
+    const charts = { connection: snapshot.value as StateValue, reconnect: childValue(children.reconnect), control: childValue(children.control), channels }
+    const lastReason = link.lastDisconnectReason
+    const key = JSON.stringify([charts, lastReason])
+    if (key === last) return
+    last = key
+    onRecord({ link: label, seq: ++seq, at: Math.round(performance.now() - started), event, actor, state: link.state, charts, lastReason })
+  }
+  emit('(start)', 'connection')
+  const subscription = root.system.inspect((e: InspectionEvent) => {
+    if (e.type !== '@xstate.snapshot') return
+    // Only the charts' own actors; the adapter's I/O actors (transport, controlChannel,
+    // attachment) have no states to show.
+    const ref = e.actorRef as AnyActorRef
+    if (IO_ACTORS.has(ref.id)) return
+    emit(e.event.type, actorName(ref))
+  })
+  return () => subscription.unsubscribe()
+}
+
+/**
+ * Writes a link's trace to `path` as JSON lines (one {@link TraceRecord} per line).
+ *
+ * @returns a function that stops tracing and resolves once the file is flushed and closed.
+ */
+export function traceToFile(link: Link, label: string, path: string): () => Promise<void> {
+  const out: WriteStream = createWriteStream(path, { flags: 'w' })
+  const stop = traceLink(link, label, (record) => out.write(`${JSON.stringify(record)}\n`))
+  return () => {
+    stop()
+    return new Promise((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())))
+  }
+}

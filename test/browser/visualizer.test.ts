@@ -1,0 +1,222 @@
+/**
+ * The visualizer in headless Chromium (Debian's chromium driven by playwright-core): every chart
+ * drawn with every state visible and clickable; the live page following a link through a
+ * reconnect and a supersede, checked against the link's own state; a recorded trace replayed to
+ * the same states, forward and back; the dashboard showing a connection appear and disappear.
+ * Each test saves a screenshot to docs/ (docs/visualize.md shows them).
+ *
+ * Skips, saying so, where Chromium is absent (CHROMIUM_PATH, else /usr/bin/chromium); .ci/run
+ * installs it so CI runs these.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { ensurePageBuilt, servePage, startVisualizer } from '../../src/visualize/server.js'
+import { traceLink, traceToFile, type TraceRecord } from '../../src/visualize/trace.js'
+import { chartsData } from '../../src/model/visual.js'
+import { startSimulator } from '../../src/server/index.js'
+import { next, untilState, useWorld } from '../support/wire.js'
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const HAVE_CHROMIUM = existsSync(CHROMIUM)
+const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url))
+if (!HAVE_CHROMIUM) console.warn(`[browser] skipping the visualizer tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`)
+
+describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
+  const world = useWorld()
+  let browser: Browser
+  let pageDir: string
+
+  beforeAll(async () => {
+    pageDir = ensurePageBuilt({ force: true })
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    })
+  }, 120_000)
+
+  afterAll(async () => {
+    await browser?.close()
+  })
+
+  async function open(url: string): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
+    const context = await browser.newContext({ viewport: { width: 1500, height: 1000 } })
+    const page = await context.newPage()
+    const errors: string[] = []
+    page.on('pageerror', (e) => errors.push(e.message))
+    // The page may talk only to the server that served it.
+    await page.route('**/*', (route) => (new URL(route.request().url()).hostname === '127.0.0.1' || route.request().url().startsWith('data:') ? route.continue() : route.abort()))
+    await page.goto(url)
+    await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 })
+    return { page, errors, close: () => context.close() }
+  }
+
+  it('draws every chart with every state visible, and a click shows its transitions and rules', async () => {
+    const viz = await startVisualizer()
+    const { page, errors, close } = await open(`${viz.url}#charts`)
+    try {
+      for (const chart of chartsData()) {
+        const states = chart.states.filter((s) => s.path !== '(root)')
+        for (const state of states) {
+          const node = page.locator(`[data-chart="${chart.name}"] [data-state="${state.path}"]`)
+          expect(await node.count(), `${chart.name} ${state.path} drawn`).toBe(1)
+          const box = await node.boundingBox()
+          expect(box && box.width > 0 && box.height > 0, `${chart.name} ${state.path} visible`).toBe(true)
+        }
+      }
+      await page.locator('[data-chart="connection"] [data-state="session.reconnecting.waiting"]').click()
+      await expect.poll(() => page.locator('[data-testid="details"]').innerText()).toContain('reconnect.due')
+      await page.locator('#close-details').click()
+      await page.locator('[data-chart="connection"] [data-state="session"]').click({ position: { x: 20, y: 8 } })
+      const details = await page.locator('[data-testid="details"]').innerText()
+      expect(details).toContain('control.supersede')
+      expect(details).toContain('A supersede push ends the session for good')
+      await page.screenshot({ path: join(DOCS, 'visualize-charts.png') })
+      expect(errors).toEqual([])
+    } finally {
+      await close()
+      await viz.close()
+    }
+  }, 60_000)
+
+  it('live: follows a link through a reconnect and a supersede, agreeing with the link', async () => {
+    const viz = await startVisualizer()
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const stop = traceLink(link, 'agent-1', (r) => viz.publish(r))
+    const { page, errors, close } = await open(`${viz.url}#live`)
+    const shown = () => page.locator('[data-testid="link-state"]').innerText()
+    try {
+      await link.connect()
+      await expect.poll(shown).toBe('connected')
+      expect(link.state).toBe('connected')
+      await expect.poll(() => page.locator('[data-chart="connection"] [data-state="session.online.attached.connected"].active').count()).toBe(1)
+
+      const reconnected = next(link, 'reconnected')
+      sim.close({ agent: 'agent-1' }, 1001)
+      await reconnected
+      await expect.poll(() => page.locator('[data-testid="last-reason"]').innerText()).toContain('1001')
+      await expect.poll(shown).toBe('connected')
+
+      sim.supersede('agent-1')
+      await untilState(link, 'terminated')
+      await expect.poll(shown).toBe('terminated')
+      await expect.poll(() => page.locator('[data-chart="connection"] [data-state="terminated"].active').count()).toBe(1)
+      expect(await page.locator('[data-testid="last-reason"]').innerText()).toContain('superseded')
+      await page.screenshot({ path: join(DOCS, 'visualize-live.png') })
+      expect(errors).toEqual([])
+    } finally {
+      stop()
+      await close()
+      await viz.close()
+    }
+  }, 60_000)
+
+  it('replay: a recorded trace steps through the same states, forward and back; the key is not in it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-trace-'))
+    const file = join(dir, 'trace.jsonl')
+    try {
+      const sim = await world().sim()
+      const link = world().link(sim)
+      const stopTrace = traceToFile(link, 'agent-1', file)
+      await link.connect()
+      const reconnected = next(link, 'reconnected')
+      sim.close({ agent: 'agent-1' }, 1000)
+      await reconnected
+      await link.disconnect()
+      await stopTrace()
+      const text = readFileSync(file, 'utf8')
+      expect(text).not.toContain('key-1')
+      const records = text.trim().split('\n').map((l) => JSON.parse(l) as TraceRecord)
+      expect(records.at(-1)!.state).toBe('stopped')
+      expect(records.map((r) => r.state)).toContain('reconnecting')
+
+      const viz = await startVisualizer({ trace: file })
+      const { page, errors, close } = await open(`${viz.url}?trace#replay`)
+      try {
+        await expect.poll(() => page.locator('[data-testid="step-label"]').innerText()).toBe(`step 1 of ${records.length}`)
+        const seen = [await page.locator('[data-testid="link-state"]').innerText()]
+        for (let i = 1; i < records.length; i++) {
+          await page.locator('[data-testid="forward"]').click()
+          seen.push(await page.locator('[data-testid="link-state"]').innerText())
+        }
+        expect(seen).toEqual(records.map((r) => r.state))
+        await page.locator('[data-testid="back"]').click()
+        expect(await page.locator('[data-testid="step-label"]').innerText()).toBe(`step ${records.length - 1} of ${records.length}`)
+        expect(await page.locator('[data-testid="link-state"]').innerText()).toBe(records.at(-2)!.state)
+        await page.screenshot({ path: join(DOCS, 'visualize-replay.png') })
+        expect(errors).toEqual([])
+      } finally {
+        await close()
+        await viz.close()
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
+
+  it('dashboard: a connection appears and disappears, with its presence events', async () => {
+    const sim = await startSimulator({
+      agents: { 'agent-1': 'key-1' },
+      routes: (req: IncomingMessage, res: ServerResponse) => servePage(pageDir, req, res),
+    })
+    const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+    const { page, errors, close } = await open(`${http}/#dashboard`)
+    const rows = page.locator('[data-testid="connections"] tbody tr[data-principal="agent-1"]')
+    try {
+      const link = world().link(sim)
+      await link.connect()
+      await expect.poll(() => rows.count()).toBe(1)
+      await expect.poll(() => page.locator('[data-testid="feed"] li[data-type="principal-presence"]').count()).toBeGreaterThan(0)
+      await page.screenshot({ path: join(DOCS, 'visualize-dashboard.png') })
+      await link.disconnect()
+      await expect.poll(() => rows.count()).toBe(0)
+      await expect.poll(() => page.locator('[data-testid="feed"]').innerText()).toContain('last-disconnected')
+      expect(errors).toEqual([])
+    } finally {
+      await close()
+      await sim.stop()
+    }
+  }, 60_000)
+})
+
+describe.skipIf(!HAVE_CHROMIUM)('phoenix-link demo --visualize', () => {
+  it('waits for the page, streams both links through the whole demo, and stops on SIGINT with exit 0', async () => {
+    const { spawn } = await import('node:child_process')
+    const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'demo', '--visualize', '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
+    try {
+      const until = async (check: () => boolean, ms: number, what: string) => {
+        const deadline = performance.now() + ms
+        while (!check()) {
+          if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}; output so far:\n${out.slice(-2000)}`)
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+      }
+      await until(() => /http:\/\/127\.0\.0\.1:\d+\/#live/.test(out), 60_000, 'the visualizer URL')
+      const url = /(http:\/\/127\.0\.0\.1:\d+\/)#live/.exec(out)![1]!
+      expect(out).not.toContain('"step"') // the demo waits for the page before its first step
+      const page = await browser.newPage()
+      await page.goto(`${url}#live`)
+      await until(() => out.includes('every step held'), 60_000, 'the demo to finish')
+      await expect.poll(() => page.locator('[data-testid="link-select"] option').allInnerTexts()).toEqual(['A', 'B'])
+      await page.locator('[data-testid="link-select"]').selectOption('A')
+      await expect.poll(() => page.locator('[data-testid="link-state"]').innerText()).toBe('terminated')
+      await page.locator('[data-testid="link-select"]').selectOption('B')
+      await expect.poll(() => page.locator('[data-testid="link-state"]').innerText()).toBe('stopped')
+      child.kill('SIGINT')
+      expect(await exited).toBe(0)
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL')
+      await browser.close()
+    }
+  }, 120_000)
+})

@@ -1,0 +1,44 @@
+/**
+ * `inspect` takes @statelyai/inspect's inspector as it is: a link's chart events reach a
+ * Stately WebSocket inspector (here a receiving ws server on loopback, where Stately's own
+ * inspector server would be), and the API key is in none of them.
+ */
+import { describe, expect, it } from 'vitest'
+import { WebSocketServer } from 'ws'
+import { createWebSocketInspector } from '@statelyai/inspect'
+import { useWorld } from '../support/wire.js'
+
+const world = useWorld()
+const KEY = 'sk-stately-SECRET-key-123'
+
+describe('@statelyai/inspect', () => {
+  it("a WebSocket inspector's inspect observer receives the link's actors and snapshots, without the key", async () => {
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+    await new Promise<void>((resolve) => server.once('listening', () => resolve()))
+    const received: string[] = []
+    server.on('connection', (ws) => ws.on('message', (data) => received.push(String(data))))
+    const inspector = createWebSocketInspector({ url: `ws://127.0.0.1:${(server.address() as { port: number }).port}` })
+    try {
+      const sim = await world().sim({ agents: { 'agent-1': KEY } })
+      const link = world().link(sim, { apiKey: KEY, inspect: inspector.inspect })
+      await link.connect()
+      sim.close({ agent: 'agent-1' }, 1001)
+      await new Promise<void>((resolve) => link.once('reconnected', () => resolve()))
+      await link.disconnect()
+      await sim.waitFor(() => true)
+      const deadline = performance.now() + 5000
+      while (!received.some((m) => m.includes('"@xstate.snapshot"') && m.includes('stopped')) && performance.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      const types = new Set(received.map((m) => (JSON.parse(m) as { type: string }).type))
+      expect(types).toContain('@xstate.actor')
+      expect(types).toContain('@xstate.snapshot')
+      expect(received.join('\n')).toContain('socket.close')
+      expect(received.join('\n')).not.toContain(KEY)
+    } finally {
+      inspector.stop()
+      for (const client of server.clients) client.terminate()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+})

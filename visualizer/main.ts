@@ -1,0 +1,279 @@
+/**
+ * The visualizer page. Four views, chosen by the URL hash:
+ * - #charts: each shipped chart drawn with mermaid; click a state for its transitions, their
+ *   guards and the DESIGN rule each encodes.
+ * - #live: the charts with the current state of a running link highlighted, from `./events`.
+ * - #replay: a recorded trace (`phoenix-link connect --trace FILE`), step by step, forward and back.
+ * - #dashboard: the simulator's attached principals and its presence and abort feed.
+ * Everything it draws is bundled at build time; it talks only to the server that served it.
+ */
+import mermaid from 'mermaid'
+import charts from 'virtual:charts'
+import type { VisualChart, VisualState } from '../src/model/visual.js'
+import type { TraceRecord } from '../src/visualize/trace.js'
+
+type View = 'charts' | 'live' | 'replay' | 'dashboard'
+type StateValue = string | { [key: string]: StateValue }
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T
+const statusText = (text: string): void => {
+  $('status').textContent = text
+}
+
+/** SVG elements of each chart's states, by chart and state path. */
+const nodes = new Map<string, Map<string, Element>>()
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!)
+}
+
+/** The SVG element mermaid drew for a state: a leaf `g.node`, a composite `g.statediagram-cluster`. */
+function findNode(svg: SVGElement, state: VisualState): Element | null {
+  const id = state.mermaidId
+  for (const el of svg.querySelectorAll('g[id]')) {
+    const elId = el.id
+    // mermaid 11 names them `<render id>-state-<state id>-<n>`.
+    if (elId === id || new RegExp(`(^|-)state-${id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d+$`).test(elId)) return el
+    if (el.getAttribute('data-id') === id) return el
+  }
+  return null
+}
+
+function showDetails(chart: VisualChart, state: VisualState): void {
+  const aside = $('details')
+  const rows = state.transitions
+    .map(
+      (t) =>
+        `<tr><td>${escapeHtml(t.event)}</td><td>${escapeHtml(t.guard || '—')}</td><td>${escapeHtml(t.target)}</td><td>${escapeHtml(t.actions || '—')}</td></tr>` +
+        (t.ruleText ? `<tr><td colspan="4" class="rule">rule ${escapeHtml(t.rule)}: ${escapeHtml(t.ruleText)}</td></tr>` : ''),
+    )
+    .join('')
+  aside.innerHTML =
+    `<button id="close-details" style="float:right">×</button><h3>${escapeHtml(chart.name)}: ${escapeHtml(state.path)}</h3>` +
+    (state.description ? `<p>${escapeHtml(state.description)}</p>` : '') +
+    (state.invokes.length ? `<p>invokes <code>${escapeHtml(state.invokes.join(', '))}</code></p>` : '') +
+    (rows
+      ? `<table><thead><tr><th>event</th><th>guard</th><th>target</th><th>actions</th></tr></thead><tbody>${rows}</tbody></table>`
+      : '<p>No transitions leave this state.</p>')
+  aside.hidden = false
+  $('close-details').onclick = () => (aside.hidden = true)
+}
+
+async function drawCharts(): Promise<void> {
+  mermaid.initialize({ startOnLoad: false, securityLevel: 'strict', theme: 'default', state: { useMaxWidth: false } })
+  const main = $('charts')
+  for (const chart of charts as VisualChart[]) {
+    const section = document.createElement('div')
+    section.className = 'chart'
+    section.dataset.chart = chart.name
+    section.innerHTML = `<h2>${chart.name}</h2><div class="diagram" data-testid="diagram-${chart.name}"></div>`
+    main.appendChild(section)
+    const { svg } = await mermaid.render(`chart-${chart.name}`, chart.mermaid)
+    const box = section.querySelector('.diagram') as HTMLElement
+    box.innerHTML = svg
+    const el = box.querySelector('svg') as SVGElement
+    const byPath = new Map<string, Element>()
+    for (const state of chart.states) {
+      if (state.path === '(root)') continue
+      const node = findNode(el, state)
+      if (!node) continue
+      node.setAttribute('data-state', state.path)
+      node.addEventListener('click', (event) => {
+        event.stopPropagation()
+        showDetails(chart, state)
+      })
+      byPath.set(state.path, node)
+    }
+    nodes.set(chart.name, byPath)
+  }
+  statusText(`${charts.length} charts drawn`)
+}
+
+/** Every active state path of a state value, ancestors included: `{a: {b: 'c'}}` -> a, a.b, a.b.c. */
+function activePaths(value: StateValue | null, prefix = ''): string[] {
+  if (value === null) return []
+  if (typeof value === 'string') return [prefix + value]
+  return Object.entries(value).flatMap(([key, child]) => [prefix + key, ...activePaths(child, `${prefix}${key}.`)])
+}
+
+function highlight(record: TraceRecord | null): void {
+  for (const byPath of nodes.values()) for (const node of byPath.values()) node.classList.remove('active')
+  if (!record) return
+  const channel = Object.values(record.charts.channels)[0] ?? null
+  const values: Record<string, StateValue | null> = {
+    connection: record.charts.connection as StateValue,
+    reconnect: record.charts.reconnect as StateValue | null,
+    control: record.charts.control as StateValue | null,
+    channel: channel as StateValue | null,
+  }
+  for (const [chart, value] of Object.entries(values)) {
+    const byPath = nodes.get(chart)
+    if (!byPath) continue
+    for (const path of activePaths(value)) byPath.get(path)?.classList.add('active')
+  }
+  $('link-state').textContent = record.state
+  $('last-step').textContent = `#${record.seq} ${record.actor}: ${record.event}`
+  const reason = record.lastReason as (Record<string, unknown> & { kind: string }) | null
+  const reasonEl = $('last-reason')
+  reasonEl.textContent = reason
+    ? [reason.kind, reason.closeCode, reason.closeName, reason.cause, reason.status ? `HTTP ${String(reason.status)}` : null, reason.phase]
+        .filter((part) => part !== undefined && part !== null && part !== '')
+        .join(' · ')
+    : '—'
+  reasonEl.title = reason ? JSON.stringify(reason, null, 2) : ''
+  document.body.dataset.linkState = record.state
+}
+
+// ---- live --------------------------------------------------------------------------------------
+
+const liveRecords = new Map<string, TraceRecord[]>()
+let liveSource: EventSource | null = null
+
+function currentLink(): string {
+  return ($('link-select') as HTMLSelectElement).value
+}
+
+function startLive(): void {
+  if (liveSource) return
+  liveSource = new EventSource('./events')
+  liveSource.onopen = () => statusText('live: connected to the link feed')
+  liveSource.onerror = () => statusText('live: feed closed')
+  liveSource.onmessage = (message) => {
+    const record = JSON.parse(message.data as string) as TraceRecord
+    let list = liveRecords.get(record.link)
+    if (!list) {
+      liveRecords.set(record.link, (list = []))
+      const option = document.createElement('option')
+      option.value = option.textContent = record.link
+      $('link-select').appendChild(option)
+      if (!currentLink()) ($('link-select') as HTMLSelectElement).value = record.link
+    }
+    list.push(record)
+    if (record.link === currentLink() && view() === 'live') highlight(record)
+  }
+  $('link-select').onchange = () => highlight(liveRecords.get(currentLink())?.at(-1) ?? null)
+}
+
+// ---- replay ------------------------------------------------------------------------------------
+
+let trace: TraceRecord[] = []
+let position = 0
+
+function parseTrace(text: string): TraceRecord[] {
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as TraceRecord)
+}
+
+function showStep(i: number): void {
+  if (trace.length === 0) return
+  position = Math.max(0, Math.min(trace.length - 1, i))
+  ;($('step') as HTMLInputElement).value = String(position)
+  $('step-label').textContent = `step ${position + 1} of ${trace.length}`
+  highlight(trace[position]!)
+}
+
+function loadTrace(records: TraceRecord[]): void {
+  trace = records
+  ;($('step') as HTMLInputElement).max = String(Math.max(0, records.length - 1))
+  statusText(`replay: ${records.length} steps`)
+  showStep(0)
+}
+
+function setupReplay(): void {
+  $('back').onclick = () => showStep(position - 1)
+  $('forward').onclick = () => showStep(position + 1)
+  $('step').oninput = () => showStep(Number(($('step') as HTMLInputElement).value))
+  $('trace-file').onchange = async () => {
+    const file = ($('trace-file') as HTMLInputElement).files?.[0]
+    if (file) loadTrace(parseTrace(await file.text()))
+  }
+  if (new URLSearchParams(location.search).has('trace')) {
+    void fetch('./trace.jsonl')
+      .then((res) => (res.ok ? res.text() : Promise.reject(new Error(`trace: HTTP ${res.status}`))))
+      .then((text) => loadTrace(parseTrace(text)))
+      .catch((error: Error) => statusText(error.message))
+  }
+}
+
+// ---- dashboard ---------------------------------------------------------------------------------
+
+let dashboardTimer: ReturnType<typeof setInterval> | null = null
+
+interface AdminConnection {
+  principal: string
+  socket: string
+  since: string
+  state: string
+  channels: string[]
+}
+
+async function refreshConnections(): Promise<void> {
+  const res = await fetch('./admin/connections')
+  if (!res.ok) {
+    statusText(`dashboard: /admin/connections answered ${res.status}`)
+    return
+  }
+  const { connections } = (await res.json()) as { connections: AdminConnection[] }
+  $('connections').innerHTML = connections
+    .map(
+      (c) =>
+        `<tr data-principal="${escapeHtml(c.principal)}"><td>${escapeHtml(c.principal)}</td><td>${escapeHtml(c.socket)}</td><td>${escapeHtml(c.since)}</td><td>${escapeHtml(c.state)}</td><td>${escapeHtml(c.channels.join(', '))}</td></tr>`,
+    )
+    .join('')
+  statusText(`dashboard: ${connections.length} socket(s) attached`)
+}
+
+function startDashboard(): void {
+  if (dashboardTimer) return
+  void refreshConnections()
+  dashboardTimer = setInterval(() => void refreshConnections(), 500)
+  const feed = new EventSource('./admin/events')
+  for (const type of ['principal-presence', 'agent-aborted']) {
+    feed.addEventListener(type, (message) => {
+      const item = document.createElement('li')
+      item.dataset.type = type
+      item.textContent = `${type} ${(message as MessageEvent<string>).data}`
+      $('feed').prepend(item)
+    })
+  }
+}
+
+// ---- views -------------------------------------------------------------------------------------
+
+function view(): View {
+  const v = location.hash.slice(1)
+  return v === 'live' || v === 'replay' || v === 'dashboard' ? v : 'charts'
+}
+
+function applyView(): void {
+  const v = view()
+  document.body.dataset.view = v
+  for (const a of document.querySelectorAll('nav a')) a.classList.toggle('current', (a as HTMLElement).dataset.view === v)
+  $('link-panel').hidden = v !== 'live' && v !== 'replay'
+  $('replay-panel').hidden = v !== 'replay'
+  $('dashboard-panel').hidden = v !== 'dashboard'
+  $('charts').hidden = v === 'dashboard'
+  if (v === 'live') {
+    startLive()
+    highlight(liveRecords.get(currentLink())?.at(-1) ?? null)
+  } else if (v === 'replay') {
+    highlight(trace[position] ?? null)
+  } else {
+    highlight(null)
+  }
+  if (v === 'dashboard') startDashboard()
+}
+
+window.addEventListener('hashchange', applyView)
+$('zoom').onclick = () => {
+  const full = document.body.dataset.zoom !== 'full'
+  document.body.dataset.zoom = full ? 'full' : 'fit'
+  $('zoom').textContent = full ? 'fit to window' : 'full size'
+}
+setupReplay()
+void drawCharts().then(() => {
+  applyView()
+  document.body.dataset.ready = 'true'
+})
