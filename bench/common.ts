@@ -38,6 +38,11 @@ export class SimChild {
       this.pending.get(m.id)?.(m.result)
       this.pending.delete(m.id)
     })
+    // A child that dies answers every pending command with an error instead of leaving it hanging.
+    child.once('exit', (code, signal) => {
+      for (const answer of this.pending.values()) answer({ error: `the simulator child exited (${signal ?? code})` })
+      this.pending.clear()
+    })
   }
 
   /** Forks the child and resolves once its simulator listens. Rejects if the child fails to start. */
@@ -60,6 +65,7 @@ export class SimChild {
   async send<T = Record<string, unknown>>(command: ChildCommand): Promise<T> {
     const id = this.nextId++
     const result = await new Promise<unknown>((resolve) => {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) return resolve({ error: 'the simulator child is not running' })
       this.pending.set(id, resolve)
       this.child.send({ ...command, id })
     })
@@ -99,10 +105,10 @@ export async function rawClient(url: string, agent: string, options: { app?: str
   return { socket, control, app, close: () => new Promise<void>((resolve) => socket.disconnect(() => resolve())) }
 }
 
-/** Percentile of sorted numbers. */
+/** Percentile of sorted numbers, nearest rank: the smallest value with at least p% of values at or below it. */
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
 }
 
 /** Resolves when `check()` is true, polling on each turn of the event loop, bounded. */

@@ -6,7 +6,7 @@
  * client's next upgrade. Heartbeat interval 1,000 ms on both; 20 clients of each kind stalled at
  * once, at random points of their heartbeat cycle.
  *
- * Run alone: `node --expose-gc .bench-build/bench/dead-peer.js` after `tsc -p tsconfig.bench.json`.
+ * Run alone: `npm run bench -- dead-peer`.
  */
 import { createLink, type Link } from '../src/link.js'
 import { median, percentile, rawClient, row, SimChild, type Row } from './common.js'
@@ -42,21 +42,27 @@ export async function run(): Promise<Row[]> {
       // Spread the clients over the heartbeat cycle.
       await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS / CLIENTS))
     }
-    const agents = [...Array.from({ length: CLIENTS }, (_, i) => `dead-link-${i}`), ...Array.from({ length: CLIENTS }, (_, i) => `dead-raw-${i}`)]
-    const stalledAt = performance.now()
-    const { at: serverStalledAt } = await sim.send<{ at: number }>({ cmd: 'now' })
-    for (const agent of agents) await sim.send({ cmd: 'stall', agent })
+    // Stalled one by one, link and raw interleaved; each is timed from its own stall, on the
+    // client's clock (detection) and on the simulator's (next upgrade).
+    const agents = Array.from({ length: CLIENTS }, (_, i) => [`dead-link-${i}`, `dead-raw-${i}`]).flat()
+    const stalledAt = new Map<string, number>()
+    const serverStalledAt = new Map<string, number>()
+    const { at: since } = await sim.send<{ at: number }>({ cmd: 'now' })
+    for (const agent of agents) {
+      stalledAt.set(agent, performance.now())
+      serverStalledAt.set(agent, (await sim.send<{ at: number }>({ cmd: 'stall', agent })).at)
+    }
     const deadline = performance.now() + 4 * HEARTBEAT_MS + 5_000
     let first: Record<string, number> = {}
     while (Object.keys(first).length < agents.length || detected.size < agents.length) {
       if (performance.now() > deadline) throw new Error(`only ${detected.size} of ${agents.length} clients noticed the dead peer`)
       await new Promise((resolve) => setTimeout(resolve, 100))
-      first = (await sim.send<{ first: Record<string, number> }>({ cmd: 'next-upgrades', agents, since: serverStalledAt })).first
+      first = (await sim.send<{ first: Record<string, number> }>({ cmd: 'next-upgrades', agents, since })).first
     }
-    const of = (prefix: string, values: Map<string, number> | Record<string, number>, from: number) =>
+    const of = (prefix: string, values: Map<string, number> | Record<string, number>, from: Map<string, number>) =>
       Object.entries(values instanceof Map ? Object.fromEntries(values) : values)
         .filter(([agent]) => agent.startsWith(prefix))
-        .map(([, at]) => at - from)
+        .map(([agent, at]) => at - from.get(agent)!)
         .sort((a, b) => a - b)
     const linkDetect = of('dead-link-', detected, stalledAt)
     const rawDetect = of('dead-raw-', detected, stalledAt)

@@ -4,7 +4,7 @@
  * phoenix.js's own Serializer.decode (assets/js/phoenix/serializer.js, JSON.parse and
  * destructure, no checks), on the same small push frame. Measured with tinybench.
  *
- * Run alone: `node --expose-gc .bench-build/bench/decode.js` after `tsc -p tsconfig.bench.json`.
+ * Run alone: `npm run bench -- decode`.
  */
 import { Bench } from 'tinybench'
 import { Serializer } from 'phoenix'

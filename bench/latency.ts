@@ -4,7 +4,7 @@
  * floor on both sides: phoenix-link with `initialDelayMs: 0` and `goingAwayFloorMs: [0, 0]`, raw
  * phoenix.js with `reconnectAfterMs: () => 0`. Median and p99 over 1,000 closes each, alternating.
  *
- * Run alone: `node --expose-gc .bench-build/bench/latency.js` after `tsc -p tsconfig.bench.json`.
+ * Run alone: `npm run bench -- latency`.
  */
 import { createLink } from '../src/link.js'
 import { percentile, rawClient, row, SimChild, type Row } from './common.js'

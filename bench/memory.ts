@@ -4,8 +4,7 @@
  * with its own simulator child; modules are loaded before the baseline so only per-client
  * memory is counted.
  *
- * Run alone: `node --expose-gc --import tsx bench/memory.ts` (both kinds; rows as JSON last), or
- * `... bench/memory.ts link|raw [count]` for one kind.
+ * Run alone: `npm run bench -- memory`.
  */
 import { createLink, type Link } from '../src/link.js'
 import { inFreshProcess, pool, rawClient, row, settleHeap, SimChild, until, type Row } from './common.js'

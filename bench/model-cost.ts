@@ -4,7 +4,7 @@
  * one simulator on loopback in this process), and the same paths replayed on the charts alone.
  * Paths per second; there is no raw phoenix.js figure (the raw client has no chart to walk).
  *
- * Run alone: `node --expose-gc .bench-build/bench/model-cost.js` after `tsc -p tsconfig.bench.json`.
+ * Run alone: `npm run bench -- model-cost`.
  */
 import { allPaths } from '../src/model/paths.js'
 import { replay } from '../src/model/coverage.js'

@@ -50,8 +50,16 @@ process.on('message', (message: Tagged) => {
       const conn = sim.live(message.agent)[0]
       const joinRef = conn?.channels.get(message.topic)?.joinRef
       if (!conn || !joinRef) return reply({ error: `${message.agent} has no joined ${message.topic}` })
-      const text = JSON.stringify([joinRef, null, message.topic, 'tick', { n: 1, text: 'a small push' }])
-      for (let i = 0; i < message.count; i++) conn.ws.send(text)
+      // All frames in one TCP write, framed here (RFC 6455 section 5.2: FIN + text opcode, no mask
+      // from a server, 7-bit or 16-bit length), so the client, not the server's send loop, is
+      // what the benchmark measures.
+      const payload = Buffer.from(JSON.stringify([joinRef, null, message.topic, 'tick', { n: 1, text: 'a small push' }]))
+      const header = payload.length < 126 ? Buffer.from([0x81, payload.length]) : Buffer.from([0x81, 126, payload.length >> 8, payload.length & 0xff])
+      const frame = Buffer.concat([header, payload])
+      const all = Buffer.allocUnsafe(frame.length * message.count)
+      for (let i = 0; i < message.count; i++) frame.copy(all, i * frame.length)
+      const socket = (conn.ws as unknown as { _socket: { write(b: Buffer): boolean } })._socket
+      socket.write(all)
       return reply({ sent: message.count })
     }
     case 'close-until-rejoined': {
@@ -81,12 +89,16 @@ process.on('message', (message: Tagged) => {
     }
     case 'now':
       return reply({ at: performance.now() })
-    case 'timeline':
+    case 'timeline': {
+      const since = joins.filter((j) => j.at >= message.since)
       return reply({
         upgrades: upgrades.filter((u) => u.at >= message.since).map((u) => u.at),
-        joins: joins.filter((j) => j.at >= message.since).map((j) => j.at),
+        joins: since.map((j) => j.at),
+        /** When each agent's control channel was first joined again. */
+        firstJoins: [...new Map(since.reverse().map((j) => [j.agent, j.at])).values()],
         live: sim.live().length,
       })
+    }
     case 'next-upgrades': {
       const wanted = new Set(message.agents)
       const first: Record<string, number> = {}
@@ -104,4 +116,6 @@ process.on('message', (message: Tagged) => {
       return
   }
 })
+// The benchmark went away (killed, crashed): stop rather than linger as an orphan.
+process.on('disconnect', () => void sim.stop({ abort: true }).finally(() => process.exit(0)))
 process.send!({ id: 0, result: { url: sim.url } })

@@ -42,6 +42,8 @@ export type PresenceEvent =
   | { type: 'presence.opened'; connectionId: string; at: number }
   /** A connection of the principal closed, with the typed reason the server classified. */
   | { type: 'presence.closed'; connectionId: string; reason: ReasonLike; at: number }
+  /** The server stops: a grace window still open ends now, reporting last-disconnected. */
+  | { type: 'presence.flush' }
 
 /** A boundary crossing. */
 export interface PrincipalPresence {
@@ -90,14 +92,14 @@ export const presenceMachine = setup({
   },
   guards: {
     /** The event is about a connection this chart counts. */
-    isKnown: ({ context, event }) => context.connections.includes(event.connectionId),
+    isKnown: ({ context, event }) => 'connectionId' in event && context.connections.includes(event.connectionId),
     /** The closing connection is the last one. */
-    isLast: ({ context, event }) => context.connections.length === 1 && context.connections[0] === event.connectionId,
+    isLast: ({ context, event }) => 'connectionId' in event && context.connections.length === 1 && context.connections[0] === event.connectionId,
     hasGraceWindow: ({ context }) => context.policy.graceWindowMs > 0,
   },
   actions: {
-    add: assign({ connections: ({ context, event }) => [...context.connections, event.connectionId] }),
-    remove: assign({ connections: ({ context, event }) => context.connections.filter((id) => id !== event.connectionId) }),
+    add: assign({ connections: ({ context, event }) => ('connectionId' in event ? [...context.connections, event.connectionId] : context.connections) }),
+    remove: assign({ connections: ({ context, event }) => ('connectionId' in event ? context.connections.filter((id) => id !== event.connectionId) : context.connections) }),
     rememberClose: assign({
       lastClose: ({ event }) => (event.type === 'presence.closed' ? { reason: event.reason, at: event.at } : null),
     }),
@@ -108,7 +110,7 @@ export const presenceMachine = setup({
       kind: 'first-connected' as const,
       count: context.connections.length,
       reason: null,
-      at: event.at,
+      at: 'at' in event ? event.at : 0,
     })),
     reportLast: enqueueActions(({ context, enqueue }) => {
       enqueue.emit({
@@ -125,7 +127,7 @@ export const presenceMachine = setup({
       type: 'presence-ignored' as const,
       principal: context.principal,
       event: event.type,
-      connectionId: event.connectionId,
+      connectionId: 'connectionId' in event ? event.connectionId : '',
     })),
   },
   delays: {
@@ -144,6 +146,8 @@ export const presenceMachine = setup({
     // A close of a connection the chart does not count, or a second open of one it does: reported, never counted.
     'presence.closed': { actions: 'reportIgnored' },
     'presence.opened': { guard: 'isKnown', actions: 'reportIgnored' },
+    // Outside a grace window there is nothing to end early.
+    'presence.flush': {},
   },
   states: {
     /** No live connection. */
@@ -171,7 +175,11 @@ export const presenceMachine = setup({
     /** The last connection closed; a new one within the grace window hides the blip. */
     grace: {
       description: 'The last connection closed; a new one within the grace window reports nothing.',
-      on: { 'presence.opened': { target: 'present', actions: ['add', 'forgetClose'] } },
+      on: {
+        'presence.opened': { target: 'present', actions: ['add', 'forgetClose'] },
+        // The server is stopping: nothing can reconnect within the window any more.
+        'presence.flush': { target: 'absent', actions: 'reportLast' },
+      },
       after: { graceWindow: { target: 'absent', actions: 'reportLast' } },
     },
   },

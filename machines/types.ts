@@ -96,7 +96,7 @@ export function suppressedReason(
  * @throws {RangeError} naming the field and the value it got.
  */
 export function assertMs(name: string, value: unknown): asserts value is number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2 ** 31 - 1) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 2 ** 31 - 1) {
     throw new RangeError(`${name} must be a whole number of milliseconds in [0, 2^31-1], got ${String(value)}`)
   }
 }

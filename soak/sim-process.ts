@@ -37,7 +37,8 @@ process.on('message', (m: SoakCommand & { id: number }) => {
       sim.stall({ agent: m.agent })
       return reply(null)
     case 'supersede':
-      return reply(sim.supersede(m.agent))
+      // With the agent's upgrade count at that moment, so the driver can check that none follows.
+      return reply({ sockets: sim.supersede(m.agent), upgrades: upgrades.get(m.agent) ?? 0 })
     case 'control':
       return reply(sim.control(m.agent, { mode: 'interrupt', correlation_id: `${m.agent}:${m.sequence}` }))
     case 'upgrades':
@@ -49,4 +50,6 @@ process.on('message', (m: SoakCommand & { id: number }) => {
       })
   }
 })
+// The driver went away (killed, crashed): stop rather than linger as an orphan.
+process.on('disconnect', () => void sim.stop({ abort: true }).finally(() => process.exit(0)))
 process.send!({ id: 0, result: sim.url })

@@ -40,6 +40,12 @@ const program = new Command('soak')
   .parse()
 const options = program.opts<{ links: number; minutes: number; seed: number; faultEveryMs: number; json: boolean }>()
 
+const gc = (globalThis as { gc?: () => void }).gc
+if (!gc) {
+  console.error('soak: run with node --expose-gc (npm run soak does)')
+  process.exit(1)
+}
+
 /** Small delays so faults cycle fast; a stalled peer is noticed within a second. */
 const SOAK_POLICY: LinkPolicyInput = {
   reconnect: {
@@ -67,7 +73,10 @@ function seeded(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
 }
+/** The fault sequence: the same --seed gives the same faults in the same order (how many fit depends on speed). */
 const random = seeded(options.seed)
+/** Slow control handlers draw from their own source, so handler timing never shifts the fault sequence. */
+const handlerRandom = seeded(options.seed + 0x9e3779b9)
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!
 
 // ---- the simulator process -------------------------------------------------------------------
@@ -106,12 +115,16 @@ interface Tracked {
   faults: number[]
   /** Upgrades the simulator had counted when the session ended terminally; null while not terminated. */
   upgradesAtTerminal: number | null
+  /** A supersede pushed to a healthy connection: when, and the agent's upgrade count then. */
+  superseded: { at: number; upgrades: number } | null
+  /** When the session last ended terminally. */
+  lastTerminalAt: number
   restarting: boolean
   terminals: number
 }
 
 const problems: string[] = []
-const counts = { faults: 0, signalsSent: 0, signalsDelivered: 0, terminals: 0, restarts: 0, disconnects: 0 }
+const counts = { supersedesChecked: 0, faults: 0, signalsSent: 0, signalsDelivered: 0, terminals: 0, restarts: 0, disconnects: 0 }
 const byFault: Record<string, number> = {}
 process.on('uncaughtException', (error) => problems.push(`uncaught exception: ${error.stack ?? error}`))
 process.on('unhandledRejection', (error) => problems.push(`unhandled rejection: ${String(error)}`))
@@ -119,7 +132,7 @@ process.on('unhandledRejection', (error) => problems.push(`unhandled rejection: 
 const tracked: Tracked[] = []
 for (let i = 0; i < options.links; i++) {
   const agent = `soak-${i}`
-  const t: Tracked = { agent, link: null as unknown as Link, lastDelivered: 0, sent: new Map(), faults: [], upgradesAtTerminal: null, restarting: false, terminals: 0 }
+  const t: Tracked = { agent, link: null as unknown as Link, lastDelivered: 0, sent: new Map(), faults: [], upgradesAtTerminal: null, superseded: null, lastTerminalAt: -1, restarting: false, terminals: 0 }
   t.link = createLink({
     url,
     agentId: agent,
@@ -135,7 +148,7 @@ for (let i = 0; i < options.links; i++) {
       t.lastDelivered = Math.max(t.lastDelivered, sequence)
       counts.signalsDelivered++
       // A slow handler now and then: it holds the queue while faults arrive.
-      if (random() < 0.2) await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 150)))
+      if (handlerRandom() < 0.2) await new Promise((resolve) => setTimeout(resolve, Math.floor(handlerRandom() * 150)))
     },
   })
   t.link.on('disconnected', ({ terminal }) => {
@@ -143,6 +156,7 @@ for (let i = 0; i < options.links; i++) {
     if (!terminal) return
     counts.terminals++
     t.terminals++
+    t.lastTerminalAt = performance.now()
     void (async () => {
       t.upgradesAtTerminal = await sim<number>({ cmd: 'upgrades', agent })
       restart(t)
@@ -151,7 +165,13 @@ for (let i = 0; i < options.links; i++) {
   tracked.push(t)
 }
 
-/** The host's answer to a terminal end: wait a little, check nothing reconnected meanwhile, connect again. */
+/** When the host connects again after a terminal end: a random 300-2500 ms later (past the supersede's retry_after of 1 s). */
+const hostRandom = seeded(options.seed + 0x7f4a7c15)
+
+/**
+ * The host's answer to a terminal end: wait, check that nothing reconnected meanwhile (counted by
+ * the simulator, not taken from the link), connect again.
+ */
 function restart(t: Tracked): void {
   if (t.restarting) return
   t.restarting = true
@@ -161,12 +181,30 @@ function restart(t: Tracked): void {
       if (t.upgradesAtTerminal !== null && now !== t.upgradesAtTerminal) {
         problems.push(`${t.agent}: ${now - t.upgradesAtTerminal} connection(s) opened after a terminal end, before the host connected again`)
       }
+      if (t.superseded) counts.supersedesChecked++
+      if (t.superseded && now !== t.superseded.upgrades) {
+        problems.push(`${t.agent}: ${now - t.superseded.upgrades} connection(s) opened after a supersede, before the host connected again`)
+      }
       t.upgradesAtTerminal = null
+      t.superseded = null
       t.restarting = false
       counts.restarts++
       await t.link.connect().catch(() => {}) // a terminal end during this connect is handled by the listener
     })()
-  }, 300)
+  }, 300 + Math.floor(hostRandom() * 2_200))
+}
+
+/** A supersede pushed to a healthy connection must end the session: checked by the simulator's count, not the link's verdict. */
+async function checkSupersedes(now: number): Promise<void> {
+  for (const t of tracked) {
+    const s = t.superseded
+    if (!s || now - s.at < 3_000 || t.restarting) continue
+    t.superseded = null
+    counts.supersedesChecked++
+    if (t.lastTerminalAt < s.at) problems.push(`${t.agent}: a supersede at ${Math.round(s.at)} ms did not end the session within 3 s (state ${t.link.state})`)
+    const upgrades = await sim<number>({ cmd: 'upgrades', agent: t.agent })
+    if (upgrades !== s.upgrades) problems.push(`${t.agent}: ${upgrades - s.upgrades} connection(s) opened after a supersede`)
+  }
 }
 
 const started = performance.now()
@@ -204,7 +242,10 @@ async function injectOne(): Promise<void> {
     await sim({ cmd: 'stall', agent: t.agent })
   } else {
     byFault.supersede = (byFault.supersede ?? 0) + 1
-    await sim({ cmd: 'supersede', agent: t.agent })
+    // A clean supersede: no other fault on this link lately, so the push reaches a connection the link still reads.
+    const clean = !t.faults.some((f) => f < now && f >= now - HEALTHY_BEFORE_MS) && t.link.state === 'connected'
+    const result = await sim<{ sockets: number; upgrades: number }>({ cmd: 'supersede', agent: t.agent })
+    if (clean && result.sockets > 0 && !t.superseded) t.superseded = { at: now, upgrades: result.upgrades }
   }
 }
 
@@ -239,8 +280,6 @@ function settleOld(now: number): void {
 
 // ---- heap and handles ------------------------------------------------------------------------
 
-const gc = (globalThis as { gc?: () => void }).gc
-if (!gc) throw new Error('run with node --expose-gc (npm run soak does)')
 const samples: Array<{ minute: number; heap: number; handles: number }> = []
 function sample(): void {
   gc!()
@@ -270,6 +309,7 @@ while (performance.now() - faultStart < durationMs) {
   await injectOne()
   if (performance.now() >= nextSample) {
     settleOld(performance.now())
+    await checkSupersedes(performance.now())
     sample()
     nextSample += sampleEveryMs
   }
@@ -300,7 +340,10 @@ const heapSlope = slope(warm.map((s) => [s.minute, s.heap]))
 const handleSlope = slope(warm.map((s) => [s.minute, s.handles]))
 const firstWarm = warm[0]!
 const last = samples.at(-1)!
-if (heapSlope > 512 * 1024 && last.heap > firstWarm.heap * 1.5) {
+// Bounded structures fill during a run (each link's dedupe window of up to 1,024 correlation
+// ids, the soak's own last seconds of bookkeeping), so a healthy run shows some slope; a leak of
+// even a few KiB per disconnect shows a steeper one and a heap a quarter larger.
+if (heapSlope > 1024 * 1024 && last.heap > firstWarm.heap * 1.25) {
   problems.push(`heap grows: ${(heapSlope / 1024).toFixed(0)} KiB/min, ${(firstWarm.heap / 2 ** 20).toFixed(1)} -> ${(last.heap / 2 ** 20).toFixed(1)} MiB`)
 }
 if (last.handles > firstWarm.handles + options.links) {
@@ -309,7 +352,12 @@ if (last.handles > firstWarm.handles + options.links) {
 
 await Promise.all(tracked.map((t) => t.link.disconnect()))
 await sim({ cmd: 'stop' })
-const afterStop = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'PipeWrap' && r !== 'ProcessWrap')
+// Give closing sockets and the simulator process a moment to go, then count what is left.
+const settleDeadline = performance.now() + 3_000
+const leftOpen = () => process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'PipeWrap' && r !== 'ProcessWrap' && r !== 'FSReqCallback')
+while (leftOpen().length > 0 && performance.now() < settleDeadline) await new Promise((resolve) => setImmediate(resolve))
+const afterStop = leftOpen()
+if (afterStop.length > 0) problems.push(`handles left after every link stopped: ${afterStop.join(', ')}`)
 const summary = {
   ok: problems.length === 0,
   links: options.links,
@@ -321,6 +369,7 @@ const summary = {
   signals: { sent: counts.signalsSent, delivered: counts.signalsDelivered, mustDeliver: mustDeliverCount },
   disconnects: counts.disconnects,
   terminalEnds: counts.terminals,
+  supersedesChecked: counts.supersedesChecked,
   hostRestarts: counts.restarts,
   heap: { firstMiB: +(firstWarm.heap / 2 ** 20).toFixed(2), lastMiB: +(last.heap / 2 ** 20).toFixed(2), slopeKiBPerMin: +(heapSlope / 1024).toFixed(1) },
   handles: { first: firstWarm.handles, last: last.handles, slopePerMin: +handleSlope.toFixed(2), afterStop: afterStop.length },
@@ -333,9 +382,10 @@ if (options.json) {
   console.log(`soak: ${options.links} links, ${options.minutes} min, seed ${options.seed}`)
   console.log(`  faults ${summary.faults} (${Object.entries(byFault).map(([k, v]) => `${k}: ${v}`).join(', ')})`)
   console.log(`  control signals sent ${summary.signals.sent}, delivered ${summary.signals.delivered}, of which sent on a healthy connection ${summary.signals.mustDeliver}`)
-  console.log(`  disconnects ${summary.disconnects}, terminal ends ${summary.terminalEnds}, host restarts ${summary.hostRestarts}`)
+  console.log(`  disconnects ${summary.disconnects}, terminal ends ${summary.terminalEnds}, host restarts ${summary.hostRestarts}; supersedes on healthy connections checked by the server's count ${summary.supersedesChecked}`)
   console.log(`  heap ${summary.heap.firstMiB} -> ${summary.heap.lastMiB} MiB, slope ${summary.heap.slopeKiBPerMin} KiB/min (${samples.length} samples after GC)`)
   console.log(`  handles ${summary.handles.first} -> ${summary.handles.last}, slope ${summary.handles.slopePerMin}/min; after stop ${summary.handles.afterStop}`)
   console.log(problems.length === 0 ? '  every check held' : `  PROBLEMS:\n    ${problems.slice(0, 20).join('\n    ')}`)
 }
-process.exitCode = problems.length === 0 ? 0 : 1
+// Exit explicitly: a leaked handle must fail the run, not keep it waiting forever.
+process.stdout.write('', () => process.exit(problems.length === 0 ? 0 : 1))

@@ -275,6 +275,11 @@ export class Link {
     this.actor.start()
   }
 
+  /** The agent id this link connects as (the `agent_id` socket param). */
+  get agentId(): string {
+    return this.#agentId
+  }
+
   /** The public state: idle, connecting, joining, connected, reconnecting, stopping, stopped or terminated. */
   get state(): LinkState {
     if (this.crashed) return 'terminated'

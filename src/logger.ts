@@ -16,15 +16,35 @@ export interface Logger {
 export const REDACTED = '[redacted]'
 
 /**
- * Returns `value` with every occurrence of `secret` in its strings replaced by `[redacted]`,
+ * Returns `value` with every occurrence of `secret` (verbatim or URL-encoded) in its strings
+ * replaced by `[redacted]`, identifier fields of typed values left alone,
  * copying only when something changes. Iterative (server-supplied payloads can nest thousands of
  * levels deep; recursion would overflow the stack), handles cycles; non-plain objects are kept
  * as they are except Errors, whose message is redacted.
  */
 export function redact<T>(value: T, secret: string): T {
-  if (!secret || !containsSecret(value, secret)) return value
-  return replaceSecret(value, secret)
+  if (!secret) return value
+  let out = value
+  for (const form of secretForms(secret)) if (containsSecret(out, form)) out = replaceSecret(out, form)
+  return out
 }
+
+/**
+ * The key as it may be echoed back: verbatim, percent-encoded (`encodeURIComponent`, as in the
+ * `api_key` socket param) and form-encoded (`+` for a space, as URLSearchParams writes it).
+ */
+function secretForms(secret: string): string[] {
+  const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ k: secret }).toString().slice(2)])
+  return [...forms]
+}
+
+/**
+ * Fields of the link's own typed values (reason kinds and causes, states, close names) whose
+ * values are identifiers from this code, never text from outside: a short key that happens to
+ * occur inside `superseded` must not turn a reason kind into `sup[redacted]rs[redacted]d`.
+ */
+const IDENTIFIER_FIELDS = new Set(['kind', 'cause', 'phase', 'closeName', 'outcome', 'state', 'previous', 'type'])
+const IDENTIFIER = /^[a-z][a-z0-9_.\- ]{0,47}$/i
 
 function isPlain(value: object): boolean {
   const proto = Object.getPrototypeOf(value)
@@ -77,7 +97,9 @@ function replaceSecret<T>(root: T, secret: string): T {
   while (work.length > 0) {
     const [source, target] = work.pop()!
     // Values only: keys are structure (`kind`, `reason`), and a short key must not rename them.
-    for (const [k, v] of Object.entries(source)) target[k] = copyOf(v)
+    for (const [k, v] of Object.entries(source)) {
+      target[k] = IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? v : copyOf(v)
+    }
   }
   return result as T
 }

@@ -1,8 +1,8 @@
 /**
  * A link's Prometheus metrics (prom-client), in a registry the host can pass in:
- * `<prefix>link_state{state}` (one-hot: 1 for the current state, 0 for the others),
- * `<prefix>link_reconnects_total{reason}` (losses followed by a reconnect, by reason kind) and
- * `<prefix>link_connected_seconds_total` (time spent connected).
+ * `<prefix>link_state{link,state}` (one-hot: 1 for the current state, 0 for the others),
+ * `<prefix>link_reconnects_total{link,reason}` (losses followed by a reconnect, by reason kind)
+ * and `<prefix>link_connected_seconds_total{link}` (time spent connected).
  *
  * @example
  * const metrics = linkMetrics(link, { registry })   // registry.metrics() now includes the link
@@ -16,59 +16,109 @@ import { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions } from './prom
 /** What {@link linkMetrics} returns. */
 export interface LinkMetrics {
   registry: Registry
-  /** Stops following the link (the metrics stay registered with their last values). */
+  /** Stops following the link; its series stay registered with their last values (connected time stops growing). */
   stop(): void
 }
 
-/**
- * Follows `link` and keeps its metrics in `options.registry` (a new one by default).
- *
- * @throws {RangeError} for a prefix Prometheus would refuse.
- */
-export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => number } = {}): LinkMetrics {
-  const prefix = checkPrefix(options.prefix ?? DEFAULT_METRICS_PREFIX)
-  const registry = options.registry ?? new Registry()
-  const now = options.now ?? (() => Date.now())
-  const state = new Gauge({ name: `${prefix}link_state`, help: 'The link state, one-hot.', labelNames: ['state'], registers: [registry] })
-  const reconnects = new Counter({
-    name: `${prefix}link_reconnects_total`,
-    help: 'Transport losses followed by a reconnect, by the reason kind of the loss.',
-    labelNames: ['reason'],
-    registers: [registry],
-  })
-  let accumulated = 0
-  let since: number | null = link.state === 'connected' ? now() : null
-  let reported = 0
+/** One followed link's connected-time bookkeeping. */
+interface Follower {
+  now: () => number
+  /** Milliseconds connected before the current connection. */
+  accumulated: number
+  /** When the current connection started, or null. */
+  since: number | null
+  /** Seconds already added to the counter. */
+  reported: number
+  active: boolean
+}
+
+/** The link metrics of one registry and prefix, shared by every link followed into it. */
+interface Shared {
+  state: Gauge<'link' | 'state'>
+  reconnects: Counter<'link' | 'reason'>
+  followers: Map<string, Follower>
+}
+
+const SHARED = new WeakMap<Registry, Map<string, Shared>>()
+
+function sharedMetrics(registry: Registry, prefix: string): Shared {
+  let byPrefix = SHARED.get(registry)
+  if (!byPrefix) SHARED.set(registry, (byPrefix = new Map()))
+  const existing = byPrefix.get(prefix)
+  if (existing) return existing
+  const followers = new Map<string, Follower>()
+  const shared: Shared = {
+    followers,
+    state: new Gauge({ name: `${prefix}link_state`, help: 'The link state, one-hot.', labelNames: ['link', 'state'] as const, registers: [registry] }),
+    reconnects: new Counter({
+      name: `${prefix}link_reconnects_total`,
+      help: 'Transport losses followed by a reconnect, by the reason kind of the loss.',
+      labelNames: ['link', 'reason'] as const,
+      registers: [registry],
+    }),
+  }
   new Counter({
     name: `${prefix}link_connected_seconds_total`,
     help: 'Seconds the link spent connected.',
+    labelNames: ['link'] as const,
     registers: [registry],
     collect() {
-      const total = (accumulated + (since === null ? 0 : now() - since)) / 1000
-      if (total > reported) this.inc(total - reported)
-      reported = Math.max(reported, total)
+      for (const [link, f] of followers) {
+        const total = (f.accumulated + (f.since === null ? 0 : f.now() - f.since)) / 1000
+        if (total > f.reported) this.inc({ link }, total - f.reported)
+        f.reported = Math.max(f.reported, total)
+      }
     },
   })
+  byPrefix.set(prefix, shared)
+  return shared
+}
+
+/**
+ * Follows `link` and keeps its metrics in `options.registry` (a new one by default), each series
+ * labelled `link` (the agent id, or `options.label`), so several links can share one registry.
+ * Following a link again under the same label after `stop()` continues its series.
+ *
+ * @throws {RangeError} for a prefix Prometheus would refuse, or a label another link being
+ *   followed into the same registry already uses (pass `label`).
+ */
+export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => number; label?: string } = {}): LinkMetrics {
+  const prefix = checkPrefix(options.prefix ?? DEFAULT_METRICS_PREFIX)
+  const registry = options.registry ?? new Registry()
+  const now = options.now ?? (() => Date.now())
+  const label = options.label ?? link.agentId
+  const shared = sharedMetrics(registry, prefix)
+  const previous = shared.followers.get(label)
+  if (previous?.active) throw new RangeError(`a link labelled ${JSON.stringify(label)} is already followed into this registry; pass options.label`)
+  const follower: Follower = previous ?? { now, accumulated: 0, since: null, reported: 0, active: true }
+  follower.now = now
+  follower.active = true
+  follower.since = link.state === 'connected' ? now() : null
+  shared.followers.set(label, follower)
   const setState = (current: string) => {
-    for (const s of LINK_STATES) state.set({ state: s }, s === current ? 1 : 0)
+    for (const s of LINK_STATES) shared.state.set({ link: label, state: s }, s === current ? 1 : 0)
   }
   setState(link.state)
   const offState = link.on('state', (e) => {
     setState(e.state)
-    if (e.state === 'connected' && since === null) since = now()
-    if (e.state !== 'connected' && since !== null) {
-      accumulated += now() - since
-      since = null
+    if (e.state === 'connected' && follower.since === null) follower.since = now()
+    if (e.state !== 'connected' && follower.since !== null) {
+      follower.accumulated += now() - follower.since
+      follower.since = null
     }
   })
   const offLoss = link.on('disconnected', (e) => {
-    if (e.outcome === 'reconnect') reconnects.inc({ reason: e.reason.kind })
+    if (e.outcome === 'reconnect') shared.reconnects.inc({ link: label, reason: e.reason.kind })
   })
   return {
     registry,
     stop() {
+      if (!follower.active) return
       offState()
       offLoss()
+      if (follower.since !== null) follower.accumulated += now() - follower.since
+      follower.since = null
+      follower.active = false
     },
   }
 }

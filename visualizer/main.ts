@@ -159,11 +159,31 @@ function startLive(): void {
 let trace: TraceRecord[] = []
 let position = 0
 
+/**
+ * Parses a trace file (JSON lines of TraceRecord), checking each line's shape.
+ * @throws {Error} naming the first bad line (1-based) and what is wrong with it.
+ */
 function parseTrace(text: string): TraceRecord[] {
-  return text
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as TraceRecord)
+  const records: TraceRecord[] = []
+  const lines = text.split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim()
+    if (line === '') continue
+    let value: unknown
+    try {
+      value = JSON.parse(line)
+    } catch (error) {
+      throw new Error(`line ${i + 1} is not JSON (${(error as Error).message})`)
+    }
+    const r = value as Partial<TraceRecord> | null
+    if (!r || typeof r !== 'object' || typeof r.state !== 'string' || typeof r.seq !== 'number' || !r.charts || typeof r.charts !== 'object' || r.charts.connection === undefined) {
+      throw new Error(`line ${i + 1} is not a trace record (expected seq, state and charts, as phoenix-link connect --trace writes)`)
+    }
+    if (!r.charts.channels || typeof r.charts.channels !== 'object') r.charts.channels = {}
+    records.push(r as TraceRecord)
+  }
+  if (records.length === 0) throw new Error('the trace has no records')
+  return records
 }
 
 function showStep(i: number): void {
@@ -174,10 +194,21 @@ function showStep(i: number): void {
   highlight(trace[position]!)
 }
 
-function loadTrace(records: TraceRecord[]): void {
-  trace = records
-  ;($('step') as HTMLInputElement).max = String(Math.max(0, records.length - 1))
-  statusText(`replay: ${records.length} steps`)
+/** Loads a trace from its text; a bad file is reported in the replay panel and replaces the previous trace. */
+function loadTrace(text: string): void {
+  try {
+    trace = parseTrace(text)
+  } catch (error) {
+    trace = []
+    position = 0
+    ;($('step') as HTMLInputElement).max = '0'
+    highlight(null)
+    $('step-label').textContent = `cannot replay this file: ${(error as Error).message}`
+    document.body.dataset.traceError = 'true'
+    return
+  }
+  delete document.body.dataset.traceError
+  ;($('step') as HTMLInputElement).max = String(Math.max(0, trace.length - 1))
   showStep(0)
 }
 
@@ -185,20 +216,22 @@ function setupReplay(): void {
   $('back').onclick = () => showStep(position - 1)
   $('forward').onclick = () => showStep(position + 1)
   $('step').oninput = () => showStep(Number(($('step') as HTMLInputElement).value))
-  $('trace-file').onchange = async () => {
+  $('trace-file').onchange = () => {
     const file = ($('trace-file') as HTMLInputElement).files?.[0]
-    if (file) loadTrace(parseTrace(await file.text()))
+    if (!file) return
+    file.text().then(loadTrace, (error: Error) => ($('step-label').textContent = `cannot read the file: ${error.message}`))
   }
   if (new URLSearchParams(location.search).has('trace')) {
-    void fetch('./trace.jsonl')
-      .then((res) => (res.ok ? res.text() : Promise.reject(new Error(`trace: HTTP ${res.status}`))))
-      .then((text) => loadTrace(parseTrace(text)))
-      .catch((error: Error) => statusText(error.message))
+    fetch('./trace.jsonl')
+      .then((res) => (res.ok ? res.text() : Promise.reject(new Error(`the server answered ${res.status} for trace.jsonl`))))
+      .then(loadTrace, (error: Error) => ($('step-label').textContent = `cannot load the trace: ${error.message}`))
   }
 }
 
 // ---- dashboard ---------------------------------------------------------------------------------
 
+/** The feed keeps the most recent items only. */
+const MAX_FEED_ITEMS = 200
 let dashboardTimer: ReturnType<typeof setInterval> | null = null
 
 interface AdminConnection {
@@ -210,12 +243,21 @@ interface AdminConnection {
 }
 
 async function refreshConnections(): Promise<void> {
-  const res = await fetch('./admin/connections')
-  if (!res.ok) {
-    statusText(`dashboard: /admin/connections answered ${res.status}`)
+  let connections: AdminConnection[]
+  try {
+    const res = await fetch('./admin/connections')
+    if (!res.ok) {
+      statusText(`dashboard: /admin/connections answered ${res.status}`)
+      return
+    }
+    connections = ((await res.json()) as { connections: AdminConnection[] }).connections
+  } catch {
+    // The simulator stopped or restarts: say so, keep the last table, and keep trying.
+    statusText('dashboard: the simulator is not answering; retrying')
+    document.body.dataset.dashboard = 'unreachable'
     return
   }
-  const { connections } = (await res.json()) as { connections: AdminConnection[] }
+  document.body.dataset.dashboard = 'ok'
   $('connections').innerHTML = connections
     .map(
       (c) =>
@@ -235,7 +277,9 @@ function startDashboard(): void {
       const item = document.createElement('li')
       item.dataset.type = type
       item.textContent = `${type} ${(message as MessageEvent<string>).data}`
-      $('feed').prepend(item)
+      const feedList = $('feed')
+      feedList.prepend(item)
+      while (feedList.children.length > MAX_FEED_ITEMS) feedList.lastElementChild?.remove()
     })
   }
 }

@@ -182,7 +182,8 @@ const isInternalEvent = (event: string) => RESERVED_EVENT.test(event)
  * (`adapterOf(system)`), so every link shares one provided machine instead of copying the
  * chart definition per link (bench/ idle memory: a copy of the connection chart is ~35 KiB).
  *
- * @throws {Error} from a logic started in an actor system with no adapter registered: a wiring bug.
+ * A logic started in an actor system with no adapter registered (a chart actor created outside a
+ * link) throws from `adapterOf`; the chart takes that as the actor's error, a retryable `other` loss.
  */
 export function adapterActors(adapterOf: (system: ActorSystem<any>) => PhoenixAdapter) {
   return {

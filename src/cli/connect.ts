@@ -39,10 +39,13 @@ export async function runConnect(options: ConnectOptions): Promise<number> {
     const line = describeLinkEvent(event)
     if (line) out.event('link', line.type, line.fields, line.human)
   })
+  // Opened before anything starts: an unwritable path fails here with a clear error.
+  const stopTrace = options.trace
+    ? traceToFile(link, options.agentId, options.trace, (error) => out.event('trace', 'failed', { error: error.message }, `the trace stopped: ${error.message}`))
+    : null
   const viz = options.visualizePort !== undefined ? await startVisualizer({ port: options.visualizePort }) : null
   const stopLive = viz ? traceLink(link, options.agentId, (record) => viz.publish(record)) : null
   if (viz) out.event('visualizer', 'listening', { url: `${viz.url}#live` }, `follow the link at ${viz.url}#live`)
-  const stopTrace = options.trace ? traceToFile(link, options.agentId, options.trace) : null
   const stop = () => void link.disconnect()
   process.once('SIGINT', stop)
   process.once('SIGTERM', stop)

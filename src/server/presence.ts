@@ -35,9 +35,19 @@ export class PresenceTracker {
     this.actorOf(principal).send({ type: 'presence.closed', connectionId, reason, at })
   }
 
+  /** Principals with a chart: those with a live connection or an open grace window (the others are forgotten). */
+  get tracked(): number {
+    return this.actors.size
+  }
+
   /** Live connections of a principal. */
   count(principal: string): number {
     return this.actors.get(principal)?.getSnapshot().context.connections.length ?? 0
+  }
+
+  /** Ends every open grace window now, reporting each principal's last-disconnected (the server is stopping). */
+  flush(): void {
+    for (const actor of [...this.actors.values()]) actor.send({ type: 'presence.flush' })
   }
 
   /** Stops every chart (and its grace timer). */
@@ -50,7 +60,22 @@ export class PresenceTracker {
     let actor = this.actors.get(principal)
     if (!actor) {
       actor = createActor(presenceMachine, { input: { principal, policy: this.policy } })
-      actor.on('principal-presence', (e) => this.onCrossing(e as PresenceCrossing))
+      const started = actor
+      actor.on('principal-presence', (e) => {
+        this.onCrossing(e as PresenceCrossing)
+        // A principal with no connection left and no grace window open is forgotten, so a
+        // simulator that sees many agents come and go keeps no chart per agent ever seen.
+        if (e.kind === 'last-disconnected') {
+          queueMicrotask(() => {
+            if (this.actors.get(principal) !== started) return
+            const snapshot = started.getSnapshot()
+            if (snapshot.value === 'absent' && snapshot.context.connections.length === 0) {
+              started.stop()
+              this.actors.delete(principal)
+            }
+          })
+        }
+      })
       actor.on('presence-ignored', (e) => this.onIgnored(`${e.event} of unknown connection ${e.connectionId} (${e.principal})`))
       actor.start()
       this.actors.set(principal, actor)

@@ -222,7 +222,24 @@ export class PlatformSimulator extends EventEmitter {
     const flavor = SERVER_FLAVORS[this.options.flavor]
     if (!flavor) throw new RangeError(`unknown flavor ${String(options.flavor)}; use one of ${Object.keys(SERVER_FLAVORS).join(', ')}`)
     this.flavor = flavor
-    this.logger = options.logger ?? { info() {}, warn() {} }
+    const host = options.logger
+    // The host's logger runs inside socket and presence callbacks: its errors are swallowed there.
+    this.logger = {
+      info: (message, fields) => {
+        try {
+          host?.info(message, fields)
+        } catch {
+          // a broken logger must not take the simulator down
+        }
+      },
+      warn: (message, fields) => {
+        try {
+          host?.warn(message, fields)
+        } catch {
+          // as above
+        }
+      },
+    }
     this.runs = new RunSupervisor(options.runs)
     this.metrics = new ServerMetrics(options.metrics)
     this.tracker = new PresenceTracker((crossing) => this.onCrossing(crossing), options.presence, (what) => this.logger.warn('presence ignored', { what }))
@@ -242,7 +259,15 @@ export class PlatformSimulator extends EventEmitter {
     })
     const routes = options.routes
     this.http = createServer((req, res) => {
-      if (routes?.(req, res)) return
+      try {
+        if (routes?.(req, res)) return
+      } catch (error) {
+        // A host's route must not take the simulator (and every attached agent) down.
+        this.logger.warn('an extra HTTP route threw', { url: req.url, error: error instanceof Error ? error.message : String(error) })
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ error: { code: 'route_failed', message: 'the route threw' } }))
+        return
+      }
       this.admin.handle(req, res)
     })
     this.wss = new WebSocketServer({ noServer: true, maxPayload: this.options.maxFrameBytes, clientTracking: false })
@@ -549,9 +574,12 @@ export class PlatformSimulator extends EventEmitter {
           },
         )
       }
+      // Grace windows still open end now: their principals are gone for good, their runs aborted,
+      // and the event streams still hear it.
+      this.tracker.flush()
+      await Promise.all(this.abortsInFlight)
       this.admin.stop()
       this.tracker.stop()
-      await Promise.all(this.abortsInFlight)
       await new Promise<void>((resolve) => {
         this.wss.close(() => resolve())
       })
@@ -581,25 +609,37 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   private onCrossing(crossing: PresenceCrossing): void {
+    // The platform's own bookkeeping first (record, metrics, feed, aborts); host code (logger,
+    // listeners) last, each guarded, so a host that throws cannot stop an abort.
     this.presence.push(crossing)
-    this.logger.info('presence', { principal: crossing.principal, kind: crossing.kind, reason: crossing.reason?.kind })
-    this.emit('presence', crossing)
     this.admin.publish('principal-presence', crossing)
-    if (crossing.kind !== 'last-disconnected') return
-    this.metrics.principalDisconnects.inc({ reason: crossing.reason?.kind ?? 'unknown' })
-    // No connection of this principal is left: nobody will receive its runs' results.
-    const round = this.runs.abortPrincipal(crossing.principal, crossing.reason).then((reports) => {
-      for (const report of reports) {
-        this.aborts.push(report)
-        this.metrics.agentAborts.inc({ outcome: report.outcome })
-        this.logger.info('agent aborted', { principal: report.principal, runId: report.runId, outcome: report.outcome })
-        this.emit('agent-aborted', report)
-        this.admin.publish('agent-aborted', report)
-      }
-      this.abortsInFlight.delete(round)
-      this.changed()
-    })
-    this.abortsInFlight.add(round)
+    if (crossing.kind === 'last-disconnected') {
+      this.metrics.principalDisconnects.inc({ reason: crossing.reason?.kind ?? 'unknown' })
+      // No connection of this principal is left: nobody will receive its runs' results.
+      const round = this.runs.abortPrincipal(crossing.principal, crossing.reason).then((reports) => {
+        for (const report of reports) {
+          this.aborts.push(report)
+          this.metrics.agentAborts.inc({ outcome: report.outcome })
+          this.admin.publish('agent-aborted', report)
+          this.logger.info('agent aborted', { principal: report.principal, runId: report.runId, outcome: report.outcome })
+          this.emitSafely('agent-aborted', report)
+        }
+        this.abortsInFlight.delete(round)
+        this.changed()
+      })
+      this.abortsInFlight.add(round)
+    }
+    this.logger.info('presence', { principal: crossing.principal, kind: crossing.kind, reason: crossing.reason?.kind })
+    this.emitSafely('presence', crossing)
+  }
+
+  /** Emits to the host's listeners; a listener that throws is logged, never thrown into the simulator. */
+  private emitSafely(event: string, payload: unknown): void {
+    try {
+      this.emit(event, payload)
+    } catch (error) {
+      this.logger.warn('a simulator event listener threw', { event, error: error instanceof Error ? error.message : String(error) })
+    }
   }
 
   private now(): number {
@@ -633,7 +673,7 @@ export class PlatformSimulator extends EventEmitter {
     const record = { at: this.now(), agentId, status: refusal.status, outcome }
     this.upgrades.push(record)
     this.logger.info('upgrade refused', { status: refusal.status, agentId, outcome })
-    this.emit('refused', record)
+    this.emitSafely('refused', record)
     this.changed()
   }
 
@@ -760,7 +800,7 @@ export class PlatformSimulator extends EventEmitter {
       this.logger.info('socket closed', { socket: connection.id, code })
       this.metrics.activeConnections.dec()
       this.tracker.closed(agentId, connection.id, this.reasonOf(connection), Date.now())
-      this.emit('closed', connection)
+      this.emitSafely('closed', connection)
       this.changed()
     })
     this.metrics.activeConnections.inc()
@@ -768,7 +808,7 @@ export class PlatformSimulator extends EventEmitter {
     this.armIdle(connection)
     // A second socket with the same key supersedes the older ones: push first, then close.
     for (const old of older) this.supersedeOne(old, undefined, undefined)
-    this.emit('connection', connection)
+    this.emitSafely('connection', connection)
     this.changed()
   }
 

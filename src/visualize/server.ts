@@ -4,11 +4,14 @@
  * far). `GET /trace.jsonl` serves a recorded trace for replay when one is given.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { extname, join, normalize, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { TraceRecord } from './trace.js'
+
+/** Records kept for pages that open later (a long `connect --visualize` must not grow without bound). */
+const MAX_KEPT_RECORDS = 5_000
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -21,7 +24,8 @@ const TYPES: Record<string, string> = {
 
 /**
  * Builds the page with Vite when visualizer/dist is missing (a checkout; the published package
- * ships it built), or always with `force` (the browser tests, so they never test a stale build).
+ * ships it built), when a checkout's page sources or charts changed since the last build, or
+ * always with `force` (the browser tests, so they never test a stale build).
  *
  * @returns the directory of the built page.
  *
@@ -29,13 +33,31 @@ const TYPES: Record<string, string> = {
  */
 export function ensurePageBuilt(options: { force?: boolean } = {}): string {
   const dir = pageDir()
-  if (!options.force && existsSync(join(dir, 'index.html'))) return dir
   const root = join(dir, '..', '..')
+  if (!options.force && existsSync(join(dir, 'index.html')) && !isStale(root, join(dir, 'index.html'))) return dir
   const vite = join(root, 'node_modules', 'vite', 'bin', 'vite.js')
   if (!existsSync(vite)) throw new Error(`the visualizer page is not built (${dir}) and Vite is not installed to build it`)
   const result = spawnSync(process.execPath, [vite, 'build', '--config', join(root, 'visualizer', 'vite.config.ts'), '--logLevel', 'warn'], { cwd: root, stdio: 'inherit' })
   if (result.status !== 0 || !existsSync(join(dir, 'index.html'))) throw new Error(`building the visualizer page failed (exit ${result.status})`)
   return dir
+}
+
+/**
+ * In a checkout (the page's sources are present): whether any source the page is built from
+ * (visualizer/, src/model/, machines/) is newer than the built page. The published package has
+ * no page sources, so its built page is never stale.
+ */
+function isStale(root: string, built: string): boolean {
+  const sources = join(root, 'visualizer', 'main.ts')
+  if (!existsSync(sources)) return false
+  const builtAt = statSync(built).mtimeMs
+  for (const folder of ['visualizer', join('src', 'model'), 'machines']) {
+    for (const name of readdirSync(join(root, folder))) {
+      if (!/\.(ts|html|css)$/.test(name)) continue
+      if (statSync(join(root, folder, name)).mtimeMs > builtAt) return true
+    }
+  }
+  return false
 }
 
 /** visualizer/dist at the package root, from src/ or from dist/src/. */
@@ -54,15 +76,31 @@ function pageDir(): string {
  */
 export function servePage(dir: string, req: IncomingMessage, res: ServerResponse): boolean {
   if (req.method !== 'GET' && req.method !== 'HEAD') return false
-  const path = new URL(req.url ?? '/', 'http://loopback').pathname
+  const path = pathOf(req)
+  if (path === null) return false
   const file = path === '/' ? 'index.html' : path.slice(1)
   if (file !== 'index.html' && !file.startsWith('assets/')) return false
   const full = normalize(join(dir, file))
-  if (!full.startsWith(normalize(dir) + sep) && full !== normalize(join(dir, 'index.html'))) return false
-  if (!existsSync(full)) return false
+  if (!full.startsWith(normalize(dir) + sep)) return false
+  let body: Buffer
+  try {
+    if (!statSync(full).isFile()) return false
+    body = readFileSync(full)
+  } catch {
+    return false // missing or unreadable: the caller answers 404
+  }
   res.writeHead(200, { 'content-type': TYPES[extname(full)] ?? 'application/octet-stream', 'cache-control': 'no-store' })
-  res.end(req.method === 'HEAD' ? undefined : readFileSync(full))
+  res.end(req.method === 'HEAD' ? undefined : body)
   return true
+}
+
+/** The request's path, or null for a request target that is not a valid URL path. */
+function pathOf(req: IncomingMessage): string | null {
+  try {
+    return new URL(req.url ?? '/', 'http://loopback').pathname
+  } catch {
+    return null
+  }
 }
 
 /** A running visualizer server. */
@@ -92,8 +130,17 @@ export async function startVisualizer(options: { port?: number; host?: string; t
   const records: TraceRecord[] = []
   const feeds = new Set<ServerResponse>()
   const viewerWaiters = new Set<() => void>()
+  const notFound = (res: ServerResponse) => {
+    res.writeHead(404, { 'content-type': 'text/plain' })
+    res.end('not found')
+  }
   const server: Server = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://loopback').pathname
+    const path = pathOf(req)
+    if (path === null) {
+      res.writeHead(400, { 'content-type': 'text/plain' })
+      res.end('bad request target')
+      return
+    }
     if (path === '/events') {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' })
       for (const record of records) res.write(`data: ${JSON.stringify(record)}\n\n`)
@@ -103,13 +150,18 @@ export async function startVisualizer(options: { port?: number; host?: string; t
       return
     }
     if (path === '/trace.jsonl' && options.trace) {
+      let body: Buffer
+      try {
+        body = readFileSync(options.trace)
+      } catch {
+        return notFound(res) // the trace file went away
+      }
       res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
-      res.end(readFileSync(options.trace))
+      res.end(body)
       return
     }
     if (servePage(dir, req, res)) return
-    res.writeHead(404, { 'content-type': 'text/plain' })
-    res.end('not found')
+    notFound(res)
   })
   const host = options.host ?? '127.0.0.1'
   await new Promise<void>((resolve, reject) => {
@@ -135,6 +187,8 @@ export async function startVisualizer(options: { port?: number; host?: string; t
     },
     publish(record) {
       records.push(record)
+      // A page that opens late gets the most recent records, not an unbounded history.
+      if (records.length > MAX_KEPT_RECORDS) records.splice(0, records.length - MAX_KEPT_RECORDS)
       for (const res of feeds) res.write(`data: ${JSON.stringify(record)}\n\n`)
     },
     close() {

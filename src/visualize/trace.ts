@@ -5,7 +5,7 @@
  * them live and replays them from a trace file (JSON lines). Records hold state values, event
  * types and typed reasons only: never an event payload, so never the API key.
  */
-import { createWriteStream, type WriteStream } from 'node:fs'
+import { createWriteStream, openSync, type WriteStream } from 'node:fs'
 import type { AnyActorRef, InspectionEvent, StateValue } from 'xstate'
 import type { Link } from '../link.js'
 import type { LinkState } from '../../machines/status.js'
@@ -98,15 +98,34 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
 }
 
 /**
- * Writes a link's trace to `path` as JSON lines (one {@link TraceRecord} per line).
+ * Writes a link's trace to `path` as JSON lines (one {@link TraceRecord} per line). The file is
+ * opened at once, so a path that cannot be written fails here, before the link connects.
  *
+ * @param onError called once if a later write fails (disk full, file removed); tracing stops.
  * @returns a function that stops tracing and resolves once the file is flushed and closed.
+ * @throws {Error} when `path` cannot be opened for writing (ENOENT, EISDIR, EACCES), naming it.
  */
-export function traceToFile(link: Link, label: string, path: string): () => Promise<void> {
-  const out: WriteStream = createWriteStream(path, { flags: 'w' })
-  const stop = traceLink(link, label, (record) => out.write(`${JSON.stringify(record)}\n`))
+export function traceToFile(link: Link, label: string, path: string, onError: (error: Error) => void = () => {}): () => Promise<void> {
+  let fd: number
+  try {
+    fd = openSync(path, 'w')
+  } catch (error) {
+    throw new Error(`cannot write the trace to ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+  }
+  const out: WriteStream = createWriteStream(path, { fd })
+  let failed = false
+  const stop = traceLink(link, label, (record) => {
+    if (!failed) out.write(`${JSON.stringify(record)}\n`)
+  })
+  out.on('error', (error) => {
+    if (failed) return
+    failed = true
+    stop()
+    onError(error)
+  })
   return () => {
     stop()
-    return new Promise((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())))
+    if (failed) return Promise.resolve()
+    return new Promise((resolve) => out.end(() => resolve()))
   }
 }

@@ -149,6 +149,11 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
         expect(await page.locator('[data-testid="step-label"]').innerText()).toBe(`step ${records.length - 1} of ${records.length}`)
         expect(await page.locator('[data-testid="link-state"]').innerText()).toBe(records.at(-2)!.state)
         await page.screenshot({ path: join(DOCS, 'visualize-replay.png') })
+        // A file that is not a trace is refused in the panel, naming the bad line; the page goes on.
+        await page.locator('[data-testid="trace-file"]').setInputFiles({ name: 'bad.jsonl', mimeType: 'text/plain', buffer: Buffer.from(`${text.split('\n')[0]}\n{"not": "a record"}\n`) })
+        await expect.poll(() => page.locator('[data-testid="step-label"]').innerText()).toMatch(/cannot replay this file: line 2 is not a trace record/)
+        await page.locator('[data-testid="trace-file"]').setInputFiles({ name: 'good.jsonl', mimeType: 'text/plain', buffer: Buffer.from(text) })
+        await expect.poll(() => page.locator('[data-testid="step-label"]').innerText()).toBe(`step 1 of ${records.length}`)
         expect(errors).toEqual([])
       } finally {
         await close()
@@ -180,6 +185,40 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
     } finally {
       await close()
       await sim.stop()
+    }
+  }, 60_000)
+})
+
+describe('the visualizer servers answer odd requests without crashing', () => {
+  it('a directory, a traversal, a malformed target and a missing trace get 4xx; the server keeps serving', async () => {
+    const { request } = await import('node:http')
+    const raw = (port: number, target: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path: target, method: 'GET' }, (res) => {
+          res.resume()
+          resolve(res.statusCode ?? 0)
+        })
+        req.on('error', reject)
+        req.end()
+      })
+    const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-viz-'))
+    const viz = await startVisualizer({ trace: join(dir, 'gone.jsonl') })
+    const port = Number(new URL(viz.url).port)
+    const sim = await startSimulator({ routes: (req: IncomingMessage, res: ServerResponse) => servePage(ensurePageBuilt(), req, res) })
+    const simPort = sim.port
+    try {
+      for (const p of [port, simPort]) {
+        expect(await raw(p, '/assets/')).toBe(404)
+        expect(await raw(p, '/assets/../../package.json')).toBe(404)
+        expect(await raw(p, '/assets/%2e%2e/%2e%2e/package.json')).toBe(404)
+        expect(await raw(p, '//[')).toBeGreaterThanOrEqual(400)
+        expect(await raw(p, '/')).toBe(200)
+      }
+      expect(await raw(port, '/trace.jsonl')).toBe(404)
+    } finally {
+      await viz.close()
+      await sim.stop()
+      rmSync(dir, { recursive: true, force: true })
     }
   }, 60_000)
 })

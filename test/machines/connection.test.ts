@@ -210,7 +210,12 @@ describe('rule: disconnect() always succeeds', () => {
   it('stopping ends on the leave reply, on a close, or on the leave timeout', () => {
     const s = run(connected(), { type: 'host.disconnect' })
     expect(state(run(s, { type: 'control.left', ...origin(s) }))).toBe('stopped')
-    expect(state(run(s, closeEvent(s, 1000)))).toBe('stopped')
+    // A peer close racing disconnect(): still stopped, graceful, never a reconnect.
+    for (const code of [1000, 1001, 1011, 1012]) {
+      const closed = run(s, closeEvent(s, code))
+      expect(state(closed)).toBe('stopped')
+      expect(closed.context.lastReason?.kind).toBe('graceful')
+    }
     expect(s.children.transport).toBeDefined() // the leave needs the transport; it closes on stopped
   })
 })

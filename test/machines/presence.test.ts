@@ -25,11 +25,34 @@ function harness(graceWindowMs = 0) {
     close: (id: string, reason: DisconnectReason = classifyClose({ code: 1000, reason: '' }, 1, 0)) =>
       actor.send({ type: 'presence.closed', connectionId: id, reason, at: ++t }),
     count: () => actor.getSnapshot().context.connections.length,
+    flush: () => actor.send({ type: 'presence.flush' }),
+    state: () => actor.getSnapshot().value,
     stop: () => actor.stop(),
   }
 }
 
 describe('presence chart', () => {
+  it('presence.flush (the server stops) ends an open grace window at once; elsewhere it changes nothing', () => {
+    const h = harness(60_000)
+    h.flush()
+    expect(h.state()).toBe('absent')
+    h.open('a')
+    h.flush()
+    expect(h.state()).toBe('present')
+    const reason = classifyClose({ code: 1011, reason: '' }, 1, 0)
+    h.close('a', reason)
+    expect(h.state()).toBe('grace')
+    h.flush()
+    expect(h.state()).toBe('absent')
+    expect(h.crossings().map((c) => [c.kind, c.reason])).toEqual([
+      ['first-connected', null],
+      ['last-disconnected', reason],
+    ])
+    h.clock.increment(60_000)
+    expect(h.crossings()).toHaveLength(2) // the grace timer was cancelled with the state
+    h.stop()
+  })
+
   it('one connection: first-connected, then last-disconnected with the reason', () => {
     const h = harness()
     h.open('a')

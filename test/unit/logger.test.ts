@@ -1,6 +1,6 @@
 /** The link's logger wrapper: redacts the key, never throws, and passes no `undefined` to console-like loggers. */
 import { describe, expect, it } from 'vitest'
-import { redacting } from '../../src/logger.js'
+import { redact, redacting } from '../../src/logger.js'
 
 describe('redacting logger', () => {
   it('passes one argument when there are no fields, so console.log prints no "undefined"', () => {
@@ -21,5 +21,19 @@ describe('redacting logger', () => {
       'k',
     )
     expect(() => log.warn('x')).not.toThrow()
+  })
+
+  it('redacts the key percent-encoded and form-encoded too, as a server echoing the api_key param would send it', () => {
+    const key = 'sk+live/SECRET== x'
+    const echoed = { kind: 'closed', closeReason: `bad api_key=${encodeURIComponent(key)}`, body: `api_key=${new URLSearchParams({ k: key }).toString().slice(2)}` }
+    const out = JSON.stringify(redact(echoed, key))
+    expect(out).not.toContain(encodeURIComponent(key))
+    expect(out).not.toContain('SECRET')
+    expect(out).toContain('[redacted]')
+  })
+
+  it('a short key never rewrites the identifiers of a typed reason; free text is still redacted', () => {
+    const reason = { kind: 'rejected', cause: 'unauthenticated', closeName: 'policy violation', detail: 'e is the key' }
+    expect(redact(reason, 'e')).toEqual({ kind: 'rejected', cause: 'unauthenticated', closeName: 'policy violation', detail: '[redacted] is th[redacted] k[redacted]y' })
   })
 })

@@ -71,6 +71,16 @@ describe('phoenix-link command line', () => {
     expect(stderr).toMatch(/not loopback.*wss:\/\//s)
   })
 
+  it('connect --trace to a path it cannot write fails at once with exit 1, naming the path, before connecting', async () => {
+    const sim = await world().sim()
+    const child = cli(['connect', '--url', sim.url, '--agent-id', 'agent-1', '--api-key', 'key-1', '--trace', '/nonexistent-dir/t.jsonl'])
+    let stderr = ''
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+    expect(await exit(child)).toBe(1)
+    expect(stderr).toMatch(/cannot write the trace to \/nonexistent-dir\/t\.jsonl: ENOENT/)
+    expect(sim.accepted()).toHaveLength(0)
+  })
+
   it('serve runs the simulator until Ctrl-C', async () => {
     const child = cli(['serve', '--port', '0', '--agent', 'agent-1:key-1', '--json'])
     const listening = await line(child, (e) => e.type === 'listening', 'listening')

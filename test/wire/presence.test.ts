@@ -8,7 +8,7 @@ import { get } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { Registry } from 'prom-client'
 import { linkMetrics } from '../../src/metrics.js'
-import type { PlatformSimulator } from '../../src/server/index.js'
+import { startSimulator, type PlatformSimulator } from '../../src/server/index.js'
 import { next, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
@@ -97,6 +97,46 @@ describe('presence on the simulator', () => {
     sim.close({ agent: 'agent-1' }, 1001)
     await back
     expect(crossings(sim)).toEqual(['first-connected'])
+  })
+
+  it('stopping the simulator ends an open grace window: last-disconnected reported, runs aborted, metric counted', async () => {
+    const sim = await startSimulator({ agents: { 'agent-1': 'key-1' }, presence: { graceWindowMs: 60_000 } })
+    const link = world().link(sim)
+    await link.connect()
+    const signal = sim.runs.startRun('agent-1', 'run-x')
+    await link.disconnect()
+    expect(crossings(sim)).toEqual(['first-connected']) // the grace window is open
+    await sim.stop()
+    expect(crossings(sim)).toEqual(['first-connected', 'last-disconnected:graceful'])
+    expect(signal.aborted).toBe(true)
+    expect(sim.aborts.map((a) => a.outcome)).toEqual(['aborted'])
+    expect(parseMetrics(await sim.metrics.registry.metrics()).get('phoenix_link_principal_disconnects_total{reason="graceful"}')).toBe(1)
+  })
+
+  it('a host logger or presence listener that throws stops neither the abort nor the metrics', async () => {
+    const sim = await world().sim({
+      logger: {
+        info: () => {
+          throw new Error('logger bug')
+        },
+        warn: () => {
+          throw new Error('logger bug')
+        },
+      },
+    })
+    sim.on('presence', () => {
+      throw new Error('listener bug')
+    })
+    const link = world().link(sim)
+    await link.connect()
+    const signal = sim.runs.startRun('agent-1', 'run-y')
+    const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()))
+    sim.abort({ agent: 'agent-1' })
+    await aborted
+    await sim.waitFor(() => sim.aborts.length === 1)
+    expect(sim.aborts[0]!.outcome).toBe('aborted')
+    expect(parseMetrics(await sim.metrics.registry.metrics()).get('phoenix_link_principal_disconnects_total{reason="dropped"}')).toBe(1)
+    await link.disconnect()
   })
 })
 
@@ -194,12 +234,34 @@ describe('the link\'s metrics and run signals', () => {
     t += 500
     const text = await registry.metrics()
     const parsed = parseMetrics(text)
-    expect(parsed.get('phoenix_link_link_state{state="connected"}')).toBe(1)
-    expect(parsed.get('phoenix_link_link_state{state="stopped"}')).toBe(0)
-    expect(parsed.get('phoenix_link_link_reconnects_total{reason="closed"}')).toBe(1)
-    expect(parsed.get('phoenix_link_link_connected_seconds_total')).toBeCloseTo(2, 5)
+    expect(parsed.get('phoenix_link_link_state{link="agent-1",state="connected"}')).toBe(1)
+    expect(parsed.get('phoenix_link_link_state{link="agent-1",state="stopped"}')).toBe(0)
+    expect(parsed.get('phoenix_link_link_reconnects_total{link="agent-1",reason="closed"}')).toBe(1)
+    expect(parsed.get('phoenix_link_link_connected_seconds_total{link="agent-1"}')).toBeCloseTo(2, 5)
     metrics.stop()
+    // After stop the connected time no longer grows, though the link stays connected.
+    t += 5_000
+    expect(parseMetrics(await registry.metrics()).get('phoenix_link_link_connected_seconds_total{link="agent-1"}')).toBeCloseTo(2, 5)
     expect(() => linkMetrics(link, { prefix: '9bad' })).toThrow(/prefix/)
+  })
+
+  it('several links share one registry, each under its own link label; a label in use is refused', async () => {
+    const sim = await world().sim()
+    const registry = new Registry()
+    const a = world().link(sim)
+    const b = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
+    const ma = linkMetrics(a, { registry })
+    const mb = linkMetrics(b, { registry })
+    expect(() => linkMetrics(a, { registry })).toThrow(/already followed/)
+    await a.connect()
+    const parsed = parseMetrics(await registry.metrics())
+    expect(parsed.get('phoenix_link_link_state{link="agent-1",state="connected"}')).toBe(1)
+    expect(parsed.get('phoenix_link_link_state{link="agent-2",state="idle"}')).toBe(1)
+    ma.stop()
+    const again = linkMetrics(a, { registry })
+    expect(parseMetrics(await registry.metrics()).get('phoenix_link_link_state{link="agent-1",state="connected"}')).toBe(1)
+    again.stop()
+    mb.stop()
   })
 
   it('link.runSignal() aborts when the session ends for good, not on a reconnect', async () => {
