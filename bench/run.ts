@@ -85,6 +85,14 @@ ${table(rows)}
 
 ${stormText || '(storm not run)'}
 
+## How steady the figures are
+
+On this shared 2-core VM, repeated runs move single figures by up to a third (raw push
+throughput between about 480,000 and 720,000 events/s across runs of the same day; the decode
+ratio between 0.68x and 1.03x). The ratio of phoenix-link to raw within one run is the steadier
+figure, since both run back to back in the same process; the reconnect storm's server-side rows
+follow the machine's load most, because 2,000 clients and the simulator share two cores.
+
 ## What each benchmark measures, and what holds back a missed target
 
 - **Push throughput**: the simulator writes 200,000 \`tick\` pushes to one socket in a single TCP

@@ -155,6 +155,8 @@ export class LinkChannel {
         }
       }
     }
+    // Guarded: iterating even an empty Set allocates an iterator, on every inbound message.
+    if (this.anyHandlers.size === 0) return
     for (const handler of this.anyHandlers) {
       try {
         handler(event, payload, meta)
