@@ -20,6 +20,7 @@ import { traceLink, traceToFile, type TraceRecord } from '../../src/visualize/tr
 import { chartsData } from '../../src/model/visual.js'
 import { startSimulator } from '../../src/server/index.js'
 import { next, untilState, useWorld } from '../support/wire.js'
+import { until } from '../support/until.js'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const HAVE_CHROMIUM = existsSync(CHROMIUM)
@@ -233,13 +234,6 @@ describe.skipIf(!HAVE_CHROMIUM)('phoenix-link demo --visualize', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
     try {
-      const until = async (check: () => boolean, ms: number, what: string) => {
-        const deadline = performance.now() + ms
-        while (!check()) {
-          if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}; output so far:\n${out.slice(-2000)}`)
-          await new Promise((resolve) => setTimeout(resolve, 20))
-        }
-      }
       await until(() => /http:\/\/127\.0\.0\.1:\d+\/#live/.test(out), 60_000, 'the visualizer URL')
       const url = /(http:\/\/127\.0\.0\.1:\d+\/)#live/.exec(out)![1]!
       expect(out).not.toContain('"step"') // the demo waits for the page before its first step

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createLink, type Link } from '../../src/link.js'
 import type { DisconnectReason } from '../../src/reasons.js'
 import { FAST, next, untilState, useWorld } from '../support/wire.js'
+import { until } from '../support/until.js'
 
 const world = useWorld()
 
@@ -160,14 +161,6 @@ describe('the simulator killed and restarted under 500 links', () => {
       child!.on('message', onMessage)
       child!.send({ cmd: 'live', id })
     })
-  }
-
-  async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-    const deadline = performance.now() + timeoutMs
-    while (!(await check())) {
-      if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
   }
 
   it('every link sees a typed drop, keeps retrying while it is down, and all 500 are back on the new process, one socket each', async () => {

@@ -24,6 +24,7 @@ import { controlTopic, encodeBinaryToClient, type Payload } from '../../src/prot
 import type { LinkEvent } from '../../src/link.js'
 import { startSimulator, type PlatformSimulator } from '../../src/server/index.js'
 import { untilState, useWorld } from '../support/wire.js'
+import { until } from '../support/until.js'
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 25)
 const AGENT = 'agent-1'
@@ -155,15 +156,6 @@ const hostileFrame: fc.Arbitrary<Recipe> = fc.oneof(
   { weight: 2, arbitrary: anyBinary },
   { weight: 1, arbitrary: validBinary },
 )
-
-/** Resolves once `check()` holds, checking every 2 ms (client-side state changes no simulator event). */
-async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 2))
-  }
-}
 
 /** A host-visible outcome of a frame. */
 function isOutcome(e: LinkEvent): boolean {

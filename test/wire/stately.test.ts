@@ -16,7 +16,15 @@ describe('@statelyai/inspect', () => {
     const server = new WebSocketServer({ host: '127.0.0.1', port: 0 })
     await new Promise<void>((resolve) => server.once('listening', () => resolve()))
     const received: string[] = []
-    server.on('connection', (ws) => ws.on('message', (data) => received.push(String(data))))
+    let sawStopped!: () => void
+    const stoppedSeen = new Promise<void>((resolve) => (sawStopped = resolve))
+    server.on('connection', (ws) =>
+      ws.on('message', (data) => {
+        const text = String(data)
+        received.push(text)
+        if (text.includes('"@xstate.snapshot"') && text.includes('stopped')) sawStopped()
+      }),
+    )
     const inspector = createWebSocketInspector({ url: `ws://127.0.0.1:${(server.address() as { port: number }).port}` })
     try {
       const sim = await world().sim({ agents: { 'agent-1': KEY } })
@@ -25,11 +33,7 @@ describe('@statelyai/inspect', () => {
       sim.close({ agent: 'agent-1' }, 1001)
       await new Promise<void>((resolve) => link.once('reconnected', () => resolve()))
       await link.disconnect()
-      await sim.waitFor(() => true)
-      const deadline = performance.now() + 5000
-      while (!received.some((m) => m.includes('"@xstate.snapshot"') && m.includes('stopped')) && performance.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
+      await stoppedSeen // the inspector sends asynchronously; the snapshot of the stopped link is the last one
       const types = new Set(received.map((m) => (JSON.parse(m) as { type: string }).type))
       expect(types).toContain('@xstate.actor')
       expect(types).toContain('@xstate.snapshot')
