@@ -22,6 +22,8 @@ const statusText = (text: string): void => {
 
 /** SVG elements of each chart's states, by chart and state path. */
 const nodes = new Map<string, Map<string, Element>>()
+/** Each chart's arrows (path and label), in the diagram's numbering. */
+const arrows = new Map<string, Array<Element[]>>()
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!)
@@ -85,6 +87,10 @@ async function drawCharts(): Promise<void> {
       byPath.set(state.path, node)
     }
     nodes.set(chart.name, byPath)
+    arrows.set(
+      chart.name,
+      chart.edges.map((_, i) => [...el.querySelectorAll(`[data-id="edge${i}"]`)]),
+    )
   }
   statusText(`${charts.length} charts drawn`)
 }
@@ -96,20 +102,46 @@ function activePaths(value: StateValue | null, prefix = ''): string[] {
   return Object.entries(value).flatMap(([key, child]) => [prefix + key, ...activePaths(child, `${prefix}${key}.`)])
 }
 
-function highlight(record: TraceRecord | null): void {
-  for (const byPath of nodes.values()) for (const node of byPath.values()) node.classList.remove('active')
-  if (!record) return
-  const channel = Object.values(record.charts.channels)[0] ?? null
-  const values: Record<string, StateValue | null> = {
+/** Each drawn chart's state value in a record (the channel chart shows the first app channel). */
+function chartValues(record: TraceRecord): Record<string, StateValue | null> {
+  return {
     connection: record.charts.connection as StateValue,
     reconnect: record.charts.reconnect as StateValue | null,
     control: record.charts.control as StateValue | null,
-    channel: channel as StateValue | null,
+    channel: (Object.values(record.charts.channels)[0] ?? null) as StateValue | null,
   }
+}
+
+/**
+ * The arrow that took a chart from `before` to `after`: leaves an active state of before, enters
+ * one of after; among several, the one labelled with the step's event. Null when nothing moved.
+ */
+function lastArrow(chart: VisualChart, before: StateValue | null, after: StateValue | null, event: string): number | null {
+  const was = new Set(activePaths(before))
+  const is = new Set(activePaths(after))
+  if ([...was].every((p) => is.has(p)) && [...is].every((p) => was.has(p))) return null
+  const candidates = chart.edges
+    .map((edge, index) => ({ edge, index }))
+    .filter(({ edge }) => (edge.from === '[*]' || was.has(edge.from)) && is.has(edge.to) && (!was.has(edge.to) || edge.from === edge.to))
+  const name = event.startsWith('xstate.after.') ? `after ${event.split('.')[2]}` : event
+  const best = candidates.find(({ edge }) => edge.label.startsWith(name)) ?? candidates.find(({ edge }) => edge.from !== '[*]') ?? candidates[0]
+  return best ? best.index : null
+}
+
+function highlight(record: TraceRecord | null, previous: TraceRecord | null = null): void {
+  for (const byPath of nodes.values()) for (const node of byPath.values()) node.classList.remove('active')
+  for (const list of arrows.values()) for (const parts of list) for (const el of parts) el.classList.remove('last')
+  if (!record) return
+  const values = chartValues(record)
+  const before = previous ? chartValues(previous) : null
   for (const [chart, value] of Object.entries(values)) {
     const byPath = nodes.get(chart)
     if (!byPath) continue
     for (const path of activePaths(value)) byPath.get(path)?.classList.add('active')
+    const drawn = (charts as VisualChart[]).find((c) => c.name === chart)
+    if (!before || !drawn) continue
+    const arrow = lastArrow(drawn, before[chart] ?? null, value, record.event)
+    if (arrow !== null) for (const el of arrows.get(chart)?.[arrow] ?? []) el.classList.add('last')
   }
   $('link-state').textContent = record.state
   $('last-step').textContent = `#${record.seq} ${record.actor}: ${record.event}`
@@ -149,9 +181,12 @@ function startLive(): void {
       if (!currentLink()) ($('link-select') as HTMLSelectElement).value = record.link
     }
     list.push(record)
-    if (record.link === currentLink() && view() === 'live') highlight(record)
+    if (record.link === currentLink() && view() === 'live') highlight(record, list.at(-2) ?? null)
   }
-  $('link-select').onchange = () => highlight(liveRecords.get(currentLink())?.at(-1) ?? null)
+  $('link-select').onchange = () => {
+    const list = liveRecords.get(currentLink()) ?? []
+    highlight(list.at(-1) ?? null, list.at(-2) ?? null)
+  }
 }
 
 // ---- replay ------------------------------------------------------------------------------------
@@ -191,7 +226,7 @@ function showStep(i: number): void {
   position = Math.max(0, Math.min(trace.length - 1, i))
   ;($('step') as HTMLInputElement).value = String(position)
   $('step-label').textContent = `step ${position + 1} of ${trace.length}`
-  highlight(trace[position]!)
+  highlight(trace[position]!, trace[position - 1] ?? null)
 }
 
 /** Loads a trace from its text; a bad file is reported in the replay panel and replaces the previous trace. */
@@ -301,9 +336,10 @@ function applyView(): void {
   $('charts').hidden = v === 'dashboard'
   if (v === 'live') {
     startLive()
-    highlight(liveRecords.get(currentLink())?.at(-1) ?? null)
+    const list = liveRecords.get(currentLink()) ?? []
+    highlight(list.at(-1) ?? null, list.at(-2) ?? null)
   } else if (v === 'replay') {
-    highlight(trace[position] ?? null)
+    highlight(trace[position] ?? null, trace[position - 1] ?? null)
   } else {
     highlight(null)
   }

@@ -185,12 +185,32 @@ function label(eventType: string, t: Record<string, unknown>, delay: string | un
  * an actor. Self transitions without a target (actions only) are left out to keep it readable.
  */
 export function chartMermaid(name: ChartName): string {
+  return chartDiagram(name).text
+}
+
+/** One arrow of a chart's mermaid diagram, in the order mermaid numbers them (`edge<index>`). */
+export interface DiagramEdge {
+  /** Source state path, `[*]` for an initial arrow, `(note)` for a note's connector. */
+  from: string
+  /** Target state path, or `[*]` for a final arrow. */
+  to: string
+  /** The label: `event [guard]`, empty for initial and final arrows. */
+  label: string
+}
+
+/** {@link chartMermaid}'s text with its arrows listed, so a page can find the arrow of a transition. */
+export function chartDiagram(name: ChartName): { text: string; edges: DiagramEdge[] } {
   const machine = CHARTS[name] as AnyStateMachine
   const lines = ['stateDiagram-v2']
+  const edges: DiagramEdge[] = []
+  const dotted = (node: AnyNode) => node.path.join('.')
   const emit = (node: AnyNode, indent: string) => {
     const children = Object.values(node.states as Record<string, AnyNode>)
     const initial = (node.initial as unknown as { target?: AnyNode[] } | undefined)?.target?.[0]
-    if (initial) lines.push(`${indent}[*] --> ${mermaidId(initial)}`)
+    if (initial) {
+      lines.push(`${indent}[*] --> ${mermaidId(initial)}`)
+      edges.push({ from: '[*]', to: dotted(initial), label: '' })
+    }
     for (const child of children) {
       lines.push(`${indent}state "${child.key}" as ${mermaidId(child)}`)
       if (Object.keys(child.states).length > 0) {
@@ -199,9 +219,14 @@ export function chartMermaid(name: ChartName): string {
         lines.push(`${indent}}`)
       } else if (child.type === 'final') {
         lines.push(`${indent}${mermaidId(child)} --> [*]`)
+        edges.push({ from: dotted(child), to: '[*]', label: '' })
       }
       const invokes = (child.invoke as Array<{ src: unknown }>).map((i) => named(i.src))
-      if (invokes.length > 0) lines.push(`${indent}note right of ${mermaidId(child)} : invokes ${invokes.join(', ')}`)
+      if (invokes.length > 0) {
+        lines.push(`${indent}note right of ${mermaidId(child)} : invokes ${invokes.join(', ')}`)
+        // mermaid draws a note's connector as an arrow too, numbered with the others.
+        edges.push({ from: '(note)', to: dotted(child), label: '' })
+      }
     }
   }
   emit(machine.root as AnyNode, '  ')
@@ -214,9 +239,11 @@ export function chartMermaid(name: ChartName): string {
     for (const [eventType, t] of all) {
       for (const target of (t.target as AnyNode[] | undefined) ?? []) {
         if (target.path.length === 0) continue
-        lines.push(`  ${mermaidId(node)} --> ${mermaidId(target)} : ${label(eventType, t, delays.get(eventType))}`)
+        const text = label(eventType, t, delays.get(eventType))
+        lines.push(`  ${mermaidId(node)} --> ${mermaidId(target)} : ${text}`)
+        edges.push({ from: dotted(node), to: dotted(target), label: text })
       }
     }
   }
-  return lines.join('\n') + '\n'
+  return { text: lines.join('\n') + '\n', edges }
 }

@@ -6,7 +6,7 @@
  */
 import type { AnyStateMachine } from 'xstate'
 import { allNodes, CHARTS, nodePath, transitionRows, type ChartName, type TransitionRow } from './chart-info.js'
-import { chartMermaid } from './export.js'
+import { chartDiagram, type DiagramEdge } from './export.js'
 import { RULES } from './rules.js'
 
 /** One state as the page shows it. */
@@ -25,6 +25,8 @@ export interface VisualState {
 export interface VisualChart {
   name: ChartName
   mermaid: string
+  /** The diagram's arrows in mermaid's numbering: arrow i is drawn as `…-edge<i>`. */
+  edges: DiagramEdge[]
   states: VisualState[]
 }
 
@@ -34,9 +36,11 @@ export function chartsData(): VisualChart[] {
   return (Object.keys(CHARTS) as ChartName[]).map((name) => {
     const machine = CHARTS[name] as AnyStateMachine
     const rows = transitionRows(machine)
+    const diagram = chartDiagram(name)
     return {
       name,
-      mermaid: chartMermaid(name),
+      mermaid: diagram.text,
+      edges: diagram.edges,
       states: allNodes(machine).map((node) => {
         const path = nodePath(node)
         return {

@@ -69,6 +69,17 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
           expect(box && box.width > 0 && box.height > 0, `${chart.name} ${state.path} visible`).toBe(true)
         }
       }
+      // Each labelled arrow is found under the number the page uses to mark the last transition.
+      for (const chart of chartsData()) {
+        const drawn = await page.evaluate(
+          (name) => [...document.querySelectorAll(`[data-chart="${name}"] g.edgeLabel [data-id]`)].map((el) => [el.getAttribute('data-id'), (el.textContent ?? '').replace(/\s+/g, ' ').trim()]),
+          chart.name,
+        )
+        const byId = new Map(drawn as Array<[string, string]>)
+        chart.edges.forEach((edge, i) => {
+          if (edge.label) expect(byId.get(`edge${i}`), `${chart.name} edge${i} ${edge.from} -> ${edge.to}`).toBe(edge.label)
+        })
+      }
       await page.locator('[data-chart="connection"] [data-state="session.reconnecting.waiting"]').click()
       await expect.poll(() => page.locator('[data-testid="details"]').innerText()).toContain('reconnect.due')
       await page.locator('#close-details').click()
@@ -102,6 +113,10 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
       await reconnected
       await expect.poll(() => page.locator('[data-testid="last-reason"]').innerText()).toContain('1001')
       await expect.poll(shown).toBe('connected')
+      // The last transition is marked: the arrow into connected (control.joinOk) in the connection chart.
+      await expect.poll(() => page.locator('[data-chart="connection"] path.last').count()).toBe(1)
+      const lastLabel = page.locator('[data-chart="connection"] .last:not(path)')
+      expect(await lastLabel.first().textContent()).toContain('control.joinOk')
 
       sim.supersede('agent-1')
       await untilState(link, 'terminated')
