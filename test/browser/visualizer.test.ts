@@ -72,7 +72,12 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
       // Each labelled arrow is found under the number the page uses to mark the last transition.
       for (const chart of chartsData()) {
         const drawn = await page.evaluate(
-          (name) => [...document.querySelectorAll(`[data-chart="${name}"] g.edgeLabel [data-id]`)].map((el) => [el.getAttribute('data-id'), (el.textContent ?? '').replace(/\s+/g, ' ').trim()]),
+          (name) => {
+            // Runs in the page; the Node-side tsconfig has no DOM types, so the page's document is typed by hand.
+            type El = { getAttribute(n: string): string | null; textContent: string | null }
+            const doc = (globalThis as unknown as { document: { querySelectorAll(selector: string): ArrayLike<El> } }).document
+            return Array.from(doc.querySelectorAll(`[data-chart="${name}"] g.edgeLabel [data-id]`)).map((el) => [el.getAttribute('data-id'), (el.textContent ?? '').replace(/\s+/g, ' ').trim()])
+          },
           chart.name,
         )
         const byId = new Map(drawn as Array<[string, string]>)
