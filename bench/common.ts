@@ -198,3 +198,11 @@ export function row(
 export function median(values: number[]): number {
   return percentile([...values].sort((a, b) => a - b), 50)
 }
+
+/**
+ * When `moduleUrl` is the script Node was started with (`import.meta.url` of a benchmark),
+ * runs it and prints its rows as one JSON line, which bench/run.ts reads.
+ */
+export async function printIfMain(moduleUrl: string, run: () => Promise<unknown>): Promise<void> {
+  if (moduleUrl === `file://${process.argv[1]}`) console.log(JSON.stringify(await run()))
+}

@@ -9,7 +9,7 @@
  * Run alone: `npm run bench -- dead-peer`.
  */
 import { createLink, type Link } from '../src/link.js'
-import { median, percentile, rawClient, row, SimChild, type Row } from './common.js'
+import { median, percentile, rawClient, row, SimChild, printIfMain, type Row } from './common.js'
 
 const HEARTBEAT_MS = 1_000
 const CLIENTS = 20
@@ -81,6 +81,4 @@ export async function run(): Promise<Row[]> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  console.log(JSON.stringify(await run()))
-}
+await printIfMain(import.meta.url, run)

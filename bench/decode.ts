@@ -9,7 +9,7 @@
 import { Bench } from 'tinybench'
 import { Serializer } from 'phoenix'
 import { decodeTextFrame } from '../src/protocol.js'
-import { row, type Row } from './common.js'
+import { row, printIfMain, type Row } from './common.js'
 
 export async function run(): Promise<Row[]> {
   const text = JSON.stringify(['3', null, 'room:bench', 'tick', { n: 1, text: 'a small push' }])
@@ -36,6 +36,4 @@ export async function run(): Promise<Row[]> {
   ]
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  console.log(JSON.stringify(await run()))
-}
+await printIfMain(import.meta.url, run)

@@ -7,7 +7,7 @@
  * Run alone: `npm run bench -- latency`.
  */
 import { createLink } from '../src/link.js'
-import { percentile, rawClient, row, SimChild, type Row } from './common.js'
+import { percentile, rawClient, row, SimChild, printIfMain, type Row } from './common.js'
 
 export const CLOSES = Number(process.env.BENCH_CLOSES ?? 1_000)
 
@@ -50,6 +50,4 @@ export async function run(): Promise<Row[]> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  console.log(JSON.stringify(await run()))
-}
+await printIfMain(import.meta.url, run)

@@ -11,7 +11,7 @@ import { replay } from '../src/model/coverage.js'
 import { startSimulator } from '../src/server/index.js'
 import { runPath } from '../test/model/runner.js'
 import { runChannelPath, runReconnectPath } from '../test/model/small-runners.js'
-import { row, type Row } from './common.js'
+import { row, printIfMain, type Row } from './common.js'
 
 async function inBatches<T>(items: T[], size: number, run: (item: T, i: number) => Promise<unknown>): Promise<void> {
   for (let b = 0; b < items.length; b += size) await Promise.all(items.slice(b, b + size).map((item, i) => run(item, b + i)))
@@ -49,6 +49,4 @@ export async function run(): Promise<Row[]> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  console.log(JSON.stringify(await run()))
-}
+await printIfMain(import.meta.url, run)

@@ -8,7 +8,7 @@
  * Run alone: `npm run bench -- throughput`.
  */
 import { createLink } from '../src/link.js'
-import { median, rawClient, row, SimChild, until, type Row } from './common.js'
+import { median, rawClient, row, SimChild, until, printIfMain, type Row } from './common.js'
 
 export const PUSHES = Number(process.env.BENCH_PUSHES ?? 200_000)
 const ROUNDS = 5
@@ -76,6 +76,4 @@ export async function run(): Promise<Row[]> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  console.log(JSON.stringify(await run()))
-}
+await printIfMain(import.meta.url, run)

@@ -46,6 +46,9 @@ if (!gc) {
   process.exit(1)
 }
 
+/** Heartbeat and close timeout of the soak's links: a stalled peer is noticed within a second. */
+const SOAK_TRANSPORT = { heartbeatIntervalMs: 500, closeTimeoutMs: 300 }
+
 /** Small delays so faults cycle fast; a stalled peer is noticed within a second. */
 const SOAK_POLICY: LinkPolicyInput = {
   reconnect: {
@@ -58,7 +61,7 @@ const SOAK_POLICY: LinkPolicyInput = {
     stableAfterMs: 2_000,
     maxRetryAfterMs: 1_000,
   },
-  transport: { heartbeatIntervalMs: 500, closeTimeoutMs: 300 },
+  transport: SOAK_TRANSPORT,
   connection: { connectTimeoutMs: 2_000, joinTimeoutMs: 1_000, leaveTimeoutMs: 300 },
 }
 
@@ -256,7 +259,8 @@ async function injectOne(): Promise<void> {
  * to it in that time goes to a socket the client no longer reads. After: a close or supersede
  * soon after the push may end the socket or the session before the frame is read or handled.
  */
-const HEALTHY_BEFORE_MS = 2 * 500 + 300 + 700
+// Two heartbeat intervals to notice, the close timeout to give up, and 700 ms of slack for a busy loop.
+const HEALTHY_BEFORE_MS = 2 * SOAK_TRANSPORT.heartbeatIntervalMs + SOAK_TRANSPORT.closeTimeoutMs + 700
 const HEALTHY_AFTER_MS = 1_000
 const mustDeliver = (t: Tracked, sent: { at: number; sockets: number }) =>
   sent.sockets > 0 && !t.faults.some((f) => f >= sent.at - HEALTHY_BEFORE_MS && f <= sent.at + HEALTHY_AFTER_MS)

@@ -2,13 +2,11 @@
  * The host's handle on one app channel: its events, its pushes, its status. The channel chart
  * (machines/channel.ts) owns the lifecycle; this handle only mirrors it and carries data.
  */
-import type { Payload } from './protocol.js'
+import { isReservedEvent, type Payload } from './protocol.js'
 import type { DisconnectReason } from './reasons.js'
 import { PushError } from './errors/push-error.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 
-/** Event names phoenix.js reserves for itself (channel.js, push.js). */
-const RESERVED_EVENT = /^(phx_|chan_reply_)/
 import type { PushFailure } from './adapter/phoenix-adapter.js'
 import type { Unsubscribe } from './emitter.js'
 
@@ -114,7 +112,7 @@ export class LinkChannel {
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
       throw new ConfigurationError(`push timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(timeoutMs)}`)
     }
-    if (typeof event !== 'string' || event === '' || RESERVED_EVENT.test(event)) {
+    if (typeof event !== 'string' || event === '' || isReservedEvent(event)) {
       throw new PushError('PUSH_INVALID', this.topic, String(event), null, new Error('the event must be a non-empty string outside phoenix\'s phx_ and chan_reply_ names'))
     }
     const started = performance.now()

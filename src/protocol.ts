@@ -18,6 +18,16 @@ export const CHANNEL_EVENTS = {
   close: 'phx_close',
 } as const
 
+/**
+ * Whether `event` is in phoenix.js's own namespaces (`phx_*`, `chan_reply_*`; channel.js,
+ * push.js), which hosts must not push and servers send only as replies, errors and closes.
+ * A character test before startsWith, not a RegExp: it runs on every inbound frame.
+ */
+export function isReservedEvent(event: string): boolean {
+  const first = event.charCodeAt(0)
+  return (first === 112 /* p */ && event.startsWith('phx_')) || (first === 99 /* c */ && event.startsWith('chan_reply_'))
+}
+
 /** Topic of the socket-level heartbeat (`[null, ref, "phoenix", "heartbeat", {}]`). */
 export const HEARTBEAT_TOPIC = 'phoenix'
 /** Event of the socket-level heartbeat. */

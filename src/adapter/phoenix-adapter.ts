@@ -23,6 +23,7 @@ import {
   decodeBinaryFromServer,
   decodeTextFrame,
   HEARTBEAT_TOPIC,
+  isReservedEvent,
   parseControlSignal,
   SUPERSEDE_EVENT,
   type Frame,
@@ -169,19 +170,8 @@ function errorText(error: unknown): string {
   return String(error)
 }
 
-/**
- * Whether `event` is in phoenix's own namespaces (`phx_*`, `chan_reply_*`). A character test
- * before startsWith, not a RegExp: it runs twice for every inbound frame (bench/ push throughput).
- */
-function isReservedEvent(event: string): boolean {
-  const first = event.charCodeAt(0)
-  return (first === 112 /* p */ && event.startsWith('phx_')) || (first === 99 /* c */ && event.startsWith('chan_reply_'))
-}
-
 /** The reserved events a Phoenix server sends to a channel (phoenix constants.js CHANNEL_EVENTS). */
 const SERVER_EVENTS = new Set<string>([CHANNEL_EVENTS.reply, CHANNEL_EVENTS.error, CHANNEL_EVENTS.close])
-/** Channel triggers that are phoenix's own bookkeeping (replies, errors, closes), not messages. */
-const isInternalEvent = isReservedEvent
 
 /**
  * The XState actor logics the charts invoke (`transport`, `controlChannel`, `attachment`), built
@@ -520,7 +510,7 @@ export class PhoenixAdapter {
     const attachment: Attachment = { topic: this.controlTopic, channel, origin, leaving: false, joined: false, pushes: new Map(), leavePush: null }
     handle.attachments.set(this.controlTopic, attachment)
     channel.onMessage = (event: string, payload: unknown) => {
-      if (isInternalEvent(event)) return payload
+      if (isReservedEvent(event)) return payload
       const now = this.config.now()
       if (event === SUPERSEDE_EVENT) {
         this.emit({ type: 'control.supersede', reason: classifySupersede(payload, origin.generation, now), ...tag })
@@ -583,7 +573,7 @@ export class PhoenixAdapter {
     const meta = { generation: origin.generation }
     const app = this.config.app
     channel.onMessage = (event: string, payload: unknown) => {
-      if (!isInternalEvent(event)) app.message(origin.topic, event, payload as Payload, meta)
+      if (!isReservedEvent(event)) app.message(origin.topic, event, payload as Payload, meta)
       return payload ?? {}
     }
     handle.encodeError = null

@@ -46,7 +46,8 @@ export function nodePath(node: { path: string[] }): string {
   return node.path.length === 0 ? '(root)' : node.path.join('.')
 }
 
-function name(value: unknown): string {
+/** The name of a guard, action, delay or actor reference as setup() names it (`''` for none). */
+export function refName(value: unknown): string {
   if (value === undefined || value === null) return ''
   if (typeof value === 'string') return value
   if (typeof value === 'object' && 'type' in (value as object)) return String((value as { type: unknown }).type)
@@ -54,8 +55,9 @@ function name(value: unknown): string {
   return String(value)
 }
 
-function eventLabel(eventType: string, delay?: unknown): string {
-  if (eventType.startsWith('xstate.after.')) return `after ${name(delay) || eventType.split('.')[2]}`
+/** An event type as the docs print it: `after <delay>`, `done <actor>`, `error <actor>`, `(always)`, or the type. */
+export function eventLabel(eventType: string, delay?: unknown): string {
+  if (eventType.startsWith('xstate.after.')) return `after ${refName(delay) || eventType.split('.')[2]}`
   if (eventType.startsWith('xstate.done.actor.')) return `done ${eventType.slice('xstate.done.actor.'.length)}`
   if (eventType.startsWith('xstate.error.actor.')) return `error ${eventType.slice('xstate.error.actor.'.length)}`
   if (eventType === '') return '(always)'
@@ -94,9 +96,9 @@ export function transitionRows(machine: AnyStateMachine): TransitionRow[] {
     key: transitionKey(node, eventType, index),
     state: nodePath(node),
     event: eventLabel(eventType, delay),
-    guard: name(t.guard),
+    guard: refName(t.guard),
     target: ((t.target as AnyNode[] | undefined) ?? []).map((n) => n.path.join('.')).join(', ') || '(stays)',
-    actions: ((t.actions as unknown[]) ?? []).map(name).join(', '),
+    actions: ((t.actions as unknown[]) ?? []).map(refName).join(', '),
     rule: String((t.meta as { rule?: string } | undefined)?.rule ?? ''),
   })
   for (const node of allNodes(machine)) {

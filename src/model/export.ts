@@ -6,7 +6,7 @@
  * by the names they have in `setup()`, each transition keeps its DESIGN rule tag (`meta.rule`).
  */
 import type { AnyStateMachine, StateNode } from 'xstate'
-import { allNodes, CHARTS, type ChartName } from './chart-info.js'
+import { allNodes, CHARTS, eventLabel, refName, type ChartName } from './chart-info.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyNode = StateNode<any, any>
@@ -37,19 +37,12 @@ export interface ConfigState {
   states?: Record<string, ConfigState>
 }
 
-function named(value: unknown): string {
-  if (typeof value === 'string') return value
-  if (value && typeof value === 'object' && 'type' in value) return String((value as { type: unknown }).type)
-  if (typeof value === 'function') return (value as { name?: string }).name || 'inline'
-  return String(value)
-}
-
 function transitionOf(t: Record<string, unknown>): ConfigTransition {
   const out: ConfigTransition = {}
   const targets = (t.target as AnyNode[] | undefined) ?? []
   if (targets.length > 0) out.target = targets.map((n) => `#${n.id}`)
-  if (t.guard !== undefined && t.guard !== null) out.guard = named(t.guard)
-  const actions = ((t.actions as unknown[]) ?? []).map(named)
+  if (t.guard !== undefined && t.guard !== null) out.guard = refName(t.guard)
+  const actions = ((t.actions as unknown[]) ?? []).map(refName)
   if (actions.length > 0) out.actions = actions
   const rule = (t.meta as { rule?: string } | undefined)?.rule
   if (rule) out.meta = { rule }
@@ -62,13 +55,13 @@ function stateOf(node: AnyNode): ConfigState {
   if (node.type === 'final' || node.type === 'parallel') out.type = node.type
   const initial = (node.initial as unknown as { target?: AnyNode[] } | undefined)?.target?.[0]
   if (initial && node.type === 'compound') out.initial = initial.key
-  const entry = (node.entry as unknown[]).map(named)
+  const entry = (node.entry as unknown[]).map(refName)
   if (entry.length > 0) out.entry = entry
-  const exit = (node.exit as unknown[]).map(named)
+  const exit = (node.exit as unknown[]).map(refName)
   if (exit.length > 0) out.exit = exit
 
-  const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, named(t.delay)]))
-  const invokes = (node.invoke as Array<{ id: string; src: unknown }>).map((inv) => ({ id: inv.id, src: named(inv.src) }))
+  const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, refName(t.delay)]))
+  const invokes = (node.invoke as Array<{ id: string; src: unknown }>).map((inv) => ({ id: inv.id, src: refName(inv.src) }))
   const byInvoke = new Map<string, { id: string; src: string; onDone?: ConfigTransition[]; onError?: ConfigTransition[] }>(invokes.map((inv) => [inv.id, inv]))
   for (const [eventType, list] of node.transitions as unknown as Map<string, Array<Record<string, unknown>>>) {
     const transitions = list.map(transitionOf)
@@ -164,17 +157,14 @@ export function collectNames(config: ConfigState) {
   return { guards, actions, delays, actors }
 }
 
-function mermaidId(node: AnyNode): string {
+/** The id a state has in the mermaid diagram: its path joined with `__` (the machine's key for the root). */
+export function mermaidId(node: { key: string; path: string[] }): string {
   return node.path.length === 0 ? node.key : node.path.join('__')
 }
 
 function label(eventType: string, t: Record<string, unknown>, delay: string | undefined): string {
-  let event = eventType
-  if (eventType.startsWith('xstate.after.')) event = `after ${delay ?? eventType.split('.')[2]}`
-  else if (eventType.startsWith('xstate.done.actor.')) event = `done ${eventType.slice('xstate.done.actor.'.length)}`
-  else if (eventType.startsWith('xstate.error.actor.')) event = `error ${eventType.slice('xstate.error.actor.'.length)}`
-  else if (eventType === '') event = 'always'
-  const guard = t.guard !== undefined && t.guard !== null ? ` [${named(t.guard)}]` : ''
+  const event = eventType === '' ? 'always' : eventLabel(eventType, delay)
+  const guard = t.guard !== undefined && t.guard !== null ? ` [${refName(t.guard)}]` : ''
   // mermaid takes everything after the colon as the label; colons inside would end it early.
   return `${event}${guard}`.replace(/:/g, '∶')
 }
@@ -221,7 +211,7 @@ export function chartDiagram(name: ChartName): { text: string; edges: DiagramEdg
         lines.push(`${indent}${mermaidId(child)} --> [*]`)
         edges.push({ from: dotted(child), to: '[*]', label: '' })
       }
-      const invokes = (child.invoke as Array<{ src: unknown }>).map((i) => named(i.src))
+      const invokes = (child.invoke as Array<{ src: unknown }>).map((i) => refName(i.src))
       if (invokes.length > 0) {
         lines.push(`${indent}note right of ${mermaidId(child)} : invokes ${invokes.join(', ')}`)
         // mermaid draws a note's connector as an arrow too, numbered with the others.
@@ -232,7 +222,7 @@ export function chartDiagram(name: ChartName): { text: string; edges: DiagramEdg
   emit(machine.root as AnyNode, '  ')
   for (const node of allNodes(machine)) {
     if (node.path.length === 0) continue
-    const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, named(t.delay)]))
+    const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, refName(t.delay)]))
     const all: Array<[string, Record<string, unknown>]> = []
     for (const [eventType, list] of node.transitions as unknown as Map<string, Array<Record<string, unknown>>>) for (const t of list) all.push([eventType, t])
     for (const t of (node.always ?? []) as unknown as Array<Record<string, unknown>>) all.push(['', t])

@@ -5,8 +5,8 @@
  * so the page needs no network and cannot drift from the charts.
  */
 import type { AnyStateMachine } from 'xstate'
-import { allNodes, CHARTS, nodePath, transitionRows, type ChartName, type TransitionRow } from './chart-info.js'
-import { chartDiagram, type DiagramEdge } from './export.js'
+import { allNodes, CHARTS, nodePath, refName, transitionRows, type ChartName, type TransitionRow } from './chart-info.js'
+import { chartDiagram, mermaidId, type DiagramEdge } from './export.js'
 import { RULES } from './rules.js'
 
 /** One state as the page shows it. */
@@ -45,9 +45,9 @@ export function chartsData(): VisualChart[] {
         const path = nodePath(node)
         return {
           path,
-          mermaidId: node.path.join('__') || node.key,
+          mermaidId: mermaidId(node),
           description: node.description ?? '',
-          invokes: (node.invoke as Array<{ src: unknown }>).map((i) => (typeof i.src === 'string' ? i.src : 'inline')),
+          invokes: (node.invoke as Array<{ src: unknown }>).map((i) => refName(i.src)),
           transitions: rows.filter((r) => r.state === path).map((r) => ({ ...r, ruleText: r.rule ? (ruleText.get(r.rule) ?? '') : '' })),
         }
       }),

@@ -224,22 +224,14 @@ export class PlatformSimulator extends EventEmitter {
     this.flavor = flavor
     const host = options.logger
     // The host's logger runs inside socket and presence callbacks: its errors are swallowed there.
-    this.logger = {
-      info: (message, fields) => {
-        try {
-          host?.info(message, fields)
-        } catch {
-          // a broken logger must not take the simulator down
-        }
-      },
-      warn: (message, fields) => {
-        try {
-          host?.warn(message, fields)
-        } catch {
-          // as above
-        }
-      },
+    const guarded = (level: keyof SimulatorLogger) => (message: string, fields?: Record<string, unknown>) => {
+      try {
+        host?.[level](message, fields)
+      } catch {
+        // a broken logger must not take the simulator down
+      }
     }
+    this.logger = { info: guarded('info'), warn: guarded('warn') }
     this.runs = new RunSupervisor(options.runs)
     this.metrics = new ServerMetrics(options.metrics)
     this.tracker = new PresenceTracker((crossing) => this.onCrossing(crossing), options.presence, (what) => this.logger.warn('presence ignored', { what }))
