@@ -413,11 +413,16 @@ export class Link {
    * (`terminated`: superseded, rejected, suppressed). Reconnects do not abort it. Call
    * `link.runs.endRun(agentId, runId)` when the work ends normally.
    *
-   * @param runId a name for the run; one is made up by default.
+   * @param runId a name for the run; by default `run-N`, skipping ids already in flight.
    * @returns a signal already aborted when the link is terminated.
-   * @throws {Error} when a run with this id is already in flight.
+   * @throws {Error} when a run with this (explicit) id is already in flight.
    */
-  runSignal(runId = `run-${this.#nextRun++}`, options: RunOptions = {}): AbortSignal {
+  runSignal(runId?: string, options: RunOptions = {}): AbortSignal {
+    if (runId === undefined) {
+      const inFlight = new Set(this.runs.inFlight(this.#agentId))
+      do runId = `run-${this.#nextRun++}`
+      while (inFlight.has(runId))
+    }
     if (this.state === 'terminated') {
       const controller = new AbortController()
       controller.abort(this.lastDisconnectReason)

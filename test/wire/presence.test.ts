@@ -269,6 +269,11 @@ describe('the link\'s metrics and run signals', () => {
     const link = world().link(sim)
     await link.connect()
     const signal = link.runSignal('work-1')
+    // Made-up ids skip one the host chose: run-1 is in flight, so the next made-up id is run-2.
+    link.runSignal('run-1')
+    link.runSignal()
+    expect(link.runs.inFlight('agent-1')).toEqual(['work-1', 'run-1', 'run-2'])
+    expect(() => link.runSignal('run-1')).toThrow(/already in flight/)
     const back = next(link, 'reconnected')
     sim.close({ agent: 'agent-1' }, 1000)
     await back
