@@ -102,13 +102,35 @@ function activePaths(value: StateValue | null, prefix = ''): string[] {
   return Object.entries(value).flatMap(([key, child]) => [prefix + key, ...activePaths(child, `${prefix}${key}.`)])
 }
 
-/** Each drawn chart's state value in a record (the channel chart shows the first app channel). */
+/** The app channel the channel chart shows: the one chosen in the Channel list (the first topic seen by default). */
+function chosenTopic(): string {
+  return ($('channel-select') as HTMLSelectElement).value
+}
+
+/** Empties the Channel list (another link, another trace). */
+function resetTopics(): void {
+  $('channel-select').replaceChildren()
+}
+
+/** Adds the record's app channel topics the Channel list does not have yet, keeping the choice. */
+function addTopics(record: TraceRecord): void {
+  const select = $('channel-select') as HTMLSelectElement
+  const known = new Set([...select.options].map((option) => option.value))
+  for (const topic of Object.keys(record.charts.channels)) {
+    if (known.has(topic)) continue
+    const option = document.createElement('option')
+    option.value = option.textContent = topic
+    select.appendChild(option)
+  }
+}
+
+/** Each drawn chart's state value in a record (the channel chart: the chosen app channel, null before it exists). */
 function chartValues(record: TraceRecord): Record<string, StateValue | null> {
   return {
     connection: record.charts.connection as StateValue,
     reconnect: record.charts.reconnect as StateValue | null,
     control: record.charts.control as StateValue | null,
-    channel: (Object.values(record.charts.channels)[0] ?? null) as StateValue | null,
+    channel: (record.charts.channels[chosenTopic()] ?? null) as StateValue | null,
   }
 }
 
@@ -128,19 +150,38 @@ function lastArrow(chart: VisualChart, before: StateValue | null, after: StateVa
   return best ? best.index : null
 }
 
-function highlight(record: TraceRecord | null, previous: TraceRecord | null = null): void {
+/** How far back a chart's last transition is looked for, in records. */
+const LOOKBACK = 1_000
+
+/**
+ * Shows `records[index]`: the active states of each chart, and each chart's last transition
+ * (the most recent step at or before `index` in which that chart's state changed) as a red arrow.
+ * An empty list or a negative index clears the view.
+ */
+/** The arrow of the chart's most recent state change at or before `index`, or null. */
+function lastChartArrow(chart: VisualChart, records: readonly TraceRecord[], index: number): number | null {
+  for (let i = index; i > 0 && i > index - LOOKBACK; i--) {
+    const after = chartValues(records[i]!)[chart.name] ?? null
+    const before = chartValues(records[i - 1]!)[chart.name] ?? null
+    if (JSON.stringify(after) === JSON.stringify(before)) continue
+    return lastArrow(chart, before, after, records[i]!.event)
+  }
+  return null
+}
+
+function highlight(records: readonly TraceRecord[], index: number): void {
   for (const byPath of nodes.values()) for (const node of byPath.values()) node.classList.remove('active')
   for (const list of arrows.values()) for (const parts of list) for (const el of parts) el.classList.remove('last')
-  if (!record) return
+  const record = records[index]
+  if (!record || index < 0) return
+  addTopics(record)
   const values = chartValues(record)
-  const before = previous ? chartValues(previous) : null
   for (const [chart, value] of Object.entries(values)) {
     const byPath = nodes.get(chart)
     if (!byPath) continue
     for (const path of activePaths(value)) byPath.get(path)?.classList.add('active')
     const drawn = (charts as VisualChart[]).find((c) => c.name === chart)
-    if (!before || !drawn) continue
-    const arrow = lastArrow(drawn, before[chart] ?? null, value, record.event)
+    const arrow = drawn ? lastChartArrow(drawn, records, index) : null
     if (arrow !== null) for (const el of arrows.get(chart)?.[arrow] ?? []) el.classList.add('last')
   }
   $('link-state').textContent = record.state
@@ -181,11 +222,11 @@ function startLive(): void {
       if (!currentLink()) ($('link-select') as HTMLSelectElement).value = record.link
     }
     list.push(record)
-    if (record.link === currentLink() && view() === 'live') highlight(record, list.at(-2) ?? null)
+    if (record.link === currentLink() && view() === 'live') highlight(list, list.length - 1)
   }
   $('link-select').onchange = () => {
-    const list = liveRecords.get(currentLink()) ?? []
-    highlight(list.at(-1) ?? null, list.at(-2) ?? null)
+    resetTopics()
+    redraw()
   }
 }
 
@@ -226,7 +267,7 @@ function showStep(i: number): void {
   position = Math.max(0, Math.min(trace.length - 1, i))
   ;($('step') as HTMLInputElement).value = String(position)
   $('step-label').textContent = `step ${position + 1} of ${trace.length}`
-  highlight(trace[position]!, trace[position - 1] ?? null)
+  highlight(trace, position)
 }
 
 /** Loads a trace from its text; a bad file is reported in the replay panel and replaces the previous trace. */
@@ -237,12 +278,14 @@ function loadTrace(text: string): void {
     trace = []
     position = 0
     ;($('step') as HTMLInputElement).max = '0'
-    highlight(null)
+    highlight([], -1)
     $('step-label').textContent = `cannot replay this file: ${(error as Error).message}`
     document.body.dataset.traceError = 'true'
     return
   }
   delete document.body.dataset.traceError
+  resetTopics()
+  for (const record of trace) addTopics(record)
   ;($('step') as HTMLInputElement).max = String(Math.max(0, trace.length - 1))
   showStep(0)
 }
@@ -334,19 +377,28 @@ function applyView(): void {
   $('replay-panel').hidden = v !== 'replay'
   $('dashboard-panel').hidden = v !== 'dashboard'
   $('charts').hidden = v === 'dashboard'
-  if (v === 'live') {
-    startLive()
-    const list = liveRecords.get(currentLink()) ?? []
-    highlight(list.at(-1) ?? null, list.at(-2) ?? null)
-  } else if (v === 'replay') {
-    highlight(trace[position] ?? null, trace[position - 1] ?? null)
-  } else {
-    highlight(null)
-  }
+  resetTopics()
+  if (v === 'live') startLive()
+  if (v === 'replay') for (const record of trace) addTopics(record)
+  redraw()
   if (v === 'dashboard') startDashboard()
 }
 
+/** Highlights the view's current record again: the selected link's latest (live) or the replay's step. */
+function redraw(): void {
+  const v = view()
+  if (v === 'live') {
+    const list = liveRecords.get(currentLink()) ?? []
+    highlight(list, list.length - 1)
+  } else if (v === 'replay') {
+    highlight(trace, position)
+  } else {
+    highlight([], -1)
+  }
+}
+
 window.addEventListener('hashchange', applyView)
+$('channel-select').onchange = redraw
 $('zoom').onclick = () => {
   const full = document.body.dataset.zoom !== 'full'
   document.body.dataset.zoom = full ? 'full' : 'fit'

@@ -30,7 +30,10 @@ export interface TraceRecord {
     connection: StateValue
     reconnect: StateValue | null
     control: StateValue | null
-    /** App channels by topic. */
+    /**
+     * App channels by topic. A channel whose actor ended (`dropped`, `left`) keeps its final
+     * state here until the host registers the topic again.
+     */
     channels: Record<string, StateValue>
   }
   /** The typed reason of the last disconnect, or null. */
@@ -69,15 +72,23 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
     const topic = (ref.getSnapshot() as ChildSnapshot | undefined)?.context?.topic
     return typeof topic === 'string' ? `channel:${topic}` : id
   }
+  // Channels whose actor ended leave the connection chart's children; their final state stays.
+  const ended = new Map<string, StateValue>()
   const emit = (event: string, actor: string) => {
     const snapshot = root.getSnapshot()
     const children = snapshot.children as Record<string, AnyActorRef | undefined>
-    const channels: Record<string, StateValue> = {}
+    const running: Record<string, StateValue> = {}
     for (const child of Object.values(children)) {
-      const topic = (child?.getSnapshot() as ChildSnapshot | undefined)?.context?.topic
-      const value = childValue(child)
-      if (typeof topic === 'string' && value !== null) channels[topic] = value
+      const channel = child?.getSnapshot() as ChildSnapshot | undefined
+      const topic = channel?.context?.topic
+      if (typeof topic !== 'string' || channel?.value === undefined) continue
+      if (channel.status === 'done') ended.set(topic, channel.value)
+      else if (channel.status === 'active') {
+        ended.delete(topic)
+        running[topic] = channel.value
+      }
     }
+    const channels: Record<string, StateValue> = { ...Object.fromEntries(ended), ...running }
     const charts = { connection: snapshot.value as StateValue, reconnect: childValue(children.reconnect), control: childValue(children.control), channels }
     const lastReason = link.lastDisconnectReason
     const key = JSON.stringify([charts, lastReason])

@@ -113,6 +113,20 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
       expect(link.state).toBe('connected')
       await expect.poll(() => page.locator('[data-chart="connection"] [data-state="session.online.attached.connected"].active').count()).toBe(1)
 
+      // Two app channels, one refused: the Channel list picks which one the channel chart shows.
+      sim.onJoin('room:refused', { reply: 'error', response: { reason: 'unauthorized' } })
+      const joined = link.channel('room:ok')
+      const refused = link.channel('room:refused')
+      await until(() => joined.status === 'joined' && refused.status === 'dropped', 5_000, 'room:ok joined and room:refused dropped')
+      const channelState = (path: string) => page.locator(`[data-chart="channel"] [data-state="${path}"].active`).count()
+      await expect.poll(() => page.locator('[data-testid="channel-select"] option').allInnerTexts()).toEqual(['room:ok', 'room:refused'])
+      await expect.poll(() => channelState('attached.live.joined')).toBe(1)
+      await page.locator('[data-testid="channel-select"]').selectOption('room:refused')
+      await expect.poll(() => channelState('dropped')).toBe(1)
+      expect(await channelState('attached.live.joined')).toBe(0)
+      await page.locator('[data-testid="channel-select"]').selectOption('room:ok')
+      await expect.poll(() => channelState('attached.live.joined')).toBe(1)
+
       const reconnected = next(link, 'reconnected')
       sim.close({ agent: 'agent-1' }, 1001)
       await reconnected
