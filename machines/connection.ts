@@ -4,7 +4,8 @@
  *
  *   idle --host.connect--> session.online.connecting --socket.open--> attached.joining
  *   joining --control.joinOk--> connected --host.disconnect--> stopping --> stopped
- *   online --loss--> lost --[isTerminalLoss]--> terminated | reconnecting --due--> online (n+1)
+ *   online --loss--> lost --[isOwnConflict]--> reconnecting
+ *                         --[isTerminalLoss]--> terminated | reconnecting --due--> online (n+1)
  *   session --control.supersede (this session)--> terminated
  *
  * The rules of docs/lifecycle.md, each a guard or transition below:
@@ -14,6 +15,8 @@
  *   including the backoff; the transport actor is stopped, so the socket is ended, not flagged.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
+ * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing this session's
+ *   connection (`isOwnConflict`) is the platform still holding our lost socket; it reconnects.
  * - stale generations change nothing: `isCurrentTransport` / `isCurrentSession` guard every
  *   adapter event; a stale one falls through to the root and is reported as ignored.
  * - cancelling a wait is not a stop: waits live in the link; only `host.disconnect` stops.
@@ -35,20 +38,33 @@ export const DEFAULT_CONNECTION_POLICY = {
   joinTimeoutMs: 10_000,
   /** Wait for the control channel's leave reply on disconnect(). @default 1000 — stopping must be quick; the close frame follows anyway. */
   leaveTimeoutMs: 1_000,
+  /**
+   * After this session's connected transport is lost, an upgrade refused with HTTP 409
+   * `connection_conflict` (`on_conflict=reject`) within this window is retried with backoff,
+   * not terminal: the platform may still hold the lost socket, since its transport closes a
+   * socket only 60 s after it last received anything (Phoenix transport timeout; Cowboy and
+   * Bandit alike). 0 makes every 409 terminal. A 409 before the session ever connected is
+   * always terminal: another instance holds the key.
+   * @default 75000 — the platform's 60 s, plus margin for the heartbeat that noticed the loss.
+   */
+  conflictRetryWindowMs: 75_000,
 }
 
 /** Session timeouts; see {@link DEFAULT_CONNECTION_POLICY}. */
 export type ConnectionPolicy = typeof DEFAULT_CONNECTION_POLICY
 
 /**
- * Checks the session timeouts.
+ * Checks the session timeouts: whole milliseconds; connectTimeoutMs and joinTimeoutMs at least 1.
  *
  * @throws {RangeError} naming the first field that is out of range.
  */
 export function validateConnectionPolicy(policy: ConnectionPolicy): ConnectionPolicy {
-  for (const [name, value] of Object.entries(policy)) assertMs(`connection.${name}`, value)
+  for (const [name, value] of Object.entries(policy)) assertMs(`connection.${name}`, value, MIN_CONNECTION_POLICY[name as keyof ConnectionPolicy] ?? 0)
   return policy
 }
+
+/** Lower bounds above 0: a connect or join wait of 0 ms could never be met (each attempt would time out at once, forever). */
+const MIN_CONNECTION_POLICY: Partial<ConnectionPolicy> = { connectTimeoutMs: 1, joinTimeoutMs: 1 }
 
 /** Every event the connection chart handles, with who sends it. */
 export type ConnectionEvent =
@@ -127,6 +143,8 @@ export interface ConnectionContext {
   retry: { delayMs: number; attempt: number } | null
   /** Times this session reached connected. */
   connects: number
+  /** When (env.now) this session last left `connected`; null before its first connection. */
+  liveLostAt: number | null
   /** App channel actors by topic. */
   channels: Record<string, ActorRefFrom<typeof channelMachine>>
   /** Arrival sequence of control signals. */
@@ -173,6 +191,16 @@ export const connectionMachine = setup({
     isCurrentSession: ({ context, event }) => 'epoch' in event && event.epoch === context.epoch,
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
+    /**
+     * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing
+     * this session's own connection: likely our own socket, still held by the platform.
+     */
+    isOwnConflict: ({ context }) =>
+      context.lastReason?.kind === 'rejected' &&
+      context.lastReason.cause === 'conflict' &&
+      context.lastReason.phase === 'upgrade' &&
+      context.liveLostAt !== null &&
+      context.env.now() - context.liveLostAt <= context.policy.conflictRetryWindowMs,
     /** An app channel actor exists for the event's topic. */
     hasChannel: ({ context, event }) => 'topic' in event && channelOf(context, event.topic) !== undefined,
     /** No app channel actor exists yet for the topic. */
@@ -184,6 +212,7 @@ export const connectionMachine = setup({
       lastReason: null,
       retry: null,
       connects: 0,
+      liveLostAt: null,
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
     recordLoss: assign({ lastReason: ({ event, context }) => ('reason' in event ? event.reason : context.lastReason) }),
@@ -211,6 +240,9 @@ export const connectionMachine = setup({
     }),
     clearRetry: assign({ retry: null }),
     countConnect: assign({ connects: ({ context }) => context.connects + 1 }),
+    markLiveLost: assign({ liveLostAt: ({ context }) => context.env.now() }),
+    /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */
+    retryOwnConflict: assign({ lastReason: ({ context }) => (context.lastReason ? { ...context.lastReason, retryable: true } : null) }),
     tellReconnectOpened: sendTo('reconnect', { type: 'reconnect.opened' }),
     tellReconnectLost: sendTo('reconnect', ({ context }) => ({
       type: 'reconnect.lost' as const,
@@ -346,6 +378,7 @@ export const connectionMachine = setup({
     lastReason: null,
     retry: null,
     connects: 0,
+    liveLostAt: null,
     channels: {},
     signalSeq: 0,
   }),
@@ -464,7 +497,7 @@ export const connectionMachine = setup({
                 connected: {
                   description: 'Control channel joined; app channels joined or rejoining.',
                   entry: ['countConnect', 'clearRetry', 'announceConnected', 'attachChannels'],
-                  exit: 'detachChannels',
+                  exit: ['detachChannels', 'markLiveLost'],
                   on: {
                     'host.disconnect': { target: 'stopping' },
                     'host.channel': { guard: 'isNewChannel', actions: ['spawnChannel', 'attachNewChannel'] },
@@ -496,6 +529,7 @@ export const connectionMachine = setup({
         lost: {
           description: 'Transient: the loss just recorded is terminal (supersede, refusal) or retried.',
           always: [
+            { guard: 'isOwnConflict', target: 'reconnecting', actions: 'retryOwnConflict', meta: { rule: 'own-conflict-retries' } },
             { guard: 'isTerminalLoss', target: '#connection.terminated', meta: { rule: 'upgrade-rejection-is-terminal' } },
             { target: 'reconnecting', meta: { rule: 'normal-close-reconnects' } },
           ],

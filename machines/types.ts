@@ -23,6 +23,10 @@ export interface ReasonLike {
   readonly closeCode?: number
   /** Minimum wait before the next attempt in milliseconds (HTTP Retry-After, supersede retry_after). */
   readonly retryAfterMs?: number | null
+  /** Why the platform refused, for `rejected` reasons (`conflict`, `unauthenticated`, ...): the connection chart reads `conflict`. */
+  readonly cause?: string
+  /** Where a `rejected` reason came from (`upgrade`, `join`, `close`) or which wait a `timed-out` one ran out. */
+  readonly phase?: string
 }
 
 /**
@@ -31,7 +35,10 @@ export interface ReasonLike {
  * of their own.
  */
 export interface Env {
-  /** Milliseconds since the Unix epoch. Only stamps reasons a chart makes itself. */
+  /**
+   * Milliseconds since the Unix epoch. Stamps reasons a chart makes itself, and measures the
+   * connection chart's conflict retry window (time since the session's connection was lost).
+   */
   now(): number
   /** A number in [0, 1), used for backoff jitter. */
   random(): number
@@ -90,13 +97,15 @@ export function suppressedReason(
 }
 
 /**
- * Throws when a policy number is not a finite, non-negative number of milliseconds. Strict at
- * configuration: a misconfigured policy fails at createLink(), not hours later in a timer.
+ * Throws when a policy number is not a whole number of milliseconds in [0, 2^31-1], or is below
+ * `min` (a wait of 0 that could never be met, say). Strict at configuration: a misconfigured
+ * policy fails at createLink(), not hours later in a timer.
  *
  * @throws {RangeError} naming the field and the value it got.
  */
-export function assertMs(name: string, value: unknown): asserts value is number {
+export function assertMs(name: string, value: unknown, min = 0): asserts value is number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 2 ** 31 - 1) {
-    throw new RangeError(`${name} must be a whole number of milliseconds in [0, 2^31-1], got ${String(value)}`)
+    throw new RangeError(`${name} must be a whole number of ${name.endsWith('Bytes') ? 'bytes' : 'milliseconds'} in [0, 2^31-1], got ${String(value)}`)
   }
+  if (value < min) throw new RangeError(`${name} must be at least ${min}, got ${value}`)
 }

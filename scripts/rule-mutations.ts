@@ -42,6 +42,20 @@ const MUTATIONS: RuleMutation[] = [
     to: 'isTerminalLoss: () => false,',
   },
   {
+    rule: 'own-conflict-retries',
+    how: 'remove the guard: every 409 is terminal',
+    file: 'machines/connection.ts',
+    from: "{ guard: 'isOwnConflict', target: 'reconnecting',",
+    to: "{ guard: () => false, target: 'reconnecting',",
+  },
+  {
+    rule: 'own-conflict-retries',
+    how: 'drop the "this session connected" check: a 409 on the first connect is retried too',
+    file: 'machines/connection.ts',
+    from: '      context.liveLostAt !== null &&\n',
+    to: '',
+  },
+  {
     rule: 'stale-events-ignored',
     how: 'drop the generation check',
     file: 'machines/connection.ts',

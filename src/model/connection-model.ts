@@ -96,10 +96,14 @@ export function expectationOf(snapshot: ConnectionSnapshot): Expectation {
   }
 }
 
-/** Serializes what distinguishes a model state: the state value, the last reason, and whether stale events exist. */
+/**
+ * Serializes what distinguishes a model state: the state value, the last reason, whether stale
+ * events exist, and whether this session has lost a connection (a 409 is then our own conflict).
+ */
 export function serializeModel(snapshot: ConnectionSnapshot): string {
   const e = expectationOf(snapshot)
-  return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}`
+  const lostLive = snapshot.context.liveLostAt !== null ? '|lost-live' : ''
+  return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostLive}`
 }
 
 function afterEvent(delay: string, stateId: string): ConnectionEvent {

@@ -33,6 +33,15 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
     ],
   },
   {
+    id: 'own-conflict-retries',
+    rule: 'With on_conflict=reject, a 409 within conflictRetryWindowMs (75 s) of losing this session\'s connection is the platform still holding our own lost socket: retried with backoff. A 409 before the session ever connected, or after the window, is terminal.',
+    tests: [
+      ['test/machines/connection.test.ts', 'a 409 within the window after a connected transport was lost -> reconnecting, the reason marked retryable'],
+      ['test/machines/connection.test.ts', 'a 409 after the window -> terminated: another instance holds the key'],
+      ['test/wire/upgrade.test.ts', 'a 409 from our own lost socket still held by the platform is retried until the platform lets go'],
+    ],
+  },
+  {
     id: 'stale-events-ignored',
     rule: 'An event from an older transport generation or an earlier session changes nothing; it is reported as ignored.',
     tests: [

@@ -3,8 +3,8 @@
  * fails when the guard or transition that encodes its rule is removed.
  */
 import { describe, expect, it } from 'vitest'
-import { createActor, fromCallback, SimulatedClock } from 'xstate'
-import { connectionMachine } from '../../machines/connection.js'
+import { createActor, fromCallback, initialTransition, SimulatedClock } from 'xstate'
+import { connectionMachine, DEFAULT_CONNECTION_POLICY } from '../../machines/connection.js'
 import { channelMachine } from '../../machines/channel.js'
 import { linkStateOf } from '../../machines/status.js'
 import { classifyControlChannelLoss, DisconnectReason } from '../../src/reasons.js'
@@ -149,6 +149,56 @@ describe('rule: upgrade rejection is terminal; 429 and 503 wait', () => {
       expect(state(run(s, closeEvent(s, code)))).toBe('terminated')
     })
   }
+})
+
+describe('rule: our own conflict is retried (409 soon after this session lost its connection)', () => {
+  /** A chart whose clock the test moves. */
+  function withClock() {
+    const clock = { t: 1_000 }
+    const s = initialTransition(connectionMachine, { env: { now: () => clock.t, random: () => 0.5 }, policy: { ...DEFAULT_CONNECTION_POLICY, conflictRetryWindowMs: 5_000 } })[0]
+    return { clock, s }
+  }
+
+  it('a 409 within the window after a connected transport was lost -> reconnecting, the reason marked retryable', () => {
+    const { clock, s: idle } = withClock()
+    let s = waiting(connected(idle))
+    clock.t += 5_000
+    s = run(s, { type: 'reconnect.due' })
+    const r = step(s, upgradeEvent(s, 409))
+    expect(state(r.s)).toBe('reconnecting')
+    expect(r.s.context.lastReason).toMatchObject({ kind: 'rejected', cause: 'conflict', status: 409, retryable: true })
+    // Still ours on the next attempt inside the window; once the platform lets go, connected.
+    s = run(r.s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 2 }, { type: 'reconnect.due' })
+    expect(state(run(s, upgradeEvent(s, 409)))).toBe('reconnecting')
+  })
+
+  it('a 409 after the window -> terminated: another instance holds the key', () => {
+    const { clock, s: idle } = withClock()
+    let s = run(waiting(connected(idle)), { type: 'reconnect.due' })
+    clock.t += 5_001
+    s = run(s, upgradeEvent(s, 409))
+    expect(state(s)).toBe('terminated')
+    expect(s.context.lastReason).toMatchObject({ kind: 'rejected', cause: 'conflict', retryable: false })
+  })
+
+  it('a 409 before the session ever connected -> terminated, even after an earlier session connected', () => {
+    const { s: idle } = withClock()
+    const first = connected(idle)
+    let s = run(first, { type: 'host.disconnect' }, { type: 'control.left', ...origin(first) })
+    expect(state(s)).toBe('stopped')
+    s = run(s, { type: 'host.connect' })
+    s = run(s, upgradeEvent(s, 409))
+    expect(state(s)).toBe('terminated')
+  })
+
+  it('other refusals stay terminal inside the window', () => {
+    const { s: idle } = withClock()
+    for (const status of [400, 401, 403]) {
+      let s = run(waiting(connected(idle)), { type: 'reconnect.due' })
+      s = run(s, upgradeEvent(s, status))
+      expect(state(s)).toBe('terminated')
+    }
+  })
 })
 
 describe('rule: stale generations and earlier sessions change nothing', () => {

@@ -30,8 +30,12 @@ const RETRIED = new Set([
 /** Refusals the design says end the session. */
 const REFUSALS = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'close 1008', 'join refused'])
 
-/** Returns the rule a step breaks, or null. `after` is what the link showed once the step settled. */
-export function ruleViolation(stimulus: string, before: Expectation, after: Expectation): string | null {
+/**
+ * Returns the rule a step breaks, or null. `after` is what the link showed once the step
+ * settled; `sessionConnected` whether the current session reached connected before this step
+ * (tracked by the caller with {@link trackSession}, from the states the path went through).
+ */
+export function ruleViolation(stimulus: string, before: Expectation, after: Expectation, sessionConnected: boolean): string | null {
   const same = JSON.stringify(before.value) === JSON.stringify(after.value) && before.reason === after.reason
   if (stimulus === 'stale close' || stimulus === 'earlier-session supersede') {
     return same ? null : `stale generations are ignored: ${stimulus} moved ${before.state} to ${after.state}`
@@ -45,6 +49,13 @@ export function ruleViolation(stimulus: string, before: Expectation, after: Expe
     return after.state === 'terminated' && after.reason === 'superseded'
       ? null
       : `supersede is terminal: from ${before.state} it led to ${after.state} (${after.reason})`
+  }
+  // Our own conflict: a 409 after this session had a connection (well inside the 75 s window
+  // on a path) is the platform still holding our lost socket: retried, reported as rejected.
+  if (stimulus === 'upgrade 409' && sessionConnected && SESSION.has(before.state)) {
+    return after.state === 'reconnecting' && after.reason === 'rejected'
+      ? null
+      : `our own conflict is retried: upgrade 409 after this session was connected led to ${after.state} (${after.reason})`
   }
   if (REFUSALS.has(stimulus) && SESSION.has(before.state) && before.state !== 'stopping') {
     return after.state === 'terminated' && after.reason === 'rejected'
@@ -80,4 +91,10 @@ export function ruleViolation(stimulus: string, before: Expectation, after: Expe
     return same ? null : `only connect() leaves ${before.state}: ${stimulus} led to ${after.state}`
   }
   return null
+}
+
+/** Whether the session reached connected, after a step: a new session (epoch) starts over. */
+export function trackSession(sessionConnected: boolean, before: Expectation, after: Expectation): boolean {
+  if (after.epoch !== before.epoch) return after.state === 'connected'
+  return sessionConnected || after.state === 'connected'
 }

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { connectionPaths } from '../../src/model/paths.js'
 import { expectationOf, initialModel } from '../../src/model/connection-model.js'
-import { ruleViolation } from './oracles.js'
+import { ruleViolation, trackSession } from './oracles.js'
 
 describe('connection chart: pure paths against the rules', () => {
   const paths = connectionPaths('pure')
@@ -13,9 +13,11 @@ describe('connection chart: pure paths against the rules', () => {
     const broken: string[] = []
     for (const path of paths) {
       let before = expectationOf(initialModel())
+      let sessionConnected = false
       for (const step of path.steps) {
-        const violation = ruleViolation(step.stimulus, before, step.expect)
+        const violation = ruleViolation(step.stimulus, before, step.expect, sessionConnected)
         if (violation) broken.push(`${path.name}: ${violation}`)
+        sessionConnected = trackSession(sessionConnected, before, step.expect)
         before = step.expect
       }
     }

@@ -1,4 +1,7 @@
-/** SCENARIOS 17-20 on the real wire: a refused upgrade is terminal, except 429 and 503. */
+/**
+ * SCENARIOS 17-20 on the real wire: a refused upgrade is terminal, except 429 and 503, and a
+ * 409 from our own lost socket that the platform still holds (on_conflict=reject).
+ */
 import { describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { next, settle, useWorld } from '../support/wire.js'
@@ -79,5 +82,49 @@ describe('rule: upgrade rejection is terminal', () => {
     expect((await d1).reason).toMatchObject({ kind: 'dropped', detail: expect.stringContaining('ECONNREFUSED') })
     await d2
     expect(link.state).toBe('reconnecting')
+  })
+})
+
+describe('rule: our own conflict is retried (on_conflict=reject)', () => {
+  // The platform closes a socket 60 s after it last received anything (FIELD-NOTES), so after a
+  // loss it may still hold ours: a stalled peer stops reading, so our close never reaches it.
+  it('a 409 from our own lost socket still held by the platform is retried until the platform lets go', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { onConflict: 'reject', policy: { transport: { heartbeatIntervalMs: 100 } } })
+    await link.connect()
+    const conflicts: Array<{ outcome: string; retryable: boolean }> = []
+    link.on('disconnected', ({ reason, outcome }) => {
+      if (reason.kind === 'rejected') conflicts.push({ outcome, retryable: reason.retryable })
+    })
+    const secondConflict = next(link, 'disconnected', { filter: (e) => e.reason.kind === 'rejected' && conflicts.length >= 2 })
+    sim.stall({ agent: 'agent-1' })
+    await secondConflict
+    expect(conflicts.slice(0, 2)).toEqual([
+      { outcome: 'reconnect', retryable: true },
+      { outcome: 'reconnect', retryable: true },
+    ])
+    expect(link.state).not.toBe('terminated')
+    // The platform lets go of the ghost (its idle timeout); the next attempt is accepted.
+    const back = next(link, 'reconnected', { timeoutMs: 4_000 })
+    sim.close({ agent: 'agent-1' }, 1000)
+    await back
+    expect(link.state).toBe('connected')
+    const statuses = sim.upgrades.map((u) => u.status)
+    expect(statuses[0]).toBe(101)
+    expect(statuses.filter((s) => s === 409).length).toBeGreaterThanOrEqual(2)
+    expect(statuses.at(-1)).toBe(101)
+    expect(sim.live('agent-1')).toHaveLength(1)
+  })
+
+  it('with conflictRetryWindowMs 0 the same 409 is terminal', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { onConflict: 'reject', policy: { transport: { heartbeatIntervalMs: 100 }, connection: { conflictRetryWindowMs: 0 } } })
+    await link.connect()
+    const ended = settle(link.runForever())
+    sim.stall({ agent: 'agent-1' })
+    const r = await ended
+    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'conflict', status: 409, retryable: false })
+    expect(link.state).toBe('terminated')
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101, 409])
   })
 })
