@@ -38,7 +38,8 @@ export type ChannelPolicy = typeof DEFAULT_CHANNEL_POLICY
  * @throws {RangeError} naming the first field that is out of range.
  */
 export function validateChannelPolicy(policy: ChannelPolicy): ChannelPolicy {
-  for (const [name, value] of Object.entries(policy)) assertMs(`channel.${name}`, value)
+  // A join wait of 0 ms could never be met: every attempt would time out at once, forever.
+  for (const [name, value] of Object.entries(policy)) assertMs(`channel.${name}`, value, name === 'joinTimeoutMs' ? 1 : 0)
   return policy
 }
 

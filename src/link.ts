@@ -151,6 +151,9 @@ const LINK_MACHINE = connectionMachine.provide({
   },
 })
 
+/** What an HTTP header value may hold (RFC 9110 section 5.5: visible ASCII, space, tab, obs-text), as Node's http checks it. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
+
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)$/i
 
 function abortError(signal: AbortSignal): unknown {
@@ -164,8 +167,9 @@ function abortError(signal: AbortSignal): unknown {
  * const link = createLink({ url: 'wss://platform.example/socket', agentId, apiKey, onControl })
  * link.on('disconnected', ({ reason, nextDelayMs }) => log(reason.kind, nextDelayMs))
  * await link.runForever({ signal })   // rejects AgentDisconnectedError on a terminal reason
- * @throws {ConfigurationError} for a missing agent id or key, a bad URL, plain ws:// to a
- *   non-loopback host, or a policy field out of range.
+ * @throws {ConfigurationError} for a missing agent id or key, a bad URL (including an empty
+ *   `?` or `#`), plain ws:// to a non-loopback host, a key an HTTP header cannot carry sent as
+ *   the `x-api-key` header, or a policy field out of range.
  */
 export function createLink(options: LinkOptions): Link {
   return new Link(options)
@@ -184,6 +188,8 @@ export class Link {
   readonly runs = new RunSupervisor()
   readonly #agentId: string
   #nextRun = 1
+  /** Redacts the API key from text that reaches the host outside the chart's (already redacted) events. */
+  readonly #scrub: <T>(value: T) => T
 
   private readonly emitter: Emitter<LinkEvents>
   readonly #adapter: PhoenixAdapter
@@ -208,11 +214,17 @@ export class Link {
     this.policy = resolvePolicy(options.policy)
     this.env = options.env ?? { now: () => Date.now(), random: () => Math.random() }
     this.log = redacting(options.logger, apiKey)
+    this.#scrub = (value) => redact(value, apiKey)
     this.controlHandler = options.onControl
     this.emitter = new Emitter<LinkEvents>((error, type) =>
       this.log.error('a link event listener threw', { event: String(type), error: errorMessage(error) }),
     )
     const apiKeyIn = options.apiKeyIn ?? (SUPPORTS_UPGRADE_HEADERS ? 'header' : 'param')
+    if (apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS && !HEADER_VALUE.test(apiKey)) {
+      throw new ConfigurationError(
+        "apiKey has characters an HTTP header cannot carry (control characters or code points above U+00FF); pass apiKeyIn: 'param', which percent-encodes it",
+      )
+    }
 
     this.#adapter = new PhoenixAdapter({
       url: endpoint,
@@ -399,7 +411,7 @@ export class Link {
       pushTimeoutMs: this.policy.transport.pushTimeoutMs,
       reportError: (error, where) => this.log.error(`${where} threw`, { error: errorMessage(error) }),
       reportUnhandled: (t, event) =>
-        this.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${JSON.stringify(event)} on ${t}` }),
+        this.emitter.emit('ignored', { event: 'channel.message', detail: this.#scrub(`no handler for ${JSON.stringify(event)} on ${t}`) }),
     })
     this.channels.set(topic, handle)
     this.channelParams.set(topic, params)
@@ -514,6 +526,8 @@ export class Link {
     this.#adapter.endAll()
     for (const channel of this.channels.values()) channel.failWaiting()
     this.lastState = 'terminated'
+    // Terminal like any other terminal reason: the runs of link.runSignal() are aborted.
+    void this.runs.abortPrincipal(this.#agentId, this.crashReason)
     for (const watcher of [...this.watchers]) watcher({ state: 'terminated', generation: -1, epoch: -1 })
     this.emitter.emit('disconnected', { reason: this.crashReason, outcome: 'terminated', nextDelayMs: null, attempt: null, terminal: true })
     this.emitter.emit('state', { state: 'terminated', previous })
@@ -684,7 +698,8 @@ function checkUrl(url: string, allowInsecure: boolean, apiKey: string): string {
   if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') {
     throw new ConfigurationError(`url must start with ws:// or wss://, got ${parsed.protocol}//`)
   }
-  if (parsed.search !== '' || parsed.hash !== '') {
+  // An empty `?` or `#` parses to '' but still reaches phoenix.js in the string it is given.
+  if (parsed.search !== '' || parsed.hash !== '' || url.includes('?') || url.includes('#')) {
     throw new ConfigurationError('url must not carry a query string or a fragment: phoenix.js appends /websocket and its own params; pass extra params with the `params` option')
   }
   if (parsed.protocol === 'ws:' && !LOOPBACK.test(parsed.hostname) && !allowInsecure) {

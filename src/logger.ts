@@ -16,8 +16,17 @@ export interface Logger {
 export const REDACTED = '[redacted]'
 
 /**
+ * The shortest cut-off start of a key that is redacted (characters). A key shorter than this is
+ * redacted only whole.
+ */
+export const MIN_CUT_KEY = 8
+
+/**
  * Returns `value` with every occurrence of `secret` (verbatim or URL-encoded) in its strings
- * replaced by `[redacted]`, identifier fields of typed values left alone,
+ * replaced by `[redacted]`, and every cut-off copy of it too: server text is kept in reasons
+ * only up to a length (a refusal body's first 200 characters, a bad frame's first 80), so a key
+ * echoed across that cut survives as its first characters; any run of at least
+ * {@link MIN_CUT_KEY} of them is redacted. Identifier fields of typed values are left alone,
  * copying only when something changes. Iterative (server-supplied payloads can nest thousands of
  * levels deep; recursion would overflow the stack), handles cycles; non-plain objects are kept
  * as they are except Errors, whose message is redacted.
@@ -51,7 +60,33 @@ function isPlain(value: object): boolean {
   return Array.isArray(value) || proto === Object.prototype || proto === null
 }
 
-function containsSecret(root: unknown, secret: string): boolean {
+/** The start of `form` whose presence marks a (possibly cut-off) copy of it. */
+function needleOf(form: string): string {
+  return form.slice(0, MIN_CUT_KEY)
+}
+
+/**
+ * `text` with every copy of `form`, whole or cut off (its first {@link MIN_CUT_KEY} characters
+ * or more, then as much of the rest as follows), replaced by `[redacted]`.
+ */
+function scrub(text: string, form: string): string {
+  const needle = needleOf(form)
+  let at = text.indexOf(needle)
+  if (at < 0) return text
+  let out = ''
+  let from = 0
+  while (at >= 0) {
+    let end = at + needle.length
+    while (end < text.length && end - at < form.length && text[end] === form[end - at]) end++
+    out += text.slice(from, at) + REDACTED
+    from = end
+    at = text.indexOf(needle, end)
+  }
+  return out + text.slice(from)
+}
+
+function containsSecret(root: unknown, form: string): boolean {
+  const secret = needleOf(form)
   const stack: unknown[] = [root]
   const seen = new Set<object>()
   while (stack.length > 0) {
@@ -72,8 +107,9 @@ function containsSecret(root: unknown, secret: string): boolean {
   return false
 }
 
-function replaceSecret<T>(root: T, secret: string): T {
-  const swap = (s: string) => (s.includes(secret) ? s.split(secret).join(REDACTED) : s)
+function replaceSecret<T>(root: T, form: string): T {
+  const secret = needleOf(form)
+  const swap = (s: string) => (s.includes(secret) ? scrub(s, form) : s)
   const copies = new Map<object, unknown>()
   const copyOf = (value: unknown): unknown => {
     if (typeof value === 'string') return swap(value)

@@ -63,15 +63,22 @@ export const DEFAULT_TRANSPORT_POLICY = {
 export type TransportPolicy = typeof DEFAULT_TRANSPORT_POLICY
 
 /**
- * Checks the transport policy.
+ * Checks the transport policy: whole numbers; heartbeatIntervalMs and pushTimeoutMs at least 1,
+ * maxFrameBytes at least 1024.
  *
  * @throws {RangeError} naming the first field that is out of range.
  */
 export function validateTransportPolicy(policy: TransportPolicy): TransportPolicy {
-  for (const [name, value] of Object.entries(policy)) assertMs(`transport.${name}`, value)
-  if (policy.heartbeatIntervalMs < 1) throw new RangeError('transport.heartbeatIntervalMs must be at least 1')
+  for (const [name, value] of Object.entries(policy)) assertMs(`transport.${name}`, value, MIN_TRANSPORT_POLICY[name as keyof TransportPolicy] ?? 0)
   return policy
 }
+
+/**
+ * Lower bounds above 0. A heartbeat interval or push wait of 0 could never be met; a frame limit
+ * under 1 KiB cannot carry a join reply (and `ws` reads 0 as "no limit" while the decoder would
+ * refuse every frame).
+ */
+const MIN_TRANSPORT_POLICY: Partial<TransportPolicy> = { heartbeatIntervalMs: 1, pushTimeoutMs: 1, maxFrameBytes: 1024 }
 
 /** phoenix.js's reconnectAfterMs/rejoinAfterMs when the charts own retries: never (2^31-1, not Infinity, which Node clamps to 1 ms). */
 const NEVER = 2 ** 31 - 1
@@ -405,16 +412,13 @@ export class PhoenixAdapter {
         this.emit({ type: 'socket.upgradeRejected', reason, ...tag })
         return
       }
-      const code = typeof event?.code === 'number' ? event.code : 1006
-      const error =
-        handle.lastErrorCode === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH'
-          ? `an inbound frame exceeded maxFrameBytes (${policy.maxFrameBytes} bytes); the link closed the socket with 1009 (message too big)`
-          : handle.lastError
-      this.emit({
-        type: 'socket.close',
-        reason: classifyClose({ code, reason: String(event?.reason ?? ''), error }, origin.generation, now),
-        ...tag,
-      })
+      // An oversized inbound frame: ws closes with 1009 and destroys the socket, so the close
+      // event may read 1006; the reason is the 1009 the link sent (RFC 6455 section 7.4.1).
+      const tooBig = handle.lastErrorCode === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH'
+      const close = tooBig
+        ? { code: 1009, reason: `an inbound frame exceeded maxFrameBytes (${policy.maxFrameBytes} bytes); the link closed the socket with 1009` }
+        : { code: typeof event?.code === 'number' ? event.code : 1006, reason: String(event?.reason ?? ''), error: handle.lastError }
+      this.emit({ type: 'socket.close', reason: classifyClose(close, origin.generation, now), ...tag })
     })
     try {
       socket.connect()

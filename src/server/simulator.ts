@@ -559,12 +559,14 @@ export class PlatformSimulator extends EventEmitter {
       }
       // A client that never answers the close frame is cut off rather than waited for.
       const pending = this.connections.filter((c) => c.state !== 'closed')
+      const allClosed = () => pending.every((c) => c.state === 'closed')
       if (pending.length > 0) {
-        await this.waitFor(() => pending.every((c) => c.state === 'closed'), { timeoutMs: 1000, what: 'sockets to close' }).catch(
-          () => {
-            for (const c of pending) if (c.state !== 'closed') c.abort()
-          },
-        )
+        await this.waitFor(allClosed, { timeoutMs: 1000, what: 'sockets to close' }).catch(async () => {
+          for (const c of pending) if (c.state !== 'closed') c.abort()
+          // terminate() destroys the TCP socket; its close event, which ends the principal's
+          // presence (and so aborts its runs), follows within a tick: wait for it.
+          await this.waitFor(allClosed, { timeoutMs: 1000, what: 'aborted sockets to close' }).catch(() => {})
+        })
       }
       // Grace windows still open end now: their principals are gone for good, their runs aborted,
       // and the event streams still hear it.

@@ -36,4 +36,16 @@ describe('redacting logger', () => {
     const reason = { kind: 'rejected', cause: 'unauthenticated', closeName: 'policy violation', detail: 'e is the key' }
     expect(redact(reason, 'e')).toEqual({ kind: 'rejected', cause: 'unauthenticated', closeName: 'policy violation', detail: '[redacted] is th[redacted] k[redacted]y' })
   })
+
+  it('redacts a cut-off copy of the key (its first 8 characters or more), wherever it stands', () => {
+    const key = 'sk_live_ABCDEFGHIJKLMNOP'
+    const cut = (n: number) => key.slice(0, n)
+    // As reasons keep it: a body cut at 200 characters, a frame excerpt quoted by JSON.stringify.
+    expect(redact({ body: `xx ${cut(20)}` }, key)).toEqual({ body: 'xx [redacted]' })
+    expect(redact(`frame starts ${JSON.stringify(`zz${cut(12)}`)}`, key)).toBe('frame starts "zz[redacted]"')
+    expect(redact(`${key}${key} and ${cut(8)}!`, key)).toBe('[redacted][redacted] and [redacted]!')
+    // Under 8 characters of the key is not a copy of it; a key shorter than 8 is redacted whole only.
+    expect(redact(`see ${cut(7)}`, key)).toBe(`see ${cut(7)}`)
+    expect(redact('keyword keyed', 'keyed')).toBe('keyword [redacted]')
+  })
 })

@@ -175,13 +175,17 @@ describe('reentrant and concurrent calls', () => {
 })
 
 describe('a chart crash', () => {
-  it('ends every socket, rejects waiters INTERNAL, reads terminated, and disconnect() still resolves', async () => {
+  it('ends every socket, rejects waiters INTERNAL, aborts runs, reads terminated, and disconnect() still resolves', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
     await link.connect()
     const run = settle(link.runForever())
+    const work = link.runSignal('work-1')
     ;(link as unknown as { onCrash(e: unknown): void }).onCrash(new Error('simulated bug'))
     expect(((await run) as { error: { code: string } }).error.code).toBe('INTERNAL')
+    // Work the session can no longer deliver is aborted, as on any terminal reason.
+    expect(work.aborted).toBe(true)
+    expect(work.reason).toMatchObject({ kind: 'other', detail: expect.stringContaining('simulated bug') })
     expect(link.state).toBe('terminated')
     expect(link.lastDisconnectReason).toMatchObject({ kind: 'other', detail: expect.stringContaining('simulated bug') })
     await link.disconnect()
@@ -383,6 +387,31 @@ describe('strict inputs (second review)', () => {
     expect(() => link.channel('phoenix')).toThrow(/heartbeat topic/)
     expect(() => world().link(sim, { url: `${sim.url}?x=1` })).toThrow(/query string or a fragment/)
     expect(() => world().link(sim, { url: `${sim.url}#f` })).toThrow(/query string or a fragment/)
+    // An empty `?` or `#` parses to nothing but would still reach phoenix.js (404, or a URL ws refuses).
+    expect(() => world().link(sim, { url: `${sim.url}?` })).toThrow(/query string or a fragment/)
+    expect(() => world().link(sim, { url: `${sim.url}#` })).toThrow(/query string or a fragment/)
+  })
+
+  it('options that could never connect are refused at configuration, not retried forever', async () => {
+    const sim = await world().sim()
+    // A key an HTTP header cannot carry, sent as x-api-key; as a param it is percent-encoded and works.
+    for (const apiKey of ['key\r\nx-evil: 1', 'ключ-1']) {
+      expect(() => world().link(sim, { apiKey, apiKeyIn: 'header' })).toThrow(/HTTP header cannot carry.*apiKeyIn: 'param'/)
+    }
+    for (const [policy, message] of [
+      [{ connection: { connectTimeoutMs: 0 } }, /connection.connectTimeoutMs must be at least 1/],
+      [{ connection: { joinTimeoutMs: 0 } }, /connection.joinTimeoutMs must be at least 1/],
+      [{ channel: { joinTimeoutMs: 0 } }, /channel.joinTimeoutMs must be at least 1/],
+      [{ transport: { maxFrameBytes: 0 } }, /transport.maxFrameBytes must be at least 1024/],
+      [{ transport: { maxFrameBytes: 1.5 } }, /maxFrameBytes must be a whole number of bytes/],
+      [{ transport: { pushTimeoutMs: 0 } }, /transport.pushTimeoutMs must be at least 1/],
+    ] as const) {
+      expect(() => world().link(sim, { policy: policy as never }), JSON.stringify(policy)).toThrow(message)
+    }
+    // Zero where it means something: no leave wait, no conflict retries.
+    const link = world().link(sim, { policy: { connection: { leaveTimeoutMs: 0, conflictRetryWindowMs: 0 } } })
+    await link.connect()
+    expect(link.state).toBe('connected')
   })
 
   it('dedupeWindow 0 turns deduplication off and remembers nothing', async () => {

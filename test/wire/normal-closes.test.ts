@@ -90,7 +90,8 @@ describe('rule: a normal close reconnects (scenarios 1-4)', () => {
     const r = next(link, 'reconnected')
     sim.control('agent-1', { mode: 'interrupt', reason: 'x'.repeat(4096) })
     const { reason } = await d
-    expect(reason).toMatchObject({ retryable: true })
+    // Typed as the close the link sent: an alert on closeCode 1009 sees it.
+    expect(reason).toMatchObject({ kind: 'closed', closeCode: 1009, closeName: 'message too big', retryable: true })
     expect(JSON.stringify(reason)).toMatch(/exceeded maxFrameBytes \(1024 bytes\).*1009/)
     await r
     expect(sim.accepted('agent-1')).toHaveLength(2)

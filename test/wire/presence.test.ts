@@ -7,6 +7,7 @@
 import { get } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { Registry } from 'prom-client'
+import WebSocket from 'ws'
 import { linkMetrics } from '../../src/metrics.js'
 import { startSimulator, type PlatformSimulator } from '../../src/server/index.js'
 import { next, untilState, useWorld } from '../support/wire.js'
@@ -112,6 +113,27 @@ describe('presence on the simulator', () => {
     expect(sim.aborts.map((a) => a.outcome)).toEqual(['aborted'])
     expect(parseMetrics(await sim.metrics.registry.metrics()).get('phoenix_link_principal_disconnects_total{reason="graceful"}')).toBe(1)
   })
+
+  for (const graceWindowMs of [0, 60_000]) {
+    it(`stopping the simulator under a client that never answers the close frame still ends its presence and aborts its runs (grace ${graceWindowMs} ms)`, async () => {
+      const sim = await startSimulator({ agents: { 'agent-1': 'key-1' }, presence: { graceWindowMs } })
+      const client = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&vsn=2.0.0`, { headers: { 'x-api-key': 'key-1' } })
+      client.on('error', () => {})
+      try {
+        await new Promise((resolve) => client.once('open', resolve))
+        const signal = sim.runs.startRun('agent-1', 'run-x')
+        // The client stops reading: the close frame is never answered, so stop() cuts it off.
+        ;(client as unknown as { _socket: { pause(): void } })._socket.pause()
+        await sim.stop()
+        expect(crossings(sim)).toEqual(['first-connected', 'last-disconnected:dropped'])
+        expect(signal.aborted).toBe(true)
+        expect(sim.runs.inFlight('agent-1')).toEqual([])
+        expect(parseMetrics(await sim.metrics.registry.metrics()).get('phoenix_link_principal_disconnects_total{reason="dropped"}')).toBe(1)
+      } finally {
+        client.terminate()
+      }
+    })
+  }
 
   it('a host logger or presence listener that throws stops neither the abort nor the metrics', async () => {
     const sim = await world().sim({

@@ -64,6 +64,32 @@ describe('secrets', () => {
     })
   }
 
+  it('a key echoed across the cut of kept server text (refusal body, bad frame, event name) is redacted whole', async () => {
+    const sim = await world().sim({ agents: { 'agent-1': KEY } })
+    const link = world().link(sim, { apiKey: KEY })
+    await link.connect()
+    // No handler for an event whose name carries the key: reported as ignored, redacted.
+    const room = link.channel('room:1')
+    await room.push('hello', {})
+    const unhandled = new Promise<void>((resolve) => link.once('ignored', () => resolve()))
+    sim.push({ agent: 'agent-1' }, 'room:1', `echo:${KEY}`, {})
+    await unhandled
+    // A bad frame whose first 80 characters end inside the key.
+    const badFrame = new Promise<void>((resolve) => link.once('ignored', () => resolve()))
+    sim.sendRaw({ agent: 'agent-1' }, `${'z'.repeat(80 - KEY.length + 1)}${KEY} not json`)
+    await badFrame
+    // A refusal body whose first 200 characters end inside the key.
+    sim.refuseUpgrades({ status: 403, body: `${'y'.repeat(200 - KEY.length + 1)}${KEY}` })
+    sim.close({ agent: 'agent-1' }, 1000)
+    const ended = await settle(link.runForever())
+    const captured = world().captured.get(link)!
+    const cut = KEY.slice(0, 8)
+    const outputs = [text(captured.lines), text(captured.events), text((ended as { error: unknown }).error), text(link.lastDisconnectReason)]
+    for (const out of outputs) expect(out).not.toContain(cut)
+    expect(text(captured.events).match(/\[redacted\]/g)?.length).toBeGreaterThanOrEqual(3)
+    expect(link.lastDisconnectReason).toMatchObject({ kind: 'rejected', status: 403 })
+  })
+
   it('the key is in no metrics label or value, simulator log line, admin answer, event feed or simulator record', async () => {
     const simLines: string[] = []
     const sim = await world().sim({
