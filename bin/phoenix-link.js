@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The installed command: runs the compiled CLI (npm run build, or `prepare` on install).
+// The installed command: runs the compiled CLI (dist/, built by `npm run build`, and by `prepack` for a published package).
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 

@@ -7,7 +7,7 @@
  *   idle --control.enqueue--> delivering (invoke deliverSignal) --done/error--> idle | delivering
  *
  * A signal already delivered or queued with the same correlation id is dropped and reported
- * (the platform does not deduplicate; see FIELD-NOTES "agent.control payload").
+ * (the platform does not deduplicate; see docs/field-notes.md "agent.control payload").
  */
 import { assign, sendParent, setup, fromPromise } from 'xstate'
 

@@ -52,7 +52,7 @@ export function program(): Command {
     .description('connect to a platform and log every transition until Ctrl-C')
     .requiredOption('--url <url>', 'socket endpoint, e.g. wss://platform.example/socket')
     .requiredOption('--agent-id <id>', 'the agent id')
-    .addOption(new Option('--api-key <key>', 'the API key (or PHOENIX_LINK_API_KEY)').env('PHOENIX_LINK_API_KEY').makeOptionMandatory())
+    .addOption(new Option('--api-key <key>', 'the API key').env('PHOENIX_LINK_API_KEY').makeOptionMandatory())
     .addOption(new Option('--on-conflict <mode>', 'supersede (default) or reject a second same-key socket').choices(['supersede', 'reject']))
     .option('--allow-insecure', 'allow ws:// to a host that is not loopback', false)
     .option('--json', 'one JSON object per line', false)
@@ -97,7 +97,9 @@ export function program(): Command {
     })
   cli
     .command('export')
-    .description('write the charts as XState config (json), a module Stately Studio imports (ts), or a mermaid stateDiagram')
+    .description(
+      'write the charts as XState config (json), a module Stately Studio imports (ts), or a mermaid stateDiagram (with --chart; without it, a Markdown page of one diagram per chart)',
+    )
     .addOption(new Option('--chart <name>', 'one chart').choices(Object.keys(CHARTS)))
     .addOption(new Option('--format <format>', 'output form').choices([...EXPORT_FORMATS]).default('json'))
     .action((opts: { chart?: ChartName; format: (typeof EXPORT_FORMATS)[number] }) => {

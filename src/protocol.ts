@@ -38,7 +38,7 @@ export const PROTOCOL_VSN = '2.0.0'
 export const SUPERSEDE_EVENT = 'supersede'
 /** Event of the platform's control signals on the control channel. */
 export const CONTROL_EVENT = 'agent.control'
-/** Socket param naming the agent (FIELD-NOTES "The platform's control channel"). */
+/** Socket param naming the agent (docs/field-notes.md "The platform's control channel"). */
 export const AGENT_ID_PARAM = 'agent_id'
 /** Socket param carrying the API key when it is not sent as a header. */
 export const API_KEY_PARAM = 'api_key'

@@ -158,9 +158,9 @@ export type CloseOutcome =
  * The close code table: RFC 6455 section 7.4.1 names and the IANA WebSocket close code registry
  * (1012-1015), with the outcome for a session. No close code means "stop": 1000, 1001 and 1011
  * are what the same platform "disconnect" sends through Phoenix 1.8, Cowboy and Bandit
- * (FIELD-NOTES "Close codes a real server sends"). Only a server saying the agent is not allowed
+ * (docs/field-notes.md "Close codes a real server sends"). Only a server saying the agent is not allowed
  * ends the session: 1008 (policy violation) and 4500-4999. A complaint about one message (1002,
- * 1003, 1007, 1009, 1010) reconnects: Bandit closes an idle socket with 1002 (FIELD-NOTES), and one
+ * 1003, 1007, 1009, 1010) reconnects: Bandit closes an idle socket with 1002 (docs/field-notes.md), and one
  * oversized push must not silence an agent for good; a real protocol fault that repeats ends in
  * `suppressed` through the rapid-disconnect window.
  */
@@ -247,8 +247,9 @@ export function classifyClose(close: CloseInfo, generation: number, at: number):
 }
 
 /**
- * HTTP statuses of a refused WebSocket upgrade and the rejection cause they mean. 400/401/403/409
- * end the session; 429 and 503 wait at least Retry-After (FIELD-NOTES "The platform's control
+ * HTTP statuses of a refused WebSocket upgrade and the rejection cause they mean. 400/401/402/403/409
+ * end the session (a 409 soon after this session lost its own connection is retried instead: the
+ * connection chart's `isOwnConflict`); 429 and 503 wait at least Retry-After (docs/field-notes.md "The platform's control
  * channel"; Phoenix answers 403 when connect/3 returns :error). Statuses not listed: other 5xx are
  * `unavailable` (retryable), anything else is `other`.
  */

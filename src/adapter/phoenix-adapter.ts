@@ -46,7 +46,7 @@ import type WebSocket from 'isomorphic-ws'
 export const DEFAULT_TRANSPORT_POLICY = {
   /**
    * Heartbeat interval; a reply must arrive within one interval, so a dead peer is detected in
-   * at most two (FIELD-NOTES "Heartbeat timeout"). @default 30000 — phoenix.js's default.
+   * at most two (docs/field-notes.md "Heartbeat timeout"). @default 30000 — phoenix.js's default.
    */
   heartbeatIntervalMs: 30_000,
   /** Wait for the peer's close frame before ending the TCP connection. @default 1000 — ws waits 30 s by default; a stop must be quick. */
@@ -343,7 +343,7 @@ export class PhoenixAdapter {
       },
       onClientClose: (_code, reason) => {
         // phoenix.js socket.js heartbeatTimeout(): connection.close(WS_CLOSE_NORMAL, "heartbeat timeout").
-        // On the socket alone that close looks like a server's normal close (FIELD-NOTES), so it
+        // On the socket alone that close looks like a server's normal close (docs/field-notes.md), so it
         // is classified here, where the client's own close is visible. Reported after phoenix
         // finishes its own handling of the timeout.
         if (reason === 'heartbeat timeout' && !handle.ended && !handle.heartbeatTimedOut) {

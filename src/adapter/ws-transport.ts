@@ -3,7 +3,7 @@
  * a constructor function whose instances report to that generation's handle. In Node (isomorphic-ws resolves to
  * `ws`) it adds the upgrade headers (the API key), the inbound frame limit and the close
  * timeout, and reads a refused upgrade (status, Retry-After, JSON body) from ws's
- * `unexpected-response` before ending it (FIELD-NOTES "Reading a refused upgrade"). In a browser
+ * `unexpected-response` before ending it (docs/field-notes.md "Reading a refused upgrade"). In a browser
  * it is the native WebSocket with only the close hook.
  */
 import WebSocket from 'isomorphic-ws'
@@ -87,7 +87,7 @@ export function transportClass(hooks: TransportHooks): new (url: string, protoco
 /**
  * Reads status, Retry-After and up to `bodyLimit` bytes of body, reports them, then destroys the
  * request with an error so ws emits error and close 1006 as usual. Without the destroy, no close
- * would ever fire (FIELD-NOTES). Bounded by `closeTimeout` for a body that never ends.
+ * would ever fire (docs/field-notes.md). Bounded by `closeTimeout` for a body that never ends.
  */
 function readRefusal(req: ClientRequest, res: IncomingMessage, hooks: TransportHooks): void {
   const status = res.statusCode ?? 0

@@ -1,14 +1,18 @@
 /** `phoenix-link export`: the shipped charts as XState config JSON, a Stately-importable TypeScript module, or mermaid. */
 import type { AnyStateMachine } from 'xstate'
 import { CHARTS, type ChartName } from '../model/chart-info.js'
-import { chartConfig, chartMermaid, chartModule } from '../model/export.js'
+import { chartConfig, chartMermaid, chartModule, chartsModule } from '../model/export.js'
 
 /** The formats of {@link runExport}. */
 export const EXPORT_FORMATS = ['json', 'ts', 'mermaid'] as const
 
 /** Options of {@link runExport}. */
 export interface ExportOptions {
-  /** One chart, or all (json: one object keyed by chart; ts and mermaid: one after the other). */
+  /**
+   * One chart, or all: json gives one object keyed by chart, ts one module with one
+   * `export const <name>Machine` per chart, mermaid a Markdown page with one fenced diagram per
+   * chart (a mermaid file holds one diagram).
+   */
   chart?: ChartName
   format: (typeof EXPORT_FORMATS)[number]
   write?: (text: string) => void
@@ -33,8 +37,12 @@ export function runExport(options: ExportOptions): number {
       ? chartConfig(CHARTS[options.chart] as AnyStateMachine)
       : Object.fromEntries(charts.map((name) => [name, chartConfig(CHARTS[name] as AnyStateMachine)]))
     write(`${JSON.stringify(out, null, 2)}\n`)
+  } else if (options.format === 'ts') {
+    write(options.chart ? chartModule(options.chart) : chartsModule(charts))
+  } else if (options.chart) {
+    write(chartMermaid(options.chart))
   } else {
-    write(charts.map((name) => (options.format === 'ts' ? chartModule(name) : chartMermaid(name))).join('\n'))
+    write(charts.map((name) => `## ${name}\n\n\`\`\`mermaid\n${chartMermaid(name).trimEnd()}\n\`\`\`\n`).join('\n'))
   }
   return 0
 }

@@ -53,7 +53,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     out.event('simulator', 'closed', { socket: c.id, closeSeen: c.closeSeen, closeSent: c.closeSent }, `${c.id} closed (${c.closeSeen?.code ?? '?'})`),
   )
   sim.on('refused', (u: { status: number; agentId: string | null; outcome: string }) =>
-    out.event('simulator', 'refused', u, `refused ${u.agentId}: HTTP ${u.status} (${u.outcome})`),
+    out.event('simulator', 'refused', u, `refused ${u.agentId === null ? 'an upgrade with no agent_id' : u.agentId}: HTTP ${u.status} (${u.outcome})`),
   )
   sim.on('presence', (p: PresenceCrossing) =>
     out.event('simulator', 'presence', { principal: p.principal, kind: p.kind, reason: p.reason }, `presence of ${p.principal}: ${p.kind}${p.reason ? ` (${p.reason.kind})` : ''}`),

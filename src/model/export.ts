@@ -98,18 +98,31 @@ export function chartConfig(machine: AnyStateMachine): ConfigState {
  * transitions (test/unit/export.test.ts).
  */
 export function chartModule(name: ChartName): string {
-  const machine = CHARTS[name] as AnyStateMachine
-  const config = chartConfig(machine)
+  return `// The ${name} chart of phoenix-link (machines/${name}.ts), exported by \`phoenix-link export --chart ${name} --format ts\`.
+${MODULE_PREAMBLE}
+${machineDeclaration(name)}`
+}
+
+/** Every chart in one module: one import, then one `export const <name>Machine` per chart. */
+export function chartsModule(names: readonly ChartName[]): string {
+  return `// The charts of phoenix-link (machines/), exported by \`phoenix-link export --format ts\`.
+${MODULE_PREAMBLE}
+${names.map(machineDeclaration).join('\n')}`
+}
+
+const MODULE_PREAMBLE = `// Structure only: every guard, action, delay and actor is a stub named as in the shipped setup().
+import { fromCallback, setup } from 'xstate'
+`
+
+/** `export const <name>Machine = setup({...stubs}).createMachine(config)`. */
+function machineDeclaration(name: ChartName): string {
+  const config = chartConfig(CHARTS[name] as AnyStateMachine)
   const names = collectNames(config)
   const list = (items: Set<string>) => [...items].sort().map((n) => `    ${JSON.stringify(n)}: ${'() => {}'},`).join('\n')
   const guards = [...names.guards].sort().map((n) => `    ${JSON.stringify(n)}: () => true,`).join('\n')
   const actors = [...names.actors].sort().map((n) => `    ${JSON.stringify(n)}: fromCallback(() => {}),`).join('\n')
   const delays = [...names.delays].sort().map((n) => `    ${JSON.stringify(n)}: 1000,`).join('\n')
-  return `// The ${name} chart of phoenix-link (machines/${name}.ts), exported by \`phoenix-link export --chart ${name} --format ts\`.
-// Structure only: every guard, action, delay and actor is a stub named as in the shipped setup().
-import { fromCallback, setup } from 'xstate'
-
-export const ${name}Machine = setup({
+  return `export const ${name}Machine = setup({
   guards: {
 ${guards}
   },
@@ -122,7 +135,7 @@ ${delays}
   actors: {
 ${actors}
   },
-}).createMachine(${JSON.stringify(config, null, 2).replace(/\n/g, '\n')})
+}).createMachine(${JSON.stringify(config, null, 2)})
 `
 }
 

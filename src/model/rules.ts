@@ -7,7 +7,7 @@
 export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string, name: string]> }> = [
   {
     id: 'normal-close-reconnects',
-    rule: 'A peer close 1000/1001 (and 1002, 1009, 1011, 1012, 1013, 1006, 3000-4499) reconnects and rejoins every channel; only 1008 and 4500-4999 say the agent is not allowed; only disconnect() stops.',
+    rule: 'A peer close 1000, 1001, 1002, 1003, 1005, 1007, 1009-1014 or 3000-4499, or a drop (1006, 1015), reconnects and rejoins every channel; only 1008 and 4500-4999 say the agent is not allowed; only disconnect() stops.',
     tests: [
       ['test/machines/connection.test.ts', 'close 1000 while connected -> reconnecting, never stopped'],
       ['test/wire/normal-closes.test.ts', 'close 1000 -> reconnect with backoff, control and app channels rejoined with fresh join_refs'],
@@ -25,7 +25,7 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'upgrade-rejection-is-terminal',
-    rule: 'HTTP 400/401/403/409 on the upgrade end the session with rejected; 429 and 503 wait at least Retry-After and retry.',
+    rule: 'HTTP 400/401/402/403/409 on the upgrade end the session with rejected (a 409 from our own lost socket is retried: own-conflict-retries); 429 and 503 wait at least Retry-After and retry.',
     tests: [
       ['test/machines/connection.test.ts', 'HTTP 403 -> terminated, rejected'],
       ['test/wire/upgrade.test.ts', 'a wrong API key: HTTP 403 -> rejected(unauthenticated), connect() rejects, no retry (scenario 17)'],

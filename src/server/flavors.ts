@@ -1,6 +1,6 @@
 /**
  * Close codes of the web servers a Phoenix platform runs on. The same platform event reaches
- * clients as a different close code depending on the server (FIELD-NOTES "Close codes a real
+ * clients as a different close code depending on the server (docs/field-notes.md "Close codes a real
  * server sends", observed against Phoenix 1.7.24 with Bandit 1.6 and Cowboy 2.12; Phoenix 1.8.8+
  * sends an explicit 1001 for the "disconnect" broadcast, phoenix PR #6678).
  */

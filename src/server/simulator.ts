@@ -942,7 +942,7 @@ export class PlatformSimulator extends EventEmitter {
     this.reply(c, frame, 'ok', outcome.response ?? {})
     outcome.after?.(c)
     // A second join of a topic on one socket: reply to the new join, then phx_close with the
-    // OLD join_ref (FIELD-NOTES "Phoenix V2 wire protocol").
+    // OLD join_ref (docs/field-notes.md "Phoenix V2 wire protocol").
     if (previous) {
       c.send({ join_ref: previous.joinRef, ref: previous.joinRef, topic: frame.topic, event: CHANNEL_EVENTS.close, payload: {} })
     }

@@ -6,8 +6,23 @@
 import { describe, expect, it } from 'vitest'
 import { fromCallback, setup, type AnyStateMachine } from 'xstate'
 import { allNodes, CHARTS, nodePath, transitionRows, type ChartName } from '../../src/model/chart-info.js'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
 import { chartConfig, chartMermaid, chartModule, collectNames } from '../../src/model/export.js'
 import { runExport } from '../../src/cli/export.js'
+
+/** Type errors of `source` compiled as a module inside this project (so `xstate` resolves). */
+function typeErrors(source: string): string[] {
+  const file = fileURLToPath(new URL('../../exported-charts.ts', import.meta.url))
+  const options: ts.CompilerOptions = { strict: true, noEmit: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, skipLibCheck: true, types: [] }
+  const host = ts.createCompilerHost(options)
+  const getSourceFile = host.getSourceFile.bind(host)
+  host.getSourceFile = (name, version, ...rest) => (name === file ? ts.createSourceFile(name, source, version) : getSourceFile(name, version, ...rest))
+  const fileExists = host.fileExists.bind(host)
+  host.fileExists = (name) => name === file || fileExists(name)
+  const program = ts.createProgram([file], options, host)
+  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
+}
 
 /** Builds a machine from an exported config with stub implementations under the same names. */
 function reimport(config: ReturnType<typeof chartConfig>): AnyStateMachine {
@@ -51,6 +66,17 @@ describe('export', () => {
     out.length = 0
     expect(runExport({ format: 'json', write: (s) => out.push(s) })).toBe(0)
     expect(Object.keys(JSON.parse(out.join('')))).toEqual(Object.keys(CHARTS))
+    // Every chart at once: one module that compiles, one Markdown page of fenced diagrams.
+    out.length = 0
+    expect(runExport({ format: 'ts', write: (s) => out.push(s) })).toBe(0)
+    const module = out.join('')
+    expect(module.match(/^import /gm)).toHaveLength(1)
+    for (const name of Object.keys(CHARTS)) expect(module).toContain(`export const ${name}Machine = setup(`)
+    expect(typeErrors(module)).toEqual([])
+    expect(typeErrors(chartModule('connection'))).toEqual([])
+    out.length = 0
+    expect(runExport({ format: 'mermaid', write: (s) => out.push(s) })).toBe(0)
+    expect(out.join('').match(/^```mermaid\nstateDiagram-v2$/gm)).toHaveLength(Object.keys(CHARTS).length)
     expect(() => runExport({ chart: 'nope' as ChartName, format: 'json', write: () => {} })).toThrow(/unknown chart/)
     expect(() => runExport({ format: 'svg' as 'json', write: () => {} })).toThrow(/unknown format/)
   })

@@ -86,7 +86,7 @@ describe('rule: upgrade rejection is terminal', () => {
 })
 
 describe('rule: our own conflict is retried (on_conflict=reject)', () => {
-  // The platform closes a socket 60 s after it last received anything (FIELD-NOTES), so after a
+  // The platform closes a socket 60 s after it last received anything (docs/field-notes.md), so after a
   // loss it may still hold ours: a stalled peer stops reading, so our close never reaches it.
   it('a 409 from our own lost socket still held by the platform is retried until the platform lets go', async () => {
     const sim = await world().sim()
