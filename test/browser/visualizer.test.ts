@@ -3,12 +3,14 @@
  * drawn with every state visible and clickable; the live page following a link through a
  * reconnect and a supersede, checked against the link's own state; a recorded trace replayed to
  * the same states, forward and back; the dashboard showing a connection appear and disappear.
- * Each test saves a screenshot to docs/ (docs/visualize.md shows them).
+ * Each test saves a screenshot to docs/ (docs/visualize.md shows them) when it differs from the
+ * one there in more than 1% of its pixels, so the pictures stay current without a test run
+ * rewriting them for a changed step number or timestamp.
  *
  * Skips, saying so, where Chromium is absent (CHROMIUM_PATH, else /usr/bin/chromium); .ci/run
  * installs it so CI runs these.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -27,6 +29,44 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const HAVE_CHROMIUM = existsSync(CHROMIUM)
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url))
 if (!HAVE_CHROMIUM) console.warn(`[browser] skipping the visualizer tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`)
+
+/** Share of pixels (0..1) that differ between two PNGs of the same size (1 when the sizes differ), compared in the page. */
+function differingShare(page: Page, a: Buffer, b: Buffer): Promise<number> {
+  return page.evaluate(
+    async ([first, second]) => {
+      // The Node tsconfig has no DOM lib: the page's globals, typed by hand.
+      type Ctx = { drawImage(i: unknown, x: number, y: number): void; getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } }
+      type Img = { width: number; height: number; decode(): Promise<void>; src: string }
+      const g = globalThis as unknown as { Image: new () => Img; OffscreenCanvas: new (w: number, h: number) => { getContext(kind: '2d'): Ctx } }
+      const load = async (base64: string) => {
+        const image = new g.Image()
+        image.src = `data:image/png;base64,${base64}`
+        await image.decode()
+        return image
+      }
+      const [x, y] = await Promise.all([load(first), load(second)])
+      if (x.width !== y.width || x.height !== y.height) return 1
+      const pixels = (image: Img) => {
+        const context = new g.OffscreenCanvas(image.width, image.height).getContext('2d')
+        context.drawImage(image, 0, 0)
+        return context.getImageData(0, 0, image.width, image.height).data
+      }
+      const [p, q] = [pixels(x), pixels(y)]
+      let differing = 0
+      for (let i = 0; i < p.length; i += 4) if (p[i] !== q[i] || p[i + 1] !== q[i + 1] || p[i + 2] !== q[i + 2]) differing++
+      return differing / (p.length / 4)
+    },
+    [a.toString('base64'), b.toString('base64')] as const,
+  )
+}
+
+/** Writes the page's screenshot to docs/`name` unless the one there differs in at most 1% of its pixels. */
+async function saveScreenshot(page: Page, name: string): Promise<void> {
+  const file = join(DOCS, name)
+  const fresh = await page.screenshot()
+  if (existsSync(file) && (await differingShare(page, readFileSync(file), fresh)) <= 0.01) return
+  writeFileSync(file, fresh)
+}
 
 describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
   const world = useWorld()
@@ -93,7 +133,7 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
       const details = await page.locator('[data-testid="details"]').innerText()
       expect(details).toContain('control.supersede')
       expect(details).toContain('A supersede push ends the session for good')
-      await page.screenshot({ path: join(DOCS, 'visualize-charts.png') })
+      await saveScreenshot(page, 'visualize-charts.png')
       expect(errors).toEqual([])
     } finally {
       await close()
@@ -143,7 +183,7 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
       await expect.poll(shown).toBe('terminated')
       await expect.poll(() => page.locator('[data-chart="connection"] [data-state="terminated"].active').count()).toBe(1)
       expect(await page.locator('[data-testid="last-reason"]').innerText()).toContain('superseded')
-      await page.screenshot({ path: join(DOCS, 'visualize-live.png') })
+      await saveScreenshot(page, 'visualize-live.png')
       expect(errors).toEqual([])
     } finally {
       stop()
@@ -184,7 +224,7 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
         await page.locator('[data-testid="back"]').click()
         expect(await page.locator('[data-testid="step-label"]').innerText()).toBe(`step ${records.length - 1} of ${records.length}`)
         expect(await page.locator('[data-testid="link-state"]').innerText()).toBe(records.at(-2)!.state)
-        await page.screenshot({ path: join(DOCS, 'visualize-replay.png') })
+        await saveScreenshot(page, 'visualize-replay.png')
         // A file that is not a trace is refused in the panel, naming the bad line; the page goes on.
         await page.locator('[data-testid="trace-file"]').setInputFiles({ name: 'bad.jsonl', mimeType: 'text/plain', buffer: Buffer.from(`${text.split('\n')[0]}\n{"not": "a record"}\n`) })
         await expect.poll(() => page.locator('[data-testid="step-label"]').innerText()).toMatch(/cannot replay this file: line 2 is not a trace record/)
@@ -213,7 +253,7 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
       await link.connect()
       await expect.poll(() => rows.count()).toBe(1)
       await expect.poll(() => page.locator('[data-testid="feed"] li[data-type="principal-presence"]').count()).toBeGreaterThan(0)
-      await page.screenshot({ path: join(DOCS, 'visualize-dashboard.png') })
+      await saveScreenshot(page, 'visualize-dashboard.png')
       await link.disconnect()
       await expect.poll(() => rows.count()).toBe(0)
       await expect.poll(() => page.locator('[data-testid="feed"]').innerText()).toContain('last-disconnected')
