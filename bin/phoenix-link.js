@@ -25,10 +25,11 @@ function newestSource(dir) {
   return newest
 }
 
-// In a checkout, sources edited after the last build would run as their old compiled selves.
-const built = statSync(compiled).mtimeMs
-const sources = ['../src', '../machines'].map((dir) => newestSource(fileURLToPath(new URL(dir, import.meta.url))))
-if (Math.max(...sources) > built) {
+// In a git checkout, sources edited after the last build would run as their old compiled
+// selves. (An installed package has no .git, and its extraction sets file times in any order.)
+const checkout = existsSync(fileURLToPath(new URL('../.git', import.meta.url)))
+const sources = checkout ? ['../src', '../machines'].map((dir) => newestSource(fileURLToPath(new URL(dir, import.meta.url)))) : []
+if (checkout && Math.max(...sources) > statSync(compiled).mtimeMs) {
   process.stderr.write('phoenix-link: src/ or machines/ changed after dist/ was built; this runs the old build (`npm run build` to refresh)\n')
 }
 const { main } = await import(compiled)

@@ -15,8 +15,8 @@
  *   including the backoff; the transport actor is stopped, so the socket is ended, not flagged.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
- * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing this session's
- *   connection (`isOwnConflict`) is the platform still holding our lost socket; it reconnects.
+ * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing one of this
+ *   link's connections (`isOwnConflict`) is the platform still holding our lost socket; it reconnects.
  * - stale generations change nothing: `isCurrentTransport` / `isCurrentSession` guard every
  *   adapter event; a stale one falls through to the root and is reported as ignored.
  * - cancelling a wait is not a stop: waits live in the link; only `host.disconnect` stops.
@@ -39,12 +39,13 @@ export const DEFAULT_CONNECTION_POLICY = {
   /** Wait for the control channel's leave reply on disconnect(). @default 1000 — stopping must be quick; the close frame follows anyway. */
   leaveTimeoutMs: 1_000,
   /**
-   * After this session's connected transport is lost, an upgrade refused with HTTP 409
+   * After a connected transport of this link is lost, an upgrade refused with HTTP 409
    * `connection_conflict` (`on_conflict=reject`) within this window is retried with backoff,
    * not terminal: the platform may still hold the lost socket, since its transport closes a
-   * socket only 60 s after it last received anything (Phoenix transport timeout; Cowboy and
-   * Bandit alike). 0 makes every 409 terminal. A 409 before the session ever connected is
-   * always terminal: another instance holds the key.
+   * socket only 60 s after it last received anything (docs/field-notes.md: Phoenix transport
+   * timeout; Cowboy and Bandit alike). The window counts from that loss, across a host
+   * disconnect() and connect() too. 0 makes every 409 terminal; at most 600000 (10 min). A 409
+   * before the link ever connected is always terminal: another instance holds the key.
    * @default 75000 — the platform's 60 s, plus margin for the heartbeat that noticed the loss.
    */
   conflictRetryWindowMs: 75_000,
@@ -54,14 +55,23 @@ export const DEFAULT_CONNECTION_POLICY = {
 export type ConnectionPolicy = typeof DEFAULT_CONNECTION_POLICY
 
 /**
- * Checks the session timeouts: whole milliseconds; connectTimeoutMs and joinTimeoutMs at least 1.
+ * Checks the session timeouts: whole milliseconds; connectTimeoutMs and joinTimeoutMs at least 1;
+ * conflictRetryWindowMs at most 600000.
  *
  * @throws {RangeError} naming the first field that is out of range.
  */
 export function validateConnectionPolicy(policy: ConnectionPolicy): ConnectionPolicy {
   for (const [name, value] of Object.entries(policy)) assertMs(`connection.${name}`, value, MIN_CONNECTION_POLICY[name as keyof ConnectionPolicy] ?? 0)
+  if (policy.conflictRetryWindowMs > MAX_CONFLICT_RETRY_WINDOW_MS) {
+    throw new RangeError(
+      `connection.conflictRetryWindowMs must be at most ${MAX_CONFLICT_RETRY_WINDOW_MS} (the platform lets go of a lost socket within about a minute; past that a 409 is another instance), got ${policy.conflictRetryWindowMs}`,
+    )
+  }
   return policy
 }
+
+/** Upper bound of conflictRetryWindowMs: 10 minutes. */
+const MAX_CONFLICT_RETRY_WINDOW_MS = 600_000
 
 /** Lower bounds above 0: a connect or join wait of 0 ms could never be met (each attempt would time out at once, forever). */
 const MIN_CONNECTION_POLICY: Partial<ConnectionPolicy> = { connectTimeoutMs: 1, joinTimeoutMs: 1 }
@@ -143,7 +153,11 @@ export interface ConnectionContext {
   retry: { delayMs: number; attempt: number } | null
   /** Times this session reached connected. */
   connects: number
-  /** When (env.now) this session last left `connected`; null before its first connection. */
+  /**
+   * When (env.now) the link last left `connected`, in this session or an earlier one (the
+   * platform may hold any socket this link lost, whatever the session); null before the link
+   * first connected.
+   */
   liveLostAt: number | null
   /** App channel actors by topic. */
   channels: Record<string, ActorRefFrom<typeof channelMachine>>
@@ -195,12 +209,13 @@ export const connectionMachine = setup({
      * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing
      * this session's own connection: likely our own socket, still held by the platform.
      */
-    isOwnConflict: ({ context }) =>
-      context.lastReason?.kind === 'rejected' &&
-      context.lastReason.cause === 'conflict' &&
-      context.lastReason.phase === 'upgrade' &&
-      context.liveLostAt !== null &&
-      context.env.now() - context.liveLostAt <= context.policy.conflictRetryWindowMs,
+    isOwnConflict: ({ context }) => {
+      if (context.lastReason?.kind !== 'rejected' || context.lastReason.cause !== 'conflict' || context.lastReason.phase !== 'upgrade') return false
+      if (context.liveLostAt === null) return false
+      // A clock stepped back (elapsed < 0) cannot tell: terminal, as without this rule.
+      const elapsed = context.env.now() - context.liveLostAt
+      return elapsed >= 0 && elapsed <= context.policy.conflictRetryWindowMs
+    },
     /** An app channel actor exists for the event's topic. */
     hasChannel: ({ context, event }) => 'topic' in event && channelOf(context, event.topic) !== undefined,
     /** No app channel actor exists yet for the topic. */
@@ -212,7 +227,6 @@ export const connectionMachine = setup({
       lastReason: null,
       retry: null,
       connects: 0,
-      liveLostAt: null,
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
     recordLoss: assign({ lastReason: ({ event, context }) => ('reason' in event ? event.reason : context.lastReason) }),

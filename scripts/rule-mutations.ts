@@ -50,9 +50,9 @@ const MUTATIONS: RuleMutation[] = [
   },
   {
     rule: 'own-conflict-retries',
-    how: 'drop the "this session connected" check: a 409 on the first connect is retried too',
+    how: 'drop the "link connected before" check: a 409 on the first connect is retried too',
     file: 'machines/connection.ts',
-    from: '      context.liveLostAt !== null &&\n',
+    from: '      if (context.liveLostAt === null) return false\n',
     to: '',
   },
   {

@@ -16,17 +16,9 @@ export interface Logger {
 export const REDACTED = '[redacted]'
 
 /**
- * The shortest cut-off start of a key that is redacted (characters). A key shorter than this is
- * redacted only whole.
- */
-export const MIN_CUT_KEY = 8
-
-/**
- * Returns `value` with every occurrence of `secret` (verbatim or URL-encoded) in its strings
- * replaced by `[redacted]`, and every cut-off copy of it too: server text is kept in reasons
- * only up to a length (a refusal body's first 200 characters, a bad frame's first 80), so a key
- * echoed across that cut survives as its first characters; any run of at least
- * {@link MIN_CUT_KEY} of them is redacted. Identifier fields of typed values are left alone,
+ * Returns `value` with every occurrence of `secret` (verbatim, URL-encoded or JSON-escaped) in
+ * its strings replaced by `[redacted]`, identifier fields of the link's typed values left alone
+ * when the key is shorter than {@link SHORT_KEY} (see IDENTIFIER_FIELDS),
  * copying only when something changes. Iterative (server-supplied payloads can nest thousands of
  * levels deep; recursion would overflow the stack), handles cycles; non-plain objects are kept
  * as they are except Errors, whose message is redacted.
@@ -40,17 +32,25 @@ export function redact<T>(value: T, secret: string): T {
 
 /**
  * The key as it may be echoed back: verbatim, percent-encoded (`encodeURIComponent`, as in the
- * `api_key` socket param) and form-encoded (`+` for a space, as URLSearchParams writes it).
+ * `api_key` socket param), form-encoded (`+` for a space, as URLSearchParams writes it) and
+ * JSON-escaped (a key with `"` or `\\` inside a JSON text, as a detail quoting a frame has it).
  */
 function secretForms(secret: string): string[] {
-  const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ k: secret }).toString().slice(2)])
+  const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ k: secret }).toString().slice(2), JSON.stringify(secret).slice(1, -1)])
   return [...forms]
 }
 
 /**
- * Fields of the link's own typed values (reason kinds and causes, states, close names) whose
- * values are identifiers from this code, never text from outside: a short key that happens to
- * occur inside `superseded` must not turn a reason kind into `sup[redacted]rs[redacted]d`.
+ * Keys shorter than this (characters) leave the identifier fields of typed values alone: a key
+ * `e` must not turn `superseded` into `sup[redacted]rs[redacted]d`. A longer key is redacted there
+ * too, since a server payload (an agent.control signal's extra `type` field, say) may echo it.
+ */
+export const SHORT_KEY = 8
+
+/**
+ * Fields that in the link's own typed values (reason kinds and causes, states, close names) hold
+ * identifiers from this code: a short key that happens to occur inside `superseded` must not turn
+ * a reason kind into `sup[redacted]rs[redacted]d` (see {@link SHORT_KEY}).
  */
 const IDENTIFIER_FIELDS = new Set(['kind', 'cause', 'phase', 'closeName', 'outcome', 'state', 'previous', 'type'])
 const IDENTIFIER = /^[a-z][a-z0-9_.\- ]{0,47}$/i
@@ -60,33 +60,7 @@ function isPlain(value: object): boolean {
   return Array.isArray(value) || proto === Object.prototype || proto === null
 }
 
-/** The start of `form` whose presence marks a (possibly cut-off) copy of it. */
-function needleOf(form: string): string {
-  return form.slice(0, MIN_CUT_KEY)
-}
-
-/**
- * `text` with every copy of `form`, whole or cut off (its first {@link MIN_CUT_KEY} characters
- * or more, then as much of the rest as follows), replaced by `[redacted]`.
- */
-function scrub(text: string, form: string): string {
-  const needle = needleOf(form)
-  let at = text.indexOf(needle)
-  if (at < 0) return text
-  let out = ''
-  let from = 0
-  while (at >= 0) {
-    let end = at + needle.length
-    while (end < text.length && end - at < form.length && text[end] === form[end - at]) end++
-    out += text.slice(from, at) + REDACTED
-    from = end
-    at = text.indexOf(needle, end)
-  }
-  return out + text.slice(from)
-}
-
-function containsSecret(root: unknown, form: string): boolean {
-  const secret = needleOf(form)
+function containsSecret(root: unknown, secret: string): boolean {
   const stack: unknown[] = [root]
   const seen = new Set<object>()
   while (stack.length > 0) {
@@ -107,9 +81,8 @@ function containsSecret(root: unknown, form: string): boolean {
   return false
 }
 
-function replaceSecret<T>(root: T, form: string): T {
-  const secret = needleOf(form)
-  const swap = (s: string) => (s.includes(secret) ? scrub(s, form) : s)
+function replaceSecret<T>(root: T, secret: string): T {
+  const swap = (s: string) => (s.includes(secret) ? s.split(secret).join(REDACTED) : s)
   const copies = new Map<object, unknown>()
   const copyOf = (value: unknown): unknown => {
     if (typeof value === 'string') return swap(value)
@@ -134,7 +107,7 @@ function replaceSecret<T>(root: T, form: string): T {
     const [source, target] = work.pop()!
     // Values only: keys are structure (`kind`, `reason`), and a short key must not rename them.
     for (const [k, v] of Object.entries(source)) {
-      target[k] = IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? v : copyOf(v)
+      target[k] = secret.length < SHORT_KEY && IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? v : copyOf(v)
     }
   }
   return result as T

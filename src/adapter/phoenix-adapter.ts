@@ -39,6 +39,7 @@ import {
   heartbeatTimeout,
   type DisconnectReason,
 } from '../reasons.js'
+import { redact } from '../logger.js'
 import { transportClass, SUPPORTS_UPGRADE_HEADERS, type RefusedUpgrade } from './ws-transport.js'
 import type WebSocket from 'isomorphic-ws'
 
@@ -380,9 +381,14 @@ export class PhoenixAdapter {
           if (this.isExpected(handle, decoded.frame)) callback(decoded.frame)
           return
         }
+        // The detail quotes the frame, cut short (and JSON.parse's message may quote part of it):
+        // described from a copy with the key redacted, so no cut-off piece of it survives.
+        const scrubbed = typeof raw === 'string' ? this.scrub(raw) : raw
+        const shown = scrubbed === raw ? decoded : decodeTextFrame(scrubbed as string, policy.maxFrameBytes)
+        const problem = shown.ok ? { ...decoded.problem, detail: 'a frame that echoed the API key', raw: '' } : shown.problem
         this.emit({
           type: 'socket.malformed',
-          detail: `${decoded.problem.kind}: ${decoded.problem.detail}; frame starts ${JSON.stringify(decoded.problem.raw.slice(0, 80))}`,
+          detail: `${problem.kind}: ${problem.detail}; frame starts ${JSON.stringify(problem.raw.slice(0, 80))}`,
           ...tag,
         })
       },
@@ -405,7 +411,7 @@ export class PhoenixAdapter {
       if (handle.heartbeatTimedOut) return // already reported as socket.heartbeatTimeout
       if (handle.refusal) {
         const reason = classifyUpgrade(
-          { status: handle.refusal.status, retryAfter: handle.refusal.retryAfter, body: handle.refusal.body },
+          { status: handle.refusal.status, retryAfter: handle.refusal.retryAfter, body: this.scrub(handle.refusal.body) },
           origin.generation,
           now,
         )
@@ -446,6 +452,15 @@ export class PhoenixAdapter {
    * namespaces (`phx_*` other than reply/error/close, `chan_reply_*`); anything on the heartbeat
    * topic but the reply to the pending heartbeat. The tail of a leave (its reply, phx_close) passes.
    */
+  /**
+   * `value` with the API key redacted, before a classifier keeps part of it: reasons keep server
+   * text only up to a length (a refusal body's first 200 characters, a payload's JSON), and a
+   * key cut there would no longer match as a whole at the link's own redaction.
+   */
+  private scrub<T>(value: T): T {
+    return redact(value, this.config.apiKey)
+  }
+
   private isExpected(handle: TransportHandle, frame: Frame): boolean {
     const { topic, event, ref } = frame
     if (topic === HEARTBEAT_TOPIC) {
@@ -534,17 +549,17 @@ export class PhoenixAdapter {
         this.emit({ type: 'control.joinOk', ...tag })
       })
       .receive('error', (response) =>
-        this.emit({ type: 'control.joinError', reason: classifyJoinError(response, origin.generation, this.config.now()), ...tag }),
+        this.emit({ type: 'control.joinError', reason: classifyJoinError(this.scrub(response), origin.generation, this.config.now()), ...tag }),
       )
     channel.onError((payload) => {
       // Transport-sourced errors ({source: "transport"}, phoenix 1.8.10+) are the socket's close,
       // reported by the socket listener; only the server's phx_error is the channel's own loss.
       if (payload && typeof payload === 'object' && (payload as { source?: unknown }).source === 'transport') return
-      this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_error', payload, origin.generation, this.config.now()), ...tag })
+      this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_error', this.scrub(payload), origin.generation, this.config.now()), ...tag })
     })
     channel.onClose((payload) => {
       if (attachment.leaving) this.emit({ type: 'control.left', ...tag })
-      else this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_close', payload, origin.generation, this.config.now()), ...tag })
+      else this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_close', this.scrub(payload), origin.generation, this.config.now()), ...tag })
     })
     return attachment
   }
@@ -588,7 +603,7 @@ export class PhoenixAdapter {
         send({ type: 'channel.joinOk', ...base })
       })
       .receive('error', (response) =>
-        send({ type: 'channel.joinError', reason: classifyJoinError(response, origin.generation, this.config.now()), ...base }),
+        send({ type: 'channel.joinError', reason: classifyJoinError(this.scrub(response), origin.generation, this.config.now()), ...base }),
       )
     if (handle.encodeError) {
       // The join frame could not be encoded (params with a BigInt or a cycle): this attempt fails, typed.
@@ -610,7 +625,7 @@ export class PhoenixAdapter {
     channel.onClose((payload) => {
       attachment.joined = false
       if (attachment.leaving) send({ type: 'channel.left', ...base })
-      else send({ type: 'channel.close', reason: classifyChannelClose(payload, origin.generation, this.config.now()), ...base })
+      else send({ type: 'channel.close', reason: classifyChannelClose(this.scrub(payload), origin.generation, this.config.now()), ...base })
     })
     return attachment
   }

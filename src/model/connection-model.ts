@@ -98,7 +98,7 @@ export function expectationOf(snapshot: ConnectionSnapshot): Expectation {
 
 /**
  * Serializes what distinguishes a model state: the state value, the last reason, whether stale
- * events exist, and whether this session has lost a connection (a 409 is then our own conflict).
+ * events exist, and whether the link has lost a connection (a 409 may then be our own conflict).
  */
 export function serializeModel(snapshot: ConnectionSnapshot): string {
   const e = expectationOf(snapshot)

@@ -34,10 +34,11 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'own-conflict-retries',
-    rule: 'With on_conflict=reject, a 409 within conflictRetryWindowMs (75 s) of losing this session\'s connection is the platform still holding our own lost socket: retried with backoff. A 409 before the session ever connected, or after the window, is terminal.',
+    rule: 'With on_conflict=reject, a 409 within conflictRetryWindowMs (75 s) of losing one of this link\'s connections may be the platform still holding our own lost socket: retried with backoff. A 409 before the link ever connected, or after the window, is terminal.',
     tests: [
       ['test/machines/connection.test.ts', 'a 409 within the window after a connected transport was lost -> reconnecting, the reason marked retryable'],
       ['test/machines/connection.test.ts', 'a 409 after the window -> terminated: another instance holds the key'],
+      ['test/machines/connection.test.ts', 'a 409 before the link ever connected -> terminated: another instance holds the key'],
       ['test/wire/upgrade.test.ts', 'a 409 from our own lost socket still held by the platform is retried until the platform lets go'],
     ],
   },

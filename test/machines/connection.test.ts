@@ -181,12 +181,29 @@ describe('rule: our own conflict is retried (409 soon after this session lost it
     expect(s.context.lastReason).toMatchObject({ kind: 'rejected', cause: 'conflict', retryable: false })
   })
 
-  it('a 409 before the session ever connected -> terminated, even after an earlier session connected', () => {
+  it('a 409 before the link ever connected -> terminated: another instance holds the key', () => {
     const { s: idle } = withClock()
+    let s = run(idle, { type: 'host.connect' })
+    s = run(s, closeEvent(s, 1006), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
+    expect(state(run(s, upgradeEvent(s, 409)))).toBe('terminated')
+  })
+
+  it('the window spans sessions: stopped and connected again within it, a 409 is still retried', () => {
+    const { clock, s: idle } = withClock()
     const first = connected(idle)
     let s = run(first, { type: 'host.disconnect' }, { type: 'control.left', ...origin(first) })
     expect(state(s)).toBe('stopped')
+    clock.t += 1_000
     s = run(s, { type: 'host.connect' })
+    expect(state(run(s, upgradeEvent(s, 409)))).toBe('reconnecting')
+    clock.t += 5_000
+    expect(state(run(s, upgradeEvent(s, 409)))).toBe('terminated')
+  })
+
+  it('a clock stepped back cannot tell: the 409 is terminal, not retried without end', () => {
+    const { clock, s: idle } = withClock()
+    let s = run(waiting(connected(idle)), { type: 'reconnect.due' })
+    clock.t -= 60_000
     s = run(s, upgradeEvent(s, 409))
     expect(state(s)).toBe('terminated')
   })

@@ -32,10 +32,10 @@ const REFUSALS = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'close 10
 
 /**
  * Returns the rule a step breaks, or null. `after` is what the link showed once the step
- * settled; `sessionConnected` whether the current session reached connected before this step
- * (tracked by the caller with {@link trackSession}, from the states the path went through).
+ * settled; `linkConnected` whether the link reached connected before this step, in any session
+ * (tracked by the caller with {@link trackConnected}, from the states the path went through).
  */
-export function ruleViolation(stimulus: string, before: Expectation, after: Expectation, sessionConnected: boolean): string | null {
+export function ruleViolation(stimulus: string, before: Expectation, after: Expectation, linkConnected: boolean): string | null {
   const same = JSON.stringify(before.value) === JSON.stringify(after.value) && before.reason === after.reason
   if (stimulus === 'stale close' || stimulus === 'earlier-session supersede') {
     return same ? null : `stale generations are ignored: ${stimulus} moved ${before.state} to ${after.state}`
@@ -50,12 +50,12 @@ export function ruleViolation(stimulus: string, before: Expectation, after: Expe
       ? null
       : `supersede is terminal: from ${before.state} it led to ${after.state} (${after.reason})`
   }
-  // Our own conflict: a 409 after this session had a connection (well inside the 75 s window
-  // on a path) is the platform still holding our lost socket: retried, reported as rejected.
-  if (stimulus === 'upgrade 409' && sessionConnected && SESSION.has(before.state)) {
+  // Our own conflict: a 409 after the link had a connection (well inside the 75 s window on a
+  // path) may be the platform still holding our lost socket: retried, reported as rejected.
+  if (stimulus === 'upgrade 409' && linkConnected && SESSION.has(before.state)) {
     return after.state === 'reconnecting' && after.reason === 'rejected'
       ? null
-      : `our own conflict is retried: upgrade 409 after this session was connected led to ${after.state} (${after.reason})`
+      : `our own conflict is retried: upgrade 409 after the link was connected led to ${after.state} (${after.reason})`
   }
   if (REFUSALS.has(stimulus) && SESSION.has(before.state) && before.state !== 'stopping') {
     return after.state === 'terminated' && after.reason === 'rejected'
@@ -93,8 +93,7 @@ export function ruleViolation(stimulus: string, before: Expectation, after: Expe
   return null
 }
 
-/** Whether the session reached connected, after a step: a new session (epoch) starts over. */
-export function trackSession(sessionConnected: boolean, before: Expectation, after: Expectation): boolean {
-  if (after.epoch !== before.epoch) return after.state === 'connected'
-  return sessionConnected || after.state === 'connected'
+/** Whether the link has reached connected, after a step (in any session: the platform may hold any lost socket). */
+export function trackConnected(linkConnected: boolean, after: Expectation): boolean {
+  return linkConnected || after.state === 'connected'
 }

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { connectionPaths } from '../../src/model/paths.js'
 import { expectationOf, initialModel } from '../../src/model/connection-model.js'
-import { ruleViolation, trackSession } from './oracles.js'
+import { ruleViolation, trackConnected } from './oracles.js'
 
 describe('connection chart: pure paths against the rules', () => {
   const paths = connectionPaths('pure')
@@ -13,11 +13,11 @@ describe('connection chart: pure paths against the rules', () => {
     const broken: string[] = []
     for (const path of paths) {
       let before = expectationOf(initialModel())
-      let sessionConnected = false
+      let linkConnected = false
       for (const step of path.steps) {
-        const violation = ruleViolation(step.stimulus, before, step.expect, sessionConnected)
+        const violation = ruleViolation(step.stimulus, before, step.expect, linkConnected)
         if (violation) broken.push(`${path.name}: ${violation}`)
-        sessionConnected = trackSession(sessionConnected, before, step.expect)
+        linkConnected = trackConnected(linkConnected, step.expect)
         before = step.expect
       }
     }

@@ -8,7 +8,7 @@ import { SimulatedClock, waitFor, type InspectionEvent } from 'xstate'
 import { keyOf } from '../../src/model/chart-info.js'
 import type { ModelPath, PathStep } from '../../src/model/paths.js'
 import { expectationOf } from '../../src/model/connection-model.js'
-import { ruleViolation, trackSession } from './oracles.js'
+import { ruleViolation, trackConnected } from './oracles.js'
 import { createLink, type Link } from '../../src/link.js'
 import { controlTopic } from '../../src/protocol.js'
 import type { PlatformSimulator } from '../../src/server/index.js'
@@ -61,7 +61,7 @@ export async function runPath(sim: PlatformSimulator, path: ModelPath, agentId: 
   const slowGate = deferred()
   try {
     let before = expectationOf(link.actor.getSnapshot() as never)
-    let sessionConnected = false
+    let linkConnected = false
     let group = path.steps[0]!.stimulus
     for (const [i, step] of path.steps.entries()) {
       if (step.kind !== 'auto') group = step.stimulus
@@ -72,9 +72,9 @@ export async function runPath(sim: PlatformSimulator, path: ModelPath, agentId: 
       await expectStep(link, path, i)
       // The rules, judged on what the link did, independently of the chart that drove it.
       const after = expectationOf(link.actor.getSnapshot() as never)
-      const broken = ruleViolation(group, before, after, sessionConnected)
+      const broken = ruleViolation(group, before, after, linkConnected)
       if (broken) fail(path, i, broken)
-      sessionConnected = trackSession(sessionConnected, before, after)
+      linkConnected = trackConnected(linkConnected, after)
       before = after
     }
     // The simulator saw exactly the sockets the path opened: nothing reconnected on its own.

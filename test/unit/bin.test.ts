@@ -14,11 +14,11 @@ afterEach(() => {
   for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true })
 })
 
-/** A scratch package: bin/, a stand-in compiled CLI, one source file; returns the root. */
-function scratchPackage(sourceMtime: Date, builtMtime: Date): string {
+/** A scratch package: bin/, a stand-in compiled CLI, one source file, a .git when `checkout`; returns the root. */
+function scratchPackage(sourceMtime: Date, builtMtime: Date, checkout = true): string {
   const root = mkdtempSync(join(tmpdir(), 'phoenix-link-bin-'))
   roots.push(root)
-  for (const dir of ['bin', 'dist/src', 'src/adapter', 'machines']) mkdirSync(join(root, dir), { recursive: true })
+  for (const dir of ['bin', 'dist/src', 'src/adapter', 'machines', ...(checkout ? ['.git'] : [])]) mkdirSync(join(root, dir), { recursive: true })
   copyFileSync(new URL('../../bin/phoenix-link.js', import.meta.url), join(root, 'bin/phoenix-link.js'))
   writeFileSync(join(root, 'package.json'), '{"type":"module"}')
   const cli = join(root, 'dist/src/cli.js')
@@ -37,13 +37,17 @@ function run(root: string): { status: number | null; stdout: string; stderr: str
 }
 
 describe('bin/phoenix-link.js', () => {
-  it('warns when a source is newer than the build, and still runs the build', () => {
+  it('in a git checkout, warns when a source is newer than the build, and still runs the build', () => {
     expect(run(scratchPackage(new Date('2026-01-02'), new Date('2026-01-01')))).toEqual({
       status: 0,
       stdout: 'ran main\n',
       stderr: expect.stringMatching(/changed after dist\/ was built/),
     })
     expect(run(scratchPackage(new Date('2026-01-01'), new Date('2026-01-02')))).toEqual({ status: 0, stdout: 'ran main\n', stderr: '' })
+  })
+
+  it('says nothing in an installed package (no .git), whatever order its files were unpacked in', () => {
+    expect(run(scratchPackage(new Date('2026-01-02'), new Date('2026-01-01'), false))).toEqual({ status: 0, stdout: 'ran main\n', stderr: '' })
   })
 
   it('exits 1 with a message when dist/ is missing', () => {

@@ -37,15 +37,18 @@ describe('redacting logger', () => {
     expect(redact(reason, 'e')).toEqual({ kind: 'rejected', cause: 'unauthenticated', closeName: 'policy violation', detail: '[redacted] is th[redacted] k[redacted]y' })
   })
 
-  it('redacts a cut-off copy of the key (its first 8 characters or more), wherever it stands', () => {
-    const key = 'sk_live_ABCDEFGHIJKLMNOP'
-    const cut = (n: number) => key.slice(0, n)
-    // As reasons keep it: a body cut at 200 characters, a frame excerpt quoted by JSON.stringify.
-    expect(redact({ body: `xx ${cut(20)}` }, key)).toEqual({ body: 'xx [redacted]' })
-    expect(redact(`frame starts ${JSON.stringify(`zz${cut(12)}`)}`, key)).toBe('frame starts "zz[redacted]"')
-    expect(redact(`${key}${key} and ${cut(8)}!`, key)).toBe('[redacted][redacted] and [redacted]!')
-    // Under 8 characters of the key is not a copy of it; a key shorter than 8 is redacted whole only.
-    expect(redact(`see ${cut(7)}`, key)).toBe(`see ${cut(7)}`)
-    expect(redact('keyword keyed', 'keyed')).toBe('keyword [redacted]')
+  it('redacts the key JSON-escaped too, and in identifier fields once it is 8 characters or more', () => {
+    const quoted = 'sk"live\\key-0001'
+    expect(redact(`no handler for ${JSON.stringify(`echo:${quoted}`)}`, quoted)).toBe('no handler for "echo:[redacted]"')
+    // A server payload may put the key where the link's typed values keep identifiers.
+    const key = 'sk_live_4f9a2b7c1d8e'
+    expect(redact({ raw: { type: key, state: key }, kind: 'closed' }, key)).toEqual({ raw: { type: '[redacted]', state: '[redacted]' }, kind: 'closed' })
+  })
+
+  it('redacts only whole copies: ids that share the key\'s start and keys with a repeating start', () => {
+    const key = 'agent-0001.9f8e7d6c5b4a'
+    expect(redact({ agentId: 'agent-0001', roomId: 'room-agent-0001-a' }, key)).toEqual({ agentId: 'agent-0001', roomId: 'room-agent-0001-a' })
+    const repeating = 'aaaaaaaaZq7Lw2xPTsecretTail'
+    expect(redact(`token=a${repeating}`, repeating)).toBe('token=a[redacted]')
   })
 })

@@ -64,7 +64,7 @@ describe('secrets', () => {
     })
   }
 
-  it('a key echoed across the cut of kept server text (refusal body, bad frame, event name) is redacted whole', async () => {
+  it('a key echoed across the cut of kept server text (refusal body, join error, bad frame, event name) is redacted whole', async () => {
     const sim = await world().sim({ agents: { 'agent-1': KEY } })
     const link = world().link(sim, { apiKey: KEY })
     await link.connect()
@@ -78,6 +78,10 @@ describe('secrets', () => {
     const badFrame = new Promise<void>((resolve) => link.once('ignored', () => resolve()))
     sim.sendRaw({ agent: 'agent-1' }, `${'z'.repeat(80 - KEY.length + 1)}${KEY} not json`)
     await badFrame
+    // A join refused with a response whose JSON, kept to 200 characters, ends inside the key.
+    sim.onJoin('room:echo', { reply: 'error', response: { reason: `${'w'.repeat(200 - '{"reason":"'.length - KEY.length + 4)}${KEY}` } })
+    const echo = link.channel('room:echo')
+    await new Promise<void>((resolve) => echo.onStatus((status) => status === 'dropped' && resolve()))
     // A refusal body whose first 200 characters end inside the key.
     sim.refuseUpgrades({ status: 403, body: `${'y'.repeat(200 - KEY.length + 1)}${KEY}` })
     sim.close({ agent: 'agent-1' }, 1000)
@@ -86,7 +90,7 @@ describe('secrets', () => {
     const cut = KEY.slice(0, 8)
     const outputs = [text(captured.lines), text(captured.events), text((ended as { error: unknown }).error), text(link.lastDisconnectReason)]
     for (const out of outputs) expect(out).not.toContain(cut)
-    expect(text(captured.events).match(/\[redacted\]/g)?.length).toBeGreaterThanOrEqual(3)
+    expect(text(captured.events).match(/\[redacted\]/g)?.length).toBeGreaterThanOrEqual(4)
     expect(link.lastDisconnectReason).toMatchObject({ kind: 'rejected', status: 403 })
   })
 
