@@ -20,6 +20,13 @@ const report = JSON.parse(readFileSync(new URL('../reports/mutation/mutation.jso
 
 /** Why the mutants of a declaration survive, by `file#declaration`. */
 const WHY: Record<string, string> = {
+  'machines/connection.ts#connectionMachine.guards.isOwnConflict':
+    'equivalent: only a refused upgrade (409) is ever `rejected` with cause `conflict` (no join error or close code maps to it), so dropping the kind or phase half, or the `?.` on a reason that is never null in `lost`, changes nothing; the cause, the window and the first-connection checks are each killed',
+  'machines/presence.ts#presenceMachine.actions.reportLast':
+    'equivalent: `lastClose` is always set when the count reaches zero (rememberClose runs on the same transition), so its fallbacks and its reset are never read; every field of the event is checked',
+  'machines/presence.ts#presenceMachine.actions.rememberClose': 'equivalent: the action runs only on presence.closed, so its event-type test is always true',
+  'machines/presence.ts#presenceMachine.actions.reportIgnored': 'the fallback for an event without a connection id: every event that reaches it carries one',
+  'machines/presence.ts#validatePresencePolicy': 'the message of a configuration error',
   'src/reasons.ts#describeReason': 'human-readable text; each kind is checked by test/unit/reasons-details.test.ts, the rest of the wording is free to change',
   'src/reasons.ts#safeJson': 'diagnostic text of an unclassifiable payload; only its presence matters',
   'src/reasons.ts#classifyControlChannelLoss': 'the detail text of a control channel loss; the kind, source and retryability are checked',

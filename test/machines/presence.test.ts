@@ -6,7 +6,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { createActor, SimulatedClock } from 'xstate'
-import { presenceMachine, type PrincipalPresence } from '../../machines/presence.js'
+import { presenceMachine, validatePresencePolicy, type PrincipalPresence } from '../../machines/presence.js'
 import { classifyClose, classifySupersede, classifyUpgrade, type DisconnectReason } from '../../src/reasons.js'
 import { gracefulReason, suppressedReason, timedOutReason } from '../../machines/types.js'
 
@@ -163,8 +163,17 @@ describe('presence chart', () => {
     h.open('a')
     h.close('ghost')
     expect(h.count()).toBe(1)
-    expect(h.events.filter((e) => e.type === 'presence-ignored')).toHaveLength(3)
+    expect(h.events.filter((e) => e.type === 'presence-ignored')).toEqual([
+      { type: 'presence-ignored', principal: 'agent-1', event: 'presence.closed', connectionId: 'ghost' },
+      { type: 'presence-ignored', principal: 'agent-1', event: 'presence.opened', connectionId: 'a' },
+      { type: 'presence-ignored', principal: 'agent-1', event: 'presence.closed', connectionId: 'ghost' },
+    ])
     expect(h.crossings().map((c) => c.kind)).toEqual(['first-connected'])
     h.stop()
+  })
+
+  it('the grace window is checked: whole milliseconds from 0', () => {
+    expect(validatePresencePolicy({ graceWindowMs: 0 })).toEqual({ graceWindowMs: 0 })
+    for (const bad of [-1, 1.5, Number.NaN, 2 ** 31]) expect(() => validatePresencePolicy({ graceWindowMs: bad }), String(bad)).toThrow(/presence.graceWindowMs/)
   })
 })
