@@ -206,8 +206,8 @@ export const connectionMachine = setup({
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
-     * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing
-     * this session's own connection: likely our own socket, still held by the platform.
+     * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing one
+     * of this link's connections: maybe our own socket, still held by the platform.
      */
     isOwnConflict: ({ context }) => {
       if (context.lastReason?.kind !== 'rejected' || context.lastReason.cause !== 'conflict' || context.lastReason.phase !== 'upgrade') return false

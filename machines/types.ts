@@ -37,7 +37,7 @@ export interface ReasonLike {
 export interface Env {
   /**
    * Milliseconds since the Unix epoch. Stamps reasons a chart makes itself, and measures the
-   * connection chart's conflict retry window (time since the session's connection was lost).
+   * connection chart's conflict retry window (time since the link last lost a connection).
    */
   now(): number
   /** A number in [0, 1), used for backoff jitter. */

@@ -445,14 +445,6 @@ export class PhoenixAdapter {
   }
 
   /**
-   * Checks a decoded frame against what this transport expects before phoenix.js dispatches it,
-   * because phoenix.js drops the rest silently (channel.js isMember, a reply with no pending
-   * push). Reported (`socket.malformed`) and dropped: a frame for a topic with no join or with a
-   * join_ref that is not current; a reply to a ref nothing waits for; an event in phoenix's own
-   * namespaces (`phx_*` other than reply/error/close, `chan_reply_*`); anything on the heartbeat
-   * topic but the reply to the pending heartbeat. The tail of a leave (its reply, phx_close) passes.
-   */
-  /**
    * `value` with the API key redacted, before a classifier keeps part of it: reasons keep server
    * text only up to a length (a refusal body's first 200 characters, a payload's JSON), and a
    * key cut there would no longer match as a whole at the link's own redaction.
@@ -461,6 +453,14 @@ export class PhoenixAdapter {
     return redact(value, this.config.apiKey)
   }
 
+  /**
+   * Checks a decoded frame against what this transport expects before phoenix.js dispatches it,
+   * because phoenix.js drops the rest silently (channel.js isMember, a reply with no pending
+   * push). Reported (`socket.malformed`) and dropped: a frame for a topic with no join or with a
+   * join_ref that is not current; a reply to a ref nothing waits for; an event in phoenix's own
+   * namespaces (`phx_*` other than reply/error/close, `chan_reply_*`); anything on the heartbeat
+   * topic but the reply to the pending heartbeat. The tail of a leave (its reply, phx_close) passes.
+   */
   private isExpected(handle: TransportHandle, frame: Frame): boolean {
     const { topic, event, ref } = frame
     if (topic === HEARTBEAT_TOPIC) {
