@@ -1,8 +1,9 @@
 /**
  * The `phoenix-link` command: `demo` (the lifecycle on the embedded simulator), `connect` (a
- * link against any platform), `serve` (the simulator standalone) and `paths` (the generated
- * lifecycle paths).
+ * link against any platform), `serve` (the simulator standalone), `paths` (the generated
+ * lifecycle paths), `export` (the charts for Stately Studio or mermaid) and `--version`.
  */
+import { readFileSync } from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { SERVER_FLAVORS, type FlavorName } from './server/flavors.js'
 import { runConnect } from './cli/connect.js'
@@ -24,6 +25,19 @@ function ms(value: string): number {
   return n
 }
 
+/** This package's version, from its package.json (two levels up in dist/src, one in src). */
+function packageVersion(): string {
+  for (const relative of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(relative, import.meta.url), 'utf8')) as { name?: string; version?: string }
+      if (pkg.name === 'phoenix-link' && pkg.version) return pkg.version
+    } catch {
+      // not here
+    }
+  }
+  return 'unknown'
+}
+
 /** Resolves on the first SIGINT or SIGTERM. */
 function untilSignal(): Promise<void> {
   return new Promise((resolve) => {
@@ -34,7 +48,9 @@ function untilSignal(): Promise<void> {
 
 /** Builds the command-line program. */
 export function program(): Command {
-  const cli = new Command('phoenix-link').description('Keeps an AI agent connected to a Phoenix Channels platform; every lifecycle decision visible.')
+  const cli = new Command('phoenix-link')
+    .description('Keeps an AI agent connected to a Phoenix Channels platform and makes every lifecycle decision visible.')
+    .version(packageVersion())
   cli
     .command('demo')
     .description('run a link through the lifecycle a platform puts agents through, on the embedded simulator')
@@ -50,15 +66,20 @@ export function program(): Command {
   cli
     .command('connect')
     .description('connect to a platform and log every transition until Ctrl-C')
-    .requiredOption('--url <url>', 'socket endpoint, e.g. wss://platform.example/socket')
-    .requiredOption('--agent-id <id>', 'the agent id')
-    .addOption(new Option('--api-key <key>', 'the API key').env('PHOENIX_LINK_API_KEY').makeOptionMandatory())
-    .addOption(new Option('--on-conflict <mode>', 'supersede (default) or reject a second same-key socket').choices(['supersede', 'reject']))
+    .requiredOption('--url <url>', '(required) socket endpoint, e.g. wss://platform.example/socket')
+    .requiredOption('--agent-id <id>', '(required) the agent id')
+    .addOption(new Option('--api-key <key>', '(required) the API key').env('PHOENIX_LINK_API_KEY').makeOptionMandatory())
+    .addOption(
+      new Option('--on-conflict <mode>', 'when another socket holds this key: supersede it (default), or be refused with HTTP 409 (reject)').choices([
+        'supersede',
+        'reject',
+      ]),
+    )
     .option('--allow-insecure', 'allow ws:// to a host that is not loopback', false)
     .option('--json', 'one JSON object per line', false)
     .option('--visualize', 'serve the visualizer on loopback and stream the link to it', false)
     .option('--visualize-port <port>', 'port of the visualizer (0 picks one)', port, 0)
-    .option('--trace <file>', 'write every transition to FILE as JSON lines (the API key is never written)')
+    .option('--trace <file>', 'write every transition to <file> as JSON lines (the API key is never written)')
     .action(
       async (opts: { url: string; agentId: string; apiKey: string; onConflict?: 'supersede' | 'reject'; allowInsecure: boolean; json: boolean; visualize: boolean; visualizePort: number; trace?: string }) => {
         const { visualize, visualizePort, ...rest } = opts
@@ -98,7 +119,7 @@ export function program(): Command {
   cli
     .command('export')
     .description(
-      'write the charts as XState config (json), a module Stately Studio imports (ts), or a mermaid stateDiagram (with --chart; without it, a Markdown page of one diagram per chart)',
+      'write the charts (all, or one with --chart) as XState config (json), a module Stately Studio imports (ts), or mermaid (one stateDiagram; for all charts, a Markdown page of them)',
     )
     .addOption(new Option('--chart <name>', 'one chart').choices(Object.keys(CHARTS)))
     .addOption(new Option('--format <format>', 'output form').choices([...EXPORT_FORMATS]).default('json'))

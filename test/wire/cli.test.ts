@@ -3,6 +3,7 @@
  * Ctrl-C (SIGINT), with the exit codes the README promises.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { useWorld } from '../support/wire.js'
@@ -69,6 +70,15 @@ describe('phoenix-link command line', () => {
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
     expect(await exit(child)).toBe(1)
     expect(stderr).toMatch(/not loopback.*wss:\/\//s)
+  })
+
+  it('--version prints the package version', async () => {
+    const child = cli(['--version'])
+    let stdout = ''
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    expect(await exit(child)).toBe(0)
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+    expect(stdout.trim()).toBe(version)
   })
 
   it('connect --trace to a path it cannot write fails at once with exit 1, naming the path, before connecting', async () => {
