@@ -112,12 +112,13 @@ function resetTopics(): void {
   $('channel-select').replaceChildren()
 }
 
-/** Adds the record's app channel topics the Channel list does not have yet, keeping the choice. */
-function addTopics(record: TraceRecord): void {
+/** Adds the records' app channel topics the Channel list does not have yet, keeping the choice. */
+function addTopics(records: readonly TraceRecord[]): void {
   const select = $('channel-select') as HTMLSelectElement
   const known = new Set([...select.options].map((option) => option.value))
-  for (const topic of Object.keys(record.charts.channels)) {
+  for (const topic of records.flatMap((record) => Object.keys(record.charts.channels))) {
     if (known.has(topic)) continue
+    known.add(topic)
     const option = document.createElement('option')
     option.value = option.textContent = topic
     select.appendChild(option)
@@ -153,11 +154,6 @@ function lastArrow(chart: VisualChart, before: StateValue | null, after: StateVa
 /** How far back a chart's last transition is looked for, in records. */
 const LOOKBACK = 1_000
 
-/**
- * Shows `records[index]`: the active states of each chart, and each chart's last transition
- * (the most recent step at or before `index` in which that chart's state changed) as a red arrow.
- * An empty list or a negative index clears the view.
- */
 /** The arrow of the chart's most recent state change at or before `index`, or null. */
 function lastChartArrow(chart: VisualChart, records: readonly TraceRecord[], index: number): number | null {
   for (let i = index; i > 0 && i > index - LOOKBACK; i--) {
@@ -169,12 +165,17 @@ function lastChartArrow(chart: VisualChart, records: readonly TraceRecord[], ind
   return null
 }
 
+/**
+ * Shows `records[index]`: the active states of each chart, and each chart's last transition
+ * (the most recent step at or before `index` in which that chart's state changed) as a red arrow.
+ * An empty list or a negative index clears the view.
+ */
 function highlight(records: readonly TraceRecord[], index: number): void {
   for (const byPath of nodes.values()) for (const node of byPath.values()) node.classList.remove('active')
   for (const list of arrows.values()) for (const parts of list) for (const el of parts) el.classList.remove('last')
   const record = records[index]
-  if (!record || index < 0) return
-  addTopics(record)
+  if (!record) return
+  addTopics([record])
   const values = chartValues(record)
   for (const [chart, value] of Object.entries(values)) {
     const byPath = nodes.get(chart)
@@ -285,7 +286,7 @@ function loadTrace(text: string): void {
   }
   delete document.body.dataset.traceError
   resetTopics()
-  for (const record of trace) addTopics(record)
+  addTopics(trace)
   ;($('step') as HTMLInputElement).max = String(Math.max(0, trace.length - 1))
   showStep(0)
 }
@@ -379,7 +380,7 @@ function applyView(): void {
   $('charts').hidden = v === 'dashboard'
   resetTopics()
   if (v === 'live') startLive()
-  if (v === 'replay') for (const record of trace) addTopics(record)
+  if (v === 'replay') addTopics(trace)
   redraw()
   if (v === 'dashboard') startDashboard()
 }
