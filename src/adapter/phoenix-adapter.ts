@@ -58,13 +58,19 @@ export const DEFAULT_TRANSPORT_POLICY = {
   pushTimeoutMs: 10_000,
   /** Bytes of a refused upgrade's body to read for its error code. @default 8192 */
   refusalBodyLimitBytes: 8 * 1024,
+  /**
+   * Longest wait for a refused upgrade's body, after its status and headers arrived; the
+   * refusal is then classified from what was read. @default 1000 — a body slower than this is
+   * not worth delaying the decision: status and Retry-After already decide it.
+   */
+  refusalBodyTimeoutMs: 1_000,
 }
 
 /** Transport policy; see {@link DEFAULT_TRANSPORT_POLICY}. */
 export type TransportPolicy = typeof DEFAULT_TRANSPORT_POLICY
 
 /**
- * Checks the transport policy: whole numbers; heartbeatIntervalMs and pushTimeoutMs at least 1,
+ * Checks the transport policy: whole numbers; heartbeatIntervalMs, pushTimeoutMs and refusalBodyTimeoutMs at least 1,
  * maxFrameBytes at least 1024.
  *
  * @throws {RangeError} naming the first field that is out of range.
@@ -79,7 +85,7 @@ export function validateTransportPolicy(policy: TransportPolicy): TransportPolic
  * under 1 KiB cannot carry a join reply (and `ws` reads 0 as "no limit" while the decoder would
  * refuse every frame).
  */
-const MIN_TRANSPORT_POLICY: Partial<TransportPolicy> = { heartbeatIntervalMs: 1, pushTimeoutMs: 1, maxFrameBytes: 1024 }
+const MIN_TRANSPORT_POLICY: Partial<TransportPolicy> = { heartbeatIntervalMs: 1, pushTimeoutMs: 1, maxFrameBytes: 1024, refusalBodyTimeoutMs: 1 }
 
 /** phoenix.js's reconnectAfterMs/rejoinAfterMs when the charts own retries: never (2^31-1, not Infinity, which Node clamps to 1 ms). */
 const NEVER = 2 ** 31 - 1
@@ -327,6 +333,7 @@ export class PhoenixAdapter {
       maxPayload: policy.maxFrameBytes,
       closeTimeout: policy.closeTimeoutMs,
       bodyLimit: policy.refusalBodyLimitBytes,
+      bodyTimeout: policy.refusalBodyTimeoutMs,
       onCreate: (ws) => {
         handle.ws = ws
         const onClose = () => {

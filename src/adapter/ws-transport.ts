@@ -2,9 +2,11 @@
  * The WebSocket handed to phoenix.js as its `transport`: one class, and per transport generation
  * a constructor function whose instances report to that generation's handle. In Node (isomorphic-ws resolves to
  * `ws`) it adds the upgrade headers (the API key), the inbound frame limit and the close
- * timeout, and reads a refused upgrade (status, Retry-After, JSON body) from ws's
- * `unexpected-response` before ending it (docs/field-notes.md "Reading a refused upgrade"). In a browser
- * it is the native WebSocket with only the close hook.
+ * timeout, and reads a refused upgrade (status, Retry-After, a bounded body) from ws's
+ * `unexpected-response`, then ends the WebSocket itself, so the refusal is classified within one
+ * round trip whether the server keeps the HTTP connection alive (stock Phoenix on Bandit and
+ * Cowboy) or closes it (docs/field-notes.md "A refused upgrade"). In a browser it is the native
+ * WebSocket with only the close hook (a browser sees a refusal only as close 1006).
  */
 import WebSocket from 'isomorphic-ws'
 import type { ClientRequest, IncomingMessage } from 'node:http'
@@ -26,6 +28,8 @@ export interface TransportHooks {
   closeTimeout: number
   /** Bytes of a refused upgrade's body to read. */
   bodyLimit: number
+  /** Longest wait for a refused upgrade's body to end, in milliseconds (a slow or endless body). */
+  bodyTimeout: number
   /** The instance phoenix.js created. */
   onCreate(ws: WebSocket): void
   /** The upgrade was refused; called before ws's error and close events. */
@@ -61,8 +65,8 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
     this.#hooks = hooks
     hooks.onCreate(this)
     if (isNodeWs) {
-      ;(this as unknown as NodeJS.EventEmitter).on('unexpected-response', (req: ClientRequest, res: IncomingMessage) =>
-        readRefusal(req, res, hooks),
+      ;(this as unknown as NodeJS.EventEmitter).on('unexpected-response', (_req: ClientRequest, res: IncomingMessage) =>
+        readRefusal(this, res, hooks),
       )
     }
   }
@@ -85,11 +89,18 @@ export function transportClass(hooks: TransportHooks): new (url: string, protoco
 }
 
 /**
- * Reads status, Retry-After and up to `bodyLimit` bytes of body, reports them, then destroys the
- * request with an error so ws emits error and close 1006 as usual. Without the destroy, no close
- * would ever fire (docs/field-notes.md). Bounded by `closeTimeout` for a body that never ends.
+ * Reads status, Retry-After and up to `bodyLimit` bytes of body within `bodyTimeout` ms, reports
+ * them, then ends the WebSocket with `terminate()`: ws aborts the handshake request, destroys its
+ * TCP socket and emits error and close 1006, after the status is known.
+ *
+ * Destroying the request is not enough. Stock Phoenix answers a refusal with `content-length: 0`
+ * and keeps the connection alive (Bandit for 60 s, Cowboy for 5 s); once such a response ends,
+ * Node's http client detaches the socket from the request (responseKeepAlive), so
+ * `req.destroy()` does nothing and ws would emit neither error nor close: every attempt would
+ * hang until the connect timeout (docs/field-notes.md, checked against Phoenix 1.7.14 on Bandit
+ * 1.6.11 and Cowboy 2.12.0).
  */
-function readRefusal(req: ClientRequest, res: IncomingMessage, hooks: TransportHooks): void {
+function readRefusal(ws: WebSocket, res: IncomingMessage, hooks: TransportHooks): void {
   const status = res.statusCode ?? 0
   const header = res.headers['retry-after']
   const retryAfter = Array.isArray(header) ? (header[0] ?? null) : (header ?? null)
@@ -100,16 +111,18 @@ function readRefusal(req: ClientRequest, res: IncomingMessage, hooks: TransportH
     if (done) return
     done = true
     clearTimeout(timer)
+    res.off('data', onData)
     hooks.onRefused({ status, retryAfter, body: Buffer.concat(chunks).toString('utf8') })
-    req.destroy(new Error(`Unexpected server response: ${status}`))
+    ws.terminate()
   }
-  const timer = setTimeout(finish, hooks.closeTimeout)
-  res.on('data', (chunk: Buffer) => {
+  const onData = (chunk: Buffer) => {
     if (size < hooks.bodyLimit) chunks.push(chunk.subarray(0, hooks.bodyLimit - size))
     size += chunk.length
     if (size >= hooks.bodyLimit) finish()
-  })
-  res.on('end', finish)
-  res.on('error', finish)
-  res.on('close', finish)
+  }
+  const timer = setTimeout(finish, hooks.bodyTimeout)
+  res.on('data', onData)
+  res.once('end', finish)
+  res.once('error', finish)
+  res.once('close', finish)
 }
