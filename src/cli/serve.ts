@@ -65,7 +65,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     process.once('SIGINT', resolve)
     process.once('SIGTERM', resolve)
   })
-  await sim.stop({ code: 1001 })
+  await sim.stop() // a drain, as a Phoenix endpoint on SIGTERM: every socket closed 1012
   out.event('simulator', 'stopped', {}, 'stopped')
   return 0
 }

@@ -27,8 +27,15 @@ export interface SimChannel {
 /** Close frames seen on one socket. */
 export interface CloseRecord {
   code: number
+  /** The close frame's reason text; empty in every close Bandit and Cowboy send. */
   reason: string
 }
+
+/**
+ * Why the simulator closed a socket, as the platform knows it (never on the wire: the close
+ * frame carries only the code). `scripted`: a test's `close()`.
+ */
+export type CloseCause = 'scripted' | 'disconnect' | 'supersede' | 'idle' | 'restart' | 'stop' | 'malformed'
 
 /**
  * One accepted WebSocket. Read its fields to assert what the server saw; call `close`,
@@ -48,6 +55,8 @@ export class SimConnection {
   closedAt: number | null = null
   /** The close frame the simulator sent, if it closed. */
   closeSent: CloseRecord | null = null
+  /** Why the simulator closed it, if it did. */
+  closeCause: CloseCause | null = null
   /** The close the server's socket reported: the client's close frame, or 1006 with no frame. */
   closeSeen: CloseRecord | null = null
   /** Whether abort() ended it without a close frame. */
@@ -112,10 +121,11 @@ export class SimConnection {
    * Starts the closing handshake with `code` and `reason` (RFC 6455 section 5.5.1).
    * 1005, 1006 and 1015 cannot be sent on the wire; use abort() for a close without a frame.
    */
-  close(code: number, reason = ''): void {
+  close(code: number, reason = '', cause: CloseCause = 'scripted'): void {
     if (this.state !== 'open') return
     this.state = 'closing'
     this.closeSent = { code, reason }
+    this.closeCause = cause
     this.ws.close(code, reason)
   }
 
@@ -130,7 +140,17 @@ export class SimConnection {
   /** Stops answering heartbeats and stops reading from the socket; it never closes by itself. */
   stall(): void {
     this.stalled = true
-    const raw = (this.ws as unknown as { _socket?: { pause(): void } })._socket
-    raw?.pause()
+    this.rawSocket()?.pause()
+  }
+
+  /** Undoes stall(): reads again, and handles what the client sent meanwhile (its close, say). */
+  resume(): void {
+    if (!this.stalled) return
+    this.stalled = false
+    this.rawSocket()?.resume()
+  }
+
+  private rawSocket(): { pause(): void; resume(): void } | undefined {
+    return (this.ws as unknown as { _socket?: { pause(): void; resume(): void } })._socket
   }
 }

@@ -1,11 +1,16 @@
 /**
- * Close codes of the web servers a Phoenix platform runs on. The same platform event reaches
- * clients as a different close code depending on the server (docs/field-notes.md "Close codes a real
- * server sends", observed against Phoenix 1.7.24 with Bandit 1.6 and Cowboy 2.12; Phoenix 1.8.8+
- * sends an explicit 1001 for the "disconnect" broadcast, phoenix PR #6678).
+ * What differs between the web servers a Phoenix platform runs on. The same platform event reaches
+ * clients as a different close code depending on the server, and a refused upgrade comes with
+ * the server's own headers and keep-alive behaviour.
+ *
+ * The `bandit` and `cowboy` rows were measured against the reference peer (Phoenix 1.7.14 on
+ * Bandit 1.6.11 and on Cowboy 2.12.0, loopback; docs/field-notes.md "Real Phoenix", checked in
+ * CI by test/conformance). The `phoenix` row models Phoenix 1.8.8+, which sends an explicit 1001
+ * for the "disconnect" broadcast (phoenix PR #6678); it has no reference server here, so only its
+ * close codes and its phx_error payload differ from `cowboy`.
  */
 
-/** A web server's close codes for the platform events the simulator reproduces. */
+/** A web server's behaviour for the platform events the simulator reproduces. */
 export interface ServerFlavor {
   /** Human name for logs and the CLI. */
   name: string
@@ -17,16 +22,65 @@ export interface ServerFlavor {
   idle: number
   /** Close code of a drain or server stop (SIGTERM). */
   restart: number
+  /** Headers a refused upgrade carries besides content-length, content-type, retry-after and connection, in the server's order. */
+  refusalHeaders: ReadonlyArray<readonly [string, string]>
+  /** Whether header names come sorted (Cowboy sorts them; Bandit writes date and content-length first). */
+  sortsHeaders: boolean
+  /**
+   * How long a refused upgrade's connection stays open for a next request, in milliseconds:
+   * Bandit's `read_timeout` (60 s), Cowboy's `request_timeout` (5 s).
+   */
+  refusalKeepAliveMs: number
+  /** Whether a refusal sent with `Connection: close` closes the TCP connection (Cowboy does; Bandit sends the header and keeps it open). */
+  honoursConnectionClose: boolean
+  /** Payload of phx_error after a channel crash: `{}` in Phoenix 1.7 (socket.ex encode_on_exit). */
+  channelErrorPayload: Readonly<Record<string, string>>
 }
+
+const CACHE_CONTROL = ['cache-control', 'max-age=0, private, must-revalidate'] as const
 
 /** The flavors the simulator can behave as. */
 export const SERVER_FLAVORS = {
   /** Phoenix 1.8.8+ on Cowboy: explicit 1001 "going away" for the disconnect broadcast. */
-  phoenix: { name: 'Phoenix 1.8 (1001)', disconnect: 1001, supersede: 1001, idle: 1000, restart: 1012 },
-  /** Phoenix up to 1.8.7 on Cowboy 2.12. */
-  cowboy: { name: 'Cowboy 2.12 (1000)', disconnect: 1000, supersede: 1000, idle: 1000, restart: 1012 },
-  /** Phoenix on Bandit 1.6. Bandit closes an idle socket with 1002. */
-  bandit: { name: 'Bandit 1.6 (1011)', disconnect: 1011, supersede: 1011, idle: 1002, restart: 1012 },
+  phoenix: {
+    name: 'Phoenix 1.8 (1001)',
+    disconnect: 1001,
+    supersede: 1001,
+    idle: 1000,
+    restart: 1012,
+    refusalHeaders: [CACHE_CONTROL, ['server', 'Cowboy']],
+    sortsHeaders: true,
+    refusalKeepAliveMs: 5_000,
+    honoursConnectionClose: true,
+    // Phoenix 1.8.10+ names the crash (docs/field-notes.md "Phoenix V2 wire protocol").
+    channelErrorPayload: { reason: 'channel_crash' },
+  },
+  /** Phoenix 1.7.14 on Cowboy 2.12.0 (measured). */
+  cowboy: {
+    name: 'Cowboy 2.12 (1000)',
+    disconnect: 1000,
+    supersede: 1000,
+    idle: 1000,
+    restart: 1012,
+    refusalHeaders: [CACHE_CONTROL, ['server', 'Cowboy']],
+    sortsHeaders: true,
+    refusalKeepAliveMs: 5_000,
+    honoursConnectionClose: true,
+    channelErrorPayload: {},
+  },
+  /** Phoenix 1.7.14 on Bandit 1.6.11 (measured). Bandit closes an idle socket with 1002. */
+  bandit: {
+    name: 'Bandit 1.6 (1011)',
+    disconnect: 1011,
+    supersede: 1011,
+    idle: 1002,
+    restart: 1012,
+    refusalHeaders: [['vary', 'accept-encoding'], CACHE_CONTROL],
+    sortsHeaders: false,
+    refusalKeepAliveMs: 60_000,
+    honoursConnectionClose: false,
+    channelErrorPayload: {},
+  },
 } as const satisfies Record<string, ServerFlavor>
 
 /** A flavor name: `phoenix`, `cowboy` or `bandit`. */

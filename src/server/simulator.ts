@@ -9,7 +9,8 @@
  */
 import { EventEmitter } from 'node:events'
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
+import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer, type RawData, type WebSocket } from 'ws'
 import {
@@ -29,7 +30,7 @@ import {
   type Frame,
   type Payload,
 } from '../protocol.js'
-import { SimConnection } from './connection.js'
+import { SimConnection, type CloseCause } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { PresenceTracker, type PresenceCrossing } from './presence.js'
@@ -82,16 +83,43 @@ export interface SimulatorOptions {
   routes?: (req: IncomingMessage, res: ServerResponse) => boolean
   /** Comment line sent on `GET /admin/events` streams so proxies keep them open. @default 15000 */
   eventStreamKeepAliveMs?: number
+  /**
+   * The body of the simulator's own refusals (wrong key, revoked agent, bad on_conflict, 409
+   * conflict, the 429 after a supersede): `plain`, no body, as stock Phoenix answers a socket
+   * whose connect/3 returns :error; `json`, the platform's `{"error": {code, message,
+   * request_id}}`; `json_close`, that body and `Connection: close`. The same modes as the
+   * reference peer's `REJECT_MODE`. @default 'plain'
+   */
+  rejectMode?: RejectMode
   logger?: SimulatorLogger
 }
 
-/** A scripted answer to the next upgrade: refuse with this status, Retry-After and JSON body. */
+/** Body modes of the simulator's own refusals; see {@link SimulatorOptions.rejectMode}. */
+export type RejectMode = 'plain' | 'json' | 'json_close'
+
+/**
+ * A scripted answer to the next upgrade: refuse with this status, Retry-After, body and
+ * connection header. The connection stays open for a next request (keep-alive) as Phoenix's
+ * servers keep it, for the flavor's `refusalKeepAliveMs`.
+ */
 export interface UpgradeRefusal {
+  /** HTTP status, 400-599. */
   status: number
-  /** Retry-After header value, e.g. `'2'`. */
+  /** Retry-After header value, e.g. `'2'` (seconds) or an HTTP date. */
   retryAfter?: string
-  /** Body; defaults to the platform's `{"error": {code, message, request_id}}` for the status. */
-  body?: string
+  /**
+   * `'none'`: an empty body (`content-length: 0`), as stock Phoenix sends; `'platform'`: the
+   * platform's `{"error": {code, message, request_id}}` JSON for the status; `{ text }`:
+   * exactly that text (sent as JSON when it parses as JSON). @default 'none'
+   */
+  body?: 'none' | 'platform' | { text: string }
+  /**
+   * `'close'` sends `Connection: close`: a `cowboy` or `phoenix` flavor then closes the
+   * connection, a `bandit` one keeps it open as Bandit does. @default 'keep-alive'
+   */
+  connection?: 'keep-alive' | 'close'
+  /** The platform error message of a `'platform'` body. @default the status's own, e.g. 'too many connection attempts' for 429 */
+  message?: string
 }
 
 /** An upgrade the simulator answered. */
@@ -105,10 +133,13 @@ export interface UpgradeRecord {
   outcome: string
 }
 
+/** A join reply's response: fixed, or made from the join (e.g. `({ topic }) => ({ joined: topic })`). */
+export type JoinResponse = Payload | ((join: { topic: string; payload: Payload; connection: SimConnection }) => Payload)
+
 /** How the simulator answers a channel join. */
 export type JoinOutcome = (
-  | { reply: 'ok'; response?: Payload }
-  | { reply: 'error'; response: Payload }
+  | { reply: 'ok'; response?: JoinResponse }
+  | { reply: 'error'; response: JoinResponse }
   /** Never reply: the client's join times out. */
   | { reply: 'none' }
   /** Hold the join until the test answers it with {@link PlatformSimulator.answerHeldJoin}. */
@@ -130,6 +161,7 @@ export type PushHandler = (push: { connection: SimConnection; topic: string; eve
 
 const DEFAULT_PUSH_HANDLER: PushHandler = () => ({ status: 'ok', response: {} })
 
+/** Error codes of the platform's refusal body, by status (docs/field-notes.md "The platform's control channel"). */
 const ERROR_CODES: Record<number, string> = {
   400: 'invalid_on_conflict',
   401: 'unauthenticated',
@@ -137,6 +169,31 @@ const ERROR_CODES: Record<number, string> = {
   409: 'connection_conflict',
   429: 'too_many_requests',
   503: 'tracking_failed',
+}
+
+/** The platform body's default message, by status (the reference peer's platform model, real-phoenix refusal.ex). */
+const ERROR_MESSAGES: Record<number, string> = {
+  400: 'on_conflict must be reject or supersede',
+  401: 'authentication required',
+  403: 'unknown agent or wrong API key',
+  409: 'an open connection holds this agent id',
+  429: 'too many connection attempts',
+  503: 'connection tracking failed',
+}
+
+/** Whether `text` parses as JSON. */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The wall-clock date of an HTTP response (RFC 9110 section 6.6.1). */
+function httpDate(): string {
+  return new Date().toUTCString()
 }
 
 /**
@@ -190,6 +247,9 @@ export class PlatformSimulator extends EventEmitter {
   private readonly refusals: UpgradeRefusal[] = []
   private readonly joinRules: Array<{ match: string | RegExp; outcome: JoinOutcome; times: number }> = []
   private readonly cooldowns = new Map<string, number>()
+  private readonly revoked = new Set<string>()
+  /** Refused upgrades' connections kept open for a next request (keep-alive), until they close or stop(). */
+  private readonly keptAlive = new Set<Duplex>()
   private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
   private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> | null = null
   private holdMatch: RegExp | null = null
@@ -214,6 +274,10 @@ export class PlatformSimulator extends EventEmitter {
       recordLimit: options.recordLimit ?? 5000,
       maxFrameBytes: options.maxFrameBytes ?? 8 * 1024 * 1024,
       eventStreamKeepAliveMs: options.eventStreamKeepAliveMs ?? 15_000,
+      rejectMode: options.rejectMode ?? 'plain',
+    }
+    if (!['plain', 'json', 'json_close'].includes(this.options.rejectMode)) {
+      throw new RangeError(`rejectMode must be plain, json or json_close, got ${String(options.rejectMode)}`)
     }
     const idle = this.options.idleTimeoutMs
     if (idle !== null && !(Number.isInteger(idle) && idle >= 1 && idle <= 2 ** 31 - 1)) {
@@ -409,9 +473,9 @@ export class PlatformSimulator extends EventEmitter {
     return this
   }
 
-  /** Closes the target sockets with `code` and `reason`. */
+  /** Closes the target sockets with `code` and `reason` (RFC 6455 section 5.5.1: at most 123 bytes of reason). */
   close(target: Target, code: number, reason = ''): void {
-    for (const c of this.resolve(target)) c.close(code, reason)
+    this.closeWith(target, code, reason, 'scripted')
   }
 
   /** Ends the target sockets without a close frame (the client sees 1006). */
@@ -419,23 +483,54 @@ export class PlatformSimulator extends EventEmitter {
     for (const c of this.resolve(target)) c.abort()
   }
 
-  /** The platform's `"disconnect"` broadcast: closes with the flavor's code (1001, 1000 or 1011). */
+  /** The platform's `"disconnect"` broadcast: closes with the flavor's code (1001, 1000 or 1011), no reason text. */
   disconnect(target: Target): void {
-    this.close(target, this.flavor.disconnect, '')
+    this.closeWith(target, this.flavor.disconnect, '', 'disconnect')
+  }
+
+  /**
+   * Refuses the agent's later upgrades with 403, as a revoked key is; its open sockets stay
+   * up (disconnect them to force a reconnect). Undone by {@link unrevoke}.
+   */
+  revoke(agentId: string): this {
+    this.revoked.add(agentId)
+    return this
+  }
+
+  /** Accepts the agent's upgrades again after {@link revoke}. */
+  unrevoke(agentId: string): this {
+    this.revoked.delete(agentId)
+    return this
+  }
+
+  /**
+   * A frozen server (a SIGSTOP'd process): every open socket stops reading and answering
+   * (heartbeats included), and every upgrade is held unanswered. The returned thaw (SIGCONT)
+   * reads again: what clients sent meanwhile (their close frames) is handled, and held upgrades
+   * are answered as usual.
+   */
+  freeze(): () => void {
+    const frozen = this.live()
+    for (const c of frozen) this.stallOne(c)
+    const release = this.holdUpgrades()
+    return () => {
+      for (const c of frozen) {
+        c.resume()
+        if (c.state === 'open') this.armIdle(c)
+      }
+      release()
+      this.changed()
+    }
   }
 
   /** Stops answering heartbeats and reading on the target sockets; they never close by themselves. */
   stall(target: Target): void {
-    for (const c of this.resolve(target)) {
-      if (c.idleTimer) clearTimeout(c.idleTimer)
-      c.idleTimer = null
-      c.stall()
-    }
+    for (const c of this.resolve(target)) this.stallOne(c)
   }
 
-  /** A server restart: closes every open socket with 1012 (service restart) and keeps listening. */
+  /** A server restart (a deploy's drain): closes every open socket with 1012 (service restart), no reason text, and keeps listening. */
   restart(): void {
-    this.close('all', this.flavor.restart, 'service restart')
+    this.closeWith('all', this.flavor.restart, '', 'restart')
   }
 
   /**
@@ -459,15 +554,36 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
-   * Sends an `agent.control` signal on the agent's control channel.
+   * Sends an `agent.control` signal on the agent's control channel: `via: 'push'` (default)
+   * through the channel, carrying its join_ref; `via: 'broadcast'` as an endpoint broadcast
+   * (fastlane), join_ref null, to every socket that joined the topic.
    *
-   * @returns how many sockets it was pushed to.
+   * @returns how many sockets it was sent to.
    */
   control(
     agentId: string,
     signal: { mode: string; scope?: string; room_id?: string; execution_id?: string; reason?: string; correlation_id?: string | null } & Payload,
+    options: { via?: 'push' | 'broadcast' } = {},
   ): number {
-    return this.push({ agent: agentId }, controlTopic(agentId), CONTROL_EVENT, { scope: 'agent', agent_id: agentId, ...signal })
+    const payload = { scope: 'agent', agent_id: agentId, ...signal }
+    if (options.via !== 'broadcast') return this.push({ agent: agentId }, controlTopic(agentId), CONTROL_EVENT, payload)
+    return this.broadcast(controlTopic(agentId), CONTROL_EVENT, payload)
+  }
+
+  /**
+   * An endpoint broadcast on `topic` (Phoenix's fastlane): `[null, null, topic, event, payload]`
+   * to every open socket that joined it.
+   *
+   * @returns how many sockets it was sent to.
+   */
+  broadcast(topic: string, event: string, payload: Payload): number {
+    let sent = 0
+    for (const c of this.live()) {
+      if (!c.channels.has(topic)) continue
+      c.send({ join_ref: null, ref: null, topic, event, payload })
+      sent++
+    }
+    return sent
   }
 
   /**
@@ -480,13 +596,14 @@ export class PlatformSimulator extends EventEmitter {
     return targets.length
   }
 
-  /** Sends phx_error on `topic` to the target sockets (the server-side channel crashed) and forgets the join. */
+  /**
+   * The server-side channel of `topic` crashes on the target sockets: phx_error with the join's
+   * join_ref as join_ref and ref, payload as the flavor's Phoenix sends it; the join is forgotten
+   * and the socket stays up.
+   */
   channelError(target: Target, topic: string): void {
     for (const c of this.resolve(target)) {
-      const channel = c.channels.get(topic)
-      if (!channel) continue
-      c.channels.delete(topic)
-      c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic, event: CHANNEL_EVENTS.error, payload: { reason: 'channel_crash' } })
+      if (c.channels.has(topic)) this.crashChannel(c, topic)
     }
     this.changed()
   }
@@ -541,8 +658,9 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
-   * Stops: closes every socket (with `code`, default 1001 going away; or aborts them with
-   * `abort: true`), stops listening, and resolves when every socket and the server are closed.
+   * Stops as a Phoenix endpoint drains on SIGTERM: closes every socket (with `code`, default the
+   * flavor's 1012 service restart, no reason text; or aborts them with `abort: true`), stops
+   * listening, and resolves when every socket and the server are closed.
    */
   stop(options: { code?: number; abort?: boolean } = {}): Promise<void> {
     if (this.stopping) return this.stopping
@@ -550,12 +668,14 @@ export class PlatformSimulator extends EventEmitter {
       const held = this.held ?? []
       this.held = null
       for (const { answer } of held) answer('drop')
+      for (const socket of this.keptAlive) socket.destroy()
+      this.keptAlive.clear()
       for (const c of this.connections) {
         if (c.idleTimer) clearTimeout(c.idleTimer)
         c.idleTimer = null
         if (c.state === 'closed') continue
         if (options.abort || c.stalled) c.abort()
-        else c.close(options.code ?? 1001, 'server stopping')
+        else c.close(options.code ?? this.flavor.restart, '', 'stop')
       }
       // A client that never answers the close frame is cut off rather than waited for.
       const pending = this.connections.filter((c) => c.state !== 'closed')
@@ -594,7 +714,7 @@ export class PlatformSimulator extends EventEmitter {
   private reasonOf(c: SimConnection): DisconnectReason {
     const at = Date.now()
     if (c.superseded) return classifySupersede(c.superseded, 0, at)
-    if (c.closeSent?.reason === 'idle timeout') return heartbeatTimeout(0, at)
+    if (c.closeCause === 'idle') return heartbeatTimeout(0, at)
     if (c.aborted) return { kind: 'dropped', retryable: true, source: 'socket', detail: 'the server ended the connection without a close frame', generation: 0, at }
     if (c.closeSent) return classifyClose({ code: c.closeSent.code, reason: c.closeSent.reason }, 0, at)
     const seen = c.closeSeen ?? { code: 1006, reason: '' }
@@ -644,6 +764,24 @@ export class PlatformSimulator extends EventEmitter {
     this.emit('change')
   }
 
+  private closeWith(target: Target, code: number, reason: string, cause: CloseCause): void {
+    for (const c of this.resolve(target)) c.close(code, reason, cause)
+  }
+
+  private stallOne(c: SimConnection): void {
+    if (c.idleTimer) clearTimeout(c.idleTimer)
+    c.idleTimer = null
+    c.stall()
+  }
+
+  /** A channel process that exits abnormally: phx_error (socket.ex encode_on_exit), the join forgotten. */
+  private crashChannel(c: SimConnection, topic: string): void {
+    const channel = c.channels.get(topic)
+    if (!channel) return
+    c.channels.delete(topic)
+    c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic, event: CHANNEL_EVENTS.error, payload: { ...this.flavor.channelErrorPayload } })
+  }
+
   private resolve(target: Target): SimConnection[] {
     if (target === 'all') return this.live()
     if (target instanceof SimConnection) return target.state === 'open' ? [target] : []
@@ -651,24 +789,63 @@ export class PlatformSimulator extends EventEmitter {
     return this.connections.filter((c) => c.id === target.socket && c.state === 'open')
   }
 
-  private refuse(socket: Duplex, refusal: UpgradeRefusal, agentId: string | null, outcome: string): void {
-    const code = ERROR_CODES[refusal.status] ?? 'error'
-    const body =
-      refusal.body ??
-      JSON.stringify({ error: { code, message: outcome, request_id: randomUUID() } })
-    const headers = [
-      `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? 'Error'}`,
-      'Content-Type: application/json',
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      'Connection: close',
-    ]
-    if (refusal.retryAfter !== undefined) headers.push(`Retry-After: ${refusal.retryAfter}`)
-    socket.end(`${headers.join('\r\n')}\r\n\r\n${body}`)
-    const record = { at: this.now(), agentId, status: refusal.status, outcome }
+  /**
+   * Answers an upgrade with a refusal as the flavor's server writes it: its headers, the body
+   * asked for (none by default, as stock Phoenix), and the connection kept open for a next
+   * request unless `Connection: close` was asked of a server that honours it (docs/field-notes.md
+   * "Real Phoenix"). The upgrade's head bytes go back to the HTTP parser with the socket.
+   */
+  private refuse(socket: Duplex, refusal: UpgradeRefusal, agentId: string | null, outcome: string, head: Buffer = Buffer.alloc(0)): void {
+    const { status } = refusal
+    const body = refusal.body ?? 'none'
+    const text =
+      body === 'none'
+        ? ''
+        : body === 'platform'
+          ? JSON.stringify({ error: { code: ERROR_CODES[status] ?? 'error', message: refusal.message ?? ERROR_MESSAGES[status] ?? outcome, request_id: `req-${randomBytes(8).toString('hex')}` } })
+          : body.text
+    const headers: Array<readonly [string, string]> = [['date', httpDate()], ['content-length', String(Buffer.byteLength(text))], ...this.flavor.refusalHeaders]
+    if (refusal.retryAfter !== undefined) headers.push(['retry-after', refusal.retryAfter])
+    if (body === 'platform' || (typeof body === 'object' && isJson(body.text))) headers.push(['content-type', 'application/json; charset=utf-8'])
+    const close = refusal.connection === 'close'
+    if (close) headers.push(['connection', 'close'])
+    if (this.flavor.sortsHeaders) headers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    const response = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n${headers.map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${text}`
+    if (close && this.flavor.honoursConnectionClose) {
+      socket.end(response)
+      // An upgrade's socket is no longer read by the HTTP parser: read (and drop) what follows, so
+      // the client's end of the connection is seen and the socket closes.
+      socket.resume()
+    } else {
+      socket.write(response)
+      this.keepAlive(socket as Socket, head)
+    }
+    const record = { at: this.now(), agentId, status, outcome }
     this.upgrades.push(record)
-    this.logger.info('upgrade refused', { status: refusal.status, agentId, outcome })
+    this.logger.info('upgrade refused', { status, agentId, outcome })
     this.emitSafely('refused', record)
     this.changed()
+  }
+
+  /** A refusal of the simulator's own (auth, conflict, cooldown), with the body of {@link SimulatorOptions.rejectMode}. */
+  private refuseOwn(socket: Duplex, head: Buffer, status: number, agentId: string | null, outcome: string, extra: Partial<UpgradeRefusal> = {}): void {
+    const mode = this.options.rejectMode
+    const refusal: UpgradeRefusal = { status, ...extra, body: mode === 'plain' ? 'none' : 'platform', ...(mode === 'json_close' ? { connection: 'close' as const } : {}) }
+    this.refuse(socket, refusal, agentId, outcome, head)
+  }
+
+  /**
+   * Hands a refused upgrade's socket back to the HTTP server, so a next request on it is served
+   * as on any keep-alive connection (Node's documented way to inject a connection), and closes
+   * it after the flavor's keep-alive time without traffic.
+   */
+  private keepAlive(socket: Socket, head: Buffer): void {
+    if (socket.destroyed) return
+    this.keptAlive.add(socket)
+    socket.once('close', () => this.keptAlive.delete(socket))
+    if (head.length > 0) socket.unshift(head)
+    socket.setTimeout(this.flavor.refusalKeepAliveMs, () => socket.destroy())
+    this.http.emit('connection', socket)
   }
 
   private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -689,7 +866,7 @@ export class PlatformSimulator extends EventEmitter {
         agentId,
         answer: (refusal?: UpgradeRefusal | 'drop') => {
           if (socket.destroyed || this.stopping || refusal === 'drop') socket.destroy()
-          else if (refusal) this.refuse(socket, refusal, agentId, 'scripted refusal of a held upgrade')
+          else if (refusal) this.refuse(socket, refusal, agentId, 'scripted refusal of a held upgrade', head)
           else this.answerUpgradeSafely(req, socket, head)
         },
       }
@@ -713,7 +890,7 @@ export class PlatformSimulator extends EventEmitter {
     } catch (error) {
       this.logger.warn('bad upgrade request', { error: (error as Error).message })
       if (!socket.destroyed) {
-        this.refuse(socket, { status: 400, body: JSON.stringify({ error: { code: 'bad_request', message: (error as Error).message } }) }, null, 'unparsable request')
+        this.refuse(socket, { status: 400, body: { text: JSON.stringify({ error: { code: 'bad_request', message: (error as Error).message } }) } }, null, 'unparsable request', head)
       }
     }
   }
@@ -721,17 +898,18 @@ export class PlatformSimulator extends EventEmitter {
   private answerUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const url = new URL(req.url ?? '/', 'http://simulator')
     if (url.pathname !== `${this.options.path}/websocket`) {
-      this.refuse(socket, { status: 404, body: JSON.stringify({ error: { code: 'not_found', message: `no socket at ${url.pathname}` } }) }, null, 'no such path')
+      this.refuse(socket, { status: 404, body: { text: JSON.stringify({ error: { code: 'not_found', message: `no socket at ${url.pathname}` } }) } }, null, 'no such path', head)
       return
     }
     const agentId = url.searchParams.get(AGENT_ID_PARAM)
     const scripted = this.refusals.shift()
     if (scripted) {
-      this.refuse(socket, scripted, agentId, 'scripted refusal')
+      this.refuse(socket, scripted, agentId, 'scripted refusal', head)
       return
     }
     if (url.searchParams.get('vsn') !== PROTOCOL_VSN) {
-      this.refuse(socket, { status: 400, body: JSON.stringify({ error: { code: 'unsupported_vsn', message: `vsn must be ${PROTOCOL_VSN}` } }) }, agentId, 'unsupported vsn')
+      // Phoenix also speaks V1 (vsn 1.0.0, and no vsn); the simulator speaks V2 only.
+      this.refuse(socket, { status: 400, body: { text: JSON.stringify({ error: { code: 'unsupported_vsn', message: `vsn must be ${PROTOCOL_VSN}` } }) } }, agentId, 'unsupported vsn', head)
       return
     }
     const headerKey = req.headers[API_KEY_HEADER]
@@ -745,22 +923,26 @@ export class PlatformSimulator extends EventEmitter {
       (agents === 'any' || agents[agentId] === apiKey)
     if (!authorised) {
       // Phoenix answers the upgrade with 403 when the socket's connect/3 returns :error.
-      this.refuse(socket, { status: 403 }, agentId, 'unknown agent or wrong API key')
+      this.refuseOwn(socket, head, 403, agentId, 'unknown agent or wrong API key')
+      return
+    }
+    if (this.revoked.has(agentId!)) {
+      this.refuseOwn(socket, head, 403, agentId, 'revoked')
       return
     }
     const onConflict = url.searchParams.get(ON_CONFLICT_PARAM)
     if (onConflict !== null && onConflict !== 'reject' && onConflict !== 'supersede') {
-      this.refuse(socket, { status: 400 }, agentId, `on_conflict must be reject or supersede, got ${onConflict}`)
+      this.refuseOwn(socket, head, 400, agentId, `on_conflict must be reject or supersede, got ${onConflict}`)
       return
     }
     const cooldownUntil = this.cooldowns.get(agentId!) ?? 0
     const nowWall = Date.now()
     if (cooldownUntil > nowWall) {
-      this.refuse(socket, { status: 429, retryAfter: String(Math.ceil((cooldownUntil - nowWall) / 1000)) }, agentId, 'reconnect after supersede')
+      this.refuseOwn(socket, head, 429, agentId, 'reconnect after supersede', { retryAfter: String(Math.ceil((cooldownUntil - nowWall) / 1000)) })
       return
     }
     if (onConflict === 'reject' && this.live(agentId!).length > 0) {
-      this.refuse(socket, { status: 409 }, agentId, 'an open connection holds this key')
+      this.refuseOwn(socket, head, 409, agentId, 'an open connection holds this key')
       return
     }
     const params: Record<string, string> = {}
@@ -826,7 +1008,7 @@ export class PlatformSimulator extends EventEmitter {
       payload: sent,
     })
     if (this.options.supersedeCooldownMs > 0) this.cooldowns.set(c.agentId, Date.now() + this.options.supersedeCooldownMs)
-    if (close !== null) c.close(close ?? this.flavor.supersede, 'superseded')
+    if (close !== null) c.close(close ?? this.flavor.supersede, '', 'supersede')
     this.changed()
   }
 
@@ -839,7 +1021,7 @@ export class PlatformSimulator extends EventEmitter {
     }
     c.idleTimer = setTimeout(() => {
       c.idleTimer = null
-      c.close(this.flavor.idle, 'idle timeout')
+      c.close(this.flavor.idle, '', 'idle')
       this.changed()
     }, ms)
   }
@@ -853,9 +1035,9 @@ export class PlatformSimulator extends EventEmitter {
       c.record('in', null, decoded.problem.raw)
       c.problems.push(`${decoded.problem.kind}: ${decoded.problem.detail}`)
       this.logger.warn('malformed frame', { socket: c.id, kind: decoded.problem.kind, detail: decoded.problem.detail })
-      // A Phoenix socket process crashes on a frame it cannot decode; the client sees the
-      // socket close. 1007: "data within a message that was not consistent with the type".
-      c.close(1007, `malformed frame: ${decoded.problem.kind}`)
+      // A Phoenix socket process crashes on a frame it cannot decode (V2 serializer decode!):
+      // Bandit and Cowboy close with 1011 (internal error), no reason text (docs/field-notes.md).
+      c.close(1011, '', 'malformed')
       this.changed()
       return
     }
@@ -864,42 +1046,48 @@ export class PlatformSimulator extends EventEmitter {
     try {
       this.dispatch(c, frame)
     } catch (error) {
-      // A push handler or join hook that throws is the simulated channel crashing: phx_error.
+      // A join hook that throws is Phoenix's crashed join/3 (an error reply, "join crashed"); a
+      // push handler that throws is the channel process crashing (phx_error, the join forgotten).
       c.problems.push(`handler error on ${frame.topic} ${frame.event}: ${(error as Error).message}`)
       this.logger.warn('handler threw', { socket: c.id, topic: frame.topic, error: (error as Error).message })
-      c.send({ join_ref: frame.join_ref, ref: frame.join_ref, topic: frame.topic, event: CHANNEL_EVENTS.error, payload: { reason: 'channel_crash' } })
+      if (frame.event === CHANNEL_EVENTS.join) this.reply(c, frame, 'error', { reason: 'join crashed' })
+      else this.crashChannel(c, frame.topic)
     }
     this.changed()
   }
 
-  private reply(c: SimConnection, frame: Frame, status: string, response: Payload): void {
-    c.send({ join_ref: frame.join_ref, ref: frame.ref, topic: frame.topic, event: CHANNEL_EVENTS.reply, payload: { status, response } })
+  /** A phx_reply to `frame`, carrying `joinRef` (the frame's own by default). */
+  private reply(c: SimConnection, frame: Frame, status: string, response: Payload, joinRef: string | null = frame.join_ref): void {
+    c.send({ join_ref: joinRef, ref: frame.ref, topic: frame.topic, event: CHANNEL_EVENTS.reply, payload: { status, response } })
   }
 
+  /**
+   * Routes a client frame as Phoenix's socket does (phoenix lib/phoenix/socket.ex handle_in):
+   * by topic alone, never by join_ref. A joined channel answers with its own join_ref; an
+   * unjoined topic gets "unmatched topic" with join_ref null; phx_leave of an unjoined topic is
+   * answered ok, echoing the join_ref it carried; a phx_leave whose join_ref is not the
+   * channel's raced a server close and gets no answer.
+   */
   private dispatch(c: SimConnection, frame: Frame): void {
     if (frame.topic === HEARTBEAT_TOPIC && frame.event === HEARTBEAT_EVENT) {
       c.heartbeats++
-      this.reply(c, frame, 'ok', {})
+      this.reply(c, frame, 'ok', {}, null)
       return
     }
     if (frame.event === CHANNEL_EVENTS.join) return this.join(c, frame)
     const channel = c.channels.get(frame.topic)
-    if (!channel || (frame.join_ref !== null && frame.join_ref !== channel.joinRef)) {
-      this.reply(c, frame, 'error', { reason: 'unmatched topic' })
-      return
-    }
     if (frame.event === CHANNEL_EVENTS.leave) {
+      if (!channel) return this.reply(c, frame, 'ok', {})
+      if (frame.join_ref !== null && frame.join_ref !== channel.joinRef) return
       c.channels.delete(frame.topic)
-      this.reply(c, frame, 'ok', {})
+      this.reply(c, frame, 'ok', {}, channel.joinRef)
       c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic: frame.topic, event: CHANNEL_EVENTS.close, payload: {} })
       return
     }
-    if (frame.topic === controlTopic(c.agentId)) {
-      this.reply(c, frame, 'ok', {})
-      return
-    }
+    if (!channel) return this.reply(c, frame, 'error', { reason: 'unmatched topic' }, null)
+    if (frame.topic === controlTopic(c.agentId)) return this.reply(c, frame, 'ok', {}, channel.joinRef)
     const answer = this.pushHandler({ connection: c, topic: frame.topic, event: frame.event, payload: frame.payload })
-    if (answer) this.reply(c, frame, answer.status, answer.response)
+    if (answer) this.reply(c, frame, answer.status, answer.response, channel.joinRef)
   }
 
   private join(c: SimConnection, frame: Frame): void {
@@ -925,24 +1113,21 @@ export class PlatformSimulator extends EventEmitter {
     this.answerJoin(c, frame, outcome)
   }
 
+  /**
+   * Answers a join. A second join of a topic on one socket ends the first whatever the new
+   * join's outcome: the reply to the new join comes first, then phx_close with the OLD join_ref
+   * (phoenix socket.ex: the old channel is shut down and its close queued behind the reply).
+   */
   private answerJoin(c: SimConnection, frame: Frame, outcome: Exclude<JoinOutcome, { reply: 'hold' }>): void {
     if (c.state !== 'open' || frame.join_ref === null) return
     const previous = c.channels.get(frame.topic)
+    if (previous) c.channels.delete(frame.topic)
     if (outcome.reply === 'ok') c.channels.set(frame.topic, { topic: frame.topic, joinRef: frame.join_ref })
     outcome.before?.(c)
-    if (outcome.reply === 'none') {
-      outcome.after?.(c)
-      return
-    }
-    if (outcome.reply === 'error') {
-      this.reply(c, frame, 'error', outcome.response)
-      outcome.after?.(c)
-      return
-    }
-    this.reply(c, frame, 'ok', outcome.response ?? {})
+    const response = (r: JoinResponse | undefined): Payload => (typeof r === 'function' ? r({ topic: frame.topic, payload: frame.payload as Payload, connection: c }) : (r ?? {}))
+    if (outcome.reply === 'error') this.reply(c, frame, 'error', response(outcome.response))
+    else if (outcome.reply === 'ok') this.reply(c, frame, 'ok', response(outcome.response))
     outcome.after?.(c)
-    // A second join of a topic on one socket: reply to the new join, then phx_close with the
-    // OLD join_ref (docs/field-notes.md "Phoenix V2 wire protocol").
     if (previous) {
       c.send({ join_ref: previous.joinRef, ref: previous.joinRef, topic: frame.topic, event: CHANNEL_EVENTS.close, payload: {} })
     }

@@ -97,7 +97,7 @@ describe('a misbehaving server against the link', () => {
 })
 
 describe('a misbehaving client against the simulator', () => {
-  it('closes a socket that sends an undecodable frame with 1007, records the problem, and keeps serving others', async () => {
+  it('closes a socket that sends an undecodable frame with 1011 as a crashed Phoenix socket process does, records the problem, and keeps serving others', async () => {
     const sim = await world().sim()
     const link = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
     await link.connect()
@@ -109,7 +109,7 @@ describe('a misbehaving client against the simulator', () => {
       })
       const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)))
       ws.send(bad)
-      expect(await closed).toBe(1007)
+      expect(await closed).toBe(1011)
       const conn = sim.accepted('agent-1')[i]!
       expect(conn.problems.length).toBeGreaterThan(0)
     }

@@ -1,12 +1,12 @@
 /**
  * The command line as a user runs it: `serve` and `connect` in child processes, stopped with
- * Ctrl-C (SIGINT), with the exit codes the README promises.
+ * Ctrl-C (SIGINT) or SIGTERM, with the exit codes the README promises.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { useWorld } from '../support/wire.js'
+import { next, useWorld } from '../support/wire.js'
 
 const world = useWorld()
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -102,6 +102,21 @@ describe('phoenix-link command line', () => {
     await link.disconnect()
     child.kill('SIGINT')
     expect(await exit(child)).toBe(0)
+  })
+
+  it('serve drains on SIGTERM as a Phoenix endpoint does: every socket closed 1012, no reason text; exit 0', async () => {
+    const child = cli(['serve', '--port', '0', '--agent', 'agent-1:key-1', '--json'])
+    const listening = await line(child, (e) => e.type === 'listening', 'listening')
+    const sim = await world().sim()
+    const link = world().link(sim, { url: String(listening.url) })
+    await link.connect()
+    const lost = next(link, 'disconnected')
+    child.kill('SIGTERM')
+    const { reason, outcome } = await lost
+    expect(reason).toMatchObject({ kind: 'closed', closeCode: 1012, closeReason: '' })
+    expect(outcome).toBe('reconnect')
+    expect(await exit(child)).toBe(0)
+    await link.disconnect()
   })
 
   it('paths prints the generated paths as JSON lines, the same the model tests run', async () => {

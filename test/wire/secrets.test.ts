@@ -51,7 +51,7 @@ describe('secrets', () => {
       sim.close({ agent: 'agent-1' }, 1000, `bye ${KEY}`)
       await new Promise<void>((resolve) => link.once('reconnected', () => resolve()))
       // The server echoes the key in a refusal body and in a supersede payload.
-      sim.refuseUpgrades({ status: 403, body: JSON.stringify({ error: { code: 'bad_key', message: `key ${KEY} is not valid` } }) })
+      sim.refuseUpgrades({ status: 403, body: { text: JSON.stringify({ error: { code: 'bad_key', message: `key ${KEY} is not valid` } }) } })
       sim.close({ agent: 'agent-1' }, 1000)
       const error = await settle(link.runForever())
       expect(error.ok).toBe(false)
@@ -83,7 +83,7 @@ describe('secrets', () => {
     const echo = link.channel('room:echo')
     await new Promise<void>((resolve) => echo.onStatus((status) => status === 'dropped' && resolve()))
     // A refusal body whose first 200 characters end inside the key.
-    sim.refuseUpgrades({ status: 403, body: `${'y'.repeat(200 - KEY.length + 1)}${KEY}` })
+    sim.refuseUpgrades({ status: 403, body: { text: `${'y'.repeat(200 - KEY.length + 1)}${KEY}` } })
     sim.close({ agent: 'agent-1' }, 1000)
     const ended = await settle(link.runForever())
     const captured = world().captured.get(link)!
@@ -106,7 +106,7 @@ describe('secrets', () => {
       await link.connect()
       sim.close({ agent: 'agent-1' }, 1011, 'oops')
       await new Promise<void>((resolve) => link.once('reconnected', () => resolve()))
-      sim.refuseUpgrades({ status: 403, body: JSON.stringify({ error: { code: 'bad_key', message: `key ${KEY}` } }) })
+      sim.refuseUpgrades({ status: 403, body: { text: JSON.stringify({ error: { code: 'bad_key', message: `key ${KEY}` } }) } })
       sim.close({ agent: 'agent-1' }, 1000)
       await settle(link.runForever())
       const linkText = await metrics.registry.metrics()

@@ -122,7 +122,7 @@ describe('rule: supersede is terminal', () => {
   })
 
   it('with on_conflict=reject the second link fails rejected(conflict) by HTTP 409 and the first is untouched (scenario 13)', async () => {
-    const sim = await world().sim()
+    const sim = await world().sim({ rejectMode: 'json' })
     const first = world().link(sim)
     await first.connect()
     const second = world().link(sim, { onConflict: 'reject' })

@@ -39,7 +39,7 @@ describe('rule: upgrade rejection is terminal', () => {
 
   it('HTTP 429 with Retry-After waits at least that long, then retries (scenario 19)', async () => {
     const sim = await world().sim()
-    sim.refuseUpgrades({ status: 429, retryAfter: '1' })
+    sim.refuseUpgrades({ status: 429, retryAfter: '1', body: 'platform' })
     const link = world().link(sim)
     const d = next(link, 'disconnected')
     await link.connect()
