@@ -63,7 +63,8 @@ export class World {
   }
 }
 
-function merge(a: LinkPolicyInput, b: LinkPolicyInput): LinkPolicyInput {
+/** `a` with the sections of `b` spread over it, section by section. */
+export function merge(a: LinkPolicyInput, b: LinkPolicyInput): LinkPolicyInput {
   const out: Record<string, object> = {}
   for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
     out[key] = { ...(a as Record<string, object>)[key], ...(b as Record<string, object>)[key] }

@@ -1,0 +1,5 @@
+/** The lifecycle scenarios on the reference peer: real Phoenix 1.7.14 on Bandit 1.6.11 (test/conformance/scenarios.ts). */
+import { conformance } from './scenarios.js'
+import { realPeer } from './peer.js'
+
+conformance(realPeer('bandit'))

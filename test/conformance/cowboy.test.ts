@@ -1,0 +1,5 @@
+/** The lifecycle scenarios on the reference peer: real Phoenix 1.7.14 on Cowboy 2.12.0 (test/conformance/scenarios.ts). */
+import { conformance } from './scenarios.js'
+import { realPeer } from './peer.js'
+
+conformance(realPeer('cowboy'))

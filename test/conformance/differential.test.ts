@@ -1,0 +1,324 @@
+/**
+ * Differential tests: the official `phoenix` client (1.8.16, ws as transport) runs one protocol
+ * script against the simulator and against real Phoenix, and what it observes (every frame,
+ * the close code, and what a refused upgrade looks like on the wire) must agree, server
+ * generated ids normalised. Each transcript is also checked against the protocol facts the
+ * reference peer showed (docs/field-notes.md "Real Phoenix"), so the simulator is held to them
+ * even where no real server can run.
+ */
+import { beforeAll, describe, expect, it } from 'vitest'
+import { Serializer, Socket } from 'phoenix'
+import WebSocket from 'isomorphic-ws'
+import { controlTopic, type Payload } from '../../src/protocol.js'
+import { rawUpgrade, type RawRefusal } from '../support/raw-http.js'
+import { realPeer, simulatorPeer, type Agent, type Peer, type PeerFactory } from './peer.js'
+
+type RawFrame = [string | null, string | null, string, string, Payload]
+
+const NEVER = 2 ** 31 - 1
+
+/** The official client on one socket, recording every frame it receives. */
+class Client {
+  readonly frames: RawFrame[] = []
+  readonly socket: Socket
+  readonly closed: Promise<{ code: number; reason: string }>
+  private readonly waiters = new Set<() => void>()
+  private barriers = 0
+
+  constructor(peer: Peer, agent: Agent) {
+    let onClose!: (e: { code: number; reason: string }) => void
+    this.closed = new Promise((resolve) => (onClose = resolve))
+    this.socket = new Socket(peer.url, {
+      transport: WebSocket as never,
+      params: { agent_id: agent.id, api_key: agent.key },
+      heartbeatIntervalMs: NEVER,
+      reconnectAfterMs: () => NEVER,
+      rejoinAfterMs: () => NEVER,
+      decode: (raw: string, callback: (message: unknown) => void) => {
+        this.frames.push(JSON.parse(raw) as RawFrame)
+        for (const wake of [...this.waiters]) wake()
+        Serializer.decode(raw, callback)
+      },
+    } as never)
+    this.socket.onClose((e: { code: number; reason: string }) => onClose({ code: e.code, reason: e.reason }))
+  }
+
+  /** Sends one frame as is (phoenix.js encodes it). */
+  send(joinRef: string | null, ref: string | null, topic: string, event: string, payload: Payload = {}): void {
+    ;(this.socket as unknown as { push(m: object): void }).push({ join_ref: joinRef, ref, topic, event, payload })
+  }
+
+  /** Resolves with the first frame from `from` on that matches. */
+  async frame(from: number, match: (f: RawFrame) => boolean, what: string, timeoutMs = 4000): Promise<RawFrame> {
+    const deadline = performance.now() + timeoutMs
+    for (;;) {
+      const found = this.frames.slice(from).find(match)
+      if (found) return found
+      const left = deadline - performance.now()
+      if (left <= 0) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; got ${JSON.stringify(this.frames.slice(from))}`)
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer)
+          this.waiters.delete(wake)
+          resolve()
+        }
+        const timer = setTimeout(wake, left)
+        this.waiters.add(wake)
+      })
+    }
+  }
+
+  /**
+   * A heartbeat round trip: the socket process answers it after everything it was sent before,
+   * so frames a step caused on the socket have arrived once it returns. Its reply is not kept.
+   */
+  async barrier(): Promise<void> {
+    const ref = `barrier-${++this.barriers}`
+    const from = this.frames.length
+    this.send(null, ref, 'phoenix', 'heartbeat')
+    await this.frame(from, (f) => f[1] === ref, 'the barrier heartbeat reply')
+    const at = this.frames.findIndex((f, i) => i >= from && f[1] === ref)
+    this.frames.splice(at, 1)
+  }
+}
+
+/** One step of the script: what the client or the server does, and the frame that shows it was handled. */
+interface Step {
+  name: string
+  run(c: Client, peer: Peer, agent: Agent): Promise<void> | void
+  /** The frame the step waits for; none: the barrier alone (a step that must get no answer). */
+  until?: (f: RawFrame) => boolean
+}
+
+/** The protocol script, the same for every peer. Refs are the client's, so they agree across peers. */
+function script(agent: Agent): Step[] {
+  const control = controlTopic(agent.id)
+  const room = `room:${agent.id}`
+  return [
+    { name: 'join the control channel', run: (c) => c.send('1', '1', control, 'phx_join'), until: (f) => f[1] === '1' },
+    { name: 'join a room', run: (c) => c.send('2', '2', room, 'phx_join', { hello: 1 }), until: (f) => f[1] === '2' },
+    { name: 'push to the room', run: (c) => c.send('2', '3', room, 'say', { text: 'hi' }), until: (f) => f[1] === '3' },
+    { name: 'push on the control channel', run: (c) => c.send('1', '4', control, 'status', { busy: false }), until: (f) => f[1] === '4' },
+    { name: 'a heartbeat', run: (c) => c.send(null, '5', 'phoenix', 'heartbeat'), until: (f) => f[1] === '5' },
+    { name: 'a server push on the room', run: (_c, peer) => void peer.push(agent, room, 'news', { n: 1 }), until: (f) => f[3] === 'news' },
+    { name: 'a control signal through the channel', run: (_c, peer) => void peer.control(agent, { n: 1, via: 'push', tag: 'p' }), until: (f) => f[3] === 'agent.control' },
+    { name: 'a control signal as a broadcast', run: (_c, peer) => void peer.control(agent, { n: 1, via: 'broadcast', tag: 'b' }), until: (f) => f[3] === 'agent.control' },
+    { name: 'a duplicate join of the room', run: (c) => c.send('6', '6', room, 'phx_join'), until: (f) => f[3] === 'phx_close' },
+    { name: 'a push that still carries the old join_ref', run: (c) => c.send('2', '7', room, 'say', { old: true }), until: (f) => f[1] === '7' },
+    { name: 'a push to a topic not joined', run: (c) => c.send('8', '8', 'room:nowhere', 'say'), until: (f) => f[1] === '8' },
+    { name: 'a leave of a topic not joined', run: (c) => c.send('77', '9', 'room:elsewhere', 'phx_leave'), until: (f) => f[1] === '9' },
+    { name: 'a leave that carries a stale join_ref', run: (c) => c.send('2', '10', room, 'phx_leave') },
+    {
+      name: 'a join the server refuses',
+      run: async (c, peer) => {
+        await peer.joinOutcome(`${room}-no`, 'error', { reason: 'nope' }, 1)
+        c.send('11', '11', `${room}-no`, 'phx_join')
+      },
+      until: (f) => f[1] === '11',
+    },
+    { name: 'join a second room', run: (c) => c.send('12', '12', `${room}-b`, 'phx_join'), until: (f) => f[1] === '12' },
+    { name: 'leave the second room', run: (c) => c.send('12', '13', `${room}-b`, 'phx_leave'), until: (f) => f[3] === 'phx_close' },
+    { name: 'join a third room', run: (c) => c.send('14', '14', `${room}-c`, 'phx_join'), until: (f) => f[1] === '14' },
+    { name: 'the server closes the third room', run: (_c, peer) => void peer.channelClose(agent, `${room}-c`), until: (f) => f[3] === 'phx_close' },
+    { name: 'the room crashes', run: (_c, peer) => void peer.channelError(agent, room), until: (f) => f[3] === 'phx_error' },
+    { name: 'a push to the crashed room', run: (c) => c.send('6', '15', room, 'say'), until: (f) => f[1] === '15' },
+  ]
+}
+
+/** What the official client observed on one peer. */
+interface Transcript {
+  steps: Array<{ step: string; frames: RawFrame[] }>
+  close: { code: number; reason: string }
+}
+
+async function observe(peer: Peer): Promise<Transcript> {
+  const agent = peer.agent()
+  const client = new Client(peer, agent)
+  const opened = new Promise<void>((resolve) => client.socket.onOpen(() => resolve()))
+  client.socket.connect()
+  try {
+    await opened
+    const steps: Transcript['steps'] = []
+    for (const step of script(agent)) {
+      const from = client.frames.length
+      await step.run(client, peer, agent)
+      if (step.until) await client.frame(from, step.until, `the frame of "${step.name}"`)
+      await client.barrier()
+      steps.push({ step: step.name, frames: client.frames.slice(from).map(normalise) })
+    }
+    await peer.disconnect(agent)
+    return { steps, close: await client.closed }
+  } finally {
+    await new Promise<void>((resolve) => client.socket.disconnect(() => resolve(), 1000))
+  }
+}
+
+/** Server-generated ids: the platform's request ids. Everything else is compared as sent. */
+function normalise(frame: RawFrame): RawFrame {
+  return JSON.parse(JSON.stringify(frame).replace(/req-[0-9a-f]{16}/g, 'req-<id>')) as RawFrame
+}
+
+const refusalCases: Array<{ name: string; setup?: (peer: Peer) => Promise<void>; query: (agent: Agent) => Record<string, string>; needsLive?: boolean }> = [
+  { name: 'a wrong key (connect/3 returns :error)', query: (a) => ({ agent_id: a.id, api_key: 'wrong', vsn: '2.0.0' }) },
+  { name: 'an unknown on_conflict (400)', query: (a) => ({ agent_id: a.id, api_key: a.key, vsn: '2.0.0', on_conflict: 'bogus' }) },
+  { name: 'on_conflict=reject while a socket is live (409)', needsLive: true, query: (a) => ({ agent_id: a.id, api_key: a.key, vsn: '2.0.0', on_conflict: 'reject' }) },
+  { name: 'a queued 429 with the platform body and Retry-After', setup: (p) => p.refuse({ status: 429, body: 'platform', retryAfterS: 3 }), query: (a) => ({ agent_id: a.id, api_key: a.key, vsn: '2.0.0' }) },
+  { name: 'a queued 503 with Connection: close', setup: (p) => p.refuse({ status: 503, connectionClose: true }), query: (a) => ({ agent_id: a.id, api_key: a.key, vsn: '2.0.0' }) },
+]
+
+/** What of a refusal must agree: everything but the date. */
+function comparable(r: RawRefusal): RawRefusal {
+  return { ...r, headers: r.headers.map(([k, v]): [string, string] => [k, k === 'date' ? '<date>' : v]), body: r.body.replace(/req-[0-9a-f]{16}/g, 'req-<id>') }
+}
+
+async function refusals(peer: Peer): Promise<Record<string, RawRefusal>> {
+  const out: Record<string, RawRefusal> = {}
+  for (const c of refusalCases) {
+    const agent = peer.agent()
+    let holder: Client | null = null
+    try {
+      if (c.needsLive) {
+        holder = new Client(peer, agent)
+        const opened = new Promise<void>((resolve) => holder!.socket.onOpen(() => resolve()))
+        holder.socket.connect()
+        await opened
+      }
+      await c.setup?.(peer)
+      out[c.name] = comparable(await rawUpgrade(peer.port, c.query(agent)))
+    } finally {
+      if (holder) await new Promise<void>((resolve) => holder!.socket.disconnect(() => resolve(), 1000))
+    }
+  }
+  return out
+}
+
+async function malformed(peer: Peer): Promise<{ code: number; reason: string }> {
+  const agent = peer.agent()
+  const ws = new WebSocket(`${peer.url}/websocket?agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0`)
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString() })))
+  ws.send('this is not JSON')
+  return closed
+}
+
+/** Everything the official client and a bare HTTP client saw on one peer. */
+interface Observed {
+  transcript: Transcript
+  refusals: Record<string, RawRefusal>
+  malformed: { code: number; reason: string }
+}
+
+function observeAll(factory: PeerFactory): () => Promise<Observed> {
+  let cached: Promise<Observed> | null = null
+  return () =>
+    (cached ??= (async () => {
+      const peer = await factory.open()
+      try {
+        return { transcript: await observe(peer), refusals: await refusals(peer), malformed: await malformed(peer) }
+      } finally {
+        await peer.close()
+      }
+    })())
+}
+
+const frames = (o: Observed, step: string) => o.transcript.steps.find((s) => s.step === step)!.frames
+
+/** The facts the reference peer showed, checked on any peer. */
+function facts(name: string, observed: () => Promise<Observed>, disconnectCode: number): void {
+  describe(`${name}: the protocol facts of real Phoenix`, () => {
+    let o: Observed
+    beforeAll(async () => {
+      o = await observed()
+    }, 60_000)
+
+    it('a push to a topic not joined: "unmatched topic" with join_ref null', () => {
+      expect(frames(o, 'a push to a topic not joined')).toEqual([[null, '8', 'room:nowhere', 'phx_reply', { response: { reason: 'unmatched topic' }, status: 'error' }]])
+    })
+    it('a leave of a topic not joined: ok {}, echoing its join_ref', () => {
+      expect(frames(o, 'a leave of a topic not joined')).toEqual([['77', '9', 'room:elsewhere', 'phx_reply', { response: {}, status: 'ok' }]])
+    })
+    it('a duplicate join: the reply to the new join, then phx_close with the OLD join_ref', () => {
+      const room = frames(o, 'a duplicate join of the room')
+      expect(room.map((f) => [f[0], f[1], f[3]])).toEqual([
+        ['6', '6', 'phx_reply'],
+        ['2', '2', 'phx_close'],
+      ])
+    })
+    it('after a duplicate join, a push with the old join_ref is routed by topic and answered with the new join_ref', () => {
+      expect(frames(o, 'a push that still carries the old join_ref').map((f) => [f[0], f[1], f[3], (f[4] as { status?: string }).status])).toEqual([['6', '7', 'phx_reply', 'ok']])
+    })
+    it('a leave that carries a stale join_ref raced a server close: no answer', () => {
+      expect(frames(o, 'a leave that carries a stale join_ref')).toEqual([])
+    })
+    it('a heartbeat reply has join_ref null; replies come as {response, status}', () => {
+      expect(frames(o, 'a heartbeat')).toEqual([[null, '5', 'phoenix', 'phx_reply', { response: {}, status: 'ok' }]])
+    })
+    it('a channel push carries its join_ref; a broadcast carries join_ref null', () => {
+      expect(frames(o, 'a control signal through the channel')[0]![0]).toBe('1')
+      expect(frames(o, 'a control signal as a broadcast')[0]![0]).toBeNull()
+    })
+    it('a channel crash: phx_error with the join_ref as join_ref and ref, payload {}', () => {
+      expect(frames(o, 'the room crashes')).toEqual([['6', '6', expect.stringMatching(/^room:/), 'phx_error', {}]])
+    })
+    it('a leave: ok, then phx_close with the join_ref', () => {
+      expect(frames(o, 'leave the second room').map((f) => [f[0], f[1], f[3]])).toEqual([
+        ['12', '13', 'phx_reply'],
+        ['12', '12', 'phx_close'],
+      ])
+    })
+    it(`the "disconnect" broadcast closes with ${disconnectCode} and no reason text`, () => {
+      expect(o.transcript.close).toEqual({ code: disconnectCode, reason: '' })
+    })
+    it('a frame that is not JSON crashes the socket: close 1011, no reason text', () => {
+      expect(o.malformed).toEqual({ code: 1011, reason: '' })
+    })
+    it('a refused upgrade: 403, content-length 0, no body, and the connection serves a next request', () => {
+      const r = o.refusals['a wrong key (connect/3 returns :error)']!
+      expect(r.statusLine).toBe('HTTP/1.1 403 Forbidden')
+      expect(r.headers).toContainEqual(['content-length', '0'])
+      expect(r.body).toBe('')
+      expect(r.afterward).toBe('answered')
+    })
+  })
+}
+
+const pairs: Array<[ReturnType<typeof simulatorPeer>, PeerFactory]> = [
+  [simulatorPeer('bandit'), realPeer('bandit')],
+  [simulatorPeer('cowboy'), realPeer('cowboy')],
+]
+
+for (const [sim, real] of pairs) {
+  const simObserved = observeAll(sim)
+  const realObserved = observeAll(real)
+  const code = sim.name.includes('bandit') ? 1011 : 1000
+  facts(sim.name, simObserved, code)
+  if (real.unavailable === null) facts(real.name, realObserved, code)
+
+  describe.skipIf(real.unavailable !== null)(`${sim.name} against real Phoenix on ${real.name}: what the official client sees`, () => {
+    let s: Observed
+    let r: Observed
+    beforeAll(async () => {
+      ;[s, r] = await Promise.all([simObserved(), realObserved()])
+    }, 90_000)
+
+    for (const step of script({ id: 'c1', key: '' }).map((x) => x.name)) {
+      it(`the same frames: ${step}`, () => {
+        expect(frames(s, step)).toEqual(frames(r, step))
+      })
+    }
+    it('the same close code and reason after the "disconnect" broadcast', () => {
+      expect(s.transcript.close).toEqual(r.transcript.close)
+    })
+    it('the same close after a malformed frame', () => {
+      expect(s.malformed).toEqual(r.malformed)
+    })
+    for (const c of refusalCases) {
+      it(`the same refusal on the wire: ${c.name}`, () => {
+        expect(s.refusals[c.name]).toEqual(r.refusals[c.name])
+      })
+    }
+  })
+}

@@ -1,0 +1,120 @@
+/**
+ * The network between a link and any peer, as a TCP relay on 127.0.0.1 that a test can break:
+ * faults no server can produce on its own, so every peer (the simulator, Bandit, Cowboy) meets
+ * them the same way.
+ *
+ * - `blackhole()`: the current connections stop carrying bytes in either direction and stay
+ *   open, as a silent network path does. The client's close never reaches the server, so the
+ *   server keeps "our lost socket" until its idle timeout (60 s) or until `release()`.
+ * - `release()`: ends the server side of blackholed connections (the server sees the TCP
+ *   connection end, as when its idle timeout finally fires).
+ * - `cut()`: ends both sides of the current connections with no close frame (RST).
+ */
+import { createServer, connect, type Server, type Socket } from 'node:net'
+
+interface Pair {
+  client: Socket
+  upstream: Socket
+  holed: boolean
+}
+
+/** A relay from a loopback port to `127.0.0.1:targetPort`. */
+export class FaultProxy {
+  /** Connections relayed so far, blackholed or not. */
+  accepted = 0
+  private readonly server: Server
+  private readonly pairs = new Set<Pair>()
+  private boundPort = 0
+
+  private constructor(private readonly targetPort: number) {
+    this.server = createServer((client) => this.relay(client))
+  }
+
+  /**
+   * Starts a relay to `targetPort` and resolves once it listens.
+   *
+   * @throws {Error} (rejects) when no loopback port can be bound.
+   */
+  static async start(targetPort: number): Promise<FaultProxy> {
+    const proxy = new FaultProxy(targetPort)
+    await new Promise<void>((resolve, reject) => {
+      proxy.server.once('error', reject)
+      proxy.server.listen(0, '127.0.0.1', () => {
+        proxy.server.off('error', reject)
+        resolve()
+      })
+    })
+    const address = proxy.server.address()
+    proxy.boundPort = typeof address === 'object' && address ? address.port : 0
+    return proxy
+  }
+
+  /** The socket endpoint through the relay (phoenix.js appends `/websocket`). */
+  get url(): string {
+    return `ws://127.0.0.1:${this.boundPort}/socket`
+  }
+
+  /** Connections open through the relay that still carry bytes. */
+  get flowing(): number {
+    return [...this.pairs].filter((p) => !p.holed).length
+  }
+
+  /** Stops carrying bytes on every current connection; both sides stay open. Later connections flow. */
+  blackhole(): void {
+    for (const pair of this.pairs) {
+      if (pair.holed) continue
+      pair.holed = true
+      pair.client.unpipe(pair.upstream)
+      pair.upstream.unpipe(pair.client)
+      // Discard what the client sends meanwhile (its heartbeats, its close) instead of buffering it.
+      pair.client.on('data', () => {})
+      pair.upstream.pause()
+    }
+  }
+
+  /** Ends the server side of every blackholed connection, as an idle timeout would. */
+  release(): void {
+    for (const pair of this.pairs) if (pair.holed) this.end(pair)
+  }
+
+  /** Ends both sides of every current connection without a close frame. */
+  cut(): void {
+    for (const pair of this.pairs) this.end(pair)
+  }
+
+  /** Ends every connection and stops listening; resolves once every socket is closed. */
+  async close(): Promise<void> {
+    const closing = [...this.pairs].flatMap((p) => [p.client, p.upstream]).map(closed)
+    for (const pair of this.pairs) this.end(pair)
+    await Promise.all(closing)
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+
+  private relay(client: Socket): void {
+    this.accepted++
+    const upstream = connect(this.targetPort, '127.0.0.1')
+    const pair: Pair = { client, upstream, holed: false }
+    this.pairs.add(pair)
+    client.pipe(upstream)
+    upstream.pipe(client)
+    // A side that ends or fails ends the other, unless the pair is blackholed: then the other
+    // side must not learn of it.
+    const onGone = () => {
+      if (!pair.holed) this.end(pair)
+      if (client.destroyed && upstream.destroyed) this.pairs.delete(pair)
+    }
+    for (const socket of [client, upstream]) {
+      socket.on('error', () => {})
+      socket.on('close', onGone)
+    }
+  }
+
+  private end(pair: Pair): void {
+    pair.client.resetAndDestroy()
+    pair.upstream.resetAndDestroy()
+  }
+}
+
+function closed(socket: Socket): Promise<void> {
+  return socket.destroyed && socket.closed ? Promise.resolve() : new Promise((resolve) => socket.once('close', () => resolve()))
+}

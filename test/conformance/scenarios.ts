@@ -1,0 +1,382 @@
+/**
+ * The lifecycle scenarios, written once against {@link Peer} and run on every peer: the
+ * simulator and the reference peer (real Phoenix on Bandit and on Cowboy). Each asserts what the
+ * host sees (state, reason kind and cause, events) and what the server saw (upgrades, live
+ * sockets, joins). Numbers in titles are ../shared/SCENARIOS.md's.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
+import type { Link } from '../../src/link.js'
+import type { LinkChannel, ChannelStatus } from '../../src/link-channel.js'
+import { controlTopic } from '../../src/protocol.js'
+import type { DisconnectReason } from '../../src/reasons.js'
+import { FAST, next, settle, untilState } from '../support/wire.js'
+import { useScene } from './harness.js'
+import type { Agent, Peer, PeerFactory } from './peer.js'
+
+/** Resolves once `channel` reaches `status` (now or later). */
+function channelStatus(channel: LinkChannel, status: ChannelStatus, timeoutMs = 6000): Promise<void> {
+  if (channel.status === status) return Promise.resolve()
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      off()
+      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${channel.topic} to be ${status} (it is ${channel.status})`))
+    }, timeoutMs)
+    const off = channel.onStatus((s) => {
+      if (s !== status) return
+      clearTimeout(timer)
+      off()
+      resolve()
+    })
+  })
+}
+
+/** The reason a settled `runForever()`/`connect()` rejected with. */
+function reasonOf(result: { ok: true } | { ok: false; error: unknown }): DisconnectReason {
+  if (result.ok) throw new Error('expected the wait to reject with AgentDisconnectedError, it resolved')
+  expect(result.error).toBeInstanceOf(AgentDisconnectedError)
+  return (result.error as AgentDisconnectedError).reason
+}
+
+async function statuses(peer: Peer, agent: Agent): Promise<number[]> {
+  return (await peer.upgrades(agent)).map((u) => u.status)
+}
+
+/** Waits until the server has logged `n` upgrades of `agent` (a real server logs the result just after answering). */
+async function untilUpgrades(peer: Peer, agent: Agent, n: number): Promise<number[]> {
+  await peer.until(async () => (await peer.upgrades(agent)).length >= n, `${n} upgrade(s) of ${agent.id}`)
+  return statuses(peer, agent)
+}
+
+/** Registers the scenario suite for one peer. */
+export function conformance(factory: PeerFactory): void {
+  describe.skipIf(factory.unavailable !== null)(`lifecycle on ${factory.name}`, () => {
+    const scene = useScene()
+    let peer: Peer
+    beforeAll(async () => {
+      peer = await factory.open()
+    }, 60_000)
+    afterAll(async () => {
+      await peer?.close()
+    }, 30_000)
+
+    async function connected(options: Parameters<ReturnType<typeof scene>['link']>[2] = {}): Promise<{ agent: Agent; link: Link; socket: string }> {
+      const agent = peer.agent()
+      const link = scene().link(peer, agent, options)
+      await link.connect()
+      const [socket] = await peer.live(agent)
+      return { agent, link, socket: socket! }
+    }
+
+    describe('normal closes reconnect', () => {
+      it('the "disconnect" broadcast closes with the server\'s code; the link reconnects and rejoins every channel (scenarios 1, 2)', async () => {
+        const { agent, link, socket } = await connected()
+        const room = link.channel(`room:${agent.id}`)
+        await channelStatus(room, 'joined')
+        const lost = next(link, 'disconnected')
+        const back = next(link, 'reconnected')
+        await peer.disconnect(agent)
+        const { reason, outcome } = await lost
+        expect(reason).toMatchObject({ kind: 'closed', closeCode: peer.flavor.disconnect, closeReason: '', retryable: true })
+        expect(outcome).toBe('reconnect')
+        await back
+        await channelStatus(room, 'joined')
+        expect(link.state).toBe('connected')
+        await peer.until(async () => {
+          const live = await peer.live(agent)
+          return live.length === 1 && live[0] !== socket
+        }, 'exactly one live socket, a new one')
+        expect(await statuses(peer, agent)).toEqual([101, 101])
+        const control = await peer.joins(agent, controlTopic(agent.id))
+        const rooms = await peer.joins(agent, room.topic)
+        expect(control.map((j) => j.socket)).toEqual([socket, (await peer.live(agent))[0]])
+        expect(rooms).toHaveLength(2)
+        expect(rooms[0]!.joinRef).not.toBe(rooms[1]!.joinRef)
+      })
+
+      it('a drop with no close frame (the network cut) is `dropped` and reconnects (scenario 3)', async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const link = scene().link(peer, agent, { url: proxy.url })
+        await link.connect()
+        const [socket] = await peer.live(agent)
+        const lost = next(link, 'disconnected')
+        const back = next(link, 'reconnected')
+        proxy.cut()
+        expect((await lost).reason).toMatchObject({ kind: 'dropped', source: 'socket', retryable: true })
+        await back
+        await peer.until(async () => {
+          const live = await peer.live(agent)
+          return live.length === 1 && live[0] !== socket
+        }, 'the cut socket gone and one new socket live')
+        expect(proxy.accepted).toBe(2)
+      })
+
+      it('disconnect() leaves and closes; the server saw exactly one connection and no reconnect (scenario 5)', async () => {
+        const { agent, link } = await connected()
+        await link.disconnect()
+        expect(link.state).toBe('stopped')
+        expect(link.lastDisconnectReason).toMatchObject({ kind: 'graceful' })
+        await peer.until(async () => (await peer.live(agent)).length === 0, 'no live socket')
+        expect(await statuses(peer, agent)).toEqual([101])
+      })
+    })
+
+    describe('a drain', () => {
+      it('SIGTERM closes every socket with 1012; the link waits at least the 1012 floor and reconnects to the restarted server (scenario 2)', async () => {
+        const own = await scene().fresh(factory)
+        const agent = own.agent()
+        const link = scene().link(own, agent)
+        await link.connect()
+        const lost = next(link, 'disconnected')
+        const back = next(link, 'reconnected', { timeoutMs: 20_000 })
+        await own.drain()
+        const { reason, nextDelayMs, outcome } = await lost
+        expect(reason).toMatchObject({ kind: 'closed', closeCode: 1012, closeReason: '' })
+        expect(outcome).toBe('reconnect')
+        expect(nextDelayMs).toBeGreaterThanOrEqual(FAST.reconnect!.serviceRestartFloorMs![0])
+        await back
+        expect(link.state).toBe('connected')
+        await own.until(async () => (await own.live(agent)).length === 1, 'one live socket after the restart')
+      }, 40_000)
+    })
+
+    describe('supersede is terminal', () => {
+      it('a newer link of the same agent supersedes the older for good; the server keeps exactly the newer socket (scenarios 9, 13)', async () => {
+        const { agent, link: older, socket: olderSocket } = await connected()
+        const ended = settle(older.runForever())
+        const newer = scene().link(peer, agent)
+        await newer.connect()
+        const reason = reasonOf(await ended)
+        expect(reason).toMatchObject({ kind: 'superseded', retryable: false, targetSocketId: olderSocket })
+        expect(older.state).toBe('terminated')
+        await peer.until(async () => {
+          const live = await peer.live(agent)
+          return live.length === 1 && live[0] !== olderSocket
+        }, 'only the newer socket live')
+        // The newer link still works after the older one ended (a round trip on a channel).
+        const room = newer.channel(`room:${agent.id}`)
+        expect(await room.push('ping', { n: 1 })).toEqual({ echo: { n: 1 }, event: 'ping' })
+        expect(newer.state).toBe('connected')
+        expect(await statuses(peer, agent)).toEqual([101, 101])
+        await older.disconnect()
+        expect(older.state).toBe('terminated')
+        expect(await statuses(peer, agent)).toEqual([101, 101])
+      })
+
+      it('a supersede pushed to the only link ends it `superseded`, with no reconnect (scenarios 9, 14)', async () => {
+        const { agent, link, socket } = await connected()
+        const ended = settle(link.runForever())
+        await peer.supersede(agent)
+        expect(reasonOf(await ended)).toMatchObject({ kind: 'superseded', cause: 'session.already_connected', targetSocketId: socket })
+        await peer.until(async () => (await peer.live(agent)).length === 0, 'no live socket')
+        expect((await link.disconnect(), link.state)).toBe('terminated')
+        expect(await statuses(peer, agent)).toEqual([101])
+      })
+    })
+
+    describe('upgrade rejection', () => {
+      it('a wrong key on the first connect rejects `rejected(unauthenticated)` within one round trip, after exactly one attempt (scenario 17)', async () => {
+        const agent = peer.agent()
+        const link = scene().link(peer, { id: agent.id, key: 'wrong-key' }, { policy: { connection: { connectTimeoutMs: 30_000 } } })
+        const started = performance.now()
+        const reason = reasonOf(await settle(link.connect()))
+        const elapsed = performance.now() - started
+        expect(reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', phase: 'upgrade', status: 403, retryable: false })
+        // Not the connect timeout (30 s): the refusal itself ended the attempt.
+        expect(elapsed).toBeLessThan(1_000)
+        expect(link.state).toBe('terminated')
+        expect(await untilUpgrades(peer, agent, 1)).toEqual([403])
+      })
+
+      it('a key revoked mid-session ends `terminated` after exactly one refused attempt (scenario 20)', async () => {
+        const { agent, link } = await connected()
+        const ended = settle(link.runForever())
+        await peer.revoke(agent)
+        await peer.disconnect(agent)
+        expect(reasonOf(await ended)).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403 })
+        expect(scene().seen(link, 'disconnected').map((d) => [d.reason.kind, d.outcome])).toEqual([
+          ['closed', 'reconnect'],
+          ['rejected', 'terminated'],
+        ])
+        expect(await untilUpgrades(peer, agent, 2)).toEqual([101, 403])
+      })
+
+      it('409 with on_conflict=reject while another instance holds the key: terminal, the holder untouched (scenarios 13, 18)', async () => {
+        const { agent, link: holder, socket } = await connected()
+        const second = scene().link(peer, agent, { onConflict: 'reject' })
+        expect(reasonOf(await settle(second.connect()))).toMatchObject({ kind: 'rejected', cause: 'conflict', status: 409, retryable: false })
+        expect(second.state).toBe('terminated')
+        expect(holder.state).toBe('connected')
+        expect(await peer.live(agent)).toEqual([socket])
+        expect(await untilUpgrades(peer, agent, 2)).toEqual([101, 409])
+      })
+
+      it('409 from our own lost socket, still held by the server, is retried within the own-conflict window until the server lets go', async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const link = scene().link(peer, agent, { url: proxy.url, onConflict: 'reject', policy: { transport: { heartbeatIntervalMs: 200 } } })
+        await link.connect()
+        const [ghost] = await peer.live(agent)
+        const conflicts = next(link, 'disconnected', {
+          timeoutMs: 8_000,
+          filter: () => scene().seen(link, 'disconnected').filter((d) => d.reason.kind === 'rejected').length >= 2,
+        })
+        proxy.blackhole()
+        await conflicts
+        const lost = scene().seen(link, 'disconnected')
+        expect(lost[0]!.reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+        for (const d of lost.slice(1)) {
+          expect(d.reason).toMatchObject({ kind: 'rejected', cause: 'conflict', status: 409, retryable: true })
+          expect(d.outcome).toBe('reconnect')
+        }
+        expect(await peer.live(agent)).toEqual([ghost])
+        const back = next(link, 'reconnected', { timeoutMs: 8_000 })
+        proxy.release()
+        await back
+        expect(link.state).toBe('connected')
+        const live = await peer.live(agent)
+        expect(live).toHaveLength(1)
+        expect(live[0]).not.toBe(ghost)
+        const seen = await statuses(peer, agent)
+        expect(seen[0]).toBe(101)
+        expect(seen.filter((s) => s === 409).length).toBeGreaterThanOrEqual(2)
+        expect(seen.at(-1)).toBe(101)
+      })
+
+      it('429 with Retry-After waits at least that long, then connects (scenario 19)', async () => {
+        const agent = peer.agent()
+        await peer.refuse({ status: 429, retryAfterS: 1, body: 'platform' })
+        const link = scene().link(peer, agent)
+        const lost = next(link, 'disconnected')
+        await link.connect()
+        const { reason, nextDelayMs } = await lost
+        expect(reason).toMatchObject({ kind: 'rejected', cause: 'rate-limited', status: 429, retryAfterMs: 1000, errorCode: 'too_many_requests', retryable: true })
+        expect(nextDelayMs).toBeGreaterThanOrEqual(1000)
+        const upgrades = await peer.upgrades(agent)
+        expect(upgrades.map((u) => u.status)).toEqual([429, 101])
+        expect(upgrades[1]!.at - upgrades[0]!.at).toBeGreaterThanOrEqual(990)
+      })
+
+      it('503 twice with no body, then accepted: retried with backoff until connected (scenario 8)', async () => {
+        const agent = peer.agent()
+        await peer.refuse({ status: 503 }, 2)
+        const link = scene().link(peer, agent)
+        await link.connect()
+        expect(scene().seen(link, 'disconnected').map((d) => [d.reason.kind, (d.reason as { cause?: string }).cause, d.outcome])).toEqual([
+          ['rejected', 'unavailable', 'reconnect'],
+          ['rejected', 'unavailable', 'reconnect'],
+        ])
+        expect(await untilUpgrades(peer, agent, 3)).toEqual([503, 503, 101])
+      })
+    })
+
+    describe('channels', () => {
+      it('phx_error on an app channel rejoins it on the same socket; the link stays connected (scenario 33)', async () => {
+        const { agent, link, socket } = await connected()
+        const room = link.channel(`room:${agent.id}`)
+        await channelStatus(room, 'joined')
+        const seen: ChannelStatus[] = []
+        room.onStatus((s) => seen.push(s))
+        await peer.channelError(agent, room.topic)
+        await channelStatus(room, 'errored')
+        await channelStatus(room, 'joined')
+        expect(seen).toEqual(['errored', 'joined'])
+        expect(link.state).toBe('connected')
+        expect(scene().seen(link, 'disconnected')).toEqual([])
+        await peer.until(async () => (await peer.joins(agent, room.topic)).length === 2, 'the rejoin')
+        const joins = await peer.joins(agent, room.topic)
+        expect(joins.map((j) => j.socket)).toEqual([socket, socket])
+        expect(joins[0]!.joinRef).not.toBe(joins[1]!.joinRef)
+      })
+
+      it('phx_close on an app channel drops it with a typed reason; the link stays connected (scenario 33)', async () => {
+        const { agent, link, socket } = await connected()
+        const room = link.channel(`room:${agent.id}`)
+        await channelStatus(room, 'joined')
+        await peer.channelClose(agent, room.topic)
+        await channelStatus(room, 'dropped')
+        expect(room.reason).toMatchObject({ kind: 'dropped', source: 'channel' })
+        await expect(room.push('ping', {})).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
+        expect(link.state).toBe('connected')
+        expect(await peer.live(agent)).toEqual([socket])
+        expect(await peer.joins(agent, room.topic)).toHaveLength(1)
+      })
+
+      it('a join refused by the server drops that channel; the link and its other channels stay (scenario 31)', async () => {
+        const { agent, link } = await connected()
+        const good = link.channel(`room:${agent.id}-ok`)
+        await channelStatus(good, 'joined')
+        await peer.joinOutcome(`room:${agent.id}-no`, 'error', { reason: 'unauthorized' }, 1)
+        const refused = link.channel(`room:${agent.id}-no`)
+        await channelStatus(refused, 'dropped')
+        expect(refused.reason).toMatchObject({ kind: 'rejected', cause: 'unauthorized' })
+        expect(good.status).toBe('joined')
+        expect(link.state).toBe('connected')
+      })
+
+      for (const event of ['phx_error', 'phx_close'] as const) {
+        it(`${event} on the control channel is a session-level loss: the link reconnects and joins it again (scenario 34)`, async () => {
+          const { agent, link } = await connected()
+          const lost = next(link, 'disconnected')
+          const back = next(link, 'reconnected')
+          if (event === 'phx_error') await peer.channelError(agent, controlTopic(agent.id))
+          else await peer.channelClose(agent, controlTopic(agent.id))
+          const { reason, outcome } = await lost
+          expect(reason).toMatchObject({ kind: 'dropped', source: 'channel', detail: expect.stringContaining(event) })
+          expect(outcome).toBe('reconnect')
+          await back
+          expect(link.state).toBe('connected')
+          await peer.until(async () => (await peer.joins(agent, controlTopic(agent.id))).length === 2, 'the control channel joined again')
+        })
+      }
+
+      it('control signals arrive once each, in order, through the channel and as broadcasts (scenario 35)', async () => {
+        const agent = peer.agent()
+        const got: Array<string | null> = []
+        const link = scene().link(peer, agent, { onControl: (signal) => void got.push(signal.correlationId) })
+        await link.connect()
+        const all = next(link, 'control', { filter: () => got.length >= 20, timeoutMs: 6000 })
+        const pushed = await peer.control(agent, { n: 10, via: 'push', tag: 'p' })
+        const broadcast = await peer.control(agent, { n: 10, via: 'broadcast', tag: 'b' })
+        await all
+        await untilDelivered(got, 20)
+        expect(got).toEqual([...pushed, ...broadcast])
+        expect(scene().seen(link, 'ignored')).toEqual([])
+      })
+    })
+
+    describe('heartbeats', () => {
+      it('a frozen server (SIGSTOP) is found by heartbeat within two intervals; after SIGCONT the link is connected again (scenario 36)', async () => {
+        const own = await scene().fresh(factory)
+        const agent = own.agent()
+        const interval = 300
+        const link = scene().link(own, agent, { policy: { transport: { heartbeatIntervalMs: interval } } })
+        await link.connect()
+        const lost = next(link, 'disconnected', { timeoutMs: 6000 })
+        const thaw = await own.freeze()
+        const frozenAt = performance.now()
+        let thawed = false
+        try {
+          const { reason, outcome } = await lost
+          const detectedIn = performance.now() - frozenAt
+          expect(reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+          expect(outcome).toBe('reconnect')
+          expect(detectedIn).toBeLessThanOrEqual(2 * interval + 400)
+        } finally {
+          await thaw()
+          thawed = true
+        }
+        expect(thawed).toBe(true)
+        await untilState(link, 'connected', 15_000)
+        await own.until(async () => (await own.live(agent)).length === 1, 'one live socket after the thaw', 10_000)
+      }, 40_000)
+    })
+  })
+}
+
+/** `got` is filled by the control handler, which runs just after the `control` event. */
+async function untilDelivered(got: unknown[], n: number): Promise<void> {
+  for (let i = 0; i < 100 && got.length < n; i++) await new Promise<void>((resolve) => queueMicrotask(resolve))
+  expect(got).toHaveLength(n)
+}
