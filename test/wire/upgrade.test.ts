@@ -2,11 +2,93 @@
  * SCENARIOS 17-20 on the real wire: a refused upgrade is terminal, except 429 and 503, and a
  * 409 from our own lost socket that the platform still holds (on_conflict=reject).
  */
-import { describe, expect, it } from 'vitest'
+import { createServer, type Server, type Socket } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { next, settle, useWorld } from '../support/wire.js'
 
 const world = useWorld()
+
+/**
+ * A bare TCP server that answers every upgrade with `response` and then does nothing more:
+ * keeps the connection open, sends no more bytes. Records when each connection closed.
+ */
+class RefusingServer {
+  readonly closed: Array<Promise<void>> = []
+  private readonly sockets = new Set<Socket>()
+  private constructor(private readonly server: Server) {}
+
+  static async start(response: string): Promise<RefusingServer> {
+    const server = createServer()
+    const r = new RefusingServer(server)
+    server.on('connection', (socket) => {
+      r.sockets.add(socket)
+      r.closed.push(new Promise((resolve) => socket.once('close', () => resolve())))
+      socket.once('close', () => r.sockets.delete(socket))
+      socket.on('error', () => {})
+      socket.once('data', () => socket.write(response))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return r
+  }
+
+  get url(): string {
+    const address = this.server.address()
+    return `ws://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/socket`
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy()
+    await Promise.all(this.closed)
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+}
+
+const servers: RefusingServer[] = []
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.stop()))
+})
+
+describe('rule: a refused upgrade is classified within one round trip, whatever the server does with the connection', () => {
+  it('a body that never ends: classified after refusalBodyTimeoutMs from what arrived, and the connection is released', async () => {
+    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\nthe key is not')
+    servers.push(server)
+    const sim = await world().sim()
+    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyTimeoutMs: 150 }, connection: { connectTimeoutMs: 30_000 } } })
+    const started = performance.now()
+    const r = await settle(link.connect())
+    expect(performance.now() - started).toBeLessThan(5_000)
+    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403, message: 'the key is not' })
+    await server.closed[0]
+    expect(server.closed).toHaveLength(1)
+  })
+
+  it('a body over refusalBodyLimitBytes: classified at once from the first bytes; a kept-alive connection is released', async () => {
+    const body = JSON.stringify({ error: { code: 'too_many_requests', message: 'slow down' } }) + ' '.repeat(64 * 1024)
+    const server = await RefusingServer.start(`HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
+    servers.push(server)
+    const sim = await world().sim()
+    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyLimitBytes: 1024, refusalBodyTimeoutMs: 20_000 } } })
+    const lost = next(link, 'disconnected')
+    void link.connect().catch(() => {})
+    const { reason, nextDelayMs } = await lost
+    expect(reason).toMatchObject({ kind: 'rejected', cause: 'rate-limited', status: 429, retryAfterMs: 1000, retryable: true })
+    expect(nextDelayMs).toBeGreaterThanOrEqual(1000)
+    await server.closed[0]
+    await link.disconnect()
+    expect(server.closed).toHaveLength(1)
+  })
+
+  it('no body and the connection kept open (stock Phoenix): rejected at once, the connection released', async () => {
+    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\ncache-control: max-age=0, private, must-revalidate\r\n\r\n')
+    servers.push(server)
+    const sim = await world().sim()
+    const link = world().link(sim, { url: server.url, policy: { connection: { connectTimeoutMs: 30_000 }, transport: { refusalBodyTimeoutMs: 20_000 } } })
+    const r = await settle(link.connect())
+    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403, message: null })
+    await server.closed[0]
+  })
+})
 
 describe('rule: upgrade rejection is terminal', () => {
   it('a wrong API key: HTTP 403 -> rejected(unauthenticated), connect() rejects, no retry (scenario 17)', async () => {
