@@ -47,8 +47,11 @@ export class SimChild {
 
   /** Forks the child and resolves once its simulator listens. Rejects if the child fails to start. */
   static start(): Promise<SimChild> {
-    const child = fork(fileURLToPath(new URL('./sim-child.js', import.meta.url)), [], {
-      execArgv: [],
+    // Compiled (npm run bench) the child is sim-child.js beside this file; from source (tsx, as
+    // test/support/channel-cycles.ts runs it) it is sim-child.ts, loaded through tsx.
+    const fromSource = import.meta.url.endsWith('.ts')
+    const child = fork(fileURLToPath(new URL(fromSource ? './sim-child.ts' : './sim-child.js', import.meta.url)), [], {
+      execArgv: fromSource ? ['--import', 'tsx'] : [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
     return new Promise((resolve, reject) => {

@@ -30,6 +30,8 @@ const joins: Array<{ at: number; agent: string }> = []
 const rejoinWaiters = new Map<string, (at: number) => void>()
 sim.on('connection', (c: { agentId: string }) => upgrades.push({ at: performance.now(), agent: c.agentId }))
 sim.on('refused', (r: { agentId: string | null }) => upgrades.push({ at: performance.now(), agent: r.agentId }))
+// bench/channels.ts: joins of these topics are refused, as a platform refuses a room.
+sim.onJoin(/^room:refused-/, { reply: 'error', response: { reason: 'unauthorized' } })
 sim.onJoin(/^agent_control:/, {
   reply: 'ok',
   after: (c) => {

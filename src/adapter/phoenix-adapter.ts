@@ -477,8 +477,9 @@ export class PhoenixAdapter {
     const attachment = handle.attachments.get(topic)
     if (!attachment) {
       const left = handle.leftTopics.get(topic)
-      if (left && left.tails > 0 && (event === CHANNEL_EVENTS.close || event === CHANNEL_EVENTS.reply) && frame.join_ref === left.joinRef) {
-        left.tails -= 1 // the expected tail of our own leave
+      if (left && (event === CHANNEL_EVENTS.close || event === CHANNEL_EVENTS.reply) && frame.join_ref === left.joinRef) {
+        // The expected tail of our own leave; once both came, nothing of the topic is kept.
+        if (--left.tails === 0) handle.leftTopics.delete(topic)
         return false
       }
       return this.reportUnexpected(handle, `${event} for topic ${JSON.stringify(topic)}, which this link has not joined on this transport`)
