@@ -43,9 +43,10 @@ export const DEFAULT_CONNECTION_POLICY = {
    * `connection_conflict` (`on_conflict=reject`) within this window is retried with backoff,
    * not terminal: the platform may still hold the lost socket, since its transport closes a
    * socket only 60 s after it last received anything (docs/field-notes.md: Phoenix transport
-   * timeout; Cowboy and Bandit alike). The window counts from that loss, across a host
-   * disconnect() and connect() too. 0 makes every 409 terminal; at most 600000 (10 min). A 409
-   * before the link ever connected is always terminal: another instance holds the key.
+   * timeout; Cowboy and Bandit alike). The window counts from that loss on the monotonic clock
+   * (a wall-clock step changes nothing), across a host disconnect() and connect() too. 0 makes
+   * every 409 terminal; at most 600000 (10 min). A 409 before the link ever connected is always
+   * terminal: another instance holds the key.
    * @default 75000 — the platform's 60 s, plus margin for the heartbeat that noticed the loss.
    */
   conflictRetryWindowMs: 75_000,
@@ -154,7 +155,7 @@ export interface ConnectionContext {
   /** Times this session reached connected. */
   connects: number
   /**
-   * When (env.now) the link last left `connected`, in this session or an earlier one (the
+   * When (env.monotonic) the link last left `connected`, in this session or an earlier one (the
    * platform may hold any socket this link lost, whatever the session); null before the link
    * first connected.
    */
@@ -228,8 +229,9 @@ export const connectionMachine = setup({
     isOwnConflict: ({ context }) => {
       if (context.lastReason?.kind !== 'rejected' || context.lastReason.cause !== 'conflict' || context.lastReason.phase !== 'upgrade') return false
       if (context.liveLostAt === null) return false
-      // A clock stepped back (elapsed < 0) cannot tell: terminal, as without this rule.
-      const elapsed = context.env.now() - context.liveLostAt
+      // Monotonic: a wall-clock step after the loss changes nothing. (A negative elapsed time
+      // could only come from a broken injected clock: terminal, as without this rule.)
+      const elapsed = context.env.monotonic() - context.liveLostAt
       return elapsed >= 0 && elapsed <= context.policy.conflictRetryWindowMs
     },
     /** An app channel actor exists for the event's topic. */
@@ -270,7 +272,7 @@ export const connectionMachine = setup({
     }),
     clearRetry: assign({ retry: null }),
     countConnect: assign({ connects: ({ context }) => context.connects + 1 }),
-    markLiveLost: assign({ liveLostAt: ({ context }) => context.env.now() }),
+    markLiveLost: assign({ liveLostAt: ({ context }) => context.env.monotonic() }),
     /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */
     retryOwnConflict: assign({ lastReason: ({ context }) => (context.lastReason ? { ...context.lastReason, retryable: true } : null) }),
     tellReconnectOpened: sendTo('reconnect', { type: 'reconnect.opened' }),

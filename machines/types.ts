@@ -30,16 +30,21 @@ export interface ReasonLike {
 }
 
 /**
- * Time and randomness, injected so the charts stay pure: production passes `Date.now` and
- * `Math.random`; tests pass fixed values. The charts never read a clock or a random source
- * of their own.
+ * Time and randomness, injected so the charts stay pure: production passes `Date.now`,
+ * `performance.now` and `Math.random`; tests pass their own. The charts never read a clock or a
+ * random source of their own. Two clocks, because they answer different questions: the wall
+ * clock says when (a stamp for a person), the monotonic clock how long (a decision). A wall clock
+ * steps (NTP, a resumed VM, a waking laptop); a decision read from it would change with the step.
  */
 export interface Env {
-  /**
-   * Milliseconds since the Unix epoch. Stamps reasons a chart makes itself, and measures the
-   * connection chart's conflict retry window (time since the link last lost a connection).
-   */
+  /** Wall time, milliseconds since the Unix epoch. Only stamps `at` on reasons a chart makes; never measures anything. */
   now(): number
+  /**
+   * A monotonic clock in milliseconds (any origin; `performance.now()` by default). Every elapsed
+   * time a chart decides on is read from it: the connection chart's conflict retry window (time
+   * since the link last lost a connection). Chart delays (`after`) run on the actor's clock.
+   */
+  monotonic(): number
   /** A number in [0, 1), used for backoff jitter. */
   random(): number
 }

@@ -76,8 +76,14 @@ export interface LinkOptions {
   params?: Record<string, string>
   /** Allow `ws://` (no TLS) to a host that is not loopback. @default false */
   allowInsecureTransport?: boolean
-  /** Clock and random source; tests pass fixed ones. @default { now: Date.now, random: Math.random } */
-  env?: Env
+  /**
+   * Clocks and random source; tests pass their own, any part of them. `now`: wall time (ms since
+   * the epoch), only for the `at` stamps of reasons; `monotonic`: ms on a clock that never steps,
+   * for every elapsed time the link decides on or reports (the own-conflict window,
+   * `reconnected.downtimeMs`); `random`: [0, 1) for jitter.
+   * @default { now: Date.now, monotonic: performance.now, random: Math.random }
+   */
+  env?: Partial<Env>
   /**
    * The scheduler of the charts' delays (backoff, rapid and stable windows, connect/join/leave
    * timeouts): an XState `Clock` such as `new SimulatedClock()`, so a test advances chart time by
@@ -200,6 +206,7 @@ export class Link {
   private lastState: LinkState = 'idle'
   /** Internal waiters, told synchronously of every state change with the snapshot's numbers. */
   private readonly watchers = new Set<(seen: StateSeen) => void>()
+  /** When (env.monotonic) the link was last disconnected, for `reconnected.downtimeMs`. */
   private lostAt: number | null = null
   private readonly env: Env
   private crashed: Error | null = null
@@ -212,7 +219,11 @@ export class Link {
     this.#agentId = agentId
     const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, apiKey)
     this.policy = resolvePolicy(options.policy)
-    this.env = options.env ?? { now: () => Date.now(), random: () => Math.random() }
+    this.env = {
+      now: options.env?.now ?? (() => Date.now()),
+      monotonic: options.env?.monotonic ?? (() => performance.now()),
+      random: options.env?.random ?? (() => Math.random()),
+    }
     this.log = redacting(options.logger, apiKey)
     this.#scrub = (value) => redact(value, apiKey)
     this.controlHandler = options.onControl
@@ -587,7 +598,7 @@ export class Link {
     switch (event.type) {
       case 'link.connected': {
         if (event.reconnect) {
-          const downtimeMs = this.lostAt === null ? 0 : Math.max(0, this.env.now() - this.lostAt)
+          const downtimeMs = this.lostAt === null ? 0 : Math.max(0, Math.round(this.env.monotonic() - this.lostAt))
           this.lostAt = null
           this.log.info('reconnected', { generation: event.generation, downtimeMs })
           this.emitter.emit('reconnected', { generation: event.generation, epoch: event.epoch, downtimeMs })
@@ -601,7 +612,7 @@ export class Link {
       case 'link.disconnected': {
         const reason = event.reason as DisconnectReason
         const outcome = event.nextDelayMs !== null ? 'reconnect' : reason.kind === 'graceful' ? 'stopped' : 'terminated'
-        if (this.lostAt === null) this.lostAt = this.env.now()
+        if (this.lostAt === null) this.lostAt = this.env.monotonic()
         const fields = { kind: reason.kind, generation: reason.generation, nextDelayMs: event.nextDelayMs }
         if (outcome === 'terminated') this.log.warn(`disconnected: ${describeReason(reason)}`, fields)
         else this.log.info(`disconnected: ${describeReason(reason)}`, fields)

@@ -24,7 +24,7 @@ export const LinkOptionsSchema = z
     onConflict: z.enum(['supersede', 'reject']).optional(),
     params: z.record(z.string(), z.string(), { error: 'params must be an object of string values' }).optional(),
     allowInsecureTransport: z.boolean().optional(),
-    env: z.object({ now: fn('env.now'), random: fn('env.random') }).optional(),
+    env: z.object({ now: fn('env.now').optional(), monotonic: fn('env.monotonic').optional(), random: fn('env.random').optional() }).strict().optional(),
     clock: z.object({ setTimeout: fn('clock.setTimeout'), clearTimeout: fn('clock.clearTimeout') }).loose().optional(),
   })
   .strict()

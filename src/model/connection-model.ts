@@ -65,7 +65,7 @@ export const MODEL_CLOSE_CODES = [1000, 1001, 1011, 1012, 1013, 4001, 1008] as c
 /** The upgrade statuses the model drives. */
 export const MODEL_UPGRADE_STATUSES = [400, 403, 409, 429, 503] as const
 
-const ENV = { now: () => 0, random: () => 0.5 }
+const ENV = { now: () => 0, monotonic: () => 0, random: () => 0.5 }
 
 /** The chart's initial snapshot with a fixed clock and jitter. */
 export function initialModel(): ConnectionSnapshot {

@@ -35,7 +35,7 @@ const REPLAY_MACHINES: Partial<Record<ChartName, AnyStateMachine>> = {
 }
 
 const REPLAY_INPUT: Partial<Record<ChartName, unknown>> = {
-  connection: { env: { now: () => 0, random: () => 0.5 } },
+  connection: { env: { now: () => 0, monotonic: () => 0, random: () => 0.5 } },
   channel: channelModel.input,
   reconnect: reconnectModel.input,
 }

@@ -19,7 +19,7 @@ export interface ChartModel<M extends AnyStateMachine, E> {
   expect(snapshot: SnapshotFrom<M>): E
 }
 
-const ENV = { now: () => 0, random: () => 0.5 }
+const ENV = { now: () => 0, monotonic: () => 0, random: () => 0.5 }
 const noop = () => {}
 
 /** The channel chart with its reports to the parent and its I/O actor made inert, for pure traversal. */

@@ -936,9 +936,9 @@ export class PlatformSimulator extends EventEmitter {
       return
     }
     const cooldownUntil = this.cooldowns.get(agentId!) ?? 0
-    const nowWall = Date.now()
-    if (cooldownUntil > nowWall) {
-      this.refuseOwn(socket, head, 429, agentId, 'reconnect after supersede', { retryAfter: String(Math.ceil((cooldownUntil - nowWall) / 1000)) })
+    const now = performance.now()
+    if (cooldownUntil > now) {
+      this.refuseOwn(socket, head, 429, agentId, 'reconnect after supersede', { retryAfter: String(Math.ceil((cooldownUntil - now) / 1000)) })
       return
     }
     if (onConflict === 'reject' && this.live(agentId!).length > 0) {
@@ -1007,7 +1007,8 @@ export class PlatformSimulator extends EventEmitter {
       event: SUPERSEDE_EVENT,
       payload: sent,
     })
-    if (this.options.supersedeCooldownMs > 0) this.cooldowns.set(c.agentId, Date.now() + this.options.supersedeCooldownMs)
+    // Monotonic: a wall-clock step must not lengthen or end a cooldown.
+    if (this.options.supersedeCooldownMs > 0) this.cooldowns.set(c.agentId, performance.now() + this.options.supersedeCooldownMs)
     if (close !== null) c.close(close ?? this.flavor.supersede, '', 'supersede')
     this.changed()
   }

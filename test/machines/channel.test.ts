@@ -25,7 +25,7 @@ function harness() {
     actors: { channel },
   }).createMachine({
     context: { reports: [] },
-    invoke: { id: 'c', src: 'channel', input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env: { now: () => 0, random: () => 0.5 } } },
+    invoke: { id: 'c', src: 'channel', input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env: { now: () => 0, monotonic: () => 0, random: () => 0.5 } } },
     on: {
       'channel.status': { actions: assign({ reports: ({ context, event }) => [...context.reports, event as ChannelStatusReport] }) },
       to: { actions: sendTo('c', ({ event }) => (event as { event: ChannelEvent }).event) },
@@ -148,7 +148,7 @@ describe('channel chart', () => {
       },
       actions: { reportErrored: () => {} },
     })
-    const actor = createActor(broken, { input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env: { now: () => 0, random: () => 0.5 } }, clock: new SimulatedClock() }).start()
+    const actor = createActor(broken, { input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env: { now: () => 0, monotonic: () => 0, random: () => 0.5 } }, clock: new SimulatedClock() }).start()
     actor.send({ type: 'transport.up', generation: 1 })
     expect(actor.getSnapshot().value).toEqual({ attached: 'errored' })
     expect(actor.getSnapshot().context.reason).toMatchObject({ kind: 'other', detail: expect.stringContaining('adapter bug') })

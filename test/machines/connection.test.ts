@@ -152,10 +152,11 @@ describe('rule: upgrade rejection is terminal; 429 and 503 wait', () => {
 })
 
 describe('rule: our own conflict is retried (409 soon after this session lost its connection)', () => {
-  /** A chart whose clock the test moves. */
+  /** A chart whose clocks the test moves: `t` the monotonic clock, `wall` the wall clock's offset. */
   function withClock() {
-    const clock = { t: 1_000 }
-    const s = initialTransition(connectionMachine, { env: { now: () => clock.t, random: () => 0.5 }, policy: { ...DEFAULT_CONNECTION_POLICY, conflictRetryWindowMs: 5_000 } })[0]
+    const clock = { t: 1_000, wall: 0 }
+    const env = { now: () => 1_796_000_000_000 + clock.t + clock.wall, monotonic: () => clock.t, random: () => 0.5 }
+    const s = initialTransition(connectionMachine, { env, policy: { ...DEFAULT_CONNECTION_POLICY, conflictRetryWindowMs: 5_000 } })[0]
     return { clock, s }
   }
 
@@ -200,7 +201,20 @@ describe('rule: our own conflict is retried (409 soon after this session lost it
     expect(state(run(s, upgradeEvent(s, 409)))).toBe('terminated')
   })
 
-  it('a clock stepped back cannot tell: the 409 is terminal, not retried without end', () => {
+  it('the window is measured on the monotonic clock: a wall clock stepped back or forward an hour changes nothing', () => {
+    for (const step of [-3_600_000, 3_600_000]) {
+      const { clock, s: idle } = withClock()
+      let s = run(waiting(connected(idle)), { type: 'reconnect.due' })
+      clock.wall += step
+      clock.t += 1_000
+      expect(state(run(s, upgradeEvent(s, 409)))).toBe('reconnecting')
+      clock.t += 5_000
+      s = run(s, upgradeEvent(s, 409))
+      expect(state(s)).toBe('terminated')
+    }
+  })
+
+  it('a monotonic clock that runs backwards (a broken injected one) cannot tell: the 409 is terminal', () => {
     const { clock, s: idle } = withClock()
     let s = run(waiting(connected(idle)), { type: 'reconnect.due' })
     clock.t -= 60_000

@@ -26,7 +26,7 @@ function harness(policy: Partial<ReconnectPolicy> = {}, roll = 0.5) {
     invoke: {
       id: 'r',
       src: 'reconnect',
-      input: { policy: { ...DEFAULT_RECONNECT_POLICY, ...policy }, env: { now: () => 0, random: () => roll } },
+      input: { policy: { ...DEFAULT_RECONNECT_POLICY, ...policy }, env: { now: () => 0, monotonic: () => 0, random: () => roll } },
     },
     on: {
       'reconnect.opened': { actions: sendTo('r', { type: 'reconnect.opened' }) },

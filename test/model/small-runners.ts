@@ -13,7 +13,7 @@ import type { LinkChannel } from '../../src/link-channel.js'
 import type { PlatformSimulator } from '../../src/server/index.js'
 import type { PathRun } from './runner.js'
 
-const ENV = { now: () => Date.now(), random: () => 0.5 }
+const ENV = { now: () => Date.now(), monotonic: () => performance.now(), random: () => 0.5 }
 
 function collector(run: PathRun) {
   return (event: InspectionEvent) => {

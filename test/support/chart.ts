@@ -9,7 +9,7 @@ import { classifyClose, classifySupersede, classifyUpgrade } from '../../src/rea
 
 export type ConnSnapshot = SnapshotFrom<typeof connectionMachine>
 
-export const env = { now: () => 1_000, random: () => 0.5 }
+export const env = { now: () => 1_000, monotonic: () => 1_000, random: () => 0.5 }
 
 export function start(): ConnSnapshot {
   return initialTransition(connectionMachine, { env })[0]

@@ -1,12 +1,15 @@
 /**
  * A week in the life, on the real wire: what only shows after days of one agent's connection.
- * Finished channels retain nothing (measured in a process of its own, with --expose-gc).
+ * Finished channels retain nothing (measured in a process of its own, with --expose-gc); the
+ * wall clock decides nothing.
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { next, useWorld } from '../support/wire.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
+const world = useWorld()
 
 /** Runs test/support/channel-cycles.ts for `mode` and resolves with the data heap it kept per cycle, in bytes. */
 function heapPerCycle(mode: 'left' | 'refused' | 'reconnect', cycles: number): Promise<number> {
@@ -34,4 +37,38 @@ describe('finished channels retain nothing', () => {
     expect(Math.abs(refused)).toBeLessThan(200)
     expect(Math.abs(reconnect)).toBeLessThan(200)
   }, 60_000)
+})
+
+describe('the wall clock decides nothing', () => {
+  it('stepped an hour forward or back at every state change: our own 409 is still retried, and downtime is the outage, not the step', async () => {
+    const sim = await world().sim()
+    let wallOffset = 0
+    const link = world().link(sim, {
+      onConflict: 'reject',
+      env: { now: () => Date.now() + wallOffset, random: () => Math.random() },
+      policy: { transport: { heartbeatIntervalMs: 100 } },
+    })
+    const steps: number[] = []
+    link.on('state', () => {
+      // NTP, a resumed VM, a waking laptop: the wall clock jumps between any two lifecycle points,
+      // by a different amount each time, forward and back in turn.
+      wallOffset = (steps.length % 2 === 0 ? 1 : -1) * 3_600_000 * (steps.length + 1)
+      steps.push(wallOffset)
+    })
+    await link.connect()
+    const conflicts = next(link, 'disconnected', { filter: (e) => e.reason.kind === 'rejected', timeoutMs: 6000 })
+    const started = performance.now()
+    sim.stall({ agent: 'agent-1' }) // the platform keeps our lost socket: the reconnect gets 409
+    const { reason, outcome } = await conflicts
+    expect(reason).toMatchObject({ kind: 'rejected', cause: 'conflict', retryable: true })
+    expect(outcome).toBe('reconnect')
+    const back = next(link, 'reconnected', { timeoutMs: 6000 })
+    sim.abort({ agent: 'agent-1' }) // the platform lets go
+    const { downtimeMs } = await back
+    expect(downtimeMs).toBeLessThanOrEqual(performance.now() - started + 1)
+    expect(downtimeMs).toBeLessThan(10_000)
+    expect(link.state).toBe('connected')
+    expect(steps.length).toBeGreaterThanOrEqual(6)
+    expect(steps.some((o) => o > 0) && steps.some((o) => o < 0)).toBe(true)
+  })
 })
