@@ -8,8 +8,9 @@
  *   joining --join error--> dropped (final, typed reason);  joined --phx_close--> dropped
  *   any --transport.down--> detached;  any --host leave--> leaving --> left (final)
  *
- * The control channel is not one of these: its lifecycle is the session's (machines/connection.ts),
- * because its loss is a session-level loss, never a local rejoin.
+ * The control channel is not one of these: its lifecycle is the session's (machines/connection.ts):
+ * its phx_error rejoins it on the same socket there, with the same backoff ({@link rejoinDelayMs}),
+ * and its phx_close is a session-level loss.
  */
 import { assign, fromCallback, sendParent, sendTo, setup } from 'xstate'
 import { assertMs, timedOutReason, type Env, type ReasonLike } from './types.js'
@@ -41,6 +42,21 @@ export function validateChannelPolicy(policy: ChannelPolicy): ChannelPolicy {
   // A join wait of 0 ms could never be met: every attempt would time out at once, forever.
   for (const [name, value] of Object.entries(policy)) assertMs(`channel.${name}`, value, name === 'joinTimeoutMs' ? 1 : 0)
   return policy
+}
+
+/**
+ * The delay before rejoining a channel after phx_error or a join timeout, in milliseconds: a
+ * ceiling from `rejoinInitialDelayMs` doubling per rejoin in a row up to `rejoinMaxDelayMs`
+ * (phoenix.js rejoinAfterMs runs 1000, 2000, 5000, then 10000), drawn in its upper half. Half
+ * fixed, half jitter: a crashed channel process needs a moment, and many agents rejoining one
+ * crashed topic must not arrive together. The control channel's rejoin uses it too.
+ *
+ * @param rejoins rejoins in a row so far, counting this one (1 for the first).
+ * @param roll a number in [0, 1) from the injected random source.
+ */
+export function rejoinDelayMs(policy: ChannelPolicy, rejoins: number, roll: number): number {
+  const ceiling = Math.min(policy.rejoinMaxDelayMs, policy.rejoinInitialDelayMs * 2 ** Math.max(0, rejoins - 1))
+  return Math.floor(ceiling / 2 + (roll * ceiling) / 2)
 }
 
 /** Stamp of an adapter event about one join attempt of one app channel. */
@@ -163,15 +179,7 @@ export const channelMachine = setup({
   delays: {
     joinTimeout: ({ context }) => context.policy.joinTimeoutMs,
     leaveTimeout: ({ context }) => context.policy.leaveTimeoutMs,
-    rejoinDelay: ({ context }) => {
-      const ceiling = Math.min(
-        context.policy.rejoinMaxDelayMs,
-        context.policy.rejoinInitialDelayMs * 2 ** Math.max(0, context.rejoins - 1),
-      )
-      // Half fixed, half jitter: a crashed channel process needs a moment, and many agents
-      // rejoining one crashed topic must not arrive together.
-      return Math.floor(ceiling / 2 + (context.env.random() * ceiling) / 2)
-    },
+    rejoinDelay: ({ context }) => rejoinDelayMs(context.policy, context.rejoins, context.env.random()),
   },
   actors: {
     /**

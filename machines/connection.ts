@@ -3,9 +3,11 @@
  * phoenix-link is a transition here; the adapter only reports what the socket did.
  *
  *   idle --host.connect--> session.online.connecting --socket.open--> attached.joining
- *   joining --control.joinOk--> connected --host.disconnect--> stopping --> stopped
+ *   joining --control.joinOk--> live.connected --host.disconnect--> stopping --> stopped
+ *   live.connected --control.crashed--> controlErrored --after--> controlRejoining --joinOk--> connected
  *   online --loss--> lost --[isOwnConflict]--> reconnecting
  *                         --[isTerminalLoss]--> terminated | reconnecting --due--> online (n+1)
+ *   reconnecting.deciding --reconnect.suspended--> reconnecting.suspended --due--> online (n+1)
  *   session --control.supersede (this session)--> terminated
  *
  * The rules of docs/lifecycle.md, each a guard or transition below:
@@ -17,6 +19,12 @@
  *   Retry-After into the reconnect chart.
  * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing one of this
  *   link's connections (`isOwnConflict`) is the platform still holding our lost socket; it reconnects.
+ * - a control channel crash is a channel crash: its phx_error rejoins it on the same socket with
+ *   backoff (`live.controlErrored`); the transport and the app channels stay; only its phx_close,
+ *   or a refused rejoin, is a session-level loss.
+ * - giving up is not the default: past the rapid-disconnect limit the reconnect chart suspends
+ *   (one attempt per cooldown, for ever, `reconnecting.suspended`); only supersede, an upgrade
+ *   rejection or a policy give-up end a session.
  * - stale generations change nothing: `isCurrentTransport` / `isCurrentSession` guard every
  *   adapter event; a stale one falls through to the root and is reported as ignored.
  * - cancelling a wait is not a stop: waits live in the link; only `host.disconnect` stops.
@@ -25,7 +33,7 @@
  *   control delivery actor (machines/control.ts); this chart never waits for the handler.
  */
 import { assign, emit, enqueueActions, fromCallback, sendTo, setup, type ActorRefFrom } from 'xstate'
-import { channelMachine, DEFAULT_CHANNEL_POLICY, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
+import { channelMachine, DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
 import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
 import { DEFAULT_RECONNECT_POLICY, reconnectMachine, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
 import { assertMs, gracefulReason, timedOutReason, type Env, type Origin, type ReasonLike } from './types.js'
@@ -99,8 +107,10 @@ export type ConnectionEvent =
   | ({ type: 'control.joinOk' } & Origin)
   /** Adapter: the control channel join reply was an error, classified. */
   | ({ type: 'control.joinError'; reason: ReasonLike } & Origin)
-  /** Adapter: phx_error or phx_close on the control channel: a session-level loss. */
+  /** Adapter: phx_close on the control channel (the server ended it): a session-level loss. */
   | ({ type: 'control.lost'; reason: ReasonLike } & Origin)
+  /** Adapter: phx_error on the control channel (its server process crashed): rejoined on this socket. */
+  | ({ type: 'control.crashed'; reason: ReasonLike } & Origin)
   /** Adapter: the control channel leave was acknowledged (during stopping). */
   | ({ type: 'control.left' } & Origin)
   /** Adapter: a `supersede` push on the control channel, classified as `superseded`. */
@@ -164,6 +174,8 @@ export interface ConnectionContext {
   channels: Record<string, ActorRefFrom<typeof channelMachine>>
   /** Arrival sequence of control signals. */
   signalSeq: number
+  /** Control channel crashes in a row on this transport (phx_error without a join since), for the rejoin backoff. */
+  controlCrashes: number
 }
 
 /**
@@ -206,8 +218,11 @@ export const connectionMachine = setup({
     transport: fromCallback<{ type: 'noop' }, TransportInput>(() => {
       throw new Error('transport must be provided (machine.provide) by the adapter')
     }),
-    /** Joins the control channel on the transport of `generation`; receives `leave`. Provided by src/adapter. */
-    controlChannel: fromCallback<{ type: 'leave' }, ControlChannelInput>(() => {
+    /**
+     * Joins the control channel on the transport of `generation`; receives `leave`, and `rejoin`
+     * (join it again, with a fresh join_ref, after a crash). Provided by src/adapter.
+     */
+    controlChannel: fromCallback<{ type: 'leave' } | { type: 'rejoin' }, ControlChannelInput>(() => {
       throw new Error('controlChannel must be provided (machine.provide) by the adapter')
     }),
     reconnect: reconnectMachine,
@@ -268,8 +283,16 @@ export const connectionMachine = setup({
       lastReason: ({ event, context }) => (event.type === 'reconnect.gaveUp' ? event.reason : context.lastReason),
     }),
     recordRetry: assign({
-      retry: ({ event }) => (event.type === 'reconnect.scheduled' ? { delayMs: event.delayMs, attempt: event.attempt } : null),
+      retry: ({ event }) =>
+        event.type === 'reconnect.scheduled' || event.type === 'reconnect.suspended' ? { delayMs: event.delayMs, attempt: event.attempt } : null,
     }),
+    /** Past the rapid limit: the reason the host sees is `suppressed` (retryable), with the cooldown as the next delay. */
+    recordSuspension: assign({
+      lastReason: ({ event, context }) => (event.type === 'reconnect.suspended' ? event.reason : context.lastReason),
+    }),
+    countControlCrash: assign({ controlCrashes: ({ context }) => context.controlCrashes + 1 }),
+    clearControlCrashes: assign({ controlCrashes: 0 }),
+    rejoinControlChannel: sendTo('controlChannel', { type: 'rejoin' }),
     clearRetry: assign({ retry: null }),
     countConnect: assign({ connects: ({ context }) => context.connects + 1 }),
     markLiveLost: assign({ liveLostAt: ({ context }) => context.env.monotonic() }),
@@ -394,6 +417,7 @@ export const connectionMachine = setup({
     }),
   },
   delays: {
+    controlRejoinDelay: ({ context }) => rejoinDelayMs(context.channelPolicy, context.controlCrashes, context.env.random()),
     connectTimeout: ({ context }) => context.policy.connectTimeoutMs,
     joinTimeout: ({ context }) => context.policy.joinTimeoutMs,
     leaveTimeout: ({ context }) => context.policy.leaveTimeoutMs,
@@ -414,6 +438,7 @@ export const connectionMachine = setup({
     liveLostAt: null,
     channels: {},
     signalSeq: 0,
+    controlCrashes: 0,
   }),
   invoke: { id: 'control', src: 'control', input: ({ context }) => ({ policy: context.controlPolicy }) },
   initial: 'idle',
@@ -517,7 +542,7 @@ export const connectionMachine = setup({
                 joining: {
                   description: 'The control channel join is pushed; waiting for its reply.',
                   on: {
-                    'control.joinOk': { guard: 'isCurrentTransport', target: 'connected' },
+                    'control.joinOk': { guard: 'isCurrentTransport', target: 'live' },
                     'control.joinError': {
                       guard: 'isCurrentTransport',
                       target: '#connection.session.lost',
@@ -526,14 +551,46 @@ export const connectionMachine = setup({
                   },
                   after: { joinTimeout: { target: '#connection.session.lost', actions: 'recordJoinTimeout' } },
                 },
-                /** Control channel joined; app channels joined or rejoining. */
-                connected: {
-                  description: 'Control channel joined; app channels joined or rejoining.',
+                /** The session is up on this transport: app channels attached; the control channel joined or rejoining. */
+                live: {
+                  description: 'The session is up on this transport: app channels attached; the control channel joined, or rejoining after a crash.',
                   entry: ['countConnect', 'clearRetry', 'announceConnected', 'attachChannels'],
                   exit: ['detachChannels', 'markLiveLost'],
                   on: {
-                    'host.disconnect': { target: 'stopping' },
                     'host.channel': { guard: 'isNewChannel', actions: ['spawnChannel', 'attachNewChannel'] },
+                  },
+                  initial: 'connected',
+                  states: {
+                    /** Control channel joined; app channels joined or rejoining. */
+                    connected: {
+                      description: 'Control channel joined; app channels joined or rejoining.',
+                      entry: 'clearControlCrashes',
+                      on: {
+                        'host.disconnect': { target: '#connection.session.online.attached.stopping' },
+                        'control.crashed': { guard: 'isCurrentTransport', target: 'controlErrored', meta: { rule: 'control-crash-rejoins' } },
+                      },
+                    },
+                    /** phx_error on the control channel: its server process crashed; rejoin on this socket after a delay. */
+                    controlErrored: {
+                      description: 'phx_error on the control channel: rejoin it on this socket after a delay (the socket and app channels stay).',
+                      entry: 'countControlCrash',
+                      after: { controlRejoinDelay: { target: 'controlRejoining' } },
+                    },
+                    /** The control channel's rejoin is pushed, with a fresh join_ref. */
+                    controlRejoining: {
+                      description: "The control channel's rejoin is pushed with a fresh join_ref; waiting for its reply.",
+                      entry: 'rejoinControlChannel',
+                      on: {
+                        'control.joinOk': { guard: 'isCurrentTransport', target: 'connected' },
+                        'control.crashed': { guard: 'isCurrentTransport', target: 'controlErrored' },
+                        'control.joinError': {
+                          guard: 'isCurrentTransport',
+                          target: '#connection.session.lost',
+                          actions: 'recordLoss',
+                        },
+                      },
+                      after: { joinTimeout: { target: '#connection.session.lost', actions: 'recordJoinTimeout' } },
+                    },
                   },
                 },
                 /** disconnect(): leaving the control channel, then the transport closes 1000. */
@@ -544,6 +601,7 @@ export const connectionMachine = setup({
                     'host.disconnect': {},
                     'control.left': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
                     'control.lost': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
+                    'control.crashed': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
                     'socket.close': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
                     'socket.heartbeatTimeout': {
                       guard: 'isCurrentTransport',
@@ -574,14 +632,24 @@ export const connectionMachine = setup({
           initial: 'deciding',
           states: {
             deciding: {
-              description: "Waiting for the reconnect chart's answer: a delay, or give up.",
+              description: "Waiting for the reconnect chart's answer: a delay, a slow-down, or (by policy) give up.",
               on: {
                 'reconnect.scheduled': { target: 'waiting', actions: ['recordRetry', 'announceRetry'] },
+                'reconnect.suspended': {
+                  target: 'suspended',
+                  actions: ['recordSuspension', 'recordRetry', 'announceRetry'],
+                  meta: { rule: 'suspend-not-give-up' },
+                },
                 'reconnect.gaveUp': { target: '#connection.terminated', actions: 'recordGiveUp' },
               },
             },
             waiting: {
               description: 'Waiting out the delay; the next transport opens on reconnect.due.',
+              on: { 'reconnect.due': { target: '#connection.session.online' } },
+            },
+            /** Past the rapid-disconnect limit: the cooldown; the reason is `suppressed`, retryable. */
+            suspended: {
+              description: 'Past the rapid-disconnect limit: waiting out a cooldown (growing to ~5 min); the next transport opens on reconnect.due.',
               on: { 'reconnect.due': { target: '#connection.session.online' } },
             },
           },
@@ -616,10 +684,13 @@ export type ConnectionStatePath =
   | 'idle'
   | 'session.online.connecting'
   | 'session.online.attached.joining'
-  | 'session.online.attached.connected'
+  | 'session.online.attached.live.connected'
+  | 'session.online.attached.live.controlErrored'
+  | 'session.online.attached.live.controlRejoining'
   | 'session.online.attached.stopping'
   | 'session.lost'
   | 'session.reconnecting.deciding'
   | 'session.reconnecting.waiting'
+  | 'session.reconnecting.suspended'
   | 'stopped'
   | 'terminated'

@@ -1,16 +1,19 @@
 /**
- * The reconnect statechart: after each loss of a session's transport, "retry after d ms" or
- * "give up". Invoked by the connection chart for the life of one session, so every session
- * starts from the first delay with no rapid streak.
+ * The reconnect statechart: after each loss of a session's transport, "retry after d ms", "slow
+ * down" or (only when the policy asks) "give up". Invoked by the connection chart for the life of
+ * one session, so every session starts from the first delay with no rapid streak.
  *
  *   idle --reconnect.opened--> up (young | settled) x (settling | stable)
  *   idle | up --reconnect.lost--> deciding --> waiting --after backoffDelay--> idle
- *                                          \-> gaveUp (final: `suppressed`)
+ *                                          \-> suspended --after cooldown--> idle
+ *                                          \-> gaveUp (final: `suppressed`, by policy only)
  *
  * Only retryable losses reach it: the connection chart ends the session itself on a terminal
- * reason (supersede, upgrade rejection), so nothing here can turn a stop into a retry.
+ * reason (supersede, upgrade rejection), so nothing here can turn a stop into a retry. Past the
+ * rapid-disconnect limit it slows down for ever (like Ably's `suspended`): one attempt per
+ * cooldown, growing to about five minutes, until a connection outlives the rapid window.
  */
-import { assign, sendParent, setup, stateIn } from 'xstate'
+import { and, assign, sendParent, setup, stateIn } from 'xstate'
 import { assertMs, suppressedReason, type Env, type ReasonLike, type SuppressedReason } from './types.js'
 
 /**
@@ -42,11 +45,23 @@ export const DEFAULT_RECONNECT_POLICY = {
    */
   rapidWindowMs: 5_000,
   /**
-   * Rapid connections in a row after which the chart gives up with `suppressed`.
-   * A count, not milliseconds. @default 10 — ends accept-then-close loops that backoff alone
-   * would keep alive forever.
+   * Rapid connections in a row (the server accepted the socket, then closed or dropped it within
+   * `rapidWindowMs`) after which the chart slows down (`onRapidLimit`). A count, not
+   * milliseconds. @default 10 — an accept-then-close loop must not be hammered at backoff speed.
    */
   rapidLimit: 10,
+  /**
+   * Past `rapidLimit`: `suspend` (one attempt per cooldown, from `suspendInitialDelayMs` doubling
+   * to `suspendMaxDelayMs`, for ever; the link state is `suspended` and the reason `suppressed`,
+   * retryable) or `give-up` (the session ends `suppressed`, terminal).
+   * @default "suspend" — only a supersede, an upgrade rejection or an explicit give-up end a
+   * session: an agent must come back once the server is fixed, however long it was broken.
+   */
+  onRapidLimit: 'suspend' as 'suspend' | 'give-up',
+  /** The first cooldown while suspended. @default 30000 — Ably's suspended retry timeout. */
+  suspendInitialDelayMs: 30_000,
+  /** The largest cooldown while suspended. @default 300000 — a fixed server is found within five minutes. */
+  suspendMaxDelayMs: 300_000,
   /**
    * Consecutive losses after which the chart gives up with `suppressed`; `null` never gives up.
    * A count. @default null — an agent keeps trying through any outage.
@@ -101,6 +116,14 @@ export function validateReconnectPolicy(policy: ReconnectPolicy): ReconnectPolic
     if (!(Number.isInteger(policy.rapidLimit) && policy.rapidLimit >= 1)) {
     throw new RangeError(`reconnect.rapidLimit must be a whole number >= 1, got ${policy.rapidLimit}`)
   }
+  if (policy.onRapidLimit !== 'suspend' && policy.onRapidLimit !== 'give-up') {
+    throw new RangeError(`reconnect.onRapidLimit must be 'suspend' or 'give-up', got ${String(policy.onRapidLimit)}`)
+  }
+  assertMs('reconnect.suspendInitialDelayMs', policy.suspendInitialDelayMs, 1)
+  assertMs('reconnect.suspendMaxDelayMs', policy.suspendMaxDelayMs, 1)
+  if (policy.suspendMaxDelayMs < policy.suspendInitialDelayMs) {
+    throw new RangeError(`reconnect.suspendMaxDelayMs (${policy.suspendMaxDelayMs}) must be at least reconnect.suspendInitialDelayMs (${policy.suspendInitialDelayMs})`)
+  }
   if (policy.maxAttempts !== null && !(Number.isInteger(policy.maxAttempts) && policy.maxAttempts >= 0)) {
     throw new RangeError(`reconnect.maxAttempts must be null or a whole number >= 0, got ${policy.maxAttempts}`)
   }
@@ -141,6 +164,22 @@ export function backoffDelay(policy: ReconnectPolicy, attempt: number, reason: R
   return delay
 }
 
+/**
+ * The cooldown before the next attempt while suspended, in milliseconds: a ceiling from
+ * `suspendInitialDelayMs` doubling per cooldown in a row up to `suspendMaxDelayMs`, drawn in its
+ * upper half (fixed enough to be a slow-down, jittered enough that a fleet does not return at
+ * once), and never shorter than the server's Retry-After (capped).
+ *
+ * @param suspensions cooldowns in a row so far, counting this one (1 for the first).
+ * @param roll a number in [0, 1) from the injected random source.
+ */
+export function cooldownDelay(policy: ReconnectPolicy, suspensions: number, reason: ReasonLike, roll: number): number {
+  const ceiling = Math.min(policy.suspendMaxDelayMs, policy.suspendInitialDelayMs * 2 ** Math.max(0, suspensions - 1))
+  const delay = Math.floor(ceiling / 2 + (roll * ceiling) / 2)
+  const retryAfter = typeof reason.retryAfterMs === 'number' && reason.retryAfterMs > 0 ? Math.min(reason.retryAfterMs, policy.maxRetryAfterMs) : 0
+  return Math.max(delay, retryAfter)
+}
+
 /** Events of the reconnect chart; all are sent by the connection chart (machines/connection.ts). */
 export type ReconnectEvent =
   /** The session's transport opened: the connection-lifetime windows start. */
@@ -152,6 +191,8 @@ export type ReconnectEvent =
 export type ReconnectReport =
   /** A retry is scheduled after `delayMs`; `attempt` counts consecutive losses. */
   | { type: 'reconnect.scheduled'; delayMs: number; attempt: number }
+  /** Past the rapid-disconnect limit: the next attempt after a cooldown of `delayMs`; `reason` is `suppressed`, retryable. */
+  | { type: 'reconnect.suspended'; delayMs: number; attempt: number; reason: SuppressedReason }
   /** The scheduled delay has passed: open the next transport. */
   | { type: 'reconnect.due' }
   /** The chart gave up; the session ends with this `suppressed` reason. */
@@ -169,8 +210,10 @@ export interface ReconnectContext {
   env: Env
   /** Consecutive losses since the session started or last stayed up `stableAfterMs`. */
   attempt: number
-  /** Connections in a row that lived less than `rapidWindowMs`. */
+  /** Connections in a row that the server closed or dropped within `rapidWindowMs`. */
   rapidStreak: number
+  /** Cooldowns in a row while suspended; 0 once a connection outlives the rapid window. */
+  suspensions: number
   /** The delay chosen for the pending retry, in milliseconds. */
   delayMs: number
   /** The loss being decided. */
@@ -187,6 +230,15 @@ export const reconnectMachine = setup({
   guards: {
     /** The lost connection had been open less than `rapidWindowMs`. */
     livedBriefly: stateIn('#reconnect.up.rapidness.young'),
+    /**
+     * The server ended the connection: a close frame (`closed`) or the socket dropped with none.
+     * A heartbeat or join timeout, a control channel loss or a refused join is not the server
+     * accepting and then closing sockets, so it never counts toward the rapid limit.
+     */
+    isServerClose: ({ event }) =>
+      event.type === 'reconnect.lost' && (event.reason.kind === 'closed' || (event.reason.kind === 'dropped' && event.reason.source === 'socket')),
+    /** The policy says to give up, not slow down, past the rapid limit. */
+    givesUpOnRapid: ({ context }) => context.policy.onRapidLimit === 'give-up',
     /** `rapidLimit` short-lived connections in a row: an accept-then-close loop. */
     isRapidLimitReached: ({ context }) => context.rapidStreak >= context.policy.rapidLimit,
     /** More consecutive losses than `maxAttempts` allows. */
@@ -199,7 +251,18 @@ export const reconnectMachine = setup({
       lastLoss: ({ event }) => (event.type === 'reconnect.lost' ? event.reason : null),
     }),
     countRapid: assign({ rapidStreak: ({ context }) => context.rapidStreak + 1 }),
-    clearRapidStreak: assign({ rapidStreak: 0 }),
+    /** A connection outlived the rapid window: the streak and any suspension are over. */
+    clearRapidStreak: assign({ rapidStreak: 0, suspensions: 0 }),
+    countSuspension: assign({ suspensions: ({ context }) => context.suspensions + 1 }),
+    chooseCooldown: assign({
+      delayMs: ({ context }) =>
+        cooldownDelay(
+          context.policy,
+          context.suspensions,
+          context.lastLoss ?? { kind: 'other', retryable: true, generation: 0, at: 0 },
+          context.env.random(),
+        ),
+    }),
     resetAttempts: assign({ attempt: 0 }),
     chooseDelay: assign({
       delayMs: ({ context }) =>
@@ -216,6 +279,12 @@ export const reconnectMachine = setup({
       attempt: context.attempt,
     })),
     reportDue: sendParent({ type: 'reconnect.due' }),
+    reportSuspended: sendParent(({ context }) => ({
+      type: 'reconnect.suspended',
+      delayMs: context.delayMs,
+      attempt: context.attempt,
+      reason: suppressedReason('rapid-disconnects', context.attempt, context.lastLoss?.generation ?? 0, context.env.now(), true),
+    })),
     reportRapidGiveUp: sendParent(({ context }) => ({
       type: 'reconnect.gaveUp',
       reason: suppressedReason(
@@ -232,6 +301,7 @@ export const reconnectMachine = setup({
   },
   delays: {
     backoffDelay: ({ context }) => context.delayMs,
+    cooldown: ({ context }) => context.delayMs,
     rapidWindow: ({ context }) => context.policy.rapidWindowMs,
     stableAfter: ({ context }) => context.policy.stableAfterMs,
   },
@@ -242,6 +312,7 @@ export const reconnectMachine = setup({
     env: input.env,
     attempt: 0,
     rapidStreak: 0,
+    suspensions: 0,
     delayMs: 0,
     lastLoss: null,
   }),
@@ -262,7 +333,9 @@ export const reconnectMachine = setup({
       type: 'parallel',
       on: {
         'reconnect.lost': [
-          { guard: 'livedBriefly', target: 'deciding', actions: ['countRapid', 'countLoss'] },
+          { guard: and(['livedBriefly', 'isServerClose']), target: 'deciding', actions: ['countRapid', 'countLoss'] },
+          // A loss the server did not cause neither counts nor ends the streak.
+          { guard: 'livedBriefly', target: 'deciding', actions: 'countLoss' },
           { target: 'deciding', actions: ['clearRapidStreak', 'countLoss'] },
         ],
       },
@@ -283,21 +356,27 @@ export const reconnectMachine = setup({
         },
       },
     },
-    /** Transient: give up, or choose the delay. */
+    /** Transient: give up (by policy), slow down, or choose the delay. */
     deciding: {
-      description: 'Transient: give up (rapid streak or attempt limit) or choose the delay.',
+      description: 'Transient: give up (only by policy), slow down past the rapid limit, or choose the delay.',
       always: [
-        { guard: 'isRapidLimitReached', target: 'gaveUp', actions: 'reportRapidGiveUp' },
+        { guard: and(['isRapidLimitReached', 'givesUpOnRapid']), target: 'gaveUp', actions: 'reportRapidGiveUp' },
         { guard: 'isAttemptLimitReached', target: 'gaveUp', actions: 'reportAttemptGiveUp' },
+        { guard: 'isRapidLimitReached', target: 'suspended', actions: ['countSuspension', 'chooseCooldown', 'reportSuspended'] },
         { target: 'waiting', actions: ['chooseDelay', 'reportScheduled'] },
       ],
+    },
+    /** Past the rapid limit: one attempt per cooldown, for ever, until a connection outlives the rapid window. */
+    suspended: {
+      description: 'Past the rapid-disconnect limit: one attempt per growing cooldown (to ~5 min), for ever.',
+      after: { cooldown: { target: 'idle', actions: 'reportDue' } },
     },
     /** Waiting out the chosen delay. */
     waiting: {
       description: 'Waiting out the chosen delay; then the connection chart opens the next transport.',
       after: { backoffDelay: { target: 'idle', actions: 'reportDue' } },
     },
-    /** Gave up: the session ends `suppressed`. */
-    gaveUp: { type: 'final', description: 'Gave up: the session ends suppressed.' },
+    /** Gave up (policy: onRapidLimit give-up, or maxAttempts): the session ends `suppressed`. */
+    gaveUp: { type: 'final', description: 'Gave up (only when the policy asks): the session ends suppressed.' },
   },
 })

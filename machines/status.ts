@@ -12,6 +12,7 @@ export const LINK_STATES = [
   'joining',
   'connected',
   'reconnecting',
+  'suspended',
   'stopping',
   'stopped',
   'terminated',
@@ -21,7 +22,9 @@ export const LINK_STATES = [
 export type LinkState = (typeof LINK_STATES)[number]
 
 /**
- * Maps a connection chart state value to the public link state.
+ * Maps a connection chart state value to the public link state. `joining` covers the control
+ * channel's first join and its rejoin after a crash (the socket stays up meanwhile);
+ * `suspended` is the slow retry past the rapid-disconnect limit: alert on it.
  *
  * @example linkStateOf({ session: { online: 'connecting' } }) // 'connecting'
  * @throws {Error} for a state value the chart cannot produce (a chart/mapping drift, caught by tests).
@@ -39,17 +42,21 @@ export function linkStateOf(value: StateValue): LinkState {
   const session = value.session
   if (session === 'lost') return 'reconnecting'
   if (session && typeof session === 'object') {
-    if ('reconnecting' in session) return 'reconnecting'
+    if ('reconnecting' in session) return session.reconnecting === 'suspended' ? 'suspended' : 'reconnecting'
     const online = session.online
     if (online === 'connecting') return 'connecting'
-    if (online && typeof online === 'object' && typeof online.attached === 'string') {
-      switch (online.attached) {
-        case 'joining':
-          return 'joining'
-        case 'connected':
-          return 'connected'
-        case 'stopping':
-          return 'stopping'
+    if (online && typeof online === 'object') {
+      const attached = online.attached
+      if (attached === 'joining') return 'joining'
+      if (attached === 'stopping') return 'stopping'
+      if (attached && typeof attached === 'object') {
+        switch (attached.live) {
+          case 'connected':
+            return 'connected'
+          case 'controlErrored':
+          case 'controlRejoining':
+            return 'joining'
+        }
       }
     }
   }

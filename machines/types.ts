@@ -27,6 +27,8 @@ export interface ReasonLike {
   readonly cause?: string
   /** Where a `rejected` reason came from (`upgrade`, `join`, `close`) or which wait a `timed-out` one ran out. */
   readonly phase?: string
+  /** What a `dropped` reason lost: the `socket` (no close frame) or a `channel` (phx_error/phx_close). */
+  readonly source?: string
 }
 
 /**
@@ -71,13 +73,17 @@ export interface TimedOutReason extends ReasonLike {
   readonly phase: 'connect' | 'join'
 }
 
-/** A reason the reconnect chart makes when it gives up. */
+/**
+ * A reason the reconnect chart makes when it slows down (`retryable: true`: the link is
+ * `suspended`, one attempt per cooldown) or, by policy only, gives up (`retryable: false`).
+ */
 export interface SuppressedReason extends ReasonLike {
   readonly kind: 'suppressed'
-  readonly retryable: false
-  /** Why it gave up: too many short-lived connections in a row, or the attempt limit. */
+  /** True while suspended (the link keeps trying, slowly); false when the policy gave up. */
+  readonly retryable: boolean
+  /** Why: too many short-lived connections in a row, or the attempt limit. */
   readonly cause: 'rapid-disconnects' | 'max-attempts'
-  /** Consecutive losses counted when it gave up. */
+  /** Consecutive losses counted. */
   readonly attempts: number
 }
 
@@ -91,14 +97,15 @@ export function timedOutReason(phase: TimedOutReason['phase'], generation: numbe
   return { kind: 'timed-out', phase, retryable: true, generation, at }
 }
 
-/** Makes the `suppressed` reason of a reconnect give-up. */
+/** Makes the `suppressed` reason of a reconnect slow-down (`retryable: true`) or give-up (`retryable: false`). */
 export function suppressedReason(
   cause: SuppressedReason['cause'],
   attempts: number,
   generation: number,
   at: number,
+  retryable = false,
 ): SuppressedReason {
-  return { kind: 'suppressed', cause, attempts, retryable: false, generation, at }
+  return { kind: 'suppressed', cause, attempts, retryable, generation, at }
 }
 
 /**

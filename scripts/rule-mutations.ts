@@ -56,6 +56,20 @@ const MUTATIONS: RuleMutation[] = [
     to: '',
   },
   {
+    rule: 'control-crash-rejoins',
+    how: 'a control channel crash is a transport loss again',
+    file: 'machines/connection.ts',
+    from: "'control.crashed': { guard: 'isCurrentTransport', target: 'controlErrored', meta: { rule: 'control-crash-rejoins' } },",
+    to: "'control.crashed': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: 'recordLoss' },",
+  },
+  {
+    rule: 'suspend-not-give-up',
+    how: 'past the rapid limit the chart gives up, whatever the policy',
+    file: 'machines/reconnect.ts',
+    from: "{ guard: 'isRapidLimitReached', target: 'suspended', actions: ['countSuspension', 'chooseCooldown', 'reportSuspended'] },",
+    to: "{ guard: 'isRapidLimitReached', target: 'gaveUp', actions: 'reportRapidGiveUp' },",
+  },
+  {
     rule: 'stale-events-ignored',
     how: 'drop the generation check',
     file: 'machines/connection.ts',

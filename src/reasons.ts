@@ -106,10 +106,11 @@ export const TimedOutReason = z.object({
   ...base,
 })
 
-/** The reconnect chart gave up. Terminal. */
+/** The reconnect chart slowed down past the rapid-disconnect limit (retryable: the link is suspended), or gave up by policy (terminal). */
 export const SuppressedReason = z.object({
   kind: z.literal('suppressed'),
-  retryable: z.literal(false),
+  /** True while the link is `suspended` (slow retry, the default); false when the policy gave up. */
+  retryable: z.boolean(),
   cause: z.enum(['rapid-disconnects', 'max-attempts']),
   attempts: z.number().int().nonnegative(),
   ...base,

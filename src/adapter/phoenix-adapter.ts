@@ -199,7 +199,7 @@ const SERVER_EVENTS = new Set<string>([CHANNEL_EVENTS.reply, CHANNEL_EVENTS.erro
 export function adapterActors(adapterOf: (system: ActorSystem<any>) => PhoenixAdapter) {
   return {
     transport: fromCallback<{ type: 'noop' }, Origin>(({ input, system }) => adapterOf(system).runTransport(input)),
-    controlChannel: fromCallback<{ type: 'leave' }, Origin>(({ input, system, receive }) => adapterOf(system).runControlChannel(input, receive)),
+    controlChannel: fromCallback<{ type: 'leave' } | { type: 'rejoin' }, Origin>(({ input, system, receive }) => adapterOf(system).runControlChannel(input, receive)),
     attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(({ input, system, receive }) => adapterOf(system).runAttachment(input, receive)),
   }
 }
@@ -234,19 +234,32 @@ export class PhoenixAdapter {
     return () => this.endTransport(handle)
   }
 
-  /** Runs the chart's `controlChannel` actor: joins the control topic; `leave` events leave it. Returns the cleanup. */
-  runControlChannel(input: Origin, receive: (listener: (event: { type: 'leave' }) => void) => void): () => void {
-    return this.runChannel(this.attachControl(input), this.config.controlLeaveTimeoutMs, receive)
+  /**
+   * Runs the chart's `controlChannel` actor: joins the control topic; `leave` leaves it; `rejoin`
+   * (after a crash) forgets the crashed phoenix Channel and joins the topic again with a fresh
+   * join_ref. Returns the cleanup.
+   */
+  runControlChannel(input: Origin, receive: (listener: (event: { type: 'leave' } | { type: 'rejoin' }) => void) => void): () => void {
+    return this.runChannel(() => this.attachControl(input), this.config.controlLeaveTimeoutMs, receive)
   }
 
   /** Runs a channel chart's `attachment` actor: joins its app topic; `leave` events leave it. Returns the cleanup. */
   runAttachment(input: AttachOrigin, receive: (listener: (event: { type: 'leave' }) => void) => void): () => void {
-    return this.runChannel(this.attachApp(input), this.config.channelLeaveTimeoutMs, receive)
+    return this.runChannel(() => this.attachApp(input), this.config.channelLeaveTimeoutMs, receive)
   }
 
-  private runChannel(attachment: Attachment | null, leaveTimeoutMs: number, receive: (listener: (event: { type: 'leave' }) => void) => void): () => void {
-    receive(() => {
-      if (attachment) this.leave(attachment, Math.min(NEVER, leaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
+  private runChannel(
+    attach: () => Attachment | null,
+    leaveTimeoutMs: number,
+    receive: (listener: (event: { type: 'leave' } | { type: 'rejoin' }) => void) => void,
+  ): () => void {
+    let attachment = attach()
+    receive((event) => {
+      if (!attachment) return
+      if (event.type === 'rejoin') {
+        this.release(attachment)
+        attachment = attach()
+      } else this.leave(attachment, Math.min(NEVER, leaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
     })
     return () => {
       if (attachment) this.release(attachment)
@@ -563,7 +576,8 @@ export class PhoenixAdapter {
       // Transport-sourced errors ({source: "transport"}, phoenix 1.8.10+) are the socket's close,
       // reported by the socket listener; only the server's phx_error is the channel's own loss.
       if (payload && typeof payload === 'object' && (payload as { source?: unknown }).source === 'transport') return
-      this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_error', this.scrub(payload), origin.generation, this.config.now()), ...tag })
+      // The channel's server process crashed; the socket is fine: the chart rejoins it here.
+      this.emit({ type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', this.scrub(payload), origin.generation, this.config.now()), ...tag })
     })
     channel.onClose((payload) => {
       if (attachment.leaving) this.emit({ type: 'control.left', ...tag })

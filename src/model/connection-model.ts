@@ -140,6 +140,12 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
   }
 
   switch (state) {
+    case 'suspended':
+      add('backoff elapsed', 'clock', { type: 'reconnect.due' })
+      add('host disconnect', 'host', { type: 'host.disconnect' })
+      lateSupersede(g)
+      stale()
+      break
     case 'idle':
     case 'stopped':
     case 'terminated':
@@ -160,6 +166,25 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       stale()
       break
     case 'joining':
+      if (value.includes('controlErrored')) {
+        // The control channel crashed: the rejoin waits out its delay; the socket is still up.
+        add('rejoin delay', 'clock', afterEvent('controlRejoinDelay', 'connection.session.online.attached.live.controlErrored'))
+        closes()
+        add('heartbeat timeout', 'server', { type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(g, 0), ...origin })
+        supersede()
+        add('host disconnect', 'host', { type: 'host.disconnect' })
+        stale()
+        break
+      }
+      if (value.includes('controlRejoining')) {
+        add('join ok', 'server', { type: 'control.joinOk', ...origin })
+        add('join refused', 'server', { type: 'control.joinError', reason: classifyJoinError({ reason: 'unauthorized' }, g, 0), ...origin })
+        add('join timeout', 'clock', afterEvent('joinTimeout', 'connection.session.online.attached.live.controlRejoining'))
+        if (mode === 'pure') add('control phx_error', 'server', { type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', {}, g, 0), ...origin })
+        supersede()
+        add('host disconnect', 'host', { type: 'host.disconnect' })
+        break
+      }
       add('join ok', 'server', { type: 'control.joinOk', ...origin })
       add('join refused', 'server', { type: 'control.joinError', reason: classifyJoinError({ reason: 'unauthorized' }, g, 0), ...origin })
       add('join crashed', 'server', { type: 'control.joinError', reason: classifyJoinError({ reason: 'join crashed' }, g, 0), ...origin })
@@ -172,7 +197,7 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
     case 'connected':
       closes()
       add('heartbeat timeout', 'server', { type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(g, 0), ...origin })
-      add('control phx_error', 'server', { type: 'control.lost', reason: classifyControlChannelLoss('phx_error', {}, g, 0), ...origin })
+      add('control phx_error', 'server', { type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', {}, g, 0), ...origin })
       add('control phx_close', 'server', { type: 'control.lost', reason: classifyControlChannelLoss('phx_close', {}, g, 0), ...origin })
       supersede()
       add('control signal', 'server', { type: 'control.signal', signal: { correlationId: null }, ...origin })
@@ -194,7 +219,8 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       if (mode === 'pure') {
         add('leave timeout', 'clock', afterEvent('leaveTimeout', 'connection.session.online.attached.stopping'))
         add('close 1000', 'server', { type: 'socket.close', reason: classifyClose({ code: 1000, reason: '' }, g, 0), ...origin })
-        add('control phx_error', 'server', { type: 'control.lost', reason: classifyControlChannelLoss('phx_error', {}, g, 0), ...origin })
+        add('control phx_error', 'server', { type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', {}, g, 0), ...origin })
+        add('control phx_close', 'server', { type: 'control.lost', reason: classifyControlChannelLoss('phx_close', {}, g, 0), ...origin })
         add('heartbeat timeout', 'server', { type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(g, 0), ...origin })
         add('control signal', 'server', { type: 'control.signal', signal: { correlationId: null }, ...origin })
         add('host disconnect', 'host', { type: 'host.disconnect' })
@@ -206,6 +232,8 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
         // The reconnect chart answers within the same turn: deciding is transient on the wire.
         add('backoff chosen', 'auto', { type: 'reconnect.scheduled', delayMs: 0, attempt: 1 })
         if (mode === 'pure') {
+          // Past the rapid limit (ten accept-then-close connections: too long a path for the wire).
+          add('suspended', 'auto', { type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason: suppressedReason('rapid-disconnects', 10, g, 0, true) })
           add('gave up', 'auto', { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', 10, g, 0) })
           add('host disconnect', 'host', { type: 'host.disconnect' })
           lateSupersede(g)

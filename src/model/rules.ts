@@ -43,6 +43,23 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
     ],
   },
   {
+    id: 'control-crash-rejoins',
+    rule: 'A phx_error on the control channel (its server process crashed) rejoins it on the same socket with backoff, as phoenix.js does for any channel; the link reads joining meanwhile. The socket and the app channels stay; it is not a loss and never counts toward the rapid-disconnect limit. Its phx_close, or a refused rejoin, is a session-level loss.',
+    tests: [
+      ['test/machines/connection.test.ts', 'phx_error on the control channel -> joining on the same transport, after a delay a fresh join; no loss, no reconnect'],
+      ['test/wire/long-life.test.ts', 'ten control channel crashes in a row: rejoined on the same socket each time, never suppressed, app channels untouched'],
+    ],
+  },
+  {
+    id: 'suspend-not-give-up',
+    rule: 'Past the rapid-disconnect limit (the server accepted and then closed ten sockets within seconds) the link slows down, it does not give up: suspended, one attempt per cooldown growing to about five minutes, for ever, reported as suppressed (retryable). Only a supersede, an upgrade rejection or a policy give-up (onRapidLimit: give-up, maxAttempts) end a session.',
+    tests: [
+      ['test/machines/reconnect.test.ts', 'past rapidLimit rapid connections in a row it slows down, it does not give up: suspended, one attempt per growing cooldown, for ever'],
+      ['test/machines/connection.test.ts', 'reconnect.suspended -> suspended: the reason suppressed (retryable) with the cooldown as the next delay; due -> a new transport'],
+      ['test/wire/normal-closes.test.ts', 'a server that accepts then closes at once: suspended after ten, then one attempt per cooldown, and back to connected once the server holds the socket (scenario 6)'],
+    ],
+  },
+  {
     id: 'stale-events-ignored',
     rule: 'An event from an older transport generation or an earlier session changes nothing; it is reported as ignored.',
     tests: [

@@ -30,7 +30,7 @@ const channelChart = channelMachine.provide({
 
 /** The reconnect chart with its reports to the parent made inert, for pure traversal. */
 const reconnectChart = reconnectMachine.provide({
-  actions: { reportScheduled: noop, reportDue: noop, reportRapidGiveUp: noop, reportAttemptGiveUp: noop },
+  actions: { reportScheduled: noop, reportDue: noop, reportSuspended: noop, reportRapidGiveUp: noop, reportAttemptGiveUp: noop },
 })
 const after = (delay: string, stateId: string) => ({ type: `xstate.after.${delay}.${stateId}` })
 
@@ -104,7 +104,7 @@ export interface ReconnectExpectation {
 
 type ReconnectSnapshot = SnapshotFrom<typeof reconnectMachine>
 
-/** The reconnect policy of the model: small limits, so give-up paths are short. */
+/** The reconnect policy of the model: small limits, so slow-down and give-up paths are short. */
 export const MODEL_RECONNECT_POLICY = { ...DEFAULT_RECONNECT_POLICY, rapidLimit: 2, maxAttempts: 3, rapidWindowMs: 1_000, stableAfterMs: 5_000 }
 
 /** The reconnect chart's model. */
@@ -126,6 +126,8 @@ export const reconnectModel: ChartModel<typeof reconnectMachine, ReconnectExpect
       else if (value.includes('settling')) add('stable window passes', 'clock', after('stableAfter', 'reconnect.up.stability.settling'))
     } else if (value === '"waiting"') {
       add('backoff passes', 'clock', after('backoffDelay', 'reconnect.waiting'))
+    } else if (value === '"suspended"') {
+      add('cooldown passes', 'clock', after('cooldown', 'reconnect.suspended'))
     }
     return out
   },

@@ -90,9 +90,13 @@ export class SimConnection {
     this.openedAt = init.openedAt
   }
 
-  /** Whether the socket is open and not stalled. */
+  /**
+   * Whether the socket is open: neither side has started the closing handshake. A close frame the
+   * client sent counts as soon as it is read, before the handshake completes (as a Phoenix socket
+   * process ends on it), so a reconnect right after never supersedes a socket already closing.
+   */
   get live(): boolean {
-    return this.state === 'open'
+    return this.state === 'open' && this.ws.readyState === this.ws.OPEN
   }
 
   /** @internal Records a frame, keeping at most `recordLimit`. */

@@ -357,7 +357,7 @@ export class PlatformSimulator extends EventEmitter {
 
   /** Open sockets, of one agent or of all. */
   live(agentId?: string): SimConnection[] {
-    return this.connections.filter((c) => c.state === 'open' && (agentId === undefined || c.agentId === agentId))
+    return this.connections.filter((c) => c.live && (agentId === undefined || c.agentId === agentId))
   }
 
   /** Sockets ever accepted, of one agent or of all. */
@@ -506,8 +506,9 @@ export class PlatformSimulator extends EventEmitter {
   /**
    * A frozen server (a SIGSTOP'd process): every open socket stops reading and answering
    * (heartbeats included), and every upgrade is held unanswered. The returned thaw (SIGCONT)
-   * reads again: what clients sent meanwhile (their close frames) is handled, and held upgrades
-   * are answered as usual.
+   * reads again: what clients sent meanwhile (their close frames) is handled first, on this turn
+   * of the event loop's reads, and the held upgrades are answered just after (so a client's new
+   * socket does not supersede its old one whose close is still unread).
    */
   freeze(): () => void {
     const frozen = this.live()
@@ -518,8 +519,12 @@ export class PlatformSimulator extends EventEmitter {
         c.resume()
         if (c.state === 'open') this.armIdle(c)
       }
-      release()
       this.changed()
+      // After the poll phase that reads what the resumed sockets have buffered.
+      setImmediate(() => {
+        release()
+        this.changed()
+      })
     }
   }
 

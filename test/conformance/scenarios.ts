@@ -315,21 +315,40 @@ export function conformance(factory: PeerFactory): void {
         expect(link.state).toBe('connected')
       })
 
-      for (const event of ['phx_error', 'phx_close'] as const) {
-        it(`${event} on the control channel is a session-level loss: the link reconnects and joins it again (scenario 34)`, async () => {
-          const { agent, link } = await connected()
-          const lost = next(link, 'disconnected')
-          const back = next(link, 'reconnected')
-          if (event === 'phx_error') await peer.channelError(agent, controlTopic(agent.id))
-          else await peer.channelClose(agent, controlTopic(agent.id))
-          const { reason, outcome } = await lost
-          expect(reason).toMatchObject({ kind: 'dropped', source: 'channel', detail: expect.stringContaining(event) })
-          expect(outcome).toBe('reconnect')
-          await back
-          expect(link.state).toBe('connected')
-          await peer.until(async () => (await peer.joins(agent, controlTopic(agent.id))).length === 2, 'the control channel joined again')
-        })
-      }
+      it('phx_error on the control channel rejoins it on the same socket; the link is not lost and its app channels stay (scenario 34)', async () => {
+        const { agent, link, socket } = await connected()
+        const room = link.channel(`room:${agent.id}`)
+        await channelStatus(room, 'joined')
+        const states: string[] = []
+        link.on('state', ({ state }) => states.push(state))
+        const rejoined = next(link, 'state', { filter: (e) => e.state === 'connected' })
+        await peer.channelError(agent, controlTopic(agent.id))
+        await rejoined
+        expect(states).toEqual(['joining', 'connected'])
+        expect(scene().seen(link, 'disconnected')).toEqual([])
+        expect(room.status).toBe('joined')
+        await peer.until(async () => (await peer.joins(agent, controlTopic(agent.id))).length === 2, 'the control channel joined again')
+        expect((await peer.joins(agent, controlTopic(agent.id))).map((j) => j.socket)).toEqual([socket, socket])
+        expect(await peer.joins(agent, room.topic)).toHaveLength(1)
+        expect(await peer.live(agent)).toEqual([socket])
+        // Signals flow on the rejoined channel.
+        const got = next(link, 'control')
+        await peer.control(agent, { n: 1, via: 'push', tag: 'after' })
+        expect((await got).signal.correlationId).toBe('after-1')
+      })
+
+      it('phx_close on the control channel is a session-level loss: the link reconnects and joins it again (scenario 34)', async () => {
+        const { agent, link } = await connected()
+        const lost = next(link, 'disconnected')
+        const back = next(link, 'reconnected')
+        await peer.channelClose(agent, controlTopic(agent.id))
+        const { reason, outcome } = await lost
+        expect(reason).toMatchObject({ kind: 'dropped', source: 'channel', detail: expect.stringContaining('phx_close') })
+        expect(outcome).toBe('reconnect')
+        await back
+        expect(link.state).toBe('connected')
+        await peer.until(async () => (await peer.joins(agent, controlTopic(agent.id))).length === 2, 'the control channel joined again')
+      })
 
       it('control signals arrive once each, in order, through the channel and as broadcasts (scenario 35)', async () => {
         const agent = peer.agent()

@@ -443,3 +443,75 @@ describe('app channel routing and ignored reports', () => {
     expect(joined.context.retry).toBeNull()
   })
 })
+
+describe('rule: a control channel crash is a channel crash (rejoined on the same socket)', () => {
+  const crashed = (s: ConnSnapshot) => ({ type: 'control.crashed' as const, reason: classifyControlChannelLoss('phx_error', {}, s.context.generation, 5), ...origin(s) })
+  const rejoinDelay = 'xstate.after.controlRejoinDelay.connection.session.online.attached.live.controlErrored'
+
+  it('phx_error on the control channel -> joining on the same transport, after a delay a fresh join; no loss, no reconnect', () => {
+    const s = connected()
+    const r = step(s, crashed(s))
+    expect(state(r.s)).toBe('joining')
+    expect(r.s.value).toEqual({ session: { online: { attached: { live: 'controlErrored' } } } })
+    expect(r.s.context.generation).toBe(s.context.generation)
+    expect(r.s.context.lastReason).toBeNull()
+    expect(r.emitted.filter((e) => (e as { type: string }).type === 'link.disconnected')).toEqual([])
+    // The app channels stay attached: no transport.down to them.
+    expect(r.actions).not.toContain('xstate.sendTo')
+    const rejoin = step(r.s, { type: rejoinDelay } as never)
+    expect(rejoin.s.value).toEqual({ session: { online: { attached: { live: 'controlRejoining' } } } })
+    expect(rejoin.actions).toContain('xstate.sendTo') // the rejoin goes to the control channel actor
+    const back = step(rejoin.s, { type: 'control.joinOk', ...origin(s) })
+    expect(state(back.s)).toBe('connected')
+    // Not a reconnect: no second link.connected.
+    expect(back.emitted.filter((e) => (e as { type: string }).type === 'link.connected')).toEqual([])
+  })
+
+  it('crashes in a row back off; a join in between starts the backoff again', () => {
+    let s = connected()
+    for (let i = 1; i <= 3; i++) {
+      s = run(s, crashed(s))
+      expect(s.context.controlCrashes).toBe(i)
+      s = run(s, { type: rejoinDelay } as never)
+      if (i < 3) s = run(s, crashed(s))
+    }
+    s = run(s, { type: 'control.joinOk', ...origin(s) })
+    expect(s.context.controlCrashes).toBe(0)
+  })
+
+  it('a refused rejoin is a session-level loss; a rejoin that times out too', () => {
+    const s = run(run(connected(), crashed(connected())), { type: rejoinDelay } as never)
+    const refused = run(s, { type: 'control.joinError', reason: { kind: 'rejected', cause: 'unauthorized', phase: 'join', retryable: false, generation: 1, at: 0 }, ...origin(s) })
+    expect(state(refused)).toBe('terminated')
+    const timedOut = run(s, { type: 'xstate.after.joinTimeout.connection.session.online.attached.live.controlRejoining' } as never)
+    expect(state(timedOut)).toBe('reconnecting')
+    expect(timedOut.context.lastReason).toMatchObject({ kind: 'timed-out', phase: 'join' })
+  })
+
+  it('phx_close on the control channel stays a session-level loss; a supersede while rejoining is terminal; disconnect() stops', () => {
+    const s = connected()
+    const closed = run(s, { type: 'control.lost', reason: classifyControlChannelLoss('phx_close', {}, 1, 5), ...origin(s) })
+    expect(state(closed)).toBe('reconnecting')
+    const errored = run(s, crashed(s))
+    expect(state(run(errored, supersedeEvent(origin(s))))).toBe('terminated')
+    expect(state(run(errored, { type: 'host.disconnect' }))).toBe('stopped')
+  })
+})
+
+describe('rule: giving up is not the default (suspended past the rapid-disconnect limit)', () => {
+  it('reconnect.suspended -> suspended: the reason suppressed (retryable) with the cooldown as the next delay; due -> a new transport', () => {
+    const c = connected()
+    const s = run(c, closeEvent(c, 1000))
+    const reason = suppressedReason('rapid-disconnects', 10, 1, 5, true)
+    const r = step(s, { type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason })
+    expect(state(r.s)).toBe('suspended')
+    expect(r.s.context.lastReason).toMatchObject({ kind: 'suppressed', retryable: true })
+    expect(r.emitted).toContainEqual(expect.objectContaining({ type: 'link.disconnected', nextDelayMs: 30_000, reason: expect.objectContaining({ kind: 'suppressed' }) }))
+    const back = run(r.s, { type: 'reconnect.due' })
+    expect(state(back)).toBe('connecting')
+    expect(back.context.generation).toBe(2)
+    expect(DisconnectReason.safeParse(r.s.context.lastReason).success).toBe(true)
+    expect(state(run(r.s, { type: 'host.disconnect' }))).toBe('stopped')
+    expect(state(run(r.s, supersedeEvent(origin(r.s))))).toBe('terminated')
+  })
+})

@@ -117,7 +117,7 @@ describe('reconnect chart', () => {
     h.stop()
   })
 
-  it('gives up with suppressed after rapidLimit connections in a row that lived under the rapid window', () => {
+  it('past rapidLimit rapid connections in a row it slows down, it does not give up: suspended, one attempt per growing cooldown, for ever', () => {
     const h = harness({ rapidLimit: 10, rapidWindowMs: 5000 }, 0)
     for (let i = 1; i <= 9; i++) {
       h.opened()
@@ -126,10 +126,77 @@ describe('reconnect chart', () => {
       expect(h.last()?.type, `loss ${i}`).toBe('reconnect.scheduled')
       h.due()
     }
+    const cooldowns: number[] = []
+    for (let k = 0; k < 7; k++) {
+      h.opened()
+      h.lost()
+      const report = h.last()
+      expect(report).toMatchObject({ type: 'reconnect.suspended', reason: { kind: 'suppressed', cause: 'rapid-disconnects', retryable: true } })
+      expect(h.child().value).toBe('suspended')
+      const { delayMs } = report as { delayMs: number }
+      cooldowns.push(delayMs)
+      h.clock.increment(delayMs - 1)
+      expect(h.last()?.type, 'no attempt before the cooldown ends').toBe('reconnect.suspended')
+      h.clock.increment(1)
+      expect(h.last()?.type).toBe('reconnect.due')
+    }
+    // roll 0: the lower half of each ceiling, from 30 s doubling to the 5 min cap.
+    expect(cooldowns).toEqual([15_000, 30_000, 60_000, 120_000, 150_000, 150_000, 150_000])
+    expect(h.child().status).toBe('active')
+    h.stop()
+  })
+
+  it('a suspended link that stays connected past the rapid window is back to the normal backoff', () => {
+    const h = harness({ rapidLimit: 2, rapidWindowMs: 5000 }, 0)
+    for (let i = 0; i < 2; i++) {
+      h.opened()
+      h.lost()
+      if (i === 0) h.due()
+    }
+    expect(h.last()?.type).toBe('reconnect.suspended')
+    h.clock.increment((h.last() as { delayMs: number }).delayMs)
+    h.opened()
+    h.clock.increment(5_000)
+    h.lost()
+    expect(h.last()?.type).toBe('reconnect.scheduled')
+    h.stop()
+  })
+
+  it("with onRapidLimit 'give-up' it gives up with suppressed (terminal) after rapidLimit rapid connections", () => {
+    const h = harness({ rapidLimit: 10, rapidWindowMs: 5000, onRapidLimit: 'give-up' }, 0)
+    for (let i = 1; i <= 9; i++) {
+      h.opened()
+      h.lost()
+      h.due()
+    }
     h.opened()
     h.lost()
-    expect(h.last()).toMatchObject({ type: 'reconnect.gaveUp', reason: { kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10 } })
+    expect(h.last()).toMatchObject({ type: 'reconnect.gaveUp', reason: { kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10, retryable: false } })
     expect(h.child().status).toBe('done')
+    h.stop()
+  })
+
+  it('only a loss the server caused counts as rapid: heartbeat and join timeouts, control channel losses and refused joins never do', () => {
+    const h = harness({ rapidLimit: 2, rapidWindowMs: 5000 }, 0)
+    const notTheServer: ReasonLike[] = [
+      { kind: 'timed-out', phase: 'heartbeat', retryable: true, generation: 1, at: 0 },
+      { kind: 'timed-out', phase: 'join', retryable: true, generation: 1, at: 0 },
+      { kind: 'dropped', source: 'channel', retryable: true, generation: 1, at: 0 },
+      { kind: 'other', retryable: true, generation: 1, at: 0 },
+    ]
+    for (const reason of [...notTheServer, ...notTheServer]) {
+      h.opened()
+      h.lost(reason)
+      expect(h.last()?.type, reason.kind).toBe('reconnect.scheduled')
+      h.due()
+    }
+    // A drop with no close frame is the server (or its path) ending the socket: it counts.
+    for (let i = 0; i < 2; i++) {
+      h.opened()
+      h.lost({ kind: 'dropped', source: 'socket', retryable: true, generation: 1, at: 0 })
+      if (i === 0) h.due()
+    }
+    expect(h.last()?.type).toBe('reconnect.suspended')
     h.stop()
   })
 

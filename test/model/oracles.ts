@@ -6,7 +6,7 @@
  */
 import type { Expectation } from '../../src/model/connection-model.js'
 
-const SESSION = new Set(['connecting', 'joining', 'connected', 'reconnecting', 'stopping'])
+const SESSION = new Set(['connecting', 'joining', 'connected', 'reconnecting', 'suspended', 'stopping'])
 
 /** Losses the design says are never a stop: they reconnect. */
 const RETRIED = new Set([
@@ -18,7 +18,6 @@ const RETRIED = new Set([
   'close 4001',
   'drop',
   'heartbeat timeout',
-  'control phx_error',
   'control phx_close',
   'join crashed',
   'connect timeout',
@@ -44,6 +43,18 @@ export function ruleViolation(stimulus: string, before: Expectation, after: Expe
     return same ? null : `control signals change no state: ${before.state} -> ${after.state}`
   }
   if (stimulus === 'cancelled wait') return same ? null : `cancelling a wait is not a stop: ${before.state} -> ${after.state}`
+  // A control channel crash is a channel crash: rejoined on the same socket, the session not lost.
+  if (stimulus === 'control phx_error' && (before.state === 'connected' || before.state === 'joining')) {
+    return after.state === 'joining' && after.generation === before.generation && after.reason === before.reason
+      ? null
+      : `a control channel crash rejoins on the same socket: from ${before.state} (generation ${before.generation}) it led to ${after.state} (generation ${after.generation}, ${after.reason})`
+  }
+  // Giving up is not the default: past the rapid limit the link waits a cooldown and tries again.
+  if (stimulus === 'backoff elapsed' && before.state === 'suspended') {
+    return after.state === 'connecting' && after.generation === before.generation + 1
+      ? null
+      : `a suspended link tries again after its cooldown: it led to ${after.state}`
+  }
   if (stimulus === 'supersede' || stimulus === 'late supersede') {
     if (!SESSION.has(before.state)) return null
     return after.state === 'terminated' && after.reason === 'superseded'

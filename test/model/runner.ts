@@ -10,6 +10,7 @@ import type { ModelPath, PathStep } from '../../src/model/paths.js'
 import { expectationOf } from '../../src/model/connection-model.js'
 import { ruleViolation, trackConnected } from './oracles.js'
 import { createLink, type Link } from '../../src/link.js'
+import { rejoinDelayMs } from '../../machines/channel.js'
 import { controlTopic } from '../../src/protocol.js'
 import type { PlatformSimulator } from '../../src/server/index.js'
 
@@ -132,6 +133,8 @@ async function apply(
       const ms =
         name === 'backoff elapsed'
           ? (context.retry?.delayMs ?? 0)
+          : name === 'rejoin delay'
+            ? rejoinDelayMs(link.policy.channel, context.controlCrashes, 1) // the ceiling: at least the drawn delay
           : name === 'connect timeout'
             ? link.policy.connection.connectTimeoutMs
             : name === 'join timeout'

@@ -183,9 +183,12 @@ export function reconnectRule(stimulus: string, before: ReconnectExpectation, af
     case 'loss':
     case 'connect failure':
       if (v === '"gaveUp"') {
-        const rapid = stimulus === 'loss' && after.rapidStreak >= MODEL_RECONNECT_POLICY.rapidLimit
+        // By policy only: the model's maxAttempts (its rapid limit suspends, the default).
         const attempts = after.attempt > (MODEL_RECONNECT_POLICY.maxAttempts ?? Infinity)
-        return rapid || attempts ? null : `gave up before a limit: attempt ${after.attempt}, rapid ${after.rapidStreak}`
+        return attempts ? null : `gave up before the attempt limit: attempt ${after.attempt}, rapid ${after.rapidStreak}`
+      }
+      if (v === '"suspended"') {
+        return after.rapidStreak >= MODEL_RECONNECT_POLICY.rapidLimit ? null : `suspended before the rapid limit: rapid ${after.rapidStreak}`
       }
       if (after.attempt !== before.attempt + 1) return `a loss counts one attempt: ${before.attempt} -> ${after.attempt}`
       return v === '"waiting"' ? null : `a retryable loss waits out a delay, got ${v}`
@@ -235,7 +238,7 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
         const target = name === 'rapid window passes' ? MODEL_RECONNECT_POLICY.rapidWindowMs : MODEL_RECONNECT_POLICY.stableAfterMs
         clock.increment(target - sinceOpen)
         sinceOpen = target
-      } else if (name === 'backoff passes') {
+      } else if (name === 'backoff passes' || name === 'cooldown passes') {
         clock.increment((link.actor.getSnapshot().children.reconnect!.getSnapshot() as unknown as { context: { delayMs: number } }).context.delayMs)
       } else {
         throw new Error(`no way to apply reconnect stimulus ${name} on the wire`)

@@ -21,7 +21,12 @@ export const UNREACHABLE: Record<string, { states?: Record<string, string>; tran
       'channel.attached.live|xstate.error.actor.attachment|0': `${ADAPTER_BUG}. test/machines/channel.test.ts "an attachment actor that throws (a phoenix-link bug) errors this attempt and retries it"`,
     },
   },
-  reconnect: { transitions: {} },
+  reconnect: {
+    transitions: {
+      'reconnect.deciding||0':
+        'the rapid-limit give-up needs onRapidLimit give-up; the model runs the default policy (suspend). test/machines/reconnect.test.ts "with onRapidLimit \'give-up\' it gives up with suppressed (terminal) after rapidLimit rapid connections"',
+    },
+  },
   control: {
     transitions: {
       'control.delivering|control.flush|0':

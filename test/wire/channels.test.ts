@@ -120,21 +120,35 @@ describe('app channels', () => {
 })
 
 describe('the control channel', () => {
-  for (const which of ['phx_error', 'phx_close'] as const) {
-    it(`${which} on the control channel is a session-level loss: reconnect, never half-connected (scenario 34)`, async () => {
-      const sim = await world().sim()
-      const link = world().link(sim)
-      await link.connect()
-      const d = next(link, 'disconnected')
-      const r = next(link, 'reconnected')
-      if (which === 'phx_error') sim.channelError({ agent: 'agent-1' }, controlTopic('agent-1'))
-      else sim.channelClose({ agent: 'agent-1' }, controlTopic('agent-1'))
-      expect((await d).reason).toMatchObject({ kind: 'dropped', source: 'channel', detail: expect.stringContaining(which) })
-      await r
-      expect(sim.accepted('agent-1')).toHaveLength(2)
-      expect(sim.accepted('agent-1')[0]!.closeSeen?.code).toBe(1000)
-    })
-  }
+  it('phx_error on the control channel rejoins it on the same socket with a fresh join_ref; no loss, no reconnect (scenario 34)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const states: string[] = []
+    link.on('state', ({ state }) => states.push(state))
+    const rejoined = next(link, 'state', { filter: (e) => e.state === 'connected' })
+    sim.channelError({ agent: 'agent-1' }, controlTopic('agent-1'))
+    await rejoined
+    expect(states).toEqual(['joining', 'connected'])
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+    const joins = framesIn(sim.accepted('agent-1')[0]!, 'phx_join', controlTopic('agent-1'))
+    expect(joins).toHaveLength(2)
+    expect(joins[1]!.join_ref).not.toBe(joins[0]!.join_ref)
+    expect(world().captured.get(link)!.events.filter((e) => e.type === 'disconnected')).toEqual([])
+  })
+
+  it('phx_close on the control channel is a session-level loss: reconnect, never half-connected (scenario 34)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const d = next(link, 'disconnected')
+    const r = next(link, 'reconnected')
+    sim.channelClose({ agent: 'agent-1' }, controlTopic('agent-1'))
+    expect((await d).reason).toMatchObject({ kind: 'dropped', source: 'channel', detail: expect.stringContaining('phx_close') })
+    await r
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+    expect(sim.accepted('agent-1')[0]!.closeSeen?.code).toBe(1000)
+  })
 
   it('agent.control signals reach the handler once each, in arrival order, one at a time; a duplicate correlation id once (scenario 35)', async () => {
     const sim = await world().sim()

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { next, useWorld } from '../support/wire.js'
+import { framesIn, next, useWorld } from '../support/wire.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const world = useWorld()
@@ -70,5 +70,37 @@ describe('the wall clock decides nothing', () => {
     expect(link.state).toBe('connected')
     expect(steps.length).toBeGreaterThanOrEqual(6)
     expect(steps.some((o) => o > 0) && steps.some((o) => o < 0)).toBe(true)
+  })
+})
+
+describe('a control channel crash is a channel crash', () => {
+  it('ten control channel crashes in a row: rejoined on the same socket each time, never suppressed, app channels untouched', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:work')
+    await next(link, 'channel', { filter: (e) => e.topic === 'room:work' && e.status === 'joined' })
+    const states: string[] = []
+    link.on('state', ({ state }) => states.push(state))
+    const roomStatuses: string[] = []
+    room.onStatus((status) => roomStatuses.push(status))
+    for (let i = 0; i < 10; i++) {
+      const rejoined = next(link, 'state', { filter: (e) => e.state === 'connected' })
+      sim.channelError({ agent: 'agent-1' }, 'agent_control:agent-1')
+      await rejoined
+    }
+    expect(states).toEqual(Array.from({ length: 10 }, () => ['joining', 'connected']).flat())
+    const [socket] = sim.accepted('agent-1')
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+    expect(framesIn(socket!, 'phx_join', 'agent_control:agent-1')).toHaveLength(11)
+    expect(framesIn(socket!, 'phx_join', 'room:work')).toHaveLength(1)
+    expect(roomStatuses).toEqual([])
+    expect(room.status).toBe('joined')
+    expect(link.state).toBe('connected')
+    expect(world().captured.get(link)!.events.filter((e) => e.type === 'disconnected')).toEqual([])
+    // Signals flow on the rejoined control channel.
+    const signal = next(link, 'control')
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'after-crashes' })
+    expect((await signal).signal.correlationId).toBe('after-crashes')
   })
 })

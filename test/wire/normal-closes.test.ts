@@ -116,14 +116,45 @@ describe('host stop (scenario 5)', () => {
 })
 
 describe('reconnect policy on the wire (scenarios 6-8)', () => {
-  it('ten rapid connections in a row end with suppressed and no further attempt', async () => {
+  it('a server that accepts then closes at once: suspended after ten, then one attempt per cooldown, and back to connected once the server holds the socket (scenario 6)', async () => {
     const sim = await world().sim()
-    sim.on('connection', (c) => c.close(1000, 'go away'))
-    const link = world().link(sim, { policy: { reconnect: { rapidLimit: 10, initialDelayMs: 5, maxDelayMs: 10 } } })
+    let flapping = true
+    sim.on('connection', (c) => flapping && c.close(1000))
+    const link = world().link(sim, {
+      policy: { reconnect: { rapidLimit: 10, initialDelayMs: 5, maxDelayMs: 10, suspendInitialDelayMs: 200, suspendMaxDelayMs: 400 } },
+    })
+    let ended: unknown = null
+    void link.runForever().catch((e: unknown) => (ended = e))
+    const first = await next(link, 'disconnected', { filter: (e) => e.reason.kind === 'suppressed' })
+    expect(first).toMatchObject({ outcome: 'reconnect', terminal: false, reason: { kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10, retryable: true } })
+    expect(first.nextDelayMs).toBeGreaterThanOrEqual(100)
+    expect(first.nextDelayMs).toBeLessThanOrEqual(200)
+    expect(link.state).toBe('suspended')
+    expect(sim.accepted('agent-1')).toHaveLength(10)
+    // One attempt per cooldown, each longer: the next two are suspended again.
+    const second = await next(link, 'disconnected', { filter: (e) => e.reason.kind === 'suppressed' })
+    expect(second.nextDelayMs).toBeGreaterThanOrEqual(200)
+    expect(second.nextDelayMs).toBeLessThanOrEqual(400)
+    const upgrades = sim.upgrades.map((u) => u.at)
+    expect(upgrades).toHaveLength(11)
+    expect(upgrades[10]! - upgrades[9]!).toBeGreaterThanOrEqual(first.nextDelayMs! - 5)
+    // The server is fixed: the next attempt after the cooldown stays connected.
+    flapping = false
+    // The first time this session's control channel joins: `connected`, not `reconnected`.
+    await next(link, 'connected', { timeoutMs: 2000 })
+    expect(link.state).toBe('connected')
+    expect(ended).toBeNull()
+    expect(sim.live('agent-1')).toHaveLength(1)
+  })
+
+  it("with onRapidLimit 'give-up', ten rapid connections in a row end the session suppressed, and no attempt follows", async () => {
+    const sim = await world().sim()
+    sim.on('connection', (c) => c.close(1000))
+    const link = world().link(sim, { policy: { reconnect: { rapidLimit: 10, initialDelayMs: 5, maxDelayMs: 10, onRapidLimit: 'give-up' } } })
     const result = link.runForever().catch((e: unknown) => e)
     const error = (await result) as { code: string; reason: { kind: string; cause: string } }
     expect(error.code).toBe('AGENT_DISCONNECTED')
-    expect(error.reason).toMatchObject({ kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10 })
+    expect(error.reason).toMatchObject({ kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10, retryable: false })
     expect(link.state).toBe('terminated')
     expect(sim.accepted('agent-1')).toHaveLength(10)
   })
