@@ -6,7 +6,8 @@
  *   joined --phx_error--> attached.errored --after rejoinDelay--> live.joining (fresh join_ref)
  *   joining --join timeout--> errored (kept: retried on this transport and every later one)
  *   joining --join error--> dropped (final, typed reason);  joined --phx_close--> dropped
- *   any --transport.down--> detached;  any --host leave--> leaving --> left (final)
+ *   any --transport.down--> detached;  joining | joined --host leave--> leaving --> left (final)
+ *   detached | errored --host leave--> left (nothing of it is on the server; a timed-out join was left by the adapter)
  *
  * The control channel is not one of these: its lifecycle is the session's (machines/connection.ts):
  * its phx_error rejoins it on the same socket there, with the same backoff ({@link rejoinDelayMs}),
@@ -241,6 +242,8 @@ export const channelMachine = setup({
                   target: '#channel.attached.errored',
                   actions: ['recordEventReason', 'reportErrored'],
                 },
+                // The join is on the wire: the server may accept it; leave it there, not just here.
+                'host.leave': { target: 'leaving', meta: { rule: 'leave-leaves-the-server' } },
               },
               after: {
                 joinTimeout: { target: '#channel.attached.errored', actions: ['recordJoinTimeout', 'reportErrored'] },

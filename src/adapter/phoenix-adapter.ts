@@ -660,13 +660,18 @@ export class PhoenixAdapter {
   }
 
   /**
-   * Forgets a phoenix Channel without a phx_leave: the chart moved on (new join attempt,
-   * transport gone, session ended). Clears the timers phoenix.js would keep (join push
-   * timeout, rejoin timer, push timeouts) and removes it from its socket. Uses channel.js and
-   * push.js internals of the pinned phoenix 1.8.16; test/wire checks no timer is left.
+   * Forgets a phoenix Channel: the chart moved on (new join attempt, transport gone, session
+   * ended). Clears the timers phoenix.js would keep (join push timeout, rejoin timer, push
+   * timeouts) and removes it from its socket. Uses channel.js and push.js internals of the pinned
+   * phoenix 1.8.16; test/wire checks no timer is left.
+   *
+   * A join still unanswered on a socket still open (the chart's join timeout ran out) is left
+   * on the wire first: Phoenix answers a socket's messages in order, so a late accept would
+   * otherwise keep the topic joined for the socket's life, with its pushes reported as ignored.
    */
   private release(attachment: Attachment): void {
     const { channel } = attachment
+    const joinPending = channel.joinPush.sent && channel.joinPush.receivedResp === null
     attachment.joined = false
     channel.joinPush.cancelTimeout()
     channel.rejoinTimer.reset()
@@ -681,8 +686,14 @@ export class PhoenixAdapter {
     const handle = this.handles.get(attachment.origin.generation)
     if (handle?.attachments.get(attachment.topic) === attachment) {
       handle.attachments.delete(attachment.topic)
-      if (attachment.leaving) handle.leftTopics.set(attachment.topic, { joinRef: channel.joinRef(), tails: 2 })
-      else handle.leftTopics.delete(attachment.topic)
+      // The frames still to come for this join: the leave's reply and phx_close, and the join's
+      // own reply when it was still pending.
+      const tails = joinPending ? 3 : 2
+      if (attachment.leaving) handle.leftTopics.set(attachment.topic, { joinRef: channel.joinRef(), tails })
+      else if (joinPending && !handle.ended && socket.isConnected()) {
+        socket.push({ topic: attachment.topic, event: CHANNEL_EVENTS.leave, payload: {}, ref: socket.makeRef(), join_ref: channel.joinRef() })
+        handle.leftTopics.set(attachment.topic, { joinRef: channel.joinRef(), tails })
+      } else handle.leftTopics.delete(attachment.topic)
     }
     if (this.apps.get(attachment.topic) === attachment) this.apps.delete(attachment.topic)
   }

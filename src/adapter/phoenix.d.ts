@@ -23,6 +23,8 @@ declare module 'phoenix' {
     receive(status: string, callback: (response?: any) => any): this
     /** @internal */ cancelTimeout(): void
     ref: string | null
+    /** @internal Whether it was sent (push.js send). */ sent: boolean
+    /** @internal The reply, once one came (or a timeout's); null before (push.js). */ receivedResp: unknown
   }
 
   export class Channel {
@@ -67,6 +69,7 @@ declare module 'phoenix' {
     off(refs: string[]): void
     makeRef(): string
     /** @internal */ remove(channel: Channel): void
+    /** @internal Sends one message as is (socket.js push). */ push(message: { topic: string; event: string; payload: object; ref: string | null; join_ref: string | null }): void
     /** @internal */ conn: unknown
     /** @internal The last ref made (socket.js makeRef). */ ref: number
     /** @internal The ref of the heartbeat awaiting its reply (socket.js sendHeartbeat). */ pendingHeartbeatRef: string | null

@@ -206,6 +206,8 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       add('failing signal', 'server', { type: 'control.signal', signal: { correlationId: 'fail' }, ...origin })
       // Two signals queued behind a slow handler: handed over once each, in order, when it ends.
       add('queued signals', 'server', { type: 'control.signal', signal: { correlationId: 'queued' }, ...origin })
+      // A frame the adapter cannot use: reported (ignored), never acted on.
+      add('malformed frame', 'server', { type: 'socket.malformed', detail: 'not-json', ...origin })
       // The host aborts a runForever() wait: nothing reaches the chart (a pseudo event it ignores).
       add('cancelled wait', 'host', { type: 'host.wait' } as unknown as ConnectionEvent)
       add('host disconnect', 'host', { type: 'host.disconnect' })

@@ -51,6 +51,14 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
     ],
   },
   {
+    id: 'leave-leaves-the-server',
+    rule: 'leave() in any state leaves the server without the topic: a join still pending is followed by its phx_leave (Phoenix answers a socket in order), a join the chart gave up on is left on the wire before any rejoin, and a channel left while detached is never joined on the next socket.',
+    tests: [
+      ['test/wire/long-life.test.ts', 'leave() while the join is pending: phx_leave follows the join, the server ends without the topic, and no join goes out on the next socket'],
+      ['test/wire/long-life.test.ts', 'a join that timed out is left on the wire before the rejoin, so a late accept keeps nothing'],
+    ],
+  },
+  {
     id: 'suspend-not-give-up',
     rule: 'Past the rapid-disconnect limit (the server accepted and then closed ten sockets within seconds) the link slows down, it does not give up: suspended, one attempt per cooldown growing to about five minutes, for ever, reported as suppressed (retryable). Only a supersede, an upgrade rejection or a policy give-up (onRapidLimit: give-up, maxAttempts) end a session.',
     tests: [

@@ -253,7 +253,8 @@ export class PlatformSimulator extends EventEmitter {
   private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
   private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> | null = null
   private holdMatch: RegExp | null = null
-  private readonly heldJoinFrames: Array<{ connection: SimConnection; frame: Frame }> = []
+  /** Joins held unanswered, each with the later frames of the same join (same join_ref), which wait behind it. */
+  private readonly heldJoinFrames: Array<{ connection: SimConnection; frame: Frame; behind: Frame[] }> = []
   private nextSocket = 1
   private boundPort = 0
   private stopping: Promise<void> | null = null
@@ -448,6 +449,8 @@ export class PlatformSimulator extends EventEmitter {
     if (index < 0) return false
     const [held] = this.heldJoinFrames.splice(index, 1)
     this.answerJoin(held!.connection, held!.frame, outcome)
+    // Phoenix handles a socket's messages in order: what came behind the join comes after its answer.
+    for (const frame of held!.behind) if (held!.connection.state === 'open') this.dispatchSafely(held!.connection, frame)
     this.changed()
     return true
   }
@@ -1049,6 +1052,19 @@ export class PlatformSimulator extends EventEmitter {
     }
     const frame = decoded.frame
     c.record('in', frame, isBinary ? `<binary ${bytes.length} bytes>` : bytes.toString('utf8'))
+    const heldJoin = frame.join_ref === null ? undefined : this.heldJoinFrames.find((j) => j.connection === c && j.frame.topic === frame.topic && j.frame.join_ref === frame.join_ref)
+    if (heldJoin) {
+      // A push or leave of a join still held: answered once the join is (as Phoenix, in order).
+      heldJoin.behind.push(frame)
+      this.changed()
+      return
+    }
+    this.dispatchSafely(c, frame)
+    this.changed()
+  }
+
+  /** Dispatches a client frame; a join hook or push handler that throws is the channel crashing. */
+  private dispatchSafely(c: SimConnection, frame: Frame): void {
     try {
       this.dispatch(c, frame)
     } catch (error) {
@@ -1059,7 +1075,6 @@ export class PlatformSimulator extends EventEmitter {
       if (frame.event === CHANNEL_EVENTS.join) this.reply(c, frame, 'error', { reason: 'join crashed' })
       else this.crashChannel(c, frame.topic)
     }
-    this.changed()
   }
 
   /** A phx_reply to `frame`, carrying `joinRef` (the frame's own by default). */
@@ -1112,7 +1127,7 @@ export class PlatformSimulator extends EventEmitter {
     }
     const outcome: JoinOutcome = rule?.outcome ?? { reply: 'ok' }
     if (outcome.reply === 'hold') {
-      this.heldJoinFrames.push({ connection: c, frame })
+      this.heldJoinFrames.push({ connection: c, frame, behind: [] })
       this.changed()
       return
     }

@@ -39,6 +39,7 @@ export function ruleViolation(stimulus: string, before: Expectation, after: Expe
   if (stimulus === 'stale close' || stimulus === 'earlier-session supersede') {
     return same ? null : `stale generations are ignored: ${stimulus} moved ${before.state} to ${after.state}`
   }
+  if (stimulus === 'malformed frame') return same ? null : `bad input changes nothing: a malformed frame moved ${before.state} to ${after.state}`
   if (stimulus === 'control signal' || stimulus === 'queued signals' || stimulus === 'duplicate signal' || stimulus === 'failing signal') {
     return same ? null : `control signals change no state: ${before.state} -> ${after.state}`
   }

@@ -165,6 +165,12 @@ async function apply(
   if (name.startsWith('close ')) return sim.close({ agent }, Number(name.slice(6)))
   if (name === 'drop') return sim.abort({ agent })
   if (name === 'heartbeat timeout') return sim.stall({ agent })
+  if (name === 'malformed frame') {
+    const reported = new Promise<void>((resolve) => link.once('ignored', () => resolve()))
+    sim.sendRaw({ agent }, '[not json')
+    await reported
+    return
+  }
   if (name === 'control phx_error') return sim.channelError({ agent }, topic)
   if (name === 'control phx_close') return sim.channelClose({ agent }, topic)
   if (name === 'supersede') {

@@ -104,3 +104,54 @@ describe('a control channel crash is a channel crash', () => {
     expect((await signal).signal.correlationId).toBe('after-crashes')
   })
 })
+
+describe('leave() in any state leaves the server without the topic', () => {
+  it('leave() while the join is pending: phx_leave follows the join, the server ends without the topic, and no join goes out on the next socket', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:task', { reply: 'hold' })
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:task')
+    await sim.waitFor(() => sim.heldJoins.some((j) => j.topic === 'room:task'), { what: 'the join to arrive' })
+    const left = next(link, 'channel', { filter: (e) => e.topic === 'room:task' && e.status === 'left' })
+    room.leave()
+    await left
+    const [socket] = sim.live('agent-1')
+    await sim.waitFor(() => framesIn(socket!, 'phx_leave', 'room:task').length === 1, { what: 'the phx_leave' })
+    // The server accepts the join late; the leave behind it ends it.
+    sim.answerHeldJoin('room:task', { reply: 'ok' })
+    expect(socket!.channels.has('room:task')).toBe(false)
+    expect(sim.push({ agent: 'agent-1' }, 'room:task', 'news', {})).toBe(0)
+    expect(framesIn(socket!, 'phx_leave', 'room:task')[0]!.join_ref).toBe(framesIn(socket!, 'phx_join', 'room:task')[0]!.join_ref)
+    // Nothing of it is reported as ignored: the join's late reply, the leave's reply and phx_close are its expected tail.
+    await sim.waitFor(() => socket!.frames.filter((f) => f.dir === 'out' && f.frame?.topic === 'room:task').length === 3, { what: 'the tail' })
+    const back = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    await back
+    const [next2] = sim.live('agent-1')
+    await sim.waitFor(() => next2!.channels.has('agent_control:agent-1'))
+    expect(framesIn(next2!, 'phx_join', 'room:task')).toEqual([])
+    expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored' && e.detail.includes('room:task'))).toEqual([])
+  })
+
+  it('a join that timed out is left on the wire before the rejoin, so a late accept keeps nothing', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:slow', { reply: 'hold' }, 2)
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:slow')
+    await next(link, 'channel', { filter: (e) => e.topic === 'room:slow' && e.status === 'errored', timeoutMs: 3000 })
+    const [socket] = sim.live('agent-1')
+    await sim.waitFor(() => sim.heldJoins.filter((j) => j.topic === 'room:slow').length === 2, { what: 'the rejoin' })
+    const [first, second] = framesIn(socket!, 'phx_join', 'room:slow')
+    expect(framesIn(socket!, 'phx_leave', 'room:slow').map((f) => f.join_ref)).toEqual([first!.join_ref])
+    // The server answers in order, as Phoenix does: the slow join, the leave behind it, the rejoin.
+    const joined = next(link, 'channel', { filter: (e) => e.topic === 'room:slow' && e.status === 'joined' })
+    sim.answerHeldJoin('room:slow', { reply: 'ok' }, { joinRef: first!.join_ref! })
+    expect(socket!.channels.has('room:slow')).toBe(false)
+    sim.answerHeldJoin('room:slow', { reply: 'ok' }, { joinRef: second!.join_ref! })
+    await joined
+    expect(socket!.channels.get('room:slow')?.joinRef).toBe(second!.join_ref)
+    expect(room.status).toBe('joined')
+  })
+})
