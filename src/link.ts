@@ -15,8 +15,8 @@ import { connectionMachine, type ConnectionEmitted, type ConnectionEvent } from 
 import { controlMachine, type QueuedSignal } from '../machines/control.js'
 import { linkStateOf, type LinkState } from '../machines/status.js'
 import type { Env } from '../machines/types.js'
-import { adapterActors, PhoenixAdapter } from './adapter/phoenix-adapter.js'
-import { SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
+import { adapterActors, PhoenixAdapter, type Credentials } from './adapter/phoenix-adapter.js'
+import { isHeaderValue, SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
 import { Emitter, type Unsubscribe } from './emitter.js'
 import { AgentDisconnectedError } from './errors/agent-disconnected.js'
 import { ConfigurationError } from './errors/configuration-error.js'
@@ -55,8 +55,15 @@ export interface LinkOptions {
   url: string
   /** The agent's id: the `agent_id` socket param and the control topic `agent_control:<id>`. */
   agentId: string
-  /** The agent's API key. Never logged, never in errors, traces or inspection events. */
-  apiKey: string
+  /**
+   * The agent's API key, or a function that gives the key of each connection attempt (sync or
+   * async; called with `{ generation, signal }` just before the attempt opens, so a key rotated
+   * during a week-long session is used on the next reconnect). A throw, a rejection, an empty
+   * key, or no answer within `transport.credentialsTimeoutMs` fails that attempt with a retryable
+   * `other` reason. Every key the link has used is redacted from what it writes (logs, error
+   * messages, traces, inspection events); values handed to your code are never rewritten.
+   */
+  apiKey: string | ((attempt: AttemptInfo) => string | Promise<string>)
   /** Policy overrides, by concern; see `DEFAULT_LINK_POLICY`. */
   policy?: LinkPolicyInput
   /** Where the link logs its transitions; default silent. Every line is redacted of the API key. */
@@ -72,8 +79,8 @@ export interface LinkOptions {
   apiKeyIn?: 'header' | 'param'
   /** `reject`: a second same-key socket is refused with HTTP 409 instead of superseding this one. */
   onConflict?: 'supersede' | 'reject'
-  /** Extra socket params. */
-  params?: Record<string, string>
+  /** Extra socket params, or a function giving them for each attempt (sync or async, like `apiKey`). */
+  params?: Record<string, string> | ((attempt: AttemptInfo) => Record<string, string> | Promise<Record<string, string>>)
   /** Allow `ws://` (no TLS) to a host that is not loopback. @default false */
   allowInsecureTransport?: boolean
   /**
@@ -92,6 +99,19 @@ export interface LinkOptions {
    */
   clock?: Clock
 }
+
+/**
+ * What an `apiKey`, `params` or channel params function is told about the attempt it answers for.
+ * `signal` aborts when the attempt is given up (its wait timed out, the host stopped the link).
+ */
+export interface AttemptInfo {
+  /** The transport generation the socket params are for (a channel join's transport, for channel params); 0 when not known. */
+  generation: number
+  signal: AbortSignal
+}
+
+/** Most keys a link remembers for redaction: a key rotated hourly for six weeks. */
+const MAX_REMEMBERED_KEYS = 1000
 
 /** The link's events, by name. */
 export interface LinkEvents {
@@ -157,9 +177,6 @@ const LINK_MACHINE = connectionMachine.provide({
   },
 })
 
-/** What an HTTP header value may hold (RFC 9110 section 5.5: visible ASCII, space, tab, obs-text), as Node's http checks it. */
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
-
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)$/i
 
 function abortError(signal: AbortSignal): unknown {
@@ -194,14 +211,14 @@ export class Link {
   readonly runs = new RunSupervisor()
   readonly #agentId: string
   #nextRun = 1
-  /** Redacts the API key from text that reaches the host outside the chart's (already redacted) events. */
-  readonly #scrub: <T>(value: T) => T
+  /** Every API key this link has used, oldest first: redacted from everything the link writes. */
+  readonly #keys: string[] = []
 
   private readonly emitter: Emitter<LinkEvents>
   readonly #adapter: PhoenixAdapter
   private readonly log: Required<Logger>
   private readonly channels = new Map<string, LinkChannel>()
-  private readonly channelParams = new Map<string, object | (() => object)>()
+  private readonly channelParams = new Map<string, object | ((attempt: AttemptInfo) => object | Promise<object>)>()
   private controlHandler: ControlHandler | undefined
   private lastState: LinkState = 'idle'
   /** Internal waiters, told synchronously of every state change with the snapshot's numbers. */
@@ -217,21 +234,21 @@ export class Link {
     checkOptions(options)
     const { url, agentId, apiKey } = options
     this.#agentId = agentId
-    const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, apiKey)
+    if (typeof apiKey === 'string') this.#keys.push(apiKey)
+    const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, this.#keys)
     this.policy = resolvePolicy(options.policy)
     this.env = {
       now: options.env?.now ?? (() => Date.now()),
       monotonic: options.env?.monotonic ?? (() => performance.now()),
       random: options.env?.random ?? (() => Math.random()),
     }
-    this.log = redacting(options.logger, apiKey)
-    this.#scrub = (value) => redact(value, apiKey)
+    this.log = redacting(options.logger, () => this.#keys)
     this.controlHandler = options.onControl
     this.emitter = new Emitter<LinkEvents>((error, type) =>
       this.log.error('a link event listener threw', { event: String(type), error: errorMessage(error) }),
     )
     const apiKeyIn = options.apiKeyIn ?? (SUPPORTS_UPGRADE_HEADERS ? 'header' : 'param')
-    if (apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS && !HEADER_VALUE.test(apiKey)) {
+    if (typeof apiKey === 'string' && apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS && !isHeaderValue(apiKey)) {
       throw new ConfigurationError(
         "apiKey has characters an HTTP header cannot carry (control characters or code points above U+00FF); pass apiKeyIn: 'param', which percent-encodes it",
       )
@@ -240,20 +257,21 @@ export class Link {
     this.#adapter = new PhoenixAdapter({
       url: endpoint,
       agentId,
-      apiKey,
+      credentials: (attempt) => this.credentials(options, attempt),
       apiKeyIn,
-      params: { ...options.params, ...(options.onConflict ? { [ON_CONFLICT_PARAM]: options.onConflict } : {}) },
       policy: this.policy.transport,
+      connectTimeoutMs: this.policy.connection.connectTimeoutMs,
       controlJoinTimeoutMs: this.policy.connection.joinTimeoutMs,
       controlLeaveTimeoutMs: this.policy.connection.leaveTimeoutMs,
       channelJoinTimeoutMs: this.policy.channel.joinTimeoutMs,
       channelLeaveTimeoutMs: this.policy.channel.leaveTimeoutMs,
       now: () => this.env.now(),
-      sink: (event) => this.send(redactEvent(event, apiKey)),
+      monotonic: () => this.env.monotonic(),
+      sink: (event) => this.send(event),
       app: { message: (topic, event, payload, meta) => this.channels.get(topic)?.deliver(event, payload, meta) },
-      channelParams: (topic) => {
+      channelParams: (topic, attempt) => {
         const params = this.channelParams.get(topic)
-        return typeof params === 'function' ? params() : (params ?? {})
+        return typeof params === 'function' ? params({ generation: 0, signal: attempt.signal }) : (params ?? {})
       },
     })
 
@@ -273,7 +291,8 @@ export class Link {
         ? {
             inspect: (event: InspectionEvent) => {
               try {
-                observe(event)
+                // Inspection events are output: the host's observer gets them with every key redacted.
+                observe(this.redactOutput(event))
               } catch (error) {
                 this.log.error('the inspect observer threw', { error: errorMessage(error) })
               }
@@ -341,7 +360,7 @@ export class Link {
     await this.until((s) => {
       if (s.epoch !== epoch) return false
       if (s.state === 'connected') return true
-      if (s.state === 'stopped' || s.state === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!)
+      if (s.state === 'stopped' || s.state === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!, { redact: (text) => this.redactOutput(text) })
       return false
     }, signal)
   }
@@ -364,7 +383,7 @@ export class Link {
     await this.until((s) => {
       if (s.epoch !== epoch) return s.epoch > epoch // a later session means this one was stopped
       if (s.state === 'stopped') return true
-      if (s.state === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!)
+      if (s.state === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!, { redact: (text) => this.redactOutput(text) })
       return false
     }, signal)
   }
@@ -394,9 +413,12 @@ export class Link {
    * An app channel, joined on every connected transport with a fresh join_ref until `leave()`.
    * Calling it again for an active topic returns the same handle (the first params stay).
    *
-   * @param params join params, or a function called at every join (for fresh tokens).
+   * @param params join params, or a function called at every join attempt (for fresh tokens),
+   *   sync or async with `{ signal }`; a throw, a rejection, a value that is not an object or no
+   *   answer within `transport.credentialsTimeoutMs` fails that attempt (the channel reads
+   *   `errored` with an `other` reason) and it is retried with the rejoin backoff.
    */
-  channel(topic: string, params: object | (() => object) = {}): LinkChannel {
+  channel(topic: string, params: object | ((attempt: AttemptInfo) => object | Promise<object>) = {}): LinkChannel {
     if (typeof topic !== 'string' || topic === '') throw new ConfigurationError('channel topic must be a non-empty string')
     if (topic.startsWith('agent_control:')) {
       throw new ConfigurationError(`${topic} is the control channel; the link joins it itself`)
@@ -422,7 +444,7 @@ export class Link {
       pushTimeoutMs: this.policy.transport.pushTimeoutMs,
       reportError: (error, where) => this.log.error(`${where} threw`, { error: errorMessage(error) }),
       reportUnhandled: (t, event) =>
-        this.emitter.emit('ignored', { event: 'channel.message', detail: this.#scrub(`no handler for ${JSON.stringify(event)} on ${t}`) }),
+        this.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${JSON.stringify(event)} on ${t}` }),
     })
     this.channels.set(topic, handle)
     this.channelParams.set(topic, params)
@@ -663,6 +685,36 @@ export class Link {
     }
   }
 
+  /**
+   * `value` with every API key this link has used redacted: for what the link's tools write out
+   * (traces, the CLI). @internal
+   */
+  redactOutput<T>(value: T): T {
+    return redact(value, this.#keys)
+  }
+
+  /**
+   * The credentials of one connection attempt: the key and params (each a value or the host's
+   * function, sync or async), the on_conflict param added; each key seen is remembered so it is
+   * redacted from output. Throws or rejects with the host function's error.
+   */
+  private credentials(options: LinkOptions, attempt: AttemptInfo): Credentials | Promise<Credentials> {
+    const key = typeof options.apiKey === 'function' ? options.apiKey(attempt) : options.apiKey
+    const params = typeof options.params === 'function' ? options.params(attempt) : (options.params ?? {})
+    const combine = (apiKey: string, extra: Record<string, string>): Credentials => {
+      this.rememberKey(apiKey)
+      return { apiKey, params: { ...extra, ...(options.onConflict ? { [ON_CONFLICT_PARAM]: options.onConflict } : {}) } }
+    }
+    if (!isPromise(key) && !isPromise(params)) return combine(key, params)
+    return Promise.all([key, params]).then(([k, p]) => combine(k, p))
+  }
+
+  private rememberKey(key: unknown): void {
+    if (typeof key !== 'string' || key === '' || this.#keys.includes(key)) return
+    this.#keys.push(key)
+    if (this.#keys.length > MAX_REMEMBERED_KEYS) this.#keys.shift()
+  }
+
   private async deliverSignal(queued: QueuedSignal, abort: AbortSignal): Promise<void> {
     // Run the host's handler outside the chart's processing (fromPromise starts it mid-transition).
     await Promise.resolve()
@@ -674,19 +726,8 @@ export class Link {
   }
 }
 
-/**
- * Redacts the API key from what a server can put in an event (reasons, details, signals),
- * never from the event's type or topic: a short key must not rename an event.
- */
-function redactEvent(event: ConnectionEvent, apiKey: string): ConnectionEvent {
-  const e = event as unknown as Record<string, unknown>
-  let out: Record<string, unknown> | null = null
-  for (const field of ['reason', 'detail', 'signal'] as const) {
-    if (!(field in e)) continue
-    const redacted = redact(e[field], apiKey)
-    if (redacted !== e[field]) (out ??= { ...e })[field] = redacted
-  }
-  return (out ?? e) as unknown as ConnectionEvent
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function'
 }
 
 function errorMessage(error: unknown): string {
@@ -699,12 +740,12 @@ function errorMessage(error: unknown): string {
  * @throws {ConfigurationError} for a URL that does not parse, a scheme other than ws/wss, or
  *   plain ws:// to a non-loopback host without `allowInsecureTransport`.
  */
-function checkUrl(url: string, allowInsecure: boolean, apiKey: string): string {
+function checkUrl(url: string, allowInsecure: boolean, keys: readonly string[]): string {
   let parsed: URL
   try {
     parsed = new URL(url)
   } catch {
-    throw new ConfigurationError(`url ${JSON.stringify(redact(String(url), apiKey))} is not a URL; pass e.g. wss://platform.example/socket`)
+    throw new ConfigurationError(`url ${JSON.stringify(redact(String(url), keys))} is not a URL; pass e.g. wss://platform.example/socket`)
   }
   if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') {
     throw new ConfigurationError(`url must start with ws:// or wss://, got ${parsed.protocol}//`)

@@ -1,7 +1,11 @@
 /**
  * The logger a host passes to createLink(): any object with some of debug/info/warn/error
- * (console works). Every line the link logs goes through {@link redacting}, which replaces the
- * API key wherever it appears, so a key echoed by a server or embedded in a URL never reaches a log.
+ * (console works). Every line the link logs goes through {@link redacting}, which replaces each
+ * API key the link has used wherever it appears, so a key echoed by a server or embedded in a URL
+ * never reaches a log.
+ *
+ * Redaction is for output only: log lines, error messages, traces and inspection events. Values
+ * handed to host code (payloads, control signals, reasons) are never rewritten.
  */
 
 /** A structured logger; each method takes a message and optional fields. All are optional. */
@@ -16,17 +20,20 @@ export interface Logger {
 export const REDACTED = '[redacted]'
 
 /**
- * Returns `value` with every occurrence of `secret` (verbatim, URL-encoded or JSON-escaped) in
- * its strings replaced by `[redacted]`, identifier fields of the link's typed values left alone
- * when the key is shorter than {@link SHORT_KEY} (see IDENTIFIER_FIELDS),
+ * Returns `value` with every occurrence of `secret` (one key, or several: every key a link has
+ * used; verbatim, URL-encoded or JSON-escaped) in its strings replaced by `[redacted]`,
+ * identifier fields of the link's typed values left alone when the key is shorter than
+ * {@link SHORT_KEY} (see IDENTIFIER_FIELDS),
  * copying only when something changes. Iterative (server-supplied payloads can nest thousands of
  * levels deep; recursion would overflow the stack), handles cycles; non-plain objects are kept
  * as they are except Errors, whose message is redacted.
  */
-export function redact<T>(value: T, secret: string): T {
-  if (!secret) return value
+export function redact<T>(value: T, secret: string | readonly string[]): T {
   let out = value
-  for (const form of secretForms(secret)) if (containsSecret(out, form)) out = replaceSecret(out, form)
+  for (const one of typeof secret === 'string' ? [secret] : secret) {
+    if (!one) continue
+    for (const form of secretForms(one)) if (containsSecret(out, form)) out = replaceSecret(out, form, one.length)
+  }
   return out
 }
 
@@ -81,7 +88,7 @@ function containsSecret(root: unknown, secret: string): boolean {
   return false
 }
 
-function replaceSecret<T>(root: T, secret: string): T {
+function replaceSecret<T>(root: T, secret: string, keyLength: number): T {
   const swap = (s: string) => (s.includes(secret) ? s.split(secret).join(REDACTED) : s)
   const copies = new Map<object, unknown>()
   const copyOf = (value: unknown): unknown => {
@@ -107,21 +114,26 @@ function replaceSecret<T>(root: T, secret: string): T {
     const [source, target] = work.pop()!
     // Values only: keys are structure (`kind`, `reason`), and a short key must not rename them.
     for (const [k, v] of Object.entries(source)) {
-      target[k] = secret.length < SHORT_KEY && IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? v : copyOf(v)
+      target[k] = keyLength < SHORT_KEY && IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? v : copyOf(v)
     }
   }
   return result as T
 }
 
-/** Wraps a logger so every message and field is redacted of `secret` and a throwing logger cannot break the link. */
-export function redacting(logger: Logger | undefined, secret: string): Required<Logger> {
+/**
+ * Wraps a logger so every message and field is redacted of the secrets (a key, or a function
+ * giving every key used so far, read at each line) and a throwing logger cannot break the link.
+ */
+export function redacting(logger: Logger | undefined, secrets: string | (() => readonly string[])): Required<Logger> {
+  const current = typeof secrets === 'string' ? () => [secrets] : secrets
   const call = (level: keyof Logger) => (message: string, fields?: Record<string, unknown>) => {
     const fn = logger?.[level]
     if (!fn) return
     try {
+      const keys = current()
       // No second argument when there are no fields: console.log would print `undefined`.
-      if (fields === undefined) fn.call(logger, redact(message, secret))
-      else fn.call(logger, redact(message, secret), redact(fields, secret))
+      if (fields === undefined) fn.call(logger, redact(message, keys))
+      else fn.call(logger, redact(message, keys), redact(fields, keys))
     } catch {
       // A host's logger must not take the link down.
     }

@@ -12,7 +12,9 @@ export const LinkOptionsSchema = z
   .object({
     url: z.string({ error: 'url must be a string such as wss://platform.example/socket' }),
     agentId: z.string({ error: 'agentId must be a string' }).min(1, 'agentId must be a non-empty string'),
-    apiKey: z.string({ error: 'apiKey must be a string' }).min(1, 'apiKey must be a non-empty string'),
+    apiKey: z.union([z.string().min(1, 'apiKey must be a non-empty string'), fn('apiKey')], {
+      error: (issue) => (typeof issue.input === 'string' ? 'apiKey must be a non-empty string' : 'apiKey must be a string or a function returning one'),
+    }),
     policy: z.record(z.string(), z.unknown()).optional(),
     logger: z
       .object({ debug: fn('logger.debug').optional(), info: fn('logger.info').optional(), warn: fn('logger.warn').optional(), error: fn('logger.error').optional() })
@@ -22,7 +24,9 @@ export const LinkOptionsSchema = z
     onControl: fn('onControl').optional(),
     apiKeyIn: z.enum(['header', 'param']).optional(),
     onConflict: z.enum(['supersede', 'reject']).optional(),
-    params: z.record(z.string(), z.string(), { error: 'params must be an object of string values' }).optional(),
+    params: z
+      .union([z.record(z.string(), z.string()), fn('params')], { error: 'params must be an object of string values, or a function returning one' })
+      .optional(),
     allowInsecureTransport: z.boolean().optional(),
     env: z.object({ now: fn('env.now').optional(), monotonic: fn('env.monotonic').optional(), random: fn('env.random').optional() }).strict().optional(),
     clock: z.object({ setTimeout: fn('clock.setTimeout'), clearTimeout: fn('clock.clearTimeout') }).loose().optional(),

@@ -134,7 +134,9 @@ export function decodeTextFrame(text: string, maxBytes = Number.POSITIVE_INFINIT
   try {
     parsed = JSON.parse(text)
   } catch (error) {
-    return problem('not-json', `not JSON: ${(error as Error).message}`, preview(text))
+    // V8's message quotes a piece of the text, cut where V8 chose: only the position is kept,
+    // so no cut-off piece of a secret the frame echoed reaches a detail.
+    return problem('not-json', `not JSON: ${(error as Error).message.replace(/"(?:[^"\\]|\\.)*"(?:\.\.\.)?/g, '"…"')}`, preview(text))
   }
   if (!Array.isArray(parsed)) return problem('not-array', 'a V2 frame is a JSON array', preview(text))
   if (parsed.length !== 5) {

@@ -304,7 +304,7 @@ export function classifyUpgrade(refusal: UpgradeRefusal, generation: number, at:
     } catch {
       // Not JSON: kept as the message below.
     }
-    if (message === null && errorCode === null) message = refusal.body.slice(0, 200)
+    if (message === null && errorCode === null) message = clipText(refusal.body, REASON_TEXT_LIMIT) || null
   }
   const retryAfterMs = parseRetryAfter(refusal.retryAfter, at)
   const row =
@@ -319,7 +319,7 @@ export function classifyUpgrade(refusal: UpgradeRefusal, generation: number, at:
       kind: 'other',
       retryable: true,
       detail: `upgrade refused with HTTP ${refusal.status}${hint}`,
-      raw: refusal.body?.slice(0, 200) ?? '',
+      raw: clipText(refusal.body ?? '', REASON_TEXT_LIMIT),
       generation,
       at,
     }
@@ -481,8 +481,28 @@ export function describeReason(reason: DisconnectReason): string {
 function safeJson(value: unknown): string {
   try {
     const text = JSON.stringify(value)
-    return text === undefined ? String(value) : text.slice(0, 200)
+    return clipText(text === undefined ? String(value) : text, REASON_TEXT_LIMIT)
   } catch {
-    return String(value).slice(0, 200)
+    return clipText(String(value), REASON_TEXT_LIMIT)
   }
+}
+
+/** Characters of server text a reason keeps (a refusal body, a payload's JSON). */
+export const REASON_TEXT_LIMIT = 200
+
+/** Characters that make up one token of text (an id, a key, a base64 or percent-encoded value). */
+const TOKEN_CHAR = /[A-Za-z0-9\-_.~+/=%:]/
+
+/**
+ * `text` cut to at most `limit` characters, never inside a token: when the cut would split a run
+ * of token characters (letters, digits and `- _ . ~ + / = % :`), it ends before that run. Server
+ * text a reason keeps may echo a secret (an API key, a token), and a key cut in half would no
+ * longer be recognised, and redacted, where the reason is written out (a log line, an error
+ * message); redaction never rewrites the reason itself.
+ */
+export function clipText(text: string, limit: number): string {
+  if (text.length <= limit) return text
+  let end = limit
+  if (TOKEN_CHAR.test(text[end]!)) while (end > 0 && TOKEN_CHAR.test(text[end - 1]!)) end--
+  return text.slice(0, end)
 }

@@ -36,11 +36,11 @@ import {
   classifyJoinError,
   classifySupersede,
   classifyUpgrade,
+  clipText,
   heartbeatTimeout,
   type DisconnectReason,
 } from '../reasons.js'
-import { redact } from '../logger.js'
-import { transportClass, SUPPORTS_UPGRADE_HEADERS, type RefusedUpgrade } from './ws-transport.js'
+import { isHeaderValue, transportClass, SUPPORTS_UPGRADE_HEADERS, type RefusedUpgrade } from './ws-transport.js'
 import type WebSocket from 'isomorphic-ws'
 
 /** Transport policy: what the adapter hands to phoenix.js and ws. Milliseconds unless said. */
@@ -59,9 +59,17 @@ export const DEFAULT_TRANSPORT_POLICY = {
   /** Bytes of a refused upgrade's body to read for its error code. @default 8192 */
   refusalBodyLimitBytes: 8 * 1024,
   /**
+   * Longest wait for an `apiKey` or `params` function (and a channel's params function) to
+   * settle before an attempt; then the attempt fails with a retryable `other` reason naming it.
+   * @default 5000 — a secret store that takes longer is down; the connect and join timeouts
+   * (10 s) stay the outer bound.
+   */
+  credentialsTimeoutMs: 5_000,
+  /**
    * Longest wait for a refused upgrade's body, after its status and headers arrived; the
-   * refusal is then classified from what was read. @default 1000 — a body slower than this is
-   * not worth delaying the decision: status and Retry-After already decide it.
+   * refusal is then classified from what was read. Cut shorter when the connect timeout is
+   * near (the refusal must reach the chart before it). @default 1000 — a body slower than this
+   * is not worth delaying the decision: status and Retry-After already decide it.
    */
   refusalBodyTimeoutMs: 1_000,
 }
@@ -85,10 +93,23 @@ export function validateTransportPolicy(policy: TransportPolicy): TransportPolic
  * under 1 KiB cannot carry a join reply (and `ws` reads 0 as "no limit" while the decoder would
  * refuse every frame).
  */
-const MIN_TRANSPORT_POLICY: Partial<TransportPolicy> = { heartbeatIntervalMs: 1, pushTimeoutMs: 1, maxFrameBytes: 1024, refusalBodyTimeoutMs: 1 }
+const MIN_TRANSPORT_POLICY: Partial<TransportPolicy> = { heartbeatIntervalMs: 1, pushTimeoutMs: 1, maxFrameBytes: 1024, refusalBodyTimeoutMs: 1, credentialsTimeoutMs: 1 }
 
 /** phoenix.js's reconnectAfterMs/rejoinAfterMs when the charts own retries: never (2^31-1, not Infinity, which Node clamps to 1 ms). */
 const NEVER = 2 ** 31 - 1
+
+/**
+ * How long before the chart's connect timeout a refused upgrade's body stops being read: the
+ * refusal must reach the chart first, or a terminal 403 would end as a retryable timeout.
+ */
+const REFUSAL_MARGIN_MS = 50
+
+/** Characters of a malformed frame quoted in its `ignored` detail. */
+const FRAME_EXCERPT = 80
+
+function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
+  return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function'
+}
 
 /** Extra time phoenix.js waits for a join or leave reply past the chart's own timeout, so the chart always decides first. */
 const JOIN_TIMEOUT_SLACK_MS = 1000
@@ -104,12 +125,18 @@ export interface AdapterConfig {
   /** Socket endpoint without `/websocket`, e.g. `wss://platform.example/socket`. */
   url: string
   agentId: string
-  apiKey: string
+  /**
+   * The API key and extra socket params (`on_conflict`, ...) of one connection attempt, asked
+   * just before it opens; sync, or async within `policy.credentialsTimeoutMs` (`signal` aborts
+   * when the attempt is given up). A throw, a rejection, a timeout or a bad value fails the
+   * attempt with a retryable `other` reason.
+   */
+  credentials(attempt: { generation: number; signal: AbortSignal }): Credentials | Promise<Credentials>
   /** Send the API key as the `x-api-key` upgrade header (Node) or as the `api_key` param. */
   apiKeyIn: 'header' | 'param'
-  /** Extra socket params (`on_conflict`, ...). */
-  params: Record<string, string>
   policy: TransportPolicy
+  /** The connection chart's connect timeout: a refused upgrade's body is read only until shortly before it. */
+  connectTimeoutMs: number
   /** The connection chart's control channel join timeout; phoenix.js gets this plus a slack. */
   controlJoinTimeoutMs: number
   /** The connection chart's control channel leave timeout (stopping). */
@@ -118,13 +145,21 @@ export interface AdapterConfig {
   channelJoinTimeoutMs: number
   /** The channel chart's app channel leave timeout. */
   channelLeaveTimeoutMs: number
-  /** Clock for reason timestamps. */
+  /** Wall clock for reason timestamps. */
   now: () => number
+  /** Monotonic clock, for waits the adapter bounds itself. */
+  monotonic: () => number
   /** Where lifecycle events go: the connection actor. */
   sink: (event: ConnectionEvent) => void
   app: AppDelivery
-  /** Join params of an app channel, asked at each join. */
-  channelParams(topic: string): object
+  /** Join params of an app channel, asked at each join attempt; sync or async, bounded like `credentials`. */
+  channelParams(topic: string, attempt: { signal: AbortSignal }): object | Promise<object>
+}
+
+/** What one connection attempt sends: the API key and the extra socket params. */
+export interface Credentials {
+  apiKey: string
+  params: Record<string, string>
 }
 
 /** Rejection of an app channel push. */
@@ -230,8 +265,97 @@ export class PhoenixAdapter {
    * the cleanup that ends it. Called by {@link adapterActors}' logic.
    */
   runTransport(input: Origin): () => void {
-    const handle = this.openTransport(input)
-    return () => this.endTransport(handle)
+    let handle: TransportHandle | null = null
+    let stopped = false
+    const abort = this.settleInput(
+      'the apiKey/params of this connection attempt',
+      (signal) => this.config.credentials({ generation: input.generation, signal }),
+      (value) => this.checkCredentials(value),
+      (credentials) => {
+        if (!stopped) handle = this.openTransport(input, credentials)
+      },
+      (detail) => {
+        if (stopped) return
+        const reason: DisconnectReason = { kind: 'other', retryable: true, detail, generation: input.generation, at: this.config.now() }
+        queueMicrotask(() => !stopped && this.emit({ type: 'socket.close', reason, generation: input.generation, epoch: input.epoch }))
+      },
+    )
+    return () => {
+      stopped = true
+      abort()
+      if (handle) this.endTransport(handle)
+    }
+  }
+
+  /**
+   * Resolves a host input of one attempt (credentials, channel params): a value, or a promise
+   * bounded by `credentialsTimeoutMs`. Calls `use` with a checked value, or `fail` with a detail
+   * naming what went wrong (threw, rejected, timed out, a bad value). The returned function gives
+   * the attempt up: it aborts the signal handed to the host and clears the timer.
+   */
+  private settleInput<T>(
+    what: string,
+    ask: (signal: AbortSignal) => T | Promise<T>,
+    check: (value: unknown) => string | null,
+    use: (value: T) => void,
+    fail: (detail: string) => void,
+  ): () => void {
+    const controller = new AbortController()
+    let timer: ReturnType<typeof setTimeout> | null = null
+    const accept = (value: unknown) => {
+      const problem = check(value)
+      if (problem) fail(`${what}: ${problem}`)
+      else use(value as T)
+    }
+    let asked: T | Promise<T>
+    try {
+      asked = ask(controller.signal)
+    } catch (error) {
+      fail(`${what}: the function threw: ${errorText(error)}`)
+      return () => controller.abort()
+    }
+    if (!isThenable(asked)) {
+      accept(asked)
+      return () => controller.abort()
+    }
+    let settled = false
+    const ms = this.config.policy.credentialsTimeoutMs
+    timer = setTimeout(() => {
+      settled = true
+      controller.abort(new Error(`timed out after ${ms} ms`))
+      fail(`${what}: the function did not settle within ${ms} ms (transport.credentialsTimeoutMs)`)
+    }, ms)
+    asked.then(
+      (value) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer!)
+        accept(value)
+      },
+      (error: unknown) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer!)
+        fail(`${what}: the function rejected: ${errorText(error)}`)
+      },
+    )
+    return () => {
+      settled = true
+      if (timer) clearTimeout(timer)
+      controller.abort()
+    }
+  }
+
+  /** Why resolved credentials cannot be sent, or null. */
+  private checkCredentials(value: unknown): string | null {
+    const c = value as Partial<Credentials> | null
+    if (!c || typeof c !== 'object') return `expected { apiKey, params }, got ${typeof value}`
+    if (typeof c.apiKey !== 'string' || c.apiKey === '') return `the API key must be a non-empty string, got ${c.apiKey === '' ? 'an empty string' : typeof c.apiKey}`
+    if (this.config.apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS && !isHeaderValue(c.apiKey)) {
+      return "the API key has characters an HTTP header cannot carry; pass apiKeyIn: 'param'"
+    }
+    if (!c.params || typeof c.params !== 'object' || Object.values(c.params).some((v) => typeof v !== 'string')) return 'params must be an object of string values'
+    return null
   }
 
   /**
@@ -243,9 +367,41 @@ export class PhoenixAdapter {
     return this.runChannel(() => this.attachControl(input), this.config.controlLeaveTimeoutMs, receive)
   }
 
-  /** Runs a channel chart's `attachment` actor: joins its app topic; `leave` events leave it. Returns the cleanup. */
+  /**
+   * Runs a channel chart's `attachment` actor: asks the channel's join params (sync or async),
+   * joins its app topic; `leave` events leave it (before the params settled: nothing was sent,
+   * so it is left at once). Returns the cleanup.
+   */
   runAttachment(input: AttachOrigin, receive: (listener: (event: { type: 'leave' }) => void) => void): () => void {
-    return this.runChannel(() => this.attachApp(input), this.config.channelLeaveTimeoutMs, receive)
+    const base = { topic: input.topic, generation: input.generation, attachId: input.attachId }
+    let attachment: Attachment | null = null
+    let stopped = false
+    const later = (event: ChannelEvent) => queueMicrotask(() => !stopped && this.emit(event as ConnectionEvent))
+    const abort = this.settleInput(
+      `the join params of channel ${input.topic}`,
+      (signal) => this.config.channelParams(input.topic, { signal }),
+      (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? null : `expected an object, got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value}`),
+      (params: object) => {
+        if (!stopped) attachment = this.attachApp(input, params)
+      },
+      (detail) => {
+        if (stopped) return
+        const reason: DisconnectReason = { kind: 'other', retryable: true, detail, generation: input.generation, at: this.config.now() }
+        later({ type: 'channel.attachFailed', reason, ...base })
+      },
+    )
+    receive(() => {
+      if (attachment) this.leave(attachment, Math.min(NEVER, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
+      else {
+        abort()
+        later({ type: 'channel.left', ...base })
+      }
+    })
+    return () => {
+      stopped = true
+      abort()
+      if (attachment) this.release(attachment)
+    }
   }
 
   private runChannel(
@@ -253,6 +409,7 @@ export class PhoenixAdapter {
     leaveTimeoutMs: number,
     receive: (listener: (event: { type: 'leave' } | { type: 'rejoin' }) => void) => void,
   ): () => void {
+    // The control channel's: joined at once (its params are fixed), rejoined after a crash.
     let attachment = attach()
     receive((event) => {
       if (!attachment) return
@@ -331,22 +488,23 @@ export class PhoenixAdapter {
     this.config.sink(event)
   }
 
-  private openTransport(origin: Origin): TransportHandle {
+  private openTransport(origin: Origin, credentials: Credentials): TransportHandle {
     const handle = new TransportHandle(origin)
     this.handles.set(origin.generation, handle)
     const { policy } = this.config
+    const openedAt = this.config.monotonic()
     const tag = { generation: origin.generation, epoch: origin.epoch }
     const headers: Record<string, string> = {}
-    const params: Record<string, string> = { ...this.config.params, [AGENT_ID_PARAM]: this.config.agentId }
-    if (this.config.apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS) headers[API_KEY_HEADER] = this.config.apiKey
-    else params[API_KEY_PARAM] = this.config.apiKey
+    const params: Record<string, string> = { ...credentials.params, [AGENT_ID_PARAM]: this.config.agentId }
+    if (this.config.apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS) headers[API_KEY_HEADER] = credentials.apiKey
+    else params[API_KEY_PARAM] = credentials.apiKey
 
     const Transport = transportClass({
       headers,
       maxPayload: policy.maxFrameBytes,
       closeTimeout: policy.closeTimeoutMs,
       bodyLimit: policy.refusalBodyLimitBytes,
-      bodyTimeout: policy.refusalBodyTimeoutMs,
+      bodyWaitMs: () => Math.max(0, Math.min(policy.refusalBodyTimeoutMs, this.config.connectTimeoutMs - (this.config.monotonic() - openedAt) - REFUSAL_MARGIN_MS)),
       onCreate: (ws) => {
         handle.ws = ws
         const onClose = () => {
@@ -401,14 +559,12 @@ export class PhoenixAdapter {
           if (this.isExpected(handle, decoded.frame)) callback(decoded.frame)
           return
         }
-        // The detail quotes the frame, cut short (and JSON.parse's message may quote part of it):
-        // described from a copy with the key redacted, so no cut-off piece of it survives.
-        const scrubbed = typeof raw === 'string' ? this.scrub(raw) : raw
-        const shown = scrubbed === raw ? decoded : decodeTextFrame(scrubbed as string, policy.maxFrameBytes)
-        const problem = shown.ok ? { ...decoded.problem, detail: 'a frame that echoed the API key', raw: '' } : shown.problem
+        // The detail quotes the frame's start, cut between tokens (clipText), so a secret the
+        // frame echoed is either whole, and redacted where the detail is written out, or absent.
+        const { problem } = decoded
         this.emit({
           type: 'socket.malformed',
-          detail: `${problem.kind}: ${problem.detail}; frame starts ${JSON.stringify(problem.raw.slice(0, 80))}`,
+          detail: `${problem.kind}: ${problem.detail}; frame starts ${JSON.stringify(clipText(problem.raw, FRAME_EXCERPT))}`,
           ...tag,
         })
       },
@@ -431,7 +587,7 @@ export class PhoenixAdapter {
       if (handle.heartbeatTimedOut) return // already reported as socket.heartbeatTimeout
       if (handle.refusal) {
         const reason = classifyUpgrade(
-          { status: handle.refusal.status, retryAfter: handle.refusal.retryAfter, body: this.scrub(handle.refusal.body) },
+          { status: handle.refusal.status, retryAfter: handle.refusal.retryAfter, body: handle.refusal.body },
           origin.generation,
           now,
         )
@@ -462,15 +618,6 @@ export class PhoenixAdapter {
       queueMicrotask(() => this.emit({ type: 'socket.close', reason, ...tag }))
     }
     return handle
-  }
-
-  /**
-   * `value` with the API key redacted, before a classifier keeps part of it: reasons keep server
-   * text only up to a length (a refusal body's first 200 characters, a payload's JSON), and a
-   * key cut there would no longer match as a whole at the link's own redaction.
-   */
-  private scrub<T>(value: T): T {
-    return redact(value, this.config.apiKey)
   }
 
   /**
@@ -570,42 +717,27 @@ export class PhoenixAdapter {
         this.emit({ type: 'control.joinOk', ...tag })
       })
       .receive('error', (response) =>
-        this.emit({ type: 'control.joinError', reason: classifyJoinError(this.scrub(response), origin.generation, this.config.now()), ...tag }),
+        this.emit({ type: 'control.joinError', reason: classifyJoinError(response, origin.generation, this.config.now()), ...tag }),
       )
     channel.onError((payload) => {
       // Transport-sourced errors ({source: "transport"}, phoenix 1.8.10+) are the socket's close,
       // reported by the socket listener; only the server's phx_error is the channel's own loss.
       if (payload && typeof payload === 'object' && (payload as { source?: unknown }).source === 'transport') return
       // The channel's server process crashed; the socket is fine: the chart rejoins it here.
-      this.emit({ type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', this.scrub(payload), origin.generation, this.config.now()), ...tag })
+      this.emit({ type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', payload, origin.generation, this.config.now()), ...tag })
     })
     channel.onClose((payload) => {
       if (attachment.leaving) this.emit({ type: 'control.left', ...tag })
-      else this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_close', this.scrub(payload), origin.generation, this.config.now()), ...tag })
+      else this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_close', payload, origin.generation, this.config.now()), ...tag })
     })
     return attachment
   }
 
-  private attachApp(origin: AttachOrigin): Attachment | null {
+  private attachApp(origin: AttachOrigin, params: object): Attachment | null {
     const handle = this.handles.get(origin.generation)
     if (!handle?.socket || handle.ended) return null
     const base = { topic: origin.topic, generation: origin.generation, attachId: origin.attachId }
     const send = (event: ChannelEvent) => this.emit(event as ConnectionEvent)
-    let params: object
-    try {
-      params = this.config.channelParams(origin.topic)
-    } catch (error) {
-      // The host's params function threw: this join attempt fails, typed; the chart retries it.
-      const reason: DisconnectReason = {
-        kind: 'other',
-        retryable: true,
-        detail: `the params function of channel ${origin.topic} threw: ${errorText(error)}`,
-        generation: origin.generation,
-        at: this.config.now(),
-      }
-      queueMicrotask(() => send({ type: 'channel.attachFailed', reason, ...base }))
-      return null
-    }
     const channel = handle.socket.channel(origin.topic, params)
     const joinTimeoutMs = this.config.channelJoinTimeoutMs
     const attachment: Attachment = { topic: origin.topic, channel, origin, leaving: false, joined: false, pushes: new Map(), leavePush: null }
@@ -625,7 +757,7 @@ export class PhoenixAdapter {
         send({ type: 'channel.joinOk', ...base })
       })
       .receive('error', (response) =>
-        send({ type: 'channel.joinError', reason: classifyJoinError(this.scrub(response), origin.generation, this.config.now()), ...base }),
+        send({ type: 'channel.joinError', reason: classifyJoinError(response, origin.generation, this.config.now()), ...base }),
       )
     if (handle.encodeError) {
       // The join frame could not be encoded (params with a BigInt or a cycle): this attempt fails, typed.
@@ -647,7 +779,7 @@ export class PhoenixAdapter {
     channel.onClose((payload) => {
       attachment.joined = false
       if (attachment.leaving) send({ type: 'channel.left', ...base })
-      else send({ type: 'channel.close', reason: classifyChannelClose(this.scrub(payload), origin.generation, this.config.now()), ...base })
+      else send({ type: 'channel.close', reason: classifyChannelClose(payload, origin.generation, this.config.now()), ...base })
     })
     return attachment
   }

@@ -28,8 +28,12 @@ export interface TransportHooks {
   closeTimeout: number
   /** Bytes of a refused upgrade's body to read. */
   bodyLimit: number
-  /** Longest wait for a refused upgrade's body to end, in milliseconds (a slow or endless body). */
-  bodyTimeout: number
+  /**
+   * Longest wait, in milliseconds from now, for a refused upgrade's body to end (a slow or
+   * endless body): asked when the status arrives, so the link can bound it by its own connect
+   * timeout too (a refusal read past that would be lost to a retryable timeout).
+   */
+  bodyWaitMs(): number
   /** The instance phoenix.js created. */
   onCreate(ws: WebSocket): void
   /** The upgrade was refused; called before ws's error and close events. */
@@ -39,6 +43,14 @@ export interface TransportHooks {
 }
 
 const isNodeWs = typeof (WebSocket as unknown as { prototype: { on?: unknown } }).prototype.on === 'function'
+
+/** What an HTTP header value may hold (RFC 9110 section 5.5: visible ASCII, space, tab, obs-text), as Node's http checks it. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
+
+/** Whether `value` can be sent as an HTTP header value (the `x-api-key` upgrade header). */
+export function isHeaderValue(value: string): boolean {
+  return HEADER_VALUE.test(value)
+}
 
 /** Whether this runtime's WebSocket is Node's `ws` (headers, refused-upgrade details). */
 export const SUPPORTS_UPGRADE_HEADERS = isNodeWs
@@ -89,7 +101,7 @@ export function transportClass(hooks: TransportHooks): new (url: string, protoco
 }
 
 /**
- * Reads status, Retry-After and up to `bodyLimit` bytes of body within `bodyTimeout` ms, reports
+ * Reads status, Retry-After and up to `bodyLimit` bytes of body within `bodyWaitMs()` ms, reports
  * them, then ends the WebSocket with `terminate()`: ws aborts the handshake request, destroys its
  * TCP socket and emits error and close 1006, after the status is known.
  *
@@ -120,7 +132,7 @@ function readRefusal(ws: WebSocket, res: IncomingMessage, hooks: TransportHooks)
     size += chunk.length
     if (size >= hooks.bodyLimit) finish()
   }
-  const timer = setTimeout(finish, hooks.bodyTimeout)
+  const timer = setTimeout(finish, hooks.bodyWaitMs())
   res.on('data', onData)
   res.once('end', finish)
   res.once('error', finish)

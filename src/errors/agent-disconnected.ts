@@ -14,8 +14,14 @@ export class AgentDisconnectedError extends PhoenixLinkError {
   /** Why the session ended. */
   readonly reason: DisconnectReason
 
-  constructor(reason: DisconnectReason) {
-    super('AGENT_DISCONNECTED', `agent disconnected: ${describeReason(reason)}`)
+  /**
+   * @param reason why the session ended, as it is (never rewritten).
+   * @param options.redact applied to the message only (the link passes its key redaction: the
+   *   message is output, the reason is data).
+   */
+  constructor(reason: DisconnectReason, options: { redact?: (text: string) => string } = {}) {
+    const message = `agent disconnected: ${describeReason(reason)}`
+    super('AGENT_DISCONNECTED', options.redact ? options.redact(message) : message)
     this.name = 'AgentDisconnectedError'
     this.reason = reason
   }

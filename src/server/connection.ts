@@ -76,6 +76,8 @@ export class SimConnection {
 
   /** @internal */
   idleTimer: NodeJS.Timeout | null = null
+  /** @internal A drain's cut of a socket with no channel (Cowboy's way), pending. */
+  drainTimer: NodeJS.Timeout | null = null
 
   /** @internal */
   constructor(

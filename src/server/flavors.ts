@@ -35,6 +35,12 @@ export interface ServerFlavor {
   honoursConnectionClose: boolean
   /** Payload of phx_error after a channel crash: `{}` in Phoenix 1.7 (socket.ex encode_on_exit). */
   channelErrorPayload: Readonly<Record<string, string>>
+  /**
+   * What a drain (SIGTERM) does to a socket that joined no channel: Phoenix's drainer closes only
+   * sockets with channels (1012); the web server ends the rest as it stops. Bandit closes them
+   * with 1000 at once; Cowboy cuts them (no close frame, 1006) after 5 s.
+   */
+  drainWithoutChannels: { readonly close: number } | { readonly abortAfterMs: number }
 }
 
 const CACHE_CONTROL = ['cache-control', 'max-age=0, private, must-revalidate'] as const
@@ -54,6 +60,7 @@ export const SERVER_FLAVORS = {
     honoursConnectionClose: true,
     // Phoenix 1.8.10+ names the crash (docs/field-notes.md "Phoenix V2 wire protocol").
     channelErrorPayload: { reason: 'channel_crash' },
+    drainWithoutChannels: { abortAfterMs: 5_000 },
   },
   /** Phoenix 1.7.14 on Cowboy 2.12.0 (measured). */
   cowboy: {
@@ -67,6 +74,7 @@ export const SERVER_FLAVORS = {
     refusalKeepAliveMs: 5_000,
     honoursConnectionClose: true,
     channelErrorPayload: {},
+    drainWithoutChannels: { abortAfterMs: 5_000 },
   },
   /** Phoenix 1.7.14 on Bandit 1.6.11 (measured). Bandit closes an idle socket with 1002. */
   bandit: {
@@ -80,6 +88,7 @@ export const SERVER_FLAVORS = {
     refusalKeepAliveMs: 60_000,
     honoursConnectionClose: false,
     channelErrorPayload: {},
+    drainWithoutChannels: { close: 1000 },
   },
 } as const satisfies Record<string, ServerFlavor>
 

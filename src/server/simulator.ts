@@ -181,6 +181,9 @@ const ERROR_MESSAGES: Record<number, string> = {
   503: 'connection tracking failed',
 }
 
+/** How long a refusal sent with `Connection: close` waits for the client to end its side before the socket is cut. */
+const CLOSING_LINGER_MS = 1_000
+
 /** Whether `text` parses as JSON. */
 function isJson(text: string): boolean {
   try {
@@ -536,9 +539,14 @@ export class PlatformSimulator extends EventEmitter {
     for (const c of this.resolve(target)) this.stallOne(c)
   }
 
-  /** A server restart (a deploy's drain): closes every open socket with 1012 (service restart), no reason text, and keeps listening. */
+  /**
+   * A server restart (a deploy's drain), and keeps listening: every open socket that joined a
+   * channel is closed 1012 (service restart), no reason text; one that joined none is ended as
+   * the flavor's web server ends it (Bandit: 1000 at once; Cowboy: cut with no close frame after
+   * 5 s), as Phoenix's drainer only drains sockets with channels.
+   */
   restart(): void {
-    this.closeWith('all', this.flavor.restart, '', 'restart')
+    for (const c of this.live()) this.drainOne(c, false)
   }
 
   /**
@@ -681,9 +689,12 @@ export class PlatformSimulator extends EventEmitter {
       for (const c of this.connections) {
         if (c.idleTimer) clearTimeout(c.idleTimer)
         c.idleTimer = null
+        if (c.drainTimer) clearTimeout(c.drainTimer)
+        c.drainTimer = null
         if (c.state === 'closed') continue
         if (options.abort || c.stalled) c.abort()
-        else c.close(options.code ?? this.flavor.restart, '', 'stop')
+        else if (options.code !== undefined) c.close(options.code, '', 'stop')
+        else this.drainOne(c, true)
       }
       // A client that never answers the close frame is cut off rather than waited for.
       const pending = this.connections.filter((c) => c.state !== 'closed')
@@ -772,6 +783,24 @@ export class PlatformSimulator extends EventEmitter {
     this.emit('change')
   }
 
+  /**
+   * A drain of one socket: 1012 when it joined a channel; else the flavor's web server's way
+   * (a close code, or a cut after a delay; at once when the server is `stopping`, which does
+   * not wait the delay out).
+   */
+  private drainOne(c: SimConnection, stopping: boolean): void {
+    const cause: CloseCause = stopping ? 'stop' : 'restart'
+    const bare = this.flavor.drainWithoutChannels
+    if (c.channels.size > 0) return c.close(this.flavor.restart, '', cause)
+    if ('close' in bare) return c.close(bare.close, '', cause)
+    if (stopping) return c.abort()
+    if (c.drainTimer) return
+    c.drainTimer = setTimeout(() => {
+      c.drainTimer = null
+      c.abort()
+    }, bare.abortAfterMs)
+  }
+
   private closeWith(target: Target, code: number, reason: string, cause: CloseCause): void {
     for (const c of this.resolve(target)) c.close(code, reason, cause)
   }
@@ -822,8 +851,12 @@ export class PlatformSimulator extends EventEmitter {
     if (close && this.flavor.honoursConnectionClose) {
       socket.end(response)
       // An upgrade's socket is no longer read by the HTTP parser: read (and drop) what follows, so
-      // the client's end of the connection is seen and the socket closes.
+      // the client's end of the connection is seen and the socket closes; a client that never
+      // ends its side (half-open) is cut after a moment, and by stop().
       socket.resume()
+      this.keptAlive.add(socket)
+      socket.once('close', () => this.keptAlive.delete(socket))
+      ;(socket as Socket).setTimeout(CLOSING_LINGER_MS, () => socket.destroy())
     } else {
       socket.write(response)
       this.keepAlive(socket as Socket, head)
@@ -858,6 +891,9 @@ export class PlatformSimulator extends EventEmitter {
 
   private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy())
+    // A kept-alive connection (an earlier refusal) carrying a new upgrade is no longer idle: its
+    // keep-alive timeout ends, and stop() closes what it becomes, not the bare socket.
+    if (this.keptAlive.delete(socket)) (socket as Socket).setTimeout(0)
     if (this.stopping) {
       socket.destroy()
       return
@@ -977,6 +1013,8 @@ export class PlatformSimulator extends EventEmitter {
     ws.on('close', (code, reason) => {
       if (connection.idleTimer) clearTimeout(connection.idleTimer)
       connection.idleTimer = null
+      if (connection.drainTimer) clearTimeout(connection.drainTimer)
+      connection.drainTimer = null
       connection.state = 'closed'
       connection.closedAt = this.now()
       connection.closeSeen = { code, reason: reason.toString() }

@@ -3,7 +3,7 @@
  * each chart (connection, reconnect, control, and each app channel), the event that caused it,
  * the link's public state and the typed reason of the last disconnect. The visualizer streams
  * them live and replays them from a trace file (JSON lines). Records hold state values, event
- * types and typed reasons only: never an event payload, so never the API key.
+ * types and typed reasons only, never an event payload, with every key the link used redacted.
  */
 import { createWriteStream, openSync, type WriteStream } from 'node:fs'
 import type { AnyActorRef, InspectionEvent, StateValue } from 'xstate'
@@ -94,7 +94,8 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
     const key = JSON.stringify([charts, lastReason])
     if (key === last) return
     last = key
-    onRecord({ link: label, seq: ++seq, at: Math.round(performance.now() - started), event, actor, state: link.state, charts, lastReason })
+    // A trace is output: every key the link used is redacted (topics and reasons may echo one).
+    onRecord(link.redactOutput({ link: label, seq: ++seq, at: Math.round(performance.now() - started), event, actor, state: link.state, charts, lastReason }))
   }
   emit('(start)', 'connection')
   const subscription = root.system.inspect((e: InspectionEvent) => {

@@ -204,11 +204,34 @@ async function malformed(peer: Peer): Promise<{ code: number; reason: string }> 
   return closed
 }
 
+/** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
+interface Drained {
+  bare: { code: number; reason: string; afterMs: number }
+  joined: { code: number; reason: string }
+}
+
+async function drained(peer: Peer): Promise<Drained> {
+  const open = (agent: Agent) => new WebSocket(`${peer.url}/websocket?agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0`)
+  const bare = open(peer.agent())
+  const joined = open(peer.agent())
+  await Promise.all([bare, joined].map((w) => new Promise((resolve, reject) => (w.once('open', resolve), w.once('error', reject)))))
+  joined.send(JSON.stringify(['1', '1', 'room:drain', 'phx_join', {}]))
+  await new Promise((resolve) => joined.once('message', resolve))
+  bare.on('error', () => {})
+  const started = performance.now()
+  const closeOf = (w: WebSocket) => new Promise<{ code: number; reason: string; afterMs: number }>((resolve) => w.once('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString(), afterMs: performance.now() - started })))
+  const closes = Promise.all([closeOf(bare), closeOf(joined)])
+  await peer.drain()
+  const [b, j] = await closes
+  return { bare: b, joined: { code: j.code, reason: j.reason } }
+}
+
 /** Everything the official client and a bare HTTP client saw on one peer. */
 interface Observed {
   transcript: Transcript
   refusals: Record<string, RawRefusal>
   malformed: { code: number; reason: string }
+  drained: Drained
 }
 
 function observeAll(factory: PeerFactory): () => Promise<Observed> {
@@ -217,7 +240,7 @@ function observeAll(factory: PeerFactory): () => Promise<Observed> {
     (cached ??= (async () => {
       const peer = await factory.open()
       try {
-        return { transcript: await observe(peer), refusals: await refusals(peer), malformed: await malformed(peer) }
+        return { transcript: await observe(peer), refusals: await refusals(peer), malformed: await malformed(peer), drained: await drained(peer) }
       } finally {
         await peer.close()
       }
@@ -275,6 +298,16 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
     it('a frame that is not JSON crashes the socket: close 1011, no reason text', () => {
       expect(o.malformed).toEqual({ code: 1011, reason: '' })
     })
+    it(`a drain (SIGTERM): 1012 to a socket with a channel; one with none ${disconnectCode === 1011 ? 'closed 1000 at once (Bandit)' : 'cut with no close frame after 5 s (Cowboy)'}`, () => {
+      expect(o.drained.joined).toEqual({ code: 1012, reason: '' })
+      if (disconnectCode === 1011) {
+        expect(o.drained.bare).toMatchObject({ code: 1000, reason: '' })
+        expect(o.drained.bare.afterMs).toBeLessThan(1000)
+      } else {
+        expect(o.drained.bare).toMatchObject({ code: 1006 })
+        expect(o.drained.bare.afterMs).toBeGreaterThanOrEqual(4500)
+      }
+    })
     it('a refused upgrade: 403, content-length 0, no body, and the connection serves a next request', () => {
       const r = o.refusals['a wrong key (connect/3 returns :error)']!
       expect(r.statusLine).toBe('HTTP/1.1 403 Forbidden')
@@ -311,6 +344,12 @@ for (const [sim, real] of pairs) {
     }
     it('the same close code and reason after the "disconnect" broadcast', () => {
       expect(s.transcript.close).toEqual(r.transcript.close)
+    })
+    it('the same drain: the close of a socket with a channel and of one without', () => {
+      expect({ bare: { code: s.drained.bare.code, reason: s.drained.bare.reason }, joined: s.drained.joined }).toEqual({
+        bare: { code: r.drained.bare.code, reason: r.drained.bare.reason },
+        joined: r.drained.joined,
+      })
     })
     it('the same close after a malformed frame', () => {
       expect(s.malformed).toEqual(r.malformed)

@@ -86,7 +86,10 @@ describe('reason fields', () => {
       requestId: 'r',
     })
     expect(classifyUpgrade({ status: 403, body: JSON.stringify({ other: true }) }, 1, 0)).toMatchObject({ errorCode: null, message: '{"other":true}' })
-    expect(classifyUpgrade({ status: 403, body: 'x'.repeat(500) }, 1, 0)).toMatchObject({ message: 'x'.repeat(200) })
+    // Kept to 200 characters, never cut inside a token (a key a server echoed stays whole or out).
+    expect(classifyUpgrade({ status: 403, body: 'bad key '.repeat(40) }, 1, 0)).toMatchObject({ message: 'bad key '.repeat(25) })
+    expect(classifyUpgrade({ status: 403, body: `${'y'.repeat(190)} sk-live-0123456789abcdef` }, 1, 0)).toMatchObject({ message: `${'y'.repeat(190)} ` })
+    expect(classifyUpgrade({ status: 403, body: 'x'.repeat(500) }, 1, 0)).toMatchObject({ message: null })
     expect(classifyUpgrade({ status: 404 }, 1, 0)).toMatchObject({ kind: 'other', detail: expect.stringContaining('no WebSocket endpoint at this path') })
     expect(classifyUpgrade({ status: 418 }, 1, 0)).toMatchObject({ kind: 'other', detail: expect.stringContaining('does not list') })
   })

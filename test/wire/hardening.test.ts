@@ -405,6 +405,10 @@ describe('strict inputs (second review)', () => {
       [{ transport: { maxFrameBytes: 0 } }, /transport.maxFrameBytes must be at least 1024/],
       [{ transport: { maxFrameBytes: 1.5 } }, /maxFrameBytes must be a whole number of bytes/],
       [{ transport: { pushTimeoutMs: 0 } }, /transport.pushTimeoutMs must be at least 1/],
+      [{ transport: { refusalBodyTimeoutMs: 0 } }, /transport.refusalBodyTimeoutMs must be at least 1/],
+      [{ transport: { credentialsTimeoutMs: 0 } }, /transport.credentialsTimeoutMs must be at least 1/],
+      [{ reconnect: { onRapidLimit: 'stop' } }, /reconnect.onRapidLimit must be 'suspend' or 'give-up'/],
+      [{ reconnect: { suspendInitialDelayMs: 600_000 } }, /suspendMaxDelayMs \(300000\) must be at least reconnect.suspendInitialDelayMs/],
     ] as const) {
       expect(() => world().link(sim, { policy: policy as never }), JSON.stringify(policy)).toThrow(message)
     }

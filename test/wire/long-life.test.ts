@@ -155,3 +155,97 @@ describe('leave() in any state leaves the server without the topic', () => {
     expect(room.status).toBe('joined')
   })
 })
+
+describe('credentials per attempt', () => {
+  const fastCredentials = { transport: { credentialsTimeoutMs: 150 } }
+
+  it('an apiKey function that rejects, hangs or answers nothing usable fails that attempt with a typed, retryable reason; the next answer connects', async () => {
+    const sim = await world().sim()
+    const answers: Array<(signal: AbortSignal) => Promise<string> | string> = [
+      async () => {
+        throw new Error('vault sealed')
+      },
+      (signal) => new Promise<string>((_, reject) => signal.addEventListener('abort', () => reject(new Error('given up')))),
+      () => '',
+      async () => 'key-1',
+    ]
+    const aborted: boolean[] = []
+    let n = 0
+    const link = world().link(sim, {
+      apiKey: ({ signal }) => {
+        const answer = answers[n++]!(signal)
+        signal.addEventListener('abort', () => aborted.push(true))
+        return answer
+      },
+      policy: fastCredentials,
+    })
+    const reasons: string[] = []
+    link.on('disconnected', ({ reason, outcome }) => reasons.push(`${reason.kind}:${reason.retryable}:${outcome}:${(reason as { detail?: string }).detail ?? ''}`))
+    await link.connect()
+    expect(link.state).toBe('connected')
+    expect(reasons).toHaveLength(3)
+    expect(reasons[0]).toMatch(/^other:true:reconnect:.*the function rejected: vault sealed/)
+    expect(reasons[1]).toMatch(/^other:true:reconnect:.*did not settle within 150 ms/)
+    expect(reasons[2]).toMatch(/^other:true:reconnect:.*the API key must be a non-empty string, got an empty string/)
+    expect(aborted.length).toBeGreaterThanOrEqual(1)
+    // Nothing reached the server before a usable key: one upgrade, accepted.
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101])
+  })
+
+  it('params may be a function too, asked for every attempt', async () => {
+    const sim = await world().sim()
+    let attempt = 0
+    const link = world().link(sim, { params: async () => ({ client_attempt: String(++attempt) }) })
+    await link.connect()
+    const back = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    await back
+    expect(sim.accepted('agent-1').map((c) => c.params.client_attempt)).toEqual(['1', '2'])
+  })
+
+  it('channel params that reject, hang or are not an object error that join attempt, typed, and it is retried; never a silent {}', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: fastCredentials })
+    await link.connect()
+    const answers: Array<() => unknown> = [
+      async () => {
+        throw new Error('token service down')
+      },
+      () => new Promise(() => {}),
+      () => 'token',
+      async () => ({ token: 't-4' }),
+    ]
+    let n = 0
+    const errored: string[] = []
+    link.on('channel', (e) => e.status === 'errored' && errored.push((e.reason as { detail?: string } | null)?.detail ?? ''))
+    const room = link.channel('room:tokens', () => answers[n++]!() as never)
+    await next(link, 'channel', { filter: (e) => e.topic === 'room:tokens' && e.status === 'joined', timeoutMs: 4000 })
+    expect(errored).toHaveLength(3)
+    expect(errored[0]).toContain('the function rejected: token service down')
+    expect(errored[1]).toContain('did not settle within 150 ms')
+    expect(errored[2]).toContain('expected an object, got string')
+    const joins = framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:tokens')
+    expect(joins.map((f) => (f as unknown as { payload: unknown }).payload)).toEqual([{ token: 't-4' }])
+    expect(room.status).toBe('joined')
+  })
+})
+
+describe('redaction is for output', () => {
+  it('a short key rewrites nothing handed to host code: control signals and reasons arrive as sent; log lines are redacted', async () => {
+    const sim = await world().sim({ agents: { 'agent-1': 'o' } })
+    const link = world().link(sim, { apiKey: 'o' })
+    await link.connect()
+    const signal = next(link, 'control')
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'job-0042-foo' })
+    expect((await signal).signal.correlationId).toBe('job-0042-foo')
+    const lost = next(link, 'disconnected')
+    sim.abort({ agent: 'agent-1' })
+    const { reason } = await lost
+    expect(reason).toMatchObject({ kind: 'dropped', source: 'socket' })
+    expect(link.lastDisconnectReason).toMatchObject({ source: 'socket' })
+    await next(link, 'reconnected')
+    const messages = world().captured.get(link)!.lines.map((l) => l.message)
+    expect(messages.join('\n')).not.toMatch(/o/)
+    expect(messages.join('\n')).toContain('[redacted]')
+  })
+})

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import type { InspectionEvent } from 'xstate'
 import { createLink } from '../../src/link.js'
 import { ConfigurationError } from '../../src/errors/configuration-error.js'
-import { settle, useWorld } from '../support/wire.js'
+import { next, settle, useWorld } from '../support/wire.js'
 import { linkMetrics } from '../../src/metrics.js'
 import { get } from 'node:http'
 
@@ -37,9 +37,18 @@ function text(value: unknown): string {
   })
 }
 
-describe('secrets', () => {
+/** Every place a cut-off piece of KEY could hide: its first 8 characters, anywhere not followed by the rest. */
+function cutPieces(out: string): string[] {
+  const pieces: string[] = []
+  for (let i = out.indexOf(KEY.slice(0, 8)); i >= 0; i = out.indexOf(KEY.slice(0, 8), i + 1)) {
+    if (!out.startsWith(KEY, i)) pieces.push(out.slice(i, i + KEY.length))
+  }
+  return pieces
+}
+
+describe('secrets: redaction is for output, never for values handed to host code', () => {
   for (const apiKeyIn of ['header', 'param'] as const) {
-    it(`the key (sent as ${apiKeyIn}) is in no log line, event, error or inspection event of a scripted run`, async () => {
+    it(`the key (sent as ${apiKeyIn}) is in no log line, error message or inspection event of a scripted run; what the server echoes reaches events unchanged`, async () => {
       const sim = await world().sim({ agents: { 'agent-1': KEY } })
       const inspected: string[] = []
       const link = world().link(sim, {
@@ -50,25 +59,33 @@ describe('secrets', () => {
       await link.connect()
       sim.close({ agent: 'agent-1' }, 1000, `bye ${KEY}`)
       await new Promise<void>((resolve) => link.once('reconnected', () => resolve()))
-      // The server echoes the key in a refusal body and in a supersede payload.
+      // The server echoes the key in a refusal body.
       sim.refuseUpgrades({ status: 403, body: { text: JSON.stringify({ error: { code: 'bad_key', message: `key ${KEY} is not valid` } }) } })
       sim.close({ agent: 'agent-1' }, 1000)
       const error = await settle(link.runForever())
       expect(error.ok).toBe(false)
       await link.disconnect()
       const captured = world().captured.get(link)!
-      const outputs = [text(captured.lines), text(captured.events), text((error as { error: unknown }).error), inspected.join('\n'), text(link.lastDisconnectReason)]
-      for (const out of outputs) expect(out).not.toContain(KEY)
-      expect(text(captured.events)).toContain('[redacted]')
+      // Output: redacted.
+      const thrown = (error as { error: Error }).error
+      for (const out of [text(captured.lines), thrown.message, thrown.stack ?? '', inspected.join('\n')]) expect(out).not.toContain(KEY)
+      expect(text(captured.lines)).toContain('[redacted]')
+      expect(inspected.join('\n')).toContain('[redacted]')
+      // Data: what the server sent, as it sent it; nothing the link wrote itself holds the key.
+      expect(link.lastDisconnectReason).toMatchObject({ kind: 'rejected', message: `key ${KEY} is not valid` })
+      const closed = captured.events.find((e) => e.type === 'disconnected' && e.reason.kind === 'closed')
+      expect(closed).toMatchObject({ reason: { closeReason: `bye ${KEY}` } })
+      const withoutEchoes = text(captured.events).split(`bye ${KEY}`).join('').split(`key ${KEY} is not valid`).join('')
+      expect(withoutEchoes).not.toContain(KEY)
       expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101, 403])
     })
   }
 
-  it('a key echoed across the cut of kept server text (refusal body, join error, bad frame, event name) is redacted whole', async () => {
+  it('a key echoed across the cut of kept server text (refusal body, join error, bad frame) is kept whole or not at all, and redacted whole in output', async () => {
     const sim = await world().sim({ agents: { 'agent-1': KEY } })
     const link = world().link(sim, { apiKey: KEY })
     await link.connect()
-    // No handler for an event whose name carries the key: reported as ignored, redacted.
+    // No handler for an event whose name carries the key: reported as ignored, its name as sent.
     const room = link.channel('room:1')
     await room.push('hello', {})
     const unhandled = new Promise<void>((resolve) => link.once('ignored', () => resolve()))
@@ -76,22 +93,53 @@ describe('secrets', () => {
     await unhandled
     // A bad frame whose first 80 characters end inside the key.
     const badFrame = new Promise<void>((resolve) => link.once('ignored', () => resolve()))
-    sim.sendRaw({ agent: 'agent-1' }, `${'z'.repeat(80 - KEY.length + 1)}${KEY} not json`)
+    sim.sendRaw({ agent: 'agent-1' }, `${'z'.repeat(80 - KEY.length + 1)} ${KEY} not json`)
     await badFrame
     // A join refused with a response whose JSON, kept to 200 characters, ends inside the key.
-    sim.onJoin('room:echo', { reply: 'error', response: { reason: `${'w'.repeat(200 - '{"reason":"'.length - KEY.length + 4)}${KEY}` } })
+    sim.onJoin('room:echo', { reply: 'error', response: { reason: `${'w'.repeat(200 - '{"reason":"'.length - KEY.length + 4)} ${KEY}` } })
     const echo = link.channel('room:echo')
     await new Promise<void>((resolve) => echo.onStatus((status) => status === 'dropped' && resolve()))
     // A refusal body whose first 200 characters end inside the key.
-    sim.refuseUpgrades({ status: 403, body: { text: `${'y'.repeat(200 - KEY.length + 1)}${KEY}` } })
+    sim.refuseUpgrades({ status: 403, body: { text: `${'y'.repeat(200 - KEY.length)} ${KEY}` } })
     sim.close({ agent: 'agent-1' }, 1000)
     const ended = await settle(link.runForever())
     const captured = world().captured.get(link)!
-    const cut = KEY.slice(0, 8)
-    const outputs = [text(captured.lines), text(captured.events), text((ended as { error: unknown }).error), text(link.lastDisconnectReason)]
-    for (const out of outputs) expect(out).not.toContain(cut)
-    expect(text(captured.events).match(/\[redacted\]/g)?.length).toBeGreaterThanOrEqual(4)
-    expect(link.lastDisconnectReason).toMatchObject({ kind: 'rejected', status: 403 })
+    const thrown = (ended as { error: Error }).error
+    // No piece of the key, cut short, anywhere: in data or in output.
+    for (const out of [text(captured.lines), text(captured.events), thrown.message, text(link.lastDisconnectReason)]) expect(cutPieces(out)).toEqual([])
+    // Output holds no whole copy either.
+    for (const out of [text(captured.lines), thrown.message]) expect(out).not.toContain(KEY)
+    expect(link.lastDisconnectReason).toMatchObject({ kind: 'rejected', status: 403, message: `${'y'.repeat(200 - KEY.length)} ` })
+  })
+
+  it('a rotated key is used on the next attempt, and every key the link used is redacted from its output', async () => {
+    const keys = ['sk-live-first-0001', 'sk-live-second-0002']
+    const sim = await world().sim({ agents: { 'agent-1': keys[0]! } })
+    let current = keys[0]!
+    const seen: Array<{ generation: number; aborted: boolean }> = []
+    const link = world().link(sim, {
+      apiKey: async ({ generation, signal }) => {
+        seen.push({ generation, aborted: signal.aborted })
+        return current
+      },
+    })
+    await link.connect()
+    // Rotation: the platform accepts only the new key from now on.
+    ;(sim as unknown as { options: { agents: Record<string, string> } }).options.agents['agent-1'] = keys[1]!
+    current = keys[1]!
+    const back = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1000, `old ${keys[0]}`)
+    await back
+    expect(seen.map((s) => s.generation)).toEqual([1, 2])
+    expect(seen.every((s) => !s.aborted)).toBe(true)
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
+    // Both keys are known now: an echo of either is redacted.
+    const again = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1000, `old ${keys[0]} new ${keys[1]}`)
+    await again
+    await link.disconnect()
+    const lines = text(world().captured.get(link)!.lines)
+    for (const key of keys) expect(lines).not.toContain(key)
   })
 
   it('the key is in no metrics label or value, simulator log line, admin answer, event feed or simulator record', async () => {

@@ -79,6 +79,41 @@ describe('rule: a refused upgrade is classified within one round trip, whatever 
     expect(server.closed).toHaveLength(1)
   })
 
+  it('a body slower than the connect timeout: still rejected, not a retryable connect timeout (the body wait ends before it)', async () => {
+    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 100\r\n\r\nabc')
+    servers.push(server)
+    const sim = await world().sim()
+    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyTimeoutMs: 5_000 }, connection: { connectTimeoutMs: 1_000 } } })
+    const r = await settle(link.connect())
+    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403, message: 'abc' })
+    expect(server.closed).toHaveLength(1)
+  })
+
+  it('the body wait is refusalBodyTimeoutMs, not the close timeout', async () => {
+    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 100\r\n\r\nabc')
+    servers.push(server)
+    const sim = await world().sim()
+    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyTimeoutMs: 100, closeTimeoutMs: 10_000 }, connection: { connectTimeoutMs: 30_000 } } })
+    const started = performance.now()
+    const r = await settle(link.connect())
+    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', status: 403 })
+    expect(performance.now() - started).toBeLessThan(5_000)
+  })
+
+  it('a body that reaches refusalBodyLimitBytes ends the read there, cut to the limit (the rest is never read or kept)', async () => {
+    // A whole JSON error body of 1.5 KiB, with a content-length that promises far more: only the
+    // byte limit can end this read before the 20 s body wait, and a body cut to 1 KiB is not JSON.
+    const body = JSON.stringify({ error: { code: 'too_big', message: 'm'.repeat(1400) } })
+    const server = await RefusingServer.start(`HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\n${body}`)
+    servers.push(server)
+    const sim = await world().sim()
+    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyLimitBytes: 1024, refusalBodyTimeoutMs: 20_000 }, connection: { connectTimeoutMs: 30_000 } } })
+    const r = await settle(link.connect())
+    const reason = (r as { error: AgentDisconnectedError }).error.reason
+    expect(reason).toMatchObject({ kind: 'rejected', status: 403, errorCode: null })
+    expect((reason as { message: string }).message.startsWith('{"error":{"code":"too_big"')).toBe(true)
+  })
+
   it('no body and the connection kept open (stock Phoenix): rejected at once, the connection released', async () => {
     const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\ncache-control: max-age=0, private, must-revalidate\r\n\r\n')
     servers.push(server)
