@@ -70,6 +70,13 @@ const MUTATIONS: RuleMutation[] = [
     to: "{ guard: 'isRapidLimitReached', target: 'gaveUp', actions: 'reportRapidGiveUp' },",
   },
   {
+    rule: 'leave-leaves-the-server',
+    how: 'a join forgotten unanswered (timed out, or left while pending) is not left on the wire',
+    file: 'src/adapter/phoenix-adapter.ts',
+    from: 'else if (joinPending && !handle.ended && socket.isConnected()) {',
+    to: 'else if (false) {',
+  },
+  {
     rule: 'stale-events-ignored',
     how: 'drop the generation check',
     file: 'machines/connection.ts',
@@ -106,7 +113,7 @@ const MUTATIONS: RuleMutation[] = [
   },
 ]
 
-const SUITES = ['test/model/paths.test.ts', 'test/model/pure-paths.test.ts', 'test/model/properties.test.ts']
+const SUITES = ['test/model/paths.test.ts', 'test/model/pure-paths.test.ts', 'test/model/properties.test.ts', 'test/wire/long-life.test.ts']
 
 function run(): { failed: string[]; summary: string } {
   try {

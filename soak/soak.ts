@@ -12,13 +12,23 @@
  *   reported, and the run fails when the heap grows by half and more than 512 KiB a minute, or
  *   handles grow past the links' own.
  *
- * Usage: npm run soak -- [--links 50] [--minutes 10] [--seed 1] [--fault-every-ms 40] [--json]
+ * `--profile week` compresses a week of agent life into the run, on real sockets: every link
+ * also works through tasks (a channel joined, pushed to and left per task: tens of thousands of
+ * channel cycles), its wall clock steps by hours forward and back every second, its key rotates
+ * (the platform accepts old and new for a while, then only the new), its control channel
+ * crashes, rival instances of it supersede it, and for a fifth of the run the server accepts and
+ * closes every socket (an hour of flapping). Also checked: no session ends but by a supersede (no
+ * rejection, no give-up), every link is back within a cooldown once the server holds sockets
+ * again, and the time each link spent offline against the time the server refused it.
+ *
+ * Usage: npm run soak -- [--links 50] [--minutes 10] [--seed 1] [--fault-every-ms 40] [--profile default|week] [--json]
  * Exit code 0 when every check holds, 1 otherwise.
  */
 import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { Command, InvalidArgumentError } from 'commander'
+import { Command, InvalidArgumentError, Option } from 'commander'
 import { createLink, type Link } from '../src/link.js'
+import type { LinkChannel } from '../src/link-channel.js'
 import type { LinkPolicyInput } from '../src/policy.js'
 import type { SoakCommand } from './sim-process.js'
 
@@ -36,9 +46,11 @@ const program = new Command('soak')
   .option('--minutes <m>', 'duration in minutes (fractions allowed)', whole(0.05), 10)
   .option('--seed <n>', 'seed of the fault sequence', whole(0), 1)
   .option('--fault-every-ms <ms>', 'one fault or control signal every this many ms, across all links', whole(1), 40)
+  .addOption(new Option('--profile <name>', 'default: random faults; week: a week of agent life compressed (channel churn, clock steps, key rotations, control channel crashes, rival supersedes, a flapping server)').choices(['default', 'week']).default('default'))
   .option('--json', 'print the summary as one JSON line', false)
   .parse()
-const options = program.opts<{ links: number; minutes: number; seed: number; faultEveryMs: number; json: boolean }>()
+const options = program.opts<{ links: number; minutes: number; seed: number; faultEveryMs: number; profile: 'default' | 'week'; json: boolean }>()
+const week = options.profile === 'week'
 
 const gc = (globalThis as { gc?: () => void }).gc
 if (!gc) {
@@ -65,6 +77,16 @@ const SOAK_POLICY: LinkPolicyInput = {
   connection: { connectTimeoutMs: 2_000, joinTimeoutMs: 1_000, leaveTimeoutMs: 300 },
 }
 
+/**
+ * The week's compression: past the rapid limit a link waits 0.3 s doubling to 1.5 s instead of
+ * 30 s doubling to 5 min (1:200), so a fifth of a few minutes of flapping is the hour of it.
+ */
+const WEEK_POLICY: LinkPolicyInput = {
+  ...SOAK_POLICY,
+  reconnect: { ...SOAK_POLICY.reconnect, suspendInitialDelayMs: 300, suspendMaxDelayMs: 1_500 },
+  channel: { joinTimeoutMs: 1_000, rejoinInitialDelayMs: 50, rejoinMaxDelayMs: 300, leaveTimeoutMs: 300 },
+}
+
 /** mulberry32: a seeded random source, so a failing run can be replayed with --seed. */
 function seeded(seed: number): () => number {
   let a = seed >>> 0
@@ -84,7 +106,7 @@ const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.le
 
 // ---- the simulator process -------------------------------------------------------------------
 
-const child = fork(fileURLToPath(new URL('./sim-process.ts', import.meta.url)), [], {
+const child = fork(fileURLToPath(new URL('./sim-process.ts', import.meta.url)), week ? [String(options.links)] : [], {
   execArgv: ['--import', 'tsx'],
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
 })
@@ -124,10 +146,32 @@ interface Tracked {
   lastTerminalAt: number
   restarting: boolean
   terminals: number
+  /** The key this link's apiKey function gives now (week: rotated). */
+  key: string
+  /** Since when the link has not been connected (monotonic ms), or null while connected. */
+  offlineSince: number | null
+  /** Milliseconds not connected, summed. */
+  offlineMs: number
+  /** The link's own wall-clock offset (week: stepped by hours). */
+  wallOffset: number
 }
 
 const problems: string[] = []
-const counts = { supersedesChecked: 0, faults: 0, signalsSent: 0, signalsDelivered: 0, terminals: 0, restarts: 0, disconnects: 0 }
+const counts = {
+  supersedesChecked: 0,
+  faults: 0,
+  signalsSent: 0,
+  signalsDelivered: 0,
+  terminals: 0,
+  restarts: 0,
+  disconnects: 0,
+  channelCycles: 0,
+  clockSteps: 0,
+  rotations: 0,
+  rivals: 0,
+}
+/** Terminal ends by reason kind: in the week, only `superseded` may appear. */
+const terminalKinds: Record<string, number> = {}
 const byFault: Record<string, number> = {}
 process.on('uncaughtException', (error) => problems.push(`uncaught exception: ${error.stack ?? error}`))
 process.on('unhandledRejection', (error) => problems.push(`unhandled rejection: ${String(error)}`))
@@ -135,12 +179,29 @@ process.on('unhandledRejection', (error) => problems.push(`unhandled rejection: 
 const tracked: Tracked[] = []
 for (let i = 0; i < options.links; i++) {
   const agent = `soak-${i}`
-  const t: Tracked = { agent, link: null as unknown as Link, lastDelivered: 0, sent: new Map(), faults: [], upgradesAtTerminal: null, superseded: null, lastTerminalAt: -1, restarting: false, terminals: 0 }
+  const t: Tracked = {
+    agent,
+    link: null as unknown as Link,
+    lastDelivered: 0,
+    sent: new Map(),
+    faults: [],
+    upgradesAtTerminal: null,
+    superseded: null,
+    lastTerminalAt: -1,
+    restarting: false,
+    terminals: 0,
+    key: 'soak-key',
+    offlineSince: performance.now(),
+    offlineMs: 0,
+    wallOffset: 0,
+  }
   t.link = createLink({
     url,
     agentId: agent,
-    apiKey: 'soak-key',
-    policy: SOAK_POLICY,
+    // The week's keys rotate: asked for every attempt.
+    apiKey: week ? () => t.key : 'soak-key',
+    ...(week ? { env: { now: () => Date.now() + t.wallOffset } } : {}),
+    policy: week ? WEEK_POLICY : SOAK_POLICY,
     onControl: async (signal) => {
       const sequence = Number(String(signal.correlationId).split(':')[1])
       // Sequences rise per agent, so a repeat or a step back is a duplicate or a reordering.
@@ -154,14 +215,26 @@ for (let i = 0; i < options.links; i++) {
       if (handlerRandom() < 0.2) await new Promise((resolve) => setTimeout(resolve, Math.floor(handlerRandom() * 150)))
     },
   })
-  t.link.on('disconnected', ({ terminal }) => {
+  t.link.on('state', ({ state }) => {
+    const now = performance.now()
+    if (state === 'connected' && t.offlineSince !== null) {
+      t.offlineMs += now - t.offlineSince
+      t.offlineSince = null
+    } else if (state !== 'connected' && t.offlineSince === null) t.offlineSince = now
+  })
+  t.link.on('disconnected', ({ terminal, reason }) => {
     counts.disconnects++
     if (!terminal) return
+    terminalKinds[reason.kind] = (terminalKinds[reason.kind] ?? 0) + 1
+    // Only a supersede, or the server's own refusal of the agent (the soak's 1008 and 4500
+    // closes), may end a session: never a refused key (the rotations), never a give-up.
+    const refusedByClose = reason.kind === 'rejected' && reason.phase === 'close'
+    if (week && reason.kind !== 'superseded' && !refusedByClose) problems.push(`${agent}: the session ended ${reason.kind}: ${JSON.stringify(reason)}; only a supersede or a refusal close may end one`)
     counts.terminals++
     t.terminals++
     t.lastTerminalAt = performance.now()
     void (async () => {
-      t.upgradesAtTerminal = await sim<number>({ cmd: 'upgrades', agent })
+      t.upgradesAtTerminal = (await sim<number>({ cmd: 'upgrades', agent }))
       restart(t)
     })()
   })
@@ -180,7 +253,7 @@ function restart(t: Tracked): void {
   t.restarting = true
   setTimeout(() => {
     void (async () => {
-      const now = await sim<number>({ cmd: 'upgrades', agent: t.agent })
+      const now = (await sim<number>({ cmd: 'upgrades', agent: t.agent }))
       if (t.upgradesAtTerminal !== null && now !== t.upgradesAtTerminal) {
         problems.push(`${t.agent}: ${now - t.upgradesAtTerminal} connection(s) opened after a terminal end, before the host connected again`)
       }
@@ -205,7 +278,7 @@ async function checkSupersedes(now: number): Promise<void> {
     t.superseded = null
     counts.supersedesChecked++
     if (t.lastTerminalAt < s.at) problems.push(`${t.agent}: a supersede at ${Math.round(s.at)} ms did not end the session within 3 s (state ${t.link.state})`)
-    const upgrades = await sim<number>({ cmd: 'upgrades', agent: t.agent })
+    const upgrades = (await sim<number>({ cmd: 'upgrades', agent: t.agent }))
     if (upgrades !== s.upgrades) problems.push(`${t.agent}: ${upgrades - s.upgrades} connection(s) opened after a supersede`)
   }
 }
@@ -213,6 +286,85 @@ async function checkSupersedes(now: number): Promise<void> {
 const started = performance.now()
 for (let i = 0; i < tracked.length; i += 25) await Promise.all(tracked.slice(i, i + 25).map((t) => t.link.connect()))
 const setupMs = performance.now() - started
+
+// ---- the week: tasks, clock steps, key rotations, a flapping server --------------------------
+
+let running = true
+const taskRandom = seeded(options.seed + 0x2545f491)
+/** Resolves when `channel` reaches one of `statuses`, or after `ms`. */
+function untilStatus(channel: LinkChannel, statuses: readonly string[], ms: number): Promise<void> {
+  if (statuses.includes(channel.status)) return Promise.resolve()
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      off()
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    const off = channel.onStatus((status) => statuses.includes(status) && done())
+  })
+}
+/** Resolves at the link's next state change, or after `ms`. */
+function nextState(link: Link, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      off()
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    const off = link.once('state', done)
+  })
+}
+/** An agent's work: a room per task, joined, pushed to, left; for as long as the run lasts. */
+async function tasks(t: Tracked): Promise<void> {
+  let n = 0
+  while (running) {
+    if (t.link.state !== 'connected') {
+      await nextState(t.link, 1_000)
+      continue
+    }
+    const channel = t.link.channel(`room:${t.agent}-task-${n++}`)
+    await untilStatus(channel, ['joined', 'dropped', 'errored'], 2_000)
+    if (channel.status === 'joined' && taskRandom() < 0.5) await channel.push('progress', { n }, { timeoutMs: 1_000 }).catch(() => {})
+    channel.leave()
+    await untilStatus(channel, ['left', 'dropped'], 2_000)
+    counts.channelCycles++
+  }
+}
+const working = week ? tracked.map((t) => tasks(t)) : []
+const timers: Array<ReturnType<typeof setInterval>> = []
+if (week) {
+  // NTP, resumed VMs, waking laptops: every second each link's wall clock jumps by up to two days, either way.
+  timers.push(
+    setInterval(() => {
+      for (const t of tracked) t.wallOffset = Math.round((taskRandom() * 2 - 1) * 48 * 3_600_000)
+      counts.clockSteps += tracked.length
+    }, 1_000),
+  )
+}
+let keyVersion = 0
+/** A key rotation: the platform takes the old and the new key, the agent switches, then only the new one works. */
+async function rotate(t: Tracked): Promise<void> {
+  const fresh = `soak-key-${++keyVersion}`
+  await sim({ cmd: 'keys', agent: t.agent, keys: [t.key, fresh] })
+  t.key = fresh
+  counts.rotations++
+  // The old key stops working 1.5 s later, unless a newer rotation of this link came meanwhile.
+  setTimeout(() => t.key === fresh && void sim({ cmd: 'keys', agent: t.agent, keys: [fresh] }), 1_500)
+}
+/** A newer instance of the agent connects (superseding this one) and exits soon after. */
+async function rival(t: Tracked): Promise<void> {
+  counts.rivals++
+  // Marked by a socket param, so the server does not count its upgrades as the link's; one attempt only.
+  const other = createLink({ url, agentId: t.agent, apiKey: t.key, params: { rival: '1' }, policy: { ...SOAK_POLICY, reconnect: { ...SOAK_POLICY.reconnect, maxAttempts: 0 } } })
+  await other.connect().catch(() => {})
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  await other.disconnect()
+}
+/** The flapping window (monotonic ms): the server accepts and closes every socket. */
+const flap = { start: Number.POSITIVE_INFINITY, end: Number.POSITIVE_INFINITY, recoveredMs: null as number | null, suspendedLinks: new Set<string>() }
+for (const t of tracked) t.link.on('state', ({ state }) => state === 'suspended' && flap.suspendedLinks.add(t.agent))
 
 // ---- faults ----------------------------------------------------------------------------------
 
@@ -233,6 +385,22 @@ async function injectOne(): Promise<void> {
   }
   counts.faults++
   t.faults.push(now)
+  if (week && roll < 0.55) {
+    // The week's own faults, a tenth of the time each: a key rotation (then a reconnect with
+    // the new key), a control channel crash, a rival instance.
+    if (roll < 0.483) {
+      byFault.rotation = (byFault.rotation ?? 0) + 1
+      await rotate(t)
+      await sim({ cmd: 'close', agent: t.agent, code: 1000 })
+    } else if (roll < 0.517) {
+      byFault['control crash'] = (byFault['control crash'] ?? 0) + 1
+      await sim({ cmd: 'crash-control', agent: t.agent })
+    } else {
+      byFault.rival = (byFault.rival ?? 0) + 1
+      void rival(t)
+    }
+    return
+  }
   if (roll < 0.75) {
     const code = pick(CLOSE_CODES)
     byFault[`close ${code}`] = (byFault[`close ${code}`] ?? 0) + 1
@@ -263,7 +431,9 @@ async function injectOne(): Promise<void> {
 const HEALTHY_BEFORE_MS = 2 * SOAK_TRANSPORT.heartbeatIntervalMs + SOAK_TRANSPORT.closeTimeoutMs + 700
 const HEALTHY_AFTER_MS = 1_000
 const mustDeliver = (t: Tracked, sent: { at: number; sockets: number }) =>
-  sent.sockets > 0 && !t.faults.some((f) => f >= sent.at - HEALTHY_BEFORE_MS && f <= sent.at + HEALTHY_AFTER_MS)
+  sent.sockets > 0 &&
+  !t.faults.some((f) => f >= sent.at - HEALTHY_BEFORE_MS && f <= sent.at + HEALTHY_AFTER_MS) &&
+  !(sent.at >= flap.start - HEALTHY_BEFORE_MS && sent.at <= flap.end + HEALTHY_AFTER_MS)
 /** Signals older than this are settled: counted, checked, and forgotten. */
 const SETTLE_AFTER_MS = 8_000
 let mustDeliverCount = 0
@@ -310,7 +480,25 @@ const sampleEveryMs = Math.min(5_000, Math.max(500, durationMs / 24))
 let nextSample = performance.now() + sampleEveryMs
 const faultStart = performance.now()
 while (performance.now() - faultStart < durationMs) {
-  await injectOne()
+  const elapsed = performance.now() - faultStart
+  if (week && flap.start === Number.POSITIVE_INFINITY && elapsed >= durationMs * 0.35) {
+    flap.start = performance.now()
+    await sim({ cmd: 'flap', on: true })
+  }
+  if (week && flap.end === Number.POSITIVE_INFINITY && elapsed >= durationMs * 0.55) {
+    flap.end = performance.now()
+    await sim({ cmd: 'flap', on: false })
+    void (async () => {
+      // Every link back within its longest cooldown (1.5 s) plus a reconnect, or it is a problem.
+      const deadline = flap.end + 6_000
+      while (tracked.some((t) => t.link.state !== 'connected' && !t.restarting) && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      const stuck = tracked.filter((t) => t.link.state !== 'connected' && !t.restarting)
+      if (stuck.length > 0) problems.push(`${stuck.length} link(s) not connected 6 s after the server stopped flapping (${stuck.map((t) => `${t.agent}: ${t.link.state}`).slice(0, 5).join(', ')})`)
+      else flap.recoveredMs = performance.now() - flap.end
+    })()
+  }
+  // While the server flaps, faults aimed at links mean nothing: only the flapping runs.
+  if (!(performance.now() >= flap.start && performance.now() < flap.end)) await injectOne()
   if (performance.now() >= nextSample) {
     settleOld(performance.now())
     await checkSupersedes(performance.now())
@@ -354,6 +542,14 @@ if (last.handles > firstWarm.handles + options.links) {
   problems.push(`handles grow: ${firstWarm.handles} -> ${last.handles} (slope ${handleSlope.toFixed(1)}/min)`)
 }
 
+running = false
+for (const timer of timers) clearInterval(timer)
+await Promise.all(working)
+for (const t of tracked) if (t.offlineSince !== null) t.offlineMs += performance.now() - t.offlineSince
+if (week) {
+  if (flap.suspendedLinks.size === 0) problems.push('no link was ever suspended: the flapping server did not reach the rapid-disconnect limit')
+  if (counts.channelCycles === 0) problems.push('no task channel was ever joined and left')
+}
 await Promise.all(tracked.map((t) => t.link.disconnect()))
 await sim({ cmd: 'stop' })
 // Give closing sockets and the simulator process a moment to go, then count what is left.
@@ -378,6 +574,22 @@ const summary = {
   heap: { firstMiB: +(firstWarm.heap / 2 ** 20).toFixed(2), lastMiB: +(last.heap / 2 ** 20).toFixed(2), slopeKiBPerMin: +(heapSlope / 1024).toFixed(1) },
   handles: { first: firstWarm.handles, last: last.handles, slopePerMin: +handleSlope.toFixed(2), afterStop: afterStop.length },
   samples: samples.length,
+  ...(week
+    ? {
+        week: {
+          channelCycles: counts.channelCycles,
+          clockSteps: counts.clockSteps,
+          rotations: counts.rotations,
+          rivals: counts.rivals,
+          terminalKinds,
+          flapSeconds: +((flap.end - flap.start) / 1000).toFixed(1),
+          suspendedLinks: flap.suspendedLinks.size,
+          recoveredAfterFlapMs: flap.recoveredMs === null ? null : Math.round(flap.recoveredMs),
+          offlineSecondsPerLink: +(tracked.reduce((s, t) => s + t.offlineMs, 0) / tracked.length / 1000).toFixed(1),
+          runSeconds: +(options.minutes * 60).toFixed(0),
+        },
+      }
+    : {}),
   problems: problems.slice(0, 20),
 }
 if (options.json) {
@@ -389,6 +601,11 @@ if (options.json) {
   console.log(`  disconnects ${summary.disconnects}, terminal ends ${summary.terminalEnds}, host restarts ${summary.hostRestarts}; supersedes on healthy connections checked by the server's count ${summary.supersedesChecked}`)
   console.log(`  heap ${summary.heap.firstMiB} -> ${summary.heap.lastMiB} MiB, slope ${summary.heap.slopeKiBPerMin} KiB/min (${samples.length} samples after GC)`)
   console.log(`  handles ${summary.handles.first} -> ${summary.handles.last}, slope ${summary.handles.slopePerMin}/min; after stop ${summary.handles.afterStop}`)
+  if (summary.week) {
+    const w = summary.week
+    console.log(`  week: ${w.channelCycles} task channels joined and left, ${w.clockSteps} clock steps, ${w.rotations} key rotations, ${w.rivals} rival instances; terminal ends ${JSON.stringify(w.terminalKinds)}`)
+    console.log(`  the server flapped ${w.flapSeconds} s: ${w.suspendedLinks}/${options.links} links suspended, all back ${w.recoveredAfterFlapMs ?? '?'} ms after it held sockets again; offline ${w.offlineSecondsPerLink} s per link over ${w.runSeconds} s`)
+  }
   console.log(problems.length === 0 ? '  every check held' : `  PROBLEMS:\n    ${problems.slice(0, 20).join('\n    ')}`)
 }
 // Exit explicitly: a leaked handle must fail the run, not keep it waiting forever.

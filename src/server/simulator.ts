@@ -54,10 +54,11 @@ export interface SimulatorOptions {
   /** Socket mount path; clients connect to `<path>/websocket`. @default '/socket' */
   path?: string
   /**
-   * Who may connect: a map of agent id to API key, or `'any'` for any agent with a non-empty key.
-   * @default 'any'
+   * Who may connect: a map of agent id to API key (or to the keys valid at once, as during a
+   * rotation), or `'any'` for any agent with a non-empty key. {@link PlatformSimulator.setKeys}
+   * changes an agent's keys while running. @default 'any'
    */
-  agents?: Record<string, string> | 'any'
+  agents?: Record<string, string | readonly string[]> | 'any'
   /** Which web server's close codes to use. @default 'phoenix' */
   flavor?: FlavorName
   /** Close a socket that sent nothing for this long (the transport's idle timeout); null never. @default 60000 */
@@ -184,6 +185,11 @@ const ERROR_MESSAGES: Record<number, string> = {
 /** How long a refusal sent with `Connection: close` waits for the client to end its side before the socket is cut. */
 const CLOSING_LINGER_MS = 1_000
 
+/** Whether `key` is one of an agent's valid keys. */
+function keyMatches(valid: string | readonly string[] | undefined, key: string): boolean {
+  return typeof valid === 'string' ? valid === key : valid !== undefined && valid.includes(key)
+}
+
 /** Whether `text` parses as JSON. */
 function isJson(text: string): boolean {
   try {
@@ -230,7 +236,7 @@ export class PlatformSimulator extends EventEmitter {
   private readonly http: Server
   private readonly wss: WebSocketServer
   private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents' | 'presence' | 'runs' | 'metrics' | 'routes'>> & {
-    agents: Record<string, string> | 'any'
+    agents: Record<string, string | readonly string[]> | 'any'
   }
   /** The run supervisor: start runs per agent; they are aborted when the agent's last connection ends. */
   readonly runs: RunSupervisor
@@ -492,6 +498,18 @@ export class PlatformSimulator extends EventEmitter {
   /** The platform's `"disconnect"` broadcast: closes with the flavor's code (1001, 1000 or 1011), no reason text. */
   disconnect(target: Target): void {
     this.closeWith(target, this.flavor.disconnect, '', 'disconnect')
+  }
+
+  /**
+   * Sets the keys an agent may connect with from now on (a key rotation: both keys for a while,
+   * then the new one alone). Live sockets are not checked again, as a platform does not.
+   *
+   * @throws {Error} when the simulator accepts any agent (`agents: 'any'`): there are no keys to change.
+   */
+  setKeys(agentId: string, keys: string | readonly string[]): this {
+    if (this.options.agents === 'any') throw new Error("setKeys needs an agents map; this simulator accepts any agent (agents: 'any')")
+    this.options.agents[agentId] = typeof keys === 'string' ? keys : [...keys]
+    return this
   }
 
   /**
@@ -964,7 +982,7 @@ export class PlatformSimulator extends EventEmitter {
       agentId !== '' &&
       typeof apiKey === 'string' &&
       apiKey !== '' &&
-      (agents === 'any' || agents[agentId] === apiKey)
+      (agents === 'any' || keyMatches(agents[agentId], apiKey))
     if (!authorised) {
       // Phoenix answers the upgrade with 403 when the socket's connect/3 returns :error.
       this.refuseOwn(socket, head, 403, agentId, 'unknown agent or wrong API key')

@@ -125,7 +125,7 @@ describe('secrets: redaction is for output, never for values handed to host code
     })
     await link.connect()
     // Rotation: the platform accepts only the new key from now on.
-    ;(sim as unknown as { options: { agents: Record<string, string> } }).options.agents['agent-1'] = keys[1]!
+    sim.setKeys('agent-1', keys[1]!)
     current = keys[1]!
     const back = next(link, 'reconnected')
     sim.close({ agent: 'agent-1' }, 1000, `old ${keys[0]}`)
