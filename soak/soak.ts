@@ -291,31 +291,23 @@ const setupMs = performance.now() - started
 
 let running = true
 const taskRandom = seeded(options.seed + 0x2545f491)
+/** Resolves when `listen` calls back (given the wake-up; it returns its unsubscribe), or after `ms`. */
+function wake(listen: (done: () => void) => () => void, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      off()
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    const off = listen(done)
+  })
+}
 /** Resolves when `channel` reaches one of `statuses`, or after `ms`. */
-function untilStatus(channel: LinkChannel, statuses: readonly string[], ms: number): Promise<void> {
-  if (statuses.includes(channel.status)) return Promise.resolve()
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      off()
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    const off = channel.onStatus((status) => statuses.includes(status) && done())
-  })
-}
+const untilStatus = (channel: LinkChannel, statuses: readonly string[], ms: number): Promise<void> =>
+  statuses.includes(channel.status) ? Promise.resolve() : wake((done) => channel.onStatus((status) => void (statuses.includes(status) && done())), ms)
 /** Resolves at the link's next state change, or after `ms`. */
-function nextState(link: Link, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      off()
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    const off = link.once('state', done)
-  })
-}
+const nextState = (link: Link, ms: number): Promise<void> => wake((done) => link.once('state', done), ms)
 /** An agent's work: a room per task, joined, pushed to, left; for as long as the run lasts. */
 async function tasks(t: Tracked): Promise<void> {
   let n = 0

@@ -81,7 +81,11 @@ export class LinkChannel {
     let set = this.handlers.get(event)
     if (!set) this.handlers.set(event, (set = new Set()))
     set.add(handler)
-    return () => set!.delete(handler)
+    return () => {
+      set!.delete(handler)
+      // No handler left: the event is unhandled again (reported as ignored), and nothing is kept.
+      if (set!.size === 0 && this.handlers.get(event) === set) this.handlers.delete(event)
+    }
   }
 
   /** Calls `handler` for every event on this channel. */

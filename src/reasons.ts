@@ -367,7 +367,7 @@ export function classifyJoinError(response: unknown, generation: number, at: num
     return {
       kind: 'other',
       retryable: true,
-      detail: `join refused with a reason the join table does not list: ${reasonText ?? '(no reason)'}`,
+      detail: `join refused with a reason the join table does not list: ${reasonText === null ? '(no reason)' : clipText(reasonText, REASON_TEXT_LIMIT)}`,
       raw: safeJson(response),
       generation,
       at,

@@ -72,6 +72,28 @@ describe('a misbehaving server against the link', () => {
     expect((await ignored).detail).toMatch(/no handler for "unheard" on room:1/)
   })
 
+  it('a message whose last handler was removed is reported again, not dropped silently', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    const heard: unknown[] = []
+    let first!: () => void
+    const arrived = new Promise<void>((resolve) => (first = resolve))
+    const off = room.on('news', (payload) => {
+      heard.push(payload)
+      first()
+    })
+    sim.push({ agent: 'agent-1' }, 'room:1', 'news', { n: 1 })
+    await arrived
+    off()
+    const ignored = next(link, 'ignored')
+    sim.push({ agent: 'agent-1' }, 'room:1', 'news', { n: 2 })
+    expect((await ignored).detail).toMatch(/no handler for "news" on room:1/)
+    expect(heard).toEqual([{ n: 1 }])
+  })
+
   it('binary pushes on an app channel reach the handler as an ArrayBuffer', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
