@@ -42,6 +42,13 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
     return () => this.anyListeners.delete(listener)
   }
 
+  /** Listeners registered now (by type and for every event), iterators included: 0 once every one was removed. */
+  listenerCount(): number {
+    let n = this.anyListeners.size
+    for (const set of this.listeners.values()) n += set.size
+    return n
+  }
+
   /** Queues an event; listeners get it on a microtask, after every event queued before it. */
   emit<K extends keyof Events>(type: K, payload: Events[K]): void {
     this.queue.push({ type, ...payload } as Tagged<Events>)

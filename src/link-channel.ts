@@ -34,6 +34,8 @@ export interface ChannelHost {
   push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number): Promise<unknown>
   leave(topic: string): void
   pushTimeoutMs: number
+  /** The link's monotonic clock (env.monotonic), milliseconds: a push's timeout is measured on it. */
+  monotonic(): number
   reportError(error: unknown, where: string): void
   reportUnhandled(topic: string, event: string): void
 }
@@ -119,11 +121,12 @@ export class LinkChannel {
     if (typeof event !== 'string' || event === '' || isReservedEvent(event)) {
       throw new PushError('PUSH_INVALID', this.topic, String(event), null, new Error('the event must be a non-empty string outside phoenix\'s phx_ and chan_reply_ names'))
     }
-    const started = performance.now()
+    const started = this.host.monotonic()
     // Not sendable now and no join coming: the channel ended, or the link is not running a session.
     if (!this.active || !this.host.isRunning()) throw new PushError('CHANNEL_CLOSED', this.topic, event)
     if (!this.host.isJoined(this.topic)) await this.waitForJoin(event, timeoutMs)
-    const remaining = Math.max(1, Math.round(timeoutMs - (performance.now() - started)))
+    // The wait for the join came out of this push's time: the reply gets what is left, not the whole again.
+    const remaining = Math.max(1, Math.round(timeoutMs - (this.host.monotonic() - started)))
     try {
       return await this.host.push(this.topic, event, payload, remaining)
     } catch (failure) {

@@ -442,6 +442,7 @@ export class Link {
       push: (t, event, payload, timeoutMs) => this.#adapter.push(t, event, payload, timeoutMs),
       leave: (t) => this.send({ type: 'host.leaveChannel', topic: t }),
       pushTimeoutMs: this.policy.transport.pushTimeoutMs,
+      monotonic: () => this.env.monotonic(),
       reportError: (error, where) => this.log.error(`${where} threw`, { error: errorMessage(error) }),
       reportUnhandled: (t, event) =>
         this.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${JSON.stringify(event)} on ${t}` }),

@@ -553,6 +553,10 @@ export class PhoenixAdapter {
         }
       },
       decode: (raw, callback) => {
+        // A transport the chart ended only finishes closing: what still arrives on it (a
+        // supersede of this very socket, pushed because our next one connected) belongs to a
+        // conversation the link already left, and would reach the chart as a stale event.
+        if (handle.ended) return
         const decoded =
           typeof raw === 'string' ? decodeTextFrame(raw, policy.maxFrameBytes) : decodeBinaryFromServer(raw, policy.maxFrameBytes)
         if (decoded.ok) {

@@ -20,8 +20,8 @@ export interface RecordedFrame {
 /** A channel joined on one socket. */
 export interface SimChannel {
   topic: string
-  /** join_ref of the join that is current on this socket. */
-  joinRef: string
+  /** join_ref of the join that is current on this socket (null when the client joined without one, as Phoenix allows). */
+  joinRef: string | null
 }
 
 /** Close frames seen on one socket. */

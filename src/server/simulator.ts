@@ -439,10 +439,10 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /** Joins held by a `{ reply: 'hold' }` outcome, oldest first, on sockets still open. */
-  get heldJoins(): ReadonlyArray<{ connection: SimConnection; topic: string; joinRef: string }> {
+  get heldJoins(): ReadonlyArray<{ connection: SimConnection; topic: string; joinRef: string | null }> {
     return this.heldJoinFrames
       .filter((j) => j.connection.state === 'open')
-      .map((j) => ({ connection: j.connection, topic: j.frame.topic, joinRef: j.frame.join_ref! }))
+      .map((j) => ({ connection: j.connection, topic: j.frame.topic, joinRef: j.frame.join_ref }))
   }
 
   /**
@@ -451,7 +451,7 @@ export class PlatformSimulator extends EventEmitter {
    *
    * @returns false when no join of that topic is held.
    */
-  answerHeldJoin(topic: string, outcome: Exclude<JoinOutcome, { reply: 'hold' }>, which: 'oldest' | 'newest' | { joinRef: string } = 'oldest'): boolean {
+  answerHeldJoin(topic: string, outcome: Exclude<JoinOutcome, { reply: 'hold' }>, which: 'oldest' | 'newest' | { joinRef: string | null } = 'oldest'): boolean {
     const matches = (j: { frame: Frame; connection: SimConnection }) =>
       j.frame.topic === topic && j.connection.state === 'open' && (typeof which !== 'object' || j.frame.join_ref === which.joinRef)
     const index = which === 'newest' ? this.heldJoinFrames.findLastIndex(matches) : this.heldJoinFrames.findIndex(matches)
@@ -1135,7 +1135,8 @@ export class PlatformSimulator extends EventEmitter {
 
   /** A phx_reply to `frame`, carrying `joinRef` (the frame's own by default). */
   private reply(c: SimConnection, frame: Frame, status: string, response: Payload, joinRef: string | null = frame.join_ref): void {
-    c.send({ join_ref: joinRef, ref: frame.ref, topic: frame.topic, event: CHANNEL_EVENTS.reply, payload: { status, response } })
+    // Keys in Jason's order, as Phoenix encodes a reply: {"response": ..., "status": ...}.
+    c.send({ join_ref: joinRef, ref: frame.ref, topic: frame.topic, event: CHANNEL_EVENTS.reply, payload: { response, status } })
   }
 
   /**
@@ -1155,7 +1156,8 @@ export class PlatformSimulator extends EventEmitter {
     const channel = c.channels.get(frame.topic)
     if (frame.event === CHANNEL_EVENTS.leave) {
       if (!channel) return this.reply(c, frame, 'ok', {})
-      if (frame.join_ref !== null && frame.join_ref !== channel.joinRef) return
+      // Phoenix leaves when the leave's join_ref is the channel's, or the channel has none (V1).
+      if (channel.joinRef !== null && frame.join_ref !== channel.joinRef) return
       c.channels.delete(frame.topic)
       this.reply(c, frame, 'ok', {}, channel.joinRef)
       c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic: frame.topic, event: CHANNEL_EVENTS.close, payload: {} })
@@ -1168,10 +1170,7 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   private join(c: SimConnection, frame: Frame): void {
-    if (frame.ref === null || frame.join_ref === null) {
-      c.problems.push(`join of ${frame.topic} without ref or join_ref`)
-      return
-    }
+    // Phoenix joins with a null ref or join_ref too (its reply then carries the same nulls).
     if (frame.topic.startsWith('agent_control:') && frame.topic !== controlTopic(c.agentId)) {
       this.reply(c, frame, 'error', { reason: 'unauthorized' })
       return
@@ -1196,7 +1195,7 @@ export class PlatformSimulator extends EventEmitter {
    * (phoenix socket.ex: the old channel is shut down and its close queued behind the reply).
    */
   private answerJoin(c: SimConnection, frame: Frame, outcome: Exclude<JoinOutcome, { reply: 'hold' }>): void {
-    if (c.state !== 'open' || frame.join_ref === null) return
+    if (c.state !== 'open') return
     const previous = c.channels.get(frame.topic)
     if (previous) c.channels.delete(frame.topic)
     if (outcome.reply === 'ok') c.channels.set(frame.topic, { topic: frame.topic, joinRef: frame.join_ref })

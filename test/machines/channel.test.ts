@@ -100,6 +100,12 @@ describe('channel chart', () => {
     h.send({ type: 'transport.up', generation: 1 })
     h.clock.increment(DEFAULT_CHANNEL_POLICY.joinTimeoutMs)
     expect(h.reports().at(-1)).toMatchObject({ status: 'errored', reason: { kind: 'timed-out', phase: 'join' } })
+    expect(h.attempts).toHaveLength(1)
+    // Retried on this transport once the rejoin delay passed: a second attempt, same generation.
+    h.clock.increment(DEFAULT_CHANNEL_POLICY.rejoinInitialDelayMs)
+    expect(h.attempts).toHaveLength(2)
+    expect(h.attempts[1]!.input).toMatchObject({ generation: 1, attachId: 2 })
+    expect(h.attempts[0]!.stopped).toBe(true)
     h.send({ type: 'transport.down' })
     expect(h.child().value).toBe('detached')
     h.send({ type: 'transport.up', generation: 2 })

@@ -100,11 +100,14 @@ describe('coverage of the charts', () => {
   })
 
   const report: ChartCoverage[] = []
-  it('replays the paths the wire cannot reach on the charts alone', () => {
+  it('replays the paths the wire cannot reach on the charts alone, which cross transitions the wire runs did not', () => {
+    const byWire = new Set(crossed.connection.transitions)
     replay('connection', pure.connection, crossed.connection)
     replay('channel', pure.channel, crossed.channel)
     replay('reconnect', pure.reconnect, crossed.reconnect)
-    expect(crossed.connection.transitions.size).toBeGreaterThan(0)
+    const onlyByReplay = [...crossed.connection.transitions].filter((key) => !byWire.has(key))
+    // `stopping` is transient on the wire (phoenix.js settles a leave at once): only direct events reach its other exits.
+    expect(onlyByReplay).toContain('connection.session.online.attached.stopping|xstate.after.leaveTimeout.connection.session.online.attached.stopping|0')
   })
 
   for (const chart of ['connection', 'channel', 'reconnect', 'control'] as const) {

@@ -14,6 +14,7 @@
  * `PROPERTY_SEED=<seed> PROPERTY_PATH=<path>` replays it.
  */
 import fc from 'fast-check'
+import { until } from '../support/until.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLink, type Link } from '../../src/link.js'
 import { classifyClose } from '../../src/reasons.js'
@@ -206,9 +207,14 @@ class Signal implements Command {
   async run(_: object, r: Record) {
     const id = `${this.slow ? 'slow' : 'sig'}-${r.counter++}`
     const joined = sim.live(r.agent).some((c) => c.channels.has(controlTopic(r.agent)))
+    const quiet = r.link.state === 'connected' && !r.supersededThisSession && !r.sent.some((s) => s.startsWith('slow') && !r.handled.includes(s))
     if (joined && sim.control(r.agent, { mode: 'interrupt', correlation_id: id }) > 0) {
       r.sent.push(id)
       if (r.supersededThisSession) r.afterSupersede.add(id)
+      // Liveness (invariant 3 would hold if nothing were ever delivered): a signal pushed to a
+      // connected link's joined control channel, with no slow handler holding the queue, arrives.
+      if (quiet && !this.slow) await until(() => r.handled.includes(id) || r.link.state !== 'connected', 2_000, `signal ${id} to be delivered`)
+      if (quiet && !this.slow && r.link.state === 'connected') expect(r.handled, `signal ${id} sent to a connected link was never delivered`).toContain(id)
     }
     await settleALittle(r)
   }

@@ -12,15 +12,18 @@ describe('redacting logger', () => {
   })
 
   it('a logger that throws does not throw into the link', () => {
+    let calls = 0
     const log = redacting(
       {
         warn: () => {
+          calls++
           throw new Error('broken logger')
         },
       },
       'k',
     )
     expect(() => log.warn('x')).not.toThrow()
+    expect(calls).toBe(1)
   })
 
   it('redacts the key percent-encoded and form-encoded too, as a server echoing the api_key param would send it', () => {

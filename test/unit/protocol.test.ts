@@ -24,6 +24,8 @@ describe('text frames', () => {
       ['[1,2,3]', 'wrong-arity'],
       ['[null,null,"t","e",{},6]', 'wrong-arity'],
       ['[1,null,"t","e",{}]', 'wrong-types'],
+      ['[null,5,"t","e",{}]', 'wrong-types'],
+      ['[null,{},"t","e",{}]', 'wrong-types'],
       ['[null,null,7,"e",{}]', 'wrong-types'],
       ['[null,null,"t",{},{}]', 'wrong-types'],
       ['[null,"1","t","phx_reply",{"response":{}}]', 'bad-reply'],

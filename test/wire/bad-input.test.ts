@@ -50,7 +50,7 @@ describe('a misbehaving server against the link', () => {
       await link.connect()
       const conn = sim.live('agent-1')[0]!
       const ignored = next(link, 'ignored')
-      send(conn as never, conn.channels.get(controlTopic('agent-1'))!.joinRef)
+      send(conn as never, conn.channels.get(controlTopic('agent-1'))!.joinRef!)
       expect((await ignored).detail).toMatch(detail)
       // Still healthy: a control signal after the bad frame is delivered.
       const control = next(link, 'control')
@@ -101,7 +101,7 @@ describe('a misbehaving server against the link', () => {
     const room = link.channel('room:1')
     await next(link, 'channel', { filter: (e) => e.status === 'joined' })
     const got = new Promise<ArrayBuffer>((resolve) => room.on('blob', (p) => resolve(p as ArrayBuffer)))
-    const joinRef = sim.live('agent-1')[0]!.channels.get('room:1')!.joinRef
+    const joinRef = sim.live('agent-1')[0]!.channels.get('room:1')!.joinRef!
     sim.sendRaw({ agent: 'agent-1' }, encodeBinaryToClient({ kind: 'push', join_ref: joinRef, topic: 'room:1', event: 'blob', payload: new Uint8Array([9, 8, 7]) }))
     expect(new Uint8Array(await got)).toEqual(new Uint8Array([9, 8, 7]))
   })

@@ -199,6 +199,59 @@ describe('the control channel', () => {
     await second
     expect(seen).toEqual(['ok'])
     expect(world().captured.get(link)!.lines.some((l) => l.level === 'error' && l.message.includes('control handler failed'))).toBe(true)
-    expect((await settle(Promise.resolve(link.state))).ok).toBe(true)
+    // The failure broke nothing: the link is connected and the next signal is delivered.
+    expect(link.state).toBe('connected')
+    const after = next(link, 'control', { filter: (e) => e.signal.correlationId === 'after' })
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'after' })
+    await after
+  })
+})
+
+describe('pushes', () => {
+  it('a push in flight when its transport drops rejects TRANSPORT_LOST at once, not after its timeout', async () => {
+    const sim = await world().sim()
+    sim.onPush(() => null) // never replies
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    const started = performance.now()
+    const pushed = settle(room.push('slow', {}, { timeoutMs: 10_000 }))
+    await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow').length === 1, { what: 'the push to arrive' })
+    sim.abort({ agent: 'agent-1' })
+    const r = await pushed
+    expect(r.ok).toBe(false)
+    expect((r as { error: PushError }).error).toMatchObject({ code: 'TRANSPORT_LOST', topic: 'room:1', event: 'slow' })
+    expect(performance.now() - started).toBeLessThan(5_000)
+  })
+
+  it('a push that waited for its join gets what is left of its timeout, not the whole of it again', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:slow', { reply: 'hold' }, 1)
+    sim.onPush(() => null) // never replies: the push ends by its timeout
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:slow')
+    await sim.waitFor(() => sim.heldJoins.length === 1, { what: 'the join' })
+    const started = performance.now()
+    // The join is answered after half of the push's time (the stimulus, scheduled; the push's end is what is awaited).
+    setTimeout(() => sim.answerHeldJoin('room:slow', { reply: 'ok' }), 300)
+    const r = await settle(room.push('work', {}, { timeoutMs: 600 }))
+    const elapsed = performance.now() - started
+    expect((r as { error: PushError }).error).toMatchObject({ code: 'PUSH_TIMEOUT' })
+    expect(elapsed).toBeGreaterThanOrEqual(590)
+    expect(elapsed).toBeLessThan(850) // 600 ms in all, not 300 + 600
+  })
+
+  it("a join's after hook runs after the join reply: a push sent there arrives once the channel is joined", async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:welcome', { reply: 'ok', after: (c) => c.send({ join_ref: c.channels.get('room:welcome')!.joinRef, ref: null, topic: 'room:welcome', event: 'welcome', payload: { hi: 1 } }) })
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:welcome')
+    const welcomed = new Promise<unknown>((resolve) => room.on('welcome', resolve))
+    expect(await welcomed).toEqual({ hi: 1 })
+    const out = sim.live('agent-1')[0]!.frames.filter((f) => f.dir === 'out' && f.frame?.topic === 'room:welcome').map((f) => f.frame!.event)
+    expect(out).toEqual(['phx_reply', 'welcome'])
   })
 })

@@ -1,6 +1,7 @@
 /** SCENARIOS 21-27 on the real wire: the host's waits, cancellations, stops and restarts. */
 import { describe, expect, it } from 'vitest'
 import { SimulatedClock } from 'xstate'
+import { getEventListeners } from 'node:events'
 import { createServer, type Socket } from 'node:net'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { controlTopic } from '../../src/protocol.js'
@@ -82,6 +83,27 @@ describe('rule: cancelling a wait is not a stop', () => {
     await untilState(link, 'connected')
     await link.disconnect()
     expect((await run).ok).toBe(true)
+  })
+})
+
+describe('waits leave nothing on the host\'s AbortSignal', () => {
+  it('connect() and runForever() remove their abort listener once they settle, however they settle', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const connectSignal = new AbortController().signal
+    await link.connect({ signal: connectSignal })
+    expect(getEventListeners(connectSignal, 'abort')).toHaveLength(0)
+    const runSignal = new AbortController().signal
+    const running = link.runForever({ signal: runSignal })
+    expect(getEventListeners(runSignal, 'abort')).toHaveLength(1)
+    await link.disconnect()
+    await running
+    expect(getEventListeners(runSignal, 'abort')).toHaveLength(0)
+    // Rejected by a terminal reason: removed too.
+    sim.refuseUpgrades({ status: 403 })
+    const refusedSignal = new AbortController().signal
+    expect((await settle(link.connect({ signal: refusedSignal }))).ok).toBe(false)
+    expect(getEventListeners(refusedSignal, 'abort')).toHaveLength(0)
   })
 })
 

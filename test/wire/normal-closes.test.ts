@@ -22,8 +22,14 @@ describe('rule: a normal close reconnects (scenarios 1-4)', () => {
       sim.close({ agent: 'agent-1' }, code, 'server says bye')
       const d = await disconnected
       expect(d).toMatchObject({ terminal: false, reason: { kind: 'closed', closeCode: code, retryable: true } })
+      // With backoff: the first delay is drawn below the first ceiling (FAST: 20 ms), raised to the
+      // going-away range for 1001 (FAST: 0-30 ms), and the reconnect waited it out.
       expect(d.nextDelayMs).toBeGreaterThanOrEqual(0)
+      expect(d.nextDelayMs).toBeLessThanOrEqual(code === 1001 ? 30 : 20)
+      expect(d.attempt).toBe(1)
       await reconnected
+      const [closedAt, reopenedAt] = [first.closedAt!, sim.accepted('agent-1')[1]!.openedAt]
+      expect(reopenedAt - closedAt).toBeGreaterThanOrEqual(d.nextDelayMs! - 2)
       await rejoined
       expect(link.state).toBe('connected')
       expect(room.status).toBe('joined')

@@ -61,3 +61,31 @@ describe('rule: stale generations are ignored', () => {
     await untilState(link, 'connected')
   })
 })
+
+describe('a transport the link ended reports nothing more', () => {
+  // The close of a socket the chart already ended only confirms its decision: reported, it would
+  // reach the chart as a stale event (an `ignored` report of the link's own doing).
+  it('after disconnect(), a supersede, and a heartbeat timeout whose reconnect supersedes the old socket: no ignored event at all', async () => {
+    const sim = await world().sim()
+    const stopped = world().link(sim)
+    await stopped.connect()
+    await stopped.disconnect()
+
+    const superseded = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
+    await superseded.connect()
+    const ended = next(superseded, 'disconnected', { filter: (e) => e.terminal })
+    sim.supersede('agent-2')
+    await ended
+
+    const timedOut = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100 } } })
+    await timedOut.connect()
+    const back = next(timedOut, 'reconnected')
+    sim.stall({ agent: 'agent-1' })
+    await back
+    await timedOut.disconnect()
+
+    for (const link of [stopped, superseded, timedOut]) {
+      expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored')).toEqual([])
+    }
+  })
+})

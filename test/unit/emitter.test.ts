@@ -1,0 +1,51 @@
+/** The link's event emitter: order, once, and iterators that leave nothing registered when they end. */
+import { describe, expect, it } from 'vitest'
+import { Emitter } from '../../src/emitter.js'
+
+type Events = { a: { n: number }; b: { n: number } }
+
+describe('Emitter', () => {
+  it('an iterator ended by return(), by its signal or by `until` removes its listener', async () => {
+    const e = new Emitter<Events>(() => {})
+    const broken = e.iterate()
+    const controller = new AbortController()
+    const aborted = e.iterate({ signal: controller.signal })
+    const until = e.iterate({ until: (ev) => ev.type === 'b' })
+    expect(e.listenerCount()).toBe(3)
+    await broken.return!()
+    controller.abort()
+    e.emit('b', { n: 1 })
+    await Promise.resolve()
+    expect(await until.next()).toEqual({ value: { type: 'b', n: 1 }, done: false })
+    expect(await until.next()).toEqual({ value: undefined, done: true })
+    expect(await aborted.next()).toEqual({ value: undefined, done: true })
+    expect(e.listenerCount()).toBe(0)
+  })
+
+  it('once() and an unsubscribe leave nothing registered; every listener sees every event in order', async () => {
+    const e = new Emitter<Events>(() => {})
+    const seen: string[] = []
+    e.once('a', (p) => seen.push(`once ${p.n}`))
+    const off = e.on('a', (p) => seen.push(`on ${p.n}`))
+    e.emit('a', { n: 1 })
+    e.emit('a', { n: 2 })
+    await Promise.resolve()
+    off()
+    expect(seen).toEqual(['once 1', 'on 1', 'on 2'])
+    expect(e.listenerCount()).toBe(0)
+  })
+
+  it('a throwing listener is reported and the others still run', async () => {
+    const errors: unknown[] = []
+    const e = new Emitter<Events>((error) => errors.push(error))
+    const seen: number[] = []
+    e.on('a', () => {
+      throw new Error('listener bug')
+    })
+    e.on('a', (p) => seen.push(p.n))
+    e.emit('a', { n: 7 })
+    await Promise.resolve()
+    expect(seen).toEqual([7])
+    expect(errors).toHaveLength(1)
+  })
+})
