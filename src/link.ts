@@ -397,7 +397,9 @@ export class Link {
     // Only this session's sockets: a connect() right after must not hold this disconnect() open,
     // so the last generation is read the moment the stop is seen, before any connect() runs.
     let upTo = this.actor.getSnapshot().context.generation
-    if (!this.crashed) {
+    // A link already at rest is not sent another stop: its chart would ignore it, but an
+    // inspector would still see an event after the last snapshot.
+    if (!this.crashed && this.state !== 'idle' && this.state !== 'stopped' && this.state !== 'terminated') {
       this.send({ type: 'host.disconnect' })
       await this.until((s) => {
         if (s.state !== 'idle' && s.state !== 'stopped' && s.state !== 'terminated') return false

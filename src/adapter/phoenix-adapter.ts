@@ -194,6 +194,8 @@ class TransportHandle {
   ended = false
   wsClosed = false
   teardownDone = false
+  /** phoenix.js teardowns of this socket still polling for its close (see connect()). */
+  teardowns = 0
   readonly attachments = new Map<string, Attachment>()
   /** Topics this link left on this transport: the join_ref left and how many tail frames (leave reply, phx_close) may still come. */
   readonly leftTopics = new Map<string, { joinRef: string | null; tails: number }>()
@@ -205,7 +207,7 @@ class TransportHandle {
   }
 
   checkClosed(): void {
-    if (this.teardownDone && (this.wsClosed || this.ws === null)) this.resolveClosed()
+    if (this.teardownDone && this.teardowns === 0 && (this.wsClosed || this.ws === null)) this.resolveClosed()
   }
 }
 
@@ -574,6 +576,23 @@ export class PhoenixAdapter {
       },
     })
     handle.socket = socket
+    // phoenix.js also tears the connection down on its own (after a heartbeat timeout:
+    // socket.js heartbeatTimeout, teardownAndReconnect), and each teardown polls the socket with
+    // a timer until it reads closed. The transport counts as closed once every one finished, so
+    // settled() leaves no phoenix.js timer behind.
+    const teardown = socket.teardown.bind(socket)
+    socket.teardown = (callback, code, reason) => {
+      handle.teardowns++
+      teardown(
+        () => {
+          handle.teardowns--
+          handle.checkClosed()
+          callback?.()
+        },
+        code,
+        reason,
+      )
+    }
     // Refs (and so join_refs) continue from the previous transport instead of restarting at 1,
     // so every rejoin carries a join_ref this link never used before (socket.js makeRef).
     socket.ref = this.lastRef

@@ -73,5 +73,11 @@ declare module 'phoenix' {
     /** @internal */ conn: unknown
     /** @internal The last ref made (socket.js makeRef). */ ref: number
     /** @internal The ref of the heartbeat awaiting its reply (socket.js sendHeartbeat). */ pendingHeartbeatRef: string | null
+    /**
+     * @internal Closes the connection and calls back once its transport reads closed, polling
+     * readyState every 150·n ms up to 4 times (socket.js teardown, waitForSocketClosed); called by
+     * disconnect() and by phoenix.js itself after a heartbeat timeout (teardownAndReconnect).
+     */
+    teardown(callback?: () => void, code?: number, reason?: string): void
   }
 }

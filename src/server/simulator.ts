@@ -370,6 +370,23 @@ export class PlatformSimulator extends EventEmitter {
     return this.connections.filter((c) => c.live && (agentId === undefined || c.agentId === agentId))
   }
 
+  /**
+   * Resolves when every socket the simulator accepted, of `agentId` or of every agent, is closed
+   * on its side (ws reported its close: the socket ended and its idle and close timers are
+   * cleared). A link's `disconnect()` resolves when its own end is closed; a test whose simulator
+   * outlives it awaits this too, so nothing of the test is left open on the server.
+   *
+   * @param options.timeoutMs how long to wait, default 5000
+   * @throws {Error} (rejects) after `timeoutMs`, naming the sockets still open
+   */
+  settled(agentId?: string, options: { timeoutMs?: number } = {}): Promise<void> {
+    const open = () => this.accepted(agentId).filter((c) => c.state !== 'closed')
+    return this.waitFor(() => open().length === 0, {
+      timeoutMs: options.timeoutMs ?? 5000,
+      what: `the sockets of ${agentId ?? 'every agent'} to close (${open().map((c) => c.id).join(', ')} open)`,
+    })
+  }
+
   /** Sockets ever accepted, of one agent or of all. */
   accepted(agentId?: string): SimConnection[] {
     return agentId === undefined ? [...this.connections] : this.connections.filter((c) => c.agentId === agentId)

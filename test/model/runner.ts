@@ -89,6 +89,7 @@ export async function runPath(sim: PlatformSimulator, path: ModelPath, agentId: 
     await link.disconnect()
     // A stalled socket reads nothing, so it never sees the client go: end the simulator's side.
     for (const c of sim.accepted(agentId)) if (c.stalled && c.state !== 'closed') c.abort()
+    await sim.settled(agentId, { timeoutMs: 3000 })
   }
   // After the path and disconnect(): still no socket the path did not open.
   if (sim.accepted(agentId).length !== opens) throw new Error(`path "${path.name}": a socket opened after the path ended`)

@@ -106,6 +106,7 @@ export async function runChannelPath(sim: PlatformSimulator, path: ModelPath<Cha
     }
   } finally {
     await link.disconnect()
+    await sim.settled(agent, { timeoutMs: 3000 })
   }
   return run
 }
@@ -263,6 +264,7 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
     }
   } finally {
     await link.disconnect()
+    await sim.settled(agent, { timeoutMs: 3000 })
   }
   return run
 }

@@ -4,7 +4,7 @@
  * inspector server would be), and the API key is in none of them.
  */
 import { describe, expect, it } from 'vitest'
-import { WebSocketServer } from 'ws'
+import { WebSocket, WebSocketServer } from 'ws'
 import { createWebSocketInspector } from '@statelyai/inspect'
 import { useWorld } from '../support/wire.js'
 
@@ -34,13 +34,20 @@ describe('@statelyai/inspect', () => {
       await new Promise<void>((resolve) => link.once('reconnected', () => resolve()))
       await link.disconnect()
       await stoppedSeen // the inspector sends asynchronously; the snapshot of the stopped link is the last one
+      // The inspector defers each event with setTimeout(0) (idleCallback); a timer armed now runs
+      // after every one queued before it (Node runs timers of one duration in order), so none is left.
+      await new Promise((resolve) => setTimeout(resolve, 0))
       const types = new Set(received.map((m) => (JSON.parse(m) as { type: string }).type))
       expect(types).toContain('@xstate.actor')
       expect(types).toContain('@xstate.snapshot')
       expect(received.join('\n')).toContain('socket.close')
       expect(received.join('\n')).not.toContain(KEY)
     } finally {
+      // stop() starts the closing handshake; its socket (and ws's close timer) ends when the server answers.
+      const client = (inspector.adapter as unknown as { ws?: WebSocket }).ws
+      const closed = client && client.readyState !== WebSocket.CLOSED ? new Promise<void>((resolve) => client.once('close', () => resolve())) : Promise.resolve()
       inspector.stop()
+      await closed
       for (const client of server.clients) client.terminate()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     }
