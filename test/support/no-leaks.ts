@@ -8,7 +8,7 @@
  * left there fail it too. Vitest's own timers are unref'd and ignored.
  */
 import { createHook } from 'node:async_hooks'
-import { afterEach, beforeEach } from 'vitest'
+import { afterEach, beforeEach, expect } from 'vitest'
 
 interface Tracked {
   type: string
@@ -94,6 +94,7 @@ function processListeners(): Map<string | symbol, number> {
 let listenersBefore = processListeners()
 
 beforeEach(() => {
+  expect.hasAssertions()
   // Resources created before this point belong to earlier tests' teardown or to the runner.
   for (const id of alive.keys()) nextId = Math.max(nextId, id)
   mark = nextId

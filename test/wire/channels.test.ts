@@ -116,6 +116,13 @@ describe('app channels', () => {
     const back = next(link, 'channel', { filter: joined('room:1') })
     await link.connect()
     await back
+    // The second socket joined the room itself, with a join_ref the first never used.
+    const [first, second] = sim.accepted('agent-1')
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+    const before = framesIn(first!, 'phx_join', 'room:1')
+    const after = framesIn(second!, 'phx_join', 'room:1')
+    expect(after).toHaveLength(1)
+    expect(before.map((f) => f.join_ref)).not.toContain(after[0]!.join_ref)
   })
 })
 

@@ -365,8 +365,12 @@ describe('strict inputs (second review)', () => {
     const sim = await world().sim()
     const link = world().link(sim, { policy: { connection: { joinTimeoutMs: 2 ** 31 - 1 }, channel: { joinTimeoutMs: 2 ** 31 - 1 } } })
     await link.connect()
-    link.channel('room:1')
-    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    const room = link.channel('room:1')
+    const joined = await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    expect(joined.topic).toBe('room:1')
+    // Overflowing into 1 ms would have timed the join out before its reply: no error came.
+    expect(room.status).toBe('joined')
+    expect(world().captured.get(link)!.events.filter((e) => e.type === 'channel' && e.status !== 'joined' && e.status !== 'joining')).toEqual([])
   })
 
   it('join params that cannot be encoded fail typed at channel() or at each join', async () => {
