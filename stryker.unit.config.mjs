@@ -1,0 +1,16 @@
+// Mutation testing of the library's pure parts (npm run mutate:unit): Stryker mutates the frame
+// codec, the emitter, the logger, the run supervisor and the simulator's presence tracker and
+// metrics, and judges every mutant by the unit tests alone (vitest.mutation-unit.config.ts).
+// The parts that need a socket are sampled instead: scripts/lib-mutations.ts.
+export default {
+  testRunner: 'vitest',
+  vitest: { configFile: 'vitest.mutation-unit.config.ts' },
+  mutate: ['src/protocol.ts', 'src/emitter.ts', 'src/logger.ts', 'src/runs.ts', 'src/server/presence.ts', 'src/server/metrics.ts'],
+  coverageAnalysis: 'perTest',
+  reporters: ['clear-text', 'progress', 'json'],
+  jsonReporter: { fileName: 'reports/mutation/unit.json' },
+  concurrency: 2,
+  timeoutMS: 15000,
+  ignoreStatic: true,
+  tempDirName: '.stryker-tmp-unit',
+}
