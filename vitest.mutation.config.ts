@@ -7,7 +7,7 @@ import { defineConfig } from 'vitest/config'
  */
 export default defineConfig({
   test: {
-    include: ['test/machines/**/*.test.ts', 'test/unit/reasons.test.ts', 'test/unit/reasons-details.test.ts', 'test/model/pure-paths.test.ts'],
+    include: ['test/machines/**/*.test.ts', 'test/unit/reasons*.test.ts', 'test/model/pure-paths.test.ts'],
     setupFiles: ['test/support/no-leaks.ts'],
     testTimeout: 20_000,
     pool: 'forks',

@@ -312,20 +312,18 @@ export const connectionMachine = setup({
       enqueue.assign({ signalSeq: sequence })
       enqueue.sendTo('control', { type: 'control.enqueue', signal: event.signal, sequence, epoch: event.epoch })
     }),
+    // Runs only when the isNewChannel guard passed: the event is a host.channel of a new topic.
     spawnChannel: assign({
       channels: ({ context, event, spawn }) => {
-        if (event.type !== 'host.channel') return context.channels
-        const ref = spawn('channel', {
-          id: freeChannelId(context),
-          input: { topic: event.topic, policy: context.channelPolicy, env: context.env },
-        })
-        return { ...context.channels, [event.topic]: ref }
+        const { topic } = event as Extract<ConnectionEvent, { type: 'host.channel' }>
+        const ref = spawn('channel', { id: freeChannelId(context), input: { topic, policy: context.channelPolicy, env: context.env } })
+        return { ...context.channels, [topic]: ref }
       },
     }),
+    // After spawnChannel, on the same host.channel, while connected.
     attachNewChannel: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'host.channel') return
-      const ref = channelOf(context, event.topic)
-      if (ref) enqueue.sendTo(ref, { type: 'transport.up', generation: context.generation })
+      const ref = channelOf(context, (event as Extract<ConnectionEvent, { type: 'host.channel' }>).topic)!
+      enqueue.sendTo(ref, { type: 'transport.up', generation: context.generation })
     }),
     attachChannels: enqueueActions(({ context, enqueue }) => {
       for (const ref of Object.values(context.channels)) {
@@ -335,14 +333,11 @@ export const connectionMachine = setup({
     detachChannels: enqueueActions(({ context, enqueue }) => {
       for (const ref of Object.values(context.channels)) enqueue.sendTo(ref, { type: 'transport.down' })
     }),
+    // Runs only when the hasChannel guard passed: the event names the topic of a channel actor.
     forwardToChannel: enqueueActions(({ context, event, enqueue }) => {
-      if (!('topic' in event)) return
-      const ref = channelOf(context, event.topic)
-      if (!ref) return
-      if (event.type === 'host.leaveChannel') enqueue.sendTo(ref, { type: 'host.leave' })
-      else if (event.type.startsWith('channel.') && event.type !== 'channel.status') {
-        enqueue.sendTo(ref, event as ChannelEvent)
-      }
+      const e = event as Extract<ConnectionEvent, { topic: string }>
+      const ref = channelOf(context, e.topic)!
+      enqueue.sendTo(ref, e.type === 'host.leaveChannel' ? { type: 'host.leave' } : (e as ChannelEvent))
     }),
     dropFailedChannel: enqueueActions(({ context, event, enqueue }) => {
       const failed = (event as { actorId?: string }).actorId
@@ -362,10 +357,11 @@ export const connectionMachine = setup({
       })
     }),
         forgetFinishedChannel: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'channel.status' || (event.status !== 'dropped' && event.status !== 'left')) return
-      const ref = channelOf(context, event.topic)
-      if (!ref) return
-      const { [event.topic]: _gone, ...rest } = context.channels
+      const e = event as ChannelStatusReport // runs on channel.status only
+      if (e.status !== 'dropped' && e.status !== 'left') return
+      const ref = channelOf(context, e.topic)
+      if (!ref) return // a report of a channel already forgotten
+      const { [e.topic]: _gone, ...rest } = context.channels
       enqueue.assign({ channels: rest })
       enqueue.stopChild(ref)
     }),

@@ -113,7 +113,7 @@ export function validateReconnectPolicy(policy: ReconnectPolicy): ReconnectPolic
       `reconnect.stableAfterMs (${policy.stableAfterMs}) must be at least reconnect.rapidWindowMs (${policy.rapidWindowMs}): a connection is stable only once it is no longer rapid`,
     )
   }
-    if (!(Number.isInteger(policy.rapidLimit) && policy.rapidLimit >= 1)) {
+  if (!(Number.isInteger(policy.rapidLimit) && policy.rapidLimit >= 1)) {
     throw new RangeError(`reconnect.rapidLimit must be a whole number >= 1, got ${policy.rapidLimit}`)
   }
   if (policy.onRapidLimit !== 'suspend' && policy.onRapidLimit !== 'give-up') {

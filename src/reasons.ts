@@ -362,7 +362,8 @@ export const JOIN_ERRORS: Readonly<Record<string, { cause: RejectionCause; retry
 export function classifyJoinError(response: unknown, generation: number, at: number): DisconnectReason {
   const record = response && typeof response === 'object' ? (response as Record<string, unknown>) : {}
   const reasonText = typeof record.reason === 'string' ? record.reason : null
-  const row = reasonText !== null ? JOIN_ERRORS[reasonText] : undefined
+  // Own keys only: a reason such as "constructor" is not a row of the table.
+  const row = reasonText !== null && Object.hasOwn(JOIN_ERRORS, reasonText) ? JOIN_ERRORS[reasonText] : undefined
   if (!row) {
     return {
       kind: 'other',
