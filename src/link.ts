@@ -703,7 +703,14 @@ export class Link {
    */
   private credentials(options: LinkOptions, attempt: AttemptInfo): Credentials | Promise<Credentials> {
     const key = typeof options.apiKey === 'function' ? options.apiKey(attempt) : options.apiKey
-    const params = typeof options.params === 'function' ? options.params(attempt) : (options.params ?? {})
+    let params: Record<string, string> | Promise<Record<string, string>>
+    try {
+      params = typeof options.params === 'function' ? options.params(attempt) : (options.params ?? {})
+    } catch (error) {
+      // The attempt fails with the params' error; a key promise asked already must not reject unheard.
+      if (isPromise(key)) key.then(undefined, () => {})
+      throw error
+    }
     const combine = (apiKey: string, extra: Record<string, string>): Credentials => {
       this.rememberKey(apiKey)
       return { apiKey, params: { ...extra, ...(options.onConflict ? { [ON_CONFLICT_PARAM]: options.onConflict } : {}) } }

@@ -21,7 +21,8 @@ export const REDACTED = '[redacted]'
 
 /**
  * Returns `value` with every occurrence of `secret` (one key, or several: every key a link has
- * used; verbatim, URL-encoded or JSON-escaped) in its strings replaced by `[redacted]`,
+ * used; verbatim, URL-encoded or JSON-escaped, and a clipped run of at least half of a key of
+ * {@link SHORT_KEY} characters or more: see minimumRun) in its strings replaced by `[redacted]`,
  * identifier fields of the link's typed values left alone when the key is shorter than
  * {@link SHORT_KEY} (see IDENTIFIER_FIELDS),
  * copying only when something changes. Iterative (server-supplied payloads can nest thousands of
@@ -32,18 +33,35 @@ export function redact<T>(value: T, secret: string | readonly string[]): T {
   let out = value
   for (const one of typeof secret === 'string' ? [secret] : secret) {
     if (!one) continue
-    for (const form of secretForms(one)) if (containsSecret(out, form)) out = replaceSecret(out, form, one.length)
+    for (const form of secretForms(one)) {
+      const run = minimumRun(one, form)
+      if (containsSecret(out, form.slice(0, run))) out = replaceSecret(out, form, run, one.length)
+    }
   }
   return out
 }
 
 /**
+ * How many leading characters of a key form count as the key. Server text the link keeps is
+ * clipped (see clipText in reasons.ts), and a clip can cut a key that holds a character outside
+ * the token set: so for a key of at least {@link SHORT_KEY} characters, any run of at least half
+ * of it (and at least SHORT_KEY characters) from its start is redacted, the run taken as long as
+ * it goes on matching. A shorter key is redacted only whole.
+ */
+function minimumRun(secret: string, form: string): number {
+  if (secret.length < SHORT_KEY) return form.length
+  return Math.min(form.length, Math.max(SHORT_KEY, Math.ceil(form.length / 2)))
+}
+
+/**
  * The key as it may be echoed back: verbatim, percent-encoded (`encodeURIComponent`, as in the
  * `api_key` socket param), form-encoded (`+` for a space, as URLSearchParams writes it) and
- * JSON-escaped (a key with `"` or `\\` inside a JSON text, as a detail quoting a frame has it).
+ * JSON-escaped once or twice (a key with `"` or `\\` inside a JSON text, and inside a detail that
+ * quotes that text: the adapter's `frame starts "…"`).
  */
 function secretForms(secret: string): string[] {
-  const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ k: secret }).toString().slice(2), JSON.stringify(secret).slice(1, -1)])
+  const json = JSON.stringify(secret).slice(1, -1)
+  const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ k: secret }).toString().slice(2), json, JSON.stringify(json).slice(1, -1)])
   return [...forms]
 }
 
@@ -88,14 +106,32 @@ function containsSecret(root: unknown, secret: string): boolean {
   return false
 }
 
-function replaceSecret<T>(root: T, secret: string, keyLength: number): T {
-  const swap = (s: string) => (s.includes(secret) ? s.split(secret).join(REDACTED) : s)
+/** `text` with every run of `form` that starts at its beginning and is at least `run` long replaced. */
+function replaceRuns(text: string, form: string, run: number): string {
+  const needle = form.slice(0, run)
+  let at = text.indexOf(needle)
+  if (at < 0) return text
+  let out = ''
+  let from = 0
+  while (at >= 0) {
+    let end = at + run
+    while (end < text.length && end - at < form.length && text[end] === form[end - at]) end++
+    out += text.slice(from, at) + REDACTED
+    from = end
+    at = text.indexOf(needle, from)
+  }
+  return out + text.slice(from)
+}
+
+function replaceSecret<T>(root: T, secret: string, run: number, keyLength: number): T {
+  const needle = secret.slice(0, run)
+  const swap = (s: string) => (s.includes(needle) ? replaceRuns(s, secret, run) : s)
   const copies = new Map<object, unknown>()
   const copyOf = (value: unknown): unknown => {
     if (typeof value === 'string') return swap(value)
     if (!value || typeof value !== 'object') return value
     if (value instanceof Error) {
-      if (!value.message.includes(secret)) return value
+      if (!value.message.includes(needle)) return value
       const copy = new Error(swap(value.message))
       copy.name = value.name
       return copy

@@ -26,7 +26,12 @@ export interface ConnectOptions {
  * @throws {ConfigurationError} for a bad URL, agent id or key (before connecting).
  */
 export async function runConnect(options: ConnectOptions): Promise<number> {
-  const out = createOutput(options.json)
+  const output = createOutput(options.json)
+  // Everything printed is redacted of every key the link has used (a server may echo one back).
+  const out = {
+    event: (source: string, type: string, fields: Record<string, unknown>, human: string): void =>
+      output.event(source, type, link.redactOutput(fields), link.redactOutput(human)),
+  }
   const link = createLink({
     url: options.url,
     agentId: options.agentId,

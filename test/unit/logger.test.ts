@@ -1,6 +1,7 @@
 /** The link's logger wrapper: redacts the key, never throws, and passes no `undefined` to console-like loggers. */
 import { describe, expect, it } from 'vitest'
 import { redact, redacting } from '../../src/logger.js'
+import { clipText } from '../../src/reasons.js'
 
 describe('redacting logger', () => {
   it('passes one argument when there are no fields, so console.log prints no "undefined"', () => {
@@ -48,10 +49,34 @@ describe('redacting logger', () => {
     expect(redact({ raw: { type: key, state: key }, kind: 'closed' }, key)).toEqual({ raw: { type: '[redacted]', state: '[redacted]' }, kind: 'closed' })
   })
 
-  it('redacts only whole copies: ids that share the key\'s start and keys with a repeating start', () => {
+  it('redacts no run shorter than half the key: ids that share the key\'s start; keys with a repeating start', () => {
     const key = 'agent-0001.9f8e7d6c5b4a'
     expect(redact({ agentId: 'agent-0001', roomId: 'room-agent-0001-a' }, key)).toEqual({ agentId: 'agent-0001', roomId: 'room-agent-0001-a' })
     const repeating = 'aaaaaaaaZq7Lw2xPTsecretTail'
     expect(redact(`token=a${repeating}`, repeating)).toBe('token=a[redacted]')
+  })
+
+  it('redacts a clipped key: a run of at least half of it from its start, as long as it matches, inside any text', () => {
+    const key = 'AAAABBBBCCCCDDDDEEEEFFFF!x'
+    // clipText stops at the 200-character limit; the '!' is outside its token set, so the cut lands inside the key.
+    const body = `${'y'.repeat(175)} ${key} is not a valid key`
+    const clipped = clipText(body, 200)
+    expect(clipped.endsWith('AAAABBBBCCCCDDDDEEEEFFFF')).toBe(true)
+    expect(redact({ detail: `server said ${JSON.stringify(clipped)}; retrying` }, key)).toEqual({ detail: `server said "${'y'.repeat(175)} [redacted]"; retrying` })
+    // Half the key is the least that counts; less is left alone (ids may share a key's start).
+    expect(redact('AAAABBBBCCCC then', key)).toBe('AAAABBBBCCCC then')
+    expect(redact('AAAABBBBCCCCD then', key)).toBe('[redacted] then')
+    // A key shorter than SHORT_KEY is redacted only whole.
+    expect(redact('abcdef abcde', 'abcdefg')).toBe('abcdef abcde')
+  })
+
+  it('redacts a key JSON-escaped twice, as a detail quoting a malformed frame that echoes it holds it', () => {
+    const key = 'sk"live-0123456789'
+    const frame = JSON.stringify(['1', null, 'room:x', 'evt', { echoed: key }, 'extra'])
+    const detail = `wrong-arity: frame starts ${JSON.stringify(frame)}`
+    expect(detail).not.toContain(JSON.stringify(key).slice(1, -1))
+    const out = redact(detail, key)
+    expect(out).not.toContain('live-0123456789')
+    expect(out).toContain('[redacted]')
   })
 })

@@ -64,6 +64,22 @@ describe('phoenix-link command line', () => {
     expect(await exit(child)).toBe(2)
   })
 
+  it('connect prints no key, as text or --json, when a server echoes it back', async () => {
+    const key = 'sk-live-0123456789abcdef'
+    const sim = await world().sim({ agents: { 'agent-1': key } })
+    const refusal = { status: 401, body: { text: `{"error":{"code":"invalid_api_key","message":"key ${key} was revoked"}}` } }
+    sim.refuseUpgrades(refusal, refusal)
+    for (const mode of [['--json'], []]) {
+      const child = cli(['connect', '--url', sim.url, '--agent-id', 'agent-1', ...mode], { PHOENIX_LINK_API_KEY: key })
+      let stdout = ''
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+      expect(await exit(child)).toBe(2)
+      expect(stdout).toContain('was revoked')
+      expect(stdout).toContain('[redacted]')
+      expect(stdout).not.toContain('0123456789abcdef')
+    }
+  })
+
   it('connect refuses a bad URL with exit 1 and a message naming the fix', async () => {
     const child = cli(['connect', '--url', 'ws://platform.example/socket', '--agent-id', 'a', '--api-key', 'k'])
     let stderr = ''

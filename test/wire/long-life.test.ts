@@ -192,6 +192,38 @@ describe('credentials per attempt', () => {
     expect(sim.upgrades.map((u) => u.status)).toEqual([101])
   })
 
+  it('params that throw while the key is still being fetched fail that attempt, typed and retryable; the key promise never rejects unheard', async () => {
+    const sim = await world().sim()
+    let n = 0
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      const link = world().link(sim, {
+        apiKey: async () => {
+          if (n < 2) throw new Error('vault sealed')
+          return 'key-1'
+        },
+        params: () => {
+          if (n++ < 2) throw new Error('params broke')
+          return {}
+        },
+      })
+      const reasons: string[] = []
+      link.on('disconnected', ({ reason }) => reasons.push(`${reason.kind}:${reason.retryable}:${(reason as { detail?: string }).detail ?? ''}`))
+      await link.connect()
+      expect(link.state).toBe('connected')
+      expect(reasons).toHaveLength(2)
+      for (const reason of reasons) expect(reason).toMatch(/^other:true:.*params broke/)
+      // A rejection left unheard surfaces after a macrotask turn at most.
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      expect(unhandled).toEqual([])
+      expect(sim.upgrades.map((u) => u.status)).toEqual([101])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
+  })
+
   it('params may be a function too, asked for every attempt', async () => {
     const sim = await world().sim()
     let attempt = 0
