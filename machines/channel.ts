@@ -27,6 +27,13 @@ export const DEFAULT_CHANNEL_POLICY = {
   rejoinInitialDelayMs: 1_000,
   /** Largest rejoin ceiling. @default 10000 — phoenix.js rejoinAfterMs ends at 10000. */
   rejoinMaxDelayMs: 10_000,
+  /**
+   * How long a channel stays joined before its rejoin backoff starts over. @default 10000 — the
+   * largest rejoin ceiling. phoenix.js resets at every join reply (channel.js, rejoinTimer.reset()
+   * on "ok"), so a channel whose server process crashes right after each join is rejoined about
+   * once a second for ever; here it backs off to `rejoinMaxDelayMs` and stays there until a join holds.
+   */
+  rejoinStableAfterMs: 10_000,
   /** Wait for the reply to a host leave before the channel counts as left anyway. @default 1000 */
   leaveTimeoutMs: 1_000,
 }
@@ -52,7 +59,7 @@ export function validateChannelPolicy(policy: ChannelPolicy): ChannelPolicy {
  * fixed, half jitter: a crashed channel process needs a moment, and many agents rejoining one
  * crashed topic must not arrive together. The control channel's rejoin uses it too.
  *
- * @param rejoins rejoins in a row so far, counting this one (1 for the first).
+ * @param rejoins rejoins in a row so far (since a join last held `rejoinStableAfterMs`), counting this one (1 for the first).
  * @param roll a number in [0, 1) from the injected random source.
  */
 export function rejoinDelayMs(policy: ChannelPolicy, rejoins: number, roll: number): number {
@@ -113,7 +120,7 @@ export interface ChannelContext extends ChannelInput {
   generation: number
   /** Current join attempt (+1 per attempt); adapter events carry it. */
   attachId: number
-  /** Rejoins in a row without a successful join, for the rejoin backoff. */
+  /** Rejoins in a row without a join that held `rejoinStableAfterMs`, for the rejoin backoff. */
   rejoins: number
   /** Why the channel errored or was dropped. */
   reason: ReasonLike | null
@@ -144,7 +151,8 @@ export const channelMachine = setup({
     attach: assign({ generation: ({ event }) => (event.type === 'transport.up' ? event.generation : 0) }),
     detach: assign({ generation: 0 }),
     nextAttempt: assign({ attachId: ({ context }) => context.attachId + 1 }),
-    clearRejoins: assign({ rejoins: 0, reason: null }),
+    clearReason: assign({ reason: null }),
+    clearRejoins: assign({ rejoins: 0 }),
     countRejoin: assign({ rejoins: ({ context }) => context.rejoins + 1 }),
     recordEventReason: assign({
       reason: ({ event, context }) => ('reason' in event ? event.reason : context.reason),
@@ -181,6 +189,7 @@ export const channelMachine = setup({
     joinTimeout: ({ context }) => context.policy.joinTimeoutMs,
     leaveTimeout: ({ context }) => context.policy.leaveTimeoutMs,
     rejoinDelay: ({ context }) => rejoinDelayMs(context.policy, context.rejoins, context.env.random()),
+    rejoinStableAfter: ({ context }) => context.policy.rejoinStableAfterMs,
   },
   actors: {
     /**
@@ -231,7 +240,7 @@ export const channelMachine = setup({
           states: {
             joining: {
               on: {
-                'channel.joinOk': { guard: 'isCurrentAttempt', target: 'joined', actions: ['clearRejoins', 'reportJoined'] },
+                'channel.joinOk': { guard: 'isCurrentAttempt', target: 'joined', actions: ['clearReason', 'reportJoined'] },
                 'channel.joinError': {
                   guard: 'isCurrentAttempt',
                   target: '#channel.dropped',
@@ -250,6 +259,8 @@ export const channelMachine = setup({
               },
             },
             joined: {
+              // A join that holds this long ends the run of rejoins: the backoff starts over.
+              after: { rejoinStableAfter: { actions: 'clearRejoins' } },
               on: {
                 'channel.error': {
                   guard: 'isCurrentAttempt',

@@ -174,7 +174,7 @@ export interface ConnectionContext {
   channels: Record<string, ActorRefFrom<typeof channelMachine>>
   /** Arrival sequence of control signals. */
   signalSeq: number
-  /** Control channel crashes in a row on this transport (phx_error without a join since), for the rejoin backoff. */
+  /** Control channel crashes in a row (no join since that held the channel policy's rejoinStableAfterMs), for the rejoin backoff. */
   controlCrashes: number
 }
 
@@ -414,6 +414,7 @@ export const connectionMachine = setup({
   },
   delays: {
     controlRejoinDelay: ({ context }) => rejoinDelayMs(context.channelPolicy, context.controlCrashes, context.env.random()),
+    controlStableAfter: ({ context }) => context.channelPolicy.rejoinStableAfterMs,
     connectTimeout: ({ context }) => context.policy.connectTimeoutMs,
     joinTimeout: ({ context }) => context.policy.joinTimeoutMs,
     leaveTimeout: ({ context }) => context.policy.leaveTimeoutMs,
@@ -560,7 +561,8 @@ export const connectionMachine = setup({
                     /** Control channel joined; app channels joined or rejoining. */
                     connected: {
                       description: 'Control channel joined; app channels joined or rejoining.',
-                      entry: 'clearControlCrashes',
+                      // A join that holds the channel policy's rejoinStableAfterMs ends the run of crashes.
+                      after: { controlStableAfter: { actions: 'clearControlCrashes' } },
                       on: {
                         'host.disconnect': { target: '#connection.session.online.attached.stopping' },
                         'control.crashed': { guard: 'isCurrentTransport', target: 'controlErrored', meta: { rule: 'control-crash-rejoins' } },

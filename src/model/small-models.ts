@@ -80,6 +80,7 @@ export const channelModel: ChartModel<typeof channelMachine, ChannelExpectation>
       add('phx_error', 'server', { type: 'channel.error', ...origin })
       add('phx_close', 'server', { type: 'channel.close', reason: classifyChannelClose({}, c.generation, 0), ...origin })
       add('host leave', 'host', { type: 'host.leave' })
+      add('join holds', 'clock', after('rejoinStableAfter', 'channel.attached.live.joined'))
     } else if (value.includes('leaving')) {
       add('leave settles', 'auto', { type: 'channel.left', ...origin })
       if (mode === 'pure') add('leave timeout', 'clock', after('leaveTimeout', 'channel.attached.live.leaving'))

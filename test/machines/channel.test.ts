@@ -77,6 +77,37 @@ describe('channel chart', () => {
     h.stop()
   })
 
+  it('a channel that crashes right after each join backs off to rejoinMaxDelayMs; a join that holds rejoinStableAfterMs starts over', () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 1 })
+    // random() is 0.5: each delay is three quarters of its ceiling (1000, 2000, 4000, 8000, 10000).
+    const waits: number[] = []
+    for (let i = 0; i < 5; i++) {
+      h.send({ type: 'channel.joinOk', ...h.current() })
+      h.send({ type: 'channel.error', ...h.current() })
+      const before = h.attempts.length
+      let waited = 0
+      while (h.attempts.length === before) {
+        h.clock.increment(50)
+        waited += 50
+      }
+      waits.push(waited)
+    }
+    expect(waits).toEqual([750, 1500, 3000, 6000, 7500])
+    expect(h.child().context.rejoins).toBe(5)
+    h.send({ type: 'channel.joinOk', ...h.current() })
+    h.clock.increment(DEFAULT_CHANNEL_POLICY.rejoinStableAfterMs - 1)
+    expect(h.child().context.rejoins).toBe(5)
+    h.clock.increment(1)
+    expect(h.child().context.rejoins).toBe(0)
+    h.send({ type: 'channel.error', ...h.current() })
+    h.clock.increment(749)
+    expect(h.attempts).toHaveLength(6)
+    h.clock.increment(1)
+    expect(h.attempts).toHaveLength(7)
+    h.stop()
+  })
+
   it('drops the channel with a typed reason when a join is refused', () => {
     const h = harness()
     h.send({ type: 'transport.up', generation: 1 })

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { createActor, fromCallback, initialTransition, SimulatedClock } from 'xstate'
 import { connectionMachine, DEFAULT_CONNECTION_POLICY } from '../../machines/connection.js'
-import { channelMachine } from '../../machines/channel.js'
+import { channelMachine, rejoinDelayMs } from '../../machines/channel.js'
 import { linkStateOf } from '../../machines/status.js'
 import { classifyControlChannelLoss, DisconnectReason } from '../../src/reasons.js'
 import { suppressedReason } from '../../machines/types.js'
@@ -467,16 +467,21 @@ describe('rule: a control channel crash is a channel crash (rejoined on the same
     expect(back.emitted.filter((e) => (e as { type: string }).type === 'link.connected')).toEqual([])
   })
 
-  it('crashes in a row back off; a join in between starts the backoff again', () => {
+  it('crashes in a row back off, a crash right after each join included; a join that holds rejoinStableAfterMs starts the backoff again', () => {
+    const stable = 'xstate.after.controlStableAfter.connection.session.online.attached.live.connected'
     let s = connected()
     for (let i = 1; i <= 3; i++) {
       s = run(s, crashed(s))
       expect(s.context.controlCrashes).toBe(i)
-      s = run(s, { type: rejoinDelay } as never)
-      if (i < 3) s = run(s, crashed(s))
+      s = run(s, { type: rejoinDelay } as never, { type: 'control.joinOk', ...origin(s) })
+      expect(state(s)).toBe('connected')
     }
-    s = run(s, { type: 'control.joinOk', ...origin(s) })
+    // Joined, but not yet for rejoinStableAfterMs: the next crash waits longer still.
+    expect(s.context.controlCrashes).toBe(3)
+    expect(rejoinDelayMs(s.context.channelPolicy, 4, 0)).toBeGreaterThan(rejoinDelayMs(s.context.channelPolicy, 1, 0.999))
+    s = run(s, { type: stable } as never)
     expect(s.context.controlCrashes).toBe(0)
+    expect(run(s, crashed(s)).context.controlCrashes).toBe(1)
   })
 
   it('a refused rejoin is a session-level loss; a rejoin that times out too', () => {

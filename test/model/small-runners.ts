@@ -46,6 +46,8 @@ export function channelRule(stimulus: string, before: ChannelExpectation, after:
       return v === '"left"' || v.includes('leaving') ? null : `leave() ends the channel, got ${v}`
     case 'stale join ok':
       return same ? null : `a reply of an earlier join attempt changes nothing, got ${v}`
+    case 'join holds':
+      return same ? null : `a join that holds rejoinStableAfterMs only ends the run of rejoins, got ${v}`
     default:
       return null
   }
@@ -158,6 +160,9 @@ async function applyChannel(
       return
     case 'rejoin delay passes':
       clock.increment(link.policy.channel.rejoinMaxDelayMs)
+      return
+    case 'join holds':
+      clock.increment(link.policy.channel.rejoinStableAfterMs)
       return
     case 'phx_error':
       sim.channelError({ agent }, topic)

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { framesIn, next, useWorld } from '../support/wire.js'
+import { framesIn, next, untilState, useWorld } from '../support/wire.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const world = useWorld()
@@ -102,6 +102,32 @@ describe('a control channel crash is a channel crash', () => {
     const signal = next(link, 'control')
     sim.control('agent-1', { mode: 'interrupt', correlation_id: 'after-crashes' })
     expect((await signal).signal.correlationId).toBe('after-crashes')
+  })
+})
+
+describe('a control channel that crashes right after every join', () => {
+  it('is rejoined with a growing delay (each at least half its doubling ceiling), not once a second for ever', async () => {
+    const sim = await world().sim()
+    const joinedAt: number[] = []
+    const crashedAt: number[] = []
+    sim.onJoin(/^agent_control:/, {
+      reply: 'ok',
+      after: (c) => {
+        joinedAt.push(performance.now())
+        if (joinedAt.length > 6) return
+        crashedAt.push(performance.now())
+        sim.channelError(c, 'agent_control:agent-1')
+      },
+    })
+    const link = world().link(sim, { policy: { channel: { rejoinInitialDelayMs: 40, rejoinMaxDelayMs: 320 } } })
+    await link.connect()
+    await sim.waitFor(() => joinedAt.length === 7, { what: 'the sixth rejoin', timeoutMs: 5_000 })
+    const gaps = crashedAt.map((t, i) => joinedAt[i + 1]! - t)
+    // Ceilings 40, 80, 160, 320, 320, 320: each rejoin waits at least half of its own.
+    const floors = [20, 40, 80, 160, 160, 160]
+    gaps.forEach((gap, i) => expect(gap, `rejoin ${i + 1}`).toBeGreaterThanOrEqual(floors[i]! - 1))
+    await untilState(link, 'connected', 2_000)
+    expect(sim.accepted('agent-1')).toHaveLength(1)
   })
 })
 
