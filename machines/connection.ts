@@ -34,7 +34,7 @@
  */
 import { assign, emit, enqueueActions, fromCallback, sendTo, setup, type ActorRefFrom } from 'xstate'
 import { channelMachine, DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
-import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
+import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlDropCause, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
 import { DEFAULT_RECONNECT_POLICY, reconnectMachine, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
 import { assertMs, gracefulReason, timedOutReason, type Env, type Origin, type ReasonLike } from './types.js'
 
@@ -136,7 +136,7 @@ export type ConnectionEmitted =
   | { type: 'link.ignored'; event: string; detail: string }
   | { type: 'link.controlDuplicate'; signal: SignalLike; sequence: number }
   | { type: 'link.controlFailed'; signal: SignalLike; sequence: number; error: unknown }
-  | { type: 'link.controlDropped'; signals: QueuedSignal[] }
+  | { type: 'link.controlDropped'; signals: QueuedSignal[]; cause: ControlDropCause }
 
 /** Input of the connection chart. */
 export interface ConnectionInput {
@@ -393,7 +393,7 @@ export const connectionMachine = setup({
     }),
     announceControlDropped: emit(({ event }) => {
       const e = event as Extract<ControlReport, { type: 'control.dropped' }>
-      return { type: 'link.controlDropped' as const, signals: e.signals }
+      return { type: 'link.controlDropped' as const, signals: e.signals, cause: e.cause }
     }),
     announceHandlerFailed: emit(({ event }) => {
       const e = event as Extract<ControlReport, { type: 'control.handlerFailed' }>

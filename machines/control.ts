@@ -7,7 +7,8 @@
  *   idle --control.enqueue--> delivering (invoke deliverSignal) --done/error--> idle | delivering
  *
  * A signal already delivered or queued with the same correlation id is dropped and reported
- * (the platform does not deduplicate; see docs/field-notes.md "agent.control payload").
+ * (the platform does not deduplicate; see docs/field-notes.md "agent.control payload"); so is one
+ * that arrives while `maxQueued` signals wait behind a handler that has not settled.
  */
 import { assign, sendParent, setup, fromPromise } from 'xstate'
 
@@ -21,6 +22,13 @@ export interface SignalLike {
 export const DEFAULT_CONTROL_POLICY = {
   /** Correlation ids remembered for deduplication; 0 turns deduplication off. A count. @default 1024 — bounded memory for a days-long session. */
   dedupeWindow: 1024,
+  /**
+   * Signals that may wait behind the one in the host's handler; one more arriving is dropped and
+   * reported (`control.dropped`, cause `overflow`), so a handler that never settles cannot grow the
+   * queue without bound over a days-long session. A count; 0 drops every signal that arrives while
+   * the handler runs. @default 1000
+   */
+  maxQueued: 1000,
 }
 
 /** Control delivery policy; see {@link DEFAULT_CONTROL_POLICY}. */
@@ -41,8 +49,15 @@ export type ControlReport =
   | { type: 'control.duplicate'; signal: SignalLike; sequence: number }
   /** The host's handler threw or rejected for this signal; delivery goes on with the next one. */
   | { type: 'control.handlerFailed'; signal: SignalLike; sequence: number; error: unknown }
-  /** Signals dropped by a flush before their turn (the one in the handler finishes). */
-  | { type: 'control.dropped'; signals: QueuedSignal[] }
+  /**
+   * Signals dropped before their turn: by a flush (`stopped`: the host stopped the session; the one
+   * in the handler finishes), a reset (`reset`: a new session started) or a full queue (`overflow`:
+   * the signal that arrived when `maxQueued` were waiting).
+   */
+  | { type: 'control.dropped'; signals: QueuedSignal[]; cause: ControlDropCause }
+
+/** Why queued control signals were dropped; see {@link ControlReport}. */
+export type ControlDropCause = 'stopped' | 'reset' | 'overflow'
 
 /** A signal waiting for delivery, with its arrival sequence number. */
 export interface QueuedSignal {
@@ -94,6 +109,8 @@ export const controlMachine = setup({
       const id = correlationOf(event.signal)
       return id !== null && context.seen.includes(id)
     },
+    /** `maxQueued` signals wait behind the one in the handler (in idle the queue is empty). */
+    isQueueFull: ({ context }) => context.queue.length > context.policy.maxQueued,
     hasQueued: ({ context }) => context.queue.length > 0,
     hasWaiting: ({ context }) => context.queue.length > 1,
   },
@@ -108,8 +125,13 @@ export const controlMachine = setup({
     // A dropped signal was never delivered: forget its correlation id so a resend is delivered.
     dropAll: assign(({ context }) => ({ queue: [], seen: forget(context.seen, context.queue) })),
     dropWaiting: assign(({ context }) => ({ queue: context.queue.slice(0, 1), seen: forget(context.seen, context.queue.slice(1)) })),
-    reportAllDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue })),
-    reportWaitingDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue.slice(1) })),
+    reportAllDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue, cause: 'reset' as const })),
+    reportWaitingDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue.slice(1), cause: 'stopped' as const })),
+    reportOverflow: sendParent(({ event }) => ({
+      type: 'control.dropped',
+      signals: event.type === 'control.enqueue' ? [{ signal: event.signal, sequence: event.sequence, epoch: event.epoch }] : [],
+      cause: 'overflow' as const,
+    })),
     dequeue: assign({ queue: ({ context }) => context.queue.slice(1) }),
     reportDuplicate: sendParent(({ event }) => ({
       type: 'control.duplicate',
@@ -130,6 +152,8 @@ export const controlMachine = setup({
   on: {
     'control.enqueue': [
       { guard: 'isDuplicate', actions: 'reportDuplicate' },
+      // Dropped, not queued: its correlation id is not remembered, so a resend is delivered.
+      { guard: 'isQueueFull', actions: 'reportOverflow' },
       { actions: 'enqueue' },
     ],
   },

@@ -674,14 +674,22 @@ export class Link {
           detail: `duplicate correlation_id ${String(event.signal.correlationId)}: delivered once already`,
         })
         return
-      case 'link.controlDropped':
+      case 'link.controlDropped': {
+        const why = CONTROL_DROP_DETAIL[event.cause]
+        if (event.cause === 'overflow') {
+          this.log.warn('control signal dropped: the queue behind the control handler is full', {
+            sequence: event.signals[0]?.sequence,
+            maxQueued: this.policy.control.maxQueued,
+          })
+        }
         for (const queued of event.signals) {
           this.emitter.emit('ignored', {
             event: 'control.signal',
-            detail: `control signal #${queued.sequence} (correlation ${String(queued.signal.correlationId ?? 'none')}) dropped: the host stopped or restarted the session before its turn`,
+            detail: `control signal #${queued.sequence} (correlation ${String(queued.signal.correlationId ?? 'none')}) dropped: ${why}`,
           })
         }
         return
+      }
       case 'link.controlFailed':
         this.log.error('control handler failed', { sequence: event.sequence, error: errorMessage(event.error) })
         return
@@ -735,6 +743,13 @@ export class Link {
     if (handler) await handler(signal, { epoch: queued.epoch, sequence: queued.sequence, signal: abort })
   }
 }
+
+/** Why a queued control signal was dropped, as the `ignored` event's detail says it. */
+const CONTROL_DROP_DETAIL = {
+  stopped: 'the host stopped the session before its turn',
+  reset: 'a new session started before its turn',
+  overflow: 'control.maxQueued signals were already waiting behind a control handler that has not settled',
+} as const
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function'

@@ -66,8 +66,9 @@ export function resolvePolicy(input: LinkPolicyInput = {}): LinkPolicy {
     validateReconnectPolicy(policy.reconnect)
     validateChannelPolicy(policy.channel)
     validateTransportPolicy(policy.transport)
-    if (!(Number.isInteger(policy.control.dedupeWindow) && policy.control.dedupeWindow >= 0)) {
-      throw new RangeError(`control.dedupeWindow must be a whole number >= 0, got ${policy.control.dedupeWindow}`)
+    for (const name of ['dedupeWindow', 'maxQueued'] as const) {
+      const value = policy.control[name]
+      if (!(Number.isInteger(value) && value >= 0)) throw new RangeError(`control.${name} must be a whole number >= 0, got ${value}`)
     }
   } catch (error) {
     throw new ConfigurationError(`invalid policy: ${(error as Error).message}`, { cause: error })

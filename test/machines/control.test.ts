@@ -6,14 +6,14 @@ import { describe, expect, it } from 'vitest'
 import { assign, createActor, fromPromise, sendTo, setup, waitFor } from 'xstate'
 import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlReport, type QueuedSignal } from '../../machines/control.js'
 
-function harness(handler: (q: QueuedSignal) => Promise<void>) {
+function harness(handler: (q: QueuedSignal) => Promise<void>, policy = DEFAULT_CONTROL_POLICY) {
   const control = controlMachine.provide({ actors: { deliverSignal: fromPromise<void, QueuedSignal>(({ input }) => handler(input)) } })
   const parent = setup({
     types: { context: {} as { reports: ControlReport[] }, events: {} as ControlReport | { type: 'enqueue'; id: string | null; seq: number } },
     actors: { control },
   }).createMachine({
     context: { reports: [] },
-    invoke: { id: 'c', src: 'control', input: { policy: DEFAULT_CONTROL_POLICY } },
+    invoke: { id: 'c', src: 'control', input: { policy } },
     on: {
       enqueue: {
         actions: sendTo('c', ({ event }) => {
@@ -71,6 +71,40 @@ describe('control delivery chart', () => {
     h.actor.stop()
   })
 
+  it('a signal arriving while maxQueued wait behind the handler is dropped and reported (overflow), its id not remembered; the rest are delivered in order', async () => {
+    const delivered: number[] = []
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const h = harness(async (q) => {
+      if (q.sequence === 1) await gate
+      delivered.push(q.sequence)
+    }, { ...DEFAULT_CONTROL_POLICY, maxQueued: 2 })
+    h.enqueue(1, 'a')
+    h.enqueue(2, 'b')
+    h.enqueue(3, 'c')
+    h.enqueue(4, 'd') // 2 and 3 wait behind 1: full
+    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1 }], cause: 'overflow' }])
+    expect(h.actor.getSnapshot().children.c!.getSnapshot().context.seen).toEqual(['a', 'b', 'c'])
+    release()
+    await h.idle()
+    h.enqueue(5, 'd') // a resend of the dropped one is delivered
+    await h.idle()
+    expect(delivered).toEqual([1, 2, 3, 5])
+    h.actor.stop()
+  })
+
+  it('maxQueued 0 drops every signal that arrives while the handler runs', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const h = harness(() => gate, { ...DEFAULT_CONTROL_POLICY, maxQueued: 0 })
+    h.enqueue(1)
+    h.enqueue(2)
+    expect(h.reports()).toMatchObject([{ type: 'control.dropped', signals: [{ sequence: 2 }], cause: 'overflow' }])
+    release()
+    await h.idle()
+    h.actor.stop()
+  })
+
   it('reports a handler that throws and goes on with the next signal', async () => {
     const delivered: number[] = []
     const h = harness(async (q) => {
@@ -94,7 +128,7 @@ describe('control delivery chart details', () => {
       actors: { deliverSignal: fromPromise<void, QueuedSignal>(async ({ input }) => void delivered.push(input.sequence)) },
       actions: { reportDuplicate: ({ event }) => void duplicates.push((event as { sequence: number }).sequence) },
     })
-    const actor = createActor(control, { input: { policy: { dedupeWindow: 2 } } }).start()
+    const actor = createActor(control, { input: { policy: { ...DEFAULT_CONTROL_POLICY, dedupeWindow: 2 } } }).start()
     const send = (sequence: number, correlationId: string | null) => actor.send({ type: 'control.enqueue', signal: { correlationId }, sequence, epoch: 1 })
     send(1, '')
     send(2, '')
@@ -123,15 +157,15 @@ describe('control delivery chart details', () => {
         }),
       },
       actions: {
-        reportWaitingDropped: ({ context }) => void reports.push({ type: 'control.dropped', signals: context.queue.slice(1) }),
-        reportAllDropped: ({ context }) => void reports.push({ type: 'control.dropped', signals: context.queue }),
+        reportWaitingDropped: ({ context }) => void reports.push({ type: 'control.dropped', signals: context.queue.slice(1), cause: 'stopped' }),
+        reportAllDropped: ({ context }) => void reports.push({ type: 'control.dropped', signals: context.queue, cause: 'reset' }),
       },
     })
-    const actor = createActor(control, { input: { policy: { dedupeWindow: 10 } } }).start()
+    const actor = createActor(control, { input: { policy: { ...DEFAULT_CONTROL_POLICY, dedupeWindow: 10 } } }).start()
     actor.send({ type: 'control.enqueue', signal: { correlationId: 'x' }, sequence: 1, epoch: 1 })
     actor.send({ type: 'control.enqueue', signal: { correlationId: 'y' }, sequence: 2, epoch: 1 })
     actor.send({ type: 'control.flush' })
-    expect(reports).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'y' }, sequence: 2, epoch: 1 }] }])
+    expect(reports).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'y' }, sequence: 2, epoch: 1 }], cause: 'stopped' }])
     expect(actor.getSnapshot().context.seen).toEqual(['x'])
     release()
     await waitFor(actor, (s) => s.matches('idle'), { timeout: 2000 })
@@ -140,14 +174,14 @@ describe('control delivery chart details', () => {
     let never!: () => void
     const stuck = controlMachine.provide({
       actors: { deliverSignal: fromPromise<void, QueuedSignal>(() => new Promise<void>((resolve) => (never = resolve))) },
-      actions: { reportAllDropped: ({ context }) => void reports.push({ type: 'control.dropped', signals: context.queue }) },
+      actions: { reportAllDropped: ({ context }) => void reports.push({ type: 'control.dropped', signals: context.queue, cause: 'reset' }) },
     })
-    const other = createActor(stuck, { input: { policy: { dedupeWindow: 10 } } }).start()
+    const other = createActor(stuck, { input: { policy: { ...DEFAULT_CONTROL_POLICY, dedupeWindow: 10 } } }).start()
     other.send({ type: 'control.enqueue', signal: { correlationId: 'p' }, sequence: 1, epoch: 1 })
     other.send({ type: 'control.reset' })
     expect(other.getSnapshot().value).toBe('idle')
     expect(other.getSnapshot().context.seen).toEqual([])
-    expect(reports.at(-1)).toEqual({ type: 'control.dropped', signals: [{ signal: { correlationId: 'p' }, sequence: 1, epoch: 1 }] })
+    expect(reports.at(-1)).toEqual({ type: 'control.dropped', signals: [{ signal: { correlationId: 'p' }, sequence: 1, epoch: 1 }], cause: 'reset' })
     never()
     other.stop()
     actor.stop()

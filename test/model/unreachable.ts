@@ -31,6 +31,8 @@ export const UNREACHABLE: Record<string, { states?: Record<string, string>; tran
     transitions: {
       'control.delivering|control.flush|0':
         'a stop while a handler runs with signals queued behind it. test/wire/hardening.test.ts "after disconnect(), signals still waiting behind a slow handler are dropped and reported; the one in progress finishes"',
+      'control|control.enqueue|1':
+        'control.maxQueued signals waiting behind a handler that has not settled: a handler state the connection model does not track. test/wire/hardening.test.ts "a handler that never settles holds at most control.maxQueued signals: each one past it is an ignored report (overflow) and a warning; the queued ones follow in order once it settles"',
       'control.delivering|control.reset|0':
         'a new session while a handler of the old one still runs. test/wire/hardening.test.ts "a handler stuck in an old session is abandoned (its signal aborts) and the new session gets its signals"',
     },

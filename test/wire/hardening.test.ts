@@ -248,6 +248,42 @@ describe('reentrant host code (second review)', () => {
     expect(sim.accepted('agent-1')).toHaveLength(2)
   })
 
+  it('a handler that never settles holds at most control.maxQueued signals: each one past it is an ignored report (overflow) and a warning; the queued ones follow in order once it settles', async () => {
+    const sim = await world().sim()
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const handled: string[] = []
+    const waiters: Array<{ count: number; resolve: () => void }> = []
+    const handledCount = (count: number) => new Promise<void>((resolve) => waiters.push({ count, resolve }))
+    const warnings: string[] = []
+    const link = world().link(sim, {
+      policy: { control: { maxQueued: 3 } },
+      logger: { warn: (message) => void warnings.push(message) },
+      onControl: async (s) => {
+        if (s.correlationId === 'c0') await gate
+        handled.push(s.correlationId!)
+        for (const w of waiters) if (handled.length === w.count) w.resolve()
+      },
+    })
+    await link.connect()
+    const ignored: string[] = []
+    link.on('ignored', (e) => void ignored.push(e.detail))
+    for (let i = 0; i < 10; i++) sim.control('agent-1', { mode: 'interrupt', correlation_id: `c${i}` })
+    await waitFor(link.actor, (s) => s.context.signalSeq >= 10, { timeout: 4000 })
+    expect(ignored).toHaveLength(6)
+    expect(ignored[0]).toMatch(/^control signal #5 \(correlation c4\) dropped: control.maxQueued signals were already waiting/)
+    expect(warnings.filter((w) => w.includes('queue behind the control handler is full'))).toHaveLength(6)
+    const four = handledCount(4)
+    release()
+    await four
+    expect(handled).toEqual(['c0', 'c1', 'c2', 'c3'])
+    // A resend of a dropped one is delivered.
+    const five = handledCount(5)
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c9' })
+    await five
+    expect(handled.at(-1)).toBe('c9')
+  })
+
   it('a signal dropped by disconnect() and resent in the next session is delivered', async () => {
     const sim = await world().sim()
     let release!: () => void
@@ -412,6 +448,9 @@ describe('strict inputs (second review)', () => {
       [{ transport: { refusalBodyTimeoutMs: 0 } }, /transport.refusalBodyTimeoutMs must be at least 1/],
       [{ transport: { credentialsTimeoutMs: 0 } }, /transport.credentialsTimeoutMs must be at least 1/],
       [{ reconnect: { onRapidLimit: 'stop' } }, /reconnect.onRapidLimit must be 'suspend' or 'give-up'/],
+      [{ control: { maxQueued: -1 } }, /control.maxQueued must be a whole number >= 0, got -1/],
+      [{ control: { dedupeWindow: 2.5 } }, /control.dedupeWindow must be a whole number >= 0, got 2.5/],
+      [{ channel: { rejoinStableAfterMs: -1 } }, /channel.rejoinStableAfterMs must be a whole number of milliseconds/],
       [{ reconnect: { suspendInitialDelayMs: 600_000 } }, /suspendMaxDelayMs \(300000\) must be at least reconnect.suspendInitialDelayMs/],
     ] as const) {
       expect(() => world().link(sim, { policy: policy as never }), JSON.stringify(policy)).toThrow(message)
