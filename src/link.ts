@@ -271,7 +271,7 @@ export class Link {
       app: { message: (topic, event, payload, meta) => this.channels.get(topic)?.deliver(event, payload, meta) },
       channelParams: (topic, attempt) => {
         const params = this.channelParams.get(topic)
-        return typeof params === 'function' ? params({ generation: 0, signal: attempt.signal }) : (params ?? {})
+        return typeof params === 'function' ? params({ generation: attempt.generation, signal: attempt.signal }) : (params ?? {})
       },
     })
 
@@ -694,6 +694,15 @@ export class Link {
         this.log.error('control handler failed', { sequence: event.sequence, error: errorMessage(event.error) })
         return
     }
+  }
+
+  /**
+   * Milliseconds on the link's monotonic clock (`env.monotonic`, `performance.now()` by default):
+   * the clock its elapsed-time decisions are measured on, for tools that measure beside it
+   * (linkMetrics). @internal
+   */
+  monotonic(): number {
+    return this.env.monotonic()
   }
 
   /**

@@ -78,8 +78,8 @@ function sharedMetrics(registry: Registry, prefix: string): Shared {
  * Follows `link` and keeps its metrics in `options.registry` (a new one by default), each series
  * labelled `link` (the agent id, or `options.label`), so several links can share one registry.
  * Following a link again under the same label after `stop()` continues its series.
- * `options.now` is the clock connected time is measured on: monotonic milliseconds
- * (`performance.now()` by default), so a wall-clock step never adds or removes connected seconds.
+ * `options.now` is the clock connected time is measured on: monotonic milliseconds (the link's
+ * own `env.monotonic` by default), so a wall-clock step never adds or removes connected seconds.
  *
  * @throws {RangeError} for a prefix Prometheus would refuse, or a label another link being
  *   followed into the same registry already uses (pass `label`).
@@ -87,7 +87,7 @@ function sharedMetrics(registry: Registry, prefix: string): Shared {
 export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => number; label?: string } = {}): LinkMetrics {
   const prefix = checkPrefix(options.prefix ?? DEFAULT_METRICS_PREFIX)
   const registry = options.registry ?? new Registry()
-  const now = options.now ?? (() => performance.now())
+  const now = options.now ?? (() => link.monotonic())
   const label = options.label ?? link.agentId
   const shared = sharedMetrics(registry, prefix)
   const previous = shared.followers.get(label)

@@ -269,23 +269,31 @@ export interface UpgradeRefusal {
   status: number
   /** The Retry-After header as received, if any. */
   retryAfter?: string | null
+  /** The response's Date header, if any: an HTTP-date Retry-After is read against it (see {@link parseRetryAfter}). */
+  date?: string | null
   /** The response body as text (at most a few KB are read). */
   body?: string | null
 }
 
 /**
  * Reads an HTTP Retry-After value (RFC 9110 section 10.2.3): delta-seconds or an HTTP-date.
+ * An HTTP-date is read against the response's own Date header when it has a valid one (both on
+ * the server's clock, so a local wall clock that is off or steps changes nothing), else against
+ * `now`.
  *
- * @param now milliseconds since the Unix epoch, to turn a date into a wait.
+ * @param now milliseconds since the Unix epoch (the local wall clock), for a date with no Date header.
+ * @param serverDate the response's Date header, if any.
  * @returns milliseconds to wait (0 for a past date), or null when missing or malformed.
  */
-export function parseRetryAfter(value: string | null | undefined, now: number): number | null {
+export function parseRetryAfter(value: string | null | undefined, now: number, serverDate?: string | null): number | null {
   if (value === null || value === undefined) return null
   const text = value.trim()
   if (/^\d+$/.test(text)) return Number(text) * 1000
   if (/^\d+\.\d+$/.test(text)) return Math.round(Number(text) * 1000)
   const date = Date.parse(text)
-  return Number.isNaN(date) ? null : Math.max(0, date - now)
+  if (Number.isNaN(date)) return null
+  const sent = serverDate ? Date.parse(serverDate) : Number.NaN
+  return Math.max(0, date - (Number.isNaN(sent) ? now : sent))
 }
 
 /** Classifies a refused upgrade by {@link UPGRADE_STATUSES}. Never throws. */
@@ -306,7 +314,7 @@ export function classifyUpgrade(refusal: UpgradeRefusal, generation: number, at:
     }
     if (message === null && errorCode === null) message = clipText(refusal.body, REASON_TEXT_LIMIT) || null
   }
-  const retryAfterMs = parseRetryAfter(refusal.retryAfter, at)
+  const retryAfterMs = parseRetryAfter(refusal.retryAfter, at, refusal.date)
   const row =
     UPGRADE_STATUSES[refusal.status] ??
     (refusal.status >= 500 && refusal.status <= 599 ? { cause: 'unavailable' as const, retryable: true } : null)
@@ -473,7 +481,9 @@ export function describeReason(reason: DisconnectReason): string {
     case 'timed-out':
       return `timed out waiting for the ${reason.phase === 'heartbeat' ? 'heartbeat reply' : reason.phase === 'join' ? 'control channel join reply' : 'transport to open'}, ${tail}`
     case 'suppressed':
-      return `gave up after ${reason.attempts} attempts (${reason.cause}), terminal`
+      return reason.retryable
+        ? `suspended after ${reason.attempts} attempts (${reason.cause}): one attempt per cooldown, will reconnect`
+        : `gave up after ${reason.attempts} attempts (${reason.cause}), terminal`
     case 'other':
       return `other: ${reason.detail}, ${tail}`
   }

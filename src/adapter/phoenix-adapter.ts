@@ -153,7 +153,7 @@ export interface AdapterConfig {
   sink: (event: ConnectionEvent) => void
   app: AppDelivery
   /** Join params of an app channel, asked at each join attempt; sync or async, bounded like `credentials`. */
-  channelParams(topic: string, attempt: { signal: AbortSignal }): object | Promise<object>
+  channelParams(topic: string, attempt: { generation: number; signal: AbortSignal }): object | Promise<object>
 }
 
 /** What one connection attempt sends: the API key and the extra socket params. */
@@ -381,7 +381,7 @@ export class PhoenixAdapter {
     const later = (event: ChannelEvent) => queueMicrotask(() => !stopped && this.emit(event as ConnectionEvent))
     const abort = this.settleInput(
       `the join params of channel ${input.topic}`,
-      (signal) => this.config.channelParams(input.topic, { signal }),
+      (signal) => this.config.channelParams(input.topic, { generation: input.generation, signal }),
       (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? null : `expected an object, got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value}`),
       (params: object) => {
         if (!stopped) attachment = this.attachApp(input, params)
@@ -610,7 +610,7 @@ export class PhoenixAdapter {
       if (handle.heartbeatTimedOut) return // already reported as socket.heartbeatTimeout
       if (handle.refusal) {
         const reason = classifyUpgrade(
-          { status: handle.refusal.status, retryAfter: handle.refusal.retryAfter, body: handle.refusal.body },
+          { status: handle.refusal.status, retryAfter: handle.refusal.retryAfter, date: handle.refusal.date, body: handle.refusal.body },
           origin.generation,
           now,
         )
@@ -661,8 +661,12 @@ export class PhoenixAdapter {
     if (!attachment) {
       const left = handle.leftTopics.get(topic)
       if (left && (event === CHANNEL_EVENTS.close || event === CHANNEL_EVENTS.reply) && frame.join_ref === left.joinRef) {
-        // The expected tail of our own leave; once both came, nothing of the topic is kept.
-        if (--left.tails === 0) handle.leftTopics.delete(topic)
+        // The expected tail of our own leave; once all came, nothing of the topic is kept. A
+        // refused join (its reply: ref = join_ref, status not ok) leaves no channel to close, so
+        // the phx_close counted for it never comes (Phoenix answers the leave of an unjoined topic ok).
+        const refusedJoin = event === CHANNEL_EVENTS.reply && frame.ref === left.joinRef && (frame.payload as { status?: unknown } | null)?.status !== 'ok'
+        left.tails -= refusedJoin ? 2 : 1
+        if (left.tails <= 0) handle.leftTopics.delete(topic)
         return false
       }
       return this.reportUnexpected(handle, `${event} for topic ${JSON.stringify(topic)}, which this link has not joined on this transport`)

@@ -15,6 +15,8 @@ import type { ClientRequest, IncomingMessage } from 'node:http'
 export interface RefusedUpgrade {
   status: number
   retryAfter: string | null
+  /** The response's Date header (RFC 9110 section 6.6.1), to read an HTTP-date Retry-After on the server's own clock. */
+  date: string | null
   body: string
 }
 
@@ -116,6 +118,7 @@ function readRefusal(ws: WebSocket, res: IncomingMessage, hooks: TransportHooks)
   const status = res.statusCode ?? 0
   const header = res.headers['retry-after']
   const retryAfter = Array.isArray(header) ? (header[0] ?? null) : (header ?? null)
+  const date = res.headers.date ?? null
   const chunks: Buffer[] = []
   let size = 0
   let done = false
@@ -124,7 +127,7 @@ function readRefusal(ws: WebSocket, res: IncomingMessage, hooks: TransportHooks)
     done = true
     clearTimeout(timer)
     res.off('data', onData)
-    hooks.onRefused({ status, retryAfter, body: Buffer.concat(chunks).toString('utf8') })
+    hooks.onRefused({ status, retryAfter, date, body: Buffer.concat(chunks).toString('utf8') })
     ws.terminate()
   }
   const onData = (chunk: Buffer) => {

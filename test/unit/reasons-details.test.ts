@@ -35,6 +35,7 @@ describe('describeReason', () => {
     [timedOutReason('join', 1, 0) as DisconnectReason, 'timed out waiting for the control channel join reply, will reconnect'],
     [timedOutReason('connect', 1, 0) as DisconnectReason, 'timed out waiting for the transport to open, will reconnect'],
     [suppressedReason('rapid-disconnects', 10, 1, 0) as DisconnectReason, 'gave up after 10 attempts (rapid-disconnects), terminal'],
+    [suppressedReason('rapid-disconnects', 10, 1, 0, true) as DisconnectReason, 'suspended after 10 attempts (rapid-disconnects): one attempt per cooldown, will reconnect'],
     [classifyClose({ code: 999, reason: '' }, 1, 0), 'other: close code 999 is outside every range of the close code table, will reconnect'],
   ]
   for (const [reason, text] of cases) it(text, () => expect(describeReason(reason)).toBe(text))

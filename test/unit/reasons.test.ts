@@ -68,6 +68,17 @@ describe('upgrade status table', () => {
     expect(parseRetryAfter('soon', 0)).toBeNull()
     expect(parseRetryAfter(undefined, 0)).toBeNull()
   })
+  it('reads an HTTP-date Retry-After against the response Date header: the local wall clock, an hour off, changes nothing', () => {
+    const sent = Date.UTC(2026, 11, 1, 12, 0, 0)
+    const retry = new Date(sent + 30_000).toUTCString()
+    const hourAhead = sent + 3_600_000
+    expect(parseRetryAfter(retry, hourAhead, new Date(sent).toUTCString())).toBe(30_000)
+    expect(parseRetryAfter(retry, hourAhead)).toBe(0) // no Date header: the local clock is all there is
+    expect(parseRetryAfter(retry, hourAhead, 'not a date')).toBe(0)
+    expect(classifyUpgrade({ status: 503, retryAfter: retry, date: new Date(sent).toUTCString() }, 1, hourAhead)).toMatchObject({ retryAfterMs: 30_000 })
+    // Delta-seconds need no date at all.
+    expect(parseRetryAfter('30', hourAhead, new Date(sent).toUTCString())).toBe(30_000)
+  })
 })
 
 describe('supersede payloads', () => {

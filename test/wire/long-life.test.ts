@@ -160,6 +160,29 @@ describe('leave() in any state leaves the server without the topic', () => {
     expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored' && e.detail.includes('room:task'))).toEqual([])
   })
 
+  it('leave() while the join is pending, and the server refuses the join: its tail is the two replies (no phx_close comes), and nothing of the topic is kept after them', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:task', { reply: 'hold' })
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:task')
+    await sim.waitFor(() => sim.heldJoins.some((j) => j.topic === 'room:task'), { what: 'the join to arrive' })
+    const left = next(link, 'channel', { filter: (e) => e.topic === 'room:task' && e.status === 'left' })
+    room.leave()
+    await left
+    const [socket] = sim.live('agent-1')
+    await sim.waitFor(() => framesIn(socket!, 'phx_leave', 'room:task').length === 1, { what: 'the phx_leave' })
+    const joinRef = framesIn(socket!, 'phx_join', 'room:task')[0]!.join_ref
+    sim.answerHeldJoin('room:task', { reply: 'error', response: { reason: 'unauthorized' } })
+    await sim.waitFor(() => socket!.frames.filter((f) => f.dir === 'out' && f.frame?.topic === 'room:task').length === 2, { what: 'the tail' })
+    // After its tail, a phx_close for that join is no longer expected: reported, not swallowed.
+    const reported = next(link, 'ignored', { filter: (e) => e.detail.includes('room:task') })
+    sim.sendRaw({ agent: 'agent-1' }, JSON.stringify([joinRef, joinRef, 'room:task', 'phx_close', {}]))
+    expect((await reported).detail).toMatch(/phx_close for topic "room:task", which this link has not joined/)
+    // The tail itself was not reported.
+    expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored' && e.detail.includes('room:task'))).toHaveLength(1)
+  })
+
   it('a join that timed out is left on the wire before the rejoin, so a late accept keeps nothing', async () => {
     const sim = await world().sim()
     sim.onJoin('room:slow', { reply: 'hold' }, 2)
@@ -259,6 +282,22 @@ describe('credentials per attempt', () => {
     sim.close({ agent: 'agent-1' }, 1000)
     await back
     expect(sim.accepted('agent-1').map((c) => c.params.client_attempt)).toEqual(['1', '2'])
+  })
+
+  it('channel params are told the generation of the transport the join goes out on', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const asked: number[] = []
+    link.channel('room:gen', ({ generation }) => {
+      asked.push(generation)
+      return {}
+    })
+    await next(link, 'channel', { filter: (e) => e.topic === 'room:gen' && e.status === 'joined' })
+    const rejoined = next(link, 'channel', { filter: (e) => e.topic === 'room:gen' && e.status === 'joined' })
+    sim.close({ agent: 'agent-1' }, 1000)
+    await rejoined
+    expect(asked).toEqual([1, 2])
   })
 
   it('channel params that reject, hang or are not an object error that join attempt, typed, and it is retried; never a silent {}', async () => {

@@ -242,6 +242,18 @@ describe('the simulator\'s metrics and admin API', () => {
 })
 
 describe('the link\'s metrics and run signals', () => {
+  it('connected seconds are measured on the link\'s own monotonic clock (env.monotonic) when no clock is passed', async () => {
+    const sim = await world().sim()
+    let t = 1_000_000
+    const link = world().link(sim, { env: { monotonic: () => t } })
+    const registry = new Registry()
+    const metrics = linkMetrics(link, { registry })
+    await link.connect()
+    t += 7_000
+    expect(parseMetrics(await registry.metrics()).get('phoenix_link_link_connected_seconds_total{link="agent-1"}')).toBeCloseTo(7, 5)
+    metrics.stop()
+  })
+
   it('link_state one-hot, reconnects by reason, connected seconds', async () => {
     const sim = await world().sim()
     let t = 0
