@@ -14,7 +14,7 @@
  * and its phx_close is a session-level loss.
  */
 import { assign, fromCallback, sendParent, sendTo, setup } from 'xstate'
-import { assertMs, timedOutReason, type Env, type ReasonLike } from './types.js'
+import { assertMs, thrownText, timedOutReason, type Env, type ReasonLike } from './types.js'
 
 /** Join and rejoin policy of app channels; milliseconds. */
 export const DEFAULT_CHANNEL_POLICY = {
@@ -143,20 +143,22 @@ export const channelMachine = setup({
     input: {} as ChannelInput,
   },
   guards: {
-    /** The event belongs to this channel's current join attempt (not a stale transport or an earlier join). */
-    isCurrentAttempt: ({ context, event }) =>
-      'attachId' in event && event.attachId === context.attachId && event.generation === context.generation,
+    /**
+     * The event belongs to this channel's current join attempt, not an earlier one (of this
+     * transport or an older one): the attach id grows by one per attempt, so it alone tells them
+     * apart. Named only on adapter events, which all carry an AttachOrigin.
+     */
+    isCurrentAttempt: ({ context, event }) => (event as unknown as AttachOrigin).attachId === context.attachId,
   },
   actions: {
-    attach: assign({ generation: ({ event }) => (event.type === 'transport.up' ? event.generation : 0) }),
+    attach: assign({ generation: ({ event }) => (event as Extract<ChannelEvent, { type: 'transport.up' }>).generation }),
     detach: assign({ generation: 0 }),
     nextAttempt: assign({ attachId: ({ context }) => context.attachId + 1 }),
     clearReason: assign({ reason: null }),
     clearRejoins: assign({ rejoins: 0 }),
     countRejoin: assign({ rejoins: ({ context }) => context.rejoins + 1 }),
-    recordEventReason: assign({
-      reason: ({ event, context }) => ('reason' in event ? event.reason : context.reason),
-    }),
+    // Named on the adapter events that carry a reason: a refused join, phx_close, a failed attempt.
+    recordEventReason: assign({ reason: ({ event }) => (event as unknown as { reason: ReasonLike }).reason }),
     recordCrash: assign({
       reason: ({ context }) => ({
         kind: 'other',
@@ -169,13 +171,13 @@ export const channelMachine = setup({
     recordAttachmentFailure: assign({
       reason: ({ context, event }) => ({
         kind: 'other',
-        detail: `the join attempt failed inside phoenix-link: ${String((event as { error?: { message?: string } }).error?.message ?? (event as { error?: unknown }).error)}`,
+        detail: `the join attempt failed inside phoenix-link: ${thrownText((event as { error?: unknown }).error)}`,
         retryable: true,
         generation: context.generation,
         at: context.env.now(),
       }),
     }),
-        recordJoinTimeout: assign({
+    recordJoinTimeout: assign({
       reason: ({ context }) => timedOutReason('join', context.generation, context.env.now()),
     }),
     reportJoined: sendParent(({ context }) => statusReport(context, 'joined')),

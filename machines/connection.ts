@@ -36,7 +36,7 @@ import { assign, emit, enqueueActions, fromCallback, sendTo, setup, type ActorRe
 import { channelMachine, DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
 import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlDropCause, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
 import { DEFAULT_RECONNECT_POLICY, reconnectMachine, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
-import { assertMs, gracefulReason, timedOutReason, type Env, type Origin, type ReasonLike } from './types.js'
+import { assertMs, gracefulReason, thrownText, timedOutReason, type Env, type Origin, type ReasonLike } from './types.js'
 
 /** Session timeouts; milliseconds. */
 export const DEFAULT_CONNECTION_POLICY = {
@@ -230,11 +230,13 @@ export const connectionMachine = setup({
     channel: channelMachine,
   },
   guards: {
-    /** The event comes from this session's current transport. */
-    isCurrentTransport: ({ context, event }) =>
-      'epoch' in event && event.generation === context.generation && event.epoch === context.epoch,
+    /** The event comes from this session's current transport. Named only on adapter events, which carry an Origin. */
+    isCurrentTransport: ({ context, event }) => {
+      const { generation, epoch } = event as unknown as Origin
+      return generation === context.generation && epoch === context.epoch
+    },
     /** The event comes from this session, from any of its transports (a supersede read late still counts). */
-    isCurrentSession: ({ context, event }) => 'epoch' in event && event.epoch === context.epoch,
+    isCurrentSession: ({ context, event }) => (event as unknown as Origin).epoch === context.epoch,
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
@@ -242,8 +244,9 @@ export const connectionMachine = setup({
      * of this link's connections: maybe our own socket, still held by the platform.
      */
     isOwnConflict: ({ context }) => {
-      if (context.lastReason?.kind !== 'rejected' || context.lastReason.cause !== 'conflict' || context.lastReason.phase !== 'upgrade') return false
-      if (context.liveLostAt === null) return false
+      // Only a refused upgrade (409, UPGRADE_STATUSES in src/reasons.ts) has the cause `conflict`:
+      // no close code or join error maps to it. Evaluated after recordLoss: a reason is there.
+      if (context.lastReason!.cause !== 'conflict' || context.liveLostAt === null) return false
       // Monotonic: a wall-clock step after the loss changes nothing. (A negative elapsed time
       // could only come from a broken injected clock: terminal, as without this rule.)
       const elapsed = context.env.monotonic() - context.liveLostAt
@@ -262,7 +265,8 @@ export const connectionMachine = setup({
       connects: 0,
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
-    recordLoss: assign({ lastReason: ({ event, context }) => ('reason' in event ? event.reason : context.lastReason) }),
+    // Named on the events that carry a reason (losses, refusals, supersedes).
+    recordLoss: assign({ lastReason: ({ event }) => (event as unknown as { reason: ReasonLike }).reason }),
     recordConnectTimeout: assign({
       lastReason: ({ context }) => timedOutReason('connect', context.generation, context.env.now()),
     }),
@@ -272,24 +276,24 @@ export const connectionMachine = setup({
     recordActorFailure: assign({
       lastReason: ({ context, event }) => ({
         kind: 'other',
-        detail: `the adapter failed inside phoenix-link: ${String((event as { error?: { message?: string } }).error?.message ?? (event as { error?: unknown }).error)}`,
+        detail: `the adapter failed inside phoenix-link: ${thrownText((event as { error?: unknown }).error)}`,
         retryable: true,
         generation: context.generation,
         at: context.env.now(),
       }),
     }),
-        recordGraceful: assign({ lastReason: ({ context }) => gracefulReason(context.generation, context.env.now()) }),
-    recordGiveUp: assign({
-      lastReason: ({ event, context }) => (event.type === 'reconnect.gaveUp' ? event.reason : context.lastReason),
-    }),
+    recordGraceful: assign({ lastReason: ({ context }) => gracefulReason(context.generation, context.env.now()) }),
+    // Named on reconnect.gaveUp.
+    recordGiveUp: assign({ lastReason: ({ event }) => (event as Extract<ConnectionEvent, { type: 'reconnect.gaveUp' }>).reason }),
+    // Named on reconnect.scheduled and reconnect.suspended.
     recordRetry: assign({
-      retry: ({ event }) =>
-        event.type === 'reconnect.scheduled' || event.type === 'reconnect.suspended' ? { delayMs: event.delayMs, attempt: event.attempt } : null,
+      retry: ({ event }) => {
+        const { delayMs, attempt } = event as Extract<ConnectionEvent, { type: 'reconnect.scheduled' | 'reconnect.suspended' }>
+        return { delayMs, attempt }
+      },
     }),
     /** Past the rapid limit: the reason the host sees is `suppressed` (retryable), with the cooldown as the next delay. */
-    recordSuspension: assign({
-      lastReason: ({ event, context }) => (event.type === 'reconnect.suspended' ? event.reason : context.lastReason),
-    }),
+    recordSuspension: assign({ lastReason: ({ event }) => (event as Extract<ConnectionEvent, { type: 'reconnect.suspended' }>).reason }),
     countControlCrash: assign({ controlCrashes: ({ context }) => context.controlCrashes + 1 }),
     clearControlCrashes: assign({ controlCrashes: 0 }),
     rejoinControlChannel: sendTo('controlChannel', { type: 'rejoin' }),
@@ -297,7 +301,7 @@ export const connectionMachine = setup({
     countConnect: assign({ connects: ({ context }) => context.connects + 1 }),
     markLiveLost: assign({ liveLostAt: ({ context }) => context.env.monotonic() }),
     /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */
-    retryOwnConflict: assign({ lastReason: ({ context }) => (context.lastReason ? { ...context.lastReason, retryable: true } : null) }),
+    retryOwnConflict: assign({ lastReason: ({ context }) => ({ ...context.lastReason!, retryable: true }) }),
     tellReconnectOpened: sendTo('reconnect', { type: 'reconnect.opened' }),
     tellReconnectLost: sendTo('reconnect', ({ context }) => ({
       type: 'reconnect.lost' as const,
@@ -306,8 +310,9 @@ export const connectionMachine = setup({
     leaveControlChannel: sendTo('controlChannel', { type: 'leave' }),
     flushControl: sendTo('control', { type: 'control.flush' }),
     resetControl: sendTo('control', { type: 'control.reset' }),
-    enqueueControlSignal: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'control.signal') return
+    // Named on control.signal.
+    enqueueControlSignal: enqueueActions(({ context, event: anyEvent, enqueue }) => {
+      const event = anyEvent as Extract<ConnectionEvent, { type: 'control.signal' }>
       const sequence = context.signalSeq + 1
       enqueue.assign({ signalSeq: sequence })
       enqueue.sendTo('control', { type: 'control.enqueue', signal: event.signal, sequence, epoch: event.epoch })
@@ -342,7 +347,7 @@ export const connectionMachine = setup({
     dropFailedChannel: enqueueActions(({ context, event, enqueue }) => {
       const failed = (event as { actorId?: string }).actorId
       const topic = Object.keys(context.channels).find((t) => context.channels[t]!.id === failed)
-      const detail = String((event as { error?: { message?: string } }).error?.message ?? (event as { error?: unknown }).error)
+      const detail = thrownText((event as { error?: unknown }).error)
       if (topic === undefined) {
         enqueue.emit({ type: 'link.ignored', event: event.type, detail: `an actor of the chart failed: ${detail}` })
         return
@@ -356,11 +361,11 @@ export const connectionMachine = setup({
         reason: { kind: 'other', detail: `the channel failed inside phoenix-link: ${detail}`, retryable: true, generation: context.generation, at: context.env.now() } as ReasonLike,
       })
     }),
-        forgetFinishedChannel: enqueueActions(({ context, event, enqueue }) => {
+    forgetFinishedChannel: enqueueActions(({ context, event, enqueue }) => {
       const e = event as ChannelStatusReport // runs on channel.status only
       if (e.status !== 'dropped' && e.status !== 'left') return
-      const ref = channelOf(context, e.topic)
-      if (!ref) return // a report of a channel already forgotten
+      // A channel reports dropped or left once, as its last act: its actor is there.
+      const ref = channelOf(context, e.topic)!
       const { [e.topic]: _gone, ...rest } = context.channels
       enqueue.assign({ channels: rest })
       enqueue.stopChild(ref)
@@ -374,8 +379,9 @@ export const connectionMachine = setup({
     announceRetry: emit(({ context }) => ({
       type: 'link.disconnected' as const,
       reason: context.lastReason!,
-      nextDelayMs: context.retry?.delayMs ?? null,
-      attempt: context.retry?.attempt ?? null,
+      // After recordRetry, on the same event.
+      nextDelayMs: context.retry!.delayMs,
+      attempt: context.retry!.attempt,
     })),
     announceEnded: emit(({ context }) => ({
       type: 'link.disconnected' as const,

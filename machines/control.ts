@@ -82,12 +82,16 @@ export interface ControlInput {
 }
 
 function forget(seen: string[], dropped: QueuedSignal[]): string[] {
-  const ids = new Set(dropped.map((q) => correlationOf(q.signal)).filter((id): id is string => id !== null))
-  return ids.size === 0 ? seen : seen.filter((id) => !ids.has(id))
+  const ids = new Set(dropped.map((q) => correlationOf(q.signal)))
+  return seen.filter((id) => !ids.has(id))
 }
 
 const correlationOf = (signal: SignalLike) =>
   typeof signal.correlationId === 'string' && signal.correlationId !== '' ? signal.correlationId : null
+
+type Enqueue = Extract<ControlEvent, { type: 'control.enqueue' }>
+/** The event of an action or guard that only `control.enqueue` transitions name. */
+const enqueued = (event: unknown) => event as Enqueue
 
 /** The control delivery statechart. The `deliverSignal` actor is provided by the link. */
 export const controlMachine = setup({
@@ -105,8 +109,7 @@ export const controlMachine = setup({
   guards: {
     /** The signal's correlation id was delivered or queued before. */
     isDuplicate: ({ context, event }) => {
-      if (event.type !== 'control.enqueue') return false
-      const id = correlationOf(event.signal)
+      const id = correlationOf(enqueued(event).signal)
       return id !== null && context.seen.includes(id)
     },
     /** `maxQueued` signals wait behind the one in the handler (in idle the queue is empty). */
@@ -116,33 +119,29 @@ export const controlMachine = setup({
   },
   actions: {
     enqueue: assign(({ context, event }) => {
-      if (event.type !== 'control.enqueue') return {}
-      const id = correlationOf(event.signal)
+      const { signal, sequence, epoch } = enqueued(event)
+      const id = correlationOf(signal)
       const window = context.policy.dedupeWindow
       const seen = id === null || window === 0 ? context.seen : [...context.seen, id].slice(-window)
-      return { queue: [...context.queue, { signal: event.signal, sequence: event.sequence, epoch: event.epoch }], seen }
+      return { queue: [...context.queue, { signal, sequence, epoch }], seen }
     }),
     // A dropped signal was never delivered: forget its correlation id so a resend is delivered.
     dropAll: assign(({ context }) => ({ queue: [], seen: forget(context.seen, context.queue) })),
     dropWaiting: assign(({ context }) => ({ queue: context.queue.slice(0, 1), seen: forget(context.seen, context.queue.slice(1)) })),
     reportAllDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue, cause: 'reset' as const })),
     reportWaitingDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue.slice(1), cause: 'stopped' as const })),
-    reportOverflow: sendParent(({ event }) => ({
-      type: 'control.dropped',
-      signals: event.type === 'control.enqueue' ? [{ signal: event.signal, sequence: event.sequence, epoch: event.epoch }] : [],
-      cause: 'overflow' as const,
-    })),
+    reportOverflow: sendParent(({ event }) => {
+      const { signal, sequence, epoch } = enqueued(event)
+      return { type: 'control.dropped', signals: [{ signal, sequence, epoch }], cause: 'overflow' as const }
+    }),
     dequeue: assign({ queue: ({ context }) => context.queue.slice(1) }),
-    reportDuplicate: sendParent(({ event }) => ({
-      type: 'control.duplicate',
-      signal: event.type === 'control.enqueue' ? event.signal : {},
-      sequence: event.type === 'control.enqueue' ? event.sequence : -1,
-    })),
+    reportDuplicate: sendParent(({ event }) => ({ type: 'control.duplicate', signal: enqueued(event).signal, sequence: enqueued(event).sequence })),
+    // Named on the delivering actor's onError only: the head of the queue is the signal that failed.
     reportHandlerFailed: sendParent(({ context, event }) => ({
       type: 'control.handlerFailed',
-      signal: context.queue[0]?.signal ?? {},
-      sequence: context.queue[0]?.sequence ?? -1,
-      error: 'error' in event ? event.error : undefined,
+      signal: context.queue[0]!.signal,
+      sequence: context.queue[0]!.sequence,
+      error: (event as unknown as { error: unknown }).error,
     })),
   },
 }).createMachine({

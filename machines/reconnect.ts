@@ -176,7 +176,7 @@ export function backoffDelay(policy: ReconnectPolicy, attempt: number, reason: R
 export function cooldownDelay(policy: ReconnectPolicy, suspensions: number, reason: ReasonLike, roll: number): number {
   const ceiling = Math.min(policy.suspendMaxDelayMs, policy.suspendInitialDelayMs * 2 ** Math.max(0, suspensions - 1))
   const delay = Math.floor(ceiling / 2 + (roll * ceiling) / 2)
-  const retryAfter = typeof reason.retryAfterMs === 'number' && reason.retryAfterMs > 0 ? Math.min(reason.retryAfterMs, policy.maxRetryAfterMs) : 0
+  const retryAfter = typeof reason.retryAfterMs === 'number' ? Math.min(reason.retryAfterMs, policy.maxRetryAfterMs) : 0
   return Math.max(delay, retryAfter)
 }
 
@@ -186,6 +186,9 @@ export type ReconnectEvent =
   | { type: 'reconnect.opened' }
   /** The transport was lost for a retryable reason. */
   | { type: 'reconnect.lost'; reason: ReasonLike }
+
+/** The loss event: the only one the actions and guards that read a reason are named on. */
+type Lost = Extract<ReconnectEvent, { type: 'reconnect.lost' }>
 
 /** Events the reconnect chart sends to its parent, the connection chart. */
 export type ReconnectReport =
@@ -235,8 +238,10 @@ export const reconnectMachine = setup({
      * A heartbeat or join timeout, a control channel loss or a refused join is not the server
      * accepting and then closing sockets, so it never counts toward the rapid limit.
      */
-    isServerClose: ({ event }) =>
-      event.type === 'reconnect.lost' && (event.reason.kind === 'closed' || (event.reason.kind === 'dropped' && event.reason.source === 'socket')),
+    isServerClose: ({ event }) => {
+      const { reason } = event as Lost
+      return reason.kind === 'closed' || (reason.kind === 'dropped' && reason.source === 'socket')
+    },
     /** The policy says to give up, not slow down, past the rapid limit. */
     givesUpOnRapid: ({ context }) => context.policy.onRapidLimit === 'give-up',
     /** `rapidLimit` short-lived connections in a row: an accept-then-close loop. */
@@ -248,7 +253,7 @@ export const reconnectMachine = setup({
   actions: {
     countLoss: assign({
       attempt: ({ context }) => context.attempt + 1,
-      lastLoss: ({ event }) => (event.type === 'reconnect.lost' ? event.reason : null),
+      lastLoss: ({ event }) => (event as Lost).reason,
     }),
     countRapid: assign({ rapidStreak: ({ context }) => context.rapidStreak + 1 }),
     /** A connection outlived the rapid window: the streak and any suspension are over. */
@@ -259,7 +264,7 @@ export const reconnectMachine = setup({
         cooldownDelay(
           context.policy,
           context.suspensions,
-          context.lastLoss ?? { kind: 'other', retryable: true, generation: 0, at: 0 },
+          context.lastLoss!,
           context.env.random(),
         ),
     }),
@@ -269,7 +274,7 @@ export const reconnectMachine = setup({
         backoffDelay(
           context.policy,
           context.attempt,
-          context.lastLoss ?? { kind: 'other', retryable: true, generation: 0, at: 0 },
+          context.lastLoss!,
           context.env.random(),
         ),
     }),
@@ -283,20 +288,20 @@ export const reconnectMachine = setup({
       type: 'reconnect.suspended',
       delayMs: context.delayMs,
       attempt: context.attempt,
-      reason: suppressedReason('rapid-disconnects', context.attempt, context.lastLoss?.generation ?? 0, context.env.now(), true),
+      reason: suppressedReason('rapid-disconnects', context.attempt, context.lastLoss!.generation, context.env.now(), true),
     })),
     reportRapidGiveUp: sendParent(({ context }) => ({
       type: 'reconnect.gaveUp',
       reason: suppressedReason(
         'rapid-disconnects',
         context.attempt,
-        context.lastLoss?.generation ?? 0,
+        context.lastLoss!.generation,
         context.env.now(),
       ),
     })),
     reportAttemptGiveUp: sendParent(({ context }) => ({
       type: 'reconnect.gaveUp',
-      reason: suppressedReason('max-attempts', context.attempt, context.lastLoss?.generation ?? 0, context.env.now()),
+      reason: suppressedReason('max-attempts', context.attempt, context.lastLoss!.generation, context.env.now()),
     })),
   },
   delays: {

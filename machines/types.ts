@@ -121,3 +121,11 @@ export function assertMs(name: string, value: unknown, min = 0): asserts value i
   }
   if (value < min) throw new RangeError(`${name} must be at least ${min}, got ${value}`)
 }
+
+/**
+ * The text of what an actor threw, for the detail of an `other` reason: an Error's message, or
+ * anything else as `String()` makes it.
+ */
+export function thrownText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

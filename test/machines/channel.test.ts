@@ -192,3 +192,61 @@ describe('channel chart', () => {
     actor.stop()
   })
 })
+
+describe('channel chart, what its reasons, reports and output hold', () => {
+  const env = { now: () => 1234, monotonic: () => 0, random: () => 0.5 }
+
+  it('a phx_error reason in full; a channel left after it reports no reason; its output is the topic and the last reason', () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 4 })
+    h.send({ type: 'channel.joinOk', ...h.current() })
+    h.send({ type: 'channel.error', ...h.current() })
+    expect(h.child().context.reason).toEqual({ kind: 'other', detail: 'phx_error: the server-side channel crashed', retryable: true, generation: 4, at: 0 })
+    h.send({ type: 'host.leave' })
+    expect(h.reports().at(-1)).toEqual({ type: 'channel.status', topic: 'room:1', status: 'left', reason: null })
+    expect(h.child().output).toEqual({ topic: 'room:1', reason: { kind: 'other', detail: 'phx_error: the server-side channel crashed', retryable: true, generation: 4, at: 0 } })
+    h.stop()
+  })
+
+  it('an event of an earlier join attempt is ignored, on the same transport too', () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 1 })
+    h.clock.increment(DEFAULT_CHANNEL_POLICY.joinTimeoutMs)
+    h.clock.increment(DEFAULT_CHANNEL_POLICY.rejoinInitialDelayMs)
+    expect(h.current()).toEqual({ topic: 'room:1', generation: 1, attachId: 2 })
+    h.send({ type: 'channel.joinOk', topic: 'room:1', generation: 1, attachId: 1 })
+    expect(h.child().value).toEqual({ attached: { live: 'joining' } })
+    h.send({ type: 'channel.joinOk', ...h.current() })
+    expect(h.child().value).toEqual({ attached: { live: 'joined' } })
+    h.stop()
+  })
+
+  it('an attachment failure says what was thrown, an Error or not', () => {
+    for (const [thrown, text] of [
+      [new Error('adapter bug'), 'adapter bug'],
+      ['a string', 'a string'],
+    ] as const) {
+      const broken = channelMachine.provide({
+        actors: {
+          attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(() => {
+            throw thrown
+          }),
+        },
+        actions: { reportErrored: () => {} },
+      })
+      const actor = createActor(broken, { input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env }, clock: new SimulatedClock() }).start()
+      actor.send({ type: 'transport.up', generation: 2 })
+      expect(actor.getSnapshot().context.reason).toEqual({ kind: 'other', detail: `the join attempt failed inside phoenix-link: ${text}`, retryable: true, generation: 2, at: 1234 })
+      actor.stop()
+    }
+  })
+
+  it('without an attachment provided, each attempt errors saying so', () => {
+    const bare = channelMachine.provide({ actions: { reportErrored: () => {} } })
+    const actor = createActor(bare, { input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env }, clock: new SimulatedClock() }).start()
+    actor.send({ type: 'transport.up', generation: 1 })
+    expect(actor.getSnapshot().context.reason).toMatchObject({ detail: 'the join attempt failed inside phoenix-link: attachment must be provided (machine.provide) by the adapter' })
+    actor.stop()
+  })
+})
+

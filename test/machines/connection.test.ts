@@ -520,3 +520,87 @@ describe('rule: giving up is not the default (suspended past the rapid-disconnec
     expect(state(run(r.s, supersedeEvent(origin(r.s))))).toBe('terminated')
   })
 })
+
+describe('connection chart, what its actors are given and what it reports', () => {
+  const inert = fromCallback(() => {})
+
+  it('the transport and control channel actors get the generation and epoch they serve', () => {
+    const inputs: Array<[string, unknown]> = []
+    const recording = (name: string) => fromCallback(({ input }) => void inputs.push([name, input]))
+    const machine = connectionMachine.provide({ actors: { transport: recording('transport') as never, controlChannel: recording('controlChannel') as never } })
+    const actor = createActor(machine, { input: { env }, clock: new SimulatedClock() }).start()
+    actor.send({ type: 'host.connect' })
+    actor.send({ type: 'socket.open', generation: 1, epoch: 1 })
+    expect(inputs).toEqual([
+      ['transport', { generation: 1, epoch: 1 }],
+      ['controlChannel', { generation: 1, epoch: 1 }],
+    ])
+    actor.stop()
+  })
+
+  it('without a transport provided, connect fails with a retryable reason saying so; a thrown non-Error is quoted as text', () => {
+    const bare = createActor(connectionMachine, { input: { env }, clock: new SimulatedClock() }).start()
+    bare.send({ type: 'host.connect' })
+    expect(bare.getSnapshot().context.lastReason).toMatchObject({
+      kind: 'other',
+      retryable: true,
+      detail: 'the adapter failed inside phoenix-link: transport must be provided (machine.provide) by the adapter',
+    })
+    bare.stop()
+    const noControl = createActor(connectionMachine.provide({ actors: { transport: inert as never } }), { input: { env }, clock: new SimulatedClock() }).start()
+    noControl.send({ type: 'host.connect' })
+    noControl.send({ type: 'socket.open', generation: 1, epoch: 1 })
+    expect(noControl.getSnapshot().context.lastReason).toMatchObject({ detail: 'the adapter failed inside phoenix-link: controlChannel must be provided (machine.provide) by the adapter' })
+    noControl.stop()
+    const throwsText = fromCallback(() => {
+      throw 'socket gone' // eslint-disable-line no-throw-literal
+    })
+    const text = createActor(connectionMachine.provide({ actors: { transport: throwsText as never } }), { input: { env }, clock: new SimulatedClock() }).start()
+    text.send({ type: 'host.connect' })
+    expect(text.getSnapshot().context.lastReason).toMatchObject({ detail: 'the adapter failed inside phoenix-link: socket gone' })
+    text.stop()
+  })
+
+  it('a failing app channel actor is the one dropped, by topic, with what it threw', () => {
+    const emitted: Array<{ topic: string; status: string; reason: unknown }> = []
+    const brokenOnTwo = channelMachine.provide({
+      actions: {
+        attach: ({ context }) => {
+          if (context.topic === 'room:2') throw new Error('channel two bug')
+        },
+      },
+    })
+    const machine = connectionMachine.provide({ actors: { transport: inert as never, controlChannel: inert as never, channel: brokenOnTwo } })
+    const actor = createActor(machine, { input: { env }, clock: new SimulatedClock() })
+    actor.on('link.channel', (e) => void emitted.push(e as never))
+    actor.start()
+    actor.send({ type: 'host.channel', topic: 'room:1' })
+    actor.send({ type: 'host.channel', topic: 'room:2' })
+    actor.send({ type: 'host.connect' })
+    actor.send({ type: 'socket.open', generation: 1, epoch: 1 })
+    actor.send({ type: 'control.joinOk', generation: 1, epoch: 1 })
+    expect(emitted.filter((e) => e.status === 'dropped')).toEqual([
+      {
+        type: 'link.channel',
+        topic: 'room:2',
+        status: 'dropped',
+        reason: { kind: 'other', detail: 'the channel failed inside phoenix-link: channel two bug', retryable: true, generation: 1, at: 1_000 },
+      },
+    ])
+    expect(Object.keys(actor.getSnapshot().context.channels)).toEqual(['room:1'])
+    actor.stop()
+  })
+
+  it("XState's own events that reach no transition are not reported as ignored; other unhandled events are", () => {
+    const s = connected()
+    expect(step(s, { type: 'xstate.after.somewhere' } as never).emitted).toEqual([])
+    expect(step(s, { type: 'reconnect.due' }).emitted).toEqual([{ type: 'link.ignored', event: 'reconnect.due', detail: 'not handled in this state' }])
+  })
+
+  it('a 409 the moment the connection was lost (no time elapsed on the monotonic clock) is still our own conflict', () => {
+    const s = run(waiting(connected()), { type: 'reconnect.due' })
+    // env.monotonic is fixed at 1000: the loss and the 409 are at the same instant.
+    expect(state(run(s, upgradeEvent(s, 409)))).toBe('reconnecting')
+  })
+})
+

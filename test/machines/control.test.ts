@@ -187,3 +187,86 @@ describe('control delivery chart details', () => {
     actor.stop()
   })
 })
+
+describe('control delivery chart, what each report and guard holds', () => {
+  it('signals with no correlation id are never deduplicated and never remembered; with dedupeWindow 0 nothing is', async () => {
+    const delivered: number[] = []
+    const h = harness(async (q) => void delivered.push(q.sequence))
+    h.actor.send({ type: 'enqueue', id: null, seq: 1 })
+    // A signal whose correlationId is missing altogether, not null.
+    h.actor.getSnapshot().children.c!.send({ type: 'control.enqueue', signal: {}, sequence: 2, epoch: 1 })
+    h.actor.getSnapshot().children.c!.send({ type: 'control.enqueue', signal: {}, sequence: 3, epoch: 1 })
+    await h.idle()
+    expect(delivered).toEqual([1, 2, 3])
+    expect(h.actor.getSnapshot().children.c!.getSnapshot().context.seen).toEqual([])
+    h.actor.stop()
+    const again: number[] = []
+    const off = harness(async (q) => void again.push(q.sequence), { ...DEFAULT_CONTROL_POLICY, dedupeWindow: 0 })
+    off.enqueue(1, 'x')
+    off.enqueue(2, 'x')
+    await off.idle()
+    expect(again).toEqual([1, 2])
+    expect(off.actor.getSnapshot().children.c!.getSnapshot().context.seen).toEqual([])
+    expect(off.reports()).toEqual([])
+    off.actor.stop()
+  })
+
+  it('the real reports of a flush and a reset, with their causes; a flush with nothing waiting reports nothing', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const h = harness(async (q) => {
+      if (q.sequence === 1) await gate
+    })
+    const control = () => h.actor.getSnapshot().children.c!
+    h.enqueue(1, 'a')
+    control().send({ type: 'control.flush' })
+    expect(h.reports()).toEqual([])
+    h.enqueue(2, 'b')
+    h.enqueue(3, 'c')
+    control().send({ type: 'control.flush' })
+    expect(h.reports()).toEqual([
+      { type: 'control.dropped', cause: 'stopped', signals: [{ signal: { correlationId: 'b' }, sequence: 2, epoch: 1 }, { signal: { correlationId: 'c' }, sequence: 3, epoch: 1 }] },
+    ])
+    expect(control().getSnapshot().context.seen).toEqual(['a'])
+    h.enqueue(4, 'd')
+    control().send({ type: 'control.reset' })
+    expect(h.reports().at(-1)).toEqual({
+      type: 'control.dropped',
+      cause: 'reset',
+      signals: [{ signal: { correlationId: 'a' }, sequence: 1, epoch: 1 }, { signal: { correlationId: 'd' }, sequence: 4, epoch: 1 }],
+    })
+    expect(control().getSnapshot().context.seen).toEqual([])
+    release()
+    h.actor.stop()
+  })
+
+  it('a failed handler is reported with its signal, sequence and error; a duplicate with its signal and sequence', async () => {
+    const failure = new Error('handler broke')
+    const h = harness(async (q) => {
+      if (q.sequence === 7) throw failure
+    })
+    h.enqueue(7, 'k')
+    await h.idle()
+    h.enqueue(8, 'k')
+    expect(h.reports()).toEqual([
+      { type: 'control.handlerFailed', signal: { correlationId: 'k' }, sequence: 7, error: failure },
+      { type: 'control.duplicate', signal: { correlationId: 'k' }, sequence: 8 },
+    ])
+    h.actor.stop()
+  })
+
+  it('without a deliverSignal provided, each signal fails with an error that says so', async () => {
+    const reports: ControlReport[] = []
+    const parent = setup({ actors: { control: controlMachine } }).createMachine({
+      invoke: { id: 'c', src: 'control', input: { policy: DEFAULT_CONTROL_POLICY } },
+      on: { 'control.*': { actions: ({ event }) => void reports.push(event as ControlReport) } },
+    })
+    const actor = createActor(parent).start()
+    actor.getSnapshot().children.c!.send({ type: 'control.enqueue', signal: { correlationId: 'z' }, sequence: 1, epoch: 1 })
+    await waitFor(actor.getSnapshot().children.c!, (s) => s.matches('idle') && s.context.queue.length === 0, { timeout: 2000 })
+    expect(reports).toHaveLength(1)
+    expect((reports[0] as { error: Error }).error.message).toBe('deliverSignal must be provided (machine.provide) by the link')
+    actor.stop()
+  })
+})
+

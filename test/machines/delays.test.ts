@@ -28,6 +28,14 @@ describe('backoffDelay', () => {
     expect(backoffDelay(p, 1, loss({ retryAfterMs: 1 }), 0)).toBe(1)
   })
 
+  it('adds no Retry-After jitter without a Retry-After, even when maxDelayMs is below initialDelayMs', () => {
+    const p = policy({ initialDelayMs: 1_000, maxDelayMs: 100 })
+    expect(backoffDelay(p, 1, loss(), 0.9)).toBe(90)
+    expect(backoffDelay(p, 1, loss({ retryAfterMs: 0 }), 0.9)).toBe(90)
+    expect(backoffDelay(p, 1, loss({ retryAfterMs: null }), 0.9)).toBe(90)
+    expect(backoffDelay(p, 1, loss({ retryAfterMs: 50 }), 0.9)).toBe(950)
+  })
+
   it('reads a zero, missing or non-number Retry-After as none', () => {
     const p = policy({ initialDelayMs: 1_000 })
     expect(backoffDelay(p, 1, loss({ retryAfterMs: 0 }), 0.5)).toBe(500)

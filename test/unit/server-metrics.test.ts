@@ -1,0 +1,30 @@
+/** The simulator's Prometheus metrics: names, help, labels, the zeroed abort outcomes, the prefix check. */
+import { describe, expect, it } from 'vitest'
+import { Registry } from 'prom-client'
+import { ServerMetrics } from '../../src/server/metrics.js'
+
+describe('ServerMetrics', () => {
+  it('registers its three series under the default prefix, with help and the abort outcomes at 0', async () => {
+    const metrics = new ServerMetrics()
+    const text = await metrics.registry.metrics()
+    expect(text).toContain('# HELP phoenix_link_active_connections Open agent sockets.\n# TYPE phoenix_link_active_connections gauge\nphoenix_link_active_connections 0')
+    expect(text).toContain("# HELP phoenix_link_agent_aborts_total Aborts of a principal's in-flight runs after its last connection ended, by outcome.")
+    expect(text).toContain('# TYPE phoenix_link_agent_aborts_total counter')
+    for (const outcome of ['aborted', 'nothing-to-abort', 'failed']) expect(text).toContain(`phoenix_link_agent_aborts_total{outcome="${outcome}"} 0`)
+    expect(text).toContain('# HELP phoenix_link_principal_disconnects_total Principals whose last connection ended, by the reason kind of that close.')
+    expect(text).toContain('# TYPE phoenix_link_principal_disconnects_total counter')
+    metrics.principalDisconnects.inc({ reason: 'closed' })
+    metrics.activeConnections.set(2)
+    const after = await metrics.registry.metrics()
+    expect(after).toContain('phoenix_link_principal_disconnects_total{reason="closed"} 1')
+    expect(after).toContain('phoenix_link_active_connections 2')
+  })
+
+  it('uses the registry and prefix it is given, and refuses a prefix Prometheus would refuse', async () => {
+    const registry = new Registry()
+    const metrics = new ServerMetrics({ registry, prefix: 'sim_' })
+    expect(metrics.registry).toBe(registry)
+    expect(registry.getMetricsAsArray().map((m) => m.name).sort()).toEqual(['sim_active_connections', 'sim_agent_aborts_total', 'sim_principal_disconnects_total'])
+    expect(() => new ServerMetrics({ prefix: '9bad' })).toThrow(RangeError)
+  })
+})
