@@ -230,11 +230,12 @@ export const connectionMachine = setup({
     channel: channelMachine,
   },
   guards: {
-    /** The event comes from this session's current transport. Named only on adapter events, which carry an Origin. */
-    isCurrentTransport: ({ context, event }) => {
-      const { generation, epoch } = event as unknown as Origin
-      return generation === context.generation && epoch === context.epoch
-    },
+    /**
+     * The event comes from this session's current transport. Generations grow across sessions
+     * (a new session does not reset them), so the generation alone names the transport. Named
+     * only on adapter events, which carry an Origin.
+     */
+    isCurrentTransport: ({ context, event }) => (event as unknown as Origin).generation === context.generation,
     /** The event comes from this session, from any of its transports (a supersede read late still counts). */
     isCurrentSession: ({ context, event }) => (event as unknown as Origin).epoch === context.epoch,
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */

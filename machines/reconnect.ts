@@ -240,7 +240,8 @@ export const reconnectMachine = setup({
      */
     isServerClose: ({ event }) => {
       const { reason } = event as Lost
-      return reason.kind === 'closed' || (reason.kind === 'dropped' && reason.source === 'socket')
+      // `source` is a `dropped` reason's field: 'socket' (no close frame) or 'channel'.
+      return reason.kind === 'closed' || reason.source === 'socket'
     },
     /** The policy says to give up, not slow down, past the rapid limit. */
     givesUpOnRapid: ({ context }) => context.policy.onRapidLimit === 'give-up',

@@ -116,10 +116,11 @@ export function suppressedReason(
  * @throws {RangeError} naming the field and the value it got.
  */
 export function assertMs(name: string, value: unknown, min = 0): asserts value is number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 2 ** 31 - 1) {
+  // Number.isInteger is false for anything that is not a number.
+  if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 2 ** 31 - 1) {
     throw new RangeError(`${name} must be a whole number of ${name.endsWith('Bytes') ? 'bytes' : 'milliseconds'} in [0, 2^31-1], got ${String(value)}`)
   }
-  if (value < min) throw new RangeError(`${name} must be at least ${min}, got ${value}`)
+  if ((value as number) < min) throw new RangeError(`${name} must be at least ${min}, got ${value}`)
 }
 
 /**

@@ -36,12 +36,14 @@ const WHY: Record<string, string> = {
   'machines/presence.ts#presenceMachine.actions.reportIgnored': 'the fallback for an event without a connection id: every event that reaches it carries one',
   'machines/presence.ts#validatePresencePolicy': 'the message of a configuration error',
   'src/reasons.ts#describeReason': 'human-readable text; each kind is checked by test/unit/reasons-details.test.ts, the rest of the wording is free to change',
-  'src/reasons.ts#safeJson': 'diagnostic text of an unclassifiable payload; only its presence matters',
+  'src/reasons.ts#safeJson':
+    'equivalent: JSON.stringify(undefined) is undefined, and clipText of it throws into the fallback, which writes the same String(value)',
   'src/reasons.ts#classifyControlChannelLoss': 'the detail text of a control channel loss; the kind, source and retryability are checked',
   'src/reasons.ts#classifyChannelClose': 'the detail text of a phx_close; the kind is checked',
   'src/reasons.ts#classifyClose': 'detail and message text; every code\'s kind and retryability is checked (test/unit/reasons.test.ts)',
   'src/reasons.ts#classifyUpgrade': 'text of the body or detail kept for diagnostics; status to cause and retryability are checked',
-  'src/reasons.ts#classifyJoinError': 'text of the detail; the causes and retryability are checked',
+  'src/reasons.ts#classifyJoinError':
+    'equivalent: a response that is not an object reads as one without a listed reason (a string or number has no `reason` field), and the table has no row for a missing reason, so the `typeof` and `!== null` halves change nothing; the causes, retryability and detail are checked',
   'src/reasons.ts#classifySupersede': 'lenient reading of odd payload fields; every supersede is terminal whatever they hold, which is checked',
   'src/reasons.ts#parseRetryAfter': 'equivalent forms of the same parse (e.g. trimming before a digit-only test)',
   'src/reasons.ts#CLOSE_CODES': 'the names of codes are text; kinds are checked per code',
@@ -64,8 +66,10 @@ const WHY: Record<string, string> = {
   'machines/connection.ts#connectionMachine.actions.tellReconnectLost': 'the reason handed to the reconnect chart: its floors are checked by the wire tests, not run per mutant',
   'machines/connection.ts#connectionMachine.actions.recordRetry': 'a defensive event-type check',
   'machines/connection.ts#connectionMachine.actions.recordGiveUp': 'a defensive event-type check',
-  'machines/connection.ts#connectionMachine.guards.isTerminalLoss': 'equivalent: lastReason is never null in `lost`',
-  'machines/connection.ts#connectionMachine.guards.isCurrentTransport': 'equivalent: the `epoch in event` test is implied by the events that reach the guard',
+  'machines/connection.ts#connectionMachine.guards.isTerminalLoss':
+    'equivalent: the guard runs in `lost`, after recordLoss, so lastReason is never null there',
+  'machines/connection.ts#connectionMachine.guards.isCurrentTransport':
+    'equivalent: generations grow across sessions, so the generation alone names the transport',
   'machines/connection.ts#connectionMachine.guards.isNewChannel': 'a defensive `topic in event` test',
   'machines/connection.ts#connectionMachine (state config)': 'descriptions and rule tags of states and transitions (documentation), and the default policies of the input',
   'machines/channel.ts#channelMachine (state config)': 'descriptions of states: documentation',
@@ -88,7 +92,8 @@ const WHY: Record<string, string> = {
   'machines/control.ts#controlMachine.actions.reportAllDropped': 'a report the link turns into ignored events: checked by the wire tests, not run per mutant',
   'machines/control.ts#controlMachine.actions.reportWaitingDropped': 'a report the link turns into ignored events: checked by the wire tests, not run per mutant',
   'machines/control.ts#controlMachine.actions.enqueue': 'defensive event-type checks and the dedupe window edge (0)',
-  'machines/control.ts#controlMachine.guards.isDuplicate': 'a defensive event-type check',
+  'machines/control.ts#controlMachine.guards.isDuplicate':
+    'equivalent: the remembered correlation ids never include null (enqueue remembers none for a signal without one), so the `id !== null` half changes nothing',
   'machines/control.ts#controlMachine.guards.hasWaiting': 'equivalent: with one signal, dropping the waiting ones drops nothing',
   'machines/control.ts#forget': 'equivalent shortcut: filtering by an empty set changes nothing',
   'machines/control.ts#correlationOf': 'the empty-string case; null and strings are checked',
@@ -97,7 +102,8 @@ const WHY: Record<string, string> = {
   'machines/reconnect.ts#validateReconnectPolicy': 'messages of configuration errors',
   'machines/connection.ts#validateConnectionPolicy': 'messages of configuration errors',
   'machines/channel.ts#validateChannelPolicy': 'messages of configuration errors',
-  'machines/status.ts#linkStateOf': 'the message of an error the chart cannot cause',
+  'machines/status.ts#linkStateOf':
+    'equivalent: a string where the chart keeps a child object (online, attached) has no `attached` or `live` field, so the `typeof … === object` halves change nothing; and the message of an error the chart cannot cause',
   'machines/connection.ts#connectionMachine.actors.transport': 'a placeholder that tells a user to provide the adapter; never run by the link',
   'machines/connection.ts#connectionMachine.actors.controlChannel': 'a placeholder that tells a user to provide the adapter; never run by the link',
   'machines/channel.ts#channelMachine.actors.attachment': 'a placeholder that tells a user to provide the adapter; never run by the link',

@@ -52,8 +52,8 @@ const MUTATIONS: RuleMutation[] = [
     rule: 'own-conflict-retries',
     how: 'drop the "link connected before" check: a 409 on the first connect is retried too',
     file: 'machines/connection.ts',
-    from: '      if (context.liveLostAt === null) return false\n',
-    to: '',
+    from: "if (context.lastReason!.cause !== 'conflict' || context.liveLostAt === null) return false",
+    to: "if (context.lastReason!.cause !== 'conflict') return false",
   },
   {
     rule: 'control-crash-rejoins',
@@ -80,8 +80,8 @@ const MUTATIONS: RuleMutation[] = [
     rule: 'stale-events-ignored',
     how: 'drop the generation check',
     file: 'machines/connection.ts',
-    from: "'epoch' in event && event.generation === context.generation && event.epoch === context.epoch,",
-    to: "'epoch' in event,",
+    from: 'isCurrentTransport: ({ context, event }) => (event as unknown as Origin).generation === context.generation,',
+    to: 'isCurrentTransport: () => true,',
   },
   {
     rule: 'cancel-is-not-stop',

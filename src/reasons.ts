@@ -302,15 +302,17 @@ export function classifyUpgrade(refusal: UpgradeRefusal, generation: number, at:
   let message: string | null = null
   let requestId: string | null = null
   if (refusal.body) {
+    let json: unknown
     try {
-      const parsed = UpgradeErrorBody.safeParse(JSON.parse(refusal.body))
-      if (parsed.success) {
-        errorCode = parsed.data.error.code ?? null
-        message = parsed.data.error.message ?? null
-        requestId = parsed.data.error.request_id ?? null
-      }
+      json = JSON.parse(refusal.body)
     } catch {
       // Not JSON: kept as the message below.
+    }
+    const parsed = UpgradeErrorBody.safeParse(json)
+    if (parsed.success) {
+      errorCode = parsed.data.error.code ?? null
+      message = parsed.data.error.message ?? null
+      requestId = parsed.data.error.request_id ?? null
     }
     if (message === null && errorCode === null) message = clipText(refusal.body, REASON_TEXT_LIMIT) || null
   }
@@ -408,7 +410,8 @@ export function classifySupersede(payload: unknown, generation: number, at: numb
   const p = parsed.success ? parsed.data : null
   let retryAfterMs: number | null = null
   const retryAfter = raw.retry_after
-  if (typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0) retryAfterMs = retryAfter * 1000
+  // Number.isFinite is false for anything that is not a number.
+  if (Number.isFinite(retryAfter) && (retryAfter as number) >= 0) retryAfterMs = (retryAfter as number) * 1000
   else if (typeof retryAfter === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(retryAfter)) retryAfterMs = Number(retryAfter) * 1000
   return {
     kind: 'superseded',

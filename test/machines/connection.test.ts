@@ -604,3 +604,14 @@ describe('connection chart, what its actors are given and what it reports', () =
   })
 })
 
+describe('rule: events of a stale transport are ignored', () => {
+  it('a close of the previous transport of the same session, read after the next one connected, changes nothing and is reported', () => {
+    let s = run(waiting(), { type: 'reconnect.due' })
+    s = run(s, { type: 'socket.open', ...origin(s) }, { type: 'control.joinOk', ...origin(s) })
+    expect(s.context).toMatchObject({ generation: 2, epoch: 1 })
+    const r = step(s, closeEvent(s, 1000, '', { generation: 1, epoch: 1 }))
+    expect(state(r.s)).toBe('connected')
+    expect(r.emitted).toEqual([{ type: 'link.ignored', event: 'socket.close', detail: 'from a stale transport (generation 1, current 2)' }])
+  })
+})
+

@@ -9,6 +9,7 @@ import {
   classifyUpgrade,
   describeReason,
   heartbeatTimeout,
+  parseRetryAfter,
   type DisconnectReason,
 } from '../../src/reasons.js'
 import { assertMs, gracefulReason, suppressedReason, timedOutReason } from '../../machines/types.js'
@@ -78,6 +79,30 @@ describe('reason fields', () => {
     expect(classifySupersede({ retry_after: '4x' }, 1, 0)).toMatchObject({ retryAfterMs: null })
     expect(classifySupersede({ retry_after: Infinity }, 1, 0)).toMatchObject({ retryAfterMs: null })
     expect(classifySupersede([1], 1, 0)).toMatchObject({ raw: { value: [1] } })
+    // A value that only reads as digits once made a string is not one.
+    expect(classifySupersede({ retry_after: ['5'] }, 1, 0)).toMatchObject({ retryAfterMs: null })
+    expect(classifySupersede({ retry_after: '5' }, 1, 0)).toMatchObject({ retryAfterMs: 5000 })
+  })
+
+  it('a supersede whose fields have the wrong types is still a supersede, with none of them kept', () => {
+    expect(classifySupersede({ reason: 42, message: 7, target_socket_id: {}, correlation_id: [] }, 3, 9)).toEqual({
+      kind: 'superseded',
+      retryable: false,
+      cause: 'unknown',
+      message: null,
+      retryAfterMs: null,
+      targetSocketId: null,
+      correlationId: null,
+      raw: { reason: 42, message: 7, target_socket_id: {}, correlation_id: [] },
+      generation: 3,
+      at: 9,
+    })
+  })
+
+  it('a refused upgrade: a JSON body that is not the error shape is kept as text; an error with a message and no code keeps its message', () => {
+    expect(classifyUpgrade({ status: 403, body: '[1,2]' }, 1, 0)).toMatchObject({ errorCode: null, message: '[1,2]', requestId: null })
+    expect(classifyUpgrade({ status: 403, body: JSON.stringify({ error: { message: 'key revoked' } }) }, 1, 0)).toMatchObject({ errorCode: null, message: 'key revoked' })
+    expect(parseRetryAfter('a1.5', 0)).toBeNull()
   })
 
   it('a refused upgrade keeps the error body fields, or the body text when it has none', () => {
