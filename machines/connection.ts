@@ -264,6 +264,7 @@ export const connectionMachine = setup({
       lastReason: null,
       retry: null,
       connects: 0,
+      controlCrashes: 0,
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
     // Named on the events that carry a reason (losses, refusals, supersedes).

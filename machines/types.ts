@@ -124,9 +124,10 @@ export function assertMs(name: string, value: unknown, min = 0): asserts value i
 }
 
 /**
- * The text of what an actor threw, for the detail of an `other` reason: an Error's message, or
- * anything else as `String()` makes it.
+ * The text of what an actor threw, for the detail of an `other` reason: its `message` when it has
+ * a string one (an Error of any realm, or a plain object), else the value as `String()` makes it.
  */
 export function thrownText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
+  const message = (error as { message?: unknown } | null | undefined)?.message
+  return typeof message === 'string' ? message : String(error)
 }

@@ -30,15 +30,20 @@ export const REDACTED = '[redacted]'
  * as they are except Errors, whose message is redacted.
  */
 export function redact<T>(value: T, secret: string | readonly string[]): T {
-  let out = value
+  const forms: SecretForm[] = []
   for (const one of typeof secret === 'string' ? [secret] : secret) {
     if (!one) continue
-    for (const form of secretForms(one)) {
-      const run = minimumRun(one, form)
-      if (containsSecret(out, form.slice(0, run))) out = replaceSecret(out, form, run, one.length)
-    }
+    for (const form of secretForms(one)) forms.push({ form, needle: form.slice(0, minimumRun(one, form)), long: one.length >= SHORT_KEY })
   }
-  return out
+  if (forms.length === 0 || !containsSecret(value, forms)) return value
+  return replaceSecret(value, forms)
+}
+
+/** One form of one key (see secretForms): the text, the least of its start that counts, and whether the key is long (see SHORT_KEY). */
+interface SecretForm {
+  form: string
+  needle: string
+  long: boolean
 }
 
 /**
@@ -85,19 +90,20 @@ function isPlain(value: object): boolean {
   return Array.isArray(value) || proto === Object.prototype || proto === null
 }
 
-function containsSecret(root: unknown, secret: string): boolean {
+function containsSecret(root: unknown, forms: readonly SecretForm[]): boolean {
+  const holds = (text: string) => forms.some((f) => text.includes(f.needle))
   const stack: unknown[] = [root]
   const seen = new Set<object>()
   while (stack.length > 0) {
     const value = stack.pop()
     if (typeof value === 'string') {
-      if (value.includes(secret)) return true
+      if (holds(value)) return true
       continue
     }
     if (!value || typeof value !== 'object' || seen.has(value)) continue
     seen.add(value)
     if (value instanceof Error) {
-      if (value.message.includes(secret)) return true
+      if (holds(value.message)) return true
       continue
     }
     if (!isPlain(value)) continue
@@ -106,33 +112,49 @@ function containsSecret(root: unknown, secret: string): boolean {
   return false
 }
 
-/** `text` with every run of `form` that starts at its beginning and is at least `run` long replaced. */
-function replaceRuns(text: string, form: string, run: number): string {
-  const needle = form.slice(0, run)
-  let at = text.indexOf(needle)
-  if (at < 0) return text
+/**
+ * `text` with every match of any form replaced: at every place a form's needle occurs, the
+ * match runs as long as the text goes on following that form; overlapping matches (a verbatim
+ * key's head inside its percent-encoded echo, an older key's shared prefix inside the current
+ * key, a needle that overlaps itself) are merged, so the longest reading of each place wins.
+ */
+function redactText(text: string, forms: readonly SecretForm[]): string {
+  const spans: Array<[number, number]> = []
+  for (const { form, needle } of forms) {
+    for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) {
+      let end = at + needle.length
+      while (end < text.length && end - at < form.length && text[end] === form[end - at]) end++
+      spans.push([at, end])
+    }
+  }
+  if (spans.length === 0) return text
+  spans.sort((a, b) => a[0] - b[0] || b[1] - a[1])
   let out = ''
   let from = 0
-  while (at >= 0) {
-    let end = at + run
-    while (end < text.length && end - at < form.length && text[end] === form[end - at]) end++
-    out += text.slice(from, at) + REDACTED
+  let [start, end] = spans[0]!
+  for (const [s, e] of spans.slice(1)) {
+    if (s < end) {
+      end = Math.max(end, e)
+      continue
+    }
+    out += text.slice(from, start) + REDACTED
     from = end
-    at = text.indexOf(needle, from)
+    ;[start, end] = [s, e]
   }
-  return out + text.slice(from)
+  return out + text.slice(from, start) + REDACTED + text.slice(end)
 }
 
-function replaceSecret<T>(root: T, secret: string, run: number, keyLength: number): T {
-  const needle = secret.slice(0, run)
-  const swap = (s: string) => (s.includes(needle) ? replaceRuns(s, secret, run) : s)
+function replaceSecret<T>(root: T, forms: readonly SecretForm[]): T {
+  const longForms = forms.filter((f) => f.long)
+  const swap = (text: string, which: readonly SecretForm[] = forms) => redactText(text, which)
   const copies = new Map<object, unknown>()
   const copyOf = (value: unknown): unknown => {
     if (typeof value === 'string') return swap(value)
     if (!value || typeof value !== 'object') return value
     if (value instanceof Error) {
-      if (!value.message.includes(needle)) return value
-      const copy = new Error(swap(value.message))
+      const message = swap(value.message)
+      if (message === value.message) return value
+      const copy = new Error(message)
       copy.name = value.name
       return copy
     }
@@ -150,7 +172,8 @@ function replaceSecret<T>(root: T, secret: string, run: number, keyLength: numbe
     const [source, target] = work.pop()!
     // Values only: keys are structure (`kind`, `reason`), and a short key must not rename them.
     for (const [k, v] of Object.entries(source)) {
-      target[k] = keyLength < SHORT_KEY && IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? v : copyOf(v)
+      // A short key leaves the identifiers of typed values alone; a long one is redacted there too.
+      target[k] = IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? swap(v, longForms) : copyOf(v)
     }
   }
   return result as T

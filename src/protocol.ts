@@ -117,6 +117,13 @@ function hexPreview(bytes: Uint8Array): string {
   return Array.from(bytes.subarray(0, 64), (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
+/** The detail of a text that JSON.parse refused, from V8's message without the piece of text it quotes. */
+function notJsonDetail(message: string): string {
+  if (message.includes('end of JSON input')) return 'not JSON: the text ends inside a value'
+  const position = /at position (\d+)/.exec(message)?.[1]
+  return position === undefined ? 'not JSON: a syntax error' : `not JSON: a syntax error at position ${position}`
+}
+
 function problem(kind: FrameProblemKind, detail: string, raw: string): DecodeResult {
   return { ok: false, problem: { kind, detail, raw } }
 }
@@ -134,9 +141,10 @@ export function decodeTextFrame(text: string, maxBytes = Number.POSITIVE_INFINIT
   try {
     parsed = JSON.parse(text)
   } catch (error) {
-    // V8's message quotes a piece of the text, cut where V8 chose: only the position is kept,
-    // so no cut-off piece of a secret the frame echoed reaches a detail.
-    return problem('not-json', `not JSON: ${(error as Error).message.replace(/"(?:[^"\\]|\\.)*"(?:\.\.\.)?/g, '"…"')}`, preview(text))
+    // V8's message quotes a piece of the text, cut where V8 chose (`..."y-0123": nope}"`): none of
+    // it is kept, only where the text ends or the position V8 names, so no piece of a secret the
+    // frame echoed reaches a detail. (The raw preview is the caller's to redact.)
+    return problem('not-json', notJsonDetail((error as Error).message), preview(text))
   }
   if (!Array.isArray(parsed)) return problem('not-array', 'a V2 frame is a JSON array', preview(text))
   if (parsed.length !== 5) {

@@ -275,6 +275,8 @@ export interface UpgradeRefusal {
   body?: string | null
 }
 
+const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/
+
 /**
  * Reads an HTTP Retry-After value (RFC 9110 section 10.2.3): delta-seconds or an HTTP-date.
  * An HTTP-date is read against the response's own Date header when it has a valid one (both on
@@ -292,7 +294,8 @@ export function parseRetryAfter(value: string | null | undefined, now: number, s
   if (/^\d+\.\d+$/.test(text)) return Math.round(Number(text) * 1000)
   const date = Date.parse(text)
   if (Number.isNaN(date)) return null
-  const sent = serverDate ? Date.parse(serverDate) : Number.NaN
+  // Only an IMF-fixdate (RFC 9110 section 5.6.7), the form servers must send: Date.parse reads "0" as the year 2000.
+  const sent = serverDate && IMF_FIXDATE.test(serverDate.trim()) ? Date.parse(serverDate) : Number.NaN
   return Math.max(0, date - (Number.isNaN(sent) ? now : sent))
 }
 

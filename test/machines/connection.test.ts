@@ -484,6 +484,17 @@ describe('rule: a control channel crash is a channel crash (rejoined on the same
     expect(run(s, crashed(s)).context.controlCrashes).toBe(1)
   })
 
+  it('a new session starts with no crashes counted, though the last one stopped inside a run of them', () => {
+    let s = connected()
+    s = run(s, crashed(s), { type: rejoinDelay } as never, { type: 'control.joinOk', ...origin(s) })
+    s = run(s, crashed(s))
+    expect(s.context.controlCrashes).toBe(2)
+    s = run(s, { type: 'host.disconnect' })
+    expect(state(s)).toBe('stopped')
+    s = run(s, { type: 'host.connect' })
+    expect(s.context.controlCrashes).toBe(0)
+  })
+
   it('a refused rejoin is a session-level loss; a rejoin that times out too', () => {
     const s = run(run(connected(), crashed(connected())), { type: rejoinDelay } as never)
     const refused = run(s, { type: 'control.joinError', reason: { kind: 'rejected', cause: 'unauthorized', phase: 'join', retryable: false, generation: 1, at: 0 }, ...origin(s) })
@@ -552,6 +563,13 @@ describe('connection chart, what its actors are given and what it reports', () =
     noControl.send({ type: 'socket.open', generation: 1, epoch: 1 })
     expect(noControl.getSnapshot().context.lastReason).toMatchObject({ detail: 'the adapter failed inside phoenix-link: controlChannel must be provided (machine.provide) by the adapter' })
     noControl.stop()
+    const throwsObject = fromCallback(() => {
+      throw { message: 'a plain object with a message' } // eslint-disable-line no-throw-literal
+    })
+    const plain = createActor(connectionMachine.provide({ actors: { transport: throwsObject as never } }), { input: { env }, clock: new SimulatedClock() }).start()
+    plain.send({ type: 'host.connect' })
+    expect(plain.getSnapshot().context.lastReason).toMatchObject({ detail: 'the adapter failed inside phoenix-link: a plain object with a message' })
+    plain.stop()
     const throwsText = fromCallback(() => {
       throw 'socket gone' // eslint-disable-line no-throw-literal
     })

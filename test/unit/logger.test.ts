@@ -70,6 +70,34 @@ describe('redacting logger', () => {
     expect(redact('abcdef abcde', 'abcdefg')).toBe('abcdef abcde')
   })
 
+  it('an encoded echo is redacted whole though the verbatim key matches its head (a + / = \" past the key\'s middle)', () => {
+    const key = 'c2VjcmV0LWtleQ+/Zm9yLWFnZW50+LTc='
+    const url = `GET /socket/websocket?agent_id=a&api_key=${encodeURIComponent(key)}&vsn=2.0.0`
+    expect(redact(url, key)).toBe('GET /socket/websocket?agent_id=a&api_key=[redacted]&vsn=2.0.0')
+    expect(redact(`body: api_key=${new URLSearchParams({ k: key }).toString().slice(2)}`, key)).toBe('body: api_key=[redacted]')
+    const quoted = 'abcdefghijklmnopqrst"uvwxyz0123456789'
+    expect(redact(`server said ${JSON.stringify({ key: quoted })}`, quoted)).toBe('server said {"key":"[redacted]"}')
+    expect(redact(`frame starts ${JSON.stringify(JSON.stringify({ key: quoted }))}`, quoted)).toBe('frame starts "{\\"key\\":\\"[redacted]\\"}"')
+  })
+
+  it('rotated keys that share a long prefix: the current key is redacted whole, whichever key is listed first', () => {
+    const older = 'sk_live_AAAAAAAAzzzzzzzz'
+    const current = 'sk_live_AAAAAAAAR4nT9wXc'
+    expect(redact(`rejected ${current}`, [older, current])).toBe('rejected [redacted]')
+    expect(redact(`rejected ${current}`, [current, older])).toBe('rejected [redacted]')
+    expect(redact(`rejected ${older} and ${current}`, [older, current])).toBe('rejected [redacted] and [redacted]')
+  })
+
+  it('a key whose start repeats a character, after one more of it in the text, leaves none of its tail', () => {
+    const key = '00000000000a1b2c3d4'
+    expect(redact(`invoice 10${key} refused`, key)).not.toContain('a1b2c3d4')
+    expect(redact(`invoice 10${key} refused`, key)).toMatch(/^invoice 1.?\[redacted\] refused$/)
+  })
+
+  it('two copies of a key side by side are two redactions', () => {
+    expect(redact('keykey-0123keykey-0123', 'keykey-0123')).toBe('[redacted][redacted]')
+  })
+
   it('redacts a key JSON-escaped twice, as a detail quoting a malformed frame that echoes it holds it', () => {
     const key = 'sk"live-0123456789'
     const frame = JSON.stringify(['1', null, 'room:x', 'evt', { echoed: key }, 'extra'])

@@ -75,6 +75,8 @@ describe('upgrade status table', () => {
     expect(parseRetryAfter(retry, hourAhead, new Date(sent).toUTCString())).toBe(30_000)
     expect(parseRetryAfter(retry, hourAhead)).toBe(0) // no Date header: the local clock is all there is
     expect(parseRetryAfter(retry, hourAhead, 'not a date')).toBe(0)
+    // Only an IMF-fixdate counts as the server's Date: Date.parse would read "0" as the year 2000.
+    expect(parseRetryAfter(retry, hourAhead, '0')).toBe(0)
     expect(classifyUpgrade({ status: 503, retryAfter: retry, date: new Date(sent).toUTCString() }, 1, hourAhead)).toMatchObject({ retryAfterMs: 30_000 })
     // Delta-seconds need no date at all.
     expect(parseRetryAfter('30', hourAhead, new Date(sent).toUTCString())).toBe(30_000)
