@@ -1,0 +1,249 @@
+/**
+ * The library's small pure parts, exactly: the emitter's counts, draining and iterators; the
+ * logger wrapper's routing and what redact() copies or keeps; the run supervisor's bounds and
+ * reports; the presence tracker's counts, flush and ignored reports.
+ */
+import { describe, expect, it } from 'vitest'
+import { Emitter } from '../../src/emitter.js'
+import { redact, redacting } from '../../src/logger.js'
+import { RunSupervisor, type AgentAborted } from '../../src/runs.js'
+import { PresenceTracker, type PresenceCrossing } from '../../src/server/presence.js'
+import { classifyClose } from '../../src/reasons.js'
+
+type Events = { a: { n: number }; b: { n: number } }
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+describe('Emitter, exactly', () => {
+  it('counts typed and catch-all listeners together', () => {
+    const e = new Emitter<Events>(() => {})
+    e.on('a', () => {})
+    e.on('a', () => {})
+    e.on('b', () => {})
+    e.onAny(() => {})
+    expect(e.listenerCount()).toBe(4)
+  })
+
+  it('delivers events emitted after a drain, and events a listener emits after the current one', async () => {
+    const e = new Emitter<Events>(() => {})
+    const seen: string[] = []
+    e.on('a', (p) => {
+      seen.push(`a${p.n}`)
+      if (p.n === 1) e.emit('b', { n: 2 })
+    })
+    e.on('b', (p) => void seen.push(`b${p.n}`))
+    e.emit('a', { n: 1 })
+    e.emit('a', { n: 3 })
+    await turn()
+    expect(seen).toEqual(['a1', 'a3', 'b2'])
+    e.emit('a', { n: 4 })
+    await turn()
+    expect(seen).toEqual(['a1', 'a3', 'b2', 'a4'])
+  })
+
+  it('an iterator waits for the next event, buffers the ones it has not asked for yet, and works with for await', async () => {
+    const errors: unknown[] = []
+    const e = new Emitter<Events>((error) => errors.push(error))
+    const it = e.iterate()
+    const first = it.next()
+    e.emit('a', { n: 1 })
+    expect(await first).toEqual({ value: { type: 'a', n: 1 }, done: false })
+    e.emit('a', { n: 2 })
+    e.emit('b', { n: 3 })
+    await turn()
+    expect(await it.next()).toEqual({ value: { type: 'a', n: 2 }, done: false })
+    expect(await it.next()).toEqual({ value: { type: 'b', n: 3 }, done: false })
+    expect(await it.return!()).toEqual({ value: undefined, done: true })
+    expect(await it.next()).toEqual({ value: undefined, done: true })
+    const collected: number[] = []
+    const loop = (async () => {
+      for await (const event of e.iterate({ until: (ev) => ev.type === 'b' })) collected.push(event.n)
+    })()
+    e.emit('a', { n: 4 })
+    e.emit('b', { n: 5 })
+    await loop
+    expect(collected).toEqual([4, 5])
+    expect(errors).toEqual([])
+    expect(e.listenerCount()).toBe(0)
+  })
+
+  it('an iterator with an already aborted signal, or aborted while it waits, ends; with until and no signal it reports no error', async () => {
+    const errors: unknown[] = []
+    const e = new Emitter<Events>((error) => errors.push(error))
+    expect(await e.iterate({ signal: AbortSignal.abort() }).next()).toEqual({ value: undefined, done: true })
+    const controller = new AbortController()
+    const waiting = e.iterate({ signal: controller.signal }).next()
+    controller.abort()
+    expect(await waiting).toEqual({ value: undefined, done: true })
+    const once = e.iterate({ until: () => true })
+    e.emit('a', { n: 1 })
+    await turn()
+    expect(await once.next()).toEqual({ value: { type: 'a', n: 1 }, done: false })
+    expect(await once.next()).toEqual({ value: undefined, done: true })
+    expect(errors).toEqual([])
+    expect(e.listenerCount()).toBe(0)
+  })
+})
+
+describe('redacting() and redact(), exactly', () => {
+  it('routes each level to the same method of the host logger, redacted, with no fields argument when there are none', () => {
+    const calls: unknown[][] = []
+    const host = {
+      debug: (...a: unknown[]) => void calls.push(['debug', ...a]),
+      info: (...a: unknown[]) => void calls.push(['info', ...a]),
+      warn: (...a: unknown[]) => void calls.push(['warn', ...a]),
+      error: (...a: unknown[]) => void calls.push(['error', ...a]),
+    }
+    const log = redacting(host, 'sk-secret-123')
+    log.debug('d sk-secret-123')
+    log.info('i', { k: 'sk-secret-123' })
+    log.warn('w')
+    log.error('e')
+    expect(calls).toEqual([['debug', 'd [redacted]'], ['info', 'i', { k: '[redacted]' }], ['warn', 'w'], ['error', 'e']])
+  })
+
+  it('reads the keys at every line when given a function; a missing logger or level is a no-op', () => {
+    const keys: string[] = []
+    const lines: string[] = []
+    const log = redacting({ info: (m: string) => void lines.push(m) }, () => keys)
+    log.info('key-0000-1111')
+    keys.push('key-0000-1111')
+    log.info('key-0000-1111')
+    expect(lines).toEqual(['key-0000-1111', '[redacted]'])
+    expect(() => log.warn('no warn method')).not.toThrow()
+    expect(() => redacting(undefined, 'k').error('no logger')).not.toThrow()
+  })
+
+  it('returns the same value when nothing holds a key; copies plain objects, null-prototype objects and arrays, not class instances; redacts Error messages', () => {
+    const key = 'key-0000-1111'
+    const untouched = { a: 'nothing here', b: [1, 'x'] }
+    expect(redact(untouched, key)).toBe(untouched)
+    class Holder {
+      constructor(readonly secret: string) {}
+    }
+    const instance = new Holder(key)
+    const bare = Object.assign(Object.create(null) as Record<string, unknown>, { k: key })
+    const out = redact({ instance, bare, list: [key, 2], error: new TypeError(`bad ${key}`), n: null, count: 3 }, key)
+    expect(out.instance).toBe(instance)
+    expect(Object.getPrototypeOf(out.bare)).toBeNull()
+    expect(out.bare.k).toBe('[redacted]')
+    expect(out.list).toEqual(['[redacted]', 2])
+    expect(out.error).toBeInstanceOf(Error)
+    expect(out.error.message).toBe('bad [redacted]')
+    expect(out.error.name).toBe('TypeError')
+    expect(out.n).toBeNull()
+    expect(out.count).toBe(3)
+    const plainError = new Error('no key')
+    expect(redact({ plainError, k: key }, key).plainError).toBe(plainError)
+    expect(redact(new Error(`x ${key}`), key).message).toBe('x [redacted]')
+    expect(redact(new Error('x'), [key, ''])).toBeInstanceOf(Error)
+  })
+
+  it('keeps cycles and shared objects as they were', () => {
+    const key = 'key-0000-1111'
+    const shared = { k: key }
+    const root: Record<string, unknown> = { a: shared, b: shared }
+    root.self = root
+    const out = redact(root, key)
+    expect(out.self).toBe(out)
+    expect(out.a).toBe(out.b)
+    expect(out.a).toEqual({ k: '[redacted]' })
+  })
+
+  it('a key of exactly 8 characters (SHORT_KEY) is redacted in identifier fields; one of 7 is not; free text always', () => {
+    expect(redact({ kind: 'abcdefgh', detail: 'abcdefgh' }, 'abcdefgh')).toEqual({ kind: '[redacted]', detail: '[redacted]' })
+    expect(redact({ kind: 'abcdefg', detail: 'abcdefg' }, 'abcdefg')).toEqual({ kind: 'abcdefg', detail: '[redacted]' })
+    // An identifier field holding what is not an identifier (a number, free text) is redacted as any value.
+    expect(redact({ state: 'abcdefg is here!', type: 7 }, 'abcdefg')).toEqual({ state: '[redacted] is here!', type: 7 })
+  })
+
+  it('the percent-, form- and JSON-encoded forms of a key are each redacted on their own', () => {
+    const key = 'a b+c/d"e\\f-0123'
+    expect(redact(`p=${encodeURIComponent(key)}`, key)).toBe('p=[redacted]')
+    expect(redact(`f=${new URLSearchParams({ k: key }).toString().slice(2)}`, key)).toBe('f=[redacted]')
+    expect(redact(`j=${JSON.stringify(key)}`, key)).toBe('j="[redacted]"')
+    expect(redact(`jj=${JSON.stringify(JSON.stringify(key))}`, key)).toBe('jj="\\"[redacted]\\""')
+  })
+})
+
+describe('RunSupervisor, exactly', () => {
+  it('accepts hook bounds 0 and 2^31-1, refuses -1, 2^31 and fractions', () => {
+    expect(() => new RunSupervisor({ hookTimeoutMs: 0 })).not.toThrow()
+    expect(() => new RunSupervisor({ hookTimeoutMs: 2 ** 31 - 1 })).not.toThrow()
+    for (const bad of [-1, 2 ** 31, 1.5]) {
+      expect(() => new RunSupervisor({ hookTimeoutMs: bad })).toThrow(new RangeError(`hookTimeoutMs must be a whole number of milliseconds in [0, 2^31-1], got ${bad}`))
+    }
+  })
+
+  it('stamps reports with the wall clock by default; an unsubscribed listener hears nothing more; an abort with no reason says why', async () => {
+    const runs = new RunSupervisor()
+    const heard: AgentAborted[] = []
+    const off = runs.onAborted((r) => void heard.push(r))
+    const before = Date.now()
+    const [report] = await runs.abortPrincipal('p', null)
+    expect(report).toMatchObject({ type: 'agent-aborted', outcome: 'nothing-to-abort', reason: null })
+    expect(report!.at).toBeGreaterThanOrEqual(before)
+    expect(report!.at).toBeLessThanOrEqual(Date.now())
+    off()
+    const signal = runs.startRun('p', 'r1')
+    await runs.abortPrincipal('p', null)
+    expect(heard).toHaveLength(1)
+    expect((signal.reason as Error).message).toBe('the principal has no connection left')
+  })
+
+  it('a principal whose last run ended is forgotten; one with runs left is not', async () => {
+    const runs = new RunSupervisor({ now: () => 1 })
+    runs.startRun('p', 'a')
+    runs.startRun('p', 'b')
+    runs.endRun('p', 'a')
+    expect(runs.inFlight('p')).toEqual(['b'])
+    runs.endRun('p', 'b')
+    runs.endRun('p', 'b')
+    runs.endRun('nobody', 'x')
+    expect(runs.inFlight('p')).toEqual([])
+    expect(await runs.abortPrincipal('p', null)).toEqual([{ type: 'agent-aborted', principal: 'p', runId: null, outcome: 'nothing-to-abort', reason: null, error: null, at: 1 }])
+    // A run id may be used again once it ended.
+    expect(() => runs.startRun('p', 'a')).not.toThrow()
+  })
+})
+
+describe('PresenceTracker, exactly', () => {
+  const reason = classifyClose({ code: 1000, reason: '' }, 0, 0)
+
+  it('counts live connections per principal; flush ends every grace window at once; stop stops every chart', async () => {
+    const crossings: PresenceCrossing[] = []
+    const tracker = new PresenceTracker((c) => void crossings.push(c), { graceWindowMs: 60_000 })
+    tracker.opened('p', 'c1', 1)
+    tracker.opened('p', 'c2', 2)
+    expect(tracker.count('p')).toBe(2)
+    expect(tracker.count('nobody')).toBe(0)
+    tracker.closed('p', 'c1', reason, 3)
+    tracker.closed('p', 'c2', reason, 4)
+    expect(tracker.count('p')).toBe(0)
+    // Inside its grace window the principal is still tracked, and not yet reported gone.
+    expect(tracker.tracked).toBe(1)
+    expect(crossings.map((c) => c.kind)).toEqual(['first-connected'])
+    tracker.flush()
+    expect(crossings.map((c) => c.kind)).toEqual(['first-connected', 'last-disconnected'])
+    await Promise.resolve()
+    expect(tracker.tracked).toBe(0)
+    tracker.opened('q', 'c3', 5)
+    tracker.stop()
+    expect(tracker.tracked).toBe(0)
+  })
+
+  it('reports a close of an unknown connection as ignored, naming it; a principal that comes back inside the grace window is kept', async () => {
+    const ignored: string[] = []
+    const crossings: PresenceCrossing[] = []
+    const tracker = new PresenceTracker((c) => void crossings.push(c), { graceWindowMs: 0 }, (what) => void ignored.push(what))
+    tracker.opened('p', 'c1', 1)
+    tracker.closed('p', 'nope', reason, 2)
+    expect(ignored).toEqual(['presence.closed of unknown connection nope (p)'])
+    tracker.closed('p', 'c1', reason, 3)
+    // Back before the forgetting microtask runs: its chart is the one kept.
+    tracker.opened('p', 'c2', 4)
+    await Promise.resolve()
+    expect(tracker.tracked).toBe(1)
+    expect(tracker.count('p')).toBe(1)
+    tracker.stop()
+  })
+})
