@@ -28,7 +28,6 @@ const resultsPath = join(root, 'reports/mutation/sampled.json')
 /** The tests a socket-level part is judged by: the wire tests, less those that start processes or run for long. */
 const WIRE = ['test/wire', 'test/interop', 'test/model/paths.test.ts', 'test/model/properties.test.ts', 'test/unit']
 const EXCLUDE = [
-  'test/wire/long-life.test.ts',
   'test/wire/demo.test.ts',
   'test/wire/cli.test.ts',
   'test/unit/bin.test.ts',

@@ -730,6 +730,8 @@ export class Link {
     }
     const combine = (apiKey: string, extra: Record<string, string>): Credentials => {
       this.rememberKey(apiKey)
+      // Anything but an object is passed on as it is, for the adapter to refuse with a typed reason.
+      if (extra === null || typeof extra !== 'object' || Array.isArray(extra)) return { apiKey, params: extra }
       return { apiKey, params: { ...extra, ...(options.onConflict ? { [ON_CONFLICT_PARAM]: options.onConflict } : {}) } }
     }
     if (!isPromise(key) && !isPromise(params)) return combine(key, params)

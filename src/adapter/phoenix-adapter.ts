@@ -356,7 +356,9 @@ export class PhoenixAdapter {
     if (this.config.apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS && !isHeaderValue(c.apiKey)) {
       return "the API key has characters an HTTP header cannot carry; pass apiKeyIn: 'param'"
     }
-    if (!c.params || typeof c.params !== 'object' || Object.values(c.params).some((v) => typeof v !== 'string')) return 'params must be an object of string values'
+    if (!c.params || typeof c.params !== 'object' || Array.isArray(c.params) || Object.values(c.params).some((v) => typeof v !== 'string')) {
+      return `params must be an object of string values, got ${describeValue(c.params)}`
+    }
     return null
   }
 
@@ -856,4 +858,13 @@ export class PhoenixAdapter {
     }
     if (this.apps.get(attachment.topic) === attachment) this.apps.delete(attachment.topic)
   }
+}
+
+/** What a host's value is, for an error detail: `null`, `an array`, `an object with a number at "n"`, or its type. */
+function describeValue(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value !== 'object') return typeof value
+  const wrong = Object.entries(value).find(([, v]) => typeof v !== 'string')
+  return wrong ? `an object with ${wrong[1] === null ? 'null' : Array.isArray(wrong[1]) ? 'an array' : `a ${typeof wrong[1]}`} at ${JSON.stringify(wrong[0])}` : 'an object'
 }

@@ -273,6 +273,22 @@ describe('credentials per attempt', () => {
     }
   })
 
+  it('socket params that are not an object of strings fail that attempt with a typed, retryable reason; nothing reaches the server', async () => {
+    const sim = await world().sim()
+    const answers: unknown[] = [{ n: 1 }, ['a'], null, { ok: 'yes' }]
+    let n = 0
+    const link = world().link(sim, { params: () => answers[n++] as Record<string, string> })
+    const reasons: string[] = []
+    link.on('disconnected', ({ reason }) => reasons.push(`${reason.kind}:${reason.retryable}:${(reason as { detail?: string }).detail ?? ''}`))
+    await link.connect()
+    expect(reasons).toHaveLength(3)
+    expect(reasons[0]).toMatch(/^other:true:.*params must be an object of string values, got an object with a number at "n"$/)
+    expect(reasons[1]).toMatch(/^other:true:.*params must be an object of string values, got an array$/)
+    expect(reasons[2]).toMatch(/^other:true:.*params must be an object of string values, got null$/)
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101])
+    expect(sim.accepted('agent-1')[0]!.params.ok).toBe('yes')
+  })
+
   it('params may be a function too, asked for every attempt', async () => {
     const sim = await world().sim()
     let attempt = 0
