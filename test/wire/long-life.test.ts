@@ -326,6 +326,8 @@ describe('credentials per attempt', () => {
       },
       () => new Promise(() => {}),
       () => 'token',
+      () => null,
+      () => ['t'],
       async () => ({ token: 't-4' }),
     ]
     let n = 0
@@ -333,10 +335,12 @@ describe('credentials per attempt', () => {
     link.on('channel', (e) => e.status === 'errored' && errored.push((e.reason as { detail?: string } | null)?.detail ?? ''))
     const room = link.channel('room:tokens', () => answers[n++]!() as never)
     await next(link, 'channel', { filter: (e) => e.topic === 'room:tokens' && e.status === 'joined', timeoutMs: 4000 })
-    expect(errored).toHaveLength(3)
+    expect(errored).toHaveLength(5)
     expect(errored[0]).toContain('the function rejected: token service down')
     expect(errored[1]).toContain('did not settle within 150 ms')
     expect(errored[2]).toContain('expected an object, got string')
+    expect(errored[3]).toContain('expected an object, got null')
+    expect(errored[4]).toContain('expected an object, got an array')
     const joins = framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:tokens')
     expect(joins.map((f) => (f as unknown as { payload: unknown }).payload)).toEqual([{ token: 't-4' }])
     expect(room.status).toBe('joined')
