@@ -28,6 +28,38 @@ function readReport<T>(name: string): T | null {
 
 /** Why the mutants of a declaration survive, by `file#declaration`. */
 const WHY: Record<string, string> = {
+  'machines/reconnect.ts#reconnectMachine.guards.isServerClose':
+    'equivalent: only a `dropped` reason has a `source`, so testing the kind beside `source === socket` changes nothing (the kind test is gone since)',
+  'src/logger.ts#redactText':
+    'equivalent: either bound of the match loop stops it alone (past the end of the text or of the form, a character compares unequal to undefined), the tie-break of the sort only orders spans the merge takes the larger of, and merging the first span with itself changes nothing; the sort itself is killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
+  'src/server/presence.ts#PresenceTracker.actorOf':
+    'the `absent` and no-connections halves of the forgetting check are each implied by the other at the moment it runs; the kind test and the replaced-chart test: killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
+  'src/emitter.ts#Emitter.iterate':
+    'the early returns of a finished iterator are equivalent (off() already removed its listener; finishing twice removes nothing more); the \'abort\' listener removal: killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
+  'src/logger.ts#containsSecret':
+    'the `typeof value !== object` half is equivalent (a number or boolean is not a plain object, so it is skipped anyway); the Error and class-instance checks: killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
+  'src/logger.ts#replaceSecret':
+    'the `typeof value !== object` half is equivalent (as in containsSecret); the empty-array copy and the identifier field holding a boolean: killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
+  'src/emitter.ts#Emitter.emit':
+    'equivalent: the draining flag only saves a microtask; a second drain finds the queue empty',
+  'src/logger.ts#minimumRun':
+    'killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
+  'src/logger.ts#redact':
+    'equivalent: with no forms containsSecret finds nothing, so the early return only saves a walk; the initial forms list: killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
+  'src/protocol.ts#isReservedEvent':
+    'equivalent: the first-character test only saves a startsWith on every frame; startsWith decides',
+  'src/runs.ts#RunSupervisor.abortPrincipal':
+    'the `size === 0` half is equivalent (endRun forgets a principal with no runs, so an empty map is never found); the report type: killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
+  'src/logger.ts#redacting':
+    'equivalent: without the missing-level check the call throws inside the try that keeps a host\'s logger from breaking the link',
+  'src/protocol.ts#decodeTextFrame':
+    'equivalent: a payload that is a string or number has no string `status`, so the `typeof reply !== object` half changes nothing',
+  'src/protocol.ts#notJsonDetail':
+    'killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
+  'src/protocol.ts#parseControlSignal':
+    'equivalent: the control payload schema is flat, so an issue\'s path has at most one element and the separator is never written',
+  'src/runs.ts#RunSupervisor.endRun':
+    'keeps an empty entry for a principal whose last run ended (memory only: inFlight and abortPrincipal read it as none); no public API shows it',
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.isExpected':
     'the leave check (`if (attachment.leaving) return false` for a reply nothing waits for) is equivalent in practice: channel.js leave() triggers its own ok at once (canPush() is false once the state is leaving), so the attachment is released and the leave\'s reply is read through leftTopics before it arrives; the heartbeat check\'s `event === phx_reply` half needs a non-reply frame on the heartbeat topic carrying the ref of the heartbeat in flight, a one-round-trip window no wire test aims at',
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.runAttachment':

@@ -3,11 +3,13 @@
  * logger wrapper's routing and what redact() copies or keeps; the run supervisor's bounds and
  * reports; the presence tracker's counts, flush and ignored reports.
  */
+import { getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { Emitter } from '../../src/emitter.js'
 import { redact, redacting } from '../../src/logger.js'
 import { RunSupervisor, type AgentAborted } from '../../src/runs.js'
 import { PresenceTracker, type PresenceCrossing } from '../../src/server/presence.js'
+import { decodeTextFrame } from '../../src/protocol.js'
 import { classifyClose } from '../../src/reasons.js'
 
 type Events = { a: { n: number }; b: { n: number } }
@@ -247,3 +249,75 @@ describe('PresenceTracker, exactly', () => {
     tracker.stop()
   })
 })
+
+describe('the last survivors of the unit mutation run', () => {
+  it('an iterator ended by return() or by until leaves no listener on the host\'s AbortSignal', async () => {
+    const e = new Emitter<Events>(() => {})
+    const controller = new AbortController()
+    const returned = e.iterate({ signal: controller.signal })
+    const until = e.iterate({ signal: controller.signal, until: () => true })
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(2)
+    await returned.return!()
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1)
+    e.emit('a', { n: 1 })
+    await turn()
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0)
+    expect(await until.next()).toEqual({ value: { type: 'a', n: 1 }, done: false })
+  })
+
+  it('redact: matches of two keys in the text in the other order; an empty array; an identifier field holding a boolean; a value with an Error or a class instance and no key is returned as it is', () => {
+    const a = 'key-aaaa-0000'
+    const b = 'key-bbbb-1111'
+    expect(redact(`${b} then ${a}`, [a, b])).toBe('[redacted] then [redacted]')
+    expect(redact({ list: [], k: a }, a)).toEqual({ list: [], k: '[redacted]' })
+    expect(redact({ kind: true, detail: a }, a)).toEqual({ kind: true, detail: '[redacted]' })
+    class Holder {
+      constructor(readonly secret: string) {}
+    }
+    const withError = { e: new Error('nothing secret') }
+    expect(redact(withError, a)).toBe(withError)
+    const withInstance = { h: new Holder(a) }
+    expect(redact(withInstance, a)).toBe(withInstance)
+    expect(redact('value undefined here', a)).toBe('value undefined here')
+  })
+
+  it('redact: a key shorter than SHORT_KEY is redacted only whole, in every form; one of 8 or more by runs of its encoded form too', () => {
+    // 7 characters, percent-encoded to 13: 8 of them are not the key.
+    expect(redact('a%20b%20c%20x', 'a b c d')).toBe('a%20b%20c%20x')
+    expect(redact('a%20b%20c%20d', 'a b c d')).toBe('[redacted]')
+    // 8 characters, percent-encoded to 14: a run of 8 or more of the encoded form counts.
+    expect(redact('a%20b%20c%20xx', 'a b c de')).toBe('[redacted]xx')
+  })
+
+  it('a not-JSON position of two digits or more is kept whole', () => {
+    const frame = `[1,2,3,4,5,6,7,8,9,10,11,12 13]`
+    expect(decodeTextFrame(frame)).toMatchObject({ ok: false, problem: { detail: 'not JSON: a syntax error at position 28' } })
+  })
+
+  it('an aborted run is reported with its type', async () => {
+    const runs = new RunSupervisor({ now: () => 2 })
+    runs.startRun('p', 'r')
+    const [report] = await runs.abortPrincipal('p', null)
+    expect(report).toEqual({ type: 'agent-aborted', principal: 'p', runId: 'r', outcome: 'aborted', reason: null, error: null, at: 2 })
+  })
+
+  it('a principal whose connections open and close on different turns is forgotten; a chart replaced before the forgetting runs is kept', async () => {
+    const reason = classifyClose({ code: 1000, reason: '' }, 0, 0)
+    const tracker = new PresenceTracker(() => {})
+    tracker.opened('p', 'c1', 1)
+    await turn()
+    tracker.closed('p', 'c1', reason, 2)
+    await turn()
+    expect(tracker.tracked).toBe(0)
+    tracker.opened('q', 'c1', 3)
+    tracker.closed('q', 'c1', reason, 4)
+    // Stopped and tracked afresh before the forgetting of the old chart runs: the new one stays.
+    tracker.stop()
+    tracker.opened('q', 'c2', 5)
+    await turn()
+    expect(tracker.tracked).toBe(1)
+    expect(tracker.count('q')).toBe(1)
+    tracker.stop()
+  })
+})
+
