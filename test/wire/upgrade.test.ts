@@ -5,6 +5,7 @@
 import { createServer, type Server, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
+import { transportClass, type RefusedUpgrade } from '../../src/adapter/ws-transport.js'
 import { next, settle, useWorld } from '../support/wire.js'
 
 const world = useWorld()
@@ -122,6 +123,31 @@ describe('rule: a refused upgrade is classified within one round trip, whatever 
     const r = await settle(link.connect())
     expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403, message: null })
     await server.closed[0]
+  })
+})
+
+describe('the transport reads a refusal once', () => {
+  it('a refused upgrade is reported once, though its response both ends and closes, and the socket is released', async () => {
+    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: 5\r\ndate: Tue, 01 Dec 2026 12:00:00 GMT\r\n\r\nnope!')
+    servers.push(server)
+    const refusals: RefusedUpgrade[] = []
+    const Transport = transportClass({
+      headers: {},
+      maxPayload: 1 << 20,
+      closeTimeout: 100,
+      bodyLimit: 4096,
+      bodyWaitMs: () => 10_000,
+      onCreate: () => {},
+      onRefused: (refusal) => void refusals.push(refusal),
+      onClientClose: () => {},
+    })
+    const ws = new Transport(`${server.url}/websocket`) as unknown as { on(event: string, listener: (...args: unknown[]) => void): void }
+    ws.on('error', () => {})
+    await new Promise<void>((resolve) => ws.on('close', () => resolve()))
+    await server.closed[0]
+    // Whatever the response emits after its end (its close) has run by now.
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    expect(refusals).toEqual([{ status: 403, retryAfter: null, date: 'Tue, 01 Dec 2026 12:00:00 GMT', body: 'nope!' }])
   })
 })
 
