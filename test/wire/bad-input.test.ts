@@ -94,6 +94,27 @@ describe('a misbehaving server against the link', () => {
     expect(heard).toEqual([{ n: 1 }])
   })
 
+  it('removing one of two handlers keeps the other: it still gets every message', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    const kept: unknown[] = []
+    let arrived!: () => void
+    const second = new Promise<void>((resolve) => (arrived = resolve))
+    const off = room.on('news', () => {})
+    room.on('news', (payload) => {
+      kept.push(payload)
+      if (kept.length === 1) arrived()
+    })
+    off()
+    sim.push({ agent: 'agent-1' }, 'room:1', 'news', { n: 1 })
+    await second
+    expect(kept).toEqual([{ n: 1 }])
+    expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored')).toEqual([])
+  })
+
   it('binary pushes on an app channel reach the handler as an ArrayBuffer', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

@@ -425,6 +425,10 @@ describe('strict inputs (second review)', () => {
     const sim = await world().sim()
     const link = world().link(sim)
     expect(() => link.channel('phoenix')).toThrow(/heartbeat topic/)
+    expect(() => link.channel('agent_control:agent-1')).toThrow('agent_control:agent-1 is the control channel; the link joins it itself')
+    expect(() => link.channel('room:x', null as never)).toThrow('channel room:x: params must be an object or a function returning one')
+    expect(() => link.channel('room:y', ['a'] as never)).toThrow('channel room:y: params must be an object or a function returning one')
+    await expect(link.channel('room:z').push('e', {}, { timeoutMs: 0 })).rejects.toThrow('push timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got 0')
     expect(() => world().link(sim, { url: `${sim.url}?x=1` })).toThrow(/query string or a fragment/)
     expect(() => world().link(sim, { url: `${sim.url}#f` })).toThrow(/query string or a fragment/)
     // An empty `?` or `#` parses to nothing but would still reach phoenix.js (404, or a URL ws refuses).
