@@ -8,7 +8,8 @@ import { Agent } from 'node:http'
 import { connect } from 'node:net'
 import WebSocket from 'ws'
 import { describe, expect, it } from 'vitest'
-import { useWorld } from '../support/wire.js'
+import { next, useWorld } from '../support/wire.js'
+import { rawUpgrade } from '../support/raw-http.js'
 
 const world = useWorld()
 
@@ -90,5 +91,28 @@ describe('a drain ends a socket that joined no channel the way the flavor\'s ser
     const codes = Promise.all([bare, joined].map((w) => new Promise<number>((resolve) => w.once('close', (code: number) => resolve(code)))))
     await sim.stop()
     expect(await codes).toEqual([1006, 1012])
+  })
+})
+
+describe('simulator controls and refusals, exactly', () => {
+  it('an upgrade to a path with no socket is refused 404 with a not_found error body naming the path', async () => {
+    const sim = await world().sim()
+    const refusal = await rawUpgrade(sim.port, { agent_id: 'agent-1', api_key: 'key-1', vsn: '2.0.0' }, { path: '/elsewhere/websocket' })
+    expect(refusal.statusLine).toMatch(/^HTTP\/1\.1 404/)
+    expect(JSON.parse(refusal.body)).toEqual({ error: { code: 'not_found', message: 'no socket at /elsewhere/websocket' } })
+  })
+
+  it('a control aimed at one socket by id reaches that socket alone', async () => {
+    const sim = await world().sim({ agents: { a: 'key-a', b: 'key-b' } })
+    const first = world().link(sim, { agentId: 'a', apiKey: 'key-a' })
+    const second = world().link(sim, { agentId: 'b', apiKey: 'key-b' })
+    await Promise.all([first.connect(), second.connect()])
+    const [socketA] = sim.live('a')
+    const lost = next(first, 'disconnected')
+    sim.close({ socket: socketA!.id }, 1000)
+    await lost
+    expect(sim.accepted('b')).toHaveLength(1)
+    expect(sim.accepted('b')[0]!.state).toBe('open')
+    expect(second.state).toBe('connected')
   })
 })
