@@ -115,4 +115,13 @@ describe('simulator controls and refusals, exactly', () => {
     expect(sim.accepted('b')[0]!.state).toBe('open')
     expect(second.state).toBe('connected')
   })
+
+  it('setKeys keeps a copy of the keys it is given: changing the array afterwards changes nothing', async () => {
+    const sim = await world().sim({ agents: { a: 'key-a' } })
+    const keys = ['key-1']
+    sim.setKeys('a', keys)
+    keys.push('key-2')
+    const link = world().link(sim, { agentId: 'a', apiKey: 'key-2' })
+    await expect(link.connect()).rejects.toMatchObject({ reason: { kind: 'rejected', cause: 'unauthenticated' } })
+  })
 })
