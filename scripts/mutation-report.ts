@@ -34,7 +34,7 @@ const WHY: Record<string, string> = {
     'equivalent: a last-disconnected crossing always carries the reason of the close that ended the principal\'s last connection (machines/presence.ts rememberClose runs on that close), so the `unknown` label is never written',
   'src/server/simulator.ts#PlatformSimulator.setKeys':
     'killed since by test/wire/simulator-http.test.ts "setKeys keeps a copy of the keys it is given" (added after the run)',
-  'src/server/simulator.ts#PlatformSimulator.onUpgrade':
+  'src/server/simulator.ts#PlatformSimulator.answerUpgradeSafely':
     'the fields of the warning the simulator logs when answering an upgrade threw (a simulator bug path, reached by no test); no test reads the simulator\'s log',
   'src/server/simulator.ts#PlatformSimulator.receive':
     'both mutants turn off the queueing of frames behind a held join: killed since: a frame behind a held join of the same topic and join_ref is queued until the join is answered, which test/wire/long-life.test.ts "leave() while the join is pending…" reads (that file was outside the sampled run\'s test set; it is in it now)',
