@@ -28,6 +28,12 @@ function readReport<T>(name: string): T | null {
 
 /** Why the mutants of a declaration survive, by `file#declaration`. */
 const WHY: Record<string, string> = {
+  'src/server/connection.ts#SimConnection.record':
+    'killed since by test/wire/simulator-http.test.ts "recordLimit keeps at most that many frames per socket…" (added after the run)',
+  'src/server/connection.ts#SimConnection.abort':
+    'killed since by test/wire/simulator-http.test.ts "recordLimit keeps at most…; abort() of a closed socket changes nothing" (added after the run)',
+  'src/server/connection.ts#SimConnection.resume':
+    'equivalent in every test: a stalled connection is resumed while its TCP socket is there; the `?.` guards a resume after the socket is gone',
   'src/server/simulator.ts#PlatformSimulator.answerUpgrade':
     'killed since by test/wire/simulator-http.test.ts "an upgrade to a path with no socket is refused 404 with a not_found error body naming the path" (added after the run)',
   'src/server/simulator.ts#PlatformSimulator.onCrossing':

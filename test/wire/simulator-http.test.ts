@@ -124,4 +124,28 @@ describe('simulator controls and refusals, exactly', () => {
     const link = world().link(sim, { agentId: 'a', apiKey: 'key-2' })
     await expect(link.connect()).rejects.toMatchObject({ reason: { kind: 'rejected', cause: 'unauthenticated' } })
   })
+
+  it('recordLimit keeps at most that many frames per socket (the latest), 0 keeps none; abort() of a closed socket changes nothing', async () => {
+    const three = await world().sim({ recordLimit: 3 })
+    const link = world().link(three)
+    await link.connect()
+    for (let i = 0; i < 4; i++) {
+      const signal = next(link, 'control')
+      three.control('agent-1', { mode: 'interrupt', correlation_id: `c${i}` })
+      await signal
+    }
+    const [socket] = three.live('agent-1')
+    expect(socket!.frames).toHaveLength(3)
+    expect((socket!.frames.at(-1)!.frame!.payload as { correlation_id?: string }).correlation_id).toBe('c3')
+    const none = await world().sim({ recordLimit: 0 })
+    const other = world().link(none)
+    await other.connect()
+    expect(none.live('agent-1')[0]!.frames).toEqual([])
+    const closed = next(link, 'disconnected')
+    three.close({ agent: 'agent-1' }, 1000)
+    await closed
+    await three.waitFor(() => socket!.state === 'closed', { what: 'the old socket closed' })
+    socket!.abort()
+    expect(socket!.state).toBe('closed')
+  })
 })
