@@ -4,7 +4,7 @@
  * agent's runs when its last connection ends, and serves /metrics and the admin API, read here
  * with a real HTTP client.
  */
-import { get } from 'node:http'
+import { get, request } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { Registry } from 'prom-client'
 import WebSocket from 'ws'
@@ -187,6 +187,22 @@ describe('the simulator\'s metrics and admin API', () => {
     expect(metrics.get('sim_agent_aborts_total{outcome="nothing-to-abort"}')).toBeGreaterThanOrEqual(1)
     expect(metrics.get('sim_agent_aborts_total{outcome="failed"}')).toBe(0)
     expect(response.body).not.toMatch(/agent-1|agent-2/) // no principal label
+  })
+
+  it('a request other than GET to the admin API is answered 405 with an error body', async () => {
+    const sim = await world().sim()
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: sim.port, path: '/admin/connections', method: 'POST', agent: false }, (res) => {
+        let body = ''
+        res.setEncoding('utf8')
+        res.on('data', (c: string) => (body += c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+      })
+      req.on('error', reject)
+      req.end()
+    })
+    expect(answer.status).toBe(405)
+    expect(JSON.parse(answer.body)).toEqual({ error: { code: 'method_not_allowed', message: 'only GET is served' } })
   })
 
   it('GET /admin/connections lists who is attached; GET /admin/events streams presence and aborts', async () => {

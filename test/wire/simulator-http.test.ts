@@ -135,6 +135,7 @@ describe('simulator controls and refusals, exactly', () => {
       await signal
     }
     const [socket] = three.live('agent-1')
+    expect(socket!.problems).toEqual([])
     expect(socket!.frames).toHaveLength(3)
     expect((socket!.frames.at(-1)!.frame!.payload as { correlation_id?: string }).correlation_id).toBe('c3')
     const none = await world().sim({ recordLimit: 0 })
