@@ -28,7 +28,7 @@ function readReport<T>(name: string): T | null {
 
 /** Why the mutants of a declaration survive, by `file#declaration`. */
 const WHY: Record<string, string> = {
-  'src/server/connection.ts#SimConnection (class fields)':
+  'src/server/connection.ts#SimConnection.problems':
     'killed since by test/wire/simulator-http.test.ts "recordLimit keeps…" (a new socket has no problems recorded; added after the run)',
   'src/server/admin.ts#AdminApi.handle':
     'killed since by test/wire/presence.test.ts "a request other than GET to the admin API is answered 405 with an error body" (added after the run)',
