@@ -191,17 +191,18 @@ describe('the simulator\'s metrics and admin API', () => {
 
   it('a request other than GET to the admin API is answered 405 with an error body', async () => {
     const sim = await world().sim()
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const answer = await new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port: sim.port, path: '/admin/connections', method: 'POST', agent: false }, (res) => {
         let body = ''
         res.setEncoding('utf8')
         res.on('data', (c: string) => (body += c))
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }))
       })
       req.on('error', reject)
       req.end()
     })
     expect(answer.status).toBe(405)
+    expect(answer.type).toBe('application/json')
     expect(JSON.parse(answer.body)).toEqual({ error: { code: 'method_not_allowed', message: 'only GET is served' } })
   })
 
