@@ -29,13 +29,13 @@ function readReport<T>(name: string): T | null {
 /** Why the mutants of a declaration survive, by `file#declaration`. */
 const WHY: Record<string, string> = {
   'src/server/admin.ts#AdminApi.json':
-    'killed since by test/wire/presence.test.ts "a request other than GET to the admin API is answered 405…" (its content-type; added after the run)',
+    'killed since by test/wire/presence.test.ts "a request other than GET to the admin API is answered 405, an unknown route 404…" (its content-type; added after the run)',
   'src/server/admin.ts#AdminApi.openStream':
     'the comment line that opens the event stream (so a proxy passes the headers on at once): event-stream clients skip comments, and the test reads the events',
   'src/server/connection.ts#SimConnection.problems':
     'killed since by test/wire/simulator-http.test.ts "recordLimit keeps…" (a new socket has no problems recorded; added after the run)',
   'src/server/admin.ts#AdminApi.handle':
-    'killed since by test/wire/presence.test.ts "a request other than GET to the admin API is answered 405 with an error body" (added after the run)',
+    'killed since by test/wire/presence.test.ts "a request other than GET to the admin API is answered 405, an unknown route 404, each with an error body" (added after the run)',
   'src/server/connection.ts#SimConnection.record':
     'killed since by test/wire/simulator-http.test.ts "recordLimit keeps at most that many frames per socket…" (added after the run)',
   'src/server/connection.ts#SimConnection.abort':

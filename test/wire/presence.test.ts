@@ -189,7 +189,7 @@ describe('the simulator\'s metrics and admin API', () => {
     expect(response.body).not.toMatch(/agent-1|agent-2/) // no principal label
   })
 
-  it('a request other than GET to the admin API is answered 405 with an error body', async () => {
+  it('a request other than GET to the admin API is answered 405, an unknown route 404, each with an error body', async () => {
     const sim = await world().sim()
     const answer = await new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port: sim.port, path: '/admin/connections', method: 'POST', agent: false }, (res) => {
@@ -203,6 +203,9 @@ describe('the simulator\'s metrics and admin API', () => {
     })
     expect(answer.status).toBe(405)
     expect(answer.type).toBe('application/json')
+    const unknown = await fetchText(sim, '/admin/nope')
+    expect(unknown.status).toBe(404)
+    expect(JSON.parse(unknown.body)).toEqual({ error: { code: 'not_found', message: 'no route GET /admin/nope' } })
     expect(JSON.parse(answer.body)).toEqual({ error: { code: 'method_not_allowed', message: 'only GET is served' } })
   })
 
