@@ -570,6 +570,13 @@ describe('connection chart, what its actors are given and what it reports', () =
     plain.send({ type: 'host.connect' })
     expect(plain.getSnapshot().context.lastReason).toMatchObject({ detail: 'the adapter failed inside phoenix-link: a plain object with a message' })
     plain.stop()
+    const throwsNull = fromCallback(() => {
+      throw null // eslint-disable-line no-throw-literal
+    })
+    const nothing = createActor(connectionMachine.provide({ actors: { transport: throwsNull as never } }), { input: { env }, clock: new SimulatedClock() }).start()
+    nothing.send({ type: 'host.connect' })
+    expect(nothing.getSnapshot().context.lastReason).toMatchObject({ detail: 'the adapter failed inside phoenix-link: null' })
+    nothing.stop()
     const throwsText = fromCallback(() => {
       throw 'socket gone' // eslint-disable-line no-throw-literal
     })
