@@ -59,7 +59,7 @@ const WHY: Record<string, string> = {
   'src/link.ts#Link.channel':
     'killed since by test/wire/hardening.test.ts "reserved topics and URLs with a query or fragment are refused at configuration" (the control topic, null and an array as params: added after the run)',
   'src/link-channel.ts#LinkChannel.on':
-    'killed since by test/wire/bad-input.test.ts "removing one of two handlers keeps the other" (added after the run)',
+    'killed since by test/wire/bad-input.test.ts "an unsubscribe called again after a new handler of the same event was added leaves the new one" (added after the retest: the mutant is the `handlers.get(event) === set` half, which only a second call of an old unsubscribe reaches)',
   'src/link-channel.ts#LinkChannel.push':
     'killed since by test/wire/hardening.test.ts "reserved topics and URLs…" (the exact timeoutMs error, added after the run)',
   'src/link.ts#Link.credentials':

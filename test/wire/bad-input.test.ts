@@ -94,6 +94,22 @@ describe('a misbehaving server against the link', () => {
     expect(heard).toEqual([{ n: 1 }])
   })
 
+  it('an unsubscribe called again after a new handler of the same event was added leaves the new one', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    const off = room.on('news', () => {})
+    off()
+    let arrived!: (payload: unknown) => void
+    const heard = new Promise<unknown>((resolve) => (arrived = resolve))
+    room.on('news', (payload) => arrived(payload))
+    off()
+    sim.push({ agent: 'agent-1' }, 'room:1', 'news', { n: 1 })
+    expect(await heard).toEqual({ n: 1 })
+  })
+
   it('removing one of two handlers keeps the other: it still gets every message', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
