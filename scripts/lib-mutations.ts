@@ -20,6 +20,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync,
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Instrumenter } from '@stryker-mutator/instrumenter'
+import { seeded } from './seeded.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const sandbox = join(root, '.mutation-sandbox')
@@ -118,18 +119,6 @@ async function listMutants(file: string, source: string): Promise<ListedMutant[]
   const instrumenter = new Instrumenter(quietLogger as never)
   const result = await instrumenter.instrument([{ name: file, content: source, mutate: true }], { plugins: null, excludedMutations: [], ignorers: [] })
   return result.mutants.map((m) => ({ mutatorName: m.mutatorName, replacement: m.replacement, location: m.location }))
-}
-
-/** mulberry32: a small seeded generator, for a draw that is the same on every machine. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 function draw<T>(items: T[], n: number, seed: number): T[] {

@@ -31,6 +31,7 @@ import { createLink, type Link } from '../src/link.js'
 import type { LinkChannel } from '../src/link-channel.js'
 import type { LinkPolicyInput } from '../src/policy.js'
 import type { SoakCommand } from './sim-process.js'
+import { seeded } from '../scripts/seeded.js'
 
 function whole(min: number) {
   return (value: string) => {
@@ -87,17 +88,6 @@ const WEEK_POLICY: LinkPolicyInput = {
   channel: { joinTimeoutMs: 1_000, rejoinInitialDelayMs: 50, rejoinMaxDelayMs: 300, leaveTimeoutMs: 300 },
 }
 
-/** mulberry32: a seeded random source, so a failing run can be replayed with --seed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 /** The fault sequence: the same --seed gives the same faults in the same order (how many fit depends on speed). */
 const random = seeded(options.seed)
 /** Slow control handlers draw from their own source, so handler timing never shifts the fault sequence. */

@@ -146,13 +146,12 @@ function redactText(text: string, forms: readonly SecretForm[]): string {
 
 function replaceSecret<T>(root: T, forms: readonly SecretForm[]): T {
   const longForms = forms.filter((f) => f.long)
-  const swap = (text: string, which: readonly SecretForm[] = forms) => redactText(text, which)
   const copies = new Map<object, unknown>()
   const copyOf = (value: unknown): unknown => {
-    if (typeof value === 'string') return swap(value)
+    if (typeof value === 'string') return redactText(value, forms)
     if (!value || typeof value !== 'object') return value
     if (value instanceof Error) {
-      const message = swap(value.message)
+      const message = redactText(value.message, forms)
       if (message === value.message) return value
       const copy = new Error(message)
       copy.name = value.name
@@ -173,7 +172,7 @@ function replaceSecret<T>(root: T, forms: readonly SecretForm[]): T {
     // Values only: keys are structure (`kind`, `reason`), and a short key must not rename them.
     for (const [k, v] of Object.entries(source)) {
       // A short key leaves the identifiers of typed values alone; a long one is redacted there too.
-      target[k] = IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? swap(v, longForms) : copyOf(v)
+      target[k] = IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? redactText(v, longForms) : copyOf(v)
     }
   }
   return result as T

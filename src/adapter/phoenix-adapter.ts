@@ -384,7 +384,7 @@ export class PhoenixAdapter {
     const abort = this.settleInput(
       `the join params of channel ${input.topic}`,
       (signal) => this.config.channelParams(input.topic, { generation: input.generation, signal }),
-      (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? null : `expected an object, got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value}`),
+      (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? null : `expected an object, got ${describeValue(value)}`),
       (params: object) => {
         if (!stopped) attachment = this.attachApp(input, params)
       },

@@ -131,19 +131,25 @@ describe('a control channel that crashes right after every join', () => {
   })
 })
 
+/** A link whose channel room:task is left while the server holds its join; resolves once the phx_leave reached the server. */
+async function leaveWhileJoinPending() {
+  const sim = await world().sim()
+  sim.onJoin('room:task', { reply: 'hold' })
+  const link = world().link(sim)
+  await link.connect()
+  const room = link.channel('room:task')
+  await sim.waitFor(() => sim.heldJoins.some((j) => j.topic === 'room:task'), { what: 'the join to arrive' })
+  const left = next(link, 'channel', { filter: (e) => e.topic === 'room:task' && e.status === 'left' })
+  room.leave()
+  await left
+  const socket = sim.live('agent-1')[0]!
+  await sim.waitFor(() => framesIn(socket, 'phx_leave', 'room:task').length === 1, { what: 'the phx_leave' })
+  return { sim, link, socket }
+}
+
 describe('leave() in any state leaves the server without the topic', () => {
   it('leave() while the join is pending: phx_leave follows the join, the server ends without the topic, and no join goes out on the next socket', async () => {
-    const sim = await world().sim()
-    sim.onJoin('room:task', { reply: 'hold' })
-    const link = world().link(sim)
-    await link.connect()
-    const room = link.channel('room:task')
-    await sim.waitFor(() => sim.heldJoins.some((j) => j.topic === 'room:task'), { what: 'the join to arrive' })
-    const left = next(link, 'channel', { filter: (e) => e.topic === 'room:task' && e.status === 'left' })
-    room.leave()
-    await left
-    const [socket] = sim.live('agent-1')
-    await sim.waitFor(() => framesIn(socket!, 'phx_leave', 'room:task').length === 1, { what: 'the phx_leave' })
+    const { sim, link, socket } = await leaveWhileJoinPending()
     // The server accepts the join late; the leave behind it ends it.
     sim.answerHeldJoin('room:task', { reply: 'ok' })
     expect(socket!.channels.has('room:task')).toBe(false)
@@ -161,17 +167,7 @@ describe('leave() in any state leaves the server without the topic', () => {
   })
 
   it('leave() while the join is pending, and the server refuses the join: its tail is the two replies (no phx_close comes), and nothing of the topic is kept after them', async () => {
-    const sim = await world().sim()
-    sim.onJoin('room:task', { reply: 'hold' })
-    const link = world().link(sim)
-    await link.connect()
-    const room = link.channel('room:task')
-    await sim.waitFor(() => sim.heldJoins.some((j) => j.topic === 'room:task'), { what: 'the join to arrive' })
-    const left = next(link, 'channel', { filter: (e) => e.topic === 'room:task' && e.status === 'left' })
-    room.leave()
-    await left
-    const [socket] = sim.live('agent-1')
-    await sim.waitFor(() => framesIn(socket!, 'phx_leave', 'room:task').length === 1, { what: 'the phx_leave' })
+    const { sim, link, socket } = await leaveWhileJoinPending()
     const joinRef = framesIn(socket!, 'phx_join', 'room:task')[0]!.join_ref
     sim.answerHeldJoin('room:task', { reply: 'error', response: { reason: 'unauthorized' } })
     await sim.waitFor(() => socket!.frames.filter((f) => f.dir === 'out' && f.frame?.topic === 'room:task').length === 2, { what: 'the tail' })
