@@ -5,7 +5,7 @@
 export default {
   testRunner: 'vitest',
   vitest: { configFile: 'vitest.mutation-unit.config.ts' },
-  mutate: ['src/protocol.ts', 'src/emitter.ts', 'src/logger.ts', 'src/runs.ts', 'src/server/presence.ts', 'src/server/metrics.ts'],
+  mutate: ['src/protocol.ts', 'src/emitter.ts', 'src/logger.ts', 'src/runs.ts', 'src/node/server/presence.ts', 'src/node/server/metrics.ts'],
   coverageAnalysis: 'perTest',
   reporters: ['clear-text', 'progress', 'json'],
   jsonReporter: { fileName: 'reports/mutation/unit.json' },

@@ -6,9 +6,9 @@
  *
  * Run alone: `npm run bench -- model-cost`.
  */
-import { allPaths } from '../src/model/paths.js'
-import { replay } from '../src/model/coverage.js'
-import { startSimulator } from '../src/server/index.js'
+import { allPaths } from '../src/node/model/paths.js'
+import { replay } from '../src/node/model/coverage.js'
+import { startSimulator } from '../src/node/server/index.js'
 import { runPath } from '../test/model/runner.js'
 import { runChannelPath, runReconnectPath } from '../test/model/small-runners.js'
 import { row, printIfMain, type Row } from './common.js'

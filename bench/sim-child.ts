@@ -4,7 +4,7 @@
  * (process.send); each gets one answer with the same id. Times are milliseconds on this
  * process's monotonic clock (performance.now()), so server-side intervals need no clock sync.
  */
-import { startSimulator } from '../src/server/index.js'
+import { startSimulator } from '../src/node/server/index.js'
 
 /** A command to the simulator child. */
 export type ChildCommand =

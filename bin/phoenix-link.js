@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
-const compiled = fileURLToPath(new URL('../dist/src/cli.js', import.meta.url))
+const compiled = fileURLToPath(new URL('../dist/src/node/cli.js', import.meta.url))
 if (!existsSync(compiled)) {
   process.stderr.write('phoenix-link: dist/ is missing; run `npm run build` first\n')
   process.exit(1)
@@ -31,6 +31,14 @@ const checkout = existsSync(fileURLToPath(new URL('../.git', import.meta.url)))
 const sources = checkout ? ['../src', '../machines'].map((dir) => newestSource(fileURLToPath(new URL(dir, import.meta.url)))) : []
 if (checkout && Math.max(...sources) > statSync(compiled).mtimeMs) {
   process.stderr.write('phoenix-link: src/ or machines/ changed after dist/ was built; this runs the old build (`npm run build` to refresh)\n')
+}
+// The simulator behind demo, serve and conform exports Prometheus metrics; prom-client is an optional
+// peer of the package (a browser app never needs it), so the command says what to install.
+try {
+  import.meta.resolve('prom-client')
+} catch {
+  process.stderr.write('phoenix-link: the command needs prom-client, an optional peer dependency: npm install --save-dev prom-client\n')
+  process.exit(1)
 }
 const { main } = await import(compiled)
 await main()

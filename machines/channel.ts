@@ -14,58 +14,10 @@
  * and its phx_close is a session-level loss.
  */
 import { assign, fromCallback, sendParent, sendTo, setup } from 'xstate'
-import { assertMs, thrownText, timedOutReason, type Env, type ReasonLike } from './types.js'
+import { thrownText, timedOutReason, type Env, type ReasonLike } from './types.js'
+import { rejoinDelayMs, type ChannelPolicy } from './channel-policy.js'
 
-/** Join and rejoin policy of app channels; milliseconds. */
-export const DEFAULT_CHANNEL_POLICY = {
-  /**
-   * Wait for a join reply before the join counts as timed out.
-   * @default 10000 — phoenix.js's default push timeout (assets/js/phoenix/constants.js DEFAULT_TIMEOUT).
-   */
-  joinTimeoutMs: 10_000,
-  /** Ceiling of the first rejoin delay after phx_error or a join timeout. @default 1000 — phoenix.js rejoinAfterMs starts at 1000. */
-  rejoinInitialDelayMs: 1_000,
-  /** Largest rejoin ceiling. @default 10000 — phoenix.js rejoinAfterMs ends at 10000. */
-  rejoinMaxDelayMs: 10_000,
-  /**
-   * How long a channel stays joined before its rejoin backoff starts over. @default 10000 — the
-   * largest rejoin ceiling. phoenix.js resets at every join reply (channel.js, rejoinTimer.reset()
-   * on "ok"), so a channel whose server process crashes right after each join is rejoined about
-   * once a second for ever; here it backs off to `rejoinMaxDelayMs` and stays there until a join holds.
-   */
-  rejoinStableAfterMs: 10_000,
-  /** Wait for the reply to a host leave before the channel counts as left anyway. @default 1000 */
-  leaveTimeoutMs: 1_000,
-}
-
-/** App channel policy; see {@link DEFAULT_CHANNEL_POLICY}. */
-export type ChannelPolicy = typeof DEFAULT_CHANNEL_POLICY
-
-/**
- * Checks a channel policy.
- *
- * @throws {RangeError} naming the first field that is out of range.
- */
-export function validateChannelPolicy(policy: ChannelPolicy): ChannelPolicy {
-  // A join wait of 0 ms could never be met: every attempt would time out at once, forever.
-  for (const [name, value] of Object.entries(policy)) assertMs(`channel.${name}`, value, name === 'joinTimeoutMs' ? 1 : 0)
-  return policy
-}
-
-/**
- * The delay before rejoining a channel after phx_error or a join timeout, in milliseconds: a
- * ceiling from `rejoinInitialDelayMs` doubling per rejoin in a row up to `rejoinMaxDelayMs`
- * (phoenix.js rejoinAfterMs runs 1000, 2000, 5000, then 10000), drawn in its upper half. Half
- * fixed, half jitter: a crashed channel process needs a moment, and many agents rejoining one
- * crashed topic must not arrive together. The control channel's rejoin uses it too.
- *
- * @param rejoins rejoins in a row so far (since a join last held `rejoinStableAfterMs`), counting this one (1 for the first).
- * @param roll a number in [0, 1) from the injected random source.
- */
-export function rejoinDelayMs(policy: ChannelPolicy, rejoins: number, roll: number): number {
-  const ceiling = Math.min(policy.rejoinMaxDelayMs, policy.rejoinInitialDelayMs * 2 ** Math.max(0, rejoins - 1))
-  return Math.floor(ceiling / 2 + (roll * ceiling) / 2)
-}
+export { DEFAULT_CHANNEL_POLICY, validateChannelPolicy, rejoinDelayMs, type ChannelPolicy } from './channel-policy.js'
 
 /** Stamp of an adapter event about one join attempt of one app channel. */
 export interface AttachOrigin {

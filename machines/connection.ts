@@ -36,54 +36,10 @@ import { assign, emit, enqueueActions, fromCallback, sendTo, setup, type ActorRe
 import { channelMachine, DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
 import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlDropCause, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
 import { DEFAULT_RECONNECT_POLICY, reconnectMachine, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
-import { assertMs, gracefulReason, thrownText, timedOutReason, type Env, type Origin, type ReasonLike } from './types.js'
+import { gracefulReason, thrownText, timedOutReason, type Env, type Origin, type ReasonLike } from './types.js'
+import { DEFAULT_CONNECTION_POLICY, type ConnectionPolicy } from './connection-policy.js'
 
-/** Session timeouts; milliseconds. */
-export const DEFAULT_CONNECTION_POLICY = {
-  /** Wait for the transport to open (TCP, TLS, HTTP upgrade). @default 10000 — a handshake slower than this is a dead path. */
-  connectTimeoutMs: 10_000,
-  /** Wait for the control channel's join reply. @default 10000 — phoenix.js's default push timeout. */
-  joinTimeoutMs: 10_000,
-  /** Wait for the control channel's leave reply on disconnect(). @default 1000 — stopping must be quick; the close frame follows anyway. */
-  leaveTimeoutMs: 1_000,
-  /**
-   * After a connected transport of this link is lost, an upgrade refused with HTTP 409
-   * `connection_conflict` (`on_conflict=reject`) within this window is retried with backoff,
-   * not terminal: the platform may still hold the lost socket, since its transport closes a
-   * socket only 60 s after it last received anything (docs/field-notes.md: Phoenix transport
-   * timeout; Cowboy and Bandit alike). The window counts from that loss on the monotonic clock
-   * (a wall-clock step changes nothing), across a host disconnect() and connect() too. 0 makes
-   * every 409 terminal; at most 600000 (10 min). A 409 before the link ever connected is always
-   * terminal: another instance holds the key.
-   * @default 75000 — the platform's 60 s, plus margin for the heartbeat that noticed the loss.
-   */
-  conflictRetryWindowMs: 75_000,
-}
-
-/** Session timeouts; see {@link DEFAULT_CONNECTION_POLICY}. */
-export type ConnectionPolicy = typeof DEFAULT_CONNECTION_POLICY
-
-/**
- * Checks the session timeouts: whole milliseconds; connectTimeoutMs and joinTimeoutMs at least 1;
- * conflictRetryWindowMs at most 600000.
- *
- * @throws {RangeError} naming the first field that is out of range.
- */
-export function validateConnectionPolicy(policy: ConnectionPolicy): ConnectionPolicy {
-  for (const [name, value] of Object.entries(policy)) assertMs(`connection.${name}`, value, MIN_CONNECTION_POLICY[name as keyof ConnectionPolicy] ?? 0)
-  if (policy.conflictRetryWindowMs > MAX_CONFLICT_RETRY_WINDOW_MS) {
-    throw new RangeError(
-      `connection.conflictRetryWindowMs must be at most ${MAX_CONFLICT_RETRY_WINDOW_MS} (the platform lets go of a lost socket within about a minute; past that a 409 is another instance), got ${policy.conflictRetryWindowMs}`,
-    )
-  }
-  return policy
-}
-
-/** Upper bound of conflictRetryWindowMs: 10 minutes. */
-const MAX_CONFLICT_RETRY_WINDOW_MS = 600_000
-
-/** Lower bounds above 0: a connect or join wait of 0 ms could never be met (each attempt would time out at once, forever). */
-const MIN_CONNECTION_POLICY: Partial<ConnectionPolicy> = { connectTimeoutMs: 1, joinTimeoutMs: 1 }
+export { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from './connection-policy.js'
 
 /** Every event the connection chart handles, with who sends it. */
 export type ConnectionEvent =

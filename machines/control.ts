@@ -11,6 +11,7 @@
  * that arrives while `maxQueued` signals wait behind a handler that has not settled.
  */
 import { assign, sendParent, setup, fromPromise } from 'xstate'
+import type { ControlPolicy } from './control-policy.js'
 
 /** What the chart needs of a control signal; the full schema is `ControlSignal` in src/protocol.ts. */
 export interface SignalLike {
@@ -18,21 +19,7 @@ export interface SignalLike {
   readonly correlationId?: string | null
 }
 
-/** Control delivery policy. */
-export const DEFAULT_CONTROL_POLICY = {
-  /** Correlation ids remembered for deduplication; 0 turns deduplication off. A count. @default 1024 — bounded memory for a days-long session. */
-  dedupeWindow: 1024,
-  /**
-   * Signals that may wait behind the one in the host's handler; one more arriving is dropped and
-   * reported (`control.dropped`, cause `overflow`), so a handler that never settles cannot grow the
-   * queue without bound over a days-long session. A count; 0 drops every signal that arrives while
-   * the handler runs. @default 1000
-   */
-  maxQueued: 1000,
-}
-
-/** Control delivery policy; see {@link DEFAULT_CONTROL_POLICY}. */
-export type ControlPolicy = typeof DEFAULT_CONTROL_POLICY
+export { DEFAULT_CONTROL_POLICY, type ControlPolicy } from './control-policy.js'
 
 /** Events of the control delivery chart. */
 export type ControlEvent =

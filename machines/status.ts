@@ -3,7 +3,9 @@
  * nested states by one exhaustive function. Hosts switch on these; the chart may grow states
  * without breaking them.
  */
-import type { StateValue } from 'xstate'
+
+/** A chart state value, as XState writes it (xstate's `StateValue`, restated so this file imports no XState and the package's public types stay free of it). */
+export type ChartStateValue = string | { [region: string]: ChartStateValue | undefined }
 
 /** Every public state of a link, in lifecycle order. */
 export const LINK_STATES = [
@@ -29,7 +31,7 @@ export type LinkState = (typeof LINK_STATES)[number]
  * @example linkStateOf({ session: { online: 'connecting' } }) // 'connecting'
  * @throws {Error} for a state value the chart cannot produce (a chart/mapping drift, caught by tests).
  */
-export function linkStateOf(value: StateValue): LinkState {
+export function linkStateOf(value: ChartStateValue): LinkState {
   if (typeof value === 'string') {
     switch (value) {
       case 'idle':

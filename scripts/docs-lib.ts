@@ -8,8 +8,8 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import type { AnyStateMachine } from 'xstate'
-import { allNodes, CHARTS, transitionRows } from '../src/model/chart-info.js'
-import { RULES } from '../src/model/rules.js'
+import { allNodes, CHARTS, transitionRows } from '../src/node/model/chart-info.js'
+import { RULES } from '../src/node/model/rules.js'
 import { DEFAULT_LINK_POLICY } from '../src/policy.js'
 import { DEFAULT_PRESENCE_POLICY } from '../machines/presence.js'
 import { CLOSE_CODES, DisconnectReason, JOIN_ERRORS, REASON_KINDS, UPGRADE_STATUSES } from '../src/reasons.js'
@@ -32,11 +32,11 @@ export interface PolicyDoc {
 }
 
 const POLICY_SOURCES: Record<string, [file: string, constant: string]> = {
-  connection: ['machines/connection.ts', 'DEFAULT_CONNECTION_POLICY'],
-  reconnect: ['machines/reconnect.ts', 'DEFAULT_RECONNECT_POLICY'],
-  channel: ['machines/channel.ts', 'DEFAULT_CHANNEL_POLICY'],
-  control: ['machines/control.ts', 'DEFAULT_CONTROL_POLICY'],
-  transport: ['src/adapter/phoenix-adapter.ts', 'DEFAULT_TRANSPORT_POLICY'],
+  connection: ['machines/connection-policy.ts', 'DEFAULT_CONNECTION_POLICY'],
+  reconnect: ['machines/reconnect-policy.ts', 'DEFAULT_RECONNECT_POLICY'],
+  channel: ['machines/channel-policy.ts', 'DEFAULT_CHANNEL_POLICY'],
+  control: ['machines/control-policy.ts', 'DEFAULT_CONTROL_POLICY'],
+  transport: ['src/adapter/transport-policy.ts', 'DEFAULT_TRANSPORT_POLICY'],
   presence: ['machines/presence.ts', 'DEFAULT_PRESENCE_POLICY'],
 }
 
@@ -158,10 +158,10 @@ export function renderReasons(): string {
   parts.push(
     table(
       ['kind', 'retryable', 'fields'],
-      DisconnectReason.options.map((o) => {
-        const shape = o.shape as Record<string, { def?: { type?: string; values?: unknown[] } }>
+      DisconnectReason.def.options.map((o) => {
+        const shape = o.def.shape as Record<string, { def?: { type?: string; values?: unknown[] } }>
         const retry = shape.retryable?.def?.type === 'literal' ? String(shape.retryable.def.values?.[0]) : 'per table'
-        return [`\`${String(o.shape.kind.value)}\``, retry, Object.keys(shape).filter((k) => !['kind', 'retryable', 'generation', 'at'].includes(k)).join(', ')]
+        return [`\`${String(o.def.shape.kind.def.values[0])}\``, retry, Object.keys(shape).filter((k) => !['kind', 'retryable', 'generation', 'at'].includes(k)).join(', ')]
       }),
     ),
     '',

@@ -57,9 +57,9 @@ export const TARGETS: Target[] = [
   { file: 'src/adapter/ws-transport.ts', sample: 15, tests: WIRE },
   { file: 'src/link.ts', sample: 25, tests: WIRE },
   { file: 'src/link-channel.ts', sample: 15, tests: WIRE },
-  { file: 'src/server/simulator.ts', sample: 25, tests: SERVER },
-  { file: 'src/server/connection.ts', sample: 12, tests: SERVER },
-  { file: 'src/server/admin.ts', sample: 10, tests: SERVER },
+  { file: 'src/node/server/simulator.ts', sample: 25, tests: SERVER },
+  { file: 'src/node/server/connection.ts', sample: 12, tests: SERVER },
+  { file: 'src/node/server/admin.ts', sample: 10, tests: SERVER },
 ]
 
 /** Seed of the draw, so a rerun on the same source draws the same mutants. */

@@ -30,31 +30,31 @@ function readReport<T>(name: string): T | null {
 const WHY: Record<string, string> = {
   'machines/types.ts#thrownText':
     'killed since by test/machines/connection.test.ts "without a transport provided…" (a thrown null; added after the run)',
-  'src/server/admin.ts#AdminApi.json':
+  'src/node/server/admin.ts#AdminApi.json':
     'killed since by test/wire/presence.test.ts "a request other than GET to the admin API is answered 405, an unknown route 404…" (its content-type; added after the run)',
-  'src/server/admin.ts#AdminApi.openStream':
+  'src/node/server/admin.ts#AdminApi.openStream':
     'the comment line that opens the event stream (so a proxy passes the headers on at once): event-stream clients skip comments, and the test reads the events',
-  'src/server/connection.ts#SimConnection.problems':
+  'src/node/server/connection.ts#SimConnection.problems':
     'killed since by test/wire/simulator-http.test.ts "recordLimit keeps…" (a new socket has no problems recorded; added after the run)',
-  'src/server/admin.ts#AdminApi.handle':
+  'src/node/server/admin.ts#AdminApi.handle':
     'killed since by test/wire/presence.test.ts "a request other than GET to the admin API is answered 405, an unknown route 404, each with an error body" (added after the run)',
-  'src/server/connection.ts#SimConnection.record':
+  'src/node/server/connection.ts#SimConnection.record':
     'killed since by test/wire/simulator-http.test.ts "recordLimit keeps at most that many frames per socket…" (added after the run)',
-  'src/server/connection.ts#SimConnection.abort':
+  'src/node/server/connection.ts#SimConnection.abort':
     'killed since by test/wire/simulator-http.test.ts "recordLimit keeps at most…; abort() of a closed socket changes nothing" (added after the run)',
-  'src/server/connection.ts#SimConnection.resume':
+  'src/node/server/connection.ts#SimConnection.resume':
     'equivalent in every test: a stalled connection is resumed while its TCP socket is there; the `?.` guards a resume after the socket is gone',
-  'src/server/simulator.ts#PlatformSimulator.answerUpgrade':
+  'src/node/server/simulator.ts#PlatformSimulator.answerUpgrade':
     'killed since by test/wire/simulator-http.test.ts "an upgrade to a path with no socket is refused 404 with a not_found error body naming the path" (added after the run)',
-  'src/server/simulator.ts#PlatformSimulator.onCrossing':
+  'src/node/server/simulator.ts#PlatformSimulator.onCrossing':
     'equivalent: a last-disconnected crossing always carries the reason of the close that ended the principal\'s last connection (machines/presence.ts rememberClose runs on that close), so the `unknown` label is never written',
-  'src/server/simulator.ts#PlatformSimulator.setKeys':
+  'src/node/server/simulator.ts#PlatformSimulator.setKeys':
     'killed since by test/wire/simulator-http.test.ts "setKeys keeps a copy of the keys it is given" (added after the run)',
-  'src/server/simulator.ts#PlatformSimulator.answerUpgradeSafely':
+  'src/node/server/simulator.ts#PlatformSimulator.answerUpgradeSafely':
     'the fields of the warning the simulator logs when answering an upgrade threw (a simulator bug path, reached by no test); no test reads the simulator\'s log',
-  'src/server/simulator.ts#PlatformSimulator.receive':
+  'src/node/server/simulator.ts#PlatformSimulator.receive':
     'both mutants turn off the queueing of frames behind a held join: killed since: a frame behind a held join of the same topic and join_ref is queued until the join is answered, which test/wire/long-life.test.ts "leave() while the join is pending…" reads (that file was outside the sampled run\'s test set; it is in it now)',
-  'src/server/simulator.ts#PlatformSimulator.resolve':
+  'src/node/server/simulator.ts#PlatformSimulator.resolve':
     'killed since by test/wire/simulator-http.test.ts "a control aimed at one socket by id reaches that socket alone" (added after the run)',
   'src/link.ts#Link.channel':
     'killed since by test/wire/hardening.test.ts "reserved topics and URLs with a query or fragment are refused at configuration" (the control topic, null and an array as params: added after the run)',
@@ -70,7 +70,7 @@ const WHY: Record<string, string> = {
     'equivalent: only a `dropped` reason has a `source`, so testing the kind beside `source === socket` changes nothing (the kind test is gone since)',
   'src/logger.ts#redactText':
     'equivalent: either bound of the match loop stops it alone (past the end of the text or of the form, a character compares unequal to undefined), the tie-break of the sort only orders spans the merge takes the larger of, and merging the first span with itself changes nothing; the sort itself is killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
-  'src/server/presence.ts#PresenceTracker.actorOf':
+  'src/node/server/presence.ts#PresenceTracker.actorOf':
     'the `absent` and no-connections halves of the forgetting check are each implied by the other at the moment it runs; the kind test and the replaced-chart test: killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
   'src/emitter.ts#Emitter.iterate':
     'the early returns of a finished iterator are equivalent (off() already removed its listener; finishing twice removes nothing more); the \'abort\' listener removal: killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
@@ -285,7 +285,7 @@ function sampledSection(results: SampledResults, goal: number): string[] {
     'interval is its 95% Wilson interval. A full run would take about a day on two cores: a surviving',
     'mutant runs the whole wire suite (75-90 s), so the samples (10 to 25 per file) are sized for a',
     'run of about an hour, and one file\'s interval is wide (about ±15 points at 25 draws; `--scale 2`',
-    'doubles every sample and keeps the results in hand). Not sampled: src/server/flavors.ts (the two',
+    'doubles every sample and keeps the results in hand). Not sampled: src/node/server/flavors.ts (the two',
     "servers' constants) and the index files (re-exports). A survivor whose why says \"killed since\"",
     'has a test added after the run that the run has not judged yet (`--survivors` runs them again;',
     'a changed source draws its sample anew).',

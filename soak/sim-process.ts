@@ -3,7 +3,7 @@
  * alone (the simulator keeps a record of every socket it saw). Driven over IPC: each message is
  * one fault or query, answered once with the same id.
  */
-import { startSimulator } from '../src/server/index.js'
+import { startSimulator } from '../src/node/server/index.js'
 
 /** A command from the soak driver. */
 export type SoakCommand =

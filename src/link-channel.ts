@@ -7,7 +7,7 @@ import type { DisconnectReason } from './reasons.js'
 import { PushError } from './errors/push-error.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 
-import type { PushFailure } from './adapter/phoenix-adapter.js'
+import type { PushFailure } from './adapter/types.js'
 import type { Unsubscribe } from './emitter.js'
 
 /**

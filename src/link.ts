@@ -3,7 +3,7 @@
  * platform. The connection chart decides every lifecycle step; the link turns the host's calls
  * into chart events, waits on the chart's states, and publishes what happened as typed events.
  */
-import { createActor, type Actor, type ActorSystem, type InspectionEvent, type Observer, fromPromise } from 'xstate'
+import { createActor, type Actor, type ActorSystem, type InspectionEvent, fromPromise } from 'xstate'
 
 /** The scheduler interface XState uses for delays (xstate system.ts Clock); SimulatedClock implements it. */
 export interface Clock {
@@ -13,7 +13,7 @@ export interface Clock {
 import { channelMachine } from '../machines/channel.js'
 import { connectionMachine, type ConnectionEmitted, type ConnectionEvent } from '../machines/connection.js'
 import { controlMachine, type QueuedSignal } from '../machines/control.js'
-import { linkStateOf, type LinkState } from '../machines/status.js'
+import { linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import type { Env } from '../machines/types.js'
 import { adapterActors, PhoenixAdapter, type Credentials } from './adapter/phoenix-adapter.js'
 import { isHeaderValue, SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
@@ -22,7 +22,7 @@ import { AgentDisconnectedError } from './errors/agent-disconnected.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 import { PhoenixLinkError } from './errors/base.js'
 import { LinkChannel, type ChannelStatus } from './link-channel.js'
-import { redact, redacting, type Logger } from './logger.js'
+import { redact, redacting, type LinkLog, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { RunSupervisor, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
@@ -38,6 +38,18 @@ export type ControlHandler = (
   signal: ControlSignal,
   delivery: { epoch: number; sequence: number; signal: AbortSignal },
 ) => void | Promise<void>
+
+declare global {
+  interface SymbolConstructor {
+    /**
+     * `Symbol.asyncDispose` (TC39 explicit resource management; TypeScript's lib.esnext.disposable
+     * and @types/node declare it the same way). Restated so {@link Link}'s `[Symbol.asyncDispose]`
+     * compiles in a consumer whose `lib` stops at ES2022 with the DOM; at run time the link defines
+     * the method only where the runtime has the symbol (Node 20, current browsers).
+     */
+    readonly asyncDispose: unique symbol
+  }
+}
 
 /** A state change as the link's internal waiters see it. */
 interface StateSeen {
@@ -68,8 +80,11 @@ export interface LinkOptions {
   policy?: LinkPolicyInput
   /** Where the link logs its transitions; default silent. Every line is redacted of the API key. */
   logger?: Logger
-  /** An XState inspection observer (or @statelyai/inspect's `inspector.inspect`), passed to the chart actor. */
-  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
+  /**
+   * An XState inspection observer (or @statelyai/inspect's `inspector.inspect`), passed to the
+   * chart actor: a function of each event, or an object with `next(event)`.
+   */
+  inspect?: InspectListener | { next?: InspectListener }
   /** Handler of `agent.control` signals, called once per signal, in order, one at a time. */
   onControl?: ControlHandler
   /**
@@ -141,6 +156,45 @@ export interface LinkEvents {
   ignored: { event: string; detail: string }
 }
 
+/**
+ * An XState inspection event as the link passes it to `inspect` (xstate's `InspectionEvent`:
+ * `@xstate.actor`, `@xstate.event`, `@xstate.snapshot`, `@xstate.microstep`), restated loosely so
+ * the package's public types import no XState (a DOM-only or strict consumer compiles them
+ * without XState's own declarations).
+ */
+export interface ChartInspectionEvent {
+  readonly type: string
+  readonly rootId?: string
+  readonly actorRef?: unknown
+  readonly sourceRef?: unknown
+  readonly event?: unknown
+  readonly snapshot?: unknown
+}
+
+/** A listener of inspection events; declared as a method so a listener typed with xstate's own `InspectionEvent` is accepted. */
+export type InspectListener = { bivarianceHack(event: ChartInspectionEvent): void }['bivarianceHack']
+
+/** A snapshot of the connection chart, as {@link ChartActor} gives it. */
+export interface ChartSnapshot {
+  /** The chart's state value, e.g. `{ session: { online: 'connecting' } }`. */
+  readonly value: ChartStateValue
+  /** The chart's context (machines/connection.ts `ConnectionContext`). */
+  readonly context: object
+  readonly status: 'active' | 'done' | 'error' | 'stopped'
+}
+
+/**
+ * The connection chart's actor as a host sees it: read-only inspection. (Tools in this
+ * repository reach the full XState actor; a host sends it nothing.)
+ */
+export interface ChartActor {
+  readonly id: string
+  readonly sessionId: string
+  getSnapshot(): ChartSnapshot
+  /** Calls `listener` with every new snapshot until unsubscribed. */
+  subscribe(listener: (snapshot: ChartSnapshot) => void): { unsubscribe(): void }
+}
+
 /** One event of {@link Link.events}: `{ type, ...payload }`. */
 export type LinkEvent = { [K in keyof LinkEvents]: { type: K } & LinkEvents[K] }[keyof LinkEvents]
 
@@ -200,8 +254,8 @@ export function createLink(options: LinkOptions): Link {
 
 /** A long-lived connection of one agent; see {@link createLink}. */
 export class Link {
-  /** The connection chart's actor, for inspection (`link.actor.getSnapshot()`). Send it nothing. */
-  readonly actor: Actor<typeof connectionMachine>
+  /** The connection chart's actor (XState), typed in full for this package's own tools (src/chart-of.ts). */
+  private readonly chart: Actor<typeof connectionMachine>
   /** The resolved policy. */
   readonly policy: LinkPolicy
   /**
@@ -216,7 +270,7 @@ export class Link {
 
   private readonly emitter: Emitter<LinkEvents>
   readonly #adapter: PhoenixAdapter
-  private readonly log: Required<Logger>
+  private readonly log: LinkLog
   private readonly channels = new Map<string, LinkChannel>()
   private readonly channelParams = new Map<string, object | ((attempt: AttemptInfo) => object | Promise<object>)>()
   private controlHandler: ControlHandler | undefined
@@ -277,7 +331,7 @@ export class Link {
 
     const inspect = options.inspect
     const observe = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect)
-    this.actor = createActor(LINK_MACHINE, {
+    this.chart = createActor(LINK_MACHINE, {
       ...(options.clock ? { clock: options.clock } : {}),
       input: {
         env: this.env,
@@ -300,8 +354,8 @@ export class Link {
           }
         : {}),
     })
-    LINKS.set(this.actor.system, { adapter: this.#adapter, deliverSignal: (input, signal) => this.deliverSignal(input, signal) })
-    this.actor.on('*', (event) => {
+    LINKS.set(this.chart.system, { adapter: this.#adapter, deliverSignal: (input, signal) => this.deliverSignal(input, signal) })
+    this.chart.on('*', (event) => {
       // Runs inside a chart action: a throw here would stop the actor (xstate #5153).
       try {
         this.onChartEmitted(event as ConnectionEmitted)
@@ -309,15 +363,20 @@ export class Link {
         this.log.error('publishing a chart event failed', { event: event.type, error: errorMessage(error) })
       }
     })
-    this.actor.subscribe({
+    this.chart.subscribe({
       next: (snapshot) =>
         this.onSnapshot({ state: linkStateOf(snapshot.value), generation: snapshot.context.generation, epoch: snapshot.context.epoch }),
       error: (error) => this.onCrash(error),
     })
-    this.actor.start()
+    this.chart.start()
   }
 
   /** The agent id this link connects as (the `agent_id` socket param). */
+  /** The connection chart's actor, for inspection (`link.actor.getSnapshot().value`). Send it nothing. */
+  get actor(): ChartActor {
+    return this.chart as unknown as ChartActor
+  }
+
   get agentId(): string {
     return this.#agentId
   }
@@ -325,7 +384,7 @@ export class Link {
   /** The public state: idle, connecting, joining, connected, reconnecting, stopping, stopped or terminated. */
   get state(): LinkState {
     if (this.crashed) return 'terminated'
-    return linkStateOf(this.actor.getSnapshot().value)
+    return linkStateOf(this.chart.getSnapshot().value)
   }
 
   /**
@@ -334,7 +393,7 @@ export class Link {
    */
   get lastDisconnectReason(): DisconnectReason | null {
     if (this.crashReason) return this.crashReason
-    return this.actor.getSnapshot().context.lastReason as DisconnectReason | null
+    return this.chart.getSnapshot().context.lastReason as DisconnectReason | null
   }
 
   /**
@@ -396,7 +455,7 @@ export class Link {
   async disconnect(): Promise<void> {
     // Only this session's sockets: a connect() right after must not hold this disconnect() open,
     // so the last generation is read the moment the stop is seen, before any connect() runs.
-    let upTo = this.actor.getSnapshot().context.generation
+    let upTo = this.chart.getSnapshot().context.generation
     // A link already at rest is not sent another stop: its chart would ignore it, but an
     // inspector would still see an event after the last snapshot.
     if (!this.crashed && this.state !== 'idle' && this.state !== 'stopped' && this.state !== 'terminated') {
@@ -513,16 +572,14 @@ export class Link {
     }) as AsyncIterableIterator<LinkEvent>
   }
 
-  /** disconnect(), for `await using link = createLink(...)`. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.disconnect()
-  }
+  /** disconnect(), for `await using link = createLink(...)` (where the runtime has `Symbol.asyncDispose`: Node 20, current browsers). */
+  declare [Symbol.asyncDispose]: () => Promise<void>
 
   // ---- private ----------------------------------------------------------------------------
 
   /** The chart's session epoch (+1 per session). */
   private get epoch(): number {
-    return this.actor.getSnapshot().context.epoch
+    return this.chart.getSnapshot().context.epoch
   }
 
   /**
@@ -538,7 +595,7 @@ export class Link {
       kind: 'other',
       retryable: true,
       detail: `internal error: ${errorMessage(error)}`,
-      generation: this.actor.getSnapshot().context.generation,
+      generation: this.chart.getSnapshot().context.generation,
       at: this.env.now(),
     }
     this.log.error('connection chart crashed', { error: errorMessage(error) })
@@ -557,8 +614,8 @@ export class Link {
         }
       }
     }
-    stopAll(this.actor.getSnapshot().children as Record<string, Child | undefined>)
-    this.actor.stop()
+    stopAll(this.chart.getSnapshot().children as Record<string, Child | undefined>)
+    this.chart.stop()
     this.#adapter.endAll()
     for (const channel of this.channels.values()) channel.failWaiting()
     this.lastState = 'terminated'
@@ -571,7 +628,7 @@ export class Link {
 
   private send(event: ConnectionEvent): void {
     if (this.crashed) return
-    this.actor.send(event)
+    this.chart.send(event)
   }
 
   private assertUsable(): void {
@@ -601,7 +658,7 @@ export class Link {
       }
       this.watchers.add(test)
       signal?.addEventListener('abort', onAbort)
-      const { generation, epoch } = this.actor.getSnapshot().context
+      const { generation, epoch } = this.chart.getSnapshot().context
       test({ state: this.state, generation, epoch })
     })
   }
@@ -753,6 +810,18 @@ export class Link {
     const handler = this.controlHandler
     if (handler) await handler(signal, { epoch: queued.epoch, sequence: queued.sequence, signal: abort })
   }
+}
+
+// `await using`: defined only where the runtime has the symbol (a computed class key would
+// otherwise read `undefined` and define a method named "undefined").
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Object.defineProperty(Link.prototype, Symbol.asyncDispose, {
+    value: async function asyncDispose(this: Link): Promise<void> {
+      await this.disconnect()
+    },
+    writable: true,
+    configurable: true,
+  })
 }
 
 /** Why a queued control signal was dropped, as the `ignored` event's detail says it. */

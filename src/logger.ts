@@ -8,12 +8,31 @@
  * handed to host code (payloads, control signals, reasons) are never rewritten.
  */
 
-/** A structured logger; each method takes a message and optional fields. All are optional. */
+/**
+ * One level of a host's logger, called the way pino and bunyan take structured lines: `(fields,
+ * message)` when the line has fields, `(message)` when it has none. The console is recognised
+ * and called `(message, fields)` instead, so its output starts with the message. Declared as a
+ * method so loggers typed with their own overloads (pino's `LogFn`) are accepted.
+ */
+export type LogMethod = { bivarianceHack(...line: [fields: Record<string, unknown>, message: string] | [message: string]): void }['bivarianceHack']
+
+/**
+ * A structured logger: pino, a bunyan-style logger or `console`; any of debug/info/warn/error,
+ * all optional. Fields are a flat object (`generation`, `reason`, `detail`, ...).
+ */
 export interface Logger {
-  debug?(message: string, fields?: Record<string, unknown>): void
-  info?(message: string, fields?: Record<string, unknown>): void
-  warn?(message: string, fields?: Record<string, unknown>): void
-  error?(message: string, fields?: Record<string, unknown>): void
+  debug?: LogMethod
+  info?: LogMethod
+  warn?: LogMethod
+  error?: LogMethod
+}
+
+/** How the link logs internally: message first, then fields; {@link redacting} reorders for the host's logger. */
+export interface LinkLog {
+  debug(message: string, fields?: Record<string, unknown>): void
+  info(message: string, fields?: Record<string, unknown>): void
+  warn(message: string, fields?: Record<string, unknown>): void
+  error(message: string, fields?: Record<string, unknown>): void
 }
 
 /** The text that replaces a secret. */
@@ -180,18 +199,22 @@ function replaceSecret<T>(root: T, forms: readonly SecretForm[]): T {
 
 /**
  * Wraps a logger so every message and field is redacted of the secrets (a key, or a function
- * giving every key used so far, read at each line) and a throwing logger cannot break the link.
+ * giving every key used so far, read at each line), each line reaches it in its own argument
+ * order ({@link LogMethod}), and a throwing logger cannot break the link.
  */
-export function redacting(logger: Logger | undefined, secrets: string | (() => readonly string[])): Required<Logger> {
+export function redacting(logger: Logger | undefined, secrets: string | (() => readonly string[])): LinkLog {
   const current = typeof secrets === 'string' ? () => [secrets] : secrets
+  // The console prints its arguments in order: the message first reads better there.
+  const messageFirst = logger !== undefined && logger === (globalThis as { console?: unknown }).console
   const call = (level: keyof Logger) => (message: string, fields?: Record<string, unknown>) => {
-    const fn = logger?.[level]
+    const fn = logger?.[level] as ((...args: unknown[]) => void) | undefined
     if (!fn) return
     try {
       const keys = current()
       // No second argument when there are no fields: console.log would print `undefined`.
       if (fields === undefined) fn.call(logger, redact(message, keys))
-      else fn.call(logger, redact(message, keys), redact(fields, keys))
+      else if (messageFirst) fn.call(logger, redact(message, keys), redact(fields, keys))
+      else fn.call(logger, redact(fields, keys), redact(message, keys))
     } catch {
       // A host's logger must not take the link down.
     }

@@ -2,36 +2,40 @@
  * The shape of createLink()'s options as a zod schema, checked before anything else: strict
  * at configuration, so a typo or a wrong type fails at createLink() with the option's name.
  */
-import { z } from 'zod'
+import * as z from 'zod/mini'
 import { ConfigurationError } from './errors/configuration-error.js'
+import { describeIssue } from './zod-issues.js'
 
 const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`)
 
 /** createLink() options, as checked (the policy is checked field by field by resolvePolicy). */
-export const LinkOptionsSchema = z
-  .object({
-    url: z.string({ error: 'url must be a string such as wss://platform.example/socket' }),
-    agentId: z.string({ error: 'agentId must be a string' }).min(1, 'agentId must be a non-empty string'),
-    apiKey: z.union([z.string().min(1, 'apiKey must be a non-empty string'), fn('apiKey')], {
-      error: (issue) => (typeof issue.input === 'string' ? 'apiKey must be a non-empty string' : 'apiKey must be a string or a function returning one'),
+export const LinkOptionsSchema = z.strictObject({
+  url: z.string({ error: 'url must be a string such as wss://platform.example/socket' }),
+  agentId: z.string({ error: 'agentId must be a string' }).check(z.minLength(1, 'agentId must be a non-empty string')),
+  apiKey: z.union([z.string().check(z.minLength(1, 'apiKey must be a non-empty string')), fn('apiKey')], {
+    error: (issue) => (typeof issue.input === 'string' ? 'apiKey must be a non-empty string' : 'apiKey must be a string or a function returning one'),
+  }),
+  policy: z.optional(z.record(z.string(), z.unknown())),
+  logger: z.optional(
+    z.looseObject({
+      debug: z.optional(fn('logger.debug')),
+      info: z.optional(fn('logger.info')),
+      warn: z.optional(fn('logger.warn')),
+      error: z.optional(fn('logger.error')),
     }),
-    policy: z.record(z.string(), z.unknown()).optional(),
-    logger: z
-      .object({ debug: fn('logger.debug').optional(), info: fn('logger.info').optional(), warn: fn('logger.warn').optional(), error: fn('logger.error').optional() })
-      .loose()
-      .optional(),
-    inspect: z.union([fn('inspect'), z.object({ next: fn('inspect.next') }).loose()]).optional(),
-    onControl: fn('onControl').optional(),
-    apiKeyIn: z.enum(['header', 'param']).optional(),
-    onConflict: z.enum(['supersede', 'reject']).optional(),
-    params: z
-      .union([z.record(z.string(), z.string()), fn('params')], { error: 'params must be an object of string values, or a function returning one' })
-      .optional(),
-    allowInsecureTransport: z.boolean().optional(),
-    env: z.object({ now: fn('env.now').optional(), monotonic: fn('env.monotonic').optional(), random: fn('env.random').optional() }).strict().optional(),
-    clock: z.object({ setTimeout: fn('clock.setTimeout'), clearTimeout: fn('clock.clearTimeout') }).loose().optional(),
-  })
-  .strict()
+  ),
+  inspect: z.optional(z.union([fn('inspect'), z.looseObject({ next: fn('inspect.next') })])),
+  onControl: z.optional(fn('onControl')),
+  apiKeyIn: z.optional(z.enum(['header', 'param'])),
+  onConflict: z.optional(z.enum(['supersede', 'reject'])),
+  params: z.optional(
+    z.union([z.record(z.string(), z.string()), fn('params')], { error: 'params must be an object of string values, or a function returning one' }),
+  ),
+  allowInsecureTransport: z.optional(z.boolean()),
+  env: z.optional(z.strictObject({ now: z.optional(fn('env.now')), monotonic: z.optional(fn('env.monotonic')), random: z.optional(fn('env.random')) })),
+  clock: z.optional(z.looseObject({ setTimeout: fn('clock.setTimeout'), clearTimeout: fn('clock.clearTimeout') })),
+  tracer: z.optional(z.looseObject({ startSpan: fn('tracer.startSpan') })),
+})
 
 /**
  * Checks createLink() options.
@@ -39,15 +43,15 @@ export const LinkOptionsSchema = z
  * @throws {ConfigurationError} naming the first option that is missing, unknown or of the wrong type.
  */
 export function checkOptions(options: unknown): void {
-  const parsed = LinkOptionsSchema.safeParse(options)
+  const parsed = LinkOptionsSchema.safeParse(options, { reportInput: true })
   if (parsed.success) return
   const issue = parsed.error.issues[0]!
   const where = issue.path.length > 0 ? issue.path.join('.') : 'options'
   const message =
     issue.code === 'unrecognized_keys'
       ? `unknown option ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; see createLink() in the README`
-      : issue.message.startsWith(where)
-        ? issue.message
-        : `${where}: ${issue.message}`
+      : describeIssue(issue).startsWith(where)
+        ? describeIssue(issue)
+        : `${where}: ${describeIssue(issue)}`
   throw new ConfigurationError(message)
 }

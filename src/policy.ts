@@ -4,11 +4,11 @@
  * every field (strict at configuration). docs/lifecycle.md's policy tables are generated from
  * {@link DEFAULT_LINK_POLICY}.
  */
-import { DEFAULT_CHANNEL_POLICY, validateChannelPolicy, type ChannelPolicy } from '../machines/channel.js'
-import { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from '../machines/connection.js'
-import { DEFAULT_CONTROL_POLICY, type ControlPolicy } from '../machines/control.js'
-import { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, type ReconnectPolicy } from '../machines/reconnect.js'
-import { DEFAULT_TRANSPORT_POLICY, validateTransportPolicy, type TransportPolicy } from './adapter/phoenix-adapter.js'
+import { DEFAULT_CHANNEL_POLICY, validateChannelPolicy, type ChannelPolicy } from '../machines/channel-policy.js'
+import { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from '../machines/connection-policy.js'
+import { DEFAULT_CONTROL_POLICY, type ControlPolicy } from '../machines/control-policy.js'
+import { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, type ReconnectPolicy } from '../machines/reconnect-policy.js'
+import { DEFAULT_TRANSPORT_POLICY, validateTransportPolicy, type TransportPolicy } from './adapter/transport-policy.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 
 /** A link's policy, by concern. Milliseconds unless a field says otherwise. */
@@ -28,14 +28,15 @@ export interface LinkPolicy {
 /** A partial policy: any field of any concern may be left out. */
 export type LinkPolicyInput = { [K in keyof LinkPolicy]?: Partial<LinkPolicy[K]> }
 
-/** Every default, by concern. */
-export const DEFAULT_LINK_POLICY: LinkPolicy = {
+/** Every default, by concern. Frozen, each concern too: changing a default for later links throws a TypeError. */
+export const DEFAULT_LINK_POLICY: { readonly [K in keyof LinkPolicy]: Readonly<LinkPolicy[K]> } = {
   connection: DEFAULT_CONNECTION_POLICY,
   reconnect: DEFAULT_RECONNECT_POLICY,
   channel: DEFAULT_CHANNEL_POLICY,
   control: DEFAULT_CONTROL_POLICY,
   transport: DEFAULT_TRANSPORT_POLICY,
 }
+Object.freeze(DEFAULT_LINK_POLICY)
 
 /**
  * Merges `input` over the defaults and checks every field.

@@ -7,7 +7,8 @@
  * assets/js/phoenix/serializer.js (frame layout, binary kinds); band-ai/band-sdk-python
  * src/band/client/streaming/client.py (control channel, supersede and agent.control payloads).
  */
-import { z } from 'zod'
+import * as z from 'zod/mini'
+import { describeIssue } from './zod-issues.js'
 
 /** Phoenix's reserved channel events (assets/js/phoenix/constants.js CHANNEL_EVENTS). */
 export const CHANNEL_EVENTS = {
@@ -76,10 +77,10 @@ export interface Frame {
 }
 
 /** The text form of a V2 frame, as a zod tuple. decodeTextFrame checks the same shape by hand (it is the hot path); a property test keeps them in step. */
-export const TextFrame = z.tuple([z.string().nullable(), z.string().nullable(), z.string(), z.string(), z.unknown()])
+export const TextFrame = z.tuple([z.nullable(z.string()), z.nullable(z.string()), z.string(), z.string(), z.unknown()])
 
 /** Payload of a phx_reply: `{"status": "ok" | "error" | ..., "response": {...}}`. */
-export const ReplyPayload = z.object({ status: z.string(), response: z.unknown().optional() })
+export const ReplyPayload = z.object({ status: z.string(), response: z.optional(z.unknown()) })
 /** Payload of a phx_reply. */
 export type ReplyPayload = z.infer<typeof ReplyPayload>
 
@@ -350,7 +351,7 @@ export function encodeBinaryToServer(frame: {
 }
 
 /** A text field read leniently: missing or of another type reads as null. */
-const lenientText = z.string().nullable().optional().catch(null)
+const lenientText = z.catch(z.optional(z.nullable(z.string())), null)
 
 /**
  * The platform's `supersede` payload, read leniently: every field may be missing or of the wrong
@@ -360,8 +361,8 @@ const lenientText = z.string().nullable().optional().catch(null)
 export const SupersedePayload = z.object({
   reason: lenientText,
   message: lenientText,
-  retryable: z.unknown().optional(),
-  retry_after: z.unknown().optional(),
+  retryable: z.optional(z.unknown()),
+  retry_after: z.optional(z.unknown()),
   target_socket_id: lenientText,
   correlation_id: lenientText,
 })
@@ -382,16 +383,16 @@ export const ControlSignal = z.object({
   mode: ControlMode,
   scope: ControlScope,
   agentId: z.string(),
-  roomId: z.string().nullable(),
-  executionId: z.string().nullable(),
-  reason: z.string().nullable(),
-  correlationId: z.string().nullable(),
+  roomId: z.nullable(z.string()),
+  executionId: z.nullable(z.string()),
+  reason: z.nullable(z.string()),
+  correlationId: z.nullable(z.string()),
   raw: Payload,
 })
 /** An `agent.control` signal as delivered to the host's handler. */
 export type ControlSignal = z.infer<typeof ControlSignal>
 
-const nullableString = z.union([z.string(), z.null()]).optional()
+const nullableString = z.optional(z.union([z.string(), z.null()]))
 
 /** The wire form of an `agent.control` payload. */
 export const ControlPayload = z.object({
@@ -410,9 +411,9 @@ export const ControlPayload = z.object({
  * @returns the signal, or the list of problems (field paths and messages) for the caller to report.
  */
 export function parseControlSignal(payload: unknown): { ok: true; signal: ControlSignal } | { ok: false; issues: string[] } {
-  const parsed = ControlPayload.safeParse(payload)
+  const parsed = ControlPayload.safeParse(payload, { reportInput: true })
   if (!parsed.success) {
-    return { ok: false, issues: parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`) }
+    return { ok: false, issues: parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${describeIssue(i)}`) }
   }
   const p = parsed.data
   return {
@@ -433,9 +434,9 @@ export function parseControlSignal(payload: unknown): { ok: true; signal: Contro
 /** The JSON body of a refused upgrade: `{"error": {"code", "message", "request_id"}}`. */
 export const UpgradeErrorBody = z.object({
   error: z.object({
-    code: z.string().optional(),
-    message: z.string().optional(),
-    request_id: z.string().optional(),
+    code: z.optional(z.string()),
+    message: z.optional(z.string()),
+    request_id: z.optional(z.string()),
   }),
 })
 /** The JSON body of a refused upgrade. */

@@ -5,13 +5,13 @@
  * what is retryable. Classification never throws: anything unrecognised becomes `other` with the
  * raw text kept.
  */
-import { z } from 'zod'
+import * as z from 'zod/mini'
 import type { ReasonLike } from '../machines/types.js'
 import { SupersedePayload, UpgradeErrorBody } from './protocol.js'
 
 const base = {
   /** Transport generation the reason belongs to. */
-  generation: z.number().int().nonnegative(),
+  generation: z.int().check(z.nonnegative()),
   /** When, in milliseconds since the Unix epoch. */
   at: z.number(),
 }
@@ -46,11 +46,11 @@ export const SupersededReason = z.object({
   retryable: z.literal(false),
   /** The payload's `reason`, an open set such as `session.already_connected`; `unknown` when missing. */
   cause: z.string(),
-  message: z.string().nullable(),
+  message: z.nullable(z.string()),
   /** The payload's `retry_after` in milliseconds (it is sent in seconds); null when missing or malformed. */
-  retryAfterMs: z.number().nullable(),
-  targetSocketId: z.string().nullable(),
-  correlationId: z.string().nullable(),
+  retryAfterMs: z.nullable(z.number()),
+  targetSocketId: z.nullable(z.string()),
+  correlationId: z.nullable(z.string()),
   /** The payload as received, odd fields included. */
   raw: z.record(z.string(), z.unknown()),
   ...base,
@@ -63,15 +63,15 @@ export const RejectedReason = z.object({
   cause: RejectionCause,
   phase: RejectionPhase,
   /** HTTP status of a refused upgrade. */
-  status: z.number().int().nullable(),
+  status: z.nullable(z.int()),
   /** RFC 6455 close code, for phase `close`. */
-  closeCode: z.number().int().optional(),
+  closeCode: z.optional(z.int()),
   /** The error body's `code` (`connection_conflict`, `too_many_requests`, ...) or the join error's `reason`. */
-  errorCode: z.string().nullable(),
-  message: z.string().nullable(),
-  requestId: z.string().nullable(),
+  errorCode: z.nullable(z.string()),
+  message: z.nullable(z.string()),
+  requestId: z.nullable(z.string()),
   /** Retry-After in milliseconds, when the server sent one. */
-  retryAfterMs: z.number().nullable(),
+  retryAfterMs: z.nullable(z.number()),
   ...base,
 })
 
@@ -80,7 +80,7 @@ export const ClosedReason = z.object({
   kind: z.literal('closed'),
   retryable: z.boolean(),
   /** RFC 6455 section 7.4 close code. */
-  closeCode: z.number().int(),
+  closeCode: z.int(),
   /** RFC 6455 name of the code, e.g. `going away`. */
   closeName: z.string(),
   /** The close frame's reason text. */
@@ -112,7 +112,7 @@ export const SuppressedReason = z.object({
   /** True while the link is `suspended` (slow retry, the default); false when the policy gave up. */
   retryable: z.boolean(),
   cause: z.enum(['rapid-disconnects', 'max-attempts']),
-  attempts: z.number().int().nonnegative(),
+  attempts: z.int().check(z.nonnegative()),
   ...base,
 })
 
@@ -122,7 +122,7 @@ export const OtherReason = z.object({
   retryable: z.literal(true),
   detail: z.string(),
   /** The raw text that could not be classified, when there was one. */
-  raw: z.string().optional(),
+  raw: z.optional(z.string()),
   ...base,
 })
 
@@ -141,7 +141,7 @@ export const DisconnectReason = z.discriminatedUnion('kind', [
 export type DisconnectReason = z.infer<typeof DisconnectReason>
 
 /** Every `kind` of DisconnectReason, read from the schema. */
-export const REASON_KINDS = DisconnectReason.options.map((o) => o.shape.kind.value)
+export const REASON_KINDS = DisconnectReason.def.options.map((o) => o.def.shape.kind.def.values[0]!)
 /** A DisconnectReason kind. */
 export type ReasonKind = DisconnectReason['kind']
 

@@ -9,8 +9,8 @@
  */
 import mermaid from 'mermaid'
 import charts from 'virtual:charts'
-import type { VisualChart, VisualState } from '../src/model/visual.js'
-import type { TraceRecord } from '../src/visualize/trace.js'
+import type { VisualChart, VisualState } from '../src/node/model/visual.js'
+import type { TraceRecord } from '../src/node/visualize/trace.js'
 
 type View = 'charts' | 'live' | 'replay' | 'dashboard'
 type StateValue = string | { [key: string]: StateValue }

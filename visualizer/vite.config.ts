@@ -1,11 +1,11 @@
 /**
  * Builds the visualizer page (visualizer/dist): a static page, no network at run time. The chart
- * data is read off the shipped machines at build time (src/model/visual.ts) and bundled in as
+ * data is read off the shipped machines at build time (src/node/model/visual.ts) and bundled in as
  * the module `virtual:charts`, so the page cannot drift from the charts.
  */
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vite'
-import { chartsData } from '../src/model/visual.js'
+import { chartsData } from '../src/node/model/visual.js'
 
 const VIRTUAL = 'virtual:charts'
 

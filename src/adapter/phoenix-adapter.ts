@@ -12,7 +12,7 @@ import { Serializer, Socket, type Channel, type Push } from 'phoenix'
 import { fromCallback, type ActorSystem } from 'xstate'
 import type { AttachOrigin, ChannelEvent } from '../../machines/channel.js'
 import type { ConnectionEvent } from '../../machines/connection.js'
-import { assertMs, type Origin } from '../../machines/types.js'
+import type { Origin } from '../../machines/types.js'
 import {
   AGENT_ID_PARAM,
   API_KEY_HEADER,
@@ -42,58 +42,11 @@ import {
 } from '../reasons.js'
 import { isHeaderValue, transportClass, SUPPORTS_UPGRADE_HEADERS, type RefusedUpgrade } from './ws-transport.js'
 import type WebSocket from 'isomorphic-ws'
+import type { TransportPolicy } from './transport-policy.js'
+import type { Credentials, PushFailure } from './types.js'
 
-/** Transport policy: what the adapter hands to phoenix.js and ws. Milliseconds unless said. */
-export const DEFAULT_TRANSPORT_POLICY = {
-  /**
-   * Heartbeat interval; a reply must arrive within one interval, so a dead peer is detected in
-   * at most two (docs/field-notes.md "Heartbeat timeout"). @default 30000 — phoenix.js's default.
-   */
-  heartbeatIntervalMs: 30_000,
-  /** Wait for the peer's close frame before ending the TCP connection. @default 1000 — ws waits 30 s by default; a stop must be quick. */
-  closeTimeoutMs: 1_000,
-  /** Largest inbound frame in bytes; a larger one closes the socket with 1009. @default 8388608 — 8 MiB. */
-  maxFrameBytes: 8 * 1024 * 1024,
-  /** Wait for a reply to an app channel push. @default 10000 — phoenix.js's default push timeout. */
-  pushTimeoutMs: 10_000,
-  /** Bytes of a refused upgrade's body to read for its error code. @default 8192 */
-  refusalBodyLimitBytes: 8 * 1024,
-  /**
-   * Longest wait for an `apiKey` or `params` function (and a channel's params function) to
-   * settle before an attempt; then the attempt fails with a retryable `other` reason naming it.
-   * @default 5000 — a secret store that takes longer is down; the connect and join timeouts
-   * (10 s) stay the outer bound.
-   */
-  credentialsTimeoutMs: 5_000,
-  /**
-   * Longest wait for a refused upgrade's body, after its status and headers arrived; the
-   * refusal is then classified from what was read. Cut shorter when the connect timeout is
-   * near (the refusal must reach the chart before it). @default 1000 — a body slower than this
-   * is not worth delaying the decision: status and Retry-After already decide it.
-   */
-  refusalBodyTimeoutMs: 1_000,
-}
-
-/** Transport policy; see {@link DEFAULT_TRANSPORT_POLICY}. */
-export type TransportPolicy = typeof DEFAULT_TRANSPORT_POLICY
-
-/**
- * Checks the transport policy: whole numbers; heartbeatIntervalMs, pushTimeoutMs and refusalBodyTimeoutMs at least 1,
- * maxFrameBytes at least 1024.
- *
- * @throws {RangeError} naming the first field that is out of range.
- */
-export function validateTransportPolicy(policy: TransportPolicy): TransportPolicy {
-  for (const [name, value] of Object.entries(policy)) assertMs(`transport.${name}`, value, MIN_TRANSPORT_POLICY[name as keyof TransportPolicy] ?? 0)
-  return policy
-}
-
-/**
- * Lower bounds above 0. A heartbeat interval or push wait of 0 could never be met; a frame limit
- * under 1 KiB cannot carry a join reply (and `ws` reads 0 as "no limit" while the decoder would
- * refuse every frame).
- */
-const MIN_TRANSPORT_POLICY: Partial<TransportPolicy> = { heartbeatIntervalMs: 1, pushTimeoutMs: 1, maxFrameBytes: 1024, refusalBodyTimeoutMs: 1, credentialsTimeoutMs: 1 }
+export { DEFAULT_TRANSPORT_POLICY, validateTransportPolicy, type TransportPolicy } from './transport-policy.js'
+export type { Credentials, PushFailure } from './types.js'
 
 /** phoenix.js's reconnectAfterMs/rejoinAfterMs when the charts own retries: never (2^31-1, not Infinity, which Node clamps to 1 ms). */
 const NEVER = 2 ** 31 - 1
@@ -154,20 +107,6 @@ export interface AdapterConfig {
   app: AppDelivery
   /** Join params of an app channel, asked at each join attempt; sync or async, bounded like `credentials`. */
   channelParams(topic: string, attempt: { generation: number; signal: AbortSignal }): object | Promise<object>
-}
-
-/** What one connection attempt sends: the API key and the extra socket params. */
-export interface Credentials {
-  apiKey: string
-  params: Record<string, string>
-}
-
-/** Rejection of an app channel push. */
-export interface PushFailure {
-  code: 'PUSH_TIMEOUT' | 'PUSH_REJECTED' | 'TRANSPORT_LOST' | 'PUSH_INVALID'
-  response: unknown
-  /** Why a push could not be encoded, for PUSH_INVALID. */
-  cause?: unknown
 }
 
 interface Attachment {

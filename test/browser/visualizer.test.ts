@@ -17,11 +17,11 @@ import { fileURLToPath } from 'node:url'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { ensurePageBuilt, servePage } from '../../src/visualize/server.js'
+import { ensurePageBuilt, servePage } from '../../src/node/visualize/server.js'
 // What a host imports from 'phoenix-link' to trace and show its own links.
-import { startVisualizer, traceLink, traceToFile, type TraceRecord } from '../../src/index.js'
-import { chartsData } from '../../src/model/visual.js'
-import { startSimulator } from '../../src/server/index.js'
+import { startVisualizer, traceLink, traceToFile, type TraceRecord } from '../../src/node/visualize/index.js'
+import { chartsData } from '../../src/node/model/visual.js'
+import { startSimulator } from '../../src/node/server/index.js'
 import { next, untilState, useWorld } from '../support/wire.js'
 import { until } from '../support/until.js'
 
@@ -307,7 +307,7 @@ describe('the visualizer servers answer odd requests without crashing', () => {
 describe.skipIf(!HAVE_CHROMIUM)('phoenix-link demo --visualize', () => {
   it('waits for the page, streams both links through the whole demo, and stops on SIGINT with exit 0', async () => {
     const { spawn } = await import('node:child_process')
-    const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
+    const cli = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))
     const child = spawn(process.execPath, ['--import', 'tsx', cli, 'demo', '--visualize', '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))

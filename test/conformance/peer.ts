@@ -9,7 +9,7 @@
  * and whose pushes reply `{"echo": payload, "event": event}` (the reference peer's app; the
  * simulator is scripted to match).
  */
-import { startSimulator, SERVER_FLAVORS, type FlavorName, type PlatformSimulator, type ServerFlavor } from '../../src/server/index.js'
+import { startSimulator, SERVER_FLAVORS, type FlavorName, type PlatformSimulator, type ServerFlavor } from '../../src/node/server/index.js'
 import { controlTopic, type Payload } from '../../src/protocol.js'
 import { buildRealPhoenix, RealServer, type RealEvent, type RealServerName } from '../support/real-phoenix.js'
 

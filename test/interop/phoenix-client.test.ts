@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Socket, type Channel } from 'phoenix'
 import WebSocket from 'isomorphic-ws'
-import { startSimulator, type PlatformSimulator } from '../../src/server/index.js'
+import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
 
 let sim: PlatformSimulator
 let socket: Socket

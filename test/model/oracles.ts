@@ -4,7 +4,7 @@
  * docs/design.md, not from machines/. Generated paths check them at every step, so a chart that
  * agrees with itself but breaks a rule (a flipped guard, a dropped transition) fails a path.
  */
-import type { Expectation } from '../../src/model/connection-model.js'
+import type { Expectation } from '../../src/node/model/connection-model.js'
 
 const SESSION = new Set(['connecting', 'joining', 'connected', 'reconnecting', 'suspended', 'stopping'])
 

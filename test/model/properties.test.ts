@@ -19,8 +19,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLink, type Link } from '../../src/link.js'
 import { classifyClose } from '../../src/reasons.js'
 import { controlTopic, SUPERSEDE_EVENT } from '../../src/protocol.js'
-import { startSimulator, type PlatformSimulator } from '../../src/server/index.js'
+import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
 import { handleMark, openHandlesSince } from '../support/no-leaks.js'
+import { chartOf } from '../../src/chart-of.js'
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 30)
 const DISCONNECT_BOUND_MS = 2_500
@@ -289,7 +290,7 @@ class CloseRacingDisconnect implements Command {
 class InjectStale implements Command {
   check = () => true
   async run(_: object, r: Record) {
-    const before = r.link.actor.getSnapshot()
+    const before = chartOf(r.link).getSnapshot()
     const { generation, epoch } = before.context
     if (generation < 2 && epoch < 2) return
     const value = JSON.stringify(before.value)
@@ -297,9 +298,9 @@ class InjectStale implements Command {
       generation >= 2
         ? { type: 'socket.close' as const, reason: classifyClose({ code: 1000, reason: '' }, generation - 1, 0), generation: generation - 1, epoch }
         : { type: 'socket.close' as const, reason: classifyClose({ code: 1000, reason: '' }, generation, 0), generation, epoch: epoch - 1 }
-    r.link.actor.send(event)
+    chartOf(r.link).send(event)
     // Invariant 6.
-    expect(JSON.stringify(r.link.actor.getSnapshot().value), 'a stale event changed the state').toBe(value)
+    expect(JSON.stringify(chartOf(r.link).getSnapshot().value), 'a stale event changed the state').toBe(value)
   }
   toString = () => 'a late close from a stale transport or session'
 }

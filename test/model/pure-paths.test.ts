@@ -3,8 +3,8 @@
  * state, the ones the wire cannot reach included, each step judged by the rule oracles.
  */
 import { describe, expect, it } from 'vitest'
-import { connectionPaths } from '../../src/model/paths.js'
-import { expectationOf, initialModel } from '../../src/model/connection-model.js'
+import { connectionPaths } from '../../src/node/model/paths.js'
+import { expectationOf, initialModel } from '../../src/node/model/connection-model.js'
 import { ruleViolation, trackConnected } from './oracles.js'
 
 describe('connection chart: pure paths against the rules', () => {

@@ -5,14 +5,15 @@
  * lastDisconnectReason and what the simulator saw must agree with the chart's own transition.
  */
 import { SimulatedClock, waitFor, type InspectionEvent } from 'xstate'
-import { keyOf } from '../../src/model/chart-info.js'
-import type { ModelPath, PathStep } from '../../src/model/paths.js'
-import { expectationOf } from '../../src/model/connection-model.js'
+import { keyOf } from '../../src/node/model/chart-info.js'
+import type { ModelPath, PathStep } from '../../src/node/model/paths.js'
+import { expectationOf } from '../../src/node/model/connection-model.js'
 import { ruleViolation, trackConnected } from './oracles.js'
 import { createLink, type Link } from '../../src/link.js'
 import { rejoinDelayMs } from '../../machines/channel.js'
 import { controlTopic } from '../../src/protocol.js'
-import type { PlatformSimulator } from '../../src/server/index.js'
+import type { PlatformSimulator } from '../../src/node/server/index.js'
+import { chartOf } from '../../src/chart-of.js'
 
 /** Policy of path runs: chart delays are on the simulated clock; heartbeats real and short. */
 export const PATH_POLICY = {
@@ -61,7 +62,7 @@ export async function runPath(sim: PlatformSimulator, path: ModelPath, agentId: 
   const handled: string[] = []
   const slowGate = deferred()
   try {
-    let before = expectationOf(link.actor.getSnapshot() as never)
+    let before = expectationOf(chartOf(link).getSnapshot() as never)
     let linkConnected = false
     let group = path.steps[0]!.stimulus
     for (const [i, step] of path.steps.entries()) {
@@ -72,7 +73,7 @@ export async function runPath(sim: PlatformSimulator, path: ModelPath, agentId: 
       if (nextIsAuto) continue
       await expectStep(link, path, i)
       // The rules, judged on what the link did, independently of the chart that drove it.
-      const after = expectationOf(link.actor.getSnapshot() as never)
+      const after = expectationOf(chartOf(link).getSnapshot() as never)
       const broken = ruleViolation(group, before, after, linkConnected)
       if (broken) fail(path, i, broken)
       linkConnected = trackConnected(linkConnected, after)
@@ -117,7 +118,7 @@ async function apply(
     case 'auto':
       return
     case 'inject':
-      link.actor.send(step.event as never)
+      chartOf(link).send(step.event as never)
       return
     case 'host':
       if (name === 'host connect') void link.connect().catch(() => {})
@@ -130,7 +131,7 @@ async function apply(
       } else void link.disconnect()
       return
     case 'clock': {
-      const { context } = link.actor.getSnapshot()
+      const { context } = chartOf(link).getSnapshot()
       const ms =
         name === 'backoff elapsed'
           ? (context.retry?.delayMs ?? 0)
@@ -200,7 +201,7 @@ async function apply(
     const started = new Promise<void>((resolve) => link.once('control', () => resolve()))
     for (const id of ids) sim.control(agent, { mode: 'stop', correlation_id: id })
     await started
-    await waitFor(link.actor, (s) => s.context.signalSeq >= 3, { timeout: 3000 }).catch(() => {})
+    await waitFor(chartOf(link), (s) => s.context.signalSeq >= 3, { timeout: 3000 }).catch(() => {})
     control.slowGate.resolve()
     const done = await new Promise<boolean>((resolve) => {
       const deadline = setTimeout(() => resolve(false), 3000)
@@ -230,9 +231,9 @@ async function expectStep(link: Link, path: ModelPath, index: number): Promise<v
   const want = path.steps[index]!.expect
   const wanted = JSON.stringify(want.value)
   try {
-    await waitFor(link.actor, (s) => JSON.stringify(s.value) === wanted, { timeout: 3000 })
+    await waitFor(chartOf(link), (s) => JSON.stringify(s.value) === wanted, { timeout: 3000 })
   } catch {
-    fail(path, index, `chart state ${JSON.stringify(link.actor.getSnapshot().value)}, the model says ${wanted}`)
+    fail(path, index, `chart state ${JSON.stringify(chartOf(link).getSnapshot().value)}, the model says ${wanted}`)
   }
   if (link.state !== want.state) fail(path, index, `link.state ${link.state}, the model says ${want.state}`)
   const reason = link.lastDisconnectReason

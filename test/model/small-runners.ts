@@ -5,13 +5,14 @@
  * the rule oracles must hold.
  */
 import { SimulatedClock, waitFor, type InspectionEvent } from 'xstate'
-import { keyOf } from '../../src/model/chart-info.js'
-import type { ModelPath } from '../../src/model/paths.js'
-import { MODEL_RECONNECT_POLICY, type ChannelExpectation, type ReconnectExpectation } from '../../src/model/small-models.js'
+import { keyOf } from '../../src/node/model/chart-info.js'
+import type { ModelPath } from '../../src/node/model/paths.js'
+import { MODEL_RECONNECT_POLICY, type ChannelExpectation, type ReconnectExpectation } from '../../src/node/model/small-models.js'
 import { createLink, type Link } from '../../src/link.js'
 import type { LinkChannel } from '../../src/link-channel.js'
-import type { PlatformSimulator } from '../../src/server/index.js'
+import type { PlatformSimulator } from '../../src/node/server/index.js'
 import type { PathRun } from './runner.js'
+import { chartOf } from '../../src/chart-of.js'
 
 const ENV = { now: () => Date.now(), monotonic: () => performance.now(), random: () => 0.5 }
 
@@ -71,7 +72,7 @@ export async function runChannelPath(sim: PlatformSimulator, path: ModelPath<Cha
   if (path.steps[0]?.stimulus !== 'transport up') handle = link.channel(topic, params)
   const observe = (): ChannelExpectation => {
     if (!handle) return { value: 'detached', reason: null }
-    const ref = Object.hasOwn(link.actor.getSnapshot().context.channels, topic) ? link.actor.getSnapshot().context.channels[topic] : undefined
+    const ref = Object.hasOwn(chartOf(link).getSnapshot().context.channels, topic) ? chartOf(link).getSnapshot().context.channels[topic] : undefined
     if (ref) {
       const s = ref.getSnapshot() as unknown as { value: unknown; context: { reason: { kind: string } | null } }
       return { value: s.value, reason: s.context.reason?.kind ?? null }
@@ -96,7 +97,7 @@ export async function runChannelPath(sim: PlatformSimulator, path: ModelPath<Cha
       if (path.steps[i + 1]?.kind === 'auto' || path.steps[i + 1]?.stimulus === 'params throw') continue
       const wanted = JSON.stringify(step.expect.value)
       try {
-        await waitFor(link.actor, () => JSON.stringify(observe().value) === wanted, { timeout: 3000 })
+        await waitFor(chartOf(link), () => JSON.stringify(observe().value) === wanted, { timeout: 3000 })
       } catch {
         fail(path, i, `channel chart ${JSON.stringify(observe().value)}, the model says ${wanted}`)
       }
@@ -139,8 +140,8 @@ async function applyChannel(
       if (link.state === 'idle') {
         void link.connect().catch(() => {})
       } else {
-        await waitFor(link.actor, (s) => s.context.retry !== null, { timeout: 3000 })
-        clock.increment(link.actor.getSnapshot().context.retry!.delayMs)
+        await waitFor(chartOf(link), (s) => s.context.retry !== null, { timeout: 3000 })
+        clock.increment(chartOf(link).getSnapshot().context.retry!.delayMs)
       }
       return
     case 'transport down':
@@ -174,7 +175,7 @@ async function applyChannel(
       void handle.leave()
       return
     case 'stale join ok':
-      link.actor.send({ ...(event as { type: 'channel.joinOk' }), topic } as never)
+      chartOf(link).send({ ...(event as { type: 'channel.joinOk' }), topic } as never)
       return
     case 'leave settles':
       return
@@ -221,7 +222,7 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
     policy: { reconnect: MODEL_RECONNECT_POLICY, transport: { closeTimeoutMs: 150 } },
   })
   const observe = (): ReconnectExpectation => {
-    const child = link.actor.getSnapshot().children.reconnect
+    const child = chartOf(link).getSnapshot().children.reconnect
     if (!child) return { value: link.lastDisconnectReason?.kind === 'suppressed' ? 'gaveUp' : 'none', attempt: -1, rapidStreak: -1 }
     const s = child.getSnapshot() as unknown as { value: unknown; context: { attempt: number; rapidStreak: number } }
     return { value: s.value, attempt: s.context.attempt, rapidStreak: s.context.rapidStreak }
@@ -229,7 +230,7 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
   let sinceOpen = 0
   void link.connect().catch(() => {})
   try {
-    await waitFor(link.actor, (s) => s.children.reconnect !== undefined, { timeout: 3000 })
+    await waitFor(chartOf(link), (s) => s.children.reconnect !== undefined, { timeout: 3000 })
     let before = observe()
     for (const [i, step] of path.steps.entries()) {
       const name = step.stimulus
@@ -245,14 +246,14 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
         clock.increment(target - sinceOpen)
         sinceOpen = target
       } else if (name === 'backoff passes' || name === 'cooldown passes') {
-        clock.increment((link.actor.getSnapshot().children.reconnect!.getSnapshot() as unknown as { context: { delayMs: number } }).context.delayMs)
+        clock.increment((chartOf(link).getSnapshot().children.reconnect!.getSnapshot() as unknown as { context: { delayMs: number } }).context.delayMs)
       } else {
         throw new Error(`no way to apply reconnect stimulus ${name} on the wire`)
       }
       const want = step.expect
       const wanted = JSON.stringify(want.value)
       try {
-        await waitFor(link.actor, () => {
+        await waitFor(chartOf(link), () => {
           const o = observe()
           return JSON.stringify(o.value) === wanted && (wanted === '"gaveUp"' || (o.attempt === want.attempt && o.rapidStreak === want.rapidStreak))
         }, { timeout: 3000 })

@@ -5,7 +5,7 @@
  *
  * Usage: `node --import tsx test/support/sim-process.ts [port]`.
  */
-import { startSimulator } from '../../src/server/index.js'
+import { startSimulator } from '../../src/node/server/index.js'
 
 const sim = await startSimulator({ agents: 'any', port: Number(process.argv[2] ?? 0), recordLimit: 0 })
 process.on('message', (message: { cmd: string; id: number }) => {

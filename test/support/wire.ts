@@ -6,7 +6,7 @@
 import { afterEach } from 'vitest'
 import { createLink, type Link, type LinkEvent, type LinkEvents, type LinkOptions } from '../../src/link.js'
 import type { LinkPolicyInput } from '../../src/policy.js'
-import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../../src/server/index.js'
+import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../../src/node/server/index.js'
 import type { LinkState } from '../../machines/status.js'
 
 /** Small delays so a lifecycle runs in milliseconds; floors kept distinguishable from backoff. */
@@ -43,12 +43,12 @@ export class World {
 
   link(sim: PlatformSimulator, options: Partial<LinkOptions> & { policy?: LinkPolicyInput } = {}): Link {
     const captured: Captured = { lines: [], events: [] }
-    const logger = {
-      debug: (message: string, fields?: Record<string, unknown>) => captured.lines.push({ level: 'debug', message, fields }),
-      info: (message: string, fields?: Record<string, unknown>) => captured.lines.push({ level: 'info', message, fields }),
-      warn: (message: string, fields?: Record<string, unknown>) => captured.lines.push({ level: 'warn', message, fields }),
-      error: (message: string, fields?: Record<string, unknown>) => captured.lines.push({ level: 'error', message, fields }),
-    }
+    // A pino-style logger: `(fields, message)`, or `(message)` for a line without fields.
+    const capture =
+      (level: 'debug' | 'info' | 'warn' | 'error') =>
+      (...line: [Record<string, unknown>, string] | [string]) =>
+        void captured.lines.push(line.length === 2 ? { level, message: line[1], fields: line[0] } : { level, message: line[0], fields: undefined })
+    const logger = { debug: capture('debug'), info: capture('info'), warn: capture('warn'), error: capture('error') }
     const policy = merge(FAST, options.policy ?? {})
     const link = createLink({ url: sim.url, agentId: 'agent-1', apiKey: 'key-1', logger, ...options, policy })
     link.onAny((event) => captured.events.push(event))

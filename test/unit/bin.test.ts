@@ -1,7 +1,7 @@
 /**
  * bin/phoenix-link.js runs the compiled CLI; in a checkout whose sources changed after the
  * build, it says so before running the old build. Run on a copy of the bin in a scratch tree
- * with a stand-in dist/src/cli.js, so the test needs no build.
+ * with a stand-in dist/src/node/cli.js, so the test needs no build.
  */
 import { spawnSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
@@ -18,10 +18,13 @@ afterEach(() => {
 function scratchPackage(sourceMtime: Date, builtMtime: Date, checkout = true): string {
   const root = mkdtempSync(join(tmpdir(), 'phoenix-link-bin-'))
   roots.push(root)
-  for (const dir of ['bin', 'dist/src', 'src/adapter', 'machines', ...(checkout ? ['.git'] : [])]) mkdirSync(join(root, dir), { recursive: true })
+  for (const dir of ['bin', 'dist/src/node', 'src/adapter', 'machines', ...(checkout ? ['.git'] : [])]) mkdirSync(join(root, dir), { recursive: true })
   copyFileSync(new URL('../../bin/phoenix-link.js', import.meta.url), join(root, 'bin/phoenix-link.js'))
   writeFileSync(join(root, 'package.json'), '{"type":"module"}')
-  const cli = join(root, 'dist/src/cli.js')
+  mkdirSync(join(root, 'node_modules/prom-client'), { recursive: true })
+  writeFileSync(join(root, 'node_modules/prom-client/package.json'), '{"name":"prom-client","main":"index.js"}')
+  writeFileSync(join(root, 'node_modules/prom-client/index.js'), '')
+  const cli = join(root, 'dist/src/node/cli.js')
   writeFileSync(cli, "export async function main() { process.stdout.write('ran main\\n') }\n")
   const source = join(root, 'src/adapter/x.ts')
   writeFileSync(source, 'export {}\n')
@@ -48,6 +51,12 @@ describe('bin/phoenix-link.js', () => {
 
   it('says nothing in an installed package (no .git), whatever order its files were unpacked in', () => {
     expect(run(scratchPackage(new Date('2026-01-02'), new Date('2026-01-01'), false))).toEqual({ status: 0, stdout: 'ran main\n', stderr: '' })
+  })
+
+  it('exits 1 naming the optional peer to install when prom-client is missing', () => {
+    const root = scratchPackage(new Date('2026-01-01'), new Date('2026-01-02'))
+    rmSync(join(root, 'node_modules'), { recursive: true })
+    expect(run(root)).toEqual({ status: 1, stdout: '', stderr: expect.stringMatching(/needs prom-client.*npm install --save-dev prom-client/) })
   })
 
   it('exits 1 with a message when dist/ is missing', () => {

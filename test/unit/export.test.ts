@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from 'vitest'
 import { fromCallback, setup, type AnyStateMachine } from 'xstate'
-import { allNodes, CHARTS, nodePath, transitionRows, type ChartName } from '../../src/model/chart-info.js'
+import { allNodes, CHARTS, nodePath, transitionRows, type ChartName } from '../../src/node/model/chart-info.js'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
-import { chartConfig, chartMermaid, chartModule, collectNames } from '../../src/model/export.js'
-import { runExport } from '../../src/cli/export.js'
+import { chartConfig, chartMermaid, chartModule, collectNames } from '../../src/node/model/export.js'
+import { runExport } from '../../src/node/cli/export.js'
 
 /** Type errors of `source` compiled as a module inside this project (so `xstate` resolves). */
 function typeErrors(source: string): string[] {

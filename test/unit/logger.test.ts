@@ -9,7 +9,7 @@ describe('redacting logger', () => {
     const log = redacting({ info: (...args: unknown[]) => calls.push(args) }, 'sk-secret')
     log.info('state idle -> connecting')
     log.info('with fields sk-secret', { key: 'sk-secret', n: 1 })
-    expect(calls).toEqual([['state idle -> connecting'], ['with fields [redacted]', { key: '[redacted]', n: 1 }]])
+    expect(calls).toEqual([['state idle -> connecting'], [{ key: '[redacted]', n: 1 }, 'with fields [redacted]']])
   })
 
   it('a logger that throws does not throw into the link', () => {

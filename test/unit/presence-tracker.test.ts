@@ -1,6 +1,6 @@
 /** The simulator's presence tracker forgets principals that are gone, so its memory follows live agents, not all agents ever seen. */
 import { describe, expect, it } from 'vitest'
-import { PresenceTracker, type PresenceCrossing } from '../../src/server/presence.js'
+import { PresenceTracker, type PresenceCrossing } from '../../src/node/server/presence.js'
 import { classifyClose } from '../../src/reasons.js'
 
 describe('PresenceTracker', () => {

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { Emitter } from '../../src/emitter.js'
 import { redact, redacting } from '../../src/logger.js'
 import { RunSupervisor, type AgentAborted } from '../../src/runs.js'
-import { PresenceTracker, type PresenceCrossing } from '../../src/server/presence.js'
+import { PresenceTracker, type PresenceCrossing } from '../../src/node/server/presence.js'
 import { decodeTextFrame } from '../../src/protocol.js'
 import { classifyClose } from '../../src/reasons.js'
 
@@ -100,7 +100,7 @@ describe('redacting() and redact(), exactly', () => {
     log.info('i', { k: 'sk-secret-123' })
     log.warn('w')
     log.error('e')
-    expect(calls).toEqual([['debug', 'd [redacted]'], ['info', 'i', { k: '[redacted]' }], ['warn', 'w'], ['error', 'e']])
+    expect(calls).toEqual([['debug', 'd [redacted]'], ['info', { k: '[redacted]' }, 'i'], ['warn', 'w'], ['error', 'e']])
   })
 
   it('reads the keys at every line when given a function; a missing logger or level is a no-op', () => {

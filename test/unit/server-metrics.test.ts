@@ -1,7 +1,7 @@
 /** The simulator's Prometheus metrics: names, help, labels, the zeroed abort outcomes, the prefix check. */
 import { describe, expect, it } from 'vitest'
 import { Registry } from 'prom-client'
-import { ServerMetrics } from '../../src/server/metrics.js'
+import { ServerMetrics } from '../../src/node/server/metrics.js'
 
 describe('ServerMetrics', () => {
   it('registers its three series under the default prefix, with help and the abort outcomes at 0', async () => {

@@ -12,7 +12,7 @@ const world = useWorld()
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
 function cli(args: string[], env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: root, env: { ...process.env, ...env } })
+  return spawn(process.execPath, ['--import', 'tsx', 'src/node/cli.ts', ...args], { cwd: root, env: { ...process.env, ...env } })
 }
 
 /** Resolves with the first stdout JSON line matching `check`, bounded. */
@@ -141,7 +141,7 @@ describe('phoenix-link command line', () => {
     child.stdout.on('data', (c: Buffer) => (out += c.toString()))
     expect(await exit(child)).toBe(0)
     const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { chart: string; steps: Array<{ stimulus: string }> })
-    const { allPaths } = await import('../../src/model/paths.js')
+    const { allPaths } = await import('../../src/node/model/paths.js')
     expect(lines).toHaveLength(allPaths('wire').reconnect.length)
     expect(lines.every((l) => l.chart === 'reconnect' && l.steps.length > 0)).toBe(true)
   })

@@ -1,6 +1,6 @@
 /** The main job: `phoenix-link demo` runs the whole scripted lifecycle and exits 0. */
 import { describe, expect, it } from 'vitest'
-import { runDemo } from '../../src/cli/demo.js'
+import { runDemo } from '../../src/node/cli/demo.js'
 
 describe('npm run demo', () => {
   it('prints the lifecycle as JSON lines and exits 0', async () => {

@@ -22,7 +22,7 @@ import fc from 'fast-check'
 import WebSocket from 'ws'
 import { controlTopic, encodeBinaryToClient, type Payload } from '../../src/protocol.js'
 import type { LinkEvent } from '../../src/link.js'
-import { startSimulator, type PlatformSimulator } from '../../src/server/index.js'
+import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
 import { untilState, useWorld } from '../support/wire.js'
 import { until } from '../support/until.js'
 

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { waitFor } from 'xstate'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { next, settle, untilState, useWorld } from '../support/wire.js'
+import { chartOf } from '../../src/chart-of.js'
 
 const world = useWorld()
 
@@ -162,7 +163,7 @@ describe('reentrant and concurrent calls', () => {
     expect((await first).epoch).toBe(1)
     const dropped: string[] = []
     link.on('ignored', (e) => e.detail.includes('dropped') && dropped.push(e.detail))
-    const queued = waitFor(link.actor, (snapshot) => snapshot.context.signalSeq >= 3, { timeout: 4000 })
+    const queued = waitFor(chartOf(link), (snapshot) => snapshot.context.signalSeq >= 3, { timeout: 4000 })
     sim.control('agent-1', { mode: 'stop', correlation_id: 'b' })
     sim.control('agent-1', { mode: 'stop', correlation_id: 'c' })
     await queued
@@ -258,7 +259,7 @@ describe('reentrant host code (second review)', () => {
     const warnings: string[] = []
     const link = world().link(sim, {
       policy: { control: { maxQueued: 3 } },
-      logger: { warn: (message) => void warnings.push(message) },
+      logger: { warn: (...line) => void warnings.push(String(line.at(-1))) },
       onControl: async (s) => {
         if (s.correlationId === 'c0') await gate
         handled.push(s.correlationId!)
@@ -269,7 +270,7 @@ describe('reentrant host code (second review)', () => {
     const ignored: string[] = []
     link.on('ignored', (e) => void ignored.push(e.detail))
     for (let i = 0; i < 10; i++) sim.control('agent-1', { mode: 'interrupt', correlation_id: `c${i}` })
-    await waitFor(link.actor, (s) => s.context.signalSeq >= 10, { timeout: 4000 })
+    await waitFor(chartOf(link), (s) => s.context.signalSeq >= 10, { timeout: 4000 })
     expect(ignored).toHaveLength(6)
     expect(ignored[0]).toMatch(/^control signal #5 \(correlation c4\) dropped: control.maxQueued signals were already waiting/)
     expect(warnings.filter((w) => w.includes('queue behind the control handler is full'))).toHaveLength(6)
@@ -301,7 +302,7 @@ describe('reentrant host code (second review)', () => {
     await link.connect()
     sim.control('agent-1', { mode: 'stop', correlation_id: 'slow' })
     sim.control('agent-1', { mode: 'stop', correlation_id: 'A' })
-    await waitFor(link.actor, (s) => s.context.signalSeq >= 2, { timeout: 4000 })
+    await waitFor(chartOf(link), (s) => s.context.signalSeq >= 2, { timeout: 4000 })
     await link.disconnect()
     release()
     await link.connect()
@@ -323,7 +324,7 @@ describe('reentrant host code (second review)', () => {
     })
     await link.connect()
     for (const id of ['s1', 's2', 's3']) sim.control('agent-1', { mode: 'stop', correlation_id: id })
-    await waitFor(link.actor, (s) => s.context.signalSeq >= 3, { timeout: 4000 })
+    await waitFor(chartOf(link), (s) => s.context.signalSeq >= 3, { timeout: 4000 })
     const ended = untilState(link, 'terminated')
     sim.supersede('agent-1')
     await ended
@@ -481,7 +482,7 @@ describe('strict inputs (second review)', () => {
     sim.control('agent-1', { mode: 'stop', correlation_id: 'same' })
     sim.control('agent-1', { mode: 'stop', correlation_id: 'same' })
     await both
-    expect(link.actor.getSnapshot().children.control!.getSnapshot().context.seen).toEqual([])
+    expect(chartOf(link).getSnapshot().children.control!.getSnapshot().context.seen).toEqual([])
   })
 
   it('a late frame on a topic the link left is reported once the leave tail has passed', async () => {

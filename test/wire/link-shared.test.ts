@@ -5,6 +5,7 @@
  * their own sockets, control signals and app messages.
  */
 import { describe, expect, it } from 'vitest'
+import { chartOf } from '../../src/chart-of.js'
 import type { ControlSignal } from '../../src/protocol.js'
 import { next, useWorld } from '../support/wire.js'
 
@@ -19,8 +20,9 @@ describe('links share one chart definition', () => {
     const handled = Promise.all([new Promise<void>((r) => (handledA = r)), new Promise<void>((r) => (handledB = r))])
     const a = world().link(sim, { onControl: (s: ControlSignal) => void (seen.a!.push(s.correlationId ?? ''), handledA()) })
     const b = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2', onControl: (s: ControlSignal) => void (seen.b!.push(s.correlationId ?? ''), handledB()) })
-    expect(a.actor.logic).toBe(b.actor.logic)
-    expect(a.actor.system).not.toBe(b.actor.system)
+    expect(chartOf(a).logic).toBe(chartOf(b).logic)
+    expect(chartOf(a).system).not.toBe(chartOf(b).system)
+    expect(a.actor).toBe(chartOf(a))
     const roomA = a.channel('room:a')
     const roomB = b.channel('room:b')
     await Promise.all([a.connect(), b.connect()])

@@ -8,8 +8,8 @@ import { get, request } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { Registry } from 'prom-client'
 import WebSocket from 'ws'
-import { linkMetrics } from '../../src/metrics.js'
-import { startSimulator, type PlatformSimulator } from '../../src/server/index.js'
+import { linkMetrics } from '../../src/node/metrics.js'
+import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
 import { next, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest'
 import { REASON_KINDS } from '../../src/reasons.js'
 import type { Link } from '../../src/link.js'
-import type { PlatformSimulator } from '../../src/server/index.js'
+import type { PlatformSimulator } from '../../src/node/server/index.js'
 import { next, settle, useWorld, type World } from '../support/wire.js'
 
 const world = useWorld()

@@ -7,7 +7,7 @@ import type { InspectionEvent } from 'xstate'
 import { createLink } from '../../src/link.js'
 import { ConfigurationError } from '../../src/errors/configuration-error.js'
 import { next, settle, useWorld } from '../support/wire.js'
-import { linkMetrics } from '../../src/metrics.js'
+import { linkMetrics } from '../../src/node/metrics.js'
 import { get } from 'node:http'
 
 /** GET `url` on loopback and resolve with the body. */

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest'
 import { classifyClose, classifySupersede } from '../../src/reasons.js'
 import { next, untilState, useWorld } from '../support/wire.js'
+import { chartOf } from '../../src/chart-of.js'
 
 const world = useWorld()
 
@@ -20,7 +21,7 @@ describe('rule: stale generations are ignored', () => {
     const { generation, epoch } = await r
     expect(generation).toBe(2)
     const ignored = next(link, 'ignored')
-    link.actor.send({ type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 1, Date.now()), generation: 1, epoch })
+    chartOf(link).send({ type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 1, Date.now()), generation: 1, epoch })
     expect((await ignored).detail).toMatch(/stale transport \(generation 1, current 2\)/)
     expect(link.state).toBe('connected')
     expect(sim.live('agent-1')).toHaveLength(1)
@@ -55,7 +56,7 @@ describe('rule: stale generations are ignored', () => {
     await link.disconnect()
     await link.connect()
     const ignored = next(link, 'ignored')
-    link.actor.send({ type: 'control.supersede', reason: classifySupersede({}, 1, Date.now()), generation: 1, epoch: 1 })
+    chartOf(link).send({ type: 'control.supersede', reason: classifySupersede({}, 1, Date.now()), generation: 1, epoch: 1 })
     expect((await ignored).detail).toMatch(/earlier session \(epoch 1, current 2\)/)
     expect(link.state).toBe('connected')
     await untilState(link, 'connected')

@@ -4,11 +4,11 @@
  * the visual tools and the coverage report all read the charts through this file.
  */
 import type { AnyStateMachine, StateNode } from 'xstate'
-import { channelMachine } from '../../machines/channel.js'
-import { connectionMachine } from '../../machines/connection.js'
-import { controlMachine } from '../../machines/control.js'
-import { reconnectMachine } from '../../machines/reconnect.js'
-import { presenceMachine } from '../../machines/presence.js'
+import { channelMachine } from '../../../machines/channel.js'
+import { connectionMachine } from '../../../machines/connection.js'
+import { controlMachine } from '../../../machines/control.js'
+import { reconnectMachine } from '../../../machines/reconnect.js'
+import { presenceMachine } from '../../../machines/presence.js'
 
 /** The shipped charts, by name. */
 export const CHARTS = {

@@ -7,9 +7,10 @@
  */
 import { createWriteStream, openSync, type WriteStream } from 'node:fs'
 import type { AnyActorRef, InspectionEvent, StateValue } from 'xstate'
-import type { Link } from '../link.js'
-import type { LinkState } from '../../machines/status.js'
-import type { DisconnectReason } from '../reasons.js'
+import type { Link } from '../../link.js'
+import type { LinkState } from '../../../machines/status.js'
+import type { DisconnectReason } from '../../reasons.js'
+import { chartOf } from '../../chart-of.js'
 
 /** One step of a link's lifecycle. */
 export interface TraceRecord {
@@ -64,7 +65,7 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
   const started = performance.now()
   let seq = 0
   let last = ''
-  const root = link.actor
+  const root = chartOf(link)
   const actorName = (ref: AnyActorRef | undefined): string => {
     if (!ref || ref === root) return 'connection'
     const id = ref.id

@@ -1,9 +1,9 @@
 /** `phoenix-link connect`: one link against any platform, its transitions logged until Ctrl-C. */
 import { startVisualizer } from '../visualize/server.js'
 import { traceLink, traceToFile } from '../visualize/trace.js'
-import { createLink } from '../link.js'
-import { isAgentDisconnectedError } from '../errors/agent-disconnected.js'
-import { describeReason } from '../reasons.js'
+import { createLink } from '../../link.js'
+import { isAgentDisconnectedError } from '../../errors/agent-disconnected.js'
+import { describeReason } from '../../reasons.js'
 import { createOutput, describeLinkEvent } from './output.js'
 
 /** Options of {@link runConnect}. */

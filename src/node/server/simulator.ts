@@ -29,15 +29,15 @@ import {
   SUPERSEDE_EVENT,
   type Frame,
   type Payload,
-} from '../protocol.js'
+} from '../../protocol.js'
 import { SimConnection, type CloseCause } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { PresenceTracker, type PresenceCrossing } from './presence.js'
 import { AdminApi } from './admin.js'
-import { RunSupervisor, type AgentAborted, type RunSupervisorOptions } from '../runs.js'
-import { classifyClose, classifySupersede, heartbeatTimeout, type DisconnectReason } from '../reasons.js'
-import type { PresencePolicy } from '../../machines/presence.js'
+import { RunSupervisor, type AgentAborted, type RunSupervisorOptions } from '../../runs.js'
+import { classifyClose, classifySupersede, heartbeatTimeout, type DisconnectReason } from '../../reasons.js'
+import type { PresencePolicy } from '../../../machines/presence.js'
 
 /** Where the simulator logs; defaults to silence. */
 export interface SimulatorLogger {

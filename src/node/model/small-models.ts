@@ -4,9 +4,9 @@
  * test/model runs them on the real wire.
  */
 import { fromCallback, type AnyStateMachine, type EventObject, type SnapshotFrom } from 'xstate'
-import { channelMachine, DEFAULT_CHANNEL_POLICY } from '../../machines/channel.js'
-import { DEFAULT_RECONNECT_POLICY, reconnectMachine } from '../../machines/reconnect.js'
-import { classifyChannelClose, classifyClose, classifyJoinError, classifyUpgrade } from '../reasons.js'
+import { channelMachine, DEFAULT_CHANNEL_POLICY } from '../../../machines/channel.js'
+import { DEFAULT_RECONNECT_POLICY, reconnectMachine } from '../../../machines/reconnect.js'
+import { classifyChannelClose, classifyClose, classifyJoinError, classifyUpgrade } from '../../reasons.js'
 import type { StimulusKind } from './connection-model.js'
 
 /** A small chart's model. */

@@ -25,9 +25,9 @@ function ms(value: string): number {
   return n
 }
 
-/** This package's version, from its package.json (two levels up in dist/src, one in src). */
+/** This package's version, from its package.json (three levels up in dist/src/node, two in src/node). */
 function packageVersion(): string {
-  for (const relative of ['../package.json', '../../package.json']) {
+  for (const relative of ['../../package.json', '../../../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(relative, import.meta.url), 'utf8')) as { name?: string; version?: string }
       if (pkg.name === 'phoenix-link' && pkg.version) return pkg.version

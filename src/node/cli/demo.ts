@@ -4,11 +4,11 @@
  * prints why and exits 1.
  */
 import { randomBytes } from 'node:crypto'
-import { createLink, type Link } from '../link.js'
-import type { LinkChannel } from '../link-channel.js'
-import type { LinkPolicyInput } from '../policy.js'
-import type { ControlSignal } from '../protocol.js'
-import { describeReason, type DisconnectReason } from '../reasons.js'
+import { createLink, type Link } from '../../link.js'
+import type { LinkChannel } from '../../link-channel.js'
+import type { LinkPolicyInput } from '../../policy.js'
+import type { ControlSignal } from '../../protocol.js'
+import { describeReason, type DisconnectReason } from '../../reasons.js'
 import { startSimulator, type AgentAborted, type PlatformSimulator, type PresenceCrossing, type SimConnection } from '../server/index.js'
 import { createOutput, describeLinkEvent, type Output } from './output.js'
 import { startVisualizer } from '../visualize/server.js'

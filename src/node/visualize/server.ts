@@ -44,7 +44,7 @@ export function ensurePageBuilt(options: { force?: boolean } = {}): string {
 
 /**
  * In a checkout (the page's sources are present): whether any source the page is built from
- * (visualizer/, src/model/, machines/) is newer than the built page. The published package has
+ * (visualizer/, src/node/model/, machines/) is newer than the built page. The published package has
  * no page sources, so its built page is never stale.
  */
 function isStale(root: string, built: string): boolean {
@@ -60,14 +60,14 @@ function isStale(root: string, built: string): boolean {
   return false
 }
 
-/** visualizer/dist at the package root, from src/ or from dist/src/. */
+/** visualizer/dist at the package root, from src/node/visualize/ or from dist/src/node/visualize/. */
 function pageDir(): string {
   let here = fileURLToPath(new URL('.', import.meta.url))
-  for (let i = 0; i < 4; i++) {
+  for (let i = 0; i < 6; i++) {
     if (existsSync(join(here, 'package.json')) && existsSync(join(here, 'visualizer'))) return join(here, 'visualizer', 'dist')
     here = join(here, '..')
   }
-  return join(fileURLToPath(new URL('../..', import.meta.url)), 'visualizer', 'dist')
+  return join(fileURLToPath(new URL('../../../..', import.meta.url)), 'visualizer', 'dist')
 }
 
 /**

@@ -4,7 +4,7 @@
  * `<prefix>agent_aborts_total{outcome}`, `<prefix>principal_disconnects_total{reason}`.
  */
 import { Counter, Gauge, Registry } from 'prom-client'
-import type { AbortOutcome } from '../runs.js'
+import type { AbortOutcome } from '../../runs.js'
 import { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions } from '../prometheus.js'
 
 export { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions }

@@ -2,8 +2,8 @@
  * How the CLI prints: one line per lifecycle event, readable by a person, or with `--json` one
  * JSON object per line (`{"t": ms, "source": ..., "type": ..., ...}`) for machines.
  */
-import type { LinkEvent } from '../link.js'
-import { describeReason, type DisconnectReason } from '../reasons.js'
+import type { LinkEvent } from '../../link.js'
+import { describeReason, type DisconnectReason } from '../../reasons.js'
 
 /** A line printer shared by the CLI commands. */
 export interface Output {

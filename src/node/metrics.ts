@@ -9,9 +9,11 @@
  * metrics.stop()                                   // stop following the link
  */
 import { Counter, Gauge, Registry } from 'prom-client'
-import { LINK_STATES } from '../machines/status.js'
-import type { Link } from './link.js'
+import { LINK_STATES } from '../../machines/status.js'
+import type { Link } from '../link.js'
 import { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions } from './prometheus.js'
+
+export type { MetricsOptions } from './prometheus.js'
 
 /** What {@link linkMetrics} returns. */
 export interface LinkMetrics {

@@ -3,7 +3,7 @@
  * controls a test uses on it (close with any code, abort without a close frame, stall).
  */
 import type { WebSocket } from 'ws'
-import { encodeTextFrame, type Frame } from '../protocol.js'
+import { encodeTextFrame, type Frame } from '../../protocol.js'
 
 /** A frame the simulator saw or sent on one socket. */
 export interface RecordedFrame {

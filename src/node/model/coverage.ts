@@ -4,7 +4,7 @@
  * clock) and XState's inspection reports every transition taken (`@xstate.microstep`).
  */
 import { createActor, fromCallback, SimulatedClock, type AnyStateMachine, type EventObject, type InspectionEvent } from 'xstate'
-import { connectionMachine } from '../../machines/connection.js'
+import { connectionMachine } from '../../../machines/connection.js'
 import { allNodes, CHARTS, keyOf, transitionRows, type ChartName, type TransitionRow } from './chart-info.js'
 import type { ModelPath } from './paths.js'
 import { channelModel, reconnectModel } from './small-models.js'

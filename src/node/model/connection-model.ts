@@ -8,9 +8,9 @@
  * Every stimulus has a stable name; `phoenix-link paths` prints paths as these names.
  */
 import { initialTransition, transition, type SnapshotFrom } from 'xstate'
-import { connectionMachine, type ConnectionEvent } from '../../machines/connection.js'
-import { linkStateOf, type LinkState } from '../../machines/status.js'
-import { suppressedReason } from '../../machines/types.js'
+import { connectionMachine, type ConnectionEvent } from '../../../machines/connection.js'
+import { linkStateOf, type LinkState } from '../../../machines/status.js'
+import { suppressedReason } from '../../../machines/types.js'
 import {
   classifyClose,
   classifyControlChannelLoss,
@@ -19,7 +19,7 @@ import {
   classifyUpgrade,
   heartbeatTimeout,
   type DisconnectReason,
-} from '../reasons.js'
+} from '../../reasons.js'
 
 /** A snapshot of the connection chart. */
 export type ConnectionSnapshot = SnapshotFrom<typeof connectionMachine>

@@ -102,7 +102,7 @@ function onlyAuto<S, E>(model: PathModel<S, E>, snapshot: S) {
   return offered.length > 0 && offered.every((s) => s.kind === 'auto') ? offered[0]! : null
 }
 
-/** The connection chart's model (src/model/connection-model.ts) as a PathModel. */
+/** The connection chart's model (src/node/model/connection-model.ts) as a PathModel. */
 export const connectionModel: PathModel<ReturnType<typeof initialModel>, Expectation> = {
   machine: initialModel().machine as unknown as AnyStateMachine,
   initial: initialModel,

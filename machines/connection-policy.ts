@@ -1,0 +1,56 @@
+/**
+ * Session timeouts of the connection chart (machines/connection.ts).
+ * Plain data and pure functions with no XState import, so the package's public types
+ * (src/policy.ts, the main entry) reach them without pulling in a chart; the chart imports them
+ * from here and re-exports them. Frozen: a default cannot be changed for later links.
+ */
+import { assertMs } from './types.js'
+
+/** Session timeouts; milliseconds. */
+export const DEFAULT_CONNECTION_POLICY = {
+  /** Wait for the transport to open (TCP, TLS, HTTP upgrade). @default 10000 — a handshake slower than this is a dead path. */
+  connectTimeoutMs: 10_000,
+  /** Wait for the control channel's join reply. @default 10000 — phoenix.js's default push timeout. */
+  joinTimeoutMs: 10_000,
+  /** Wait for the control channel's leave reply on disconnect(). @default 1000 — stopping must be quick; the close frame follows anyway. */
+  leaveTimeoutMs: 1_000,
+  /**
+   * After a connected transport of this link is lost, an upgrade refused with HTTP 409
+   * `connection_conflict` (`on_conflict=reject`) within this window is retried with backoff,
+   * not terminal: the platform may still hold the lost socket, since its transport closes a
+   * socket only 60 s after it last received anything (docs/field-notes.md: Phoenix transport
+   * timeout; Cowboy and Bandit alike). The window counts from that loss on the monotonic clock
+   * (a wall-clock step changes nothing), across a host disconnect() and connect() too. 0 makes
+   * every 409 terminal; at most 600000 (10 min). A 409 before the link ever connected is always
+   * terminal: another instance holds the key.
+   * @default 75000 — the platform's 60 s, plus margin for the heartbeat that noticed the loss.
+   */
+  conflictRetryWindowMs: 75_000,
+}
+
+/** Session timeouts; see {@link DEFAULT_CONNECTION_POLICY}. */
+export type ConnectionPolicy = typeof DEFAULT_CONNECTION_POLICY
+
+/**
+ * Checks the session timeouts: whole milliseconds; connectTimeoutMs and joinTimeoutMs at least 1;
+ * conflictRetryWindowMs at most 600000.
+ *
+ * @throws {RangeError} naming the first field that is out of range.
+ */
+export function validateConnectionPolicy(policy: ConnectionPolicy): ConnectionPolicy {
+  for (const [name, value] of Object.entries(policy)) assertMs(`connection.${name}`, value, MIN_CONNECTION_POLICY[name as keyof ConnectionPolicy] ?? 0)
+  if (policy.conflictRetryWindowMs > MAX_CONFLICT_RETRY_WINDOW_MS) {
+    throw new RangeError(
+      `connection.conflictRetryWindowMs must be at most ${MAX_CONFLICT_RETRY_WINDOW_MS} (the platform lets go of a lost socket within about a minute; past that a 409 is another instance), got ${policy.conflictRetryWindowMs}`,
+    )
+  }
+  return policy
+}
+
+/** Upper bound of conflictRetryWindowMs: 10 minutes. */
+const MAX_CONFLICT_RETRY_WINDOW_MS = 600_000
+
+/** Lower bounds above 0: a connect or join wait of 0 ms could never be met (each attempt would time out at once, forever). */
+const MIN_CONNECTION_POLICY: Partial<ConnectionPolicy> = { connectTimeoutMs: 1, joinTimeoutMs: 1 }
+
+Object.freeze(DEFAULT_CONNECTION_POLICY)

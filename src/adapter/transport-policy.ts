@@ -1,0 +1,60 @@
+/**
+ * The transport policy: what the adapter hands to phoenix.js and ws. Plain data and a validator,
+ * with no XState or ws import, so the package's public types reach it without pulling in the
+ * adapter. Frozen: a default cannot be changed for later links.
+ */
+import { assertMs } from '../../machines/types.js'
+
+/** Transport policy: what the adapter hands to phoenix.js and ws. Milliseconds unless said. */
+export const DEFAULT_TRANSPORT_POLICY = {
+  /**
+   * Heartbeat interval; a reply must arrive within one interval, so a dead peer is detected in
+   * at most two (docs/field-notes.md "Heartbeat timeout"). @default 30000 — phoenix.js's default.
+   */
+  heartbeatIntervalMs: 30_000,
+  /** Wait for the peer's close frame before ending the TCP connection. @default 1000 — ws waits 30 s by default; a stop must be quick. */
+  closeTimeoutMs: 1_000,
+  /** Largest inbound frame in bytes; a larger one closes the socket with 1009. @default 8388608 — 8 MiB. */
+  maxFrameBytes: 8 * 1024 * 1024,
+  /** Wait for a reply to an app channel push. @default 10000 — phoenix.js's default push timeout. */
+  pushTimeoutMs: 10_000,
+  /** Bytes of a refused upgrade's body to read for its error code. @default 8192 */
+  refusalBodyLimitBytes: 8 * 1024,
+  /**
+   * Longest wait for an `apiKey` or `params` function (and a channel's params function) to
+   * settle before an attempt; then the attempt fails with a retryable `other` reason naming it.
+   * @default 5000 — a secret store that takes longer is down; the connect and join timeouts
+   * (10 s) stay the outer bound.
+   */
+  credentialsTimeoutMs: 5_000,
+  /**
+   * Longest wait for a refused upgrade's body, after its status and headers arrived; the
+   * refusal is then classified from what was read. Cut shorter when the connect timeout is
+   * near (the refusal must reach the chart before it). @default 1000 — a body slower than this
+   * is not worth delaying the decision: status and Retry-After already decide it.
+   */
+  refusalBodyTimeoutMs: 1_000,
+}
+
+/** Transport policy; see {@link DEFAULT_TRANSPORT_POLICY}. */
+export type TransportPolicy = typeof DEFAULT_TRANSPORT_POLICY
+
+/**
+ * Checks the transport policy: whole numbers; heartbeatIntervalMs, pushTimeoutMs and refusalBodyTimeoutMs at least 1,
+ * maxFrameBytes at least 1024.
+ *
+ * @throws {RangeError} naming the first field that is out of range.
+ */
+export function validateTransportPolicy(policy: TransportPolicy): TransportPolicy {
+  for (const [name, value] of Object.entries(policy)) assertMs(`transport.${name}`, value, MIN_TRANSPORT_POLICY[name as keyof TransportPolicy] ?? 0)
+  return policy
+}
+
+/**
+ * Lower bounds above 0. A heartbeat interval or push wait of 0 could never be met; a frame limit
+ * under 1 KiB cannot carry a join reply (and `ws` reads 0 as "no limit" while the decoder would
+ * refuse every frame).
+ */
+const MIN_TRANSPORT_POLICY: Partial<TransportPolicy> = { heartbeatIntervalMs: 1, pushTimeoutMs: 1, maxFrameBytes: 1024, refusalBodyTimeoutMs: 1, credentialsTimeoutMs: 1 }
+
+Object.freeze(DEFAULT_TRANSPORT_POLICY)

@@ -1,0 +1,70 @@
+/**
+ * The loggers hosts already run keep every structured field: pino (the real one, writing JSON
+ * lines to a stream), a bunyan-style logger (`(fields, message)`), and the console (called
+ * `(message, fields)` so its output starts with the message). Driven through a real link's
+ * lines (a refused connect on a closed loopback port), not only through the wrapper.
+ */
+import { Writable } from 'node:stream'
+import { pino } from 'pino'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createLink, type Logger } from '../../src/index.js'
+import { redacting } from '../../src/logger.js'
+
+const KEY = 'sk-logger-test-0001'
+
+/** A pino logger writing JSON lines into `lines`, at debug level. */
+function pinoInto(lines: Record<string, unknown>[]): ReturnType<typeof pino> {
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>)
+      done()
+    },
+  })
+  return pino({ level: 'debug' }, stream)
+}
+
+afterEach(() => {
+  vi.restoreAllMocks()
+})
+
+describe('loggers hosts already run', () => {
+  it('pino keeps the fields of a line as JSON properties, with the message as msg, redacted', () => {
+    const lines: Record<string, unknown>[] = []
+    const logger: Logger = pinoInto(lines)
+    const log = redacting(logger, KEY)
+    log.warn(`reconnecting with ${KEY}`, { generation: 3, reason: 'closed', detail: `key ${KEY}` })
+    log.info('plain line')
+    expect(lines).toHaveLength(2)
+    expect(lines[0]).toMatchObject({ level: 40, msg: 'reconnecting with [redacted]', generation: 3, reason: 'closed', detail: 'key [redacted]' })
+    expect(lines[1]).toMatchObject({ level: 30, msg: 'plain line' })
+  })
+
+  it("a link's own lines reach pino with their fields (a connect refused by a closed port)", async () => {
+    const lines: Record<string, unknown>[] = []
+    // Port 9 on loopback: nothing listens, so the attempt fails at once and the link logs why.
+    const link = createLink({ url: 'ws://127.0.0.1:9/socket', agentId: 'agent-1', apiKey: KEY, logger: pinoInto(lines), policy: { reconnect: { initialDelayMs: 60_000 } } })
+    const lost = new Promise((resolve) => link.once('disconnected', resolve))
+    void link.connect().catch(() => {})
+    await lost
+    await link.disconnect()
+    const withFields = lines.filter((line) => Object.keys(line).some((k) => !['level', 'time', 'pid', 'hostname', 'msg'].includes(k)))
+    expect(withFields.length).toBeGreaterThan(0)
+    expect(lines.every((line) => typeof line.msg === 'string' && line.msg !== '')).toBe(true)
+    expect(JSON.stringify(lines)).not.toContain(KEY)
+  })
+
+  it('a bunyan-style logger gets (fields, message)', () => {
+    const calls: unknown[][] = []
+    const bunyanStyle = { info: (fields: Record<string, unknown>, message?: string) => void calls.push([fields, message]) }
+    redacting(bunyanStyle as Logger, KEY).info('connected', { generation: 1 })
+    expect(calls).toEqual([[{ generation: 1 }, 'connected']])
+  })
+
+  it('the console gets (message, fields), and (message) alone for a line without fields', () => {
+    const info = vi.spyOn(console, 'info').mockImplementation(() => {})
+    const log = redacting(console, KEY)
+    log.info('connected', { generation: 1 })
+    log.info('idle')
+    expect(info.mock.calls).toEqual([['connected', { generation: 1 }], ['idle']])
+  })
+})
