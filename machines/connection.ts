@@ -47,6 +47,12 @@ export type ConnectionEvent =
   | { type: 'host.connect' }
   /** Link: disconnect(); stops the session from any state. */
   | { type: 'host.disconnect' }
+  /**
+   * Link: reconnect(); while waiting out a backoff or a cooldown, retry now (the browser's
+   * `online` event, a host that knows the network is back). The reconnect chart ends its wait;
+   * its attempt and rapid counts stay, so a retry now cannot defeat the slow-down.
+   */
+  | { type: 'host.reconnect' }
   /** Link: channel(topic); registers an app channel, joined on every connected transport. */
   | { type: 'host.channel'; topic: string }
   /** Link: an app channel's leave(). */
@@ -261,6 +267,8 @@ export const connectionMachine = setup({
     /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */
     retryOwnConflict: assign({ lastReason: ({ context }) => ({ ...context.lastReason!, retryable: true }) }),
     tellReconnectOpened: sendTo('reconnect', { type: 'reconnect.opened' }),
+    /** Asks the reconnect chart to end its wait now; it answers `reconnect.due`. */
+    retryNow: sendTo('reconnect', { type: 'reconnect.retryNow' }),
     tellReconnectLost: sendTo('reconnect', ({ context }) => ({
       type: 'reconnect.lost' as const,
       reason: context.lastReason!,
@@ -607,12 +615,12 @@ export const connectionMachine = setup({
             },
             waiting: {
               description: 'Waiting out the delay; the next transport opens on reconnect.due.',
-              on: { 'reconnect.due': { target: '#connection.session.online' } },
+              on: { 'reconnect.due': { target: '#connection.session.online' }, 'host.reconnect': { actions: 'retryNow' } },
             },
             /** Past the rapid-disconnect limit: the cooldown; the reason is `suppressed`, retryable. */
             suspended: {
               description: 'Past the rapid-disconnect limit: waiting out a cooldown (growing to ~5 min); the next transport opens on reconnect.due.',
-              on: { 'reconnect.due': { target: '#connection.session.online' } },
+              on: { 'reconnect.due': { target: '#connection.session.online' }, 'host.reconnect': { actions: 'retryNow' } },
             },
           },
         },

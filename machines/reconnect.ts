@@ -25,6 +25,8 @@ export type ReconnectEvent =
   | { type: 'reconnect.opened' }
   /** The transport was lost for a retryable reason. */
   | { type: 'reconnect.lost'; reason: ReasonLike }
+  /** The host asked to retry now (link.reconnect()): the wait or cooldown ends early; the attempt count stays. */
+  | { type: 'reconnect.retryNow' }
 
 /** The loss event: the only one the actions and guards that read a reason are named on. */
 type Lost = Extract<ReconnectEvent, { type: 'reconnect.lost' }>
@@ -215,11 +217,13 @@ export const reconnectMachine = setup({
     suspended: {
       description: 'Past the rapid-disconnect limit: one attempt per growing cooldown (to ~5 min), for ever.',
       after: { cooldown: { target: 'idle', actions: 'reportDue' } },
+      on: { 'reconnect.retryNow': { target: 'idle', actions: 'reportDue' } },
     },
     /** Waiting out the chosen delay. */
     waiting: {
       description: 'Waiting out the chosen delay; then the connection chart opens the next transport.',
       after: { backoffDelay: { target: 'idle', actions: 'reportDue' } },
+      on: { 'reconnect.retryNow': { target: 'idle', actions: 'reportDue' } },
     },
     /** Gave up (policy: onRapidLimit give-up, or maxAttempts): the session ends `suppressed`. */
     gaveUp: { type: 'final', description: 'Gave up (only when the policy asks): the session ends suppressed.' },

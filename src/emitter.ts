@@ -27,13 +27,30 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
     return () => set!.delete(listener as (payload: never) => void)
   }
 
-  /** Calls `listener` once, for the next `type` event. */
+  /** Calls `listener` once, for the next `type` event. {@link off} with the same listener removes it too. */
   once<K extends keyof Events>(type: K, listener: (payload: Events[K]) => void): Unsubscribe {
-    const off = this.on(type, (payload) => {
-      off()
-      listener(payload)
-    })
+    const wrapper = Object.assign(
+      (payload: Events[K]) => {
+        off()
+        listener(payload)
+      },
+      { original: listener },
+    )
+    const off = this.on(type, wrapper)
     return off
+  }
+
+  /** Removes `listener` of `type`, added with on() or once(). Does nothing when it is not registered. */
+  off<K extends keyof Events>(type: K, listener: (payload: Events[K]) => void): void {
+    const set = this.listeners.get(type)
+    if (!set) return
+    for (const registered of set) {
+      if (registered === listener || (registered as { original?: unknown }).original === listener) {
+        set.delete(registered)
+        break
+      }
+    }
+    if (set.size === 0) this.listeners.delete(type)
   }
 
   /** Calls `listener` for every event, as `{ type, ...payload }`. */

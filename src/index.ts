@@ -7,14 +7,29 @@
  * platform simulator), `phoenix-link/metrics` (Prometheus, needs the optional peer `prom-client`),
  * `phoenix-link/visualizer` (trace writer and chart page server) and the `phoenix-link` command.
  */
-export { createLink, Link, type LinkOptions, type LinkEvents, type LinkEvent, type ControlHandler } from './link.js'
+export {
+  createLink,
+  Link,
+  type LinkOptions,
+  type LinkEvents,
+  type LinkEvent,
+  type ControlHandler,
+  type AttemptInfo,
+  type Clock,
+  type ChartActor,
+  type ChartSnapshot,
+  type ChartInspectionEvent,
+  type InspectListener,
+} from './link.js'
+export { traceSpans, type TracerLike, type SpanLike, type SpanAttributeValue, type TracedLink } from './tracing.js'
 export { LinkChannel, type ChannelStatus, type MessageHandler, type MessageMeta } from './link-channel.js'
 export * from './errors/index.js'
 export * from './reasons.js'
 export * from './protocol.js'
 export { DEFAULT_LINK_POLICY, resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
 export { DEFAULT_TRANSPORT_POLICY, type TransportPolicy } from './adapter/transport-policy.js'
-export { redact, type Logger } from './logger.js'
+export { redact, REDACTED, SHORT_KEY, type Logger, type LogMethod } from './logger.js'
 export type { Unsubscribe } from './emitter.js'
-export { LINK_STATES, type LinkState } from '../machines/status.js'
+export { LINK_STATES, type LinkState, type ChartStateValue } from '../machines/status.js'
+export type { Env } from '../machines/types.js'
 export { RunSupervisor, type AgentAborted, type AbortOutcome, type RunOptions, type RunSupervisorOptions } from './runs.js'

@@ -31,6 +31,8 @@ export interface ChannelHost {
   /** Whether the link runs a session (not idle, stopping, stopped or terminated). */
   isRunning(): boolean
   isJoined(topic: string): boolean
+  /** The current join's `ok` reply response; undefined while not joined. */
+  joinReply(topic: string): unknown
   push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number): Promise<unknown>
   leave(topic: string): void
   pushTimeoutMs: number
@@ -43,8 +45,12 @@ export interface ChannelHost {
 interface Waiter {
   resolve: () => void
   reject: (error: PushError) => void
-  timer: ReturnType<typeof setTimeout>
+  timer: ReturnType<typeof setTimeout> | undefined
   event: string
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('The operation was aborted.', 'AbortError')
 }
 
 /**
@@ -56,6 +62,12 @@ export class LinkChannel {
   status: ChannelStatus = 'joining'
   /** Why it last errored or was dropped; cleared when it joins again. */
   reason: DisconnectReason | null = null
+  /**
+   * The `response` of the server's `ok` reply to the current join (phoenix.js
+   * `channel.join().receive('ok', response)`), `{}` when it sent none; refreshed on every rejoin,
+   * null before the first join and kept after a drop or leave.
+   */
+  joinReply: unknown = null
 
   private readonly handlers = new Map<string, Set<MessageHandler>>()
   private readonly anyHandlers = new Set<(event: string, payload: Payload | ArrayBuffer, meta: MessageMeta) => void>()
@@ -90,6 +102,49 @@ export class LinkChannel {
     }
   }
 
+  /** Removes `handler` of `event` (as the function `on()` returned does). Does nothing when it is not registered. */
+  off(event: string, handler: MessageHandler): void {
+    const set = this.handlers.get(event)
+    if (!set) return
+    set.delete(handler)
+    if (set.size === 0) this.handlers.delete(event)
+  }
+
+  /**
+   * Resolves with the join reply's response once the channel is joined: at once when it is
+   * joined now, else at its next join (after a reconnect, a rejoin).
+   *
+   * @throws {PushError} (rejects) `CHANNEL_CLOSED` when the channel is dropped (refused join:
+   *   `reason` says why) or left first, or is no longer active now.
+   * @throws the signal's reason (an AbortError) when `signal` aborts; the channel is unaffected.
+   */
+  joined(options: { signal?: AbortSignal } = {}): Promise<unknown> {
+    const { signal } = options
+    if (signal?.aborted) return Promise.reject(abortError(signal))
+    if (!this.active) return Promise.reject(new PushError('CHANNEL_CLOSED', this.topic, 'phx_join'))
+    if (this.status === 'joined') return Promise.resolve(this.joinReply)
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.waiters.delete(waiter)
+        reject(abortError(signal!))
+      }
+      const waiter: Waiter = {
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort)
+          resolve(this.joinReply)
+        },
+        reject: (error) => {
+          signal?.removeEventListener('abort', onAbort)
+          reject(error)
+        },
+        event: 'phx_join',
+        timer: undefined,
+      }
+      this.waiters.add(waiter)
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
   /** Calls `handler` for every event on this channel. */
   onAny(handler: (event: string, payload: Payload | ArrayBuffer, meta: MessageMeta) => void): Unsubscribe {
     this.anyHandlers.add(handler)
@@ -106,15 +161,32 @@ export class LinkChannel {
    * Pushes `event` and resolves with the server's `ok` reply response. While the channel is not
    * joined the push waits for the join, all within `timeoutMs`.
    *
-   * @param timeoutMs defaults to the transport policy's `pushTimeoutMs` (10000).
+   * @param options.timeoutMs defaults to the transport policy's `pushTimeoutMs` (10000).
    * @throws {PushError} (rejects) `PUSH_TIMEOUT`, `PUSH_REJECTED` (error reply; `response` holds
    *   it), `TRANSPORT_LOST` (the join ended before a reply), `CHANNEL_CLOSED` (left or dropped,
    *   or the link is not running a session: call connect() first; at once, not after the timeout),
    *   `PUSH_INVALID` (a reserved event name such as phx_join, or a payload that cannot be encoded).
    * @throws {ConfigurationError} (rejects) for a timeoutMs that is not a whole number in [1, 2^31-1].
+   * @throws the signal's reason (an AbortError) when `signal` aborts: before the push is sent
+   *   nothing goes out; after, the link stops waiting for the reply (the server may still act on
+   *   it, as with a timeout).
    */
-  async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number } = {}): Promise<unknown> {
-    const timeoutMs = options.timeoutMs ?? this.host.pushTimeoutMs
+  async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<unknown> {
+    const { signal } = options
+    if (signal?.aborted) throw abortError(signal)
+    if (!signal) return this.pushNow(event, payload, options.timeoutMs)
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(abortError(signal))
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.pushNow(event, payload, options.timeoutMs, signal).then(
+        (value) => (signal.removeEventListener('abort', onAbort), resolve(value)),
+        (error: unknown) => (signal.removeEventListener('abort', onAbort), reject(error)),
+      )
+    })
+  }
+
+  private async pushNow(event: string, payload: Payload | ArrayBuffer, timeoutMsOption: number | undefined, signal?: AbortSignal): Promise<unknown> {
+    const timeoutMs = timeoutMsOption ?? this.host.pushTimeoutMs
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
       throw new ConfigurationError(`push timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(timeoutMs)}`)
     }
@@ -124,7 +196,7 @@ export class LinkChannel {
     const started = this.host.monotonic()
     // Not sendable now and no join coming: the channel ended, or the link is not running a session.
     if (!this.active || !this.host.isRunning()) throw new PushError('CHANNEL_CLOSED', this.topic, event)
-    if (!this.host.isJoined(this.topic)) await this.waitForJoin(event, timeoutMs)
+    if (!this.host.isJoined(this.topic)) await this.waitForJoin(event, timeoutMs, signal)
     // The wait for the join came out of this push's time: the reply gets what is left, not the whole again.
     const remaining = Math.max(1, Math.round(timeoutMs - (this.host.monotonic() - started)))
     try {
@@ -176,8 +248,10 @@ export class LinkChannel {
     if (!this.active) return
     this.status = status
     // Like the chart's context: a join clears the reason, an error or a drop sets it, the rest keep it.
-    if (status === 'joined') this.reason = null
-    else if (reason) this.reason = reason
+    if (status === 'joined') {
+      this.reason = null
+      this.joinReply = this.host.joinReply(this.topic) ?? {}
+    } else if (reason) this.reason = reason
     if (status === 'joined') this.releaseWaiters(null)
     if (!this.active) {
       this.releaseWaiters('CHANNEL_CLOSED')
@@ -201,18 +275,27 @@ export class LinkChannel {
     this.releaseWaiters('CHANNEL_CLOSED')
   }
 
-  private waitForJoin(event: string, timeoutMs: number): Promise<void> {
+  /** Waits for the join within `timeoutMs`; an abort of `signal` ends the wait at once, its timer cleared. */
+  private waitForJoin(event: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        clearTimeout(waiter.timer)
+        this.waiters.delete(waiter)
+        reject(abortError(signal!))
+      }
+      const done = () => signal?.removeEventListener('abort', onAbort)
       const waiter: Waiter = {
-        resolve,
-        reject,
+        resolve: () => (done(), resolve()),
+        reject: (error) => (done(), reject(error)),
         event,
         timer: setTimeout(() => {
+          done()
           this.waiters.delete(waiter)
           reject(new PushError('PUSH_TIMEOUT', this.topic, event))
         }, timeoutMs),
       }
       this.waiters.add(waiter)
+      signal?.addEventListener('abort', onAbort, { once: true })
     })
   }
 

@@ -13,7 +13,7 @@ export interface Clock {
 import { channelMachine } from '../machines/channel.js'
 import { connectionMachine, type ConnectionEmitted, type ConnectionEvent } from '../machines/connection.js'
 import { controlMachine, type QueuedSignal } from '../machines/control.js'
-import { linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
+import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import type { Env } from '../machines/types.js'
 import { adapterActors, PhoenixAdapter, type Credentials } from './adapter/phoenix-adapter.js'
 import { isHeaderValue, SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
@@ -28,6 +28,7 @@ import { RunSupervisor, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
 import { HEARTBEAT_TOPIC, ON_CONFLICT_PARAM, type ControlSignal } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
+import { traceSpans, type TracerLike } from './tracing.js'
 
 /**
  * A host's handler of control signals; the next signal waits until the returned promise settles.
@@ -80,6 +81,11 @@ export interface LinkOptions {
   policy?: LinkPolicyInput
   /** Where the link logs its transitions; default silent. Every line is redacted of the API key. */
   logger?: Logger
+  /**
+   * An OpenTelemetry tracer (`trace.getTracer('my-agent')` from `@opentelemetry/api`, an optional
+   * peer): spans `phoenix_link.session` and one `phoenix_link.connect` per attempt (src/tracing.ts).
+   */
+  tracer?: TracerLike
   /**
    * An XState inspection observer (or @statelyai/inspect's `inspector.inspect`), passed to the
    * chart actor: a function of each event, or an object with `next(event)`.
@@ -246,7 +252,8 @@ function abortError(signal: AbortSignal): unknown {
  * await link.runForever({ signal })   // rejects AgentDisconnectedError on a terminal reason
  * @throws {ConfigurationError} for a missing agent id or key, a bad URL (including an empty
  *   `?` or `#`), plain ws:// to a non-loopback host, a key an HTTP header cannot carry sent as
- *   the `x-api-key` header, or a policy field out of range.
+ *   the `x-api-key` header, `apiKeyIn: 'header'` where the WebSocket cannot send headers (a
+ *   browser), or a policy field out of range.
  */
 export function createLink(options: LinkOptions): Link {
   return new Link(options)
@@ -302,6 +309,11 @@ export class Link {
       this.log.error('a link event listener threw', { event: String(type), error: errorMessage(error) }),
     )
     const apiKeyIn = options.apiKeyIn ?? (SUPPORTS_UPGRADE_HEADERS ? 'header' : 'param')
+    if (apiKeyIn === 'header' && !SUPPORTS_UPGRADE_HEADERS) {
+      // A browser's WebSocket cannot send upgrade headers (WHATWG WebSockets: only the URL and
+      // subprotocols): asking for one must not silently send the key as a param instead.
+      throw new ConfigurationError("apiKeyIn: 'header' needs upgrade headers, which this runtime's WebSocket cannot send (a browser or Web Worker); use apiKeyIn: 'param' or leave it out")
+    }
     if (typeof apiKey === 'string' && apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS && !isHeaderValue(apiKey)) {
       throw new ConfigurationError(
         "apiKey has characters an HTTP header cannot carry (control characters or code points above U+00FF); pass apiKeyIn: 'param', which percent-encodes it",
@@ -368,6 +380,7 @@ export class Link {
         this.onSnapshot({ state: linkStateOf(snapshot.value), generation: snapshot.context.generation, epoch: snapshot.context.epoch }),
       error: (error) => this.onCrash(error),
     })
+    if (options.tracer) traceSpans(this, options.tracer)
     this.chart.start()
   }
 
@@ -500,6 +513,7 @@ export class Link {
     const handle = new LinkChannel(topic, {
       isRunning: () => !['idle', 'stopping', 'stopped', 'terminated'].includes(this.state),
       isJoined: (t) => this.#adapter.isJoined(t),
+      joinReply: (t) => this.#adapter.joinReplyOf(t),
       push: (t, event, payload, timeoutMs) => this.#adapter.push(t, event, payload, timeoutMs),
       leave: (t) => this.send({ type: 'host.leaveChannel', topic: t }),
       pushTimeoutMs: this.policy.transport.pushTimeoutMs,
@@ -553,9 +567,89 @@ export class Link {
     return this.emitter.onAny(listener as never)
   }
 
-  /** Calls `listener` once, for the next `type` event. */
-  once<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): Unsubscribe {
-    return this.emitter.once(type, listener)
+  /**
+   * With a listener: calls it once, for the next `type` event, and returns the function that
+   * removes it. Without one: a promise of the next `type` event's payload (as
+   * `events.once(emitter, type)` in Node, Ably's `once()`).
+   *
+   * @throws the signal's reason (an AbortError; rejects) when `options.signal` aborts first.
+   */
+  once<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): Unsubscribe
+  once<K extends keyof LinkEvents>(type: K, options?: { signal?: AbortSignal }): Promise<LinkEvents[K]>
+  once<K extends keyof LinkEvents>(
+    type: K,
+    listenerOrOptions?: ((payload: LinkEvents[K]) => void) | { signal?: AbortSignal },
+  ): Unsubscribe | Promise<LinkEvents[K]> {
+    if (typeof listenerOrOptions === 'function') return this.emitter.once(type, listenerOrOptions)
+    const signal = listenerOrOptions?.signal
+    if (signal?.aborted) return Promise.reject(abortError(signal))
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        off()
+        reject(abortError(signal!))
+      }
+      const off = this.emitter.once(type, (payload) => {
+        signal?.removeEventListener('abort', onAbort)
+        resolve(payload)
+      })
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  /** Removes `listener` of `type`, registered with on() or once() (as the function they returned does). Does nothing when it is not registered. */
+  off<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): void {
+    this.emitter.off(type, listener)
+  }
+
+  /**
+   * Resolves with the state once the link is in `state` (or one of `state`s): at once when it is
+   * now (as Ably's `connection.whenState()`). Use it to wait for `connected` after a reconnect, or
+   * to alert on `suspended`.
+   *
+   * @throws {AgentDisconnectedError} (rejects) when the session ends, by a terminal reason or a
+   *   disconnect(), before reaching the state: the link moved to `terminated` or `stopped` after
+   *   this call and that is not a state waited for.
+   * @throws the signal's reason (an AbortError; rejects) when `signal` aborts; the link is unaffected.
+   * @throws {ConfigurationError} for a name that is not a link state.
+   */
+  async whenState(state: LinkState | readonly LinkState[], options: { signal?: AbortSignal } = {}): Promise<LinkState> {
+    const wanted: readonly LinkState[] = typeof state === 'string' ? [state] : state
+    for (const name of wanted) {
+      if (!(LINK_STATES as readonly string[]).includes(name)) {
+        throw new ConfigurationError(`whenState: ${JSON.stringify(name)} is not a link state; use one of ${LINK_STATES.join(', ')}`)
+      }
+    }
+    const { signal } = options
+    if (signal?.aborted) throw abortError(signal)
+    const startedIn = this.state
+    let reached: LinkState = startedIn
+    await this.until((seen) => {
+      if (wanted.includes(seen.state)) {
+        reached = seen.state
+        return true
+      }
+      const ended = (seen.state === 'stopped' || seen.state === 'terminated') && seen.state !== startedIn
+      if (ended) throw new AgentDisconnectedError(this.lastDisconnectReason!, { redact: (text) => this.redactOutput(text) })
+      return false
+    }, signal)
+    return reached
+  }
+
+  /**
+   * Retries now while the link waits out a reconnect backoff or a `suspended` cooldown (for
+   * example on the browser's `online` event): the next attempt starts at once. The attempt and
+   * rapid-disconnect counts stay, so calling it in a loop cannot defeat the slow-down. Changes
+   * nothing in any other state (a live link, a stopped one: use connect(); a terminated one: a
+   * supersede or rejection must not be undone by a retry).
+   *
+   * @returns whether a wait was cut short.
+   */
+  reconnect(): boolean {
+    if (this.crashed) return false
+    const snapshot = this.chart.getSnapshot()
+    if (!snapshot.matches({ session: { reconnecting: 'waiting' } }) && !snapshot.matches({ session: { reconnecting: 'suspended' } })) return false
+    this.send({ type: 'host.reconnect' })
+    return true
   }
 
   /**

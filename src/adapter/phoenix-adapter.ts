@@ -115,6 +115,8 @@ interface Attachment {
   readonly origin: AttachOrigin | Origin
   leaving: boolean
   joined: boolean
+  /** The `response` of this join's `ok` reply (phoenix.js `join().receive('ok', response)`); undefined until then. */
+  joinResponse: unknown
   /** Pushes awaiting a reply, with the function that rejects their promise. */
   readonly pushes: Map<Push, () => void>
   leavePush: Push | null
@@ -386,6 +388,12 @@ export class PhoenixAdapter {
   /** Whether `topic` has a joined app attachment right now. */
   isJoined(topic: string): boolean {
     return this.apps.get(topic)?.joined === true
+  }
+
+  /** The `ok` reply's `response` of the current join of app channel `topic` (`{}` when the server sent none); undefined while not joined. */
+  joinReplyOf(topic: string): unknown {
+    const attachment = this.apps.get(topic)
+    return attachment?.joined === true ? (attachment.joinResponse ?? {}) : undefined
   }
 
   /**
@@ -662,7 +670,7 @@ export class PhoenixAdapter {
     const tag = { generation: origin.generation, epoch: origin.epoch }
     const channel = handle.socket.channel(this.controlTopic, {})
     const joinTimeoutMs = this.config.controlJoinTimeoutMs
-    const attachment: Attachment = { topic: this.controlTopic, channel, origin, leaving: false, joined: false, pushes: new Map(), leavePush: null }
+    const attachment: Attachment = { topic: this.controlTopic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: new Map(), leavePush: null }
     handle.attachments.set(this.controlTopic, attachment)
     channel.onMessage = (event: string, payload: unknown) => {
       if (isReservedEvent(event)) return payload
@@ -708,7 +716,7 @@ export class PhoenixAdapter {
     const send = (event: ChannelEvent) => this.emit(event as ConnectionEvent)
     const channel = handle.socket.channel(origin.topic, params)
     const joinTimeoutMs = this.config.channelJoinTimeoutMs
-    const attachment: Attachment = { topic: origin.topic, channel, origin, leaving: false, joined: false, pushes: new Map(), leavePush: null }
+    const attachment: Attachment = { topic: origin.topic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: new Map(), leavePush: null }
     handle.attachments.set(origin.topic, attachment)
     this.apps.set(origin.topic, attachment)
     const meta = { generation: origin.generation }
@@ -720,8 +728,9 @@ export class PhoenixAdapter {
     handle.encodeError = null
     channel
       .join(Math.min(NEVER, joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
-      .receive('ok', () => {
+      .receive('ok', (response: unknown) => {
         attachment.joined = true
+        attachment.joinResponse = response
         send({ type: 'channel.joinOk', ...base })
       })
       .receive('error', (response) =>

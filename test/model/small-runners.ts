@@ -203,6 +203,12 @@ export function reconnectRule(stimulus: string, before: ReconnectExpectation, af
       return after.attempt === 0 ? null : `a stable connection starts the attempts again, got ${after.attempt}`
     case 'rapid window passes':
       return after.rapidStreak === 0 ? null : `a connection past the rapid window ends the streak, got ${after.rapidStreak}`
+    case 'retry now':
+      // The host's retry ends the wait only: it cannot reset the attempts or the rapid streak (the slow-down holds).
+      if (after.attempt !== before.attempt || after.rapidStreak !== before.rapidStreak) {
+        return `a retry now changed the counts: attempt ${before.attempt} -> ${after.attempt}, rapid ${before.rapidStreak} -> ${after.rapidStreak}`
+      }
+      return v === '"idle"' ? null : `a retry now starts the next attempt at once, got ${v}`
     default:
       return null
   }
@@ -245,6 +251,8 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
         const target = name === 'rapid window passes' ? MODEL_RECONNECT_POLICY.rapidWindowMs : MODEL_RECONNECT_POLICY.stableAfterMs
         clock.increment(target - sinceOpen)
         sinceOpen = target
+      } else if (name === 'retry now') {
+        if (!link.reconnect()) fail(path, i, `reconnect() cut no wait in link state ${link.state}`)
       } else if (name === 'backoff passes' || name === 'cooldown passes') {
         clock.increment((chartOf(link).getSnapshot().children.reconnect!.getSnapshot() as unknown as { context: { delayMs: number } }).context.delayMs)
       } else {

@@ -127,8 +127,10 @@ export const reconnectModel: ChartModel<typeof reconnectMachine, ReconnectExpect
       else if (value.includes('settling')) add('stable window passes', 'clock', after('stableAfter', 'reconnect.up.stability.settling'))
     } else if (value === '"waiting"') {
       add('backoff passes', 'clock', after('backoffDelay', 'reconnect.waiting'))
+      add('retry now', 'host', { type: 'reconnect.retryNow' })
     } else if (value === '"suspended"') {
       add('cooldown passes', 'clock', after('cooldown', 'reconnect.suspended'))
+      add('retry now', 'host', { type: 'reconnect.retryNow' })
     }
     return out
   },

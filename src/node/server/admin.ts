@@ -16,7 +16,8 @@ export interface AttachedConnection {
   channels: string[]
 }
 
-interface Sources {
+/** What the admin routes read: the simulator's metrics, connections and event feed. */
+export interface AdminSources {
   metrics: ServerMetrics
   connections(): AttachedConnection[]
   keepAliveMs: number
@@ -26,7 +27,7 @@ interface Sources {
 export class AdminApi {
   private readonly streams = new Set<{ res: ServerResponse; timer: ReturnType<typeof setInterval> }>()
 
-  constructor(private readonly sources: Sources) {}
+  constructor(private readonly sources: AdminSources) {}
 
   /** Handles one HTTP request. Never throws into the server. */
   handle(req: IncomingMessage, res: ServerResponse): void {

@@ -1,0 +1,123 @@
+/**
+ * Optional OpenTelemetry spans for a link, through `@opentelemetry/api` (an optional peer: pass
+ * `trace.getTracer('my-agent')` as `createLink({ tracer })`; without one nothing here runs).
+ * Typed structurally, so the package imports nothing from OpenTelemetry:
+ *
+ * - `phoenix_link.session`: from the host's connect() (a new session, `phoenix_link.epoch`) to
+ *   the session's end: `stopped` (status unset), or `terminated` (status ERROR, the reason kind as
+ *   its message). Each loss of a connected transport is a span event `phoenix_link.disconnected`.
+ * - `phoenix_link.connect`: one per connection attempt, from `connecting` to the control
+ *   channel's join (`connected`; status OK) or to the attempt's failure (status ERROR), with the
+ *   transport generation, the reason kind, its close code or HTTP status, and what follows.
+ *
+ * Attribute names follow the OpenTelemetry convention of a namespace prefix; values are redacted
+ * of the link's keys like every line the link writes. Built on the link's public events only.
+ */
+import type { LinkState } from '../machines/status.js'
+import type { DisconnectReason } from './reasons.js'
+
+/** An attribute value a span accepts (OpenTelemetry `AttributeValue`, scalars only here). */
+export type SpanAttributeValue = string | number | boolean
+
+/** What the link needs of an OpenTelemetry `Span`. */
+export interface SpanLike {
+  setAttribute(key: string, value: SpanAttributeValue): unknown
+  /** `code`: 1 OK, 2 ERROR (OpenTelemetry `SpanStatusCode`). */
+  setStatus(status: { code: number; message?: string }): unknown
+  addEvent(name: string, attributes?: Record<string, SpanAttributeValue>): unknown
+  end(): void
+}
+
+/** What the link needs of an OpenTelemetry `Tracer` (`trace.getTracer(name)` from `@opentelemetry/api`). */
+export interface TracerLike {
+  startSpan(name: string, options?: { attributes?: Record<string, SpanAttributeValue> }): SpanLike
+}
+
+/** OpenTelemetry `SpanStatusCode` values. */
+const STATUS_OK = 1
+const STATUS_ERROR = 2
+
+/** The link events the spans are made from (a structural slice of `Link`, so this file needs no import of it). */
+export interface TracedLink {
+  readonly agentId: string
+  on(type: 'state', listener: (e: { state: LinkState; previous: LinkState }) => void): () => void
+  on(type: 'connected' | 'reconnected', listener: (e: { generation: number; epoch: number }) => void): () => void
+  on(
+    type: 'disconnected',
+    listener: (e: { reason: DisconnectReason; outcome: 'reconnect' | 'stopped' | 'terminated'; nextDelayMs: number | null }) => void,
+  ): () => void
+  redactOutput<T>(value: T): T
+}
+
+/** Attributes of a reason: kind, retryable, close code or HTTP status. */
+function reasonAttributes(reason: DisconnectReason): Record<string, SpanAttributeValue> {
+  const out: Record<string, SpanAttributeValue> = { 'phoenix_link.reason.kind': reason.kind, 'phoenix_link.reason.retryable': reason.retryable }
+  if ('closeCode' in reason && typeof reason.closeCode === 'number') out['phoenix_link.reason.close_code'] = reason.closeCode
+  if ('status' in reason && typeof reason.status === 'number') out['phoenix_link.reason.http_status'] = reason.status
+  if ('cause' in reason && typeof reason.cause === 'string') out['phoenix_link.reason.cause'] = reason.cause
+  return out
+}
+
+/**
+ * Starts following `link` with spans on `tracer`; returns the function that stops following it
+ * (ending any open span). A throwing tracer is the host's bug: the link's emitter catches and
+ * logs it, and the link runs on.
+ */
+export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
+  let session: SpanLike | null = null
+  let attempt: SpanLike | null = null
+  let epoch = 0
+  let attempts = 0
+  const redacted = (attributes: Record<string, SpanAttributeValue>) => link.redactOutput(attributes)
+  const endAttempt = (code: number, attributes: Record<string, SpanAttributeValue>, message?: string) => {
+    if (!attempt) return
+    for (const [key, value] of Object.entries(redacted(attributes))) attempt.setAttribute(key, value)
+    attempt.setStatus(message === undefined ? { code } : { code, message: link.redactOutput(message) })
+    attempt.end()
+    attempt = null
+  }
+  const offs = [
+    link.on('state', ({ state, previous }) => {
+      if (state === 'connecting') {
+        if (previous === 'idle' || previous === 'stopped' || previous === 'terminated' || session === null) {
+          epoch++
+          attempts = 0
+          session = tracer.startSpan('phoenix_link.session', { attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch }) })
+        }
+        attempts++
+        attempt = tracer.startSpan('phoenix_link.connect', {
+          attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch, 'phoenix_link.attempt': attempts }),
+        })
+      }
+      if ((state === 'stopped' || state === 'terminated') && session) {
+        endAttempt(STATUS_ERROR, { 'phoenix_link.outcome': state }, `the session ended (${state}) during the attempt`)
+        session.setAttribute('phoenix_link.outcome', state)
+        session.setAttribute('phoenix_link.attempts', attempts)
+        session.end()
+        session = null
+      }
+    }),
+    link.on('connected', ({ generation }) => endAttempt(STATUS_OK, { 'phoenix_link.generation': generation, 'phoenix_link.outcome': 'connected' })),
+    link.on('reconnected', ({ generation }) => endAttempt(STATUS_OK, { 'phoenix_link.generation': generation, 'phoenix_link.outcome': 'connected' })),
+    link.on('disconnected', ({ reason, outcome, nextDelayMs }) => {
+      const attributes: Record<string, SpanAttributeValue> = {
+        ...reasonAttributes(reason),
+        'phoenix_link.generation': reason.generation,
+        'phoenix_link.outcome': outcome,
+        ...(nextDelayMs === null ? {} : { 'phoenix_link.next_delay_ms': nextDelayMs }),
+      }
+      if (attempt) endAttempt(STATUS_ERROR, attributes, reason.kind)
+      else session?.addEvent('phoenix_link.disconnected', redacted(attributes))
+      if (outcome === 'terminated' && session) {
+        for (const [key, value] of Object.entries(redacted(reasonAttributes(reason)))) session.setAttribute(key, value)
+        session.setStatus({ code: STATUS_ERROR, message: reason.kind })
+      }
+    }),
+  ]
+  return () => {
+    for (const off of offs) off()
+    endAttempt(STATUS_ERROR, { 'phoenix_link.outcome': 'untraced' }, 'tracing stopped')
+    session?.end()
+    session = null
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * The conventions users of phoenix.js, Ably, Centrifuge and socket.io expect, on the real wire:
+ * `once()` as a promise, `off()`, `whenState()`, a channel's join reply and `joined()`,
+ * `push(…, { signal })`, `reconnect()` to retry now after a long backoff, frozen defaults and
+ * `await using`. Each asserts what the host sees and what the simulator saw.
+ */
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_LINK_POLICY, DEFAULT_TRANSPORT_POLICY, isAgentDisconnectedError, PushError } from '../../src/index.js'
+import { DEFAULT_RECONNECT_POLICY } from '../../machines/reconnect.js'
+import { framesIn, next, untilState, useWorld } from '../support/wire.js'
+
+const world = useWorld()
+
+/** A policy whose backoff is long enough that only reconnect() can end it within a test. */
+const LONG_BACKOFF = { reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } }
+
+describe('events: once() as a promise, off()', () => {
+  it('once(type) resolves with the next event of that type; an aborted one rejects and leaves no listener', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const connected = link.once('connected')
+    await link.connect()
+    expect(await connected).toMatchObject({ generation: 1 })
+    const controller = new AbortController()
+    const never = link.once('disconnected', { signal: controller.signal })
+    controller.abort()
+    await expect(never).rejects.toMatchObject({ name: 'AbortError' })
+    await expect(link.once('state', { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' })
+    // The aborted waiter is gone: a loss now reaches only the listener registered after it.
+    const lost = link.once('disconnected')
+    sim.close({ agent: 'agent-1' }, 1000, 'bye')
+    expect((await lost).reason).toMatchObject({ kind: 'closed', closeCode: 1000 })
+  })
+
+  it('off(type, listener) removes a listener added with on() or once(); another listener proves the event came', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const calls: string[] = []
+    const onListener = () => calls.push('on')
+    const onceListener = () => calls.push('once')
+    link.on('connected', onListener)
+    link.once('connected', onceListener)
+    link.off('connected', onListener)
+    link.off('connected', onceListener)
+    link.off('connected', () => {}) // not registered: nothing happens
+    const seen = link.once('connected')
+    await link.connect()
+    await seen
+    expect(calls).toEqual([])
+  })
+})
+
+describe('whenState()', () => {
+  it('resolves at once in the state, later when the link gets there, and with whichever of several states comes first', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    expect(await link.whenState('idle')).toBe('idle')
+    const connected = link.whenState('connected')
+    void link.connect()
+    expect(await connected).toBe('connected')
+    const either = link.whenState(['reconnecting', 'stopped'])
+    sim.close({ agent: 'agent-1' }, 1000, '')
+    expect(await either).toBe('reconnecting')
+    expect(await link.whenState('connected')).toBe('connected')
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
+  it('rejects AgentDisconnectedError when the session ends first: superseded, or stopped by disconnect()', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: LONG_BACKOFF })
+    await link.connect()
+    const reconnecting = link.whenState('reconnecting')
+    sim.supersede('agent-1')
+    const error = await reconnecting.catch((e: unknown) => e)
+    expect(isAgentDisconnectedError(error) && error.reason.kind).toBe('superseded')
+    // Already terminated when called: it waits (a connect() may follow), and a disconnect() does not end a wait it did not start.
+    const other = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2', policy: LONG_BACKOFF })
+    await other.connect()
+    const back = other.whenState('connected', { signal: AbortSignal.timeout(4000) })
+    sim.close({ agent: 'agent-2' }, 1000, '')
+    await untilState(other, 'reconnecting')
+    const waiting = other.whenState('connected')
+    await other.disconnect()
+    const stopped = await waiting.catch((e: unknown) => e)
+    expect(isAgentDisconnectedError(stopped) && stopped.reason.kind).toBe('graceful')
+    expect(await back).toBe('connected') // it was connected when called
+  })
+
+  it('an aborted signal rejects the wait only; a name that is not a state is a ConfigurationError', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const controller = new AbortController()
+    const wait = link.whenState('connected', { signal: controller.signal })
+    controller.abort()
+    await expect(wait).rejects.toMatchObject({ name: 'AbortError' })
+    await expect(link.whenState('online' as never)).rejects.toThrow(/not a link state/)
+    expect(link.state).toBe('idle')
+  })
+})
+
+describe('channels: the join reply, joined(), off(), push(…, { signal })', () => {
+  it("joinReply and joined() give the server's ok response of the current join, refreshed on the rejoin", async () => {
+    const sim = await world().sim()
+    let joins = 0
+    sim.onJoin('room:1', { reply: 'ok', response: () => ({ welcome: ++joins }) })
+    const link = world().link(sim)
+    const room = link.channel('room:1')
+    expect(room.joinReply).toBeNull()
+    const first = room.joined()
+    await link.connect()
+    expect(await first).toEqual({ welcome: 1 })
+    expect(room.joinReply).toEqual({ welcome: 1 })
+    expect(await room.joined()).toEqual({ welcome: 1 }) // joined now: at once
+    sim.close({ agent: 'agent-1' }, 1000, '')
+    await untilState(link, 'reconnecting')
+    expect(await room.joined()).toEqual({ welcome: 2 })
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
+  it('joined() rejects CHANNEL_CLOSED when the join is refused; an aborted one rejects AbortError', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:no', { reply: 'error', response: { reason: 'unauthorized' } })
+    sim.onJoin('room:held', { reply: 'hold' })
+    const link = world().link(sim)
+    const refused = link.channel('room:no')
+    const held = link.channel('room:held')
+    const refusal = refused.joined()
+    const controller = new AbortController()
+    const heldWait = held.joined({ signal: controller.signal })
+    await link.connect()
+    const error = await refusal.catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(PushError)
+    expect((error as PushError).code).toBe('CHANNEL_CLOSED')
+    expect(refused.reason).toMatchObject({ kind: 'rejected' })
+    controller.abort()
+    await expect(heldWait).rejects.toMatchObject({ name: 'AbortError' })
+  })
+
+  it('channel.off(event, handler) stops a handler; the message is then reported ignored', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const room = link.channel('room:1')
+    const got: unknown[] = []
+    const handler = (payload: unknown) => got.push(payload)
+    room.on('news', handler)
+    await link.connect()
+    await room.joined()
+    room.off('news', handler)
+    const ignored = next(link, 'ignored', { filter: (e) => e.detail.includes('"news"') })
+    sim.push({ agent: 'agent-1' }, 'room:1', 'news', { n: 1 })
+    await ignored
+    expect(got).toEqual([])
+  })
+
+  it('push(…, { signal }): aborted while waiting for the join, nothing goes out; aborted in flight, the wait ends at once', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:held', { reply: 'hold' })
+    sim.onPush(({ event }) => (event === 'slow' ? null : { status: 'ok', response: {} }))
+    const link = world().link(sim)
+    const held = link.channel('room:held')
+    const room = link.channel('room:1')
+    await link.connect()
+    const early = new AbortController()
+    const waiting = held.push('hello', { a: 1 }, { signal: early.signal, timeoutMs: 5_000 })
+    early.abort()
+    await expect(waiting).rejects.toMatchObject({ name: 'AbortError' })
+    await sim.waitFor(() => sim.heldJoins.some((j) => j.topic === 'room:held'), { what: 'the held join' })
+    expect(sim.answerHeldJoin('room:held', { reply: 'ok' })).toBe(true)
+    await held.joined()
+    await room.joined()
+    const inFlight = new AbortController()
+    const slow = room.push('slow', {}, { signal: inFlight.signal, timeoutMs: 5_000 })
+    await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow', 'room:1').length === 1, { what: 'the slow push on the wire' })
+    inFlight.abort()
+    await expect(slow).rejects.toMatchObject({ name: 'AbortError' })
+    expect(await room.push('fast', {})).toEqual({})
+    expect(framesIn(sim.live('agent-1')[0]!, 'hello')).toEqual([])
+    await expect(room.push('x', {}, { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' })
+  })
+})
+
+describe('reconnect(): retry now after a long backoff', () => {
+  it('cuts a backoff short (the next attempt starts at once); returns false while connected, stopped or terminated', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: LONG_BACKOFF })
+    expect(link.reconnect()).toBe(false) // idle
+    await link.connect()
+    expect(link.reconnect()).toBe(false) // connected
+    const scheduled = next(link, 'disconnected')
+    sim.close({ agent: 'agent-1' }, 1000, '')
+    const lost = await scheduled
+    expect(lost.outcome).toBe('reconnect')
+    await untilState(link, 'reconnecting')
+    expect(link.reconnect()).toBe(true)
+    await untilState(link, 'connected', 2_000) // the 0-60 s backoff did not run out
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+    sim.supersede('agent-1')
+    await untilState(link, 'terminated')
+    expect(link.reconnect()).toBe(false)
+    await link.disconnect()
+    expect(link.reconnect()).toBe(false)
+    expect(sim.accepted('agent-1')).toHaveLength(2) // a supersede is never undone by a retry
+  })
+})
+
+describe('defaults and disposal', () => {
+  it('the exported defaults are frozen: changing one throws and later links keep the real default', () => {
+    expect(() => {
+      ;(DEFAULT_LINK_POLICY.reconnect as { maxDelayMs: number }).maxDelayMs = 1
+    }).toThrow(TypeError)
+    expect(() => {
+      ;(DEFAULT_TRANSPORT_POLICY as { pushTimeoutMs: number }).pushTimeoutMs = 1
+    }).toThrow(TypeError)
+    expect(() => {
+      ;(DEFAULT_RECONNECT_POLICY.goingAwayFloorMs as unknown as number[])[0] = 0
+    }).toThrow(TypeError)
+    expect(() => {
+      ;(DEFAULT_LINK_POLICY as { channel: unknown }).channel = {}
+    }).toThrow(TypeError)
+    expect(DEFAULT_LINK_POLICY.reconnect.maxDelayMs).toBe(30_000)
+  })
+
+  it('await using disconnects the link at the end of the block', async () => {
+    const sim = await world().sim()
+    let link!: ReturnType<ReturnType<typeof world>['link']>
+    {
+      await using scoped = world().link(sim)
+      link = scoped
+      await scoped.connect()
+    }
+    expect(link.state).toBe('stopped')
+    await sim.settled('agent-1')
+    expect(sim.closesSent).toEqual([])
+  })
+})

@@ -1,0 +1,66 @@
+/**
+ * OpenTelemetry spans through the real SDK (@opentelemetry/sdk-trace-base, in-memory exporter):
+ * one session span per connect()...end, one connect span per attempt with its outcome, the
+ * losses as session events, a terminal reason as the session's error status, and no key in any
+ * attribute.
+ */
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
+import { SpanStatusCode } from '@opentelemetry/api'
+import { afterEach, describe, expect, it } from 'vitest'
+import { untilState, useWorld } from '../support/wire.js'
+
+const world = useWorld()
+const exporter = new InMemorySpanExporter()
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+
+afterEach(() => exporter.reset())
+
+describe('OpenTelemetry spans', () => {
+  it('a session with a refused attempt, a reconnect after close 1000, then a supersede', async () => {
+    const sim = await world().sim({ agents: { 'agent-1': 'sk-otel-secret-1' } })
+    sim.refuseUpgrades({ status: 503, retryAfter: '0' })
+    const link = world().link(sim, { apiKey: 'sk-otel-secret-1', tracer: provider.getTracer('test') })
+    await link.connect()
+    sim.close({ agent: 'agent-1' }, 1000, 'bye')
+    await untilState(link, 'reconnecting')
+    await untilState(link, 'connected')
+    sim.supersede('agent-1')
+    await untilState(link, 'terminated')
+    // untilState() resolves in the same delivery of the `state` event as the tracer's listener,
+    // registered before it (at createLink), so every span of the session has ended by now.
+    const spans = exporter.getFinishedSpans()
+    const connects = spans.filter((s) => s.name === 'phoenix_link.connect')
+    const sessions = spans.filter((s) => s.name === 'phoenix_link.session')
+    expect(connects.map((s) => [s.status.code, s.attributes['phoenix_link.outcome'], s.attributes['phoenix_link.reason.http_status'] ?? null])).toEqual([
+      [SpanStatusCode.ERROR, 'reconnect', 503],
+      [SpanStatusCode.OK, 'connected', null],
+      [SpanStatusCode.OK, 'connected', null],
+    ])
+    expect(connects.map((s) => s.attributes['phoenix_link.attempt'])).toEqual([1, 2, 3])
+    expect(sessions).toHaveLength(1)
+    const session = sessions[0]!
+    expect(session.status).toEqual({ code: SpanStatusCode.ERROR, message: 'superseded' })
+    expect(session.attributes).toMatchObject({ 'phoenix_link.outcome': 'terminated', 'phoenix_link.reason.kind': 'superseded', 'phoenix_link.epoch': 1 })
+    expect(session.events.map((e) => [e.name, e.attributes?.['phoenix_link.reason.close_code'] ?? e.attributes?.['phoenix_link.reason.kind']])).toEqual([
+      ['phoenix_link.disconnected', 1000],
+      ['phoenix_link.disconnected', 'superseded'],
+    ])
+    for (const span of connects) expect(span.parentSpanContext).toBeUndefined()
+    expect(JSON.stringify(spans.map((s) => [s.attributes, s.events, s.status]))).not.toContain('sk-otel-secret-1')
+  })
+
+  it('a disconnect() ends the session span unset (not an error); a second connect() is a new session', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { tracer: provider.getTracer('test') })
+    await link.connect()
+    await link.disconnect()
+    await link.connect()
+    await link.disconnect()
+    await untilState(link, 'stopped')
+    const sessions = exporter.getFinishedSpans().filter((s) => s.name === 'phoenix_link.session')
+    expect(sessions.map((s) => [s.attributes['phoenix_link.epoch'], s.attributes['phoenix_link.outcome'], s.status.code])).toEqual([
+      [1, 'stopped', SpanStatusCode.UNSET],
+      [2, 'stopped', SpanStatusCode.UNSET],
+    ])
+  })
+})
