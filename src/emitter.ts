@@ -50,7 +50,6 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
         break
       }
     }
-    if (set.size === 0) this.listeners.delete(type)
   }
 
   /** Calls `listener` for every event, as `{ type, ...payload }`. */

@@ -30,10 +30,13 @@ export type MessageHandler = (payload: Payload | ArrayBuffer, meta: MessageMeta)
 export interface ChannelHost {
   /** Whether the link runs a session (not idle, stopping, stopped or terminated). */
   isRunning(): boolean
+  /** Whether the link's session ended (stopping, stopped or terminated): no join is coming until a connect(). */
+  isEnded(): boolean
   isJoined(topic: string): boolean
   /** The current join's `ok` reply response; undefined while not joined. */
   joinReply(topic: string): unknown
-  push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number): Promise<unknown>
+  /** Pushes on the current join; an abort of `signal` drops the wait for the reply (its timer too). */
+  push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number, signal?: AbortSignal): Promise<unknown>
   leave(topic: string): void
   pushTimeoutMs: number
   /** The link's monotonic clock (env.monotonic), milliseconds: a push's timeout is measured on it. */
@@ -115,13 +118,16 @@ export class LinkChannel {
    * joined now, else at its next join (after a reconnect, a rejoin).
    *
    * @throws {PushError} (rejects) `CHANNEL_CLOSED` when the channel is dropped (refused join:
-   *   `reason` says why) or left first, or is no longer active now.
+   *   `reason` says why) or left first, when the link stops meanwhile, or at once when the
+   *   channel is no longer active or the session ended (stopped, terminated: connect() first).
+   *   Called before the first connect(), it waits for the join that connect() brings.
    * @throws the signal's reason (an AbortError) when `signal` aborts; the channel is unaffected.
    */
   joined(options: { signal?: AbortSignal } = {}): Promise<unknown> {
     const { signal } = options
     if (signal?.aborted) return Promise.reject(abortError(signal))
-    if (!this.active) return Promise.reject(new PushError('CHANNEL_CLOSED', this.topic, 'phx_join'))
+    // No join is coming once the session ended (as disconnect() rejects the waits already made); before the first connect() it waits.
+    if (!this.active || this.host.isEnded()) return Promise.reject(new PushError('CHANNEL_CLOSED', this.topic, 'phx_join'))
     if (this.status === 'joined') return Promise.resolve(this.joinReply)
     return new Promise((resolve, reject) => {
       const onAbort = () => {
@@ -200,7 +206,7 @@ export class LinkChannel {
     // The wait for the join came out of this push's time: the reply gets what is left, not the whole again.
     const remaining = Math.max(1, Math.round(timeoutMs - (this.host.monotonic() - started)))
     try {
-      return await this.host.push(this.topic, event, payload, remaining)
+      return await this.host.push(this.topic, event, payload, remaining, signal)
     } catch (failure) {
       const f = failure as Partial<PushFailure> | null
       if (f && typeof f.code === 'string') throw new PushError(f.code, this.topic, event, f.response, f.cause)

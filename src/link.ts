@@ -512,9 +512,10 @@ export class Link {
     if (existing?.active) return existing
     const handle = new LinkChannel(topic, {
       isRunning: () => !['idle', 'stopping', 'stopped', 'terminated'].includes(this.state),
+      isEnded: () => ['stopping', 'stopped', 'terminated'].includes(this.state),
       isJoined: (t) => this.#adapter.isJoined(t),
       joinReply: (t) => this.#adapter.joinReplyOf(t),
-      push: (t, event, payload, timeoutMs) => this.#adapter.push(t, event, payload, timeoutMs),
+      push: (t, event, payload, timeoutMs, signal) => this.#adapter.push(t, event, payload, timeoutMs, signal),
       leave: (t) => this.send({ type: 'host.leaveChannel', topic: t }),
       pushTimeoutMs: this.policy.transport.pushTimeoutMs,
       monotonic: () => this.env.monotonic(),
@@ -610,10 +611,11 @@ export class Link {
    *   disconnect(), before reaching the state: the link moved to `terminated` or `stopped` after
    *   this call and that is not a state waited for.
    * @throws the signal's reason (an AbortError; rejects) when `signal` aborts; the link is unaffected.
-   * @throws {ConfigurationError} for a name that is not a link state.
+   * @throws {ConfigurationError} for a name that is not a link state, or an empty list.
    */
   async whenState(state: LinkState | readonly LinkState[], options: { signal?: AbortSignal } = {}): Promise<LinkState> {
     const wanted: readonly LinkState[] = typeof state === 'string' ? [state] : state
+    if (wanted.length === 0) throw new ConfigurationError('whenState: name at least one link state')
     for (const name of wanted) {
       if (!(LINK_STATES as readonly string[]).includes(name)) {
         throw new ConfigurationError(`whenState: ${JSON.stringify(name)} is not a link state; use one of ${LINK_STATES.join(', ')}`)
@@ -621,15 +623,22 @@ export class Link {
     }
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
+    // A crashed chart reads terminated for good: wait for nothing else.
+    if (this.crashed && wanted.includes('terminated')) return 'terminated'
     const startedIn = this.state
+    let left = false
     let reached: LinkState = startedIn
     await this.until((seen) => {
       if (wanted.includes(seen.state)) {
         reached = seen.state
         return true
       }
-      const ended = (seen.state === 'stopped' || seen.state === 'terminated') && seen.state !== startedIn
-      if (ended) throw new AgentDisconnectedError(this.lastDisconnectReason!, { redact: (text) => this.redactOutput(text) })
+      // Ended: stopped or terminated after the link left the state it was in at the call (a
+      // session that ends where it started, e.g. terminated again after a connect(), counts).
+      if (seen.state !== startedIn) left = true
+      if (left && (seen.state === 'stopped' || seen.state === 'terminated')) {
+        throw new AgentDisconnectedError(this.lastDisconnectReason!, { redact: (text) => this.redactOutput(text) })
+      }
       return false
     }, signal)
     return reached

@@ -204,11 +204,17 @@ function replaceSecret<T>(root: T, forms: readonly SecretForm[]): T {
  */
 export function redacting(logger: Logger | undefined, secrets: string | (() => readonly string[])): LinkLog {
   const current = typeof secrets === 'string' ? () => [secrets] : secrets
-  // The console prints its arguments in order: the message first reads better there.
-  const messageFirst = logger !== undefined && logger === (globalThis as { console?: unknown }).console
+  // The console prints its arguments in order: the message first reads better there. A console is
+  // anything with the console's own surface (the global one, node:console `new Console(stream)`, a
+  // test runner's replacement: table, group and dir, which pino and bunyan do not have), or an
+  // object holding the global console's own methods (`{ info: console.info }`).
+  const consoleRef = (globalThis as unknown as { console?: Record<string, unknown> }).console
+  const surface = logger as Record<string, unknown> | undefined
+  const isConsole = surface !== undefined && ['table', 'group', 'dir'].every((name) => typeof surface[name] === 'function')
   const call = (level: keyof Logger) => (message: string, fields?: Record<string, unknown>) => {
     const fn = logger?.[level] as ((...args: unknown[]) => void) | undefined
     if (!fn) return
+    const messageFirst = isConsole || fn === consoleRef?.[level]
     try {
       const keys = current()
       // No second argument when there are no fields: console.log would print `undefined`.

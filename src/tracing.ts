@@ -69,10 +69,11 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
   let epoch = 0
   let attempts = 0
   const redacted = (attributes: Record<string, SpanAttributeValue>) => link.redactOutput(attributes)
-  const endAttempt = (code: number, attributes: Record<string, SpanAttributeValue>, message?: string) => {
+  /** Ends the open attempt; `code` null leaves its status unset (a host's own stop is not an error). */
+  const endAttempt = (code: number | null, attributes: Record<string, SpanAttributeValue>, message?: string) => {
     if (!attempt) return
     for (const [key, value] of Object.entries(redacted(attributes))) attempt.setAttribute(key, value)
-    attempt.setStatus(message === undefined ? { code } : { code, message: link.redactOutput(message) })
+    if (code !== null) attempt.setStatus(message === undefined ? { code } : { code, message: link.redactOutput(message) })
     attempt.end()
     attempt = null
   }
@@ -90,7 +91,8 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
         })
       }
       if ((state === 'stopped' || state === 'terminated') && session) {
-        endAttempt(STATUS_ERROR, { 'phoenix_link.outcome': state }, `the session ended (${state}) during the attempt`)
+        if (state === 'stopped') endAttempt(null, { 'phoenix_link.outcome': state })
+        else endAttempt(STATUS_ERROR, { 'phoenix_link.outcome': state }, 'the session ended (terminated) during the attempt')
         session.setAttribute('phoenix_link.outcome', state)
         session.setAttribute('phoenix_link.attempts', attempts)
         session.end()
@@ -106,7 +108,7 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
         'phoenix_link.outcome': outcome,
         ...(nextDelayMs === null ? {} : { 'phoenix_link.next_delay_ms': nextDelayMs }),
       }
-      if (attempt) endAttempt(STATUS_ERROR, attributes, reason.kind)
+      if (attempt) endAttempt(outcome === 'stopped' ? null : STATUS_ERROR, attributes, reason.kind)
       else session?.addEvent('phoenix_link.disconnected', redacted(attributes))
       if (outcome === 'terminated' && session) {
         for (const [key, value] of Object.entries(redacted(reasonAttributes(reason)))) session.setAttribute(key, value)

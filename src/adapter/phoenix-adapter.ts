@@ -403,7 +403,7 @@ export class PhoenixAdapter {
    * @throws {PushFailure} (rejects) with `PUSH_REJECTED` for an error reply, `PUSH_TIMEOUT`
    *   after `timeoutMs`, `TRANSPORT_LOST` when the join ended before a reply.
    */
-  push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number): Promise<unknown> {
+  push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
     const attachment = this.apps.get(topic)
     if (!attachment || !attachment.joined) {
       return Promise.reject({ code: 'TRANSPORT_LOST', response: null } satisfies PushFailure)
@@ -418,13 +418,24 @@ export class PhoenixAdapter {
         handle.encodeError = null
         return
       }
+      // The host stopped waiting: drop this push's reply timer and binding at once, not after its timeout.
+      const onAbort = () => {
+        push.cancelTimeout()
+        push.cancelRefEvent()
+        attachment.pushes.delete(push)
+        reject(signal!.reason)
+      }
       const fail = (failure: PushFailure) => {
+        signal?.removeEventListener('abort', onAbort)
         attachment.pushes.delete(push)
         reject(failure)
       }
       attachment.pushes.set(push, () => fail({ code: 'TRANSPORT_LOST', response: null }))
+      if (signal?.aborted) return onAbort()
+      signal?.addEventListener('abort', onAbort, { once: true })
       push
         .receive('ok', (response) => {
+          signal?.removeEventListener('abort', onAbort)
           attachment.pushes.delete(push)
           resolve(response)
         })

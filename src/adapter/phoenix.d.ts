@@ -22,6 +22,7 @@ declare module 'phoenix' {
   export class Push {
     receive(status: string, callback: (response?: any) => any): this
     /** @internal */ cancelTimeout(): void
+    /** @internal Stops listening for this push's reply (push.js cancelRefEvent: channel.off of its ref event). */ cancelRefEvent(): void
     ref: string | null
     /** @internal Whether it was sent (push.js send). */ sent: boolean
     /** @internal The reply, once one came (or a timeout's); null before (push.js). */ receivedResp: unknown

@@ -60,6 +60,17 @@ describe('loggers hosts already run', () => {
     expect(calls).toEqual([[{ generation: 1 }, 'connected']])
   })
 
+  it("a Console instance and an object of the console's own methods get (message, fields) too", async () => {
+    const { Console } = await import('node:console')
+    const out: string[] = []
+    const stream = new Writable({ write: (chunk: Buffer, _e, done) => (out.push(chunk.toString('utf8')), done()) })
+    redacting(new Console(stream), KEY).info('connected', { generation: 1 })
+    expect(out.join('')).toMatch(/^connected \{ generation: 1 \}/)
+    const info = vi.spyOn(console, 'info').mockImplementation(() => {})
+    redacting({ info: console.info }, KEY).info('connected', { generation: 2 })
+    expect(info.mock.calls).toEqual([['connected', { generation: 2 }]])
+  })
+
   it('the console gets (message, fields), and (message) alone for a line without fields', () => {
     const info = vi.spyOn(console, 'info').mockImplementation(() => {})
     const log = redacting(console, KEY)

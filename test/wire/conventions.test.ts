@@ -86,6 +86,27 @@ describe('whenState()', () => {
     expect(await back).toBe('connected') // it was connected when called
   })
 
+  it('a session that ends where the wait started (terminated again, stopped again) still rejects it', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: LONG_BACKOFF })
+    await link.connect()
+    sim.supersede('agent-1')
+    await untilState(link, 'terminated')
+    const again = link.whenState('reconnecting')
+    await link.connect()
+    sim.supersede('agent-1')
+    const error = await again.catch((e: unknown) => e)
+    expect(isAgentDisconnectedError(error) && error.reason.kind).toBe('superseded')
+    await link.disconnect()
+    sim.refuseUpgrades({ status: 503, retryAfter: '0' })
+    const stopped = link.whenState('connected')
+    void link.connect().catch(() => {})
+    await untilState(link, 'reconnecting')
+    await link.disconnect()
+    const graceful = await stopped.catch((e: unknown) => e)
+    expect(isAgentDisconnectedError(graceful) && graceful.reason.kind).toBe('graceful')
+  })
+
   it('an aborted signal rejects the wait only; a name that is not a state is a ConfigurationError', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
@@ -94,6 +115,7 @@ describe('whenState()', () => {
     controller.abort()
     await expect(wait).rejects.toMatchObject({ name: 'AbortError' })
     await expect(link.whenState('online' as never)).rejects.toThrow(/not a link state/)
+    await expect(link.whenState([])).rejects.toThrow(/at least one link state/)
     expect(link.state).toBe('idle')
   })
 })
@@ -136,6 +158,20 @@ describe('channels: the join reply, joined(), off(), push(…, { signal })', () 
     await expect(heldWait).rejects.toMatchObject({ name: 'AbortError' })
   })
 
+  it('joined() rejects CHANNEL_CLOSED at once once the session ended (after disconnect(), after a supersede), as the waits made before it', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const room = link.channel('room:1')
+    await link.connect()
+    await room.joined()
+    await link.disconnect()
+    await expect(room.joined()).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
+    await link.connect()
+    sim.supersede('agent-1')
+    await untilState(link, 'terminated')
+    await expect(room.joined()).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
+  })
+
   it('channel.off(event, handler) stops a handler; the message is then reported ignored', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
@@ -176,6 +212,16 @@ describe('channels: the join reply, joined(), off(), push(…, { signal })', () 
     expect(await room.push('fast', {})).toEqual({})
     expect(framesIn(sim.live('agent-1')[0]!, 'hello')).toEqual([])
     await expect(room.push('x', {}, { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' })
+    // The aborted push holds no reply timer: the adapter dropped it with the wait, not after its 5 s.
+    const pending = (handles: string) => (process as unknown as { getActiveResourcesInfo(): string[] }).getActiveResourcesInfo().filter((h) => h === handles).length
+    const before = pending('Timeout')
+    const many = Array.from({ length: 5 }, () => new AbortController())
+    const aborted = many.map((c) => room.push('slow', {}, { signal: c.signal, timeoutMs: 60_000 }).catch((e: unknown) => e))
+    await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow', 'room:1').length === 6, { what: 'five more slow pushes on the wire' })
+    expect(pending('Timeout')).toBeGreaterThanOrEqual(before + 5)
+    for (const c of many) c.abort()
+    expect((await Promise.all(aborted)).map((e) => (e as Error).name)).toEqual(Array(5).fill('AbortError'))
+    expect(pending('Timeout')).toBeLessThanOrEqual(before)
   })
 })
 
