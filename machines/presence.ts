@@ -11,30 +11,10 @@
  *                                                            grace --opened--> present (no event)
  */
 import { assign, emit, enqueueActions, setup } from 'xstate'
-import { assertMs, type ReasonLike } from './types.js'
+import type { ReasonLike } from './types.js'
+import { DEFAULT_PRESENCE_POLICY, type PresencePolicy } from './presence-policy.js'
 
-/** Presence policy. */
-export const DEFAULT_PRESENCE_POLICY = {
-  /**
-   * Wait after the last connection closes before reporting `last-disconnected`; a reconnect
-   * within it reports nothing. @default 0 — every crossing is an event; a platform that aborts
-   * runs on a blip sets a few seconds.
-   */
-  graceWindowMs: 0,
-}
-
-/** Presence policy; see {@link DEFAULT_PRESENCE_POLICY}. */
-export type PresencePolicy = typeof DEFAULT_PRESENCE_POLICY
-
-/**
- * Checks a presence policy.
- *
- * @throws {RangeError} for a grace window that is not a whole number of milliseconds.
- */
-export function validatePresencePolicy(policy: PresencePolicy): PresencePolicy {
-  assertMs('presence.graceWindowMs', policy.graceWindowMs)
-  return policy
-}
+export { DEFAULT_PRESENCE_POLICY, validatePresencePolicy, type PresencePolicy } from './presence-policy.js'
 
 /** Events of the presence chart; sent by the server that tracks the principal's sockets. */
 export type PresenceEvent =

@@ -37,7 +37,7 @@ const POLICY_SOURCES: Record<string, [file: string, constant: string]> = {
   channel: ['machines/channel-policy.ts', 'DEFAULT_CHANNEL_POLICY'],
   control: ['machines/control-policy.ts', 'DEFAULT_CONTROL_POLICY'],
   transport: ['src/adapter/transport-policy.ts', 'DEFAULT_TRANSPORT_POLICY'],
-  presence: ['machines/presence.ts', 'DEFAULT_PRESENCE_POLICY'],
+  presence: ['machines/presence-policy.ts', 'DEFAULT_PRESENCE_POLICY'],
 }
 
 /** Reads every policy field's JSDoc (text and `@default`) from its source file. */

@@ -146,7 +146,7 @@ describe('secrets: redaction is for output, never for values handed to host code
     const simLines: string[] = []
     const sim = await world().sim({
       agents: { 'agent-1': KEY },
-      logger: { info: (m, f) => simLines.push(text({ m, f })), warn: (m, f) => simLines.push(text({ m, f })) },
+      logger: { info: (...line) => simLines.push(text(line)), warn: (...line) => simLines.push(text(line)) },
     })
     for (const apiKeyIn of ['header', 'param'] as const) {
       const link = world().link(sim, { apiKey: KEY, apiKeyIn })

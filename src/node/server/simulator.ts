@@ -37,13 +37,11 @@ import { PresenceTracker, type PresenceCrossing } from './presence.js'
 import { AdminApi } from './admin.js'
 import { RunSupervisor, type AgentAborted, type RunSupervisorOptions } from '../../runs.js'
 import { classifyClose, classifySupersede, heartbeatTimeout, type DisconnectReason } from '../../reasons.js'
-import type { PresencePolicy } from '../../../machines/presence.js'
+import type { PresencePolicy } from '../../../machines/presence-policy.js'
+import { redacting, type LinkLog, type Logger } from '../../logger.js'
 
 /** Where the simulator logs; defaults to silence. */
-export interface SimulatorLogger {
-  info(message: string, fields?: Record<string, unknown>): void
-  warn(message: string, fields?: Record<string, unknown>): void
-}
+export type SimulatorLogger = Pick<Logger, 'info' | 'warn'>
 
 /** Options of {@link startSimulator}. */
 export interface SimulatorOptions {
@@ -250,7 +248,7 @@ export class PlatformSimulator extends EventEmitter {
   private readonly admin: AdminApi
   /** Abort rounds still settling (hooks running), for stop(). */
   private readonly abortsInFlight = new Set<Promise<unknown>>()
-  private readonly logger: SimulatorLogger
+  private readonly logger: Pick<LinkLog, 'info' | 'warn'>
   private readonly started = performance.now()
   private readonly startedAt = Date.now()
   private readonly refusals: UpgradeRefusal[] = []
@@ -296,16 +294,9 @@ export class PlatformSimulator extends EventEmitter {
     const flavor = SERVER_FLAVORS[this.options.flavor]
     if (!flavor) throw new RangeError(`unknown flavor ${String(options.flavor)}; use one of ${Object.keys(SERVER_FLAVORS).join(', ')}`)
     this.flavor = flavor
-    const host = options.logger
-    // The host's logger runs inside socket and presence callbacks: its errors are swallowed there.
-    const guarded = (level: keyof SimulatorLogger) => (message: string, fields?: Record<string, unknown>) => {
-      try {
-        host?.[level](message, fields)
-      } catch {
-        // a broken logger must not take the simulator down
-      }
-    }
-    this.logger = { info: guarded('info'), warn: guarded('warn') }
+    // The host's logger, called as the link calls it (pino's `(fields, message)`, the console's
+    // `(message, fields)`); it runs inside socket and presence callbacks, so its errors are swallowed.
+    this.logger = redacting(options.logger, () => [])
     this.runs = new RunSupervisor(options.runs)
     this.metrics = new ServerMetrics(options.metrics)
     this.tracker = new PresenceTracker((crossing) => this.onCrossing(crossing), options.presence, (what) => this.logger.warn('presence ignored', { what }))

@@ -51,7 +51,7 @@ function isStale(root: string, built: string): boolean {
   const sources = join(root, 'visualizer', 'main.ts')
   if (!existsSync(sources)) return false
   const builtAt = statSync(built).mtimeMs
-  for (const folder of ['visualizer', join('src', 'model'), 'machines']) {
+  for (const folder of ["visualizer", join("src", "node", "model"), "machines"]) {
     for (const name of readdirSync(join(root, folder))) {
       if (!/\.(ts|html|css)$/.test(name)) continue
       if (statSync(join(root, folder, name)).mtimeMs > builtAt) return true
