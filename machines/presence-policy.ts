@@ -1,9 +1,9 @@
 /**
- * Presence policy of the presence chart (machines/presence.ts). Plain data and a validator with
- * no XState import, so the simulator's public types (phoenix-link/server) reach it without
+ * Presence policy of the presence chart (machines/presence.ts), and the crossing it reports.
+ * Plain data, a validator and a type with no XState import, so the simulator's public types (phoenix-link/server) reach it without
  * pulling in a chart. Frozen: a default cannot be changed for later trackers.
  */
-import { assertMs } from './types.js'
+import { assertMs, type ReasonLike } from './types.js'
 
 /** Presence policy. */
 export const DEFAULT_PRESENCE_POLICY = {
@@ -29,3 +29,16 @@ export function validatePresencePolicy(policy: PresencePolicy): PresencePolicy {
 }
 
 Object.freeze(DEFAULT_PRESENCE_POLICY)
+
+/** A boundary crossing. */
+export interface PrincipalPresence {
+  type: 'principal-presence'
+  principal: string
+  kind: 'first-connected' | 'last-disconnected'
+  /** Live connections after the change (1 for first-connected, 0 for last-disconnected). */
+  count: number
+  /** The reason of the close that ended the last connection, for last-disconnected. */
+  reason: ReasonLike | null
+  /** When the crossing happened (the event's time; for a grace window, the last close's). */
+  at: number
+}

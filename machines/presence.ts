@@ -12,7 +12,7 @@
  */
 import { assign, emit, enqueueActions, setup } from 'xstate'
 import type { ReasonLike } from './types.js'
-import { DEFAULT_PRESENCE_POLICY, type PresencePolicy } from './presence-policy.js'
+import { DEFAULT_PRESENCE_POLICY, type PresencePolicy, type PrincipalPresence } from './presence-policy.js'
 
 export { DEFAULT_PRESENCE_POLICY, validatePresencePolicy, type PresencePolicy } from './presence-policy.js'
 
@@ -25,18 +25,7 @@ export type PresenceEvent =
   /** The server stops: a grace window still open ends now, reporting last-disconnected. */
   | { type: 'presence.flush' }
 
-/** A boundary crossing. */
-export interface PrincipalPresence {
-  type: 'principal-presence'
-  principal: string
-  kind: 'first-connected' | 'last-disconnected'
-  /** Live connections after the change (1 for first-connected, 0 for last-disconnected). */
-  count: number
-  /** The reason of the close that ended the last connection, for last-disconnected. */
-  reason: ReasonLike | null
-  /** When the crossing happened (the event's time; for a grace window, the last close's). */
-  at: number
-}
+export type { PrincipalPresence } from './presence-policy.js'
 
 /** Something the chart ignored: a close of a connection it does not know, an open it already counted. */
 export interface PresenceIgnored {

@@ -44,11 +44,8 @@ if (!url || once) {
   simulator = await startSimulator({
     agents: { [agentId]: apiKey },
     flavor: 'cowboy',
-    // The simulator's logger is called (message, fields); pino takes (fields, message).
-    logger: {
-      info: (message, fields) => log.child({ component: 'simulator' }).debug(fields ?? {}, message),
-      warn: (message, fields) => log.child({ component: 'simulator' }).warn(fields ?? {}, message),
-    },
+    // The simulator calls its logger as the link does, pino's (fields, message): pass pino as it is.
+    logger: log.child({ component: 'simulator' }),
   })
   url = simulator.url
   log.info({ url }, 'no AGENT_URL: using the phoenix-link platform simulator')

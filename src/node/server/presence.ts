@@ -3,7 +3,8 @@
  * fed the simulator's socket opens and closes, and the crossings it reports.
  */
 import { createActor, type Actor } from 'xstate'
-import { DEFAULT_PRESENCE_POLICY, presenceMachine, validatePresencePolicy, type PresencePolicy, type PrincipalPresence } from '../../../machines/presence.js'
+import { presenceMachine } from '../../../machines/presence.js'
+import { DEFAULT_PRESENCE_POLICY, validatePresencePolicy, type PresencePolicy, type PrincipalPresence } from '../../../machines/presence-policy.js'
 import type { DisconnectReason } from '../../reasons.js'
 
 /** A crossing, with the typed reason of the close that ended the principal's presence. */
