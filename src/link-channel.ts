@@ -4,6 +4,7 @@
  */
 import { isReservedEvent, type Payload } from './protocol.js'
 import type { DisconnectReason } from './reasons.js'
+import { abortError } from './abort.js'
 import { PushError } from './errors/push-error.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 
@@ -50,10 +51,6 @@ interface Waiter {
   reject: (error: PushError) => void
   timer: ReturnType<typeof setTimeout> | undefined
   event: string
-}
-
-function abortError(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('The operation was aborted.', 'AbortError')
 }
 
 /**
@@ -129,26 +126,7 @@ export class LinkChannel {
     // No join is coming once the session ended (as disconnect() rejects the waits already made); before the first connect() it waits.
     if (!this.active || this.host.isEnded()) return Promise.reject(new PushError('CHANNEL_CLOSED', this.topic, 'phx_join'))
     if (this.status === 'joined') return Promise.resolve(this.joinReply)
-    return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        this.waiters.delete(waiter)
-        reject(abortError(signal!))
-      }
-      const waiter: Waiter = {
-        resolve: () => {
-          signal?.removeEventListener('abort', onAbort)
-          resolve(this.joinReply)
-        },
-        reject: (error) => {
-          signal?.removeEventListener('abort', onAbort)
-          reject(error)
-        },
-        event: 'phx_join',
-        timer: undefined,
-      }
-      this.waiters.add(waiter)
-      signal?.addEventListener('abort', onAbort, { once: true })
-    })
+    return this.waitForJoin('phx_join', null, signal).then(() => this.joinReply)
   }
 
   /** Calls `handler` for every event on this channel. */
@@ -180,19 +158,7 @@ export class LinkChannel {
   async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<unknown> {
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
-    if (!signal) return this.pushNow(event, payload, options.timeoutMs)
-    return new Promise((resolve, reject) => {
-      const onAbort = () => reject(abortError(signal))
-      signal.addEventListener('abort', onAbort, { once: true })
-      this.pushNow(event, payload, options.timeoutMs, signal).then(
-        (value) => (signal.removeEventListener('abort', onAbort), resolve(value)),
-        (error: unknown) => (signal.removeEventListener('abort', onAbort), reject(error)),
-      )
-    })
-  }
-
-  private async pushNow(event: string, payload: Payload | ArrayBuffer, timeoutMsOption: number | undefined, signal?: AbortSignal): Promise<unknown> {
-    const timeoutMs = timeoutMsOption ?? this.host.pushTimeoutMs
+    const timeoutMs = options.timeoutMs ?? this.host.pushTimeoutMs
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
       throw new ConfigurationError(`push timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(timeoutMs)}`)
     }
@@ -208,6 +174,8 @@ export class LinkChannel {
     try {
       return await this.host.push(this.topic, event, payload, remaining, signal)
     } catch (failure) {
+      // The adapter dropped the wait for the reply (the push was on the wire).
+      if (signal?.aborted) throw abortError(signal)
       const f = failure as Partial<PushFailure> | null
       if (f && typeof f.code === 'string') throw new PushError(f.code, this.topic, event, f.response, f.cause)
       // Anything else thrown on the way out (phoenix.js internals): the push could not be made.
@@ -257,8 +225,8 @@ export class LinkChannel {
     if (status === 'joined') {
       this.reason = null
       this.joinReply = this.host.joinReply(this.topic) ?? {}
+      this.releaseWaiters(null)
     } else if (reason) this.reason = reason
-    if (status === 'joined') this.releaseWaiters(null)
     if (!this.active) {
       this.releaseWaiters('CHANNEL_CLOSED')
       this.resolveEnded()
@@ -281,8 +249,11 @@ export class LinkChannel {
     this.releaseWaiters('CHANNEL_CLOSED')
   }
 
-  /** Waits for the join within `timeoutMs`; an abort of `signal` ends the wait at once, its timer cleared. */
-  private waitForJoin(event: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  /**
+   * Waits for the join, within `timeoutMs` (null: no bound, as `joined()` waits); an abort of
+   * `signal` ends the wait at once, its timer cleared.
+   */
+  private waitForJoin(event: string, timeoutMs: number | null, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       const onAbort = () => {
         clearTimeout(waiter.timer)
@@ -294,11 +265,14 @@ export class LinkChannel {
         resolve: () => (done(), resolve()),
         reject: (error) => (done(), reject(error)),
         event,
-        timer: setTimeout(() => {
-          done()
-          this.waiters.delete(waiter)
-          reject(new PushError('PUSH_TIMEOUT', this.topic, event))
-        }, timeoutMs),
+        timer:
+          timeoutMs === null
+            ? undefined
+            : setTimeout(() => {
+                done()
+                this.waiters.delete(waiter)
+                reject(new PushError('PUSH_TIMEOUT', this.topic, event))
+              }, timeoutMs),
       }
       this.waiters.add(waiter)
       signal?.addEventListener('abort', onAbort, { once: true })

@@ -15,6 +15,7 @@ import { connectionMachine, type ConnectionEmitted, type ConnectionEvent } from 
 import { controlMachine, type QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import type { Env } from '../machines/types.js'
+import { abortError } from './abort.js'
 import { adapterActors, PhoenixAdapter, type Credentials } from './adapter/phoenix-adapter.js'
 import { isHeaderValue, SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
 import { Emitter, type Unsubscribe } from './emitter.js'
@@ -239,10 +240,6 @@ const LINK_MACHINE = connectionMachine.provide({
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)$/i
 
-function abortError(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('The operation was aborted.', 'AbortError')
-}
-
 /**
  * Creates a link. Nothing connects until `connect()` or `runForever()`.
  *
@@ -384,12 +381,12 @@ export class Link {
     this.chart.start()
   }
 
-  /** The agent id this link connects as (the `agent_id` socket param). */
   /** The connection chart's actor, for inspection (`link.actor.getSnapshot().value`). Send it nothing. */
   get actor(): ChartActor {
     return this.chart as unknown as ChartActor
   }
 
+  /** The agent id this link connects as (the `agent_id` socket param). */
   get agentId(): string {
     return this.#agentId
   }

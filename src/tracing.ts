@@ -77,10 +77,13 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
     attempt.end()
     attempt = null
   }
+  const attemptConnected = ({ generation }: { generation: number }) =>
+    endAttempt(STATUS_OK, { 'phoenix_link.generation': generation, 'phoenix_link.outcome': 'connected' })
   const offs = [
-    link.on('state', ({ state, previous }) => {
+    link.on('state', ({ state }) => {
       if (state === 'connecting') {
-        if (previous === 'idle' || previous === 'stopped' || previous === 'terminated' || session === null) {
+        // A new session: the last one's span ended with it (stopped, terminated), or there was none.
+        if (session === null) {
           epoch++
           attempts = 0
           session = tracer.startSpan('phoenix_link.session', { attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch }) })
@@ -99,8 +102,8 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
         session = null
       }
     }),
-    link.on('connected', ({ generation }) => endAttempt(STATUS_OK, { 'phoenix_link.generation': generation, 'phoenix_link.outcome': 'connected' })),
-    link.on('reconnected', ({ generation }) => endAttempt(STATUS_OK, { 'phoenix_link.generation': generation, 'phoenix_link.outcome': 'connected' })),
+    link.on('connected', attemptConnected),
+    link.on('reconnected', attemptConnected),
     link.on('disconnected', ({ reason, outcome, nextDelayMs }) => {
       const attributes: Record<string, SpanAttributeValue> = {
         ...reasonAttributes(reason),

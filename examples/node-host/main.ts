@@ -171,10 +171,7 @@ async function demonstrate(sim: PlatformSimulator): Promise<void> {
     process.exit(1)
   }, 20_000).unref()
 
-  const joined = lobby.status === 'joined' ? Promise.resolve() : new Promise<void>((resolve) => {
-    const off = lobby.onStatus((status) => status === 'joined' && (off(), resolve()))
-  })
-  await joined
+  await lobby.joined()
 
   const message = new Promise<void>((resolve) => {
     const off = lobby.on('new_msg', () => (off(), resolve()))

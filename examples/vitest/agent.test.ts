@@ -11,7 +11,7 @@
  * Run: `npx vitest run` (dependencies: phoenix-link, vitest).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createLink, isAgentDisconnectedError, type Link, type LinkChannel, type LinkEvents } from 'phoenix-link'
+import { createLink, isAgentDisconnectedError, type Link } from 'phoenix-link'
 import { startSimulator, type PlatformSimulator } from 'phoenix-link/server'
 
 let sim: PlatformSimulator
@@ -44,32 +44,14 @@ function newLink(): Link {
   return link
 }
 
-/** The next `type` event of `link`. */
-function next<K extends keyof LinkEvents>(link: Link, type: K): Promise<LinkEvents[K]> {
-  return new Promise((resolve) => link.once(type, resolve))
-}
-
-/** Resolves once `channel` is joined (at once if it is). */
-function joined(channel: LinkChannel): Promise<void> {
-  if (channel.status === 'joined') return Promise.resolve()
-  return new Promise((resolve) => {
-    const off = channel.onStatus((status) => {
-      if (status === 'joined') {
-        off()
-        resolve()
-      }
-    })
-  })
-}
-
 describe('the agent link against the simulator', () => {
   it('reconnects after the platform closes the socket with 1000, and rejoins its channel', async () => {
     const link = newLink()
     const room = link.channel('room:lobby')
     await link.connect()
 
-    const disconnected = next(link, 'disconnected')
-    const reconnected = next(link, 'reconnected')
+    const disconnected = link.once('disconnected')
+    const reconnected = link.once('reconnected')
     sim.close({ agent: link.agentId }, 1000)
 
     expect(await disconnected).toMatchObject({ outcome: 'reconnect', reason: { kind: 'closed', closeCode: 1000 } })
@@ -78,7 +60,7 @@ describe('the agent link against the simulator', () => {
     expect(sim.accepted(link.agentId)).toHaveLength(2) // the platform saw a second connection
 
     // The channel is joined again on the new socket: a push from the platform arrives.
-    await joined(room)
+    await room.joined() // at once when joined, else at its next join
     const message = new Promise((resolve) => room.on('new_msg', resolve))
     expect(sim.push({ agent: link.agentId }, 'room:lobby', 'new_msg', { body: 'hi' })).toBe(1)
     expect(await message).toEqual({ body: 'hi' })

@@ -410,6 +410,8 @@ export class PhoenixAdapter {
     }
     const handle = this.handles.get(attachment.origin.generation)
     return new Promise((resolve, reject) => {
+      // Aborted before it went out: nothing is sent.
+      if (signal?.aborted) return reject(signal.reason)
       if (handle) handle.encodeError = null
       const push = attachment.channel.push(event, payload as object, timeoutMs)
       if (handle?.encodeError) {
@@ -431,7 +433,6 @@ export class PhoenixAdapter {
         reject(failure)
       }
       attachment.pushes.set(push, () => fail({ code: 'TRANSPORT_LOST', response: null }))
-      if (signal?.aborted) return onAbort()
       signal?.addEventListener('abort', onAbort, { once: true })
       push
         .receive('ok', (response) => {

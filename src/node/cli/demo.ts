@@ -5,7 +5,6 @@
  */
 import { randomBytes } from 'node:crypto'
 import { createLink, type Link } from '../../link.js'
-import type { LinkChannel } from '../../link-channel.js'
 import type { LinkPolicyInput } from '../../policy.js'
 import type { ControlSignal } from '../../protocol.js'
 import { describeReason, type DisconnectReason } from '../../reasons.js'
@@ -47,22 +46,6 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 
 function expectThat(ok: boolean, what: string): void {
   if (!ok) throw new DemoFailure(`expected ${what}`)
-}
-
-function nextEvent<K extends 'reconnected' | 'disconnected' | 'connected'>(link: Link, type: K): Promise<Parameters<Parameters<Link['on']>[1]>[0]> {
-  return new Promise((resolve) => link.once(type, resolve as never))
-}
-
-function channelJoined(channel: LinkChannel): Promise<void> {
-  if (channel.status === 'joined') return Promise.resolve()
-  return new Promise((resolve) => {
-    const off = channel.onStatus((status) => {
-      if (status === 'joined') {
-        off()
-        resolve()
-      }
-    })
-  })
 }
 
 function watchSimulator(sim: PlatformSimulator, out: Output): void {
@@ -153,7 +136,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
       received.push(JSON.stringify(payload))
       out.event('agent A', 'message', { topic: 'room:lobby', payload }, `room:lobby message ${JSON.stringify(payload)}`)
     })
-    await within(channelJoined(lobby), 5_000, 'room:lobby to join')
+    await within(lobby.joined(), 5_000, 'room:lobby to join')
     sim.push({ agent: AGENT }, 'room:lobby', 'message', { text: 'hello agent' })
     await within(
       new Promise<void>((resolve) => lobby.on('message', () => resolve())),
@@ -169,8 +152,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     ]
     for (const [title, disrupt, kind] of disruptions) {
       out.step(`${title}: not a stop, so reconnect and rejoin`)
-      const lost = nextEvent(a, 'disconnected')
-      const back = nextEvent(a, 'reconnected')
+      const lost = a.once('disconnected')
+      const back = a.once('reconnected')
       const rejoined = new Promise<void>((resolve) => {
         const off = lobby.onStatus((status) => {
           if (status === 'joined') {
@@ -180,7 +163,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
         })
       })
       disrupt()
-      const d = (await within(lost, 5_000, 'the disconnect')) as { reason: DisconnectReason; terminal: boolean }
+      const d = await within(lost, 5_000, 'the disconnect')
       expectThat(d.reason.kind === kind && !d.terminal, `a retryable ${kind} reason, got ${describeReason(d.reason)}`)
       await within(back, 5_000, 'link A to reconnect')
       await within(rejoined, 5_000, 'room:lobby to rejoin')
