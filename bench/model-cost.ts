@@ -9,7 +9,8 @@
 import { allPaths } from '../src/node/model/paths.js'
 import { replay } from '../src/node/model/coverage.js'
 import { startSimulator } from '../src/node/server/index.js'
-import { runPath } from '../test/model/runner.js'
+import { createLink } from '../src/link.js'
+import { lifecyclePaths, startPathKit } from '../src/node/testing/index.js'
 import { runChannelPath, runReconnectPath } from '../test/model/small-runners.js'
 import { row, printIfMain, type Row } from './common.js'
 
@@ -22,13 +23,13 @@ export async function run(): Promise<Row[]> {
   const wire = allPaths('wire')
   const pure = allPaths('pure')
   const generateMs = performance.now() - generatedAt
+  const kit = await startPathKit()
   const sim = await startSimulator({ agents: 'any', recordLimit: 200 })
-  sim.holdUpgrades(/^model-[cr]/)
-  sim.onJoin(/^agent_control:model-c/, { reply: 'hold' })
+  sim.holdUpgrades(/^model-r/)
   sim.onJoin(/^room:model-/, { reply: 'hold' })
   try {
     const started = performance.now()
-    await inBatches(wire.connection, 8, (path, i) => runPath(sim, path, `model-c${i}`))
+    await inBatches([...lifecyclePaths()], 8, (path) => kit.run(path, (options) => createLink(options)))
     await inBatches(wire.channel, 8, (path, i) => runChannelPath(sim, path, `model-h${i}`, `room:model-${i}`))
     await inBatches(wire.reconnect, 8, (path, i) => runReconnectPath(sim, path, `model-r${i}`))
     const wireMs = performance.now() - started
@@ -45,7 +46,7 @@ export async function run(): Promise<Row[]> {
       row('model suite cost', 'generating all paths (xstate/graph)', 'ms', generateMs, null, null),
     ]
   } finally {
-    await sim.stop()
+    await Promise.all([sim.stop(), kit.stop()])
   }
 }
 

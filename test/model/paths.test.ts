@@ -1,7 +1,8 @@
 /**
  * The generated paths of the connection, channel and reconnect charts, executed on the real link
  * against the simulator on loopback (chart delays on a simulated clock), each step checked
- * against the chart's own transition and the rule oracles; then the coverage every chart got,
+ * against the chart's own transition and the rule oracles; the connection paths through the
+ * public test kit (phoenix-link/testing) with a host built as a user builds one; then the coverage every chart got,
  * from these wire runs and from the chart-only replay of the paths the wire cannot reach.
  * A failure names the path and the step where the link and the chart disagree.
  */
@@ -11,8 +12,9 @@ import { allPaths } from '../../src/node/model/paths.js'
 import { coverageOf, replay, type ChartCoverage, type Crossed } from '../../src/node/model/coverage.js'
 import type { ChartName } from '../../src/node/model/chart-info.js'
 import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
-import { runPath, type PathRun } from './runner.js'
-import { runChannelPath, runReconnectPath } from './small-runners.js'
+import { createLink } from '../../src/link.js'
+import { lifecyclePaths, startPathKit, type PathKit } from '../../src/node/testing/index.js'
+import { runChannelPath, runReconnectPath, type PathRun } from './small-runners.js'
 import { UNREACHABLE } from './unreachable.js'
 
 const wire = allPaths('wire')
@@ -26,16 +28,17 @@ const crossed: Record<ChartName, Crossed> = {
 }
 const ran: Record<string, number> = { connection: 0, channel: 0, reconnect: 0 }
 let sim: PlatformSimulator
+let kit: PathKit
 
 beforeAll(async () => {
+  kit = await startPathKit()
   sim = await startSimulator({ agents: 'any', recordLimit: 200 })
-  sim.holdUpgrades(/^model-[cr]/)
-  sim.onJoin(/^agent_control:model-c/, { reply: 'hold' })
+  sim.holdUpgrades(/^model-r/)
   sim.onJoin(/^room:model-/, { reply: 'hold' })
 })
 
 afterAll(async () => {
-  await sim.stop()
+  await Promise.all([sim.stop(), kit.stop()])
 })
 
 /** Adds what a wire run crossed to each chart, by the id prefix of the transitions' source states. */
@@ -68,9 +71,21 @@ async function runBatch<T>(chart: string, items: T[], run: (item: T, i: number) 
   expect(failures).toEqual([])
 }
 
-describe(`connection chart: ${wire.connection.length} paths on the real wire`, () => {
-  batches(wire.connection, 8).forEach((batch, b) => {
-    it(`paths ${b * 8 + 1}-${b * 8 + batch.length}`, () => runBatch('connection', batch, (path, i) => runPath(sim, path, `model-c${b * 8 + i}`)))
+const lifecycle = lifecyclePaths()
+describe(`connection chart: ${lifecycle.length} paths on the real wire, through phoenix-link/testing`, () => {
+  it('the kit gives every wire path of the model, step for step', () => {
+    expect(lifecycle.map((p) => p.name)).toEqual(wire.connection.map((p) => p.name))
+  })
+  batches([...lifecycle], 8).forEach((batch, b) => {
+    it(`paths ${b * 8 + 1}-${b * 8 + batch.length}`, () =>
+      runBatch('connection', batch, (path) =>
+        kit.run(path, (options) =>
+          createLink({
+            ...options,
+            onControl: async () => {},
+          }),
+        ),
+      ))
   })
 })
 

@@ -5,19 +5,23 @@
 import { describe, expect, it } from 'vitest'
 import { connectionPaths } from '../../src/node/model/paths.js'
 import { expectationOf, initialModel } from '../../src/node/model/connection-model.js'
-import { ruleViolation, trackConnected } from './oracles.js'
+import { LIFECYCLE_ORACLES, lifecyclePathOf, stepExpectation, type OracleInput } from '../../src/node/testing/index.js'
 
 describe('connection chart: pure paths against the rules', () => {
   const paths = connectionPaths('pure')
   it(`${paths.length} paths, every step keeps every rule`, () => {
     const broken: string[] = []
-    for (const path of paths) {
-      let before = expectationOf(initialModel())
-      let linkConnected = false
-      for (const step of path.steps) {
-        const violation = ruleViolation(step.stimulus, before, step.expect, linkConnected)
-        if (violation) broken.push(`${path.name}: ${violation}`)
-        linkConnected = trackConnected(linkConnected, step.expect)
+    for (const path of paths.map(lifecyclePathOf)) {
+      let before = stepExpectation(expectationOf(initialModel()))
+      let wasConnected = false
+      for (const [index, step] of path.steps.entries()) {
+        // No link here: the oracles judge the chart's own expectations.
+        const input = { path, index, step, before, after: step.expect, wasConnected } as OracleInput
+        for (const oracle of LIFECYCLE_ORACLES) {
+          const violation = oracle.check(input)
+          if (violation) broken.push(`${path.name}: ${oracle.name}: ${violation}`)
+        }
+        wasConnected ||= step.expect.state === 'connected'
         before = step.expect
       }
     }

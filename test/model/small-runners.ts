@@ -11,7 +11,10 @@ import { MODEL_RECONNECT_POLICY, type ChannelExpectation, type ReconnectExpectat
 import { createLink, type Link } from '../../src/link.js'
 import type { LinkChannel } from '../../src/link-channel.js'
 import type { PlatformSimulator } from '../../src/node/server/index.js'
-import type { PathRun } from './runner.js'
+import type { PathReport } from '../../src/node/testing/index.js'
+
+/** What one path run saw (the kit's report, without the socket count). */
+export type PathRun = Pick<PathReport, 'path' | 'transitions' | 'states'>
 import { chartOf } from '../../src/chart-of.js'
 
 const ENV = { now: () => Date.now(), monotonic: () => performance.now(), random: () => 0.5 }

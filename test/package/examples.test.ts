@@ -11,7 +11,9 @@
  *   control signal, sees the simulator's close 1000 as a reconnect (outcome and reason logged),
  *   reconnects, reports it in its Prometheus metrics, shuts down and exits 0 by itself; and,
  *   run without `--once`, shuts down cleanly and exits 0 on SIGTERM;
- * - examples/vitest passes under the project's own vitest;
+ * - examples/vitest passes under the project's own vitest: its hand-written suite, and every
+ *   generated connection-chart path (phoenix-link/testing) run against the host it writes with
+ *   the README's API, with its own oracle beside the library's;
  * - examples/browser bundles with esbuild for the browser with no warning and no error, and
  *   builds with vite (its index.html) with nothing logged as a warning or an error.
  *
@@ -69,7 +71,7 @@ describe('the examples, against the installed package', () => {
       join(project, 'tsconfig.node.json'),
       JSON.stringify({
         compilerOptions: { target: 'es2022', lib: ['es2023'], types: ['node'], strict: true, noUncheckedIndexedAccess: true, module: 'nodenext', moduleResolution: 'nodenext', skipLibCheck: true, noEmit: true },
-        files: ['examples/node-host/main.ts', 'examples/vitest/agent.test.ts'],
+        files: ['examples/node-host/main.ts', 'examples/vitest/agent.test.ts', 'examples/vitest/lifecycle.test.ts'],
       }),
     )
     writeFileSync(
@@ -139,6 +141,21 @@ describe('the examples, against the installed package', () => {
     expect(report).toMatch(/✓ .*a supersede ends the session for good/)
     expect(report).toMatch(/Tests\s+2 passed \(2\)/)
   }, 60_000)
+
+  it('vitest: every generated connection path passes against the example host, through phoenix-link/testing', async () => {
+    const result = await run(bin(project, 'vitest'), ['run', 'examples/vitest/lifecycle.test.ts', '--reporter', 'verbose', '--color=false'], {
+      cwd: project,
+      timeoutMs: 120_000,
+    })
+    expect(shown(result)).toMatch(/^exit 0\n/)
+    const report = result.stdout.replace(/\x1b\[[0-9;]*m/g, '')
+    // The count the kit generates in this process, the same as the repository's own model tests run.
+    const { lifecyclePaths } = await import('../../src/node/testing/index.js')
+    const count = lifecyclePaths().length
+    expect(count).toBeGreaterThan(150)
+    expect(report).toContain(`${count} lifecycle paths against the host`)
+    expect(report).toMatch(new RegExp(`Tests\\s+${count} passed \\(${count}\\)`))
+  }, 150_000)
 
   it('browser: esbuild bundles main.ts for the browser with no warning and no error; vite builds index.html with nothing logged', async () => {
     mkdirSync(join(project, 'build'), { recursive: true })

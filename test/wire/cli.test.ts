@@ -145,4 +145,15 @@ describe('phoenix-link command line', () => {
     expect(lines).toHaveLength(allPaths('wire').reconnect.length)
     expect(lines.every((l) => l.chart === 'reconnect' && l.steps.length > 0)).toBe(true)
   })
+
+  it('paths --json prints the connection paths in the test kit’s stimulus vocabulary, equal to lifecyclePaths()', async () => {
+    const child = cli(['paths', '--chart', 'connection', '--json'])
+    let out = ''
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+    expect(await exit(child)).toBe(0)
+    const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { name: string; steps: unknown[] })
+    const { lifecyclePaths } = await import('../../src/node/testing/index.js')
+    expect(lines.map(({ name, steps }) => ({ name, steps }))).toEqual(JSON.parse(JSON.stringify(lifecyclePaths())))
+    expect(out).toContain('{"name":"close 1000","stimulus":{"type":"server.close","code":1000}')
+  })
 })

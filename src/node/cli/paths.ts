@@ -1,5 +1,7 @@
 /** `phoenix-link paths`: the generated paths of the charts, as the model-based tests run them. */
 import { allPaths, type ModelPath } from '../model/paths.js'
+import type { Expectation } from '../model/connection-model.js'
+import { lifecyclePathOf } from '../testing/paths.js'
 
 /** Options of {@link runPaths}. */
 export interface PathsOptions {
@@ -33,14 +35,18 @@ export function runPaths(options: PathsOptions): number {
     if (!paths) throw new Error(`no model for chart ${JSON.stringify(chart)}; use connection, channel or reconnect`)
     if (!options.json) write(`${chart} chart: ${paths.length} ${options.mode} paths, generated with xstate/graph from machines/${chart}.ts`)
     paths.forEach((path, i) => {
-      if (options.json) {
+      if (options.json && chart === 'connection') {
+        // The test kit's vocabulary (phoenix-link/testing): each step's world action and what holds after it.
+        const { name, steps } = lifecyclePathOf(path as ModelPath<Expectation>)
+        write(JSON.stringify({ chart, mode: options.mode, index: i + 1, name, steps }))
+      } else if (options.json) {
         write(
           JSON.stringify({
             chart,
             mode: options.mode,
             index: i + 1,
             name: path.name,
-            steps: path.steps.map((s) => ({ stimulus: s.stimulus, kind: s.kind, event: s.event.type, expect: s.expect })),
+            steps: path.steps.map((s) => ({ name: s.stimulus, kind: s.kind, event: s.event.type, expect: s.expect })),
           }),
         )
       } else {

@@ -1,0 +1,186 @@
+/**
+ * The lifecycle rules as oracles that do not come from the chart: given what a link showed before
+ * a step and what it shows after it, each oracle says whether its rule held, written from
+ * docs/design.md ("Lifecycle rules"), not from machines/. The path runner checks every oracle at
+ * every step, so a chart that agrees with itself but breaks a rule (a flipped guard, a dropped
+ * transition) fails a path. Hosts extend the list with their own checks (their host's state, what
+ * the simulator saw): `[...LIFECYCLE_ORACLES, myOracle]`.
+ */
+import type { Link } from '../../link.js'
+import type { PlatformSimulator } from '../server/index.js'
+import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
+
+/** What an oracle is given after a step has settled. `H` is what the host factory returned. */
+export interface OracleInput<H = unknown> {
+  path: LifecyclePath
+  /** The step's index in `path.steps` (0-based). */
+  index: number
+  step: LifecycleStep
+  /** What the link showed before the step (for the first step: the link as created). */
+  before: StepExpectation
+  /** What the link shows once the step has settled. */
+  after: StepExpectation
+  /** Whether the link reached `connected` before this step, in any session of the path. */
+  wasConnected: boolean
+  link: Link
+  host: H
+  simulator: PlatformSimulator
+  agentId: string
+}
+
+/**
+ * One lifecycle rule as a check. `check` returns null when the rule holds or does not apply to
+ * the step, or a sentence saying what broke it. It may throw: the runner reports a throw as a
+ * broken rule, naming the oracle.
+ */
+export interface LifecycleOracle<H = unknown> {
+  /** Stable id, e.g. `supersede-is-terminal`. */
+  name: string
+  /** The rule, one sentence. */
+  rule: string
+  check(input: OracleInput<H>): string | null
+}
+
+const SESSION = new Set(['connecting', 'joining', 'connected', 'reconnecting', 'suspended', 'stopping'])
+const OFFLINE = new Set(['idle', 'stopped', 'terminated'])
+
+/** Losses the design says are never a stop: they reconnect. */
+const RETRIED = new Set([
+  'close 1000',
+  'close 1001',
+  'close 1011',
+  'close 1012',
+  'close 1013',
+  'close 4001',
+  'drop',
+  'heartbeat timeout',
+  'control phx_close',
+  'join crashed',
+  'connect timeout',
+  'join timeout',
+  'upgrade 429',
+  'upgrade 503',
+])
+
+/** Refusals the design says end the session. */
+const REFUSALS = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'close 1008', 'join refused'])
+
+const UNCHANGING = new Set([
+  'stale close',
+  'earlier-session supersede',
+  'malformed frame',
+  'control signal',
+  'queued signals',
+  'duplicate signal',
+  'failing signal',
+  'cancelled wait',
+])
+
+function same(a: StepExpectation, b: StepExpectation): boolean {
+  return JSON.stringify(a.chartState) === JSON.stringify(b.chartState) && a.reason === b.reason
+}
+
+/** A 409 after the link was connected, during a session: the platform may still hold our own lost socket. */
+function ownConflict({ step, before, wasConnected }: OracleInput): boolean {
+  return step.name === 'upgrade 409' && wasConnected && SESSION.has(before.state)
+}
+
+/** The lifecycle rules of docs/design.md, each an oracle; the path runner checks them all by default. */
+export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = Object.freeze([
+  {
+    name: 'late-and-bad-input-change-nothing',
+    rule: 'A stale generation, a malformed frame, a control signal and a cancelled wait change no state.',
+    check: ({ step, before, after }) => (!UNCHANGING.has(step.name) || same(before, after) ? null : `${step.name} moved ${before.state} to ${after.state}`),
+  },
+  {
+    name: 'control-crash-rejoins',
+    rule: 'A control channel crash (phx_error) rejoins the control channel on the same socket; the session is not lost.',
+    check: ({ step, before, after }) => {
+      if (step.name !== 'control phx_error' || (before.state !== 'connected' && before.state !== 'joining')) return null
+      return after.state === 'joining' && after.generation === before.generation && after.reason === before.reason
+        ? null
+        : `from ${before.state} (generation ${before.generation}) it led to ${after.state} (generation ${after.generation}, ${after.reason})`
+    },
+  },
+  {
+    name: 'suspended-retries',
+    rule: 'Giving up is not the default: a suspended link tries again after its cooldown.',
+    check: ({ step, before, after }) => {
+      if (step.name !== 'backoff elapsed' || before.state !== 'suspended') return null
+      return after.state === 'connecting' && after.generation === before.generation + 1 ? null : `after its cooldown it led to ${after.state}`
+    },
+  },
+  {
+    name: 'supersede-is-terminal',
+    rule: 'A supersede ends the session for good, in every state of a session.',
+    check: ({ step, before, after }) => {
+      if ((step.name !== 'supersede' && step.name !== 'late supersede') || !SESSION.has(before.state)) return null
+      return after.state === 'terminated' && after.reason === 'superseded' ? null : `from ${before.state} it led to ${after.state} (${after.reason})`
+    },
+  },
+  {
+    name: 'own-conflict-retries',
+    rule: 'A 409 after the link was connected may be the platform still holding its own lost socket: retried, reported as rejected.',
+    check: (input) => {
+      if (!ownConflict(input)) return null
+      const { after } = input
+      return after.state === 'reconnecting' && after.reason === 'rejected' ? null : `upgrade 409 after the link was connected led to ${after.state} (${after.reason})`
+    },
+  },
+  {
+    name: 'refusal-is-terminal',
+    rule: 'An upgrade refused with 400/403/409, a close 1008 and a refused control join end the session.',
+    check: (input) => {
+      const { step, before, after } = input
+      if (!REFUSALS.has(step.name) || !SESSION.has(before.state) || before.state === 'stopping' || ownConflict(input)) return null
+      return after.state === 'terminated' && after.reason === 'rejected' ? null : `${step.name} led to ${after.state} (${after.reason})`
+    },
+  },
+  {
+    name: 'normal-close-reconnects',
+    rule: 'A normal close (1000, 1001, 1011, 1012, 1013, 4001), a drop, a heartbeat timeout, a 429/503 and every timeout reconnect.',
+    check: ({ step, before, after }) => {
+      if (!RETRIED.has(step.name) || !SESSION.has(before.state) || before.state === 'stopping') return null
+      return after.state === 'reconnecting' ? null : `${step.name} from ${before.state} led to ${after.state} (${after.reason})`
+    },
+  },
+  {
+    name: 'disconnect-stops',
+    rule: 'disconnect() always stops a session; after a terminal reason it keeps that reason; from idle it does nothing.',
+    check: ({ step, before, after }) => {
+      if (step.name !== 'host disconnect') return null
+      if (before.state === 'terminated') return after.state === 'terminated' && after.reason === before.reason ? null : 'disconnect() after a terminal reason lost it'
+      if (before.state === 'idle') return after.state === 'idle' ? null : `disconnect() from idle led to ${after.state}`
+      return after.state === 'stopped' || after.state === 'stopping' ? null : `from ${before.state} it led to ${after.state}`
+    },
+  },
+  {
+    name: 'stop-is-graceful',
+    rule: 'A stop whose leave settles ends stopped with the graceful reason.',
+    check: ({ step, before, after }) => {
+      if (step.name !== 'leave settles' || before.state !== 'stopping') return null
+      return after.state === 'stopped' && after.reason === 'graceful' ? null : `got ${after.state} (${after.reason})`
+    },
+  },
+  {
+    name: 'connect-starts-a-session',
+    rule: 'connect() from idle, stopped or terminated starts a new session with the reason cleared; during a session it changes nothing.',
+    check: ({ step, before, after }) => {
+      if (step.name !== 'host connect') return null
+      if (OFFLINE.has(before.state)) {
+        return after.state === 'connecting' && after.reason === null && after.epoch === before.epoch + 1
+          ? null
+          : `got ${after.state} (${after.reason}), epoch ${after.epoch}`
+      }
+      return same(before, after) ? null : `during a session it moved ${before.state} to ${after.state}`
+    },
+  },
+  {
+    name: 'only-connect-leaves-offline',
+    rule: 'Only connect() leaves idle, stopped or terminated.',
+    check: ({ step, before, after }) => {
+      if (!OFFLINE.has(before.state) || step.name === 'host connect' || step.name === 'host disconnect') return null
+      return same(before, after) ? null : `${step.name} led to ${after.state}`
+    },
+  },
+] satisfies LifecycleOracle[])

@@ -1,0 +1,79 @@
+/**
+ * The connection chart's generated lifecycle paths as data: generated with `xstate/graph` from
+ * the shipped chart (machines/connection.ts) by src/node/model/paths.ts, every step a
+ * {@link LifecycleStimulus} with what the chart says a link shows after it.
+ */
+import { connectionPaths, type ModelPath } from '../model/paths.js'
+import { linkStateOf } from '../../../machines/status.js'
+import type { Expectation, StimulusKind } from '../model/connection-model.js'
+import { stimulusOf, type LifecycleStimulus } from './stimuli.js'
+
+/**
+ * What a link shows once a step has settled, as the chart says: `state` is `link.state`,
+ * `chartState` the connection chart's state value (`link.actor.getSnapshot().value`), `reason`
+ * the kind of `link.lastDisconnectReason` (null before any), `code` its close code or HTTP status
+ * when it has one, `generation` and `epoch` the chart's transport and session counters.
+ */
+export interface StepExpectation {
+  state: Expectation['state']
+  chartState: unknown
+  reason: string | null
+  code: number | null
+  generation: number
+  epoch: number
+}
+
+/** One step of a lifecycle path: the stimulus (its stable model name and its world action) and what holds after it. */
+export interface LifecycleStep {
+  /** The model's stable name of the stimulus, e.g. `close 1000`, `upgrade 403`, `supersede`. */
+  name: string
+  /** What the test world does. */
+  stimulus: LifecycleStimulus
+  expect: StepExpectation
+}
+
+/**
+ * A generated path from a link just created (`idle`). `name` joins the steps' names with ` > `
+ * and is stable across runs of the same chart.
+ */
+export interface LifecyclePath {
+  name: string
+  steps: LifecycleStep[]
+}
+
+/** A model expectation as a step expectation. */
+export function stepExpectation(e: Expectation): StepExpectation {
+  return { state: e.state, chartState: e.value, reason: e.reason, code: e.code, generation: e.generation, epoch: e.epoch }
+}
+
+/** A model path (src/node/model/paths.ts) as a lifecycle path. @throws {Error} for a stimulus with no world action. */
+export function lifecyclePathOf(path: ModelPath<Expectation>): LifecyclePath {
+  let state = 'idle'
+  const steps = path.steps.map((step) => {
+    const stimulus = stimulusOf(step.stimulus, step.kind as StimulusKind, step.event, state)
+    state = linkStateOf(step.expect.value as never)
+    return { name: step.stimulus, stimulus, expect: stepExpectation(step.expect) }
+  })
+  return { name: path.name, steps }
+}
+
+let cached: readonly LifecyclePath[] | null = null
+
+/**
+ * The connection chart's lifecycle paths a real link and the simulator can produce on the wire
+ * (about 150; every (state, stimulus) edge the wire can reach is the last step of one), shortest
+ * first. Generated once per process (about 0.5 s), then shared: the array and its paths are
+ * frozen.
+ */
+export function lifecyclePaths(): readonly LifecyclePath[] {
+  if (!cached) cached = Object.freeze(connectionPaths('wire').map((p) => deepFreeze(lifecyclePathOf(p))))
+  return cached
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const inner of Object.values(value)) deepFreeze(inner)
+  }
+  return value
+}

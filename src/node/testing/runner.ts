@@ -1,0 +1,427 @@
+/**
+ * The lifecycle path runner: executes one generated path on the real wire, a link the user's
+ * host builds against the platform simulator on 127.0.0.1, with the chart delays on a
+ * `SimulatedClock` and real sockets. Every upgrade and control-channel join of the kit's agents
+ * is held until the path answers it (the runner waits for it to arrive first). After each step
+ * the link's chart state, `link.state` and `link.lastDisconnectReason` must agree with the
+ * chart's own transition, and every oracle must hold; at the end the simulator must have
+ * accepted exactly the sockets the path opened, before and after `disconnect()`.
+ */
+import { SimulatedClock, waitFor, type InspectionEvent } from 'xstate'
+import { keyOf } from '../model/chart-info.js'
+import { Link, type ControlHandler } from '../../link.js'
+import type { LinkPolicyInput } from '../../policy.js'
+import { rejoinDelayMs } from '../../../machines/channel-policy.js'
+import { controlTopic } from '../../protocol.js'
+import { chartOf } from '../../chart-of.js'
+import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../server/index.js'
+import { LIFECYCLE_ORACLES, type LifecycleOracle } from './oracles.js'
+import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
+import type { ChartDelay } from './stimuli.js'
+
+/**
+ * Policy of path runs: heartbeats real and short (a stalled server is detected in about 80 ms),
+ * quick close handshakes, a Retry-After cap that fits the model's `Retry-After: 1`.
+ */
+export const PATH_POLICY = Object.freeze({
+  transport: Object.freeze({ heartbeatIntervalMs: 40, closeTimeoutMs: 150 }),
+  reconnect: Object.freeze({ maxRetryAfterMs: 2_000 }),
+}) satisfies LinkPolicyInput
+
+/**
+ * What the runner hands the host factory: spread it into `createLink({ ...options, onControl,
+ * ... })`. `url`, `agentId` and `apiKey` reach the kit's simulator; `clock` is the path's
+ * SimulatedClock (the runner advances it for `clock.advance` steps); `policy` is
+ * {@link PATH_POLICY} (merge your own over it: a longer heartbeat only makes `server.stall` steps
+ * slower); `inspect` records the transitions the link crosses, for {@link PathReport}.
+ */
+export interface PathHostOptions {
+  url: string
+  agentId: string
+  apiKey: string
+  clock: SimulatedClock
+  policy: LinkPolicyInput
+  inspect: (event: InspectionEvent) => void
+}
+
+/** What a host factory returns: the link, or an object holding it (and optionally how to stop the rest of the host). */
+export type PathHostResult = Link | { link: Link; stop?: () => void | Promise<void> }
+
+/** Builds the user's host for one path run. Called once per run; may be async. */
+export type PathHost<H extends PathHostResult = PathHostResult> = (options: PathHostOptions) => H | Promise<H>
+
+/** Options of {@link PathKit.run}. */
+export interface PathRunOptions<H> {
+  /** The checks of every step; default {@link LIFECYCLE_ORACLES}. Extend: `[...LIFECYCLE_ORACLES, mine]`. */
+  oracles?: ReadonlyArray<LifecycleOracle<H>>
+  /** Bound of each wait (a state, an upgrade to arrive, a signal handed over). @default 3000 */
+  timeoutMs?: number
+}
+
+/** What one path run saw. */
+export interface PathReport {
+  path: string
+  agentId: string
+  /** Sockets the simulator accepted for the run's agent (equal to the path's `upgrade.accept` steps). */
+  sockets: number
+  /** Transition keys (`<source state id>|<event>|<index>`) the link's charts crossed. */
+  transitions: Set<string>
+  /** State node ids the link's charts visited. */
+  states: Set<string>
+}
+
+/** A path whose link did not do what the chart or an oracle says. */
+export class PathFailure extends Error {
+  override readonly name = 'PathFailure'
+  constructor(
+    /** The path's name. */
+    readonly path: string,
+    /** 0-based index of the step that failed (the last step for end-of-path checks). */
+    readonly step: number,
+    /** The failed step's stimulus name. */
+    readonly stimulus: string,
+    /** What went wrong. */
+    readonly detail: string,
+  ) {
+    super(`path "${path}", step ${step + 1} (${stimulus}): ${detail}`)
+  }
+}
+
+/** Options of {@link startPathKit}. */
+export interface PathKitOptions {
+  /** Options of the kit's own simulator (`agents` defaults to `'any'`). */
+  simulator?: SimulatorOptions
+  /** Prefix of the agent ids the kit gives its runs (`<prefix><n>`); its upgrades and control joins are held. @default 'path-' */
+  agentPrefix?: string
+}
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/**
+ * Starts a path kit: its own platform simulator on 127.0.0.1 that holds every upgrade and
+ * control-channel join of the kit's agents until a path answers it.
+ *
+ * @throws {Error} (rejects) when the simulator cannot listen.
+ */
+export async function startPathKit(options: PathKitOptions = {}): Promise<PathKit> {
+  const prefix = options.agentPrefix ?? 'path-'
+  const simulator = await startSimulator({ agents: 'any', recordLimit: 200, ...options.simulator })
+  simulator.holdUpgrades(new RegExp(`^${escape(prefix)}`))
+  simulator.onJoin(new RegExp(`^${escape(controlTopic(prefix))}`), { reply: 'hold' })
+  return new PathKit(simulator, prefix)
+}
+
+/** Runs lifecycle paths against its simulator; see {@link startPathKit}. Runs may go concurrently. */
+export class PathKit {
+  private runs = 0
+
+  /** @internal use {@link startPathKit}. */
+  constructor(
+    /** The kit's simulator: read what it saw (`accepted(agentId)`, `closesSent`, ...) from oracles. */
+    readonly simulator: PlatformSimulator,
+    private readonly prefix: string,
+  ) {}
+
+  /**
+   * Runs `path` with a fresh agent id on a host `host` builds, and resolves with what it saw.
+   * The link is disconnected (and `stop()` of the host called) before it settles, pass or fail.
+   *
+   * @throws {PathFailure} (rejects) naming the path, the step and what differed from the chart or broke an oracle.
+   * @throws {Error} (rejects) when the host factory throws or returns no link.
+   */
+  async run<H extends PathHostResult>(path: LifecyclePath, host: PathHost<H>, options: PathRunOptions<NoInfer<H>> = {}): Promise<PathReport> {
+    const sim = this.simulator
+    const agentId = `${this.prefix}${++this.runs}`
+    const timeoutMs = options.timeoutMs ?? 3000
+    const oracles = options.oracles ?? (LIFECYCLE_ORACLES as ReadonlyArray<LifecycleOracle<H>>)
+    const clock = new SimulatedClock()
+    const report: PathReport = { path: path.name, agentId, sockets: 0, transitions: new Set(), states: new Set() }
+    const built = await host({
+      url: sim.url,
+      agentId,
+      apiKey: 'path-key',
+      clock,
+      policy: PATH_POLICY,
+      inspect: (event) => {
+        if (event.type !== '@xstate.microstep') return
+        for (const t of event._transitions) report.transitions.add(keyOf(t as never))
+        for (const node of (event.snapshot as { _nodes?: Array<{ id: string }> })._nodes ?? []) report.states.add(node.id)
+      },
+    })
+    const link = built instanceof Link ? built : (built as { link?: unknown })?.link
+    if (!(link instanceof Link)) throw new Error('the path host returned no link: return the Link, or { link, stop? }')
+    const fail = (index: number, detail: string): never => {
+      throw new PathFailure(path.name, index, path.steps[index]?.name ?? '(end)', detail)
+    }
+    const world = new World(link, sim, clock, agentId, timeoutMs)
+    let opens = 0
+    try {
+      let before = observe(link)
+      let wasConnected = false
+      let group = path.steps[0]
+      for (const [index, step] of path.steps.entries()) {
+        if (step.stimulus.type !== 'await') group = step
+        try {
+          await world.apply(step)
+        } catch (error) {
+          fail(index, (error as Error).message)
+        }
+        if (step.stimulus.type === 'upgrade.accept') opens++
+        if (path.steps[index + 1]?.stimulus.type === 'await') continue
+        await expectStep(link, step, timeoutMs, (detail) => fail(index, detail))
+        const after = observe(link)
+        for (const oracle of oracles) {
+          let broken: string | null
+          try {
+            broken = oracle.check({ path, index, step: group!, before, after, wasConnected, link, host: built, simulator: sim, agentId })
+          } catch (error) {
+            broken = `the oracle threw: ${(error as Error).message}`
+          }
+          if (broken) fail(index, `${oracle.name}: ${broken}`)
+        }
+        wasConnected ||= after.state === 'connected'
+        before = after
+      }
+      // The simulator saw exactly the sockets the path opened: nothing reconnected on its own.
+      const accepted = sim.accepted(agentId).length
+      if (accepted !== opens) fail(path.steps.length - 1, `the simulator accepted ${accepted} sockets, the path opened ${opens}`)
+      const last = path.steps.at(-1)!.expect
+      if ((last.state === 'terminated' || last.state === 'stopped') && sim.live(agentId).length > 0) {
+        await sim
+          .waitFor(() => sim.live(agentId).length === 0, { timeoutMs, what: `${agentId} to have no live socket after ${last.state}` })
+          .catch((error: Error) => fail(path.steps.length - 1, error.message))
+      }
+    } finally {
+      world.release()
+      await link.disconnect()
+      if (!(built instanceof Link)) await (built as { stop?: () => void | Promise<void> }).stop?.()
+      // A stalled socket reads nothing, so it never sees the client go: end the simulator's side.
+      for (const c of sim.accepted(agentId)) if (c.stalled && c.state !== 'closed') c.abort()
+      await sim.settled(agentId, { timeoutMs })
+    }
+    report.sockets = sim.accepted(agentId).length
+    // After the path and disconnect(): still no socket the path did not open.
+    if (report.sockets !== opens) fail(path.steps.length - 1, 'a socket opened after the path ended')
+    return report
+  }
+
+  /** Stops the kit's simulator (every socket closed). */
+  async stop(): Promise<void> {
+    await this.simulator.stop()
+  }
+}
+
+/** What a link shows, in a step's terms. */
+export function observe(link: Link): StepExpectation {
+  const snapshot = chartOf(link).getSnapshot()
+  const reason = link.lastDisconnectReason
+  return {
+    state: link.state,
+    chartState: snapshot.value,
+    reason: reason?.kind ?? null,
+    code: codeOf(reason),
+    generation: snapshot.context.generation,
+    epoch: snapshot.context.epoch,
+  }
+}
+
+function codeOf(reason: unknown): number | null {
+  if (reason && typeof reason === 'object') {
+    if ('closeCode' in reason && typeof reason.closeCode === 'number') return reason.closeCode
+    if ('status' in reason && typeof reason.status === 'number') return reason.status
+  }
+  return null
+}
+
+async function expectStep(link: Link, step: LifecycleStep, timeoutMs: number, fail: (detail: string) => never): Promise<void> {
+  const want = step.expect
+  const wanted = JSON.stringify(want.chartState)
+  try {
+    await waitFor(chartOf(link), (s) => JSON.stringify(s.value) === wanted, { timeout: timeoutMs })
+  } catch {
+    fail(`chart state ${JSON.stringify(chartOf(link).getSnapshot().value)}, the chart says ${wanted}`)
+  }
+  const seen = observe(link)
+  if (seen.state !== want.state) fail(`link.state ${seen.state}, the chart says ${want.state}`)
+  if (seen.reason !== want.reason) fail(`lastDisconnectReason ${seen.reason}, the chart says ${want.reason}`)
+  if (seen.code !== want.code) fail(`reason code ${seen.code}, the chart says ${want.code}`)
+}
+
+/** Applies stimuli to one run's link and the simulator. */
+class World {
+  private readonly handled: string[] = []
+  private readonly waiters = new Set<() => void>()
+  private readonly gate: { promise: Promise<void>; resolve: () => void }
+  private readonly topic: string
+  private signals = 0
+
+  constructor(
+    private readonly link: Link,
+    private readonly sim: PlatformSimulator,
+    private readonly clock: SimulatedClock,
+    private readonly agent: string,
+    private readonly timeoutMs: number,
+  ) {
+    this.topic = controlTopic(agent)
+    let resolve!: () => void
+    this.gate = { promise: new Promise<void>((r) => (resolve = r)), resolve }
+    // The kit's own signals (`path-*` correlation ids) get its faults; every signal then reaches the host's handler.
+    const original = (link as unknown as { controlHandler: ControlHandler | undefined }).controlHandler
+    link.onControl(async (signal, context) => {
+      const id = signal.correlationId ?? ''
+      if (id.startsWith('path-fail-')) throw new Error('handler failure (path kit)')
+      if (id.startsWith('path-slow-')) await this.gate.promise
+      await original?.(signal, context)
+      this.handled.push(id)
+      for (const waiter of [...this.waiters]) waiter()
+    })
+  }
+
+  release(): void {
+    this.gate.resolve()
+  }
+
+  private held(what: string, check: () => boolean): Promise<void> {
+    return this.sim.waitFor(check, { timeoutMs: this.timeoutMs, what: `${what} (${this.agent})` })
+  }
+
+  private event<T>(what: string, subscribe: (done: (value: T) => void) => () => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        off()
+        reject(new Error(`timed out after ${this.timeoutMs} ms waiting for ${what}`))
+      }, this.timeoutMs)
+      const off = subscribe((value) => {
+        clearTimeout(timer)
+        off()
+        resolve(value)
+      })
+    })
+  }
+
+  async apply(step: LifecycleStep): Promise<void> {
+    const { link, sim, agent, topic } = this
+    const s = step.stimulus
+    switch (s.type) {
+      case 'await':
+        return
+      case 'adapter.late':
+        chartOf(link).send(s.event as never)
+        return
+      case 'host.connect':
+        void link.connect().catch(() => {})
+        return
+      case 'host.disconnect':
+        void link.disconnect()
+        return
+      case 'host.cancelWait': {
+        const controller = new AbortController()
+        const waiting = link.runForever({ signal: controller.signal }).catch((e: Error) => e.name)
+        controller.abort()
+        const outcome = await waiting
+        if (outcome !== 'AbortError') throw new Error(`an aborted runForever() settled with ${String(outcome)}`)
+        return
+      }
+      case 'clock.advance':
+        this.clock.increment(this.delayOf(s.delay))
+        return
+      case 'upgrade.accept':
+      case 'upgrade.refuse':
+      case 'upgrade.drop': {
+        await this.held('the upgrade to arrive', () => sim.heldUpgradesOf(agent) > 0)
+        if (s.type === 'upgrade.accept') sim.answerHeldUpgrade(undefined, agent)
+        else if (s.type === 'upgrade.drop') sim.answerHeldUpgrade('drop', agent)
+        else sim.answerHeldUpgrade({ status: s.status, ...(s.retryAfterS !== undefined ? { retryAfter: String(s.retryAfterS) } : {}) }, agent)
+        return
+      }
+      case 'join.reply': {
+        await this.held('the control join to arrive', () => sim.heldJoins.some((j) => j.topic === topic))
+        sim.answerHeldJoin(topic, s.status === 'ok' ? { reply: 'ok' } : { reply: 'error', response: { reason: s.reason } })
+        return
+      }
+      case 'server.close':
+        return sim.close({ agent }, s.code)
+      case 'server.drop':
+        return sim.abort({ agent })
+      case 'server.stall':
+        return sim.stall({ agent })
+      case 'server.supersede':
+        sim.supersede(agent, { close: null })
+        return
+      case 'server.malformed': {
+        const reported = this.event<void>('the malformed frame to be reported (ignored)', (done) => link.on('ignored', () => done()))
+        sim.sendRaw({ agent }, s.data)
+        return reported
+      }
+      case 'channel.error':
+        return sim.channelError({ agent }, topic)
+      case 'channel.close':
+        return sim.channelClose({ agent }, topic)
+      case 'control.signal':
+        return this.signal(s.delivery)
+    }
+  }
+
+  private delayOf(delay: ChartDelay): number {
+    const { context } = chartOf(this.link).getSnapshot()
+    const policy = this.link.policy
+    switch (delay) {
+      case 'backoff':
+        return context.retry?.delayMs ?? 0
+      case 'controlRejoin':
+        return rejoinDelayMs(policy.channel, context.controlCrashes, 1) // the ceiling: at least the drawn delay
+      case 'connectTimeout':
+        return policy.connection.connectTimeoutMs
+      case 'joinTimeout':
+        return policy.connection.joinTimeoutMs
+      case 'leaveTimeout':
+        return policy.connection.leaveTimeoutMs
+    }
+  }
+
+  private async signal(delivery: 'once' | 'duplicate' | 'handler-throws' | 'queued'): Promise<void> {
+    const { link, sim, agent } = this
+    const n = ++this.signals
+    if (delivery === 'once' || delivery === 'handler-throws') {
+      const id = delivery === 'once' ? `path-once-${n}` : `path-fail-${n}`
+      const delivered = this.event<void>(`signal ${id} to be handed to the host`, (done) => link.on('control', (e) => e.signal.correlationId === id && done()))
+      sim.control(agent, { mode: 'interrupt', correlation_id: id })
+      return delivered
+    }
+    if (delivery === 'duplicate') {
+      // The same correlation id twice: handed over once, the repeat reported.
+      const id = `path-dup-${n}`
+      const repeat = this.event<void>('the repeated signal to be reported (ignored)', (done) =>
+        link.on('ignored', (e) => e.detail.includes('duplicate correlation_id') && done()),
+      )
+      sim.control(agent, { mode: 'stop', correlation_id: id })
+      sim.control(agent, { mode: 'stop', correlation_id: id })
+      return repeat
+    }
+    // A slow handler holds the first; two queue behind it; when it ends, each goes once, in order.
+    const from = this.handled.length
+    const seq = chartOf(link).getSnapshot().context.signalSeq
+    const ids = [`path-slow-${n}`, `path-queued-${n}-a`, `path-queued-${n}-b`]
+    const started = this.event<void>('the first queued signal to be handed over', (done) => link.on('control', () => done()))
+    for (const id of ids) sim.control(agent, { mode: 'stop', correlation_id: id })
+    await started
+    try {
+      await waitFor(chartOf(link), (snapshot) => snapshot.context.signalSeq >= seq + 3, { timeout: this.timeoutMs })
+    } catch {
+      throw new Error(`the link queued ${chartOf(link).getSnapshot().context.signalSeq - seq} of 3 signals behind a slow handler`)
+    }
+    this.gate.resolve()
+    await this.event<void>('the queued signals to be handled', (done) => {
+      const check = () => {
+        if (this.handled.length >= from + 3) done()
+      }
+      this.waiters.add(check)
+      queueMicrotask(check)
+      return () => this.waiters.delete(check)
+    })
+    const got = this.handled.slice(from)
+    if (got.join(',') !== ids.join(',')) throw new Error(`queued signals were handed over as [${got}], not once each in order [${ids}]`)
+  }
+}
