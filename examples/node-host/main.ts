@@ -14,6 +14,9 @@
  *
  *   AGENT_URL=wss://platform.example/socket AGENT_ID=agent-7 AGENT_API_KEY=... node --import tsx main.ts
  *
+ * or judge it against the lifecycle rules (it reads PHOENIX_LINK_URL, PHOENIX_LINK_AGENT_ID and
+ * PHOENIX_LINK_API_KEY too): `npx phoenix-link conform -- node --import tsx main.ts`.
+ *
  * Without AGENT_URL it starts the platform simulator that ships with phoenix-link
  * (`phoenix-link/server`, a Phoenix Channels server on 127.0.0.1) and connects to that, so you can
  * try it with nothing else running. With `--once` (or EXAMPLE_ONCE=1) it plays a short script on
@@ -36,10 +39,11 @@ const log = pino({ name: 'agent-host', level: process.env.LOG_LEVEL ?? 'info' })
 
 // ---- the platform: yours, or the simulator for a demonstration ----------------------------------
 
-const agentId = process.env.AGENT_ID ?? 'agent-7'
-const apiKey = process.env.AGENT_API_KEY ?? 'demo-key'
+// `phoenix-link conform -- node --import tsx main.ts` passes its platform as PHOENIX_LINK_*.
+const agentId = process.env.AGENT_ID ?? process.env.PHOENIX_LINK_AGENT_ID ?? 'agent-7'
+const apiKey = process.env.AGENT_API_KEY ?? process.env.PHOENIX_LINK_API_KEY ?? 'demo-key'
 let simulator: PlatformSimulator | null = null
-let url = process.env.AGENT_URL
+let url = process.env.AGENT_URL ?? process.env.PHOENIX_LINK_URL
 if (!url || once) {
   simulator = await startSimulator({
     agents: { [agentId]: apiKey },

@@ -1,7 +1,8 @@
 /**
  * The `phoenix-link` command: `demo` (the lifecycle on the embedded simulator), `connect` (a
  * link against any platform), `serve` (the simulator standalone), `paths` (the generated
- * lifecycle paths), `export` (the charts for Stately Studio or mermaid) and `--version`.
+ * lifecycle paths), `export` (the charts for Stately Studio or mermaid), `conform` (the lifecycle
+ * rules judged on any agent command) and `--version`.
  */
 import { readFileSync } from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
@@ -11,6 +12,7 @@ import { runDemo } from './cli/demo.js'
 import { runServe } from './cli/serve.js'
 import { runPaths } from './cli/paths.js'
 import { EXPORT_FORMATS, runExport } from './cli/export.js'
+import { runConform } from './cli/conform.js'
 import { CHARTS, type ChartName } from './model/chart-info.js'
 
 function port(value: string): number {
@@ -66,8 +68,8 @@ export function program(): Command {
   cli
     .command('connect')
     .description('connect to a platform and log every transition until Ctrl-C')
-    .requiredOption('--url <url>', '(required) socket endpoint, e.g. wss://platform.example/socket')
-    .requiredOption('--agent-id <id>', '(required) the agent id')
+    .addOption(new Option('--url <url>', '(required) socket endpoint, e.g. wss://platform.example/socket').env('PHOENIX_LINK_URL').makeOptionMandatory())
+    .addOption(new Option('--agent-id <id>', '(required) the agent id').env('PHOENIX_LINK_AGENT_ID').makeOptionMandatory())
     .addOption(new Option('--api-key <key>', '(required) the API key').env('PHOENIX_LINK_API_KEY').makeOptionMandatory())
     .addOption(
       new Option('--on-conflict <mode>', 'when another socket holds this key: supersede it (default), or be refused with HTTP 409 (reject)').choices([
@@ -125,6 +127,31 @@ export function program(): Command {
     .addOption(new Option('--format <format>', 'output form').choices([...EXPORT_FORMATS]).default('json'))
     .action((opts: { chart?: ChartName; format: (typeof EXPORT_FORMATS)[number] }) => {
       process.exitCode = runExport({ ...(opts.chart ? { chart: opts.chart } : {}), format: opts.format })
+    })
+  cli
+    .command('conform')
+    .description(
+      'start the simulator, run <command> once per scenario with PHOENIX_LINK_URL, PHOENIX_LINK_AGENT_ID, PHOENIX_LINK_API_KEY and PHOENIX_LINK_CONTROL_TOPIC in its environment, and judge the lifecycle rules from what the server saw; exit 1 when one breaks',
+    )
+    .argument('<command...>', 'the agent command and its arguments (after --)')
+    .option('--json', 'the report as one JSON object', false)
+    .option('--connect-timeout <ms>', 'first connect and control join', ms, 15_000)
+    .option('--reconnect-cap <ms>', 'a reconnect after a normal close, at most', ms, 10_000)
+    .option('--quiet <ms>', 'how long the server watches for an attempt that must not come', ms, 4_000)
+    .option('--concurrency <n>', 'scenarios at once', (v: string) => {
+      const n = Number(v)
+      if (!Number.isInteger(n) || n < 1 || n > 16) throw new InvalidArgumentError('a whole number in [1, 16]')
+      return n
+    }, 3)
+    .action(async (command: string[], opts: { json: boolean; connectTimeout: number; reconnectCap: number; quiet: number; concurrency: number }) => {
+      process.exitCode = await runConform({
+        command,
+        json: opts.json,
+        connectTimeoutMs: opts.connectTimeout,
+        reconnectCapMs: opts.reconnectCap,
+        quietMs: opts.quiet,
+        concurrency: opts.concurrency,
+      })
     })
   return cli
 }

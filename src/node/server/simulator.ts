@@ -130,6 +130,11 @@ export interface UpgradeRecord {
   status: number
   /** Why it was refused, or `accepted`. */
   outcome: string
+  /**
+   * Accepted upgrades only: the ids of the agent's sockets that were still open when this one
+   * was accepted (each is then superseded). Empty when the agent had no open socket.
+   */
+  superseded?: string[]
 }
 
 /** A join reply's response: fixed, or made from the join (e.g. `({ topic }) => ({ joined: topic })`). */
@@ -252,6 +257,7 @@ export class PlatformSimulator extends EventEmitter {
   private readonly started = performance.now()
   private readonly startedAt = Date.now()
   private readonly refusals: UpgradeRefusal[] = []
+  private readonly agentRefusals = new Map<string, UpgradeRefusal[]>()
   private readonly joinRules: Array<{ match: string | RegExp; outcome: JoinOutcome; times: number }> = []
   private readonly cooldowns = new Map<string, number>()
   private readonly revoked = new Set<string>()
@@ -399,6 +405,18 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
+   * Answers the next upgrades of one agent, one each, with these refusals (then accepts its
+   * upgrades again); other agents' upgrades are not affected. Used before the refusals of
+   * {@link refuseUpgrades}.
+   */
+  refuseUpgradesOf(agentId: string, ...refusals: UpgradeRefusal[]): this {
+    const queue = this.agentRefusals.get(agentId) ?? []
+    queue.push(...refusals)
+    this.agentRefusals.set(agentId, queue)
+    return this
+  }
+
+  /**
    * Answers joins of a topic (exact string or RegExp) with `outcome`, `times` times (default:
    * always). Later rules take precedence. Without a rule a join succeeds.
    */
@@ -478,6 +496,7 @@ export class PlatformSimulator extends EventEmitter {
    */
   resetScripts(): this {
     this.refusals.length = 0
+    this.agentRefusals.clear()
     this.joinRules.length = 0
     this.pushHandler = DEFAULT_PUSH_HANDLER
     this.cooldowns.clear()
@@ -801,7 +820,8 @@ export class PlatformSimulator extends EventEmitter {
     }
   }
 
-  private now(): number {
+  /** Milliseconds since the simulator started, on the monotonic clock: the time base of every record (`at`, `openedAt`, `closedAt`). */
+  now(): number {
     return Math.round(performance.now() - this.started)
   }
 
@@ -972,7 +992,9 @@ export class PlatformSimulator extends EventEmitter {
       return
     }
     const agentId = url.searchParams.get(AGENT_ID_PARAM)
-    const scripted = this.refusals.shift()
+    const own = agentId === null ? undefined : this.agentRefusals.get(agentId)
+    const scripted = own?.shift() ?? this.refusals.shift()
+    if (own?.length === 0) this.agentRefusals.delete(agentId!)
     if (scripted) {
       this.refuse(socket, scripted, agentId, 'scripted refusal', head)
       return
@@ -1029,7 +1051,7 @@ export class PlatformSimulator extends EventEmitter {
     )
     const older = this.live(agentId)
     this.connections.push(connection)
-    this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted' })
+    this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id) })
     this.logger.info('socket accepted', { socket: connection.id, agentId })
     ws.on('message', (data, isBinary) => this.receive(connection, data, isBinary))
     ws.on('error', (error) => {

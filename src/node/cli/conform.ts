@@ -1,0 +1,33 @@
+/** `phoenix-link conform -- <command…>`: the lifecycle rules judged on any agent, from what the server saw. */
+import { formatConformance, runConformance, type ConformanceOptions } from '../conform/index.js'
+
+/** Options of {@link runConform}: the conformance options, and how to print. */
+export interface ConformOptions extends ConformanceOptions {
+  json: boolean
+  write?: (line: string) => void
+}
+
+/**
+ * Runs the conformance scenarios against the agent command and prints the verdicts: a table,
+ * or with `json` one JSON object (`{ passed, verdicts, ms, output }`).
+ *
+ * @returns the exit code: 0 when every rule held, 1 otherwise.
+ * @throws {Error} (rejects) when the command is empty or the simulator cannot listen.
+ */
+export async function runConform(options: ConformOptions): Promise<number> {
+  const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`))
+  const report = await runConformance({
+    ...options,
+    onScenario: (name, verdicts) => {
+      if (!options.json) process.stderr.write(`scenario ${name}: ${verdicts.map((v) => `${v.rule} ${v.pass ? 'held' : 'broken'}`).join(', ')}\n`)
+    },
+  })
+  if (options.json) write(JSON.stringify(report))
+  else {
+    write(formatConformance(report))
+    for (const [name, text] of Object.entries(report.output)) {
+      if (report.verdicts.some((v) => !v.pass) && text.trim() !== '') write(`\n--- agent output, scenario ${name} (last 4,000 characters)\n${text.trimEnd()}`)
+    }
+  }
+  return report.passed ? 0 : 1
+}

@@ -1,0 +1,515 @@
+/**
+ * Conformance of any Phoenix Channels agent, in any language, to the lifecycle rules, judged from
+ * what the server alone observes. {@link runConformance} starts the platform simulator on
+ * 127.0.0.1, runs the agent's command once per scenario with the platform's URL, an agent id
+ * and its API key in the environment, drives the scenario on the server side (closes, a
+ * supersede, a revoked key, a 429 with Retry-After, a second instance with the same key, a
+ * SIGTERM), and judges each rule from the simulator's records: upgrades and their timing,
+ * sockets, joins and their join_refs, frames, closes. `phoenix-link conform -- <command…>`
+ * prints the verdicts as a table.
+ *
+ * The agent's contract (its environment):
+ * - `PHOENIX_LINK_URL`: the socket URL, `ws://127.0.0.1:<port>/socket` (connect to
+ *   `<url>/websocket?vsn=2.0.0`, Phoenix's V2 JSON serializer);
+ * - `PHOENIX_LINK_AGENT_ID`: the `agent_id` socket param;
+ * - `PHOENIX_LINK_API_KEY`: the key, as the `x-api-key` upgrade header or the `api_key` param;
+ * - `PHOENIX_LINK_CONTROL_TOPIC`: the control channel to join, `agent_control:<agent_id>`.
+ * The server refuses a wrong key with HTTP 403, supersedes an older socket of the same agent
+ * with a `supersede` push on the control channel and then a close, as the platform does
+ * (docs/design.md, "The platform").
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { startSimulator, type PlatformSimulator, type SimConnection, type SimulatorOptions } from '../server/index.js'
+import { controlTopic, CHANNEL_EVENTS, HEARTBEAT_EVENT } from '../../protocol.js'
+
+/** The rules a conformance run judges, in the order the report lists them. */
+export const CONFORMANCE_RULES = [
+  {
+    id: 'connects',
+    rule: 'Opens a socket and joins its control channel.',
+  },
+  {
+    id: 'reconnects-after-normal-close',
+    rule: 'After the server closes the socket with 1000 and with 1001, opens a new one and rejoins within the reconnect cap.',
+  },
+  {
+    id: 'rejoins-with-fresh-join-ref',
+    rule: 'Rejoins every channel of the closed socket on the new one, each with a join_ref the closed socket never used.',
+  },
+  {
+    id: 'one-live-socket',
+    rule: 'Never opens a socket while one of its own is still open.',
+  },
+  {
+    id: 'no-reconnect-after-supersede',
+    rule: 'After a supersede push (and the server’s close), never opens another socket.',
+  },
+  {
+    id: 'no-reconnect-after-403',
+    rule: 'After an upgrade refused with HTTP 403, never tries again.',
+  },
+  {
+    id: 'honours-retry-after',
+    rule: 'After an upgrade refused with 429 and Retry-After: N, waits at least N seconds before the next, then tries again.',
+  },
+  {
+    id: 'same-key-instances-settle',
+    rule: 'Two instances with one key settle to one live socket: the superseded instance does not come back to evict the newer one.',
+  },
+  {
+    id: 'stops-heartbeats-after-stop',
+    rule: 'Once stopped (SIGTERM) or superseded, closes its socket itself and sends nothing more on it.',
+  },
+] as const
+
+/** A rule's id. */
+export type ConformanceRuleId = (typeof CONFORMANCE_RULES)[number]['id']
+
+/** One rule's verdict. `detail` says what the server saw (a figure, or what broke the rule). */
+export interface RuleVerdict {
+  rule: ConformanceRuleId
+  pass: boolean
+  detail: string
+}
+
+/** What {@link runConformance} found. */
+export interface ConformanceReport {
+  /** One verdict per rule, in {@link CONFORMANCE_RULES} order. */
+  verdicts: RuleVerdict[]
+  /** Every verdict passed. */
+  passed: boolean
+  /** The tail of each scenario's agent output (stdout and stderr, at most 4,000 characters), for a failure's context. */
+  output: Record<string, string>
+  ms: number
+}
+
+/** Options of {@link runConformance}. Times in milliseconds. */
+export interface ConformanceOptions {
+  /** The agent's command and arguments, e.g. `['python3', 'agent.py']`. */
+  command: readonly string[]
+  /** Working directory of the command. @default process.cwd() */
+  cwd?: string
+  /** Extra environment of the command (beside the process's own and the PHOENIX_LINK_* variables). */
+  env?: Record<string, string>
+  /** First connect and control join. @default 15000 */
+  connectTimeoutMs?: number
+  /** The reconnect cap: a new socket and join after a normal close within this. @default 10000 */
+  reconnectCapMs?: number
+  /** How long the server watches for an attempt that must not come. @default 4000 */
+  quietMs?: number
+  /** Retry-After of the 429 scenario, seconds: 3, which a backoff doubling from 1 s does not meet by chance. @default 3 */
+  retryAfterS?: number
+  /** How long a superseded or SIGTERMed agent has to close its socket. @default 3000 */
+  stopTimeoutMs?: number
+  /** Scenarios run at once (each is its own agent id and process). @default 3 */
+  concurrency?: number
+  /** Options of the simulator (its `host` stays loopback). */
+  simulator?: Omit<SimulatorOptions, 'agents'>
+  /** Called as each scenario ends. */
+  onScenario?: (name: string, verdicts: RuleVerdict[]) => void
+}
+
+interface Settings {
+  connectTimeoutMs: number
+  reconnectCapMs: number
+  quietMs: number
+  retryAfterS: number
+  stopTimeoutMs: number
+}
+
+/** One spawned agent process. */
+class Agent {
+  private readonly child: ChildProcess
+  private text = ''
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+
+  constructor(command: readonly string[], cwd: string, env: NodeJS.ProcessEnv) {
+    this.child = spawn(command[0]!, command.slice(1), { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    const keep = (chunk: Buffer) => {
+      this.text = (this.text + chunk.toString()).slice(-4000)
+    }
+    this.child.stdout!.on('data', keep)
+    this.child.stderr!.on('data', keep)
+    this.exited = new Promise((resolve) => {
+      this.child.once('error', (error) => {
+        this.text += `\n(could not start ${command[0]}: ${error.message})`
+        resolve({ code: null, signal: null })
+      })
+      this.child.once('close', (code, signal) => resolve({ code, signal }))
+    })
+  }
+
+  get output(): string {
+    return this.text
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null && this.child.pid !== undefined
+  }
+
+  /** Sends `signal` to the agent's process group. */
+  signal(signal: NodeJS.Signals): void {
+    if (this.child.pid === undefined) return
+    try {
+      process.kill(-this.child.pid, signal)
+    } catch {
+      // Already gone.
+    }
+  }
+
+  /** Ends the agent: SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited (its whole group killed). */
+  async stop(graceMs: number): Promise<void> {
+    if (this.running) {
+      this.signal('SIGTERM')
+      let timer: NodeJS.Timeout | undefined
+      const killed = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          this.signal('SIGKILL')
+          resolve()
+        }, graceMs)
+      })
+      await Promise.race([this.exited, killed])
+      clearTimeout(timer)
+    }
+    await this.exited
+    this.signal('SIGKILL') // whatever the command left behind in its group
+  }
+}
+
+/** What one scenario can use. */
+interface Stage {
+  sim: PlatformSimulator
+  settings: Settings
+  agentId: string
+  start(): Agent
+  /** Resolves true when `check` holds within `ms`, false otherwise. */
+  until(check: () => boolean, ms: number): Promise<boolean>
+  /** Resolves after `ms` of server time (a quiet window: the server watches for what must not come). */
+  watch(ms: number): Promise<void>
+}
+
+const CONTROL = (agentId: string) => controlTopic(agentId)
+
+function joinsOf(c: SimConnection): Array<{ topic: string; joinRef: string | null }> {
+  return c.frames
+    .filter((f) => f.dir === 'in' && f.frame?.event === CHANNEL_EVENTS.join)
+    .map((f) => ({ topic: f.frame!.topic, joinRef: f.frame!.join_ref }))
+}
+
+function joinedControl(c: SimConnection, agentId: string): boolean {
+  return c.state === 'open' && c.channels.has(CONTROL(agentId))
+}
+
+/** The agent's sockets that opened while one of its own was open (not closed, not being closed by the server). */
+function overlaps(sim: PlatformSimulator, agentId: string): string[] {
+  return sim.upgrades
+    .filter((u) => u.agentId === agentId && (u.superseded?.length ?? 0) > 0)
+    .map((u) => `at ${u.at} ms a socket opened while ${u.superseded!.join(', ')} was open`)
+}
+
+async function connected(stage: Stage, ms: number, after = 0): Promise<SimConnection | null> {
+  const { sim, agentId } = stage
+  const find = () => sim.accepted(agentId).slice(after).find((c) => joinedControl(c, agentId)) ?? null
+  return (await stage.until(() => find() !== null, ms)) ? find() : null
+}
+
+type Verdicts = Partial<Record<ConformanceRuleId, RuleVerdict>>
+const verdict = (rule: ConformanceRuleId, pass: boolean, detail: string): RuleVerdict => ({ rule, pass, detail })
+
+/** Scenario: connect, close 1000, close 1001 (reconnect and rejoin each time), then SIGTERM. */
+async function closes(stage: Stage): Promise<Verdicts> {
+  const { sim, agentId, settings } = stage
+  const agent = stage.start()
+  const out: Verdicts = {}
+  const first = await connected(stage, settings.connectTimeoutMs)
+  out.connects = first
+    ? verdict('connects', true, `socket and ${CONTROL(agentId)} joined ${first.openedAt} ms after start`)
+    : verdict('connects', false, `no socket joined ${CONTROL(agentId)} within ${settings.connectTimeoutMs} ms${sim.upgrades.some((u) => u.agentId === agentId) ? '' : ' (no upgrade arrived)'}`)
+  if (!first) {
+    await agent.stop(settings.stopTimeoutMs)
+    return out
+  }
+  const delays: string[] = []
+  const rejoins: string[] = []
+  let current = first
+  let reconnectFailure: string | null = null
+  for (const code of [1000, 1001]) {
+    // Let the agent finish its joins (app channels after the control channel) before the close.
+    await stage.watch(300)
+    const before = sim.accepted(agentId).length
+    const closedAt = sim.now()
+    sim.close(current, code)
+    const next = await connected(stage, settings.reconnectCapMs, before)
+    if (!next) {
+      reconnectFailure = `after close ${code}, no new socket joined ${CONTROL(agentId)} within ${settings.reconnectCapMs} ms`
+      break
+    }
+    delays.push(`${code}: ${next.openedAt - closedAt} ms`)
+    await stage.watch(300)
+    const old = joinsOf(current)
+    const fresh = joinsOf(next)
+    const usedRefs = new Set(old.map((j) => j.joinRef))
+    for (const topic of new Set(old.map((j) => j.topic))) {
+      const again = fresh.filter((j) => j.topic === topic)
+      if (again.length === 0) rejoins.push(`after close ${code}, ${topic} was not rejoined`)
+      else if (again.some((j) => usedRefs.has(j.joinRef))) rejoins.push(`after close ${code}, ${topic} was rejoined with join_ref ${again[0]!.joinRef}, used on the closed socket`)
+    }
+    current = next
+  }
+  out['reconnects-after-normal-close'] = reconnectFailure
+    ? verdict('reconnects-after-normal-close', false, reconnectFailure)
+    : verdict('reconnects-after-normal-close', true, `reconnected and rejoined after ${delays.join(', ')}`)
+  out['rejoins-with-fresh-join-ref'] = reconnectFailure
+    ? verdict('rejoins-with-fresh-join-ref', false, 'not judged: the agent did not reconnect')
+    : rejoins.length > 0
+      ? verdict('rejoins-with-fresh-join-ref', false, rejoins.join('; '))
+      : verdict('rejoins-with-fresh-join-ref', true, `${new Set(joinsOf(first).map((j) => j.topic)).size} topic(s) rejoined with fresh join_refs after each close`)
+  // Stop: SIGTERM, and the agent must close its own socket and then send nothing.
+  const socket = current
+  const termAt = sim.now()
+  if (!reconnectFailure) {
+    agent.signal('SIGTERM')
+    const closedItself = await stage.until(() => socket.state === 'closed', settings.stopTimeoutMs)
+    const after = socket.frames.filter((f) => f.dir === 'in' && f.at > (socket.closedAt ?? termAt) && f.frame?.event === HEARTBEAT_EVENT)
+    out['stops-heartbeats-after-stop'] = !closedItself
+      ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket was still open ${settings.stopTimeoutMs} ms later`)
+      : after.length > 0
+        ? verdict('stops-heartbeats-after-stop', false, `${after.length} heartbeat(s) after its socket closed`)
+        : verdict('stops-heartbeats-after-stop', true, `after SIGTERM its socket closed in ${(socket.closedAt ?? termAt) - termAt} ms (close ${socket.closeSeen?.code ?? '?'})`)
+  }
+  await agent.stop(settings.stopTimeoutMs)
+  const overlapping = overlaps(sim, agentId)
+  out['one-live-socket'] = verdict('one-live-socket', overlapping.length === 0, overlapping.length === 0 ? `${sim.accepted(agentId).length} sockets, never two at once` : overlapping.join('; '))
+  return out
+}
+
+/** Scenario: connect, a supersede push with the socket left open, then the server's close; the agent must go and stay gone. */
+async function supersede(stage: Stage): Promise<Verdicts> {
+  const { sim, agentId, settings } = stage
+  const agent = stage.start()
+  const out: Verdicts = {}
+  const socket = await connected(stage, settings.connectTimeoutMs)
+  if (!socket) {
+    await agent.stop(settings.stopTimeoutMs)
+    return { 'no-reconnect-after-supersede': verdict('no-reconnect-after-supersede', false, 'not judged: the agent never connected') }
+  }
+  await stage.watch(300)
+  const pushedAt = sim.now()
+  sim.supersede(agentId, { close: null })
+  const closedItself = await stage.until(() => socket.state === 'closed', settings.stopTimeoutMs)
+  const beats = socket.frames.filter((f) => f.dir === 'in' && f.at > pushedAt + 1000 && f.frame?.event === HEARTBEAT_EVENT).length
+  if (!closedItself && socket.state === 'open') sim.close(socket, sim.flavor.supersede)
+  const sockets = sim.accepted(agentId).length
+  const attempts = () => sim.upgrades.filter((u) => u.agentId === agentId && u.at > pushedAt)
+  await stage.watch(settings.quietMs)
+  const later = attempts()
+  out['no-reconnect-after-supersede'] =
+    later.length === 0
+      ? verdict('no-reconnect-after-supersede', true, `no upgrade in ${settings.quietMs} ms after the supersede`)
+      : verdict('no-reconnect-after-supersede', false, `${later.length} upgrade(s) after the supersede, the first ${later[0]!.at - pushedAt} ms after it (${sim.accepted(agentId).length - sockets} accepted)`)
+  const supersedeStop = !closedItself
+    ? `a superseded socket left open by the server was still open ${settings.stopTimeoutMs} ms after the push${beats > 0 ? `, with ${beats} heartbeat(s)` : ''}`
+    : null
+  out['stops-heartbeats-after-stop'] = supersedeStop
+    ? verdict('stops-heartbeats-after-stop', false, supersedeStop)
+    : verdict('stops-heartbeats-after-stop', true, `closed its superseded socket ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push`)
+  await agent.stop(settings.stopTimeoutMs)
+  return out
+}
+
+/** Scenario: connect, the key revoked and the socket closed 1000: one 403, then nothing. */
+async function refusal(stage: Stage): Promise<Verdicts> {
+  const { sim, agentId, settings } = stage
+  const agent = stage.start()
+  const socket = await connected(stage, settings.connectTimeoutMs)
+  const rule = 'no-reconnect-after-403'
+  if (!socket) {
+    await agent.stop(settings.stopTimeoutMs)
+    return { [rule]: verdict(rule, false, 'not judged: the agent never connected') }
+  }
+  await stage.watch(300)
+  sim.revoke(agentId)
+  sim.close(socket, 1000)
+  const refused = () => sim.upgrades.filter((u) => u.agentId === agentId && u.status === 403)
+  let result: RuleVerdict
+  if (!(await stage.until(() => refused().length > 0, settings.reconnectCapMs))) {
+    result = verdict(rule, false, `not judged: no upgrade within ${settings.reconnectCapMs} ms of the close 1000`)
+  } else {
+    const firstAt = refused()[0]!.at
+    await stage.watch(settings.quietMs)
+    const more = sim.upgrades.filter((u) => u.agentId === agentId && u.at > firstAt)
+    result =
+      more.length === 0
+        ? verdict(rule, true, `one upgrade refused 403, none in the ${settings.quietMs} ms after`)
+        : verdict(rule, false, `${more.length} more upgrade(s) after the 403, the first ${more[0]!.at - firstAt} ms after it`)
+  }
+  await agent.stop(settings.stopTimeoutMs)
+  return { [rule]: result }
+}
+
+/** Scenario: connect, close 1000, the next upgrade refused 429 with Retry-After; the one after must wait. */
+async function retryAfter(stage: Stage): Promise<Verdicts> {
+  const { sim, agentId, settings } = stage
+  const agent = stage.start()
+  const rule = 'honours-retry-after'
+  const socket = await connected(stage, settings.connectTimeoutMs)
+  if (!socket) {
+    await agent.stop(settings.stopTimeoutMs)
+    return { [rule]: verdict(rule, false, 'not judged: the agent never connected') }
+  }
+  await stage.watch(300)
+  sim.refuseUpgradesOf(agentId, { status: 429, retryAfter: String(settings.retryAfterS) })
+  sim.close(socket, 1000)
+  const ofAgent = () => sim.upgrades.filter((u) => u.agentId === agentId)
+  const refusedAt = () => ofAgent().find((u) => u.status === 429)?.at ?? null
+  let result: RuleVerdict
+  if (!(await stage.until(() => refusedAt() !== null, settings.reconnectCapMs))) {
+    result = verdict(rule, false, `not judged: no upgrade within ${settings.reconnectCapMs} ms of the close 1000`)
+  } else {
+    const at = refusedAt()!
+    const next = () => ofAgent().find((u) => u.at > at || (u.at === at && u.status !== 429)) ?? null
+    const wantMs = settings.retryAfterS * 1000
+    await stage.until(() => next() !== null, wantMs + settings.reconnectCapMs)
+    const n = next()
+    // Records are whole milliseconds: a next attempt 1 ms early is rounding, not a broken rule.
+    result = !n
+      ? verdict(rule, false, `no attempt within ${wantMs + settings.reconnectCapMs} ms of the 429: it never tried again`)
+      : n.at - at >= wantMs - 1
+        ? verdict(rule, true, `next attempt ${n.at - at} ms after a 429 with Retry-After: ${settings.retryAfterS}`)
+        : verdict(rule, false, `next attempt ${n.at - at} ms after a 429 with Retry-After: ${settings.retryAfterS}`)
+  }
+  await agent.stop(settings.stopTimeoutMs)
+  return { [rule]: result }
+}
+
+/** Scenario: a second instance with the same key starts; the two must settle to one live socket. */
+async function sameKey(stage: Stage): Promise<Verdicts> {
+  const { sim, agentId, settings } = stage
+  const rule = 'same-key-instances-settle'
+  const older = stage.start()
+  const first = await connected(stage, settings.connectTimeoutMs)
+  if (!first) {
+    await older.stop(settings.stopTimeoutMs)
+    return { [rule]: verdict(rule, false, 'not judged: the first instance never connected') }
+  }
+  await stage.watch(300)
+  const newer = stage.start()
+  const before = sim.accepted(agentId).length
+  let result: RuleVerdict
+  const second = await connected(stage, settings.connectTimeoutMs, before)
+  if (!second) {
+    result = verdict(rule, false, 'not judged: the second instance never connected')
+  } else {
+    const settledFrom = sim.accepted(agentId).length
+    const fromAt = sim.now()
+    await stage.watch(settings.quietMs)
+    const evictions = sim.accepted(agentId).length - settledFrom
+    const live = sim.live(agentId).length
+    result =
+      evictions === 0 && live === 1
+        ? verdict(rule, true, `one live socket, no new one in the ${settings.quietMs} ms after the second instance took the key`)
+        : verdict(
+            rule,
+            false,
+            `${evictions} more socket(s) in the ${sim.now() - fromAt} ms after the second instance took the key (each evicting the other), ${live} live at the end`,
+          )
+  }
+  await Promise.all([older.stop(settings.stopTimeoutMs), newer.stop(settings.stopTimeoutMs)])
+  return { [rule]: result }
+}
+
+const SCENARIOS: Record<string, (stage: Stage) => Promise<Verdicts>> = {
+  closes,
+  supersede,
+  refusal,
+  'retry-after': retryAfter,
+  'same-key': sameKey,
+}
+
+/**
+ * Runs every scenario against the agent `options.command` and judges every rule.
+ *
+ * @returns the verdicts (it resolves whether or not they pass).
+ * @throws {Error} (rejects) when the command is empty or the simulator cannot listen.
+ */
+export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
+  if (options.command.length === 0 || !options.command[0]) throw new Error('conform needs the agent command, e.g. phoenix-link conform -- python3 agent.py')
+  const settings: Settings = {
+    connectTimeoutMs: options.connectTimeoutMs ?? 15_000,
+    reconnectCapMs: options.reconnectCapMs ?? 10_000,
+    quietMs: options.quietMs ?? 4_000,
+    retryAfterS: options.retryAfterS ?? 3,
+    stopTimeoutMs: options.stopTimeoutMs ?? 3_000,
+  }
+  const started = performance.now()
+  const apiKey = `conform-${randomBytes(8).toString('hex')}`
+  const sim = await startSimulator({ recordLimit: 5_000, ...options.simulator, host: '127.0.0.1', agents: 'any' })
+  const found: Verdicts[] = []
+  const output: Record<string, string> = {}
+  const running = new Set<Agent>()
+  try {
+    const names = Object.keys(SCENARIOS)
+    let next = 0
+    const worker = async () => {
+      while (next < names.length) {
+        const name = names[next++]!
+        const agentId = `conform-${name}-${randomBytes(3).toString('hex')}`
+        const agents: Agent[] = []
+        const stage: Stage = {
+          sim,
+          settings,
+          agentId,
+          start: () => {
+            const agent = new Agent(options.command, options.cwd ?? process.cwd(), {
+              ...process.env,
+              ...options.env,
+              PHOENIX_LINK_URL: sim.url,
+              PHOENIX_LINK_AGENT_ID: agentId,
+              PHOENIX_LINK_API_KEY: apiKey,
+              PHOENIX_LINK_CONTROL_TOPIC: controlTopic(agentId),
+            })
+            agents.push(agent)
+            running.add(agent)
+            return agent
+          },
+          // Gives up early once every agent process of the scenario has exited: nothing more will come.
+          until: (check, ms) =>
+            Promise.race([
+              sim.waitFor(check, { timeoutMs: ms }).then(() => true, () => false),
+              Promise.all(agents.map((a) => a.exited)).then(() => check()),
+            ]),
+          watch: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+        }
+        const verdicts = await SCENARIOS[name]!(stage)
+        for (const agent of agents) {
+          await agent.stop(settings.stopTimeoutMs)
+          running.delete(agent)
+        }
+        output[name] = agents.map((a, i) => (agents.length > 1 ? `[instance ${i + 1}]\n${a.output}` : a.output)).join('\n')
+        found.push(verdicts)
+        options.onScenario?.(name, Object.values(verdicts))
+      }
+    }
+    await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 3) }, worker))
+  } finally {
+    await Promise.all([...running].map((agent) => agent.stop(settings.stopTimeoutMs)))
+    await sim.stop()
+  }
+  const verdicts = CONFORMANCE_RULES.map(({ id }) => {
+    const all = found.map((v) => v[id]).filter((v): v is RuleVerdict => v !== undefined)
+    if (all.length === 0) return verdict(id, false, 'not judged')
+    const failed = all.filter((v) => !v.pass)
+    return failed.length > 0 ? verdict(id, false, failed.map((v) => v.detail).join('; ')) : verdict(id, true, all.map((v) => v.detail).join('; '))
+  })
+  return { verdicts, passed: verdicts.every((v) => v.pass), output, ms: Math.round(performance.now() - started) }
+}
+
+/** The report as a fixed-width table, one line per rule: `PASS|FAIL  rule  detail`. */
+export function formatConformance(report: ConformanceReport): string {
+  const width = Math.max(...report.verdicts.map((v) => v.rule.length))
+  const lines = report.verdicts.map((v) => `${v.pass ? 'PASS' : 'FAIL'}  ${v.rule.padEnd(width)}  ${v.detail}`)
+  const failed = report.verdicts.filter((v) => !v.pass).length
+  lines.push(`${report.verdicts.length - failed} of ${report.verdicts.length} rules held (${(report.ms / 1000).toFixed(1)} s)`)
+  return lines.join('\n')
+}

@@ -1,0 +1,64 @@
+/**
+ * `phoenix-link conform` against three clients, judged from what the simulator alone saw: a
+ * phoenix-link host (`phoenix-link connect`) keeps every rule; the official `phoenix` client
+ * with its defaults breaks the rules this library exists for (it comes back after a supersede
+ * and a 403, so two same-key instances evict each other for ever, and it ignores Retry-After);
+ * a small Python client on Debian's python3-websockets (examples/conform/python_agent.py) breaks
+ * only Retry-After. Each run prints its table, so the CI log shows every verdict.
+ */
+import { spawn, spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import { CONFORMANCE_RULES, formatConformance, runConformance, type ConformanceReport } from '../../src/node/conform/index.js'
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url))
+const CLI = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))
+const ALL = CONFORMANCE_RULES.map((r) => r.id)
+
+function broken(report: ConformanceReport): string[] {
+  return report.verdicts.filter((v) => !v.pass).map((v) => v.rule)
+}
+
+/** A python3 that can import websockets (Debian's, which a pyenv shim may hide), or null. */
+function pythonWithWebsockets(): string | null {
+  for (const candidate of ['/usr/bin/python3', 'python3']) {
+    const probe = spawnSync(candidate, ['-c', 'import websockets'], { stdio: 'ignore' })
+    if (probe.status === 0) return candidate
+  }
+  return null
+}
+
+describe('phoenix-link conform', () => {
+  it('a phoenix-link host (phoenix-link connect) keeps every rule', async () => {
+    const report = await runConformance({ command: [process.execPath, '--import', 'tsx', CLI, 'connect'], cwd: REPO })
+    console.info(`[conform] phoenix-link connect\n${formatConformance(report)}`)
+    expect(report.verdicts.map((v) => v.rule)).toEqual(ALL)
+    expect(broken(report)).toEqual([])
+    expect(report.passed).toBe(true)
+  }, 90_000)
+
+  it('the official phoenix client with its defaults, through the command line: exit 1 and the rules it breaks', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'conform', '--json', '--', process.execPath, 'examples/conform/phoenix-js-agent.mjs'], {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    let out = ''
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve))
+    const report = JSON.parse(out) as ConformanceReport
+    console.info(`[conform] phoenix ${'1.8.16'} with its defaults\n${formatConformance(report)}`)
+    expect(code).toBe(1)
+    expect(broken(report)).toEqual(['no-reconnect-after-supersede', 'no-reconnect-after-403', 'honours-retry-after', 'same-key-instances-settle', 'stops-heartbeats-after-stop'])
+    // What the server saw of the endless eviction: each instance keeps coming back for the key.
+    expect(report.verdicts.find((v) => v.rule === 'same-key-instances-settle')?.detail).toMatch(/^\d+ more socket\(s\)/)
+  }, 90_000)
+
+  const python = pythonWithWebsockets()
+  if (!python) console.info('[conform] the Python client is skipped: no python3 here can import websockets (apt-get install python3-websockets)')
+  it.skipIf(!python)('a small Python client on python3-websockets breaks only Retry-After', async () => {
+    const report = await runConformance({ command: [python!, 'examples/conform/python_agent.py'], cwd: REPO })
+    console.info(`[conform] examples/conform/python_agent.py (${python})\n${formatConformance(report)}`)
+    expect(broken(report)).toEqual(['honours-retry-after'])
+    expect(report.verdicts.find((v) => v.rule === 'honours-retry-after')?.detail).toMatch(/^next attempt 2\d{3} ms after a 429 with Retry-After: 3$/)
+  }, 90_000)
+})
