@@ -98,7 +98,12 @@ export function program(): Command {
     .option('--idle-timeout <ms>', 'close sockets silent this long', ms, 60_000)
     .option('--json', 'one JSON object per line', false)
     .option('--dashboard', 'also serve the visualizer page at / on the same port; its #dashboard view lists who is attached, live', false)
-    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; json: boolean; dashboard: boolean }) => {
+    .addOption(
+      new Option('--admin-token <token>', 'require Authorization: Bearer <token> on the /admin routes (then any address may call them); without one they serve loopback callers only').env(
+        'PHOENIX_LINK_ADMIN_TOKEN',
+      ),
+    )
+    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; json: boolean; dashboard: boolean; adminToken?: string }) => {
       process.exitCode = await runServe({
         port: opts.port,
         host: opts.host,
@@ -107,6 +112,7 @@ export function program(): Command {
         idleTimeoutMs: opts.idleTimeout,
         json: opts.json,
         dashboard: opts.dashboard,
+        ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
       })
     })
   cli

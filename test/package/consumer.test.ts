@@ -98,6 +98,8 @@ describe('the packed package', () => {
       './dist/src/node/cli.js',
       './visualizer/dist/index.html',
       './README.md',
+      './docs/simulator-http.md',
+      './docs/simulator-openapi.json',
     ].map((target) => target.replace(/^\.\//, ''))
     expect(targets.filter((target) => !files.includes(target))).toEqual([])
     expect(files.some((f) => f.startsWith('visualizer/dist/assets/') && f.endsWith('.js'))).toBe(true)

@@ -7,14 +7,16 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import ts from 'typescript'
 import type { AnyStateMachine } from 'xstate'
-import { CHARTS, policyDocs, renderLifecycle, renderReasons, RULES, transitionRows } from '../../scripts/docs-lib.js'
+import { CHARTS, policyDocs, renderLifecycle, renderReasons, renderSimulatorHttp, renderSimulatorOpenApi, RULES, transitionRows } from '../../scripts/docs-lib.js'
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')
 
 describe('generated docs', () => {
-  it('docs/lifecycle.md and docs/reasons.md are current (run `npm run docs`)', () => {
+  it('docs/lifecycle.md, docs/reasons.md and the simulator\'s HTTP docs are current (run `npm run docs`)', () => {
     expect(read('docs/lifecycle.md')).toBe(renderLifecycle())
     expect(read('docs/reasons.md')).toBe(renderReasons())
+    expect(read('docs/simulator-http.md')).toBe(renderSimulatorHttp())
+    expect(read('docs/simulator-openapi.json')).toBe(renderSimulatorOpenApi())
   })
 
   it('every policy field has a doc and a @default equal to its value', () => {

@@ -189,14 +189,14 @@ describe('the simulator\'s metrics and admin API', () => {
     expect(response.body).not.toMatch(/agent-1|agent-2/) // no principal label
   })
 
-  it('a request other than GET to the admin API is answered 405, an unknown route 404, each with an error body', async () => {
+  it('a POST to a GET route of the admin API is answered 405 with Allow: GET, an unknown route 404, each with an error body', async () => {
     const sim = await world().sim()
-    const answer = await new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+    const answer = await new Promise<{ status: number; type: string; body: string; allow: string | undefined }>((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port: sim.port, path: '/admin/connections', method: 'POST', agent: false }, (res) => {
         let body = ''
         res.setEncoding('utf8')
         res.on('data', (c: string) => (body += c))
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body, allow: res.headers.allow }))
       })
       req.on('error', reject)
       req.end()
@@ -206,7 +206,8 @@ describe('the simulator\'s metrics and admin API', () => {
     const unknown = await fetchText(sim, '/admin/nope')
     expect(unknown.status).toBe(404)
     expect(JSON.parse(unknown.body)).toEqual({ error: { code: 'not_found', message: 'no route GET /admin/nope' } })
-    expect(JSON.parse(answer.body)).toEqual({ error: { code: 'method_not_allowed', message: 'only GET is served' } })
+    expect(JSON.parse(answer.body)).toEqual({ error: { code: 'method_not_allowed', message: '/admin/connections takes GET' } })
+    expect(answer.allow).toBe('GET')
   })
 
   it('GET /admin/connections lists who is attached; GET /admin/events streams presence and aborts', async () => {

@@ -1,152 +1,198 @@
 /**
- * The simulator's HTTP side of refused upgrades and drains, where it models what Bandit and Cowboy
- * do with the TCP connection: nothing it keeps open outlives stop(), a kept-alive connection that
- * carries a later upgrade is drained like any socket, and a drain ends a socket with no channel
- * the way the flavor's server does (docs/field-notes.md "Real Phoenix").
+ * The simulator over HTTP, as another process scripts it: `phoenix-link serve` in a child
+ * process, a link in this one, and every step driven and checked through the JSON routes alone
+ * (long-poll waits, controls, records); bad bodies answered 400 naming the field; the OpenAPI
+ * document lists every route; the access rule (loopback, or a bearer token).
  */
-import { Agent } from 'node:http'
-import { connect } from 'node:net'
-import WebSocket from 'ws'
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { next, useWorld } from '../support/wire.js'
-import { rawUpgrade } from '../support/raw-http.js'
+import { createLink } from '../../src/link.js'
+import { CONTROL_ROUTES, PlatformSimulator, isLoopbackAddress, startSimulator } from '../../src/node/server/index.js'
 
-const world = useWorld()
+const root = fileURLToPath(new URL('../..', import.meta.url))
 
-const UPGRADE = (port: number, query: string) =>
-  `GET /socket/websocket?${query} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`
+function serve(args: string[] = []): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/node/cli.ts', 'serve', '--port', '0', '--json', ...args], { cwd: root })
+}
 
-describe('the simulator keeps nothing open that stop() does not end', () => {
-  it('a refusal with Connection: close to a client that never ends its side (half-open): stop() still ends it at once', async () => {
-    const sim = await world().sim({ flavor: 'cowboy' })
-    sim.refuseUpgrades({ status: 403, connection: 'close' })
-    const socket = connect({ port: sim.port, host: '127.0.0.1', allowHalfOpen: true })
-    socket.on('error', () => {})
-    const answered = new Promise<string>((resolve) => socket.once('data', (d: Buffer) => resolve(d.toString('latin1'))))
-    const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()))
-    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
-    socket.write(UPGRADE(sim.port, 'agent_id=agent-1&api_key=key-1&vsn=2.0.0'))
-    expect(await answered).toMatch(/^HTTP\/1\.1 403 Forbidden\r\n[\s\S]*connection: close/)
-    const started = performance.now()
-    await sim.stop()
-    expect(performance.now() - started).toBeLessThan(1_000)
-    await ended // the server's side is gone; this client keeps its own half open until it ends it
-    socket.destroy()
-    await closed
+function listening(child: ChildProcessWithoutNullStreams): Promise<{ url: string; http: string; openapi: string }> {
+  return new Promise((resolve, reject) => {
+    let buffer = ''
+    const timer = setTimeout(() => reject(new Error(`serve printed no listening line:\n${buffer}`)), 15_000)
+    const onData = (chunk: Buffer) => {
+      buffer += chunk.toString()
+      for (const text of buffer.split('\n')) {
+        if (!text.startsWith('{')) continue
+        const event = JSON.parse(text) as { type: string; url: string; http: string; openapi: string }
+        if (event.type === 'listening') {
+          clearTimeout(timer)
+          child.stdout.off('data', onData)
+          resolve(event)
+        }
+      }
+    }
+    child.stdout.on('data', onData)
   })
+}
 
-  it('a connection refused, then upgraded on the same TCP socket, is drained like any socket: 1012 with a channel joined', async () => {
-    const sim = await world().sim({ flavor: 'bandit' })
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+function exited(child: ChildProcessWithoutNullStreams): Promise<number | null> {
+  return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))))
+}
+
+async function call(http: string, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; allow: string | null }> {
+  const response = await fetch(`${http}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  })
+  const text = await response.text()
+  const json = response.headers.get('content-type')?.startsWith('application/json') ?? false
+  return { status: response.status, body: text === '' ? null : json ? JSON.parse(text) : text, allow: response.headers.get('allow') }
+}
+
+describe('the simulator over HTTP', () => {
+  it('a host in another process is scripted through the routes alone: waits, closes, a control signal, a supersede, the records', async () => {
+    const child = serve()
     try {
-      const ports: number[] = []
-      const bad = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&api_key=wrong&vsn=2.0.0`, { agent })
-      await new Promise<void>((resolve) =>
-        bad.once('unexpected-response', (req, res) => {
-          ports.push(req.socket!.localPort!)
-          res.resume()
-          res.once('end', () => resolve())
-        }),
-      )
-      const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&api_key=key-1&vsn=2.0.0`, { agent })
-      ws.once('upgrade', (res) => ports.push(res.socket.localPort!))
-      await new Promise((resolve, reject) => {
-        ws.once('open', resolve)
-        ws.once('error', reject)
-      })
-      expect(ports[0]).toBe(ports[1]) // the same TCP connection, refused then upgraded
-      ws.send(JSON.stringify(['1', '1', 'room:x', 'phx_join', {}]))
-      await new Promise((resolve) => ws.once('message', resolve))
-      const close = new Promise<number>((resolve) => ws.once('close', (code: number) => resolve(code)))
-      // (The refused client is not ended: its TCP connection now carries the upgraded socket.)
-      await sim.stop()
-      expect(await close).toBe(1012)
+      const { url, http } = await listening(child)
+      const agent = 'http-agent'
+      const post = (path: string, body: unknown) => call(http, 'POST', path, body)
+      const link = createLink({ url, agentId: agent, apiKey: 'k', policy: { reconnect: { initialDelayMs: 10, maxDelayMs: 20 } } })
+      const signals: string[] = []
+      link.onControl((signal) => void signals.push(signal.correlationId ?? ''))
+      try {
+        // A long-poll issued before the link connects answers once the control channel is joined.
+        const joined = post('/admin/wait', { until: 'joined', agent, atLeast: 1, timeoutMs: 5000 })
+        await link.connect()
+        expect(await joined).toEqual({ status: 200, body: { count: 1 }, allow: null })
+
+        // A close 1000 over HTTP: the link reconnects; the server's records say so.
+        const reconnected = link.once('reconnected')
+        expect((await post('/admin/close', { target: { agent }, code: 1000, reason: 'bye' })).body).toEqual({ ok: true })
+        await reconnected
+        expect((await post('/admin/wait', { until: 'accepted', agent, atLeast: 2, timeoutMs: 5000 })).body).toEqual({ count: 2 })
+        const sockets = (await call(http, 'GET', `/admin/sockets?agent=${agent}`)).body.sockets as Array<{ id: string; closeSent: unknown; channels: Array<{ topic: string }> }>
+        expect(sockets).toHaveLength(2)
+        expect(sockets[0]!.closeSent).toEqual({ code: 1000, reason: 'bye' })
+        expect(sockets[1]!.channels.map((c) => c.topic)).toEqual([`agent_control:${agent}`])
+        const frames = (await call(http, 'GET', `/admin/sockets/${sockets[1]!.id}/frames`)).body.frames as Array<{ dir: string; frame: { event: string } | null }>
+        expect(frames.some((f) => f.dir === 'in' && f.frame?.event === 'phx_join')).toBe(true)
+
+        // A control signal, then a supersede: terminal, and no upgrade after it.
+        const handled = link.once('control')
+        expect((await post('/admin/control', { agent, signal: { mode: 'stop', correlation_id: 'over-http' } })).body).toEqual({ sent: 1 })
+        await handled
+        expect(signals).toEqual(['over-http'])
+        const ended = link.once('disconnected')
+        expect((await post('/admin/supersede', { agent })).body).toEqual({ sent: 1 })
+        expect(await ended).toMatchObject({ outcome: 'terminated', reason: { kind: 'superseded' } })
+        expect(((await call(http, 'GET', `/admin/upgrades?agent=${agent}`)).body.upgrades as Array<{ status: number }>).map((u) => u.status)).toEqual([101, 101])
+
+        // A wait that cannot be met answers 408 with the count it saw.
+        const timedOut = await post('/admin/wait', { until: 'accepted', agent, atLeast: 3, timeoutMs: 50 })
+        expect(timedOut.status).toBe(408)
+        expect(timedOut.body.error).toMatchObject({ code: 'timeout', count: 2 })
+      } finally {
+        await link.disconnect()
+      }
+      // A refusal scripted for one agent only, and a held upgrade answered over HTTP.
+      expect((await post('/admin/refuse-upgrades', { agent: 'second', refusals: [{ status: 429, retryAfter: '1' }] })).body).toEqual({ ok: true })
+      expect((await post('/admin/hold-upgrades', { agents: '^held-' })).body).toEqual({ ok: true })
+      const held = createLink({ url, agentId: 'held-1', apiKey: 'k' })
+      const connecting = held.connect().then(() => null, (error: unknown) => error)
+      expect((await post('/admin/wait', { until: 'heldUpgrades', agent: 'held-1', timeoutMs: 5000 })).body).toEqual({ count: 1 })
+      expect((await call(http, 'GET', '/admin/held')).body).toMatchObject({ upgrades: 1 })
+      expect((await post('/admin/answer-upgrade', { agent: 'held-1', answer: { status: 403 } })).body).toEqual({ answered: true })
+      expect(await connecting).toMatchObject({ reason: { kind: 'rejected', status: 403 } })
+      await held.disconnect()
     } finally {
-      agent.destroy()
+      child.kill('SIGTERM')
+      expect(await exited(child)).toBe(0)
     }
   })
-})
 
-describe('a drain ends a socket that joined no channel the way the flavor\'s server does', () => {
-  it('Bandit: 1000 for a socket with no channel, 1012 for one with a channel', async () => {
-    const sim = await world().sim({ flavor: 'bandit' })
-    const bare = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&api_key=key-1&vsn=2.0.0`)
-    const joined = new WebSocket(`${sim.url}/websocket?agent_id=agent-2&api_key=key-2&vsn=2.0.0`)
-    await Promise.all([bare, joined].map((w) => new Promise((resolve) => w.once('open', resolve))))
-    joined.send(JSON.stringify(['1', '1', 'room:x', 'phx_join', {}]))
-    await new Promise((resolve) => joined.once('message', resolve))
-    const codes = Promise.all([bare, joined].map((w) => new Promise<number>((resolve) => w.once('close', (code: number) => resolve(code)))))
-    sim.restart()
-    expect(await codes).toEqual([1000, 1012])
-  })
-
-  it('Cowboy: stop() cuts a socket with no channel (no close frame), and closes one with a channel 1012', async () => {
-    const sim = await world().sim({ flavor: 'cowboy' })
-    const bare = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&api_key=key-1&vsn=2.0.0`)
-    const joined = new WebSocket(`${sim.url}/websocket?agent_id=agent-2&api_key=key-2&vsn=2.0.0`)
-    await Promise.all([bare, joined].map((w) => new Promise((resolve) => w.once('open', resolve))))
-    joined.send(JSON.stringify(['1', '1', 'room:x', 'phx_join', {}]))
-    await new Promise((resolve) => joined.once('message', resolve))
-    bare.on('error', () => {})
-    const codes = Promise.all([bare, joined].map((w) => new Promise<number>((resolve) => w.once('close', (code: number) => resolve(code)))))
-    await sim.stop()
-    expect(await codes).toEqual([1006, 1012])
-  })
-})
-
-describe('simulator controls and refusals, exactly', () => {
-  it('an upgrade to a path with no socket is refused 404 with a not_found error body naming the path', async () => {
-    const sim = await world().sim()
-    const refusal = await rawUpgrade(sim.port, { agent_id: 'agent-1', api_key: 'key-1', vsn: '2.0.0' }, { path: '/elsewhere/websocket' })
-    expect(refusal.statusLine).toMatch(/^HTTP\/1\.1 404/)
-    expect(JSON.parse(refusal.body)).toEqual({ error: { code: 'not_found', message: 'no socket at /elsewhere/websocket' } })
-  })
-
-  it('a control aimed at one socket by id reaches that socket alone', async () => {
-    const sim = await world().sim({ agents: { a: 'key-a', b: 'key-b' } })
-    const first = world().link(sim, { agentId: 'a', apiKey: 'key-a' })
-    const second = world().link(sim, { agentId: 'b', apiKey: 'key-b' })
-    await Promise.all([first.connect(), second.connect()])
-    const [socketA] = sim.live('a')
-    const lost = next(first, 'disconnected')
-    sim.close({ socket: socketA!.id }, 1000)
-    await lost
-    expect(sim.accepted('b')).toHaveLength(1)
-    expect(sim.accepted('b')[0]!.state).toBe('open')
-    expect(second.state).toBe('connected')
-  })
-
-  it('setKeys keeps a copy of the keys it is given: changing the array afterwards changes nothing', async () => {
-    const sim = await world().sim({ agents: { a: 'key-a' } })
-    const keys = ['key-1']
-    sim.setKeys('a', keys)
-    keys.push('key-2')
-    const link = world().link(sim, { agentId: 'a', apiKey: 'key-2' })
-    await expect(link.connect()).rejects.toMatchObject({ reason: { kind: 'rejected', cause: 'unauthenticated' } })
-  })
-
-  it('recordLimit keeps at most that many frames per socket (the latest), 0 keeps none; abort() of a closed socket changes nothing', async () => {
-    const three = await world().sim({ recordLimit: 3 })
-    const link = world().link(three)
-    await link.connect()
-    for (let i = 0; i < 4; i++) {
-      const signal = next(link, 'control')
-      three.control('agent-1', { mode: 'interrupt', correlation_id: `c${i}` })
-      await signal
+  it('bad requests: a wrong type names the field (400), bad JSON (400), an unknown control (404), a wrong method (405 with Allow)', async () => {
+    const sim = await startSimulator()
+    try {
+      const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+      const wrong = await call(http, 'POST', '/admin/close', { target: { agent: 'a' }, code: 'x' })
+      expect(wrong.status).toBe(400)
+      expect(wrong.body.error).toMatchObject({ code: 'bad_request', message: 'code: expected number, received string' })
+      const missing = await call(http, 'POST', '/admin/supersede', {})
+      expect(missing.body.error.message).toBe('agent: expected string, received undefined')
+      const badCode = await call(http, 'POST', '/admin/close', { target: 'all', code: 999 })
+      expect(badCode.status).toBe(400)
+      expect((await call(http, 'POST', '/admin/close', '{"target":')).body.error.code).toBe('bad_json')
+      expect((await call(http, 'POST', '/admin/launch-missiles', {})).status).toBe(404)
+      const method = await call(http, 'GET', '/admin/close')
+      expect([method.status, method.allow]).toEqual([405, 'POST'])
+      const tooBig = await call(http, 'POST', '/admin/raw', { target: 'all', data: 'x'.repeat(1_100_000) })
+      expect(tooBig.status).toBe(413)
+      // The simulator serves on after all of it.
+      expect((await call(http, 'GET', '/admin/clock')).status).toBe(200)
+    } finally {
+      await sim.stop()
     }
-    const [socket] = three.live('agent-1')
-    expect(socket!.problems).toEqual([])
-    expect(socket!.frames).toHaveLength(3)
-    expect((socket!.frames.at(-1)!.frame!.payload as { correlation_id?: string }).correlation_id).toBe('c3')
-    const none = await world().sim({ recordLimit: 0 })
-    const other = world().link(none)
-    await other.connect()
-    expect(none.live('agent-1')[0]!.frames).toEqual([])
-    const closed = next(link, 'disconnected')
-    three.close({ agent: 'agent-1' }, 1000)
-    await closed
-    await three.waitFor(() => socket!.state === 'closed', { what: 'the old socket closed' })
-    socket!.abort()
-    expect(socket!.state).toBe('closed')
+  })
+
+  it('every public control and record of the TypeScript API has its route', () => {
+    const byMethod: Record<string, string> = {
+      live: 'GET /admin/sockets', accepted: 'GET /admin/sockets', settled: 'POST /admin/wait', waitFor: 'POST /admin/wait', closesSent: 'GET /admin/closes',
+      refuseUpgrades: 'POST /admin/refuse-upgrades', refuseUpgradesOf: 'POST /admin/refuse-upgrades', onJoin: 'POST /admin/join-rule',
+      holdUpgrades: 'POST /admin/hold-upgrades', heldUpgrades: 'GET /admin/held', heldUpgradesOf: 'GET /admin/held', answerHeldUpgrade: 'POST /admin/answer-upgrade',
+      heldJoins: 'GET /admin/held', answerHeldJoin: 'POST /admin/answer-join', resetScripts: 'POST /admin/reset', onPush: 'POST /admin/push-reply',
+      close: 'POST /admin/close', abort: 'POST /admin/abort', disconnect: 'POST /admin/disconnect', setKeys: 'POST /admin/keys', revoke: 'POST /admin/revoke',
+      unrevoke: 'POST /admin/unrevoke', freeze: 'POST /admin/freeze', stall: 'POST /admin/stall', restart: 'POST /admin/restart', push: 'POST /admin/push',
+      sendRaw: 'POST /admin/raw', control: 'POST /admin/control', broadcast: 'POST /admin/broadcast', supersede: 'POST /admin/supersede',
+      channelError: 'POST /admin/channel-error', channelClose: 'POST /admin/channel-close', now: 'GET /admin/clock',
+    }
+    // Not controls: the process's own lifecycle (serve starts and stops it) and its address (serve prints it).
+    const notControls = new Set(['constructor', 'listen', 'stop', 'port', 'url'])
+    const source = readFileSync(new URL('../../src/node/server/simulator.ts', import.meta.url), 'utf8')
+    const publicNames = Object.getOwnPropertyNames(PlatformSimulator.prototype).filter(
+      (name) => !notControls.has(name) && !new RegExp(`\\n  private (get )?${name}\\(`).test(source),
+    )
+    const served = new Set(CONTROL_ROUTES.map((r) => `${r.method} ${r.path}`))
+    expect(publicNames.filter((name) => !byMethod[name])).toEqual([])
+    expect(Object.entries(byMethod).filter(([, route]) => !served.has(route))).toEqual([])
+  })
+
+  it('the OpenAPI document lists every route with its body schema', async () => {
+    const sim = await startSimulator()
+    try {
+      const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+      const doc = (await call(http, 'GET', '/admin/openapi.json')).body
+      expect(doc.openapi).toBe('3.1.0')
+      for (const r of CONTROL_ROUTES) {
+        const op = doc.paths[r.path]?.[r.method.toLowerCase()]
+        expect(op, `${r.method} ${r.path}`).toBeDefined()
+        if (r.body) {
+          const schema = op.requestBody.content['application/json'].schema
+          expect(schema.type ?? schema.anyOf, `${r.path} has a body schema`).toBeDefined()
+        }
+      }
+      expect(doc.paths['/admin/close'].post.requestBody.content['application/json'].schema.required).toEqual(['target', 'code'])
+      expect(doc.paths['/admin/events'].get.summary).toMatch(/Server-sent events/)
+    } finally {
+      await sim.stop()
+    }
+  })
+
+  it('with an admin token every /admin route needs it; without one only loopback callers are served', async () => {
+    const sim = await startSimulator({ adminToken: 'sesame' })
+    try {
+      const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+      expect((await call(http, 'GET', '/admin/clock')).status).toBe(401)
+      expect((await call(http, 'GET', '/admin/connections')).status).toBe(401)
+      expect((await call(http, 'GET', '/admin/clock', undefined, { authorization: 'Bearer nope!!' })).status).toBe(401)
+      expect((await call(http, 'GET', '/admin/clock', undefined, { authorization: 'Bearer sesame' })).status).toBe(200)
+      expect((await call(http, 'GET', '/metrics')).status).toBe(200)
+    } finally {
+      await sim.stop()
+    }
+    expect([isLoopbackAddress('127.0.0.1'), isLoopbackAddress('127.8.9.1'), isLoopbackAddress('::1'), isLoopbackAddress('::ffff:127.0.0.1')]).toEqual([true, true, true, true])
+    expect([isLoopbackAddress('10.0.0.7'), isLoopbackAddress('::ffff:192.168.1.2'), isLoopbackAddress('fe80::1'), isLoopbackAddress(undefined)]).toEqual([false, false, false, false])
   })
 })

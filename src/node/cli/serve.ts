@@ -15,6 +15,8 @@ export interface ServeOptions {
   json: boolean
   /** Also serve the visualizer page at `/` on the simulator's port (`#dashboard`). */
   dashboard?: boolean
+  /** A token the HTTP admin routes require (`Authorization: Bearer <token>`); without one they serve loopback callers only. */
+  adminToken?: string
 }
 
 /**
@@ -39,13 +41,23 @@ export async function runServe(options: ServeOptions): Promise<number> {
     flavor: options.flavor,
     agents: Object.keys(agents).length > 0 ? agents : 'any',
     idleTimeoutMs: options.idleTimeoutMs,
+    ...(options.adminToken ? { adminToken: options.adminToken } : {}),
   })
   const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
   out.event(
     'simulator',
     'listening',
-    { url: sim.url, metrics: `${http}/metrics`, connections: `${http}/admin/connections`, events: `${http}/admin/events`, flavor: sim.flavor.name },
-    `listening on ${sim.url} (${sim.flavor.name}); metrics ${http}/metrics, admin ${http}/admin/connections and ${http}/admin/events; Ctrl-C stops`,
+    {
+      url: sim.url,
+      http,
+      metrics: `${http}/metrics`,
+      connections: `${http}/admin/connections`,
+      events: `${http}/admin/events`,
+      openapi: `${http}/admin/openapi.json`,
+      adminAccess: options.adminToken ? 'token' : 'loopback',
+      flavor: sim.flavor.name,
+    },
+    `listening on ${sim.url} (${sim.flavor.name}); metrics ${http}/metrics; the control routes (${options.adminToken ? 'Authorization: Bearer <token>' : 'loopback callers only'}) in ${http}/admin/openapi.json; Ctrl-C stops`,
   )
   if (page) out.event('simulator', 'dashboard', { url: `${http}/#dashboard` }, `dashboard at ${http}/#dashboard`)
   sim.on('connection', (c: SimConnection) => out.event('simulator', 'accepted', { socket: c.id, agentId: c.agentId }, `accepted ${c.id} for ${c.agentId}`))

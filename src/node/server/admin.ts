@@ -1,10 +1,12 @@
 /**
  * The simulator's HTTP side: `GET /metrics` (Prometheus text, prom-client), `GET /admin/connections`
  * (JSON: who is attached, since when, in what state) and `GET /admin/events` (server-sent events:
- * the presence crossings and abort reports, live). Anything else is a JSON 404.
+ * the presence crossings and abort reports, live); the control routes, records and waits of
+ * control-api.ts, and its access rule for every `/admin` route. Anything else is a JSON 404.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ServerMetrics } from './metrics.js'
+import type { ControlApi } from './control-api.js'
 
 /** One attached socket as the admin API lists it. */
 export interface AttachedConnection {
@@ -21,6 +23,8 @@ export interface AdminSources {
   metrics: ServerMetrics
   connections(): AttachedConnection[]
   keepAliveMs: number
+  /** The control routes and the access rule of every `/admin` route (control-api.ts). */
+  control?: ControlApi
 }
 
 /** Serves the admin routes and streams events to `GET /admin/events` clients. */
@@ -37,7 +41,13 @@ export class AdminApi {
     } catch {
       path = ''
     }
-    if (req.method !== 'GET') return this.json(res, 405, { error: { code: 'method_not_allowed', message: 'only GET is served' } })
+    if (this.sources.control?.handle(req, res, path)) return
+    const gets = ['/metrics', '/admin/connections', '/admin/events']
+    if (!gets.includes(path)) return this.json(res, 404, { error: { code: 'not_found', message: `no route ${req.method ?? 'GET'} ${path}` } })
+    if (req.method !== 'GET') {
+      res.setHeader('allow', 'GET')
+      return this.json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes GET` } })
+    }
     if (path === '/metrics') {
       this.sources.metrics.registry.metrics().then(
         (text) => {

@@ -35,6 +35,7 @@ import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { PresenceTracker, type PresenceCrossing } from './presence.js'
 import { AdminApi } from './admin.js'
+import { ControlApi } from './control-api.js'
 import { RunSupervisor, type AgentAborted, type RunSupervisorOptions } from '../../runs.js'
 import { classifyClose, classifySupersede, heartbeatTimeout, type DisconnectReason } from '../../reasons.js'
 import type { PresencePolicy } from '../../../machines/presence-policy.js'
@@ -42,6 +43,9 @@ import { redacting, type LinkLog, type Logger } from '../../logger.js'
 
 /** Where the simulator logs; defaults to silence. */
 export type SimulatorLogger = Pick<Logger, 'info' | 'warn'>
+
+/** Version of the simulator's HTTP API (its OpenAPI document's `info.version`). */
+export const SIMULATOR_API_VERSION = '1.0.0'
 
 /** Options of {@link startSimulator}. */
 export interface SimulatorOptions {
@@ -90,6 +94,12 @@ export interface SimulatorOptions {
    * reference peer's `REJECT_MODE`. @default 'plain'
    */
   rejectMode?: RejectMode
+  /**
+   * A token for the HTTP admin routes (src/node/server/control-api.ts): with one, every
+   * `/admin/*` request must send `Authorization: Bearer <token>`, from any address; without one,
+   * only loopback callers are served. @default none
+   */
+  adminToken?: string
   logger?: SimulatorLogger
 }
 
@@ -238,7 +248,7 @@ export class PlatformSimulator extends EventEmitter {
 
   private readonly http: Server
   private readonly wss: WebSocketServer
-  private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents' | 'presence' | 'runs' | 'metrics' | 'routes'>> & {
+  private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents' | 'presence' | 'runs' | 'metrics' | 'routes' | 'adminToken'>> & {
     agents: Record<string, string | readonly string[]> | 'any'
   }
   /** The run supervisor: start runs per agent; they are aborted when the agent's last connection ends. */
@@ -319,6 +329,7 @@ export class PlatformSimulator extends EventEmitter {
             channels: [...c.channels.keys()],
           })),
       keepAliveMs: this.options.eventStreamKeepAliveMs,
+      control: new ControlApi(this, options.adminToken ?? null, SIMULATOR_API_VERSION),
     })
     const routes = options.routes
     this.http = createServer((req, res) => {

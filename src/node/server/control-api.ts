@@ -1,0 +1,732 @@
+/**
+ * The simulator over HTTP: every control of {@link PlatformSimulator}'s TypeScript API as a JSON
+ * route (`POST /admin/<control>`), its records (`GET /admin/sockets`, `/admin/upgrades`, ...),
+ * and long-poll waits (`POST /admin/wait`), so an agent in any language, or a host in its own
+ * process, can be scripted against it. Every body is checked with zod; a bad one is a 400 naming
+ * the field. The routes are described by an OpenAPI 3.1 document generated from the same schemas
+ * (`GET /admin/openapi.json`; docs/simulator-http.md lists them).
+ *
+ * Access: with `adminToken` set, every `/admin` route needs `Authorization: Bearer <token>`
+ * (401 otherwise); without one, only loopback peers (127.0.0.0/8, ::1) may call them (403).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { timingSafeEqual } from 'node:crypto'
+import * as z from 'zod/mini'
+import { describeIssue } from '../../zod-issues.js'
+import type { JoinOutcome, PlatformSimulator, Target, UpgradeRefusal } from './simulator.js'
+import type { SimConnection } from './connection.js'
+
+/** Largest request body, bytes. */
+export const MAX_CONTROL_BODY_BYTES = 1_048_576
+/** Longest long-poll wait, milliseconds. */
+export const MAX_WAIT_MS = 120_000
+
+const Json = z.unknown()
+const PayloadObject = z.record(z.string(), z.unknown())
+const TargetSchema = z.union([
+  z.object({ agent: z.string().check(z.minLength(1)) }),
+  z.object({ socket: z.string().check(z.minLength(1)) }),
+  z.literal('all'),
+])
+const Refusal = z.object({
+  status: z.number().check(z.int(), z.gte(400), z.lte(599)),
+  retryAfter: z.optional(z.string()),
+  body: z.optional(z.union([z.literal('none'), z.literal('platform'), z.object({ text: z.string() })])),
+  connection: z.optional(z.union([z.literal('keep-alive'), z.literal('close')])),
+  message: z.optional(z.string()),
+})
+const JoinReply = z.union([
+  z.object({ reply: z.literal('ok'), response: z.optional(PayloadObject) }),
+  z.object({ reply: z.literal('error'), response: PayloadObject }),
+])
+const JoinRuleOutcome = z.union([JoinReply, z.object({ reply: z.literal('none') }), z.object({ reply: z.literal('hold') })])
+const CloseCode = z.number().check(z.int(), z.gte(1000), z.lte(4999))
+const Ok = z.object({ ok: z.literal(true) })
+const Sent = z.object({ sent: z.number() })
+const Answered = z.object({ answered: z.boolean() })
+
+/** What `POST /admin/wait` can wait for: a count of the agent's (or every agent's) records reaching `atLeast`. */
+const WaitCondition = z.union([
+  z.literal('live'),
+  z.literal('accepted'),
+  z.literal('upgrades'),
+  z.literal('refused'),
+  z.literal('closed'),
+  z.literal('heldUpgrades'),
+  z.literal('heldJoins'),
+  z.literal('joined'),
+])
+
+/** One accepted socket as the records routes give it. */
+export interface SocketRecord {
+  id: string
+  agentId: string
+  params: Readonly<Record<string, string>>
+  openedAt: number
+  closedAt: number | null
+  state: 'open' | 'closing' | 'closed'
+  stalled: boolean
+  aborted: boolean
+  closeSent: { code: number; reason: string } | null
+  closeSeen: { code: number; reason: string } | null
+  closeCause: string | null
+  superseded: Record<string, unknown> | null
+  heartbeats: number
+  channels: Array<{ topic: string; joinRef: string | null }>
+  problems: string[]
+  frames: number
+}
+
+function socketRecord(c: SimConnection): SocketRecord {
+  return {
+    id: c.id,
+    agentId: c.agentId,
+    params: c.params,
+    openedAt: c.openedAt,
+    closedAt: c.closedAt,
+    state: c.state,
+    stalled: c.stalled,
+    aborted: c.aborted,
+    closeSent: c.closeSent,
+    closeSeen: c.closeSeen,
+    closeCause: c.closeCause,
+    superseded: c.superseded,
+    heartbeats: c.heartbeats,
+    channels: [...c.channels.entries()].map(([topic, channel]) => ({ topic, joinRef: channel.joinRef })),
+    problems: [...c.problems],
+    frames: c.frames.length,
+  }
+}
+
+/** A route's answer: a status and a JSON body. */
+interface Answer {
+  status: number
+  body: unknown
+}
+
+/** The state a route runs against: the simulator and the release functions of its holds. */
+interface Context {
+  sim: PlatformSimulator
+  query: URLSearchParams
+  params: Record<string, string>
+  thaw: (() => void) | null
+  releaseHolds: (() => void) | null
+  /** Aborts when the caller goes away (a long-poll whose client disconnected). */
+  signal: AbortSignal
+}
+
+/** One HTTP route of the simulator. */
+export interface ControlRoute {
+  method: 'GET' | 'POST'
+  /** Path, with `{name}` path parameters. */
+  path: string
+  summary: string
+  /** Query parameters (GET). */
+  query?: Record<string, string>
+  /** Request body schema (POST). */
+  body?: z.ZodMiniType
+  /** Response body schema (documentation). */
+  response: z.ZodMiniType
+  /** @internal */
+  run(ctx: Context, body: never): Answer | Promise<Answer>
+}
+
+const ok = (body: unknown = { ok: true }): Answer => ({ status: 200, body })
+
+function route<S extends z.ZodMiniType | undefined>(
+  spec: Omit<ControlRoute, 'run' | 'body'> & { body?: S; run: (ctx: Context, body: S extends z.ZodMiniType ? z.infer<S> : undefined) => Answer | Promise<Answer> },
+): ControlRoute {
+  return spec as unknown as ControlRoute
+}
+
+const target = (t: z.infer<typeof TargetSchema>): Target => t as Target
+
+function count(sim: PlatformSimulator, what: z.infer<typeof WaitCondition>, agent: string | undefined): number {
+  const mine = <T extends { agentId: string | null }>(items: readonly T[]) => (agent === undefined ? items : items.filter((i) => i.agentId === agent))
+  switch (what) {
+    case 'live':
+      return sim.live(agent).length
+    case 'accepted':
+      return sim.accepted(agent).length
+    case 'upgrades':
+      return mine(sim.upgrades).length
+    case 'refused':
+      return mine(sim.upgrades).filter((u) => u.status !== 101).length
+    case 'closed':
+      return sim.accepted(agent).filter((c) => c.state === 'closed').length
+    case 'heldUpgrades':
+      return agent === undefined ? sim.heldUpgrades : sim.heldUpgradesOf(agent)
+    case 'heldJoins':
+      return sim.heldJoins.filter((j) => agent === undefined || j.connection.agentId === agent).length
+    case 'joined':
+      return sim.live(agent).reduce((n, c) => n + c.channels.size, 0)
+  }
+}
+
+/** Every route, in the order the OpenAPI document lists them. */
+export const CONTROL_ROUTES: readonly ControlRoute[] = [
+  route({
+    method: 'GET',
+    path: '/admin/sockets',
+    summary: 'Every socket accepted, in order, open or closed (of one agent with ?agent=).',
+    query: { agent: 'only this agent id' },
+    response: z.object({ sockets: z.array(Json) }),
+    run: ({ sim, query }) => ok({ sockets: sim.accepted(query.get('agent') ?? undefined).map(socketRecord) }),
+  }),
+  route({
+    method: 'GET',
+    path: '/admin/sockets/{id}/frames',
+    summary: 'The frames of one socket, both directions, the most recent recordLimit (at: ms since the simulator started).',
+    response: z.object({ frames: z.array(Json) }),
+    run: ({ sim, params }) => {
+      const c = sim.accepted().find((s) => s.id === params.id)
+      return c ? ok({ frames: c.frames }) : { status: 404, body: { error: { code: 'no_socket', message: `no socket ${params.id}` } } }
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/admin/upgrades',
+    summary: 'Every upgrade answered, in order: status 101 or the refusal, at (ms since start), superseded sockets.',
+    query: { agent: 'only this agent id' },
+    response: z.object({ upgrades: z.array(Json) }),
+    run: ({ sim, query }) => {
+      const agent = query.get('agent')
+      return ok({ upgrades: sim.upgrades.filter((u) => agent === null || u.agentId === agent) })
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/admin/closes',
+    summary: 'Close frames the simulator sent, in order.',
+    response: z.object({ closes: z.array(Json) }),
+    run: ({ sim }) => ok({ closes: sim.closesSent }),
+  }),
+  route({
+    method: 'GET',
+    path: '/admin/held',
+    summary: 'Upgrades and joins held unanswered.',
+    response: z.object({ upgrades: z.number(), joins: z.array(Json) }),
+    run: ({ sim }) => ok({ upgrades: sim.heldUpgrades, joins: sim.heldJoins.map((j) => ({ socket: j.connection.id, agentId: j.connection.agentId, topic: j.topic, joinRef: j.joinRef })) }),
+  }),
+  route({
+    method: 'GET',
+    path: '/admin/clock',
+    summary: 'The simulator clock: ms since it started, the time base of every record.',
+    response: z.object({ now: z.number() }),
+    run: ({ sim }) => ok({ now: sim.now() }),
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/wait',
+    summary: 'Long-poll: answers once the count of `until` (of `agent`, or of every agent) is at least `atLeast`, or 408 after timeoutMs.',
+    body: z.object({
+      until: WaitCondition,
+      agent: z.optional(z.string()),
+      atLeast: z.optional(z.number().check(z.int(), z.gte(0))),
+      timeoutMs: z.optional(z.number().check(z.int(), z.gte(1), z.lte(MAX_WAIT_MS))),
+    }),
+    response: z.object({ count: z.number() }),
+    run: ({ sim, signal }, body) => {
+      const atLeast = body.atLeast ?? 1
+      const current = () => count(sim, body.until, body.agent)
+      if (current() >= atLeast) return ok({ count: current() })
+      return new Promise<Answer>((resolve) => {
+        const done = (answer: Answer) => {
+          clearTimeout(timer)
+          sim.off('change', onChange)
+          signal.removeEventListener('abort', onAbort)
+          resolve(answer)
+        }
+        const onChange = () => {
+          const n = current()
+          if (n >= atLeast) done(ok({ count: n }))
+        }
+        const onAbort = () => done({ status: 499, body: { error: { code: 'client_gone', message: 'the caller went away' } } })
+        const timer = setTimeout(
+          () => done({ status: 408, body: { error: { code: 'timeout', message: `${body.until} of ${body.agent ?? 'every agent'} is ${current()}, not ${atLeast}, after ${body.timeoutMs ?? 10_000} ms`, count: current() } } }),
+          body.timeoutMs ?? 10_000,
+        )
+        sim.on('change', onChange)
+        signal.addEventListener('abort', onAbort)
+      })
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/refuse-upgrades',
+    summary: 'Answers the next upgrades (of `agent`, when given), one each, with these refusals, then accepts again.',
+    body: z.object({ agent: z.optional(z.string().check(z.minLength(1))), refusals: z.array(Refusal).check(z.minLength(1)) }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      const refusals = body.refusals as UpgradeRefusal[]
+      if (body.agent !== undefined) sim.refuseUpgradesOf(body.agent, ...refusals)
+      else sim.refuseUpgrades(...refusals)
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/hold-upgrades',
+    summary: 'Holds every later upgrade (of agents whose id matches the `agents` regular expression) unanswered.',
+    body: z.object({ agents: z.optional(z.string()) }),
+    response: Ok,
+    run: (ctx, body) => {
+      let match: RegExp | undefined
+      try {
+        match = body.agents === undefined ? undefined : new RegExp(body.agents)
+      } catch (error) {
+        return { status: 400, body: { error: { code: 'bad_request', message: `agents: ${(error as Error).message}` } } }
+      }
+      ctx.releaseHolds = ctx.sim.holdUpgrades(match)
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/release-upgrades',
+    summary: 'Stops holding upgrades; the held ones are answered as usual.',
+    body: z.object({}),
+    response: Ok,
+    run: (ctx) => {
+      ctx.releaseHolds?.()
+      ctx.releaseHolds = null
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/answer-upgrade',
+    summary: 'Answers the oldest held upgrade (of `agent`): accepted without `answer`, refused with a refusal, or "drop" (TCP ends).',
+    body: z.object({ agent: z.optional(z.string()), answer: z.optional(z.union([Refusal, z.literal('drop')])) }),
+    response: Answered,
+    run: ({ sim }, body) => ok({ answered: sim.answerHeldUpgrade(body.answer as UpgradeRefusal | 'drop' | undefined, body.agent) }),
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/join-rule',
+    summary: 'Answers joins of `topic` (a regular expression when `regex`) with `outcome`, `times` times (default always); later rules win.',
+    body: z.object({ topic: z.string().check(z.minLength(1)), regex: z.optional(z.boolean()), outcome: JoinRuleOutcome, times: z.optional(z.number().check(z.int(), z.gte(1))) }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      let match: string | RegExp = body.topic
+      if (body.regex) {
+        try {
+          match = new RegExp(body.topic)
+        } catch (error) {
+          return { status: 400, body: { error: { code: 'bad_request', message: `topic: ${(error as Error).message}` } } }
+        }
+      }
+      sim.onJoin(match, body.outcome as JoinOutcome, body.times)
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/answer-join',
+    summary: 'Answers a held join of `topic` (the oldest, the newest, or the one with joinRef).',
+    body: z.object({
+      topic: z.string(),
+      outcome: JoinReply,
+      which: z.optional(z.union([z.literal('oldest'), z.literal('newest'), z.object({ joinRef: z.nullable(z.string()) })])),
+    }),
+    response: Answered,
+    run: ({ sim }, body) => ok({ answered: sim.answerHeldJoin(body.topic, body.outcome as Exclude<JoinOutcome, { reply: 'hold' }>, body.which ?? 'oldest') }),
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/push-reply',
+    summary: 'How client pushes on app channels are answered: a reply with `status` and `response`, or none (`{ "none": true }`).',
+    body: z.union([z.object({ status: z.string(), response: z.optional(PayloadObject) }), z.object({ none: z.literal(true) })]),
+    response: Ok,
+    run: ({ sim }, body) => {
+      if ('none' in body) sim.onPush(() => null)
+      else {
+        const reply = { status: body.status, response: (body.response ?? {}) as never }
+        sim.onPush(() => reply)
+      }
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/reset',
+    summary: 'Forgets every script: refusals, join rules, the push reply, held upgrades (answered as usual), supersede cooldowns.',
+    body: z.object({}),
+    response: Ok,
+    run: (ctx) => {
+      ctx.sim.resetScripts()
+      ctx.releaseHolds = null
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/close',
+    summary: 'Closes the target sockets with an RFC 6455 close code (section 7.4) and reason.',
+    body: z.object({ target: TargetSchema, code: CloseCode, reason: z.optional(z.string().check(z.maxLength(123))) }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      sim.close(target(body.target), body.code, body.reason ?? '')
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/abort',
+    summary: 'Ends the target sockets with no close frame (the client sees 1006).',
+    body: z.object({ target: TargetSchema }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      sim.abort(target(body.target))
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/disconnect',
+    summary: 'The platform disconnects the target sockets (the "disconnect" broadcast: the flavor\'s close code).',
+    body: z.object({ target: TargetSchema }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      sim.disconnect(target(body.target))
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/stall',
+    summary: 'The target sockets stop reading and answering (heartbeats included): the client\'s heartbeat times out.',
+    body: z.object({ target: TargetSchema }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      sim.stall(target(body.target))
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/keys',
+    summary: 'Sets the keys valid for an agent (several during a rotation).',
+    body: z.object({ agent: z.string().check(z.minLength(1)), keys: z.union([z.string().check(z.minLength(1)), z.array(z.string().check(z.minLength(1)))]) }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      sim.setKeys(body.agent, body.keys)
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/revoke',
+    summary: 'Refuses the agent\'s later upgrades with 403; its open sockets stay up.',
+    body: z.object({ agent: z.string().check(z.minLength(1)) }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      sim.revoke(body.agent)
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/unrevoke',
+    summary: 'Accepts the agent\'s upgrades again.',
+    body: z.object({ agent: z.string().check(z.minLength(1)) }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      sim.unrevoke(body.agent)
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/freeze',
+    summary: 'A frozen server (SIGSTOP): every socket stops reading and answering, every upgrade is held.',
+    body: z.object({}),
+    response: Ok,
+    run: (ctx) => {
+      ctx.thaw ??= ctx.sim.freeze()
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/thaw',
+    summary: 'Ends a freeze (SIGCONT): what clients sent meanwhile is read, then the held upgrades are answered.',
+    body: z.object({}),
+    response: Ok,
+    run: (ctx) => {
+      ctx.thaw?.()
+      ctx.thaw = null
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/restart',
+    summary: 'A server restart: every socket closed with the flavor\'s restart code (1012 on Phoenix, a drain).',
+    body: z.object({}),
+    response: Ok,
+    run: ({ sim }) => {
+      sim.restart()
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/push',
+    summary: 'A server push on `topic` to the target sockets that joined it, with the join\'s join_ref (or `joinRef`).',
+    body: z.object({ target: TargetSchema, topic: z.string(), event: z.string(), payload: PayloadObject, joinRef: z.optional(z.nullable(z.string())) }),
+    response: Sent,
+    run: ({ sim }, body) => ok({ sent: sim.push(target(body.target), body.topic, body.event, body.payload as never, body.joinRef === undefined ? {} : { joinRef: body.joinRef }) }),
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/raw',
+    summary: 'Sends `data` as a text frame, exactly, to the target sockets (for malformed frames).',
+    body: z.object({ target: TargetSchema, data: z.string() }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      sim.sendRaw(target(body.target), body.data)
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/broadcast',
+    summary: 'An endpoint broadcast on `topic` (fastlane, join_ref null) to every socket that joined it.',
+    body: z.object({ topic: z.string(), event: z.string(), payload: PayloadObject }),
+    response: Sent,
+    run: ({ sim }, body) => ok({ sent: sim.broadcast(body.topic, body.event, body.payload as never) }),
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/control',
+    summary: 'An agent.control signal on the agent\'s control channel (`via: "broadcast"` as an endpoint broadcast).',
+    body: z.object({
+      agent: z.string().check(z.minLength(1)),
+      signal: z.looseObject({ mode: z.string() }),
+      via: z.optional(z.union([z.literal('push'), z.literal('broadcast')])),
+    }),
+    response: Sent,
+    run: ({ sim }, body) => ok({ sent: sim.control(body.agent, body.signal as never, body.via ? { via: body.via } : {}) }),
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/supersede',
+    summary: 'Supersedes the agent\'s open sockets: the supersede push, then (unless close is null) a close with the flavor\'s code or `close`.',
+    body: z.object({ agent: z.string().check(z.minLength(1)), payload: z.optional(PayloadObject), close: z.optional(z.nullable(CloseCode)) }),
+    response: Sent,
+    run: ({ sim }, body) =>
+      ok({ sent: sim.supersede(body.agent, { ...(body.payload ? { payload: body.payload as never } : {}), ...(body.close !== undefined ? { close: body.close } : {}) }) }),
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/channel-error',
+    summary: 'The server-side channel of `topic` crashes on the target sockets (phx_error); the socket stays up.',
+    body: z.object({ target: TargetSchema, topic: z.string() }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      sim.channelError(target(body.target), body.topic)
+      return ok()
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/admin/channel-close',
+    summary: 'The server ends the channel of `topic` on the target sockets (phx_close).',
+    body: z.object({ target: TargetSchema, topic: z.string() }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      sim.channelClose(target(body.target), body.topic)
+      return ok()
+    },
+  }),
+]
+
+/** The routes the admin API serves itself (documented beside the control routes). */
+const ADMIN_ROUTES = [
+  { method: 'GET', path: '/admin/connections', summary: 'Who is attached, since when, in what state (open sockets).' },
+  { method: 'GET', path: '/admin/events', summary: 'Server-sent events: principal-presence crossings and agent-aborted reports, live.' },
+  { method: 'GET', path: '/admin/openapi.json', summary: 'This document.' },
+  { method: 'GET', path: '/metrics', summary: 'Prometheus text (prom-client).' },
+] as const
+
+function schemaOf(schema: z.ZodMiniType): unknown {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<string, unknown>
+  return rest
+}
+
+/** The OpenAPI 3.1 document of every HTTP route of the simulator, generated from the routes' zod schemas. */
+export function simulatorOpenApi(version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {}
+  const errorBody = { type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } }, required: ['code', 'message'] } } }
+  const errors = {
+    '400': { description: 'The body is not JSON or not what the route takes; `message` names the field.', content: { 'application/json': { schema: errorBody } } },
+    '401': { description: 'An admin token is set and the request does not carry it.', content: { 'application/json': { schema: errorBody } } },
+    '403': { description: 'No admin token is set and the caller is not on loopback.', content: { 'application/json': { schema: errorBody } } },
+  }
+  for (const r of CONTROL_ROUTES) {
+    const parameters = [
+      ...[...r.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
+      ...Object.entries(r.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } })),
+    ]
+    paths[r.path] = {
+      ...paths[r.path],
+      [r.method.toLowerCase()]: {
+        summary: r.summary,
+        operationId: r.path.replace(/^\/admin\//, '').replace(/\/\{\w+\}\//g, '-').replace(/[^a-z]+(.)/g, (_, c: string) => c.toUpperCase()) + (r.method === 'GET' ? 'Get' : ''),
+        ...(parameters.length > 0 ? { parameters } : {}),
+        ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(r.body) } } } } : {}),
+        responses: {
+          '200': { description: 'Done.', content: { 'application/json': { schema: schemaOf(r.response) } } },
+          ...(r.path === '/admin/wait' ? { '408': { description: 'The count did not reach atLeast within timeoutMs.', content: { 'application/json': { schema: errorBody } } } } : {}),
+          ...errors,
+        },
+      },
+    }
+  }
+  for (const r of ADMIN_ROUTES) {
+    paths[r.path] = { [r.method.toLowerCase()]: { summary: r.summary, responses: { '200': { description: 'Done.' } } } }
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'phoenix-link platform simulator',
+      version,
+      description:
+        'The simulator over HTTP: every control of the TypeScript API as a JSON route, the records, and long-poll waits. Times are milliseconds since the simulator started (GET /admin/clock). With an admin token set, send Authorization: Bearer <token>; without one, only loopback callers are served.',
+    },
+    paths,
+  }
+}
+
+/** Whether a peer address is loopback (127.0.0.0/8, ::1, or IPv4-mapped loopback). */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (!address) return false
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address
+  return v4.startsWith('127.') || address === '::1'
+}
+
+/** Serves {@link CONTROL_ROUTES} for one simulator. */
+export class ControlApi {
+  private readonly ctx: Omit<Context, 'query' | 'params' | 'signal'>
+  private document: Record<string, unknown> | null = null
+
+  constructor(
+    sim: PlatformSimulator,
+    private readonly token: string | null,
+    private readonly version: string,
+  ) {
+    this.ctx = { sim, thaw: null, releaseHolds: null }
+  }
+
+  /**
+   * Answers `/admin/*` requests it knows (after the access check) and returns true; returns false
+   * for any other path. Never throws into the server.
+   */
+  handle(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+    if (!path.startsWith('/admin/') && path !== '/admin') return false
+    const denied = this.denied(req)
+    if (denied) {
+      json(res, denied.status, denied.body)
+      return true
+    }
+    if (path === '/admin/openapi.json' && req.method === 'GET') {
+      this.document ??= simulatorOpenApi(this.version)
+      json(res, 200, this.document)
+      return true
+    }
+    const matched = this.match(path)
+    if (!matched) return false
+    const { candidates, params } = matched
+    const r = candidates.find((c) => c.method === req.method)
+    if (!r) {
+      res.setHeader('allow', candidates.map((c) => c.method).join(', '))
+      json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes ${candidates.map((c) => c.method).join(', ')}` } })
+      return true
+    }
+    const controller = new AbortController()
+    res.on('close', () => controller.abort())
+    const query = new URL(req.url ?? '/', 'http://simulator').searchParams
+    void this.body(req, r)
+      .then(async (body) => {
+        if ('error' in body) return body.error
+        const ctx = this.ctx as Context
+        const answer = await r.run(Object.assign(ctx, { query, params, signal: controller.signal }), body.value as never)
+        return answer
+      })
+      .catch((error: unknown) => ({ status: 500, body: { error: { code: 'control_failed', message: error instanceof Error ? error.message : String(error) } } }))
+      .then((answer) => {
+        if (!res.writableEnded && !res.destroyed) json(res, answer.status, answer.body)
+      })
+    return true
+  }
+
+  private denied(req: IncomingMessage): Answer | null {
+    if (this.token !== null) {
+      const header = req.headers.authorization ?? ''
+      const given = Buffer.from(header.startsWith('Bearer ') ? header.slice(7) : '')
+      const want = Buffer.from(this.token)
+      if (given.length !== want.length || !timingSafeEqual(given, want)) {
+        return { status: 401, body: { error: { code: 'unauthorized', message: 'send Authorization: Bearer <admin token>' } } }
+      }
+      return null
+    }
+    if (!isLoopbackAddress(req.socket.remoteAddress)) {
+      return { status: 403, body: { error: { code: 'forbidden', message: 'the admin routes serve loopback callers only; start the simulator with an admin token to serve others' } } }
+    }
+    return null
+  }
+
+  private match(path: string): { candidates: ControlRoute[]; params: Record<string, string> } | null {
+    for (const r of CONTROL_ROUTES) {
+      const pattern = new RegExp(`^${r.path.replace(/\{(\w+)\}/g, '(?<$1>[^/]+)')}$`)
+      const m = pattern.exec(path)
+      if (m) {
+        const candidates = CONTROL_ROUTES.filter((c) => c.path === r.path)
+        return { candidates, params: { ...m.groups } }
+      }
+    }
+    return null
+  }
+
+  private body(req: IncomingMessage, r: ControlRoute): Promise<{ value: unknown } | { error: Answer }> {
+    if (!r.body) {
+      req.resume()
+      return Promise.resolve({ value: undefined })
+    }
+    const schema = r.body
+    return new Promise((resolve) => {
+      const chunks: Buffer[] = []
+      let size = 0
+      let over = false
+      req.on('data', (chunk: Buffer) => {
+        size += chunk.length
+        if (size > MAX_CONTROL_BODY_BYTES) over = true
+        else chunks.push(chunk)
+      })
+      req.on('error', () => resolve({ error: { status: 400, body: { error: { code: 'bad_request', message: 'the request body could not be read' } } } }))
+      req.on('end', () => {
+        if (over) return resolve({ error: { status: 413, body: { error: { code: 'too_large', message: `the body is over ${MAX_CONTROL_BODY_BYTES} bytes` } } } })
+        const text = Buffer.concat(chunks).toString('utf8')
+        let value: unknown
+        try {
+          value = text.trim() === '' ? {} : JSON.parse(text)
+        } catch (error) {
+          return resolve({ error: { status: 400, body: { error: { code: 'bad_json', message: `the body is not JSON: ${(error as Error).message}` } } } })
+        }
+        const parsed = schema.safeParse(value, { reportInput: true })
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0]!
+          const at = issue.path.length > 0 ? issue.path.join('.') : 'body'
+          return resolve({ error: { status: 400, body: { error: { code: 'bad_request', message: `${at}: ${describeIssue(issue)}`, issues: parsed.error.issues.map((i) => ({ path: i.path, message: describeIssue(i) })) } } } })
+        }
+        resolve({ value: parsed.data })
+      })
+    })
+  }
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' })
+  res.end(JSON.stringify(body))
+}
