@@ -1,14 +1,19 @@
 /**
  * `phoenix-link export`: each chart as an XState config, a Stately-importable module and a
- * mermaid diagram. The config is read back with XState and must give the same states and
- * transitions (event, guard, target, actions, rule tag) as the shipped chart.
+ * mermaid diagram. The module is imported back, as Stately Studio or a user would, and must be
+ * the shipped chart: the same states and transitions (event, guard, target, actions, rule tag),
+ * only the chart's own guards, actions, delays and actors, and the delays' real values.
  */
 import { describe, expect, it } from 'vitest'
-import { fromCallback, setup, type AnyStateMachine } from 'xstate'
+import type { AnyStateMachine } from 'xstate'
 import { allNodes, CHARTS, nodePath, transitionRows, type ChartName } from '../../src/node/model/chart-info.js'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import ts from 'typescript'
-import { chartConfig, chartMermaid, chartModule, collectNames } from '../../src/node/model/export.js'
+import { chartDelays, chartMermaid, chartModule } from '../../src/node/model/export.js'
 import { runExport } from '../../src/node/cli/export.js'
 
 /** Type errors of `source` compiled as a module inside this project (so `xstate` resolves). */
@@ -24,33 +29,54 @@ function typeErrors(source: string): string[] {
   return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
 }
 
-/** Builds a machine from an exported config with stub implementations under the same names. */
-function reimport(config: ReturnType<typeof chartConfig>): AnyStateMachine {
-  const names = collectNames(config)
-  const stub = <T>(set: Set<string>, value: T) => Object.fromEntries([...set].map((n) => [n, value]))
-  return setup({
-    guards: stub(names.guards, () => true),
-    actions: stub(names.actions, () => {}),
-    delays: stub(names.delays, 1000),
-    actors: stub(names.actors, fromCallback(() => {})),
-  }).createMachine(config as never) as unknown as AnyStateMachine
+/**
+ * Imports a module `phoenix-link export --format ts` wrote, as Stately Studio or a user's code
+ * would: transpiled, written to a temporary file outside the checkout (its `xstate` import
+ * pointed at this project's copy) and loaded; the file is removed at once.
+ */
+async function importModule(source: string, exportName: string): Promise<AnyStateMachine> {
+  const js = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText
+  const xstate = pathToFileURL(join(dirname(createRequire(import.meta.url).resolve('xstate/package.json')), 'dist', 'xstate.cjs.mjs')).href
+  const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-export-'))
+  const file = join(dir, 'charts.mjs')
+  try {
+    writeFileSync(file, js.replace(/from 'xstate'/g, `from '${xstate}'`))
+    const module = (await import(/* @vite-ignore */ pathToFileURL(file).href)) as Record<string, AnyStateMachine>
+    return module[exportName]!
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The names a machine's setup() declares, by kind. */
+function declared(machine: AnyStateMachine, kind: 'guards' | 'actions' | 'delays' | 'actors'): string[] {
+  return Object.keys((machine.implementations as unknown as Record<string, Record<string, unknown>>)[kind] ?? {}).sort()
 }
 
 describe('export', () => {
   for (const name of Object.keys(CHARTS) as ChartName[]) {
-    it(`${name}: the exported config, read back by XState, has the same states and transitions`, () => {
+    it(`${name}: the Stately module, imported back, is the shipped chart: states, transitions, the chart's own names, the real delays`, async () => {
       const original = CHARTS[name] as AnyStateMachine
-      const copy = reimport(JSON.parse(JSON.stringify(chartConfig(original))))
+      const copy = await importModule(chartModule(name), `${name}Machine`)
       expect(allNodes(copy).map(nodePath)).toEqual(allNodes(original).map(nodePath))
       const rows = (m: AnyStateMachine) => transitionRows(m).map(({ state, event, guard, target, actions, rule }) => ({ state, event, guard, target, actions, rule }))
       expect(rows(copy)).toEqual(rows(original))
       expect(rows(original).length).toBeGreaterThan(3)
+      // Only the chart's own names: every guard, action, delay and actor is one its setup() declares.
+      for (const kind of ['guards', 'actions', 'delays', 'actors'] as const) {
+        const own = new Set(declared(original, kind))
+        expect(declared(copy, kind).filter((n) => !own.has(n)), `${kind} not in machines/${name}.ts setup()`).toEqual([])
+      }
+      expect(declared(copy, 'actions')).not.toContain('raise')
+      expect(declared(copy, 'actions')).not.toContain('cancel')
+      // Entry and exit actions: the shipped chart's own, without XState's scheduling of `after`.
+      const own = (m: AnyStateMachine) => allNodes(m).map((n) => [nodePath(n), (n.entry as unknown[]).filter((a) => typeof a === 'string' || (a as { type?: string }).type?.startsWith('xstate.') !== true).length])
+      expect(own(copy)).toEqual(own(original))
+      // The real delays: what the chart's own delay functions give under the default policy.
+      expect((copy.implementations as { delays: Record<string, number> }).delays).toEqual(chartDelays(name))
     })
 
-    it(`${name}: the TypeScript module carries the same config, and mermaid names every state`, () => {
-      const module = chartModule(name)
-      const json = module.slice(module.indexOf('.createMachine(') + '.createMachine('.length, module.lastIndexOf(')'))
-      expect(JSON.parse(json)).toEqual(chartConfig(CHARTS[name] as AnyStateMachine))
+    it(`${name}: mermaid names every state`, () => {
       const diagram = chartMermaid(name)
       expect(diagram.startsWith('stateDiagram-v2\n')).toBe(true)
       for (const node of allNodes(CHARTS[name] as AnyStateMachine)) {
@@ -58,6 +84,12 @@ describe('export', () => {
       }
     })
   }
+
+  it('the delays are the default policy\'s: connect and join timeouts 10 s, the reconnect windows, the first backoff ceiling', () => {
+    expect(chartDelays('connection')).toMatchObject({ connectTimeout: 10_000, joinTimeout: 10_000, leaveTimeout: 1_000 })
+    expect(chartDelays('reconnect')).toEqual({ backoffDelay: 500, cooldown: 30_000, rapidWindow: 5_000, stableAfter: 60_000 })
+    expect(chartModule('reconnect')).toContain('"guard": and(["livedBriefly", "isServerClose"])')
+  })
 
   it('the CLI writes each format and refuses an unknown chart or format', () => {
     const out: string[] = []

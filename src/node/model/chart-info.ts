@@ -55,6 +55,26 @@ export function refName(value: unknown): string {
   return String(value)
 }
 
+/** A guard in config form: a name from `setup({ guards })`, or XState's `and`/`or`/`not` of guards. */
+export type ConfigGuard = string | { type: 'and' | 'or' | 'not'; guards: ConfigGuard[] }
+
+/** A guard as config: XState's higher-order guards (functions carrying `guards`) keep their operands. */
+export function guardOf(guard: unknown): ConfigGuard {
+  if (typeof guard === 'function' && Array.isArray((guard as { guards?: unknown }).guards)) {
+    const name = (guard as { name?: string }).name
+    const type = name === 'or' ? 'or' : name === 'not' ? 'not' : 'and'
+    return { type, guards: (guard as unknown as { guards: unknown[] }).guards.map(guardOf) }
+  }
+  return refName(guard)
+}
+
+/** The name of a guard as the docs print it: `a && b`, `a || b`, `!a`. */
+export function guardLabel(guard: ConfigGuard): string {
+  if (typeof guard === 'string') return guard
+  if (guard.type === 'not') return `!${guardLabel(guard.guards[0]!)}`
+  return guard.guards.map(guardLabel).join(guard.type === 'and' ? ' && ' : ' || ')
+}
+
 /** An event type as the docs print it: `after <delay>`, `done <actor>`, `error <actor>`, `(always)`, or the type. */
 export function eventLabel(eventType: string, delay?: unknown): string {
   if (eventType.startsWith('xstate.after.')) return `after ${refName(delay) || eventType.split('.')[2]}`
@@ -96,7 +116,7 @@ export function transitionRows(machine: AnyStateMachine): TransitionRow[] {
     key: transitionKey(node, eventType, index),
     state: nodePath(node),
     event: eventLabel(eventType, delay),
-    guard: refName(t.guard),
+    guard: t.guard === undefined || t.guard === null ? '' : guardLabel(guardOf(t.guard)),
     target: ((t.target as AnyNode[] | undefined) ?? []).map((n) => n.path.join('.')).join(', ') || '(stays)',
     actions: ((t.actions as unknown[]) ?? []).map(refName).join(', '),
     rule: String((t.meta as { rule?: string } | undefined)?.rule ?? ''),

@@ -5,17 +5,20 @@
  * they cannot drift from the charts: guards, actions, named delays and invoked actors appear
  * by the names they have in `setup()`, each transition keeps its DESIGN rule tag (`meta.rule`).
  */
-import type { AnyStateMachine, StateNode } from 'xstate'
-import { allNodes, CHARTS, eventLabel, refName, type ChartName } from './chart-info.js'
+import { initialTransition, type AnyStateMachine, type StateNode } from 'xstate'
+import { allNodes, CHARTS, eventLabel, guardLabel, guardOf, refName, type ChartName, type ConfigGuard } from './chart-info.js'
+import { DEFAULT_CHANNEL_POLICY } from '../../../machines/channel-policy.js'
+import { DEFAULT_RECONNECT_POLICY } from '../../../machines/reconnect-policy.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyNode = StateNode<any, any>
+
 
 /** One transition in config form. */
 export interface ConfigTransition {
   /** `#<state id>` references; absent for a transition that stays. */
   target?: string[]
-  guard?: string
+  guard?: ConfigGuard
   actions?: string[]
   /** The DESIGN rule tag, when the chart has one. */
   meta?: { rule: string }
@@ -37,11 +40,23 @@ export interface ConfigState {
   states?: Record<string, ConfigState>
 }
 
+/**
+ * Whether an entry or exit action is XState's own scheduling of an `after` transition (the
+ * `raise` of `xstate.after.*` on entry, its `cancel` on exit): implied by `after`, not the chart's.
+ */
+function isImplicitDelayAction(action: unknown): boolean {
+  if (typeof action !== 'function') return false
+  const a = action as { type?: string; event?: { type?: string }; sendId?: unknown; id?: unknown }
+  if (a.type === 'xstate.raise') return typeof a.event?.type === 'string' && a.event.type.startsWith('xstate.after.')
+  if (a.type === 'xstate.cancel') return typeof a.sendId === 'string' && a.sendId.startsWith('xstate.after.')
+  return false
+}
+
 function transitionOf(t: Record<string, unknown>): ConfigTransition {
   const out: ConfigTransition = {}
   const targets = (t.target as AnyNode[] | undefined) ?? []
   if (targets.length > 0) out.target = targets.map((n) => `#${n.id}`)
-  if (t.guard !== undefined && t.guard !== null) out.guard = refName(t.guard)
+  if (t.guard !== undefined && t.guard !== null) out.guard = guardOf(t.guard)
   const actions = ((t.actions as unknown[]) ?? []).map(refName)
   if (actions.length > 0) out.actions = actions
   const rule = (t.meta as { rule?: string } | undefined)?.rule
@@ -55,9 +70,9 @@ function stateOf(node: AnyNode): ConfigState {
   if (node.type === 'final' || node.type === 'parallel') out.type = node.type
   const initial = (node.initial as unknown as { target?: AnyNode[] } | undefined)?.target?.[0]
   if (initial && node.type === 'compound') out.initial = initial.key
-  const entry = (node.entry as unknown[]).map(refName)
+  const entry = (node.entry as unknown[]).filter((a) => !isImplicitDelayAction(a)).map(refName)
   if (entry.length > 0) out.entry = entry
-  const exit = (node.exit as unknown[]).map(refName)
+  const exit = (node.exit as unknown[]).filter((a) => !isImplicitDelayAction(a)).map(refName)
   if (exit.length > 0) out.exit = exit
 
   const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, refName(t.delay)]))
@@ -99,20 +114,89 @@ export function chartConfig(machine: AnyStateMachine): ConfigState {
  */
 export function chartModule(name: ChartName): string {
   return `// The ${name} chart of phoenix-link (machines/${name}.ts), exported by \`phoenix-link export --chart ${name} --format ts\`.
-${MODULE_PREAMBLE}
+${preamble([name])}
 ${machineDeclaration(name)}`
 }
 
 /** Every chart in one module: one import, then one `export const <name>Machine` per chart. */
 export function chartsModule(names: readonly ChartName[]): string {
   return `// The charts of phoenix-link (machines/), exported by \`phoenix-link export --format ts\`.
-${MODULE_PREAMBLE}
+${preamble(names)}
 ${names.map(machineDeclaration).join('\n')}`
 }
 
-const MODULE_PREAMBLE = `// Structure only: every guard, action, delay and actor is a stub named as in the shipped setup().
-import { fromCallback, setup } from 'xstate'
+/** The module's comment and its xstate import (the higher-order guards the charts use, and nothing unused). */
+function preamble(names: readonly ChartName[]): string {
+  const ops = new Set<string>()
+  const visit = (g: ConfigGuard) => {
+    if (typeof g === 'string') return
+    ops.add(g.type)
+    g.guards.forEach(visit)
+  }
+  const walk = (state: ConfigState) => {
+    const lists = [...Object.values(state.on ?? {}), ...Object.values(state.after ?? {}), state.always ?? [], ...(state.invoke ?? []).flatMap((i) => [i.onDone ?? [], i.onError ?? []])]
+    for (const list of lists) for (const t of list) if (t.guard) visit(t.guard)
+    for (const child of Object.values(state.states ?? {})) walk(child)
+  }
+  for (const name of names) walk(chartConfig(CHARTS[name] as AnyStateMachine))
+  const imports = [...ops, 'fromCallback', 'setup'].sort()
+  return `// Guards, actions and actors are stubs named as in the shipped setup(); delays are the real ones
+// under the default policy (a drawn delay: the ceiling of its first draw).
+import { ${imports.join(', ')} } from 'xstate'
 `
+}
+
+/** The input each chart is created with under the default policy (jitter at its ceiling: random() = 1). */
+const ENV = { now: () => 0, monotonic: () => 0, random: () => 1 }
+const DEFAULT_INPUTS: Record<ChartName, unknown> = {
+  connection: { env: ENV },
+  channel: { topic: 'room:example', policy: DEFAULT_CHANNEL_POLICY, env: ENV },
+  reconnect: { policy: DEFAULT_RECONNECT_POLICY, env: ENV },
+  control: {},
+  presence: { env: ENV },
+}
+
+/** Delays that read a value the chart draws at run time (`context.delayMs`): the default policy's first ceiling. */
+const DRAWN: Partial<Record<ChartName, Record<string, number>>> = {
+  reconnect: { backoffDelay: DEFAULT_RECONNECT_POLICY.initialDelayMs, cooldown: DEFAULT_RECONNECT_POLICY.suspendInitialDelayMs },
+}
+
+/**
+ * The chart's named delays in milliseconds under the default policy: each `setup({ delays })`
+ * implementation evaluated on the chart's initial context (jitter at its ceiling); a delay drawn
+ * at run time gives its first ceiling from the policy.
+ */
+export function chartDelays(name: ChartName): Record<string, number> {
+  const machine = CHARTS[name] as AnyStateMachine
+  const delays = (machine.implementations.delays ?? {}) as Record<string, unknown>
+  const [snapshot] = initialTransition(machine, DEFAULT_INPUTS[name] as never)
+  const out: Record<string, number> = {}
+  for (const [key, delay] of Object.entries(delays)) {
+    const drawn = DRAWN[name]?.[key]
+    if (drawn !== undefined) out[key] = drawn
+    else if (typeof delay === 'number') out[key] = delay
+    else if (typeof delay === 'function') out[key] = Number((delay as (a: unknown) => unknown)({ context: snapshot.context, event: { type: 'xstate.init' } }))
+  }
+  return out
+}
+
+/** The config as TypeScript: JSON, with higher-order guards as \`and([...])\` calls. */
+function configSource(config: ConfigState): string {
+  const guards: ConfigGuard[] = []
+  const json = JSON.stringify(
+    config,
+    (key, value: unknown) => {
+      if (key === 'guard' && typeof value === 'object' && value !== null) {
+        guards.push(value as ConfigGuard)
+        return `__GUARD_${guards.length - 1}__`
+      }
+      return value
+    },
+    2,
+  )
+  const code = (g: ConfigGuard): string => (typeof g === 'string' ? JSON.stringify(g) : `${g.type}([${g.guards.map(code).join(', ')}])`)
+  return json.replace(/"__GUARD_(\d+)__"/g, (_, i: string) => code(guards[Number(i)]!))
+}
 
 /** `export const <name>Machine = setup({...stubs}).createMachine(config)`. */
 function machineDeclaration(name: ChartName): string {
@@ -121,7 +205,8 @@ function machineDeclaration(name: ChartName): string {
   const list = (items: Set<string>) => [...items].sort().map((n) => `    ${JSON.stringify(n)}: ${'() => {}'},`).join('\n')
   const guards = [...names.guards].sort().map((n) => `    ${JSON.stringify(n)}: () => true,`).join('\n')
   const actors = [...names.actors].sort().map((n) => `    ${JSON.stringify(n)}: fromCallback(() => {}),`).join('\n')
-  const delays = [...names.delays].sort().map((n) => `    ${JSON.stringify(n)}: 1000,`).join('\n')
+  const values = chartDelays(name)
+  const delays = [...names.delays].sort().map((n) => `    ${JSON.stringify(n)}: ${values[n] ?? 0},`).join('\n')
   return `export const ${name}Machine = setup({
   guards: {
 ${guards}
@@ -135,7 +220,7 @@ ${delays}
   actors: {
 ${actors}
   },
-}).createMachine(${JSON.stringify(config, null, 2)})
+}).createMachine(${configSource(config)})
 `
 }
 
@@ -145,9 +230,10 @@ export function collectNames(config: ConfigState) {
   const actions = new Set<string>()
   const delays = new Set<string>()
   const actors = new Set<string>()
+  const addGuard = (g: ConfigGuard) => (typeof g === 'string' ? guards.add(g) : g.guards.forEach(addGuard))
   const visitTransitions = (list: ConfigTransition[] | undefined) => {
     for (const t of list ?? []) {
-      if (t.guard) guards.add(t.guard)
+      if (t.guard) addGuard(t.guard)
       for (const a of t.actions ?? []) actions.add(a)
     }
   }
@@ -177,7 +263,7 @@ export function mermaidId(node: { key: string; path: string[] }): string {
 
 function label(eventType: string, t: Record<string, unknown>, delay: string | undefined): string {
   const event = eventType === '' ? 'always' : eventLabel(eventType, delay)
-  const guard = t.guard !== undefined && t.guard !== null ? ` [${refName(t.guard)}]` : ''
+  const guard = t.guard !== undefined && t.guard !== null ? ` [${guardLabel(guardOf(t.guard))}]` : ''
   // mermaid takes everything after the colon as the label; colons inside would end it early.
   return `${event}${guard}`.replace(/:/g, '∶')
 }
