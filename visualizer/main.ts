@@ -11,6 +11,7 @@ import mermaid from 'mermaid'
 import charts from 'virtual:charts'
 import type { VisualChart, VisualState } from '../src/node/model/visual.js'
 import type { TraceRecord } from '../src/node/visualize/trace.js'
+import { stepLabel } from '../src/node/model/labels.js'
 
 type View = 'charts' | 'live' | 'replay' | 'dashboard'
 type StateValue = string | { [key: string]: StateValue }
@@ -61,6 +62,48 @@ function showDetails(chart: VisualChart, state: VisualState): void {
   $('close-details').onclick = () => (aside.hidden = true)
 }
 
+/** The smallest size a label may be drawn at, in CSS pixels. */
+const MIN_LABEL_PX = 11
+
+/**
+ * Sizes a drawn chart: as wide as its box allows, never wider than mermaid drew it, and never so
+ * small that its smallest label falls under {@link MIN_LABEL_PX} (the box scrolls instead);
+ * "full size" draws it as mermaid did. Called again when the window or the zoom changes.
+ */
+function fitDiagram(box: HTMLElement, svg: SVGSVGElement): void {
+  const natural = svg.viewBox.baseVal?.width || svg.getBBox().width
+  if (!natural) return
+  const sizes = [...svg.querySelectorAll('.edgeLabel, .nodeLabel, text')]
+    .filter((el) => (el.textContent ?? '').trim() !== '')
+    .map((el) => Number.parseFloat(getComputedStyle(el).fontSize))
+    .filter((n) => Number.isFinite(n) && n > 0)
+  const smallest = sizes.length > 0 ? Math.min(...sizes) : 16
+  const style = getComputedStyle(box)
+  const available = box.clientWidth - Number.parseFloat(style.paddingLeft) - Number.parseFloat(style.paddingRight)
+  const scale = document.body.dataset.zoom === 'full' ? 1 : Math.max(Math.min(1, available / natural), MIN_LABEL_PX / smallest)
+  svg.style.width = `${Math.ceil(natural * scale)}px`
+  svg.style.maxWidth = 'none'
+  svg.style.height = 'auto'
+  svg.dataset.scale = String(scale)
+}
+
+/** Scrolls a chart's box sideways (never the page) so that its active state is in the middle of it. */
+function revealState(node: Element | undefined): void {
+  const box = node?.closest<HTMLElement>('.diagram')
+  if (!node || !box || box.scrollWidth <= box.clientWidth) return
+  const at = node.getBoundingClientRect()
+  const frame = box.getBoundingClientRect()
+  box.scrollLeft += at.left + at.width / 2 - (frame.left + frame.width / 2)
+}
+
+/** Sizes every drawn chart again. */
+function fitAll(): void {
+  for (const box of document.querySelectorAll<HTMLElement>('.chart .diagram')) {
+    const svg = box.querySelector('svg')
+    if (svg) fitDiagram(box, svg)
+  }
+}
+
 async function drawCharts(): Promise<void> {
   mermaid.initialize({ startOnLoad: false, securityLevel: 'strict', theme: 'default', state: { useMaxWidth: false } })
   const main = $('charts')
@@ -73,7 +116,8 @@ async function drawCharts(): Promise<void> {
     const { svg } = await mermaid.render(`chart-${chart.name}`, chart.mermaid)
     const box = section.querySelector('.diagram') as HTMLElement
     box.innerHTML = svg
-    const el = box.querySelector('svg') as SVGElement
+    const el = box.querySelector('svg') as SVGSVGElement
+    fitDiagram(box, el)
     const byPath = new Map<string, Element>()
     for (const state of chart.states) {
       if (state.path === '(root)') continue
@@ -146,7 +190,7 @@ function lastArrow(chart: VisualChart, before: StateValue | null, after: StateVa
   const candidates = chart.edges
     .map((edge, index) => ({ edge, index }))
     .filter(({ edge }) => (edge.from === '[*]' || was.has(edge.from)) && is.has(edge.to) && (!was.has(edge.to) || edge.from === edge.to))
-  const name = event.startsWith('xstate.after.') ? `after ${event.split('.')[2]}` : event
+  const name = stepLabel(event)
   const best = candidates.find(({ edge }) => edge.label.startsWith(name)) ?? candidates.find(({ edge }) => edge.from !== '[*]') ?? candidates[0]
   return best ? best.index : null
 }
@@ -180,13 +224,15 @@ function highlight(records: readonly TraceRecord[], index: number): void {
   for (const [chart, value] of Object.entries(values)) {
     const byPath = nodes.get(chart)
     if (!byPath) continue
-    for (const path of activePaths(value)) byPath.get(path)?.classList.add('active')
+    const active = activePaths(value)
+    for (const path of active) byPath.get(path)?.classList.add('active')
+    revealState(byPath.get(active.at(-1) ?? ''))
     const drawn = (charts as VisualChart[]).find((c) => c.name === chart)
     const arrow = drawn ? lastChartArrow(drawn, records, index) : null
     if (arrow !== null) for (const el of arrows.get(chart)?.[arrow] ?? []) el.classList.add('last')
   }
   $('link-state').textContent = record.state
-  $('last-step').textContent = `#${record.seq} ${record.actor}: ${record.event}`
+  $('last-step').textContent = `#${record.seq} ${record.actor}: ${stepLabel(record.event)}`
   const reason = record.lastReason as (Record<string, unknown> & { kind: string }) | null
   const reasonEl = $('last-reason')
   reasonEl.textContent = reason
@@ -219,22 +265,52 @@ function startLive(): void {
       liveRecords.set(record.link, (list = []))
       const option = document.createElement('option')
       option.value = option.textContent = record.link
-      $('link-select').appendChild(option)
-      if (!currentLink()) ($('link-select') as HTMLSelectElement).value = record.link
+      if (view() === 'live') {
+        $('link-select').appendChild(option)
+        if (!currentLink()) ($('link-select') as HTMLSelectElement).value = record.link
+      }
     }
     list.push(record)
     if (record.link === currentLink() && view() === 'live') highlight(list, list.length - 1)
-  }
-  $('link-select').onchange = () => {
-    resetTopics()
-    redraw()
   }
 }
 
 // ---- replay ------------------------------------------------------------------------------------
 
+/** Every record of the loaded trace file (one or more links). */
+let traceAll: TraceRecord[] = []
+/** The records of the link chosen in the Link list: the steps of the replay. */
 let trace: TraceRecord[] = []
 let position = 0
+
+/** The links of the loaded trace, in order of first appearance. */
+function traceLinks(): string[] {
+  return [...new Set(traceAll.map((r) => r.link))]
+}
+
+/** Fills the Link list with `links`, keeping the choice when it is still there. */
+function setLinkOptions(links: readonly string[]): void {
+  const select = $('link-select') as HTMLSelectElement
+  const chosen = select.value
+  select.replaceChildren(
+    ...links.map((link) => {
+      const option = document.createElement('option')
+      option.value = option.textContent = link
+      return option
+    }),
+  )
+  if (links.includes(chosen)) select.value = chosen
+}
+
+/** Steps through the chosen link's records of the trace, from its first. */
+function chooseReplayLink(): void {
+  const link = currentLink()
+  trace = traceAll.filter((r) => r.link === link)
+  resetTopics()
+  addTopics(trace)
+  ;($('step') as HTMLInputElement).max = String(Math.max(0, trace.length - 1))
+  showStep(0)
+}
 
 /**
  * Parses a trace file (JSON lines of TraceRecord), checking each line's shape.
@@ -274,8 +350,9 @@ function showStep(i: number): void {
 /** Loads a trace from its text; a bad file is reported in the replay panel and replaces the previous trace. */
 function loadTrace(text: string): void {
   try {
-    trace = parseTrace(text)
+    traceAll = parseTrace(text)
   } catch (error) {
+    traceAll = []
     trace = []
     position = 0
     ;($('step') as HTMLInputElement).max = '0'
@@ -285,10 +362,8 @@ function loadTrace(text: string): void {
     return
   }
   delete document.body.dataset.traceError
-  resetTopics()
-  addTopics(trace)
-  ;($('step') as HTMLInputElement).max = String(Math.max(0, trace.length - 1))
-  showStep(0)
+  setLinkOptions(traceLinks())
+  chooseReplayLink()
 }
 
 function setupReplay(): void {
@@ -379,8 +454,15 @@ function applyView(): void {
   $('dashboard-panel').hidden = v !== 'dashboard'
   $('charts').hidden = v === 'dashboard'
   resetTopics()
-  if (v === 'live') startLive()
-  if (v === 'replay') addTopics(trace)
+  if (v === 'live') {
+    setLinkOptions([...liveRecords.keys()])
+    startLive()
+  }
+  if (v === 'replay') {
+    setLinkOptions(traceLinks())
+    trace = traceAll.filter((r) => r.link === currentLink())
+    addTopics(trace)
+  }
   redraw()
   if (v === 'dashboard') startDashboard()
 }
@@ -399,12 +481,19 @@ function redraw(): void {
 }
 
 window.addEventListener('hashchange', applyView)
+$('link-select').onchange = () => {
+  if (view() === 'replay') return chooseReplayLink()
+  resetTopics()
+  redraw()
+}
 $('channel-select').onchange = redraw
 $('zoom').onclick = () => {
   const full = document.body.dataset.zoom !== 'full'
   document.body.dataset.zoom = full ? 'full' : 'fit'
   $('zoom').textContent = full ? 'fit to window' : 'full size'
+  fitAll()
 }
+window.addEventListener('resize', fitAll)
 setupReplay()
 void drawCharts().then(() => {
   applyView()

@@ -59,9 +59,11 @@ export function program(): Command {
     .option('--json', 'one JSON object per line', false)
     .option('--visualize', 'serve the visualizer on loopback and stream the links to it; waits for the page, then keeps it up until Ctrl-C', false)
     .option('--visualize-port <port>', 'port of the visualizer (0 picks one)', port, 0)
-    .action(async (opts: { json: boolean; visualize: boolean; visualizePort: number }) => {
+    .option('--trace <file>', 'write both links\' transitions to <file> as JSON lines, for the visualizer\'s #replay (the API key is never written)')
+    .action(async (opts: { json: boolean; visualize: boolean; visualizePort: number; trace?: string }) => {
       process.exitCode = await runDemo({
         json: opts.json,
+        ...(opts.trace ? { trace: opts.trace } : {}),
         ...(opts.visualize ? { visualize: { port: opts.visualizePort, holdUntil: untilSignal() } } : {}),
       })
     })

@@ -82,7 +82,8 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
     pageDir = ensurePageBuilt({ force: true })
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+      // The flags the README gives a user, and nothing else.
+      args: ['--headless', '--no-sandbox', '--disable-gpu'],
     })
   }, 120_000)
 
@@ -91,7 +92,7 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
   })
 
   async function open(url: string): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
-    const context = await browser.newContext({ viewport: { width: 1500, height: 1000 } })
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } })
     const page = await context.newPage()
     const errors: string[] = []
     page.on('pageerror', (e) => errors.push(e.message))
@@ -130,6 +131,38 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
         chart.edges.forEach((edge, i) => {
           if (edge.label) expect(byId.get(`edge${i}`), `${chart.name} edge${i} ${edge.from} -> ${edge.to}`).toBe(edge.label)
         })
+      }
+      // Legible at 1400 px: every label at least 11 px as drawn, none cut by its box or by the diagram.
+      const legibility = await page.evaluate(() => {
+        type Rect = { left: number; right: number; top: number; bottom: number; width: number }
+        type El = { textContent: string | null; getBoundingClientRect(): Rect; closest(s: string): El | null; scrollWidth: number; clientWidth: number }
+        type Svg = El & { viewBox: { baseVal: { width: number } }; querySelectorAll(s: string): ArrayLike<El> }
+        const g = globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<El & { dataset: { chart: string }; querySelector(s: string): Svg }> }; getComputedStyle(e: El): { fontSize: string } }
+        return Array.from(g.document.querySelectorAll('.chart')).map((chart) => {
+          const svg = chart.querySelector('svg')
+          const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width
+          const box = svg.getBoundingClientRect()
+          const problems: string[] = []
+          let smallest = Infinity
+          let labels = 0
+          for (const label of Array.from(svg.querySelectorAll('.edgeLabel, .nodeLabel, text'))) {
+            const text = (label.textContent ?? '').trim()
+            if (text === '') continue
+            labels++
+            const px = Number.parseFloat(g.getComputedStyle(label).fontSize) * scale
+            smallest = Math.min(smallest, px)
+            const r = label.getBoundingClientRect()
+            const frame = label.closest('foreignObject')?.getBoundingClientRect()
+            if (frame && (r.right > frame.right + 1 || r.bottom > frame.bottom + 1 || label.scrollWidth > label.clientWidth + 1)) problems.push(`"${text}" cut by its box`)
+            if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) problems.push(`"${text}" outside the diagram`)
+          }
+          return { chart: chart.dataset.chart, labels, smallest: Math.round(smallest * 10) / 10, problems }
+        })
+      })
+      for (const chart of legibility) {
+        expect(chart.labels, `${chart.chart} has labels`).toBeGreaterThan(2)
+        expect(chart.smallest, `${chart.chart}: smallest label in px`).toBeGreaterThanOrEqual(11)
+        expect(chart.problems, chart.chart).toEqual([])
       }
       await page.locator('[data-chart="connection"] [data-state="session.reconnecting.waiting"]').click()
       await expect.poll(() => page.locator('[data-testid="details"]').innerText()).toContain('reconnect.due')
@@ -226,6 +259,15 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
           seen.push(await page.locator('[data-testid="link-state"]').innerText())
         }
         expect(seen).toEqual(records.map((r) => r.state))
+        // Steps are named as the docs name them: `after backoffDelay`, never XState's internal ids.
+        const steps: string[] = []
+        for (let i = 0; i < records.length; i++) {
+          await page.locator('[data-testid="step"]').fill(String(i))
+          steps.push(await page.locator('[data-testid="last-step"]').innerText())
+        }
+        expect(steps.filter((step) => step.includes('xstate.'))).toEqual([])
+        expect(steps.at(0)).toBe('#1 connection: (start)')
+        await page.locator('[data-testid="step"]').fill(String(records.length - 1))
         await page.locator('[data-testid="back"]').click()
         expect(await page.locator('[data-testid="step-label"]').innerText()).toBe(`step ${records.length - 1} of ${records.length}`)
         expect(await page.locator('[data-testid="link-state"]').innerText()).toBe(records.at(-2)!.state)
@@ -304,7 +346,55 @@ describe('the visualizer servers answer odd requests without crashing', () => {
   }, 60_000)
 })
 
-describe.skipIf(!HAVE_CHROMIUM)('phoenix-link demo --visualize', () => {
+describe.skipIf(!HAVE_CHROMIUM)('phoenix-link demo --trace and --visualize', () => {
+  it('demo --trace FILE writes both links; #replay steps through each link apart', async () => {
+    const { spawn } = await import('node:child_process')
+    const cli = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))
+    const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-demo-trace-'))
+    const file = join(dir, 'demo.jsonl')
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] })
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', cli, 'demo', '--json', '--trace', file], { stdio: ['ignore', 'pipe', 'inherit'] })
+      let out = ''
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+      expect(await new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))).toBe(0)
+      expect(out).toContain('every step held')
+      const records = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TraceRecord)
+      const of = (link: string) => records.filter((r) => r.link === link)
+      expect([of('A').at(-1)?.state, of('B').at(-1)?.state]).toEqual(['terminated', 'stopped'])
+      expect(readFileSync(file, 'utf8')).not.toMatch(/demo-[0-9a-f]{24}/) // the demo's API key
+      const viz = await startVisualizer({ trace: file })
+      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } })
+      try {
+        await page.goto(`${viz.url}?trace#replay`)
+        await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 })
+        await expect.poll(() => page.locator('[data-testid="link-select"] option').allInnerTexts()).toEqual(['A', 'B'])
+        await expect.poll(() => page.locator('[data-testid="step-label"]').innerText()).toBe(`step 1 of ${of('A').length}`)
+        // Every step named as the docs name events (`start`, `stop`, `after <delay>`), never by XState's ids.
+        const named: string[] = []
+        for (let i = 0; i < of('A').length; i++) {
+          await page.locator('[data-testid="step"]').fill(String(i))
+          named.push(await page.locator('[data-testid="last-step"]').innerText())
+        }
+        expect(named.filter((step) => step.includes('xstate.'))).toEqual([])
+        expect(of('A').some((r) => r.event.startsWith('xstate.'))).toBe(true)
+        await page.locator('[data-testid="step"]').fill(String(of('A').length - 1))
+        expect(await page.locator('[data-testid="link-state"]').innerText()).toBe('terminated')
+        await page.locator('[data-testid="link-select"]').selectOption('B')
+        await expect.poll(() => page.locator('[data-testid="step-label"]').innerText()).toBe(`step 1 of ${of('B').length}`)
+        await page.locator('[data-testid="step"]').fill(String(of('B').length - 1))
+        expect(await page.locator('[data-testid="link-state"]').innerText()).toBe('stopped')
+      } finally {
+        await page.close()
+        await viz.close()
+      }
+    } finally {
+      await browser.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+
   it('waits for the page, streams both links through the whole demo, and stops on SIGINT with exit 0', async () => {
     const { spawn } = await import('node:child_process')
     const cli = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))
@@ -312,7 +402,7 @@ describe.skipIf(!HAVE_CHROMIUM)('phoenix-link demo --visualize', () => {
     let out = ''
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] })
     try {
       await until(() => /http:\/\/127\.0\.0\.1:\d+\/#live/.test(out), 60_000, 'the visualizer URL')
       const url = /(http:\/\/127\.0\.0\.1:\d+\/)#live/.exec(out)![1]!

@@ -113,3 +113,14 @@ describe('export', () => {
     expect(() => runExport({ format: 'svg' as 'json', write: () => {} })).toThrow(/unknown format/)
   })
 })
+
+describe('step names', () => {
+  it('name XState events as the docs do', async () => {
+    const { stepLabel } = await import('../../src/node/model/labels.js')
+    expect(stepLabel('xstate.after.backoffDelay.reconnect.waiting')).toBe('after backoffDelay')
+    expect(stepLabel('xstate.after.1000.connection.x', 'connectTimeout')).toBe('after connectTimeout')
+    expect(stepLabel('xstate.done.actor.leave')).toBe('done leave')
+    expect(stepLabel('xstate.error.actor.transport')).toBe('error transport')
+    expect([stepLabel('xstate.init'), stepLabel('xstate.stop'), stepLabel(''), stepLabel('control.joinOk')]).toEqual(['start', 'stop', '(always)', 'control.joinOk'])
+  })
+})

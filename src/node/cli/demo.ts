@@ -11,7 +11,7 @@ import { describeReason, type DisconnectReason } from '../../reasons.js'
 import { startSimulator, type AgentAborted, type PlatformSimulator, type PresenceCrossing, type SimConnection } from '../server/index.js'
 import { createOutput, describeLinkEvent, type Output } from './output.js'
 import { startVisualizer } from '../visualize/server.js'
-import { traceLink } from '../visualize/trace.js'
+import { openTraceFile, traceLink } from '../visualize/trace.js'
 
 /** Options of {@link runDemo}. */
 export interface DemoOptions {
@@ -23,6 +23,12 @@ export interface DemoOptions {
    * page up until `holdUntil` settles (the CLI passes Ctrl-C).
    */
   visualize?: { port?: number; waitForViewerMs?: number; holdUntil?: Promise<unknown> }
+  /**
+   * Write both links' transitions to this file as JSON lines (labelled A and B), for the
+   * visualizer's #replay (`phoenix-link serve --dashboard`, or any page of `startVisualizer`).
+   * Opened before the demo starts: an unwritable path fails at once. The API key is never written.
+   */
+  trace?: string
 }
 
 const AGENT = 'agent-demo'
@@ -92,6 +98,7 @@ function watchLink(link: Link, name: string, out: Output): void {
  */
 export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const out = createOutput(options.json ?? false, options.write)
+  const traceFile = options.trace ? openTraceFile(options.trace, (error) => out.event('trace', 'failed', { error: error.message }, `the trace stopped: ${error.message}`)) : null
   const viz = options.visualize ? await startVisualizer({ port: options.visualize.port ?? 0 }) : null
   if (viz) {
     const waitMs = options.visualize?.waitForViewerMs ?? 60_000
@@ -101,6 +108,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const stopTraces: Array<() => void> = []
   const trace = (link: Link, label: string) => {
     if (viz) stopTraces.push(traceLink(link, label, (record) => viz.publish(record)))
+    if (traceFile) stopTraces.push(traceFile.follow(link, label))
   }
   const apiKey = `demo-${randomBytes(12).toString('hex')}`
   // Presence waits out a grace window, so the reconnects of steps 2-5 are not reported as the
@@ -226,6 +234,10 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     await Promise.all(links.map((l) => l.disconnect()))
     await sim.stop()
     for (const stop of stopTraces) stop()
+    if (traceFile) {
+      await traceFile.close()
+      out.event('trace', 'written', { path: options.trace }, `trace of links A and B written to ${options.trace} (open it in the visualizer's #replay)`)
+    }
     if (viz) {
       if (options.visualize?.holdUntil) {
         out.event('visualizer', 'holding', { url: `${viz.url}#live` }, `the page stays at ${viz.url}#live (replay the run with Back/Forward in #replay of a trace); Ctrl-C stops`)

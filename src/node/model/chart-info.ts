@@ -75,13 +75,11 @@ export function guardLabel(guard: ConfigGuard): string {
   return guard.guards.map(guardLabel).join(guard.type === 'and' ? ' && ' : ' || ')
 }
 
-/** An event type as the docs print it: `after <delay>`, `done <actor>`, `error <actor>`, `(always)`, or the type. */
+import { stepLabel } from './labels.js'
+
+/** An event type as the docs print it: `after <delay>`, `done <actor>`, `error <actor>`, `(always)`, `start`, or the type (labels.ts). */
 export function eventLabel(eventType: string, delay?: unknown): string {
-  if (eventType.startsWith('xstate.after.')) return `after ${refName(delay) || eventType.split('.')[2]}`
-  if (eventType.startsWith('xstate.done.actor.')) return `done ${eventType.slice('xstate.done.actor.'.length)}`
-  if (eventType.startsWith('xstate.error.actor.')) return `error ${eventType.slice('xstate.error.actor.'.length)}`
-  if (eventType === '') return '(always)'
-  return eventType
+  return stepLabel(eventType, refName(delay))
 }
 
 /** Every state node of a chart, depth first, in document order. */

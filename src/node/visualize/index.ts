@@ -2,5 +2,5 @@
  * phoenix-link/visualizer (Node only): the trace writer ({@link traceLink}, {@link traceToFile})
  * and the loopback server of the chart page ({@link startVisualizer}).
  */
-export { traceLink, traceToFile, type TraceRecord } from './trace.js'
+export { openTraceFile, traceLink, traceToFile, type TraceFile, type TraceRecord } from './trace.js'
 export { startVisualizer, type VisualizerServer } from './server.js'

@@ -110,6 +110,61 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
   return () => subscription.unsubscribe()
 }
 
+/** A trace file several links write to: see {@link openTraceFile}. */
+export interface TraceFile {
+  /** Follows `link`, writing its records labelled `label`; returns a function that stops following it. */
+  follow(link: Link, label: string): () => void
+  /** Stops following every link and resolves once the file is flushed and closed. */
+  close(): Promise<void>
+}
+
+/**
+ * Opens `path` for a trace of one or more links, as JSON lines (one {@link TraceRecord} per line,
+ * each labelled with its link; the visualizer's #replay steps through one link at a time). The
+ * file is opened at once, so a path that cannot be written fails here, before any link connects.
+ *
+ * @param onError called once if a later write fails (disk full, file removed); tracing stops.
+ * @throws {Error} when `path` cannot be opened for writing (ENOENT, EISDIR, EACCES), naming it.
+ */
+export function openTraceFile(path: string, onError: (error: Error) => void = () => {}): TraceFile {
+  let fd: number
+  try {
+    fd = openSync(path, 'w')
+  } catch (error) {
+    throw new Error(`cannot write the trace to ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+  }
+  const out: WriteStream = createWriteStream(path, { fd })
+  const stops = new Set<() => void>()
+  let failed = false
+  const stopAll = () => {
+    for (const stop of stops) stop()
+    stops.clear()
+  }
+  out.on('error', (error) => {
+    if (failed) return
+    failed = true
+    stopAll()
+    onError(error)
+  })
+  return {
+    follow(link, label) {
+      const stop = traceLink(link, label, (record) => {
+        if (!failed) out.write(`${JSON.stringify(record)}\n`)
+      })
+      stops.add(stop)
+      return () => {
+        stop()
+        stops.delete(stop)
+      }
+    },
+    close() {
+      stopAll()
+      if (failed) return Promise.resolve()
+      return new Promise((resolve) => out.end(() => resolve()))
+    },
+  }
+}
+
 /**
  * Writes a link's trace to `path` as JSON lines (one {@link TraceRecord} per line). The file is
  * opened at once, so a path that cannot be written fails here, before the link connects.
@@ -119,26 +174,7 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
  * @throws {Error} when `path` cannot be opened for writing (ENOENT, EISDIR, EACCES), naming it.
  */
 export function traceToFile(link: Link, label: string, path: string, onError: (error: Error) => void = () => {}): () => Promise<void> {
-  let fd: number
-  try {
-    fd = openSync(path, 'w')
-  } catch (error) {
-    throw new Error(`cannot write the trace to ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
-  }
-  const out: WriteStream = createWriteStream(path, { fd })
-  let failed = false
-  const stop = traceLink(link, label, (record) => {
-    if (!failed) out.write(`${JSON.stringify(record)}\n`)
-  })
-  out.on('error', (error) => {
-    if (failed) return
-    failed = true
-    stop()
-    onError(error)
-  })
-  return () => {
-    stop()
-    if (failed) return Promise.resolve()
-    return new Promise((resolve) => out.end(() => resolve()))
-  }
+  const file = openTraceFile(path, onError)
+  file.follow(link, label)
+  return () => file.close()
 }
