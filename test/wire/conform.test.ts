@@ -62,3 +62,17 @@ describe('phoenix-link conform', () => {
     expect(report.verdicts.find((v) => v.rule === 'honours-retry-after')?.detail).toMatch(/^next attempt 2\d{3} ms after a 429 with Retry-After: 3$/)
   }, 90_000)
 })
+
+describe('phoenix-link conform on an agent that is not there', () => {
+  it('a command that cannot start fails every rule at once, saying why; an empty command is refused', async () => {
+    const started = performance.now()
+    const report = await runConformance({ command: ['/nonexistent/agent'], cwd: REPO })
+    expect(report.passed).toBe(false)
+    expect(report.verdicts.every((v) => !v.pass)).toBe(true)
+    expect(report.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/no socket joined .* \(no upgrade arrived\)/)
+    expect(report.output.closes).toContain('could not start /nonexistent/agent')
+    // The scenarios give up as soon as the agent has exited, not after their timeouts.
+    expect(performance.now() - started).toBeLessThan(10_000)
+    await expect(runConformance({ command: [] })).rejects.toThrow(/conform needs the agent command/)
+  })
+})

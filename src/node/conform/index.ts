@@ -191,6 +191,30 @@ interface Stage {
 
 const CONTROL = (agentId: string) => controlTopic(agentId)
 
+/**
+ * Resolves true once `check()` holds (re-checked on every simulator record), false after `ms`
+ * or as soon as every agent process has exited with it still false. Leaves no timer or listener.
+ */
+function untilOrExit(sim: PlatformSimulator, check: () => boolean, ms: number, agents: readonly Agent[]): Promise<boolean> {
+  if (check()) return Promise.resolve(true)
+  return new Promise((resolve) => {
+    let done = false
+    const finish = (value: boolean) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      sim.off('change', onChange)
+      resolve(value)
+    }
+    const onChange = () => {
+      if (check()) finish(true)
+    }
+    const timer = setTimeout(() => finish(check()), ms)
+    sim.on('change', onChange)
+    void Promise.all(agents.map((a) => a.exited)).then(() => finish(check()))
+  })
+}
+
 function joinsOf(c: SimConnection): Array<{ topic: string; joinRef: string | null }> {
   return c.frames
     .filter((f) => f.dir === 'in' && f.frame?.event === CHANNEL_EVENTS.join)
@@ -427,6 +451,15 @@ const SCENARIOS: Record<string, (stage: Stage) => Promise<Verdicts>> = {
   'same-key': sameKey,
 }
 
+/** The rules each scenario judges (a scenario that fails to run breaks each of them, saying why). */
+const SCENARIO_RULES: Record<string, ConformanceRuleId[]> = {
+  closes: ['connects', 'reconnects-after-normal-close', 'rejoins-with-fresh-join-ref', 'one-live-socket', 'stops-heartbeats-after-stop'],
+  supersede: ['no-reconnect-after-supersede', 'stops-heartbeats-after-stop'],
+  refusal: ['no-reconnect-after-403'],
+  'retry-after': ['honours-retry-after'],
+  'same-key': ['same-key-instances-settle'],
+}
+
 /**
  * Runs every scenario against the agent `options.command` and judges every rule.
  *
@@ -474,14 +507,16 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
             return agent
           },
           // Gives up early once every agent process of the scenario has exited: nothing more will come.
-          until: (check, ms) =>
-            Promise.race([
-              sim.waitFor(check, { timeoutMs: ms }).then(() => true, () => false),
-              Promise.all(agents.map((a) => a.exited)).then(() => check()),
-            ]),
+          until: (check, ms) => untilOrExit(sim, check, ms, agents),
           watch: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
         }
-        const verdicts = await SCENARIOS[name]!(stage)
+        let verdicts: Verdicts
+        try {
+          verdicts = await SCENARIOS[name]!(stage)
+        } catch (error) {
+          const why = `not judged: the ${name} scenario failed (${error instanceof Error ? error.message : String(error)})`
+          verdicts = Object.fromEntries(SCENARIO_RULES[name]!.map((rule) => [rule, verdict(rule, false, why)]))
+        }
         for (const agent of agents) {
           await agent.stop(settings.stopTimeoutMs)
           running.delete(agent)
