@@ -232,9 +232,9 @@ export function renderSimulatorHttp(): string {
     'The platform simulator (`phoenix-link serve`, or `startSimulator()` from `phoenix-link/server`) serves every control of its TypeScript API as a JSON route on its own port, its records, and long-poll waits, so an agent in any language, or a host in its own process, can be scripted against it. The OpenAPI 3.1 document is `GET /admin/openapi.json` (and [simulator-openapi.json](simulator-openapi.json), the same document).',
     '',
     '- **Access.** Without an admin token (`--admin-token`, `PHOENIX_LINK_ADMIN_TOKEN`, or `adminToken`), only loopback callers (127.0.0.0/8, ::1) are served: anyone else gets 403. With one, every `/admin` route needs `Authorization: Bearer <token>` (401 otherwise), from any address.',
-    '- **Bodies** are JSON, at most 1 MiB (413), checked with zod: a bad one is a 400 whose `error.message` names the field (`code: expected number, received string`). Unknown routes are 404; a wrong method is 405 with `Allow`.',
+    '- **Bodies** are JSON, at most 1 MiB (413), checked with zod: a bad one is a 400 whose `error.message` names the field (`code: expected number, received string`), an unknown field included (a typo is an error, never ignored). Unknown routes are 404; a wrong method is 405 with `Allow`. Close codes are those a server may send (1000-1003, 1007-1014, 3000-4999; RFC 6455 section 7.4.1).',
     '- **Time.** Every record\'s `at`, `openedAt` and `closedAt` is milliseconds since the simulator started, on its monotonic clock (`GET /admin/clock`).',
-    '- **Waits.** `POST /admin/wait` answers once a count (`live`, `accepted`, `upgrades`, `refused`, `closed`, `heldUpgrades`, `heldJoins`, `joined`, of one agent or of all) is at least `atLeast`, or 408 after `timeoutMs` (at most 120000) with the count it saw. Never sleep: wait.',
+    '- **Waits.** `POST /admin/wait` answers once a count, of one agent or of all, is at least `atLeast` (default 1), or 408 after `timeoutMs` (default 10000, at most 120000) with the count it saw. Counts of what holds now: `live` (open sockets), `joined` (channels joined on open sockets), `heldUpgrades`, `heldJoins`; counts that only grow: `accepted` (sockets ever accepted), `upgrades` (answered), `refused`, `closed`, `joins` (phx_join frames received). Never sleep: wait.',
     '',
     '```sh',
     'phoenix-link serve --port 4000 --json &',
@@ -263,6 +263,7 @@ interface JsonSchema {
   required?: string[]
   anyOf?: JsonSchema[]
   items?: JsonSchema
+  enum?: unknown[]
 }
 
 /** A JSON schema in one short line: `{target, code, reason?}`, `a | b`, `[…]`. */
@@ -271,7 +272,12 @@ function shape(schema: JsonSchema, depth = 0): string {
   if (schema.const !== undefined) return JSON.stringify(schema.const)
   if (schema.type === 'object' && schema.properties) {
     const required = new Set(schema.required ?? [])
-    const keys = Object.entries(schema.properties).map(([key, inner]) => (depth === 0 && inner.anyOf?.some((s) => s.properties) ? `${key}${required.has(key) ? '' : '?'}: ${shape(inner, depth + 1)}` : `${key}${required.has(key) ? '' : '?'}`))
+    const keys = Object.entries(schema.properties).map(([key, inner]) => {
+      const name = `${key}${required.has(key) ? '' : '?'}`
+      if (inner.const !== undefined) return `${name}: ${JSON.stringify(inner.const)}`
+      if (inner.enum) return `${name}: ${inner.enum.map((v) => JSON.stringify(v)).join(' | ')}`
+      return depth === 0 && inner.anyOf?.some((s) => s.properties || s.const !== undefined) ? `${name}: ${shape(inner, depth + 1)}` : name
+    })
     return `{${keys.join(', ')}}`
   }
   if (schema.type === 'array') return `[${schema.items ? shape(schema.items, depth + 1) : ''}…]`

@@ -5,7 +5,8 @@
  * and the host's own rule too (it shows itself online exactly when the link is connected, and it
  * has a terminal reason to alert on exactly when the link is terminated).
  *
- * Run: `npx vitest run lifecycle.test.ts` (dependencies: phoenix-link, vitest).
+ * Run: `npx vitest run lifecycle.test.ts` (dependencies: phoenix-link, vitest, and prom-client, which the
+ * simulator behind phoenix-link/testing needs).
  */
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { LIFECYCLE_ORACLES, lifecyclePaths, startPathKit, type LifecycleOracle, type PathKit } from 'phoenix-link/testing'

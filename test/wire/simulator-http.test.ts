@@ -124,6 +124,19 @@ describe('the simulator over HTTP', () => {
       expect(missing.body.error.message).toBe('agent: expected string, received undefined')
       const badCode = await call(http, 'POST', '/admin/close', { target: 'all', code: 999 })
       expect(badCode.status).toBe(400)
+      // A code no endpoint may send (RFC 6455 section 7.4.1) is refused before any socket is touched.
+      for (const code of [1004, 1005, 1006, 1015, 2999]) {
+        const reserved = await call(http, 'POST', '/admin/close', { target: 'all', code })
+        expect([reserved.status, reserved.body.error.message]).toEqual([400, 'code: expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)'])
+      }
+      expect(() => sim.close('all', 1005)).toThrow(RangeError)
+      // A typo is an error, never a default: an unknown field, or a value outside the choices, names itself.
+      const typo = await call(http, 'POST', '/admin/wait', { until: 'accepted', agent: 'a', atleast: 5 })
+      expect([typo.status, typo.body.error.message]).toEqual([400, 'body: unknown key "atleast"'])
+      const choice = await call(http, 'POST', '/admin/wait', { until: 'joinz' })
+      expect(choice.body.error.message).toBe('until: expected one of "live" | "joined" | "heldUpgrades" | "heldJoins" | "accepted" | "upgrades" | "refused" | "closed" | "joins"')
+      const target = await call(http, 'POST', '/admin/abort', { target: { agnt: 'x' } })
+      expect(target.body.error.message).toBe('target: expected {"agent": "<agent id>"}, {"socket": "<socket id>"} or "all"')
       expect((await call(http, 'POST', '/admin/close', '{"target":')).body.error.code).toBe('bad_json')
       expect((await call(http, 'POST', '/admin/launch-missiles', {})).status).toBe(404)
       const method = await call(http, 'GET', '/admin/close')

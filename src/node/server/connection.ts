@@ -38,6 +38,24 @@ export interface CloseRecord {
 export type CloseCause = 'scripted' | 'disconnect' | 'supersede' | 'idle' | 'restart' | 'stop' | 'malformed'
 
 /**
+ * Whether an endpoint may send `code` in a close frame (RFC 6455 section 7.4.1 and 7.4.2):
+ * 1000-1003 and 1007-1014 (1004 is reserved; 1005, 1006 and 1015 must never be sent), or
+ * 3000-4999 (registered and private use); 1016-2999 are reserved for the protocol.
+ */
+export function isSendableCloseCode(code: number): boolean {
+  return Number.isInteger(code) && ((code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999))
+}
+
+/**
+ * @throws {RangeError} for a close code an endpoint may not send, or a reason over 123 bytes
+ *   (RFC 6455 section 5.5: a control frame's payload is at most 125 bytes, 2 of them the code).
+ */
+export function assertSendableClose(code: number, reason: string): void {
+  if (!isSendableCloseCode(code)) throw new RangeError(`close code ${code} may not be sent: use 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)`)
+  if (Buffer.byteLength(reason) > 123) throw new RangeError(`a close reason is at most 123 bytes (RFC 6455 section 5.5), got ${Buffer.byteLength(reason)}`)
+}
+
+/**
  * One accepted WebSocket. Read its fields to assert what the server saw; call `close`,
  * `abort` or `stall` to script the peer.
  */
@@ -128,6 +146,7 @@ export class SimConnection {
    * 1005, 1006 and 1015 cannot be sent on the wire; use abort() for a close without a frame.
    */
   close(code: number, reason = '', cause: CloseCause = 'scripted'): void {
+    assertSendableClose(code, reason)
     if (this.state !== 'open') return
     this.state = 'closing'
     this.closeSent = { code, reason }

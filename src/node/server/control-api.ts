@@ -14,7 +14,7 @@ import { timingSafeEqual } from 'node:crypto'
 import * as z from 'zod/mini'
 import { describeIssue } from '../../zod-issues.js'
 import type { JoinOutcome, PlatformSimulator, Target, UpgradeRefusal } from './simulator.js'
-import type { SimConnection } from './connection.js'
+import { isSendableCloseCode, type SimConnection } from './connection.js'
 
 /** Largest request body, bytes. */
 export const MAX_CONTROL_BODY_BYTES = 1_048_576
@@ -23,39 +23,38 @@ export const MAX_WAIT_MS = 120_000
 
 const Json = z.unknown()
 const PayloadObject = z.record(z.string(), z.unknown())
-const TargetSchema = z.union([
-  z.object({ agent: z.string().check(z.minLength(1)) }),
-  z.object({ socket: z.string().check(z.minLength(1)) }),
-  z.literal('all'),
-])
-const Refusal = z.object({
+const TargetSchema = z.union(
+  [z.strictObject({ agent: z.string().check(z.minLength(1)) }), z.strictObject({ socket: z.string().check(z.minLength(1)) }), z.literal('all')],
+  { error: 'expected {"agent": "<agent id>"}, {"socket": "<socket id>"} or "all"' },
+)
+const Refusal = z.strictObject({
   status: z.number().check(z.int(), z.gte(400), z.lte(599)),
   retryAfter: z.optional(z.string()),
-  body: z.optional(z.union([z.literal('none'), z.literal('platform'), z.object({ text: z.string() })])),
-  connection: z.optional(z.union([z.literal('keep-alive'), z.literal('close')])),
+  body: z.optional(z.union([z.literal('none'), z.literal('platform'), z.strictObject({ text: z.string() })], { error: 'expected "none", "platform" or {"text": "..."}' })),
+  connection: z.optional(z.enum(['keep-alive', 'close'])),
   message: z.optional(z.string()),
 })
-const JoinReply = z.union([
-  z.object({ reply: z.literal('ok'), response: z.optional(PayloadObject) }),
-  z.object({ reply: z.literal('error'), response: PayloadObject }),
-])
-const JoinRuleOutcome = z.union([JoinReply, z.object({ reply: z.literal('none') }), z.object({ reply: z.literal('hold') })])
-const CloseCode = z.number().check(z.int(), z.gte(1000), z.lte(4999))
-const Ok = z.object({ ok: z.literal(true) })
-const Sent = z.object({ sent: z.number() })
-const Answered = z.object({ answered: z.boolean() })
+const JoinReply = z.union([z.strictObject({ reply: z.literal('ok'), response: z.optional(PayloadObject) }), z.strictObject({ reply: z.literal('error'), response: PayloadObject })], {
+  error: 'expected {"reply": "ok", "response"?: {...}} or {"reply": "error", "response": {...}}',
+})
+const JoinRuleOutcome = z.union([JoinReply, z.strictObject({ reply: z.literal('none') }), z.strictObject({ reply: z.literal('hold') })], {
+  error: 'expected {"reply": "ok" | "error" | "none" | "hold"} ("error" with a "response")',
+})
+const CloseCode = z.number().check(
+  z.int(),
+  z.refine(isSendableCloseCode, { error: 'expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)' }),
+)
+const Ok = z.strictObject({ ok: z.literal(true) })
+const Sent = z.strictObject({ sent: z.number() })
+const Answered = z.strictObject({ answered: z.boolean() })
 
-/** What `POST /admin/wait` can wait for: a count of the agent's (or every agent's) records reaching `atLeast`. */
-const WaitCondition = z.union([
-  z.literal('live'),
-  z.literal('accepted'),
-  z.literal('upgrades'),
-  z.literal('refused'),
-  z.literal('closed'),
-  z.literal('heldUpgrades'),
-  z.literal('heldJoins'),
-  z.literal('joined'),
-])
+/**
+ * What `POST /admin/wait` can wait for: a count of the agent's (or every agent's) records
+ * reaching `atLeast`. Counts of what holds now: `live` (open sockets), `joined` (channels joined
+ * on open sockets), `heldUpgrades`, `heldJoins`. Counts that only grow: `accepted` (sockets ever
+ * accepted), `upgrades` (answered), `refused`, `closed`, `joins` (phx_join frames received).
+ */
+const WaitCondition = z.enum(['live', 'joined', 'heldUpgrades', 'heldJoins', 'accepted', 'upgrades', 'refused', 'closed', 'joins'])
 
 /** One accepted socket as the records routes give it. */
 export interface SocketRecord {
@@ -160,6 +159,8 @@ function count(sim: PlatformSimulator, what: z.infer<typeof WaitCondition>, agen
       return sim.heldJoins.filter((j) => agent === undefined || j.connection.agentId === agent).length
     case 'joined':
       return sim.live(agent).reduce((n, c) => n + c.channels.size, 0)
+    case 'joins':
+      return sim.accepted(agent).reduce((n, c) => n + c.frames.filter((f) => f.dir === 'in' && f.frame?.event === 'phx_join').length, 0)
   }
 }
 
@@ -170,14 +171,14 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     path: '/admin/sockets',
     summary: 'Every socket accepted, in order, open or closed (of one agent with ?agent=).',
     query: { agent: 'only this agent id' },
-    response: z.object({ sockets: z.array(Json) }),
+    response: z.strictObject({ sockets: z.array(Json) }),
     run: ({ sim, query }) => ok({ sockets: sim.accepted(query.get('agent') ?? undefined).map(socketRecord) }),
   }),
   route({
     method: 'GET',
     path: '/admin/sockets/{id}/frames',
     summary: 'The frames of one socket, both directions, the most recent recordLimit (at: ms since the simulator started).',
-    response: z.object({ frames: z.array(Json) }),
+    response: z.strictObject({ frames: z.array(Json) }),
     run: ({ sim, params }) => {
       const c = sim.accepted().find((s) => s.id === params.id)
       return c ? ok({ frames: c.frames }) : { status: 404, body: { error: { code: 'no_socket', message: `no socket ${params.id}` } } }
@@ -188,7 +189,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     path: '/admin/upgrades',
     summary: 'Every upgrade answered, in order: status 101 or the refusal, at (ms since start), superseded sockets.',
     query: { agent: 'only this agent id' },
-    response: z.object({ upgrades: z.array(Json) }),
+    response: z.strictObject({ upgrades: z.array(Json) }),
     run: ({ sim, query }) => {
       const agent = query.get('agent')
       return ok({ upgrades: sim.upgrades.filter((u) => agent === null || u.agentId === agent) })
@@ -198,34 +199,35 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'GET',
     path: '/admin/closes',
     summary: 'Close frames the simulator sent, in order.',
-    response: z.object({ closes: z.array(Json) }),
+    response: z.strictObject({ closes: z.array(Json) }),
     run: ({ sim }) => ok({ closes: sim.closesSent }),
   }),
   route({
     method: 'GET',
     path: '/admin/held',
     summary: 'Upgrades and joins held unanswered.',
-    response: z.object({ upgrades: z.number(), joins: z.array(Json) }),
+    response: z.strictObject({ upgrades: z.number(), joins: z.array(Json) }),
     run: ({ sim }) => ok({ upgrades: sim.heldUpgrades, joins: sim.heldJoins.map((j) => ({ socket: j.connection.id, agentId: j.connection.agentId, topic: j.topic, joinRef: j.joinRef })) }),
   }),
   route({
     method: 'GET',
     path: '/admin/clock',
     summary: 'The simulator clock: ms since it started, the time base of every record.',
-    response: z.object({ now: z.number() }),
+    response: z.strictObject({ now: z.number() }),
     run: ({ sim }) => ok({ now: sim.now() }),
   }),
   route({
     method: 'POST',
     path: '/admin/wait',
-    summary: 'Long-poll: answers once the count of `until` (of `agent`, or of every agent) is at least `atLeast`, or 408 after timeoutMs.',
-    body: z.object({
+    summary:
+      'Long-poll: answers once the count of `until` (of `agent`, or of every agent) is at least `atLeast` (default 1), or 408 after timeoutMs (default 10000). Now: live, joined, heldUpgrades, heldJoins; so far: accepted, upgrades, refused, closed, joins.',
+    body: z.strictObject({
       until: WaitCondition,
       agent: z.optional(z.string()),
       atLeast: z.optional(z.number().check(z.int(), z.gte(0))),
       timeoutMs: z.optional(z.number().check(z.int(), z.gte(1), z.lte(MAX_WAIT_MS))),
     }),
-    response: z.object({ count: z.number() }),
+    response: z.strictObject({ count: z.number() }),
     run: ({ sim, signal }, body) => {
       const atLeast = body.atLeast ?? 1
       const current = () => count(sim, body.until, body.agent)
@@ -255,7 +257,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/refuse-upgrades',
     summary: 'Answers the next upgrades (of `agent`, when given), one each, with these refusals, then accepts again.',
-    body: z.object({ agent: z.optional(z.string().check(z.minLength(1))), refusals: z.array(Refusal).check(z.minLength(1)) }),
+    body: z.strictObject({ agent: z.optional(z.string().check(z.minLength(1))), refusals: z.array(Refusal).check(z.minLength(1)) }),
     response: Ok,
     run: ({ sim }, body) => {
       const refusals = body.refusals as UpgradeRefusal[]
@@ -268,7 +270,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/hold-upgrades',
     summary: 'Holds every later upgrade (of agents whose id matches the `agents` regular expression) unanswered.',
-    body: z.object({ agents: z.optional(z.string()) }),
+    body: z.strictObject({ agents: z.optional(z.string()) }),
     response: Ok,
     run: (ctx, body) => {
       let match: RegExp | undefined
@@ -285,7 +287,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/release-upgrades',
     summary: 'Stops holding upgrades; the held ones are answered as usual.',
-    body: z.object({}),
+    body: z.strictObject({}),
     response: Ok,
     run: (ctx) => {
       ctx.releaseHolds?.()
@@ -297,7 +299,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/answer-upgrade',
     summary: 'Answers the oldest held upgrade (of `agent`): accepted without `answer`, refused with a refusal, or "drop" (TCP ends).',
-    body: z.object({ agent: z.optional(z.string()), answer: z.optional(z.union([Refusal, z.literal('drop')])) }),
+    body: z.strictObject({ agent: z.optional(z.string()), answer: z.optional(z.union([Refusal, z.literal('drop')], { error: 'expected a refusal {"status": 400-599, ...} or "drop"' })) }),
     response: Answered,
     run: ({ sim }, body) => ok({ answered: sim.answerHeldUpgrade(body.answer as UpgradeRefusal | 'drop' | undefined, body.agent) }),
   }),
@@ -305,7 +307,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/join-rule',
     summary: 'Answers joins of `topic` (a regular expression when `regex`) with `outcome`, `times` times (default always); later rules win.',
-    body: z.object({ topic: z.string().check(z.minLength(1)), regex: z.optional(z.boolean()), outcome: JoinRuleOutcome, times: z.optional(z.number().check(z.int(), z.gte(1))) }),
+    body: z.strictObject({ topic: z.string().check(z.minLength(1)), regex: z.optional(z.boolean()), outcome: JoinRuleOutcome, times: z.optional(z.number().check(z.int(), z.gte(1))) }),
     response: Ok,
     run: ({ sim }, body) => {
       let match: string | RegExp = body.topic
@@ -324,10 +326,10 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/answer-join',
     summary: 'Answers a held join of `topic` (the oldest, the newest, or the one with joinRef).',
-    body: z.object({
+    body: z.strictObject({
       topic: z.string(),
       outcome: JoinReply,
-      which: z.optional(z.union([z.literal('oldest'), z.literal('newest'), z.object({ joinRef: z.nullable(z.string()) })])),
+      which: z.optional(z.union([z.literal('oldest'), z.literal('newest'), z.strictObject({ joinRef: z.nullable(z.string()) })], { error: 'expected "oldest", "newest" or {"joinRef": "<ref>"}' })),
     }),
     response: Answered,
     run: ({ sim }, body) => ok({ answered: sim.answerHeldJoin(body.topic, body.outcome as Exclude<JoinOutcome, { reply: 'hold' }>, body.which ?? 'oldest') }),
@@ -336,7 +338,9 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/push-reply',
     summary: 'How client pushes on app channels are answered: a reply with `status` and `response`, or none (`{ "none": true }`).',
-    body: z.union([z.object({ status: z.string(), response: z.optional(PayloadObject) }), z.object({ none: z.literal(true) })]),
+    body: z.union([z.strictObject({ status: z.string(), response: z.optional(PayloadObject) }), z.strictObject({ none: z.literal(true) })], {
+      error: 'expected {"status": "ok" | "error", "response"?: {...}} or {"none": true}',
+    }),
     response: Ok,
     run: ({ sim }, body) => {
       if ('none' in body) sim.onPush(() => null)
@@ -351,7 +355,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/reset',
     summary: 'Forgets every script: refusals, join rules, the push reply, held upgrades (answered as usual), supersede cooldowns.',
-    body: z.object({}),
+    body: z.strictObject({}),
     response: Ok,
     run: (ctx) => {
       ctx.sim.resetScripts()
@@ -363,7 +367,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/close',
     summary: 'Closes the target sockets with an RFC 6455 close code (section 7.4) and reason.',
-    body: z.object({ target: TargetSchema, code: CloseCode, reason: z.optional(z.string().check(z.maxLength(123))) }),
+    body: z.strictObject({ target: TargetSchema, code: CloseCode, reason: z.optional(z.string().check(z.maxLength(123))) }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.close(target(body.target), body.code, body.reason ?? '')
@@ -374,7 +378,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/abort',
     summary: 'Ends the target sockets with no close frame (the client sees 1006).',
-    body: z.object({ target: TargetSchema }),
+    body: z.strictObject({ target: TargetSchema }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.abort(target(body.target))
@@ -385,7 +389,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/disconnect',
     summary: 'The platform disconnects the target sockets (the "disconnect" broadcast: the flavor\'s close code).',
-    body: z.object({ target: TargetSchema }),
+    body: z.strictObject({ target: TargetSchema }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.disconnect(target(body.target))
@@ -396,7 +400,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/stall',
     summary: 'The target sockets stop reading and answering (heartbeats included): the client\'s heartbeat times out.',
-    body: z.object({ target: TargetSchema }),
+    body: z.strictObject({ target: TargetSchema }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.stall(target(body.target))
@@ -407,7 +411,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/keys',
     summary: 'Sets the keys valid for an agent (several during a rotation).',
-    body: z.object({ agent: z.string().check(z.minLength(1)), keys: z.union([z.string().check(z.minLength(1)), z.array(z.string().check(z.minLength(1)))]) }),
+    body: z.strictObject({ agent: z.string().check(z.minLength(1)), keys: z.union([z.string().check(z.minLength(1)), z.array(z.string().check(z.minLength(1)))], { error: 'expected a key or an array of keys (non-empty strings)' }) }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.setKeys(body.agent, body.keys)
@@ -418,7 +422,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/revoke',
     summary: 'Refuses the agent\'s later upgrades with 403; its open sockets stay up.',
-    body: z.object({ agent: z.string().check(z.minLength(1)) }),
+    body: z.strictObject({ agent: z.string().check(z.minLength(1)) }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.revoke(body.agent)
@@ -429,7 +433,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/unrevoke',
     summary: 'Accepts the agent\'s upgrades again.',
-    body: z.object({ agent: z.string().check(z.minLength(1)) }),
+    body: z.strictObject({ agent: z.string().check(z.minLength(1)) }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.unrevoke(body.agent)
@@ -440,7 +444,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/freeze',
     summary: 'A frozen server (SIGSTOP): every socket stops reading and answering, every upgrade is held.',
-    body: z.object({}),
+    body: z.strictObject({}),
     response: Ok,
     run: (ctx) => {
       ctx.thaw ??= ctx.sim.freeze()
@@ -451,7 +455,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/thaw',
     summary: 'Ends a freeze (SIGCONT): what clients sent meanwhile is read, then the held upgrades are answered.',
-    body: z.object({}),
+    body: z.strictObject({}),
     response: Ok,
     run: (ctx) => {
       ctx.thaw?.()
@@ -463,7 +467,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/restart',
     summary: 'A server restart: every socket closed with the flavor\'s restart code (1012 on Phoenix, a drain).',
-    body: z.object({}),
+    body: z.strictObject({}),
     response: Ok,
     run: ({ sim }) => {
       sim.restart()
@@ -474,7 +478,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/push',
     summary: 'A server push on `topic` to the target sockets that joined it, with the join\'s join_ref (or `joinRef`).',
-    body: z.object({ target: TargetSchema, topic: z.string(), event: z.string(), payload: PayloadObject, joinRef: z.optional(z.nullable(z.string())) }),
+    body: z.strictObject({ target: TargetSchema, topic: z.string(), event: z.string(), payload: PayloadObject, joinRef: z.optional(z.nullable(z.string())) }),
     response: Sent,
     run: ({ sim }, body) => ok({ sent: sim.push(target(body.target), body.topic, body.event, body.payload as never, body.joinRef === undefined ? {} : { joinRef: body.joinRef }) }),
   }),
@@ -482,7 +486,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/raw',
     summary: 'Sends `data` as a text frame, exactly, to the target sockets (for malformed frames).',
-    body: z.object({ target: TargetSchema, data: z.string() }),
+    body: z.strictObject({ target: TargetSchema, data: z.string() }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.sendRaw(target(body.target), body.data)
@@ -493,7 +497,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/broadcast',
     summary: 'An endpoint broadcast on `topic` (fastlane, join_ref null) to every socket that joined it.',
-    body: z.object({ topic: z.string(), event: z.string(), payload: PayloadObject }),
+    body: z.strictObject({ topic: z.string(), event: z.string(), payload: PayloadObject }),
     response: Sent,
     run: ({ sim }, body) => ok({ sent: sim.broadcast(body.topic, body.event, body.payload as never) }),
   }),
@@ -501,10 +505,10 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/control',
     summary: 'An agent.control signal on the agent\'s control channel (`via: "broadcast"` as an endpoint broadcast).',
-    body: z.object({
+    body: z.strictObject({
       agent: z.string().check(z.minLength(1)),
       signal: z.looseObject({ mode: z.string() }),
-      via: z.optional(z.union([z.literal('push'), z.literal('broadcast')])),
+      via: z.optional(z.enum(['push', 'broadcast'])),
     }),
     response: Sent,
     run: ({ sim }, body) => ok({ sent: sim.control(body.agent, body.signal as never, body.via ? { via: body.via } : {}) }),
@@ -513,7 +517,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/supersede',
     summary: 'Supersedes the agent\'s open sockets: the supersede push, then (unless close is null) a close with the flavor\'s code or `close`.',
-    body: z.object({ agent: z.string().check(z.minLength(1)), payload: z.optional(PayloadObject), close: z.optional(z.nullable(CloseCode)) }),
+    body: z.strictObject({ agent: z.string().check(z.minLength(1)), payload: z.optional(PayloadObject), close: z.optional(z.nullable(CloseCode)) }),
     response: Sent,
     run: ({ sim }, body) =>
       ok({ sent: sim.supersede(body.agent, { ...(body.payload ? { payload: body.payload as never } : {}), ...(body.close !== undefined ? { close: body.close } : {}) }) }),
@@ -522,7 +526,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/channel-error',
     summary: 'The server-side channel of `topic` crashes on the target sockets (phx_error); the socket stays up.',
-    body: z.object({ target: TargetSchema, topic: z.string() }),
+    body: z.strictObject({ target: TargetSchema, topic: z.string() }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.channelError(target(body.target), body.topic)
@@ -533,7 +537,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/channel-close',
     summary: 'The server ends the channel of `topic` on the target sockets (phx_close).',
-    body: z.object({ target: TargetSchema, topic: z.string() }),
+    body: z.strictObject({ target: TargetSchema, topic: z.string() }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.channelClose(target(body.target), body.topic)

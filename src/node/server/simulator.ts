@@ -30,7 +30,7 @@ import {
   type Frame,
   type Payload,
 } from '../../protocol.js'
-import { SimConnection, type CloseCause } from './connection.js'
+import { SimConnection, assertSendableClose, type CloseCause } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { PresenceTracker, type PresenceCrossing } from './presence.js'
@@ -523,7 +523,11 @@ export class PlatformSimulator extends EventEmitter {
     return this
   }
 
-  /** Closes the target sockets with `code` and `reason` (RFC 6455 section 5.5.1: at most 123 bytes of reason). */
+  /**
+   * Closes the target sockets with `code` and `reason`.
+   *
+   * @throws {RangeError} for a code an endpoint may not send (1004-1006, 1015, 1016-2999, outside 1000-4999) or a reason over 123 bytes (RFC 6455 sections 5.5 and 7.4.1); no socket is closed then.
+   */
   close(target: Target, code: number, reason = ''): void {
     this.closeWith(target, code, reason, 'scripted')
   }
@@ -859,6 +863,8 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   private closeWith(target: Target, code: number, reason: string, cause: CloseCause): void {
+    // Checked once before any socket is touched, so a bad code closes none of them.
+    assertSendableClose(code, reason)
     for (const c of this.resolve(target)) c.close(code, reason, cause)
   }
 

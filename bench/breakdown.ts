@@ -1,0 +1,254 @@
+/**
+ * Where a link's heap and a connect's CPU go, beside the raw phoenix.js client:
+ *
+ * - **Heap by constructor**: a V8 heap snapshot after `CLIENTS` idle connected clients of one
+ *   kind, minus one taken after the warm-up client, grouped by constructor (the node name V8
+ *   records for objects; closures, arrays, strings and V8's internal kinds by their type), as
+ *   bytes and objects per client.
+ * - **Heap by actor**: the charts' actors alone, started `ACTORS` times each with the policies a
+ *   link gives them (no sockets), heap per actor after GC; so the share of the link's heap that
+ *   each live actor costs is read off directly.
+ * - **CPU per connect**: the V8 CPU profiler (node:inspector) over `PROFILED` sequential connects
+ *   (control channel and one app channel joined), self time grouped by package (xstate, phoenix,
+ *   ws, zod, phoenix-link's own src/ and machines/, Node's own) and the top functions, as µs per
+ *   connect.
+ *
+ * Each kind runs in a fresh process with its own simulator child. Run alone:
+ * `npm run bench -- breakdown`.
+ */
+import { Session } from 'node:inspector'
+import { writeHeapSnapshot } from 'node:v8'
+import { readFileSync, rmSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createActor, type AnyStateMachine } from 'xstate'
+import { createLink, type Link } from '../src/link.js'
+import { connectionMachine } from '../machines/connection.js'
+import { reconnectMachine, DEFAULT_RECONNECT_POLICY } from '../machines/reconnect.js'
+import { controlMachine, DEFAULT_CONTROL_POLICY } from '../machines/control.js'
+import { channelMachine, DEFAULT_CHANNEL_POLICY } from '../machines/channel.js'
+import { inFreshProcess, pool, rawClient, row, settleHeap, SimChild, until, type Row } from './common.js'
+
+const CLIENTS = Number(process.env.BENCH_BREAKDOWN_CLIENTS ?? 500)
+const ACTORS = Number(process.env.BENCH_BREAKDOWN_ACTORS ?? 2_000)
+const PROFILED = Number(process.env.BENCH_BREAKDOWN_CONNECTS ?? 300)
+const TOPIC = 'room:bench'
+
+/** Bytes and objects per client of one constructor (or V8 node type). */
+export interface HeapGroup {
+  name: string
+  bytes: number
+  count: number
+}
+
+/** Self time per connect of one package or function, µs. */
+export interface CpuGroup {
+  name: string
+  us: number
+}
+
+interface HeapResult {
+  kind: 'link' | 'raw'
+  perClient: number
+  groups: HeapGroup[]
+}
+
+interface CpuResult {
+  kind: 'link' | 'raw'
+  usPerConnect: number
+  wallMsPerConnect: number
+  packages: CpuGroup[]
+  functions: CpuGroup[]
+}
+
+/** The result of `run()`: rows for the table, and the breakdowns for docs/performance.md. */
+export interface BreakdownResult {
+  rows: Row[]
+  heap: { link: HeapResult; raw: HeapResult }
+  actors: Array<{ actor: string; bytes: number }>
+  cpu: { link: CpuResult; raw: CpuResult }
+}
+
+async function open(kind: 'link' | 'raw', url: string, agent: string): Promise<() => Promise<void>> {
+  if (kind === 'raw') return (await rawClient(url, agent, { app: TOPIC })).close
+  const link: Link = createLink({ url, agentId: agent, apiKey: 'bench-key' })
+  await link.connect()
+  const channel = link.channel(TOPIC)
+  await until(() => channel.status === 'joined', 10_000, `${agent} to join ${TOPIC}`)
+  return () => link.disconnect()
+}
+
+/** Self sizes and counts of a heap snapshot file, by constructor (objects) or node type (the rest). */
+function groupsOf(file: string): Map<string, { bytes: number; count: number }> {
+  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as {
+    snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } }
+    nodes: number[]
+    strings: string[]
+  }
+  const fields = snapshot.snapshot.meta.node_fields
+  const types = snapshot.snapshot.meta.node_types[0]
+  const width = fields.length
+  const typeAt = fields.indexOf('type')
+  const nameAt = fields.indexOf('name')
+  const sizeAt = fields.indexOf('self_size')
+  const out = new Map<string, { bytes: number; count: number }>()
+  for (let i = 0; i < snapshot.nodes.length; i += width) {
+    const type = types[snapshot.nodes[i + typeAt]!]!
+    const name = type === 'object' ? snapshot.strings[snapshot.nodes[i + nameAt]!]! : `(${type})`
+    const group = out.get(name) ?? { bytes: 0, count: 0 }
+    group.bytes += snapshot.nodes[i + sizeAt]!
+    group.count++
+    out.set(name, group)
+  }
+  return out
+}
+
+async function measureHeap(kind: 'link' | 'raw', count: number): Promise<HeapResult> {
+  const sim = await SimChild.start()
+  const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-heap-'))
+  const closers: Array<() => Promise<void>> = []
+  try {
+    const warm = await open(kind, sim.url, 'heap-warm')
+    await warm()
+    await settleHeap()
+    const before = groupsOf(writeHeapSnapshot(join(dir, 'before.heapsnapshot')))
+    const beforeUsed = process.memoryUsage().heapUsed
+    await pool(
+      Array.from({ length: count }, (_, i) => i),
+      50,
+      async (i) => {
+        closers.push(await open(kind, sim.url, `heap-${kind}-${i}`))
+      },
+    )
+    await settleHeap()
+    const perClient = (process.memoryUsage().heapUsed - beforeUsed) / count
+    const after = groupsOf(writeHeapSnapshot(join(dir, 'after.heapsnapshot')))
+    const groups: HeapGroup[] = []
+    for (const [name, a] of after) {
+      const b = before.get(name) ?? { bytes: 0, count: 0 }
+      const bytes = (a.bytes - b.bytes) / count
+      if (bytes > 16) groups.push({ name, bytes, count: (a.count - b.count) / count })
+    }
+    groups.sort((x, y) => y.bytes - x.bytes)
+    return { kind, perClient, groups: groups.slice(0, 14) }
+  } finally {
+    await pool(closers, 100, (close) => close())
+    await sim.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const ENV = { now: () => Date.now(), monotonic: () => performance.now(), random: Math.random }
+
+/** Heap per started actor of each chart, with the input a link gives it (no sockets, no children). */
+async function measureActors(count: number): Promise<Array<{ actor: string; bytes: number }>> {
+  const kinds: Array<[string, AnyStateMachine, unknown]> = [
+    ['connection, idle (with its control queue, invoked at the root)', connectionMachine as unknown as AnyStateMachine, { env: ENV }],
+    ['reconnect', reconnectMachine as unknown as AnyStateMachine, { policy: DEFAULT_RECONNECT_POLICY, env: ENV }],
+    ['control (signal queue)', controlMachine as unknown as AnyStateMachine, { policy: DEFAULT_CONTROL_POLICY }],
+    ['channel (detached)', channelMachine as unknown as AnyStateMachine, { topic: TOPIC, policy: DEFAULT_CHANNEL_POLICY, env: ENV }],
+  ]
+  const out: Array<{ actor: string; bytes: number }> = []
+  for (const [name, machine, input] of kinds) {
+    const warm = createActor(machine, { input } as never).start()
+    warm.stop()
+    await settleHeap()
+    const before = process.memoryUsage().heapUsed
+    const actors = Array.from({ length: count }, () => createActor(machine, { input } as never).start())
+    await settleHeap()
+    out.push({ actor: name, bytes: (process.memoryUsage().heapUsed - before) / count })
+    for (const actor of actors) actor.stop()
+  }
+  return out
+}
+
+interface ProfileNode {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  hitCount?: number
+}
+
+function packageOf(url: string): string {
+  if (url === '') return '(V8: GC, idle, natives)'
+  if (url.startsWith('node:')) return 'node (net, timers, streams)'
+  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
+  if (m) return m[1]!
+  if (/\/machines\//.test(url)) return 'phoenix-link machines/'
+  if (/\/src\/adapter\//.test(url)) return 'phoenix-link src/adapter/'
+  if (/\/src\//.test(url)) return 'phoenix-link src/'
+  if (/\/bench\//.test(url)) return '(bench harness)'
+  return url.replace(/^.*\//, '')
+}
+
+function post<T>(session: Session, method: string, params: object = {}): Promise<T> {
+  return new Promise((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result as T))))
+}
+
+async function measureCpu(kind: 'link' | 'raw', count: number): Promise<CpuResult> {
+  const sim = await SimChild.start()
+  const session = new Session()
+  session.connect()
+  const closers: Array<() => Promise<void>> = []
+  try {
+    for (let i = 0; i < 20; i++) closers.push(await open(kind, sim.url, `cpu-warm-${i}`))
+    await post(session, 'Profiler.enable')
+    await post(session, 'Profiler.setSamplingInterval', { interval: 100 })
+    await post(session, 'Profiler.start')
+    const cpuBefore = process.cpuUsage()
+    const started = performance.now()
+    for (let i = 0; i < count; i++) closers.push(await open(kind, sim.url, `cpu-${kind}-${i}`))
+    const wallMs = performance.now() - started
+    const cpu = process.cpuUsage(cpuBefore)
+    const { profile } = await post<{ profile: { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[] } }>(session, 'Profiler.stop')
+    const totalUs = cpu.user + cpu.system
+    const hits = profile.nodes.reduce((n, node) => n + (node.hitCount ?? 0), 0)
+    const idle = profile.nodes.filter((n) => n.callFrame.functionName === '(idle)' || n.callFrame.functionName === '(program)').reduce((n, node) => n + (node.hitCount ?? 0), 0)
+    // Samples over the profiled wall time; the busy ones are apportioned to the process's CPU time.
+    const usPerHit = hits - idle > 0 ? totalUs / (hits - idle) : 0
+    const byPackage = new Map<string, number>()
+    const byFunction = new Map<string, number>()
+    for (const node of profile.nodes) {
+      const name = node.callFrame.functionName
+      if (!node.hitCount || name === '(idle)' || name === '(program)') continue
+      const pkg = packageOf(node.callFrame.url)
+      byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + node.hitCount)
+      const fn = `${name || '(anonymous)'} (${pkg}${node.callFrame.url ? `:${node.callFrame.lineNumber + 1}` : ''})`
+      byFunction.set(fn, (byFunction.get(fn) ?? 0) + node.hitCount)
+    }
+    const groups = (map: Map<string, number>, top: number) =>
+      [...map]
+        .map(([name, n]) => ({ name, us: (n * usPerHit) / count }))
+        .sort((a, b) => b.us - a.us)
+        .slice(0, top)
+    return { kind, usPerConnect: totalUs / count, wallMsPerConnect: wallMs / count, packages: groups(byPackage, 10), functions: groups(byFunction, 12) }
+  } finally {
+    await post(session, 'Profiler.disable').catch(() => {})
+    session.disconnect()
+    await pool(closers, 100, (close) => close())
+    await sim.stop()
+  }
+}
+
+export async function run(): Promise<BreakdownResult> {
+  const file = './breakdown.js'
+  const heapRaw = await inFreshProcess<HeapResult>(file, ['heap', 'raw', String(CLIENTS)])
+  const heapLink = await inFreshProcess<HeapResult>(file, ['heap', 'link', String(CLIENTS)])
+  const actors = await inFreshProcess<Array<{ actor: string; bytes: number }>>(file, ['actors', String(ACTORS)])
+  const cpuRaw = await inFreshProcess<CpuResult>(file, ['cpu', 'raw', String(PROFILED)])
+  const cpuLink = await inFreshProcess<CpuResult>(file, ['cpu', 'link', String(PROFILED)])
+  const kib = (bytes: number) => bytes / 1024
+  const rows = [
+    row('breakdown', `heap per idle client in the snapshot run (${CLIENTS} clients)`, 'KiB', kib(heapLink.perClient), kib(heapRaw.perClient), { text: '<= 1.5x raw', met: (l, r) => l <= 1.5 * r! }),
+    row('breakdown', `connect CPU (user + system), ${PROFILED} sequential connects, profiled`, 'µs', cpuLink.usPerConnect, cpuRaw.usPerConnect, { text: '<= 1.3x raw', met: (l, r) => l <= 1.3 * r! }),
+    row('breakdown', 'connect wall time, sequential, profiled', 'ms', cpuLink.wallMsPerConnect, cpuRaw.wallMsPerConnect, null),
+  ]
+  return { rows, heap: { link: heapLink, raw: heapRaw }, actors, cpu: { link: cpuLink, raw: cpuRaw } }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const [what, kind, n] = process.argv.slice(2)
+  if (what === 'heap' && (kind === 'link' || kind === 'raw')) console.log(JSON.stringify(await measureHeap(kind, Number(n ?? CLIENTS))))
+  else if (what === 'actors') console.log(JSON.stringify(await measureActors(Number(kind ?? ACTORS))))
+  else if (what === 'cpu' && (kind === 'link' || kind === 'raw')) console.log(JSON.stringify(await measureCpu(kind, Number(n ?? PROFILED))))
+  else console.log(JSON.stringify(await run()))
+}
