@@ -112,6 +112,8 @@ async function measureHeap(kind: 'link' | 'raw', count: number): Promise<HeapRes
     await warm()
     await settleHeap()
     const before = groupsOf(writeHeapSnapshot(join(dir, 'before.heapsnapshot')))
+    // The snapshot and its parse allocate far more than a client: settle again before the baseline.
+    await settleHeap()
     const beforeUsed = process.memoryUsage().heapUsed
     await pool(
       Array.from({ length: count }, (_, i) => i),
@@ -140,26 +142,26 @@ async function measureHeap(kind: 'link' | 'raw', count: number): Promise<HeapRes
 
 const ENV = { now: () => Date.now(), monotonic: () => performance.now(), random: Math.random }
 
-/** Heap per started actor of each chart, with the input a link gives it (no sockets, no children). */
-async function measureActors(count: number): Promise<Array<{ actor: string; bytes: number }>> {
-  const kinds: Array<[string, AnyStateMachine, unknown]> = [
+/** The charts measured alone, with the input a link gives each. */
+const ACTOR_KINDS = (): Array<[string, AnyStateMachine, unknown]> => [
     ['connection, idle (with its control queue, invoked at the root)', connectionMachine as unknown as AnyStateMachine, { env: ENV }],
     ['reconnect', reconnectMachine as unknown as AnyStateMachine, { policy: DEFAULT_RECONNECT_POLICY, env: ENV }],
     ['control (signal queue)', controlMachine as unknown as AnyStateMachine, { policy: DEFAULT_CONTROL_POLICY }],
     ['channel (detached)', channelMachine as unknown as AnyStateMachine, { topic: TOPIC, policy: DEFAULT_CHANNEL_POLICY, env: ENV }],
   ]
-  const out: Array<{ actor: string; bytes: number }> = []
-  for (const [name, machine, input] of kinds) {
-    const warm = createActor(machine, { input } as never).start()
-    warm.stop()
-    await settleHeap()
-    const before = process.memoryUsage().heapUsed
-    const actors = Array.from({ length: count }, () => createActor(machine, { input } as never).start())
-    await settleHeap()
-    out.push({ actor: name, bytes: (process.memoryUsage().heapUsed - before) / count })
-    for (const actor of actors) actor.stop()
-  }
-  return out
+
+/** Heap per started actor of one chart (`index` into ACTOR_KINDS), in a process of its own. */
+async function measureActor(index: number, count: number): Promise<{ actor: string; bytes: number }> {
+  const [name, machine, input] = ACTOR_KINDS()[index]!
+  const warm = createActor(machine, { input } as never).start()
+  warm.stop()
+  await settleHeap()
+  const before = process.memoryUsage().heapUsed
+  const actors = Array.from({ length: count }, () => createActor(machine, { input } as never).start())
+  await settleHeap()
+  const bytes = (process.memoryUsage().heapUsed - before) / count
+  for (const actor of actors) actor.stop()
+  return { actor: name, bytes }
 }
 
 interface ProfileNode {
@@ -233,7 +235,8 @@ export async function run(): Promise<BreakdownResult> {
   const file = './breakdown.js'
   const heapRaw = await inFreshProcess<HeapResult>(file, ['heap', 'raw', String(CLIENTS)])
   const heapLink = await inFreshProcess<HeapResult>(file, ['heap', 'link', String(CLIENTS)])
-  const actors = await inFreshProcess<Array<{ actor: string; bytes: number }>>(file, ['actors', String(ACTORS)])
+  const actors: Array<{ actor: string; bytes: number }> = []
+  for (let i = 0; i < ACTOR_KINDS().length; i++) actors.push(await inFreshProcess(file, ['actor', String(i), String(ACTORS)]))
   const cpuRaw = await inFreshProcess<CpuResult>(file, ['cpu', 'raw', String(PROFILED)])
   const cpuLink = await inFreshProcess<CpuResult>(file, ['cpu', 'link', String(PROFILED)])
   const kib = (bytes: number) => bytes / 1024
@@ -248,7 +251,7 @@ export async function run(): Promise<BreakdownResult> {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [what, kind, n] = process.argv.slice(2)
   if (what === 'heap' && (kind === 'link' || kind === 'raw')) console.log(JSON.stringify(await measureHeap(kind, Number(n ?? CLIENTS))))
-  else if (what === 'actors') console.log(JSON.stringify(await measureActors(Number(kind ?? ACTORS))))
+  else if (what === 'actor') console.log(JSON.stringify(await measureActor(Number(kind), Number(n ?? ACTORS))))
   else if (what === 'cpu' && (kind === 'link' || kind === 'raw')) console.log(JSON.stringify(await measureCpu(kind, Number(n ?? PROFILED))))
   else console.log(JSON.stringify(await run()))
 }

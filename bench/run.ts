@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { inFreshProcess, machine, type Row } from './common.js'
 import type { StormResult } from './storm.js'
 
-const BENCHES = ['throughput', 'decode', 'memory', 'channels', 'latency', 'storm', 'dead-peer', 'model-cost'] as const
+const BENCHES = ['throughput', 'decode', 'memory', 'channels', 'latency', 'storm', 'dead-peer', 'model-cost', 'breakdown'] as const
 
 function format(value: number | null, unit: string): string {
   if (value === null) return '—'

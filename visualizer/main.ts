@@ -396,10 +396,19 @@ interface AdminConnection {
   channels: string[]
 }
 
+/**
+ * The simulator's admin token, when the page was opened with `?token=` (a simulator started with
+ * one answers its admin routes only with it; an EventSource cannot send an Authorization header).
+ */
+function tokenQuery(): string {
+  const token = new URLSearchParams(location.search).get('token')
+  return token ? `?token=${encodeURIComponent(token)}` : ''
+}
+
 async function refreshConnections(): Promise<void> {
   let connections: AdminConnection[]
   try {
-    const res = await fetch('./admin/connections')
+    const res = await fetch(`./admin/connections${tokenQuery()}`)
     if (!res.ok) {
       statusText(`dashboard: /admin/connections answered ${res.status}`)
       return
@@ -425,7 +434,7 @@ function startDashboard(): void {
   if (dashboardTimer) return
   void refreshConnections()
   dashboardTimer = setInterval(() => void refreshConnections(), 500)
-  const feed = new EventSource('./admin/events')
+  const feed = new EventSource(`./admin/events${tokenQuery()}`)
   for (const type of ['principal-presence', 'agent-aborted']) {
     feed.addEventListener(type, (message) => {
       const item = document.createElement('li')

@@ -145,7 +145,7 @@ export function program(): Command {
     .option('--json', 'the report as one JSON object', false)
     .option('--connect-timeout <ms>', 'first connect and control join', ms, 15_000)
     .option('--reconnect-cap <ms>', 'a reconnect after a normal close, at most', ms, 10_000)
-    .option('--quiet <ms>', 'how long the server watches for an attempt that must not come', ms, 4_000)
+    .option('--quiet <ms>', 'how long the server watches for an attempt that must not come (an agent whose first retry comes later is not caught)', ms, 6_000)
     .option('--concurrency <n>', 'scenarios at once', (v: string) => {
       const n = Number(v)
       if (!Number.isInteger(n) || n < 1 || n > 16) throw new InvalidArgumentError('a whole number in [1, 16]')

@@ -124,3 +124,12 @@ describe('step names', () => {
     expect([stepLabel('xstate.init'), stepLabel('xstate.stop'), stepLabel(''), stepLabel('control.joinOk')]).toEqual(['start', 'stop', '(always)', 'control.joinOk'])
   })
 })
+
+describe('guard labels', () => {
+  it('parenthesise compound operands', async () => {
+    const { guardLabel } = await import('../../src/node/model/chart-info.js')
+    expect(guardLabel({ type: 'and', guards: ['a', { type: 'or', guards: ['b', 'c'] }] })).toBe('a && (b || c)')
+    expect(guardLabel({ type: 'not', guards: [{ type: 'and', guards: ['a', 'b'] }] })).toBe('!(a && b)')
+    expect(guardLabel({ type: 'and', guards: ['a', { type: 'not', guards: ['b'] }] })).toBe('a && !b')
+  })
+})

@@ -14,7 +14,9 @@ import {
   startPathKit,
   stimulusOf,
   type LifecyclePath,
+  type OracleInput,
   type PathKit,
+  type StepExpectation,
 } from '../../src/node/testing/index.js'
 
 let kit: PathKit
@@ -108,4 +110,94 @@ describe('the runner', () => {
     expect(report.agentId).toMatch(/^kit-unit-\d+$/)
     expect(report.states.has('connection.session.online.attached.live.connected')).toBe(true)
   })
+})
+
+describe('the runner sees what a host does on its own', () => {
+  it('fails a host that connects again after a supersede, though the kit holds that upgrade', async () => {
+    const path = pathFrom('host connect > open > join ok > supersede', 4)
+    const failure = await kit
+      .run(path, (options) => {
+        const link = createLink(options)
+        link.on('disconnected', (e) => e.terminal && setTimeout(() => void link.connect().catch(() => {}), 0))
+        return link
+      })
+      .catch((error: unknown) => error)
+    expect(failure).toBeInstanceOf(PathFailure)
+    expect((failure as Error).message).toMatch(/attempted \d+ upgrade/)
+  })
+
+  it('reports the path failure, not the host stop() that throws after it, and still cleans up', async () => {
+    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    const failure = await kit
+      .run(path, (options) => {
+        const link = createLink(options)
+        link.on('disconnected', (e) => e.reason.kind === 'closed' && void link.disconnect())
+        return {
+          link,
+          stop: () => {
+            throw new Error('stop failed')
+          },
+        }
+      })
+      .catch((error: unknown) => error)
+    expect(failure).toBeInstanceOf(PathFailure)
+    expect((failure as PathFailure).hostStopError).toMatchObject({ message: 'stop failed' })
+  })
+
+  it('an oracle that throws, or returns an empty sentence, breaks its rule by name', async () => {
+    const path = pathFrom('host connect > open', 2)
+    const throws = await kit
+      .run(path, (options) => createLink(options), {
+        oracles: [
+          {
+            name: 'throws',
+            rule: 'x',
+            check: () => {
+              throw 'not an Error'
+            },
+          },
+        ],
+      })
+      .catch((error: unknown) => error)
+    expect((throws as Error).message).toMatch(/throws: the oracle threw: not an Error/)
+    const empty = await kit.run(path, (options) => createLink(options), { oracles: [{ name: 'empty', rule: 'x', check: () => '' }] }).catch((error: unknown) => error)
+    expect((empty as Error).message).toMatch(/empty: \(broken, no message\)/)
+  })
+
+  it('waits as long as the host\'s own heartbeat needs to see a stalled server', async () => {
+    const path = pathFrom('host connect > open > join ok > heartbeat timeout > backoff chosen', 5)
+    const report = await kit.run(path, (options) => createLink({ ...options, policy: { ...options.policy, transport: { heartbeatIntervalMs: 1200, closeTimeoutMs: 150 } } }))
+    expect(report.sockets).toBe(1)
+  }, 15_000)
+})
+
+describe('every lifecycle oracle breaks on the step it guards', () => {
+  // One violating (before, after) pair per oracle: an oracle that never fires fails here.
+  const at = (state: string, extra: Partial<StepExpectation> = {}): StepExpectation => ({ state: state as StepExpectation['state'], chartState: state, reason: null, code: null, generation: 1, epoch: 1, ...extra })
+  const cases: Record<string, [step: string, before: StepExpectation, after: StepExpectation, wasConnected?: boolean]> = {
+    'late-and-bad-input-change-nothing': ['stale close', at('connected'), at('reconnecting')],
+    'control-crash-rejoins': ['control phx_error', at('connected'), at('reconnecting', { generation: 2 })],
+    'suspended-retries': ['backoff elapsed', at('suspended'), at('suspended')],
+    'supersede-is-terminal': ['supersede', at('connected'), at('reconnecting')],
+    'own-conflict-retries': ['upgrade 409', at('connecting'), at('terminated', { reason: 'rejected' }), true],
+    'refusal-is-terminal': ['upgrade 403', at('connecting'), at('reconnecting', { reason: 'rejected' })],
+    'normal-close-reconnects': ['close 1000', at('connected'), at('stopped')],
+    'disconnect-stops': ['host disconnect', at('connected'), at('reconnecting')],
+    'stop-is-graceful': ['leave settles', at('stopping'), at('terminated')],
+    'connect-starts-a-session': ['host connect', at('idle'), at('connecting', { epoch: 1 })],
+    'only-connect-leaves-offline': ['supersede', at('stopped'), at('connecting')],
+  }
+  it('covers every oracle', () => {
+    expect(Object.keys(cases).sort()).toEqual(LIFECYCLE_ORACLES.map((o) => o.name).sort())
+  })
+  for (const oracle of LIFECYCLE_ORACLES) {
+    it(oracle.name, () => {
+      const [name, before, after, wasConnected] = cases[oracle.name]!
+      const step = { name, stimulus: { type: 'await', what: name } as const, expect: after }
+      const input = { path: { name, steps: [step] }, index: 0, step, before, after, wasConnected: wasConnected ?? false } as OracleInput
+      expect(oracle.check(input)).toEqual(expect.any(String))
+      // And holds on the same step when the link does what the rule says (no oracle fires on everything).
+      expect(LIFECYCLE_ORACLES.some((o) => o.check({ ...input, after: before, before } as OracleInput) === null)).toBe(true)
+    })
+  }
 })

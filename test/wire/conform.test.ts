@@ -9,6 +9,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { until } from '../support/until.js'
 import { CONFORMANCE_RULES, formatConformance, runConformance, type ConformanceReport } from '../../src/node/conform/index.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
@@ -61,6 +62,44 @@ describe('phoenix-link conform', () => {
     expect(broken(report)).toEqual(['honours-retry-after'])
     expect(report.verdicts.find((v) => v.rule === 'honours-retry-after')?.detail).toMatch(/^next attempt 2\d{3} ms after a 429 with Retry-After: 3$/)
   }, 90_000)
+})
+
+describe('phoenix-link conform catches each classic mistake (test/fixtures/conform-agent.mjs)', () => {
+  const agent = [process.execPath, 'test/fixtures/conform-agent.mjs']
+  it('join_refs reused, Retry-After ignored, a SIGTERM that kills without a close frame: exactly those rules break', async () => {
+    const report = await runConformance({ command: agent, cwd: REPO, env: { REUSE_JOIN_REF: '1', RETRY_AT_ONCE: '1', DIE_ON_SIGTERM: '1' } })
+    expect(broken(report)).toEqual(['rejoins-with-fresh-join-ref', 'honours-retry-after', 'stops-heartbeats-after-stop'])
+    expect(report.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail).toMatch(/no close frame \(1006\)/)
+  }, 60_000)
+
+  it('a double connect at start breaks one-live-socket; the same agent without its bugs keeps every rule', async () => {
+    const [double, clean] = await Promise.all([
+      runConformance({ command: agent, cwd: REPO, env: { DOUBLE_CONNECT: '1' }, concurrency: 2 }),
+      runConformance({ command: agent, cwd: REPO, concurrency: 2 }),
+    ])
+    expect(broken(double)).toEqual(['one-live-socket'])
+    expect(double.verdicts.find((v) => v.rule === 'one-live-socket')?.detail).toMatch(/a socket opened while sock-\d+ was open/)
+    expect(broken(clean)).toEqual([])
+  }, 90_000)
+
+  it('Ctrl-C stops every agent it started and exits 130', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'conform', '--', process.execPath, 'test/fixtures/conform-agent.mjs'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
+    let err = ''
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()))
+    const agents = () => spawnSync('pgrep', ['-f', 'test/fixtures/conform-agent.mjs'], { encoding: 'utf8' }).stdout.trim().split('\n').filter((p) => p !== '')
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+    try {
+      // pgrep is the only view of another process's children: poll it, bounded.
+      await until(() => agents().length >= 3, 20_000, 'three agents to run')
+      child.kill('SIGINT')
+      expect(await exited).toBe(130)
+      expect(err).toMatch(/stopped by SIGINT; every agent stopped/)
+      expect(agents()).toEqual([])
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL')
+      for (const pid of agents()) process.kill(Number(pid), 'SIGKILL')
+    }
+  }, 60_000)
 })
 
 describe('phoenix-link conform on an agent that is not there', () => {

@@ -6,10 +6,12 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { until } from '../support/until.js'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { createLink } from '../../src/link.js'
-import { CONTROL_ROUTES, PlatformSimulator, isLoopbackAddress, startSimulator } from '../../src/node/server/index.js'
+import { CONTROL_ROUTES, PlatformSimulator, adminAccess, isLoopbackAddress, startSimulator, type AdminRequest } from '../../src/node/server/index.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -207,5 +209,67 @@ describe('the simulator over HTTP', () => {
     }
     expect([isLoopbackAddress('127.0.0.1'), isLoopbackAddress('127.8.9.1'), isLoopbackAddress('::1'), isLoopbackAddress('::ffff:127.0.0.1')]).toEqual([true, true, true, true])
     expect([isLoopbackAddress('10.0.0.7'), isLoopbackAddress('::ffff:192.168.1.2'), isLoopbackAddress('fe80::1'), isLoopbackAddress(undefined)]).toEqual([false, false, false, false])
+  })
+
+  it('the access rule: a remote peer, a rebound Host, a foreign Origin and a simple cross-origin POST are refused; the token works as a header or a GET query', () => {
+    const local: AdminRequest = { method: 'GET', remoteAddress: '127.0.0.1', host: '127.0.0.1:4000', origin: undefined, authorization: undefined, contentType: undefined, queryToken: null }
+    const status = (req: Partial<AdminRequest>, token: string | null = null) => adminAccess({ ...local, ...req }, token)?.status ?? 200
+    expect(status({})).toBe(200)
+    expect(status({ host: 'localhost:4000' })).toBe(200)
+    expect(status({ host: '[::1]:4000', remoteAddress: '::1' })).toBe(200)
+    expect(status({ remoteAddress: '10.0.0.7' })).toBe(403)
+    expect(status({ host: 'rebound.evil.example:4000' })).toBe(403)
+    expect(status({ origin: 'https://evil.example' })).toBe(403)
+    expect(status({ origin: 'null' })).toBe(403)
+    expect(status({ origin: 'http://127.0.0.1:4000' })).toBe(200)
+    expect(status({ method: 'POST', contentType: 'text/plain;charset=UTF-8' })).toBe(415)
+    expect(status({ method: 'POST', contentType: 'application/x-www-form-urlencoded' })).toBe(415)
+    expect(status({ method: 'POST', contentType: 'application/json; charset=utf-8' })).toBe(200)
+    expect(status({ remoteAddress: '10.0.0.7', host: 'sim.example' }, 't0k')).toBe(401)
+    expect(status({ remoteAddress: '10.0.0.7', authorization: 'bearer t0k' }, 't0k')).toBe(200)
+    expect(status({ remoteAddress: '10.0.0.7', queryToken: 't0k' }, 't0k')).toBe(200)
+    expect(status({ method: 'POST', contentType: 'application/json', queryToken: 't0k' }, 't0k')).toBe(401)
+  })
+
+  it('over the wire: a foreign Origin, a rebound Host and a text/plain POST touch nothing; a long-poll ends when its caller goes or the simulator stops', async () => {
+    const sim = await startSimulator()
+    const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+    const link = createLink({ url: sim.url, agentId: 'victim', apiKey: 'k' })
+    try {
+      await link.connect()
+      const raw = (headers: Record<string, string>, body: string) =>
+        new Promise<number>((resolve, reject) => {
+          const req = request({ host: '127.0.0.1', port: sim.port, path: '/admin/close', method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) }, agent: false }, (res) => {
+            res.resume()
+            resolve(res.statusCode ?? 0)
+          })
+          req.on('error', reject)
+          req.end(body)
+        })
+      const body = JSON.stringify({ target: 'all', code: 4000 })
+      expect(await raw({ 'content-type': 'text/plain' }, body)).toBe(415)
+      expect(await raw({ 'content-type': 'application/json', origin: 'https://evil.example' }, body)).toBe(403)
+      expect(await raw({ 'content-type': 'application/json', host: 'rebound.evil.example' }, body)).toBe(403)
+      expect(sim.live('victim')).toHaveLength(1)
+      expect(link.state).toBe('connected')
+      // A wait whose caller goes away leaves no listener behind.
+      const listeners = sim.listenerCount('change')
+      const controller = new AbortController()
+      const gone = fetch(`${http}/admin/wait`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ until: 'accepted', atLeast: 99, timeoutMs: 60_000 }), signal: controller.signal }).catch((e: Error) => e.name)
+      // Listener counts are no simulator record (waitFor re-checks on records): poll them, bounded.
+      await until(() => sim.listenerCount('change') > listeners, 2000, 'the wait to listen')
+      controller.abort()
+      expect(await gone).toBe('AbortError')
+      await until(() => sim.listenerCount('change') === listeners, 2000, 'the wait to stop listening')
+    } finally {
+      await link.disconnect()
+    }
+    // A wait pending when the simulator stops is answered 503 at once: stop() does not wait it out.
+    const pending = call(http, 'POST', '/admin/wait', { until: 'accepted', atLeast: 99, timeoutMs: 60_000 })
+    await until(() => sim.listenerCount('change') > 0, 2000, 'the wait to listen')
+    const started = performance.now()
+    await sim.stop()
+    expect(performance.now() - started).toBeLessThan(5_000)
+    expect((await pending).status).toBe(503)
   })
 })

@@ -16,12 +16,29 @@ export interface ConformOptions extends ConformanceOptions {
  */
 export async function runConform(options: ConformOptions): Promise<number> {
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`))
-  const report = await runConformance({
-    ...options,
-    onScenario: (name, verdicts) => {
-      if (!options.json) process.stderr.write(`scenario ${name}: ${verdicts.map((v) => `${v.rule} ${v.pass ? 'held' : 'broken'}`).join(', ')}\n`)
-    },
-  })
+  // Ctrl-C or SIGTERM: every agent (each in a process group of its own, so the terminal's signal
+  // never reaches it) is stopped before the command exits.
+  const controller = new AbortController()
+  const stop = (signal: NodeJS.Signals) => controller.abort(new Error(`stopped by ${signal}`))
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  let report
+  try {
+    report = await runConformance({
+      ...options,
+      signal: controller.signal,
+      onScenario: (name, verdicts) => {
+        if (!options.json) process.stderr.write(`scenario ${name}: ${verdicts.map((v) => `${v.rule} ${v.pass ? 'held' : 'broken'}`).join(', ')}\n`)
+      },
+    })
+  } catch (error) {
+    if (!controller.signal.aborted) throw error
+    process.stderr.write(`conform: ${(error as Error).message}; every agent stopped\n`)
+    return 130
+  } finally {
+    process.off('SIGINT', stop)
+    process.off('SIGTERM', stop)
+  }
   if (options.json) write(JSON.stringify(report))
   else {
     write(formatConformance(report))

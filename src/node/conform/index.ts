@@ -96,7 +96,11 @@ export interface ConformanceOptions {
   connectTimeoutMs?: number
   /** The reconnect cap: a new socket and join after a normal close within this. @default 10000 */
   reconnectCapMs?: number
-  /** How long the server watches for an attempt that must not come. @default 4000 */
+  /**
+   * How long the server watches for an attempt that must not come (after a supersede, a 403, two
+   * same-key instances settling). An agent whose first retry comes later is not caught: raise it.
+   * @default 6000
+   */
   quietMs?: number
   /** Retry-After of the 429 scenario, seconds: 3, which a backoff doubling from 1 s does not meet by chance. @default 3 */
   retryAfterS?: number
@@ -108,6 +112,8 @@ export interface ConformanceOptions {
   simulator?: Omit<SimulatorOptions, 'agents'>
   /** Called as each scenario ends. */
   onScenario?: (name: string, verdicts: RuleVerdict[]) => void
+  /** Aborting it stops every agent and the simulator, and rejects the run with the signal's reason. */
+  signal?: AbortSignal
 }
 
 interface Settings {
@@ -136,7 +142,13 @@ class Agent {
         this.text += `\n(could not start ${command[0]}: ${error.message})`
         resolve({ code: null, signal: null })
       })
-      this.child.once('close', (code, signal) => resolve({ code, signal }))
+      // 'exit', not 'close': a helper the agent left running (setsid) may hold its pipes open for ever.
+      this.child.once('exit', (code, signal) => {
+        this.text = `${this.text}\n(exited ${signal ? `on ${signal}` : `with code ${code}`})`.slice(-4000)
+        this.child.stdout?.destroy()
+        this.child.stderr?.destroy()
+        resolve({ code, signal })
+      })
     })
   }
 
@@ -295,12 +307,16 @@ async function closes(stage: Stage): Promise<Verdicts> {
   if (!reconnectFailure) {
     agent.signal('SIGTERM')
     const closedItself = await stage.until(() => socket.state === 'closed', settings.stopTimeoutMs)
-    const after = socket.frames.filter((f) => f.dir === 'in' && f.at > (socket.closedAt ?? termAt) && f.frame?.event === HEARTBEAT_EVENT)
+    // A heartbeat already on its way when the signal came is not the agent's fault; later ones are.
+    const beats = socket.frames.filter((f) => f.dir === 'in' && f.at > termAt + 200 && f.frame?.event === HEARTBEAT_EVENT)
+    const code = socket.closeSeen?.code
     out['stops-heartbeats-after-stop'] = !closedItself
-      ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket was still open ${settings.stopTimeoutMs} ms later`)
-      : after.length > 0
-        ? verdict('stops-heartbeats-after-stop', false, `${after.length} heartbeat(s) after its socket closed`)
-        : verdict('stops-heartbeats-after-stop', true, `after SIGTERM its socket closed in ${(socket.closedAt ?? termAt) - termAt} ms (close ${socket.closeSeen?.code ?? '?'})`)
+      ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket was still open ${settings.stopTimeoutMs} ms later${beats.length > 0 ? `, with ${beats.length} heartbeat(s)` : ''}`)
+      : code === 1006
+        ? verdict('stops-heartbeats-after-stop', false, 'after SIGTERM its socket ended with no close frame (1006): the process died without closing it')
+        : beats.length > 0
+          ? verdict('stops-heartbeats-after-stop', false, `${beats.length} heartbeat(s) after SIGTERM, before its socket closed`)
+          : verdict('stops-heartbeats-after-stop', true, `after SIGTERM its socket closed in ${(socket.closedAt ?? termAt) - termAt} ms (close ${code ?? '?'})`)
   }
   await agent.stop(settings.stopTimeoutMs)
   const overlapping = overlaps(sim, agentId)
@@ -319,8 +335,18 @@ async function supersede(stage: Stage): Promise<Verdicts> {
     return { 'no-reconnect-after-supersede': verdict('no-reconnect-after-supersede', false, 'not judged: the agent never connected') }
   }
   await stage.watch(300)
+  if (socket.state !== 'open') {
+    await agent.stop(settings.stopTimeoutMs)
+    const why = `not judged: the agent's socket was ${socket.state} before the supersede (it closed by itself ${socket.closedAt === null ? '' : `${socket.closedAt - socket.openedAt} ms after opening`})`
+    return { 'no-reconnect-after-supersede': verdict('no-reconnect-after-supersede', false, why), 'stops-heartbeats-after-stop': verdict('stops-heartbeats-after-stop', false, why) }
+  }
   const pushedAt = sim.now()
-  sim.supersede(agentId, { close: null })
+  const sent = sim.supersede(agentId, { close: null })
+  if (sent !== 1) {
+    await agent.stop(settings.stopTimeoutMs)
+    const why = `not judged: the supersede reached ${sent} sockets, not the agent's one`
+    return { 'no-reconnect-after-supersede': verdict('no-reconnect-after-supersede', false, why), 'stops-heartbeats-after-stop': verdict('stops-heartbeats-after-stop', false, why) }
+  }
   const closedItself = await stage.until(() => socket.state === 'closed', settings.stopTimeoutMs)
   const beats = socket.frames.filter((f) => f.dir === 'in' && f.at > pushedAt + 1000 && f.frame?.event === HEARTBEAT_EVENT).length
   if (!closedItself && socket.state === 'open') sim.close(socket, sim.flavor.supersede)
@@ -471,7 +497,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const settings: Settings = {
     connectTimeoutMs: options.connectTimeoutMs ?? 15_000,
     reconnectCapMs: options.reconnectCapMs ?? 10_000,
-    quietMs: options.quietMs ?? 4_000,
+    quietMs: options.quietMs ?? 6_000,
     retryAfterS: options.retryAfterS ?? 3,
     stopTimeoutMs: options.stopTimeoutMs ?? 3_000,
   }
@@ -481,11 +507,19 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const found: Verdicts[] = []
   const output: Record<string, string> = {}
   const running = new Set<Agent>()
+  let aborted: (() => void) | null = null
+  const abortedRun = new Promise<never>((_, reject) => {
+    if (!options.signal) return
+    aborted = () => reject(options.signal!.reason ?? new Error('aborted'))
+    if (options.signal.aborted) aborted()
+    else options.signal.addEventListener('abort', aborted, { once: true })
+  })
+  abortedRun.catch(() => {})
   try {
     const names = Object.keys(SCENARIOS)
     let next = 0
     const worker = async () => {
-      while (next < names.length) {
+      while (next < names.length && !options.signal?.aborted) {
         const name = names[next++]!
         const agentId = `conform-${name}-${randomBytes(3).toString('hex')}`
         const agents: Agent[] = []
@@ -494,6 +528,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
           settings,
           agentId,
           start: () => {
+            if (options.signal?.aborted) throw new Error('the run was stopped')
             const agent = new Agent(options.command, options.cwd ?? process.cwd(), {
               ...process.env,
               ...options.env,
@@ -526,8 +561,9 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
         options.onScenario?.(name, Object.values(verdicts))
       }
     }
-    await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 3) }, worker))
+    await Promise.race([Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 3) }, worker)), abortedRun])
   } finally {
+    if (aborted) options.signal?.removeEventListener('abort', aborted)
     await Promise.all([...running].map((agent) => agent.stop(settings.stopTimeoutMs)))
     await sim.stop()
   }

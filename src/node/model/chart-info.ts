@@ -71,8 +71,10 @@ export function guardOf(guard: unknown): ConfigGuard {
 /** The name of a guard as the docs print it: `a && b`, `a || b`, `!a`. */
 export function guardLabel(guard: ConfigGuard): string {
   if (typeof guard === 'string') return guard
-  if (guard.type === 'not') return `!${guardLabel(guard.guards[0]!)}`
-  return guard.guards.map(guardLabel).join(guard.type === 'and' ? ' && ' : ' || ')
+  // An operand that is itself compound is parenthesised: `a && (b || c)`, `!(a && b)`.
+  const operand = (g: ConfigGuard) => (typeof g === 'string' || g.type === 'not' ? guardLabel(g) : `(${guardLabel(g)})`)
+  if (guard.type === 'not') return `!${operand(guard.guards[0]!)}`
+  return guard.guards.map(operand).join(guard.type === 'and' ? ' && ' : ' || ')
 }
 
 import { stepLabel } from './labels.js'

@@ -71,6 +71,7 @@ export class AdminApi {
 
   /** Ends every event stream (server stopping). */
   stop(): void {
+    this.sources.control?.stop()
     for (const stream of [...this.streams]) {
       clearInterval(stream.timer)
       stream.res.end()

@@ -243,7 +243,12 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
           const n = current()
           if (n >= atLeast) done(ok({ count: n }))
         }
-        const onAbort = () => done({ status: 499, body: { error: { code: 'client_gone', message: 'the caller went away' } } })
+        const onAbort = () =>
+          done(
+            signal.reason === 'stopping'
+              ? { status: 503, body: { error: { code: 'stopping', message: 'the simulator is stopping' } } }
+              : { status: 499, body: { error: { code: 'client_gone', message: 'the caller went away' } } },
+          )
         const timer = setTimeout(
           () => done({ status: 408, body: { error: { code: 'timeout', message: `${body.until} of ${body.agent ?? 'every agent'} is ${current()}, not ${atLeast}, after ${body.timeoutMs ?? 10_000} ms`, count: current() } } }),
           body.timeoutMs ?? 10_000,
@@ -367,7 +372,11 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     method: 'POST',
     path: '/admin/close',
     summary: 'Closes the target sockets with an RFC 6455 close code (section 7.4) and reason.',
-    body: z.strictObject({ target: TargetSchema, code: CloseCode, reason: z.optional(z.string().check(z.maxLength(123))) }),
+    body: z.strictObject({
+      target: TargetSchema,
+      code: CloseCode,
+      reason: z.optional(z.string().check(z.refine((r) => Buffer.byteLength(r) <= 123, { error: 'expected at most 123 bytes of UTF-8 (RFC 6455 section 5.5)' }))),
+    }),
     response: Ok,
     run: ({ sim }, body) => {
       sim.close(target(body.target), body.code, body.reason ?? '')
@@ -603,6 +612,73 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
   }
 }
 
+/** What the access rule reads of a request (see {@link adminAccess}). */
+export interface AdminRequest {
+  method: string
+  remoteAddress: string | undefined
+  /** The Host header. */
+  host: string | undefined
+  /** The Origin header (browsers send it on cross-origin requests and on POST). */
+  origin: string | undefined
+  authorization: string | undefined
+  contentType: string | undefined
+  /** The `token` query parameter (GET only: an EventSource cannot send headers). */
+  queryToken: string | null
+}
+
+/** Whether a Host header (or an Origin's host) names this machine's loopback: 127.0.0.0/8, ::1 or localhost. */
+export function isLoopbackHost(host: string | undefined): boolean {
+  if (!host) return false
+  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '')
+  return name === 'localhost' || name === '::1' || /^127(?:\.\d{1,3}){3}$/.test(name)
+}
+
+function sameToken(given: string, want: string): boolean {
+  const a = Buffer.from(given)
+  const b = Buffer.from(want)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/**
+ * The access rule of every `/admin` route, or null when the request may go on.
+ *
+ * - A POST must say `content-type: application/json`: a browser page can send a "simple"
+ *   cross-origin POST (text/plain, a form) without asking first, but not that (415 otherwise).
+ * - With a token: `Authorization: Bearer <token>` (the scheme in any case), or for a GET the
+ *   `?token=` query parameter, which the dashboard page passes on (401 otherwise).
+ * - Without one: the peer address must be loopback, and so must the Host header (a DNS
+ *   rebinding page reaches 127.0.0.1 under a name of its own) and the Origin when one is sent
+ *   (403 otherwise).
+ */
+export function adminAccess(req: AdminRequest, token: string | null): { status: number; code: string; message: string } | null {
+  if (req.method === 'POST' && !/^application\/json\s*(;|$)/i.test(req.contentType ?? '')) {
+    return { status: 415, code: 'unsupported_media_type', message: 'send the body as content-type: application/json' }
+  }
+  if (token !== null) {
+    const bearer = /^bearer\s+(.+)$/i.exec(req.authorization ?? '')?.[1]
+    const given = bearer ?? (req.method === 'GET' ? req.queryToken : null)
+    return given !== null && given !== undefined && sameToken(given, token)
+      ? null
+      : { status: 401, code: 'unauthorized', message: 'send Authorization: Bearer <admin token> (or ?token= on a GET)' }
+  }
+  if (!isLoopbackAddress(req.remoteAddress)) {
+    return { status: 403, code: 'forbidden', message: 'the admin routes serve loopback callers only; start the simulator with an admin token to serve others' }
+  }
+  if (!isLoopbackHost(req.host)) return { status: 403, code: 'forbidden', message: `the admin routes answer only to a loopback Host, not ${JSON.stringify(req.host ?? '')}` }
+  if (req.origin !== undefined && req.origin !== 'null') {
+    let host: string | undefined
+    try {
+      host = new URL(req.origin).host
+    } catch {
+      host = undefined
+    }
+    if (!isLoopbackHost(host)) return { status: 403, code: 'forbidden', message: `the admin routes answer only to pages served from loopback, not ${JSON.stringify(req.origin)}` }
+  } else if (req.origin === 'null') {
+    return { status: 403, code: 'forbidden', message: 'the admin routes do not answer to an opaque origin' }
+  }
+  return null
+}
+
 /** Whether a peer address is loopback (127.0.0.0/8, ::1, or IPv4-mapped loopback). */
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (!address) return false
@@ -614,6 +690,7 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 export class ControlApi {
   private readonly ctx: Omit<Context, 'query' | 'params' | 'signal'>
   private document: Record<string, unknown> | null = null
+  private readonly stopping = new AbortController()
 
   constructor(
     sim: PlatformSimulator,
@@ -649,7 +726,11 @@ export class ControlApi {
       return true
     }
     const controller = new AbortController()
+    // The caller went away, or the simulator is stopping.
     res.on('close', () => controller.abort())
+    const stop = () => controller.abort('stopping')
+    this.stopping.signal.addEventListener('abort', stop, { once: true })
+    res.on('close', () => this.stopping.signal.removeEventListener('abort', stop))
     const query = new URL(req.url ?? '/', 'http://simulator').searchParams
     void this.body(req, r)
       .then(async (body) => {
@@ -666,19 +747,34 @@ export class ControlApi {
   }
 
   private denied(req: IncomingMessage): Answer | null {
-    if (this.token !== null) {
-      const header = req.headers.authorization ?? ''
-      const given = Buffer.from(header.startsWith('Bearer ') ? header.slice(7) : '')
-      const want = Buffer.from(this.token)
-      if (given.length !== want.length || !timingSafeEqual(given, want)) {
-        return { status: 401, body: { error: { code: 'unauthorized', message: 'send Authorization: Bearer <admin token>' } } }
-      }
-      return null
+    const header = (name: string) => {
+      const value = req.headers[name]
+      return Array.isArray(value) ? value[0] : value
     }
-    if (!isLoopbackAddress(req.socket.remoteAddress)) {
-      return { status: 403, body: { error: { code: 'forbidden', message: 'the admin routes serve loopback callers only; start the simulator with an admin token to serve others' } } }
+    let queryToken: string | null = null
+    try {
+      queryToken = new URL(req.url ?? '/', 'http://simulator').searchParams.get('token')
+    } catch {
+      queryToken = null
     }
-    return null
+    const refused = adminAccess(
+      {
+        method: req.method ?? 'GET',
+        remoteAddress: req.socket.remoteAddress,
+        host: header('host'),
+        origin: header('origin'),
+        authorization: header('authorization'),
+        contentType: header('content-type'),
+        queryToken,
+      },
+      this.token,
+    )
+    return refused ? { status: refused.status, body: { error: { code: refused.code, message: refused.message } } } : null
+  }
+
+  /** Answers every pending long-poll with 503 (the simulator is stopping), so nothing waits out its timeout. */
+  stop(): void {
+    this.stopping.abort()
   }
 
   private match(path: string): { candidates: ControlRoute[]; params: Record<string, string> } | null {
@@ -718,7 +814,12 @@ export class ControlApi {
         } catch (error) {
           return resolve({ error: { status: 400, body: { error: { code: 'bad_json', message: `the body is not JSON: ${(error as Error).message}` } } } })
         }
-        const parsed = schema.safeParse(value, { reportInput: true })
+        let parsed: ReturnType<typeof schema.safeParse>
+        try {
+          parsed = schema.safeParse(value, { reportInput: true })
+        } catch (error) {
+          return resolve({ error: { status: 400, body: { error: { code: 'bad_request', message: `the body cannot be checked: ${error instanceof RangeError ? 'nested too deeply' : (error as Error).message}` } } } })
+        }
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!
           const at = issue.path.length > 0 ? issue.path.join('.') : 'body'

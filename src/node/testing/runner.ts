@@ -32,8 +32,9 @@ export const PATH_POLICY = Object.freeze({
  * What the runner hands the host factory: spread it into `createLink({ ...options, onControl,
  * ... })`. `url`, `agentId` and `apiKey` reach the kit's simulator; `clock` is the path's
  * SimulatedClock (the runner advances it for `clock.advance` steps); `policy` is
- * {@link PATH_POLICY} (merge your own over it: a longer heartbeat only makes `server.stall` steps
- * slower); `inspect` records the transitions the link crosses, for {@link PathReport}.
+ * {@link PATH_POLICY} (merge your own over it: with a longer heartbeat a `server.stall` step takes
+ * longer to be detected, and the runner waits that long); `inspect` records the transitions the
+ * link crosses, for {@link PathReport}.
  */
 export interface PathHostOptions {
   url: string
@@ -54,7 +55,10 @@ export type PathHost<H extends PathHostResult = PathHostResult> = (options: Path
 export interface PathRunOptions<H> {
   /** The checks of every step; default {@link LIFECYCLE_ORACLES}. Extend: `[...LIFECYCLE_ORACLES, mine]`. */
   oracles?: ReadonlyArray<LifecycleOracle<H>>
-  /** Bound of each wait (a state, an upgrade to arrive, a signal handed over). @default 3000 */
+  /**
+   * Bound of each wait (a state, an upgrade to arrive, a signal handed over).
+   * @default the larger of 3000 and two heartbeat intervals plus the close timeout plus 1000, from the link's policy
+   */
   timeoutMs?: number
 }
 
@@ -73,6 +77,8 @@ export interface PathReport {
 /** A path whose link did not do what the chart or an oracle says. */
 export class PathFailure extends Error {
   override readonly name = 'PathFailure'
+  /** What the host's own `stop()` threw after the failure, if it did (the failure is what is reported). */
+  hostStopError: unknown = null
   constructor(
     /** The path's name. */
     readonly path: string,
@@ -134,7 +140,6 @@ export class PathKit {
   async run<H extends PathHostResult>(path: LifecyclePath, host: PathHost<H>, options: PathRunOptions<NoInfer<H>> = {}): Promise<PathReport> {
     const sim = this.simulator
     const agentId = `${this.prefix}${++this.runs}`
-    const timeoutMs = options.timeoutMs ?? 3000
     const oracles = options.oracles ?? (LIFECYCLE_ORACLES as ReadonlyArray<LifecycleOracle<H>>)
     const clock = new SimulatedClock()
     const report: PathReport = { path: path.name, agentId, sockets: 0, transitions: new Set(), states: new Set() }
@@ -152,11 +157,21 @@ export class PathKit {
     })
     const link = built instanceof Link ? built : (built as { link?: unknown })?.link
     if (!(link instanceof Link)) throw new Error('the path host returned no link: return the Link, or { link, stop? }')
+    // A host's own policy may detect a stalled server later: wait long enough for two heartbeat
+    // intervals and a close handshake (phoenix.js's heartbeat timeout is one interval after a send).
+    const { transport } = link.policy
+    const timeoutMs = options.timeoutMs ?? Math.max(3000, 2 * transport.heartbeatIntervalMs + transport.closeTimeoutMs + 1000)
     const fail = (index: number, detail: string): never => {
       throw new PathFailure(path.name, index, path.steps[index]?.name ?? '(end)', detail)
     }
     const world = new World(link, sim, clock, agentId, timeoutMs)
     let opens = 0
+    // Every upgrade the link attempted: answered, or still held by the kit (a link that comes
+    // back on its own after a terminal step shows here, never as an accepted socket).
+    const attempts = () => sim.upgrades.filter((u) => u.agentId === agentId).length + sim.heldUpgradesOf(agentId)
+    // The path answers its upgrade steps; a path that ends connecting leaves one attempt in flight.
+    const allowed = path.steps.filter((s) => s.stimulus.type.startsWith('upgrade.')).length + (path.steps.at(-1)?.expect.state === 'connecting' ? 1 : 0)
+    let failure: unknown = null
     try {
       let before = observe(link)
       let wasConnected = false
@@ -177,30 +192,48 @@ export class PathKit {
           try {
             broken = oracle.check({ path, index, step: group!, before, after, wasConnected, link, host: built, simulator: sim, agentId })
           } catch (error) {
-            broken = `the oracle threw: ${(error as Error).message}`
+            broken = `the oracle threw: ${error instanceof Error ? error.message : String(error)}`
           }
-          if (broken) fail(index, `${oracle.name}: ${broken}`)
+          // Any string is a broken rule, even an empty one; only null (or undefined) holds.
+          if (broken !== null && broken !== undefined) fail(index, `${oracle.name}: ${broken === '' ? '(broken, no message)' : broken}`)
         }
         wasConnected ||= after.state === 'connected'
         before = after
       }
-      // The simulator saw exactly the sockets the path opened: nothing reconnected on its own.
+      // The simulator saw exactly the sockets and attempts the path made: nothing reconnected on its own.
       const accepted = sim.accepted(agentId).length
       if (accepted !== opens) fail(path.steps.length - 1, `the simulator accepted ${accepted} sockets, the path opened ${opens}`)
+      if (attempts() > allowed) fail(path.steps.length - 1, `the link attempted ${attempts()} upgrades, the path allows ${allowed}`)
       const last = path.steps.at(-1)!.expect
       if ((last.state === 'terminated' || last.state === 'stopped') && sim.live(agentId).length > 0) {
         await sim
           .waitFor(() => sim.live(agentId).length === 0, { timeoutMs, what: `${agentId} to have no live socket after ${last.state}` })
           .catch((error: Error) => fail(path.steps.length - 1, error.message))
       }
+    } catch (error) {
+      failure = error
     } finally {
       world.release()
       await link.disconnect()
-      if (!(built instanceof Link)) await (built as { stop?: () => void | Promise<void> }).stop?.()
+      let stopError: unknown = null
+      try {
+        if (!(built instanceof Link)) await (built as { stop?: () => void | Promise<void> }).stop?.()
+      } catch (error) {
+        stopError = error
+      }
+      const late = attempts() - allowed
+      // Upgrades still held for this agent are ended, so nothing of the run stays open.
+      while (sim.answerHeldUpgrade('drop', agentId)) {
+        // one at a time, oldest first
+      }
       // A stalled socket reads nothing, so it never sees the client go: end the simulator's side.
       for (const c of sim.accepted(agentId)) if (c.stalled && c.state !== 'closed') c.abort()
       await sim.settled(agentId, { timeoutMs })
+      if (failure === null && late > 0) failure = new PathFailure(path.name, path.steps.length - 1, path.steps.at(-1)!.name, `the link attempted ${late} upgrade(s) the path did not answer`)
+      if (failure === null && stopError !== null) failure = stopError
+      else if (failure instanceof PathFailure && stopError !== null) failure.hostStopError = stopError
     }
+    if (failure !== null) throw failure
     report.sockets = sim.accepted(agentId).length
     // After the path and disconnect(): still no socket the path did not open.
     if (report.sockets !== opens) fail(path.steps.length - 1, 'a socket opened after the path ended')
