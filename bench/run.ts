@@ -11,6 +11,7 @@ import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { inFreshProcess, machine, type Row } from './common.js'
 import type { StormResult } from './storm.js'
+import type { BreakdownResult } from './breakdown.js'
 
 const BENCHES = ['throughput', 'decode', 'memory', 'channels', 'latency', 'storm', 'dead-peer', 'model-cost', 'breakdown'] as const
 
@@ -41,15 +42,17 @@ const chosen = wanted.length > 0 ? BENCHES.filter((name) => wanted.includes(name
 const rows: Row[] = []
 const durations: Record<string, number> = {}
 let storms: StormResult[] = []
+let breakdown: BreakdownResult | null = null
 let failed = false
 console.log(`phoenix-link benchmarks on ${machine()}`)
 for (const name of chosen) {
   const started = performance.now()
   process.stdout.write(`running ${name} ... `)
   try {
-    const result = await inFreshProcess<Row[] | { rows: Row[]; histograms: StormResult[] }>(`./${name}.js`, [])
+    const result = await inFreshProcess<Row[] | { rows: Row[]; histograms: StormResult[] } | BreakdownResult>(`./${name}.js`, [])
     const got = Array.isArray(result) ? result : result.rows
-    if (!Array.isArray(result)) storms = result.histograms
+    if (!Array.isArray(result) && 'histograms' in result) storms = result.histograms
+    if (!Array.isArray(result) && 'heap' in result) breakdown = result
     rows.push(...got)
     durations[name] = performance.now() - started
     console.log(`${(durations[name]! / 1000).toFixed(1)} s`)
@@ -61,6 +64,51 @@ for (const name of chosen) {
 }
 console.log()
 console.log(table(rows))
+
+/** The breakdown section of docs/performance.md: where a link's heap and a connect's CPU go. */
+function breakdownText(b: BreakdownResult | null): string {
+  if (!b) return '(breakdown not run)'
+  const kib = (bytes: number) => (bytes / 1024).toFixed(2)
+  const heapRows = (kind: 'link' | 'raw') =>
+    b.heap[kind].groups.map((g) => `| ${g.name} | ${kib(g.bytes)} | ${g.count.toFixed(1)} |`).join('\n')
+  const cpuRows = (list: Array<{ name: string; us: number }>) => list.map((g) => `| ${g.name.replace(/\|/g, '\\|')} | ${g.us.toFixed(0)} |`).join('\n')
+  return `### Heap per idle client, by constructor (V8 heap snapshots, ${b.heap.link.groups.length} largest groups)
+
+phoenix-link: ${kib(b.heap.link.perClient)} KiB per client; raw phoenix.js: ${kib(b.heap.raw.perClient)} KiB. "(closure)", "(array)" and the other
+parenthesised names are V8's own node types (functions with their contexts, internal arrays
+such as a closure's scope or an object's elements, compiled code, hidden classes).
+
+| phoenix-link: constructor | KiB per client | objects per client |
+|---|---:|---:|
+${heapRows('link')}
+
+| raw phoenix.js: constructor | KiB per client | objects per client |
+|---|---:|---:|
+${heapRows('raw')}
+
+### Heap per actor (each chart started alone, with a link's input, after GC)
+
+| actor | KiB |
+|---|---:|
+${b.actors.map((a) => `| ${a.actor} | ${kib(a.bytes)} |`).join('\n')}
+
+### CPU per connect (V8 CPU profile of sequential connects: socket, control channel, one app channel)
+
+phoenix-link: ${b.cpu.link.usPerConnect.toFixed(0)} µs of CPU per connect (${b.cpu.link.wallMsPerConnect.toFixed(2)} ms wall); raw phoenix.js:
+${b.cpu.raw.usPerConnect.toFixed(0)} µs (${b.cpu.raw.wallMsPerConnect.toFixed(2)} ms). Self time, apportioned to the process's CPU time:
+
+| phoenix-link: package | µs per connect |
+|---|---:|
+${cpuRows(b.cpu.link.packages)}
+
+| raw phoenix.js: package | µs per connect |
+|---|---:|
+${cpuRows(b.cpu.raw.packages)}
+
+| phoenix-link: hottest functions | µs per connect |
+|---|---:|
+${cpuRows(b.cpu.link.functions)}`
+}
 
 const stormText = storms
   .map((s) => `- ${s.kind === 'link' ? 'phoenix-link' : 'raw phoenix.js'}, close ${s.code}, scheduled: \`${s.scheduled.join(' ')}\`\n  seen by the server: \`${s.histogram.join(' ')}\``)
@@ -84,6 +132,10 @@ ${table(rows)}
 ## Reconnect storm histograms (reconnects per 100 ms after the close)
 
 ${stormText || '(storm not run)'}
+
+## Where a link's heap and a connect's CPU go (bench/breakdown.ts)
+
+${breakdownText(breakdown)}
 
 ## How steady the figures are
 
@@ -139,6 +191,28 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   on a simulated clock); there is no raw figure.
 - **Frame decode**: phoenix-link's validating decoder against phoenix.js's serializer on the
   same frame, with tinybench.
+- **Breakdown** (issue 17, measured before any change): the heap snapshots say where a link's
+  extra heap is: closures, V8's internal arrays and plain objects, about four times the raw
+  client's count of each, and seven XState \`Actor\` objects with their contexts. The per-actor
+  figures say the same from the other side: a started machine actor costs about 4 KiB whatever
+  its chart (its snapshot, mailbox, scope closures and system registration), and a link runs four
+  machine actors (connection, control queue, reconnect, one app channel) and three callback
+  actors (transport, control channel, attachment). Four to six of those 4 KiB actors are the
+  whole distance to 1.5x raw, so no tuning inside an actor closes it: the design has to run
+  fewer live actors. The CPU profile says the same for connect: XState's own code (actor
+  construction, microsteps, entering states, assign) is the largest package, and the node and
+  V8 rows grow with it (each actor start schedules timers and allocates what the collector then
+  sweeps). The \`(object shape)\` row is XState's timer map, keyed by each actor's session id, so
+  every link grows hidden classes of its own: another cost of one live actor per concern. What
+  would close the gap, in order of what it saves: (1) run the reconnect and control-queue charts
+  as pure decisions (\`transition()\` on a snapshot held in the connection chart's context, their
+  delays as the connection chart's own \`after\`), two machine actors fewer; (2) one transport
+  actor per link that lives across generations instead of one per generation, and the control
+  channel's I/O as entry and exit actions of the attached state, one or two callback actors
+  fewer; (3) an app channel's attachment folded into its channel actor. Each keeps the charts
+  the only place that decides; (1) changes how the reconnect chart is drawn and tested (its
+  paths would run through the connection chart), which is why it is a design change, not a
+  tuning, and is not done yet.
 `
   const path = fileURLToPath(new URL('../../docs/performance.md', import.meta.url))
   writeFileSync(path, doc)
