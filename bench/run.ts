@@ -202,8 +202,10 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   fewer live actors. The CPU profile says the same for connect: XState's own code (actor
   construction, microsteps, entering states, assign) is the largest package, and the node and
   V8 rows grow with it (each actor start schedules timers and allocates what the collector then
-  sweeps). The \`(object shape)\` row is XState's timer map, keyed by each actor's session id, so
-  every link grows hidden classes of its own: another cost of one live actor per concern. What
+  sweeps). The \`(object shape)\` row is most likely XState's scheduler (\`timerMap\` and
+  \`_scheduledEvents\` in its raise module's \`schedule\`: plain objects keyed by each actor's
+  session id), so every link grows hidden classes of its own: another cost of one live actor per
+  concern. What
   would close the gap, in order of what it saves: (1) run the reconnect and control-queue charts
   as pure decisions (\`transition()\` on a snapshot held in the connection chart's context, their
   delays as the connection chart's own \`after\`), two machine actors fewer; (2) one transport
