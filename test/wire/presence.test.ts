@@ -192,7 +192,7 @@ describe('the simulator\'s metrics and admin API', () => {
   it('a POST to a GET route of the admin API is answered 405 with Allow: GET, an unknown route 404, each with an error body', async () => {
     const sim = await world().sim()
     const answer = await new Promise<{ status: number; type: string; body: string; allow: string | undefined }>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: sim.port, path: '/admin/connections', method: 'POST', agent: false }, (res) => {
+      const req = request({ host: '127.0.0.1', port: sim.port, path: '/admin/connections', method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
         let body = ''
         res.setEncoding('utf8')
         res.on('data', (c: string) => (body += c))
