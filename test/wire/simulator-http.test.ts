@@ -132,6 +132,11 @@ describe('the simulator over HTTP', () => {
         expect([reserved.status, reserved.body.error.message]).toEqual([400, 'code: expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)'])
       }
       expect(() => sim.close('all', 1005)).toThrow(RangeError)
+      expect(() => sim.supersede('nobody', { close: 1005 })).toThrow(RangeError)
+      // A body nested too deeply to be encoded again is refused, not a crash.
+      const deep = `${'['.repeat(10_000)}1${']'.repeat(10_000)}`
+      const nested = await call(http, 'POST', '/admin/broadcast', `{"topic":"t","event":"e","payload":{"x":${deep}}}`)
+      expect([nested.status, nested.body.error.message]).toEqual([400, 'the body is nested deeper than 64 levels'])
       // A typo is an error, never a default: an unknown field, or a value outside the choices, names itself.
       const typo = await call(http, 'POST', '/admin/wait', { until: 'accepted', agent: 'a', atleast: 5 })
       expect([typo.status, typo.body.error.message]).toEqual([400, 'body: unknown key "atleast"'])

@@ -18,10 +18,14 @@ export async function runConform(options: ConformOptions): Promise<number> {
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`))
   // Ctrl-C or SIGTERM: every agent (each in a process group of its own, so the terminal's signal
   // never reaches it) is stopped before the command exits.
+  // The first signal starts the stop; later ones (a second Ctrl-C, the terminal's SIGHUP) are
+  // absorbed until every agent is gone, so none is left behind.
   const controller = new AbortController()
-  const stop = (signal: NodeJS.Signals) => controller.abort(new Error(`stopped by ${signal}`))
-  process.once('SIGINT', stop)
-  process.once('SIGTERM', stop)
+  const stop = (signal: NodeJS.Signals) => {
+    if (!controller.signal.aborted) controller.abort(new Error(`stopped by ${signal}`))
+  }
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
+  for (const signal of signals) process.on(signal, stop)
   let report
   try {
     report = await runConformance({
@@ -36,8 +40,7 @@ export async function runConform(options: ConformOptions): Promise<number> {
     process.stderr.write(`conform: ${(error as Error).message}; every agent stopped\n`)
     return 130
   } finally {
-    process.off('SIGINT', stop)
-    process.off('SIGTERM', stop)
+    for (const signal of signals) process.off(signal, stop)
   }
   if (options.json) write(JSON.stringify(report))
   else {

@@ -18,6 +18,23 @@ import { isSendableCloseCode, type SimConnection } from './connection.js'
 
 /** Largest request body, bytes. */
 export const MAX_CONTROL_BODY_BYTES = 1_048_576
+/** Deepest nesting of arrays and objects a body may have (a payload is encoded again to be sent). */
+export const MAX_BODY_DEPTH = 64
+
+/** How deeply arrays and objects nest in a parsed JSON value (iterative: any depth, no stack). */
+function depthOf(value: unknown): number {
+  let deepest = 0
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!
+    if (item === null || typeof item !== 'object') continue
+    deepest = Math.max(deepest, depth + 1)
+    if (deepest > MAX_BODY_DEPTH) return deepest
+    for (const inner of Object.values(item)) stack.push([inner, depth + 1])
+  }
+  return deepest
+}
+
 /** Longest long-poll wait, milliseconds. */
 export const MAX_WAIT_MS = 120_000
 
@@ -690,7 +707,9 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 export class ControlApi {
   private readonly ctx: Omit<Context, 'query' | 'params' | 'signal'>
   private document: Record<string, unknown> | null = null
-  private readonly stopping = new AbortController()
+  /** The abort of each request in flight (a Set, not listeners on one signal: hundreds may wait at once). */
+  private readonly pending = new Set<() => void>()
+  private stopped = false
 
   constructor(
     sim: PlatformSimulator,
@@ -728,9 +747,10 @@ export class ControlApi {
     const controller = new AbortController()
     // The caller went away, or the simulator is stopping.
     res.on('close', () => controller.abort())
+    if (this.stopped) controller.abort('stopping')
     const stop = () => controller.abort('stopping')
-    this.stopping.signal.addEventListener('abort', stop, { once: true })
-    res.on('close', () => this.stopping.signal.removeEventListener('abort', stop))
+    this.pending.add(stop)
+    res.on('close', () => this.pending.delete(stop))
     const query = new URL(req.url ?? '/', 'http://simulator').searchParams
     void this.body(req, r)
       .then(async (body) => {
@@ -774,7 +794,9 @@ export class ControlApi {
 
   /** Answers every pending long-poll with 503 (the simulator is stopping), so nothing waits out its timeout. */
   stop(): void {
-    this.stopping.abort()
+    this.stopped = true
+    for (const stop of [...this.pending]) stop()
+    this.pending.clear()
   }
 
   private match(path: string): { candidates: ControlRoute[]; params: Record<string, string> } | null {
@@ -813,6 +835,9 @@ export class ControlApi {
           value = text.trim() === '' ? {} : JSON.parse(text)
         } catch (error) {
           return resolve({ error: { status: 400, body: { error: { code: 'bad_json', message: `the body is not JSON: ${(error as Error).message}` } } } })
+        }
+        if (depthOf(value) > MAX_BODY_DEPTH) {
+          return resolve({ error: { status: 400, body: { error: { code: 'bad_request', message: `the body is nested deeper than ${MAX_BODY_DEPTH} levels` } } } })
         }
         let parsed: ReturnType<typeof schema.safeParse>
         try {

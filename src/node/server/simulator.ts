@@ -667,6 +667,8 @@ export class PlatformSimulator extends EventEmitter {
    * `close: null`) a close with the flavor's code, in the same tick.
    */
   supersede(agentId: string, options: { payload?: Payload; close?: number | null } = {}): number {
+    // A bad close code is refused before anything is pushed or recorded (RangeError, as close()).
+    if (typeof options.close === 'number') assertSendableClose(options.close, '')
     const targets = this.live(agentId)
     for (const c of targets) this.supersedeOne(c, options.payload, options.close)
     return targets.length

@@ -200,6 +200,11 @@ export class PathKit {
         wasConnected ||= after.state === 'connected'
         before = after
       }
+      // A host that acts on its own after the last step (connect() after a terminal reason, say):
+      // let its callbacks run one turn, then the link must still be where the path left it.
+      await new Promise<void>((resolve) => setTimeout(resolve, 0))
+      const settled = observe(link)
+      if (settled.state !== path.steps.at(-1)!.expect.state) fail(path.steps.length - 1, `after the path the host moved the link from ${path.steps.at(-1)!.expect.state} to ${settled.state}`)
       // The simulator saw exactly the sockets and attempts the path made: nothing reconnected on its own.
       const accepted = sim.accepted(agentId).length
       if (accepted !== opens) fail(path.steps.length - 1, `the simulator accepted ${accepted} sockets, the path opened ${opens}`)
@@ -217,7 +222,18 @@ export class PathKit {
       await link.disconnect()
       let stopError: unknown = null
       try {
-        if (!(built instanceof Link)) await (built as { stop?: () => void | Promise<void> }).stop?.()
+        if (!(built instanceof Link)) {
+          const stopping = Promise.resolve((built as { stop?: () => void | Promise<void> }).stop?.())
+          let timer: ReturnType<typeof setTimeout> | undefined
+          const bound = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`the host's stop() did not settle within ${timeoutMs} ms`)), timeoutMs)
+          })
+          try {
+            await Promise.race([stopping, bound])
+          } finally {
+            clearTimeout(timer)
+          }
+        }
       } catch (error) {
         stopError = error
       }
