@@ -130,25 +130,23 @@ describe('the examples, against the installed package', () => {
     expect(host.filter((line) => line.level >= 50)).toEqual([])
   }, 30_000)
 
+  /** Runs one example test file under the project's vitest; resolves with the result and its report, colours stripped. */
+  async function vitest(file: string, timeoutMs: number) {
+    const result = await run(bin(project, 'vitest'), ['run', file, '--reporter', 'verbose', '--color=false'], { cwd: project, timeoutMs })
+    return { result, report: result.stdout.replace(/\x1b\[[0-9;]*m/g, '') } // FORCE_COLOR may reach it from the outer runner
+  }
+
   it('vitest: the example suite passes under the project’s vitest 4.1.12', async () => {
-    const result = await run(bin(project, 'vitest'), ['run', 'examples/vitest/agent.test.ts', '--reporter', 'verbose', '--color=false'], {
-      cwd: project,
-      timeoutMs: 60_000,
-    })
+    const { result, report } = await vitest('examples/vitest/agent.test.ts', 60_000)
     expect(shown(result)).toMatch(/^exit 0\n/)
-    const report = result.stdout.replace(/\x1b\[[0-9;]*m/g, '') // FORCE_COLOR may reach it from the outer runner
     expect(report).toMatch(/✓ .*reconnects after the platform closes the socket with 1000/)
     expect(report).toMatch(/✓ .*a supersede ends the session for good/)
     expect(report).toMatch(/Tests\s+2 passed \(2\)/)
   }, 60_000)
 
   it('vitest: every generated connection path passes against the example host, through phoenix-link/testing', async () => {
-    const result = await run(bin(project, 'vitest'), ['run', 'examples/vitest/lifecycle.test.ts', '--reporter', 'verbose', '--color=false'], {
-      cwd: project,
-      timeoutMs: 120_000,
-    })
+    const { result, report } = await vitest('examples/vitest/lifecycle.test.ts', 120_000)
     expect(shown(result)).toMatch(/^exit 0\n/)
-    const report = result.stdout.replace(/\x1b\[[0-9;]*m/g, '')
     // The count the kit generates in this process, the same as the repository's own model tests run.
     const { lifecyclePaths } = await import('../../src/node/testing/index.js')
     const count = lifecyclePaths().length

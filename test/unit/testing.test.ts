@@ -27,6 +27,14 @@ afterAll(async () => {
   await kit.stop()
 })
 
+/** What a run rejected with (undefined when it passed): the runner's verdict, to assert on. */
+function failureOf(run: Promise<unknown>): Promise<unknown> {
+  return run.then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+}
+
 /** The first `length` steps of the first path that starts with `start` (a path's start is a path too). */
 function pathFrom(start: string, length: number): LifecyclePath {
   const path = lifecyclePaths().find((p) => p.name.startsWith(start))
@@ -67,14 +75,14 @@ describe('the paths as data', () => {
 describe('the runner', () => {
   it('fails a host that stops on a close 1000, naming the path, the step and the rule', async () => {
     const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
-    const failure = await kit
-      .run(path, (options) => {
+    const failure = await failureOf(
+      kit.run(path, (options) => {
         const link = createLink(options)
         // The bug this library exists for: a close 1000 read as "stop".
         link.on('disconnected', (e) => e.reason.kind === 'closed' && void link.disconnect())
         return link
       })
-      .catch((error: unknown) => error)
+    )
     expect(failure).toBeInstanceOf(PathFailure)
     expect(failure).toMatchObject({ path: path.name, step: 4, stimulus: 'backoff chosen' })
     expect((failure as Error).message).toMatch(/link\.state (stopping|stopped), the chart says reconnecting/)
@@ -83,8 +91,8 @@ describe('the runner', () => {
   it('checks the host’s own oracle beside the library’s, with the host the factory returned', async () => {
     const path = pathFrom('host connect > open > join ok > supersede', 4)
     const seen: string[] = []
-    const failure = await kit
-      .run(path, (options) => ({ link: createLink(options), label: 'mine' }), {
+    const failure = await failureOf(
+      kit.run(path, (options) => ({ link: createLink(options), label: 'mine' }), {
         oracles: [
           ...LIFECYCLE_ORACLES,
           {
@@ -97,7 +105,7 @@ describe('the runner', () => {
           },
         ],
       })
-      .catch((error: unknown) => error)
+    )
     expect(seen).toEqual(['mine:host connect', 'mine:open', 'mine:join ok', 'mine:supersede'])
     expect(failure).toMatchObject({ name: 'PathFailure', step: 3, stimulus: 'supersede', detail: 'host-rule: superseded' })
   })
@@ -115,21 +123,21 @@ describe('the runner', () => {
 describe('the runner sees what a host does on its own', () => {
   it('fails a host that connects again after a supersede, though the kit holds that upgrade', async () => {
     const path = pathFrom('host connect > open > join ok > supersede', 4)
-    const failure = await kit
-      .run(path, (options) => {
+    const failure = await failureOf(
+      kit.run(path, (options) => {
         const link = createLink(options)
         link.on('disconnected', (e) => e.terminal && setTimeout(() => void link.connect().catch(() => {}), 0))
         return link
       })
-      .catch((error: unknown) => error)
+    )
     expect(failure, `${String(failure)} ${JSON.stringify(failure)}`).toBeInstanceOf(PathFailure)
     expect((failure as Error).message).toMatch(/moved the link from terminated to connecting|attempted \d+ upgrade/)
   })
 
   it('reports the path failure, not the host stop() that throws after it, and still cleans up', async () => {
     const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
-    const failure = await kit
-      .run(path, (options) => {
+    const failure = await failureOf(
+      kit.run(path, (options) => {
         const link = createLink(options)
         link.on('disconnected', (e) => e.reason.kind === 'closed' && void link.disconnect())
         return {
@@ -139,15 +147,15 @@ describe('the runner sees what a host does on its own', () => {
           },
         }
       })
-      .catch((error: unknown) => error)
+    )
     expect(failure).toBeInstanceOf(PathFailure)
     expect((failure as PathFailure).hostStopError).toMatchObject({ message: 'stop failed' })
   })
 
   it('an oracle that throws, or returns an empty sentence, breaks its rule by name', async () => {
     const path = pathFrom('host connect > open', 2)
-    const throws = await kit
-      .run(path, (options) => createLink(options), {
+    const throws = await failureOf(
+      kit.run(path, (options) => createLink(options), {
         oracles: [
           {
             name: 'throws',
@@ -158,9 +166,9 @@ describe('the runner sees what a host does on its own', () => {
           },
         ],
       })
-      .catch((error: unknown) => error)
+    )
     expect((throws as Error).message).toMatch(/throws: the oracle threw: not an Error/)
-    const empty = await kit.run(path, (options) => createLink(options), { oracles: [{ name: 'empty', rule: 'x', check: () => '' }] }).catch((error: unknown) => error)
+    const empty = await failureOf(kit.run(path, (options) => createLink(options), { oracles: [{ name: 'empty', rule: 'x', check: () => '' }] }))
     expect((empty as Error).message).toMatch(/empty: \(broken, no message\)/)
   })
 

@@ -335,18 +335,17 @@ async function supersede(stage: Stage): Promise<Verdicts> {
     return { 'no-reconnect-after-supersede': verdict('no-reconnect-after-supersede', false, 'not judged: the agent never connected') }
   }
   await stage.watch(300)
-  if (socket.state !== 'open') {
+  // Both rules of this scenario fail, saying why, when the supersede cannot be judged.
+  const notJudged = async (why: string): Promise<Verdicts> => {
     await agent.stop(settings.stopTimeoutMs)
-    const why = `not judged: the agent's socket was ${socket.state} before the supersede (it closed by itself ${socket.closedAt === null ? '' : `${socket.closedAt - socket.openedAt} ms after opening`})`
-    return { 'no-reconnect-after-supersede': verdict('no-reconnect-after-supersede', false, why), 'stops-heartbeats-after-stop': verdict('stops-heartbeats-after-stop', false, why) }
+    return Object.fromEntries(SCENARIO_RULES.supersede!.map((rule) => [rule, verdict(rule, false, `not judged: ${why}`)]))
+  }
+  if (socket.state !== 'open') {
+    return notJudged(`the agent's socket was ${socket.state} before the supersede (it closed by itself ${socket.closedAt === null ? '' : `${socket.closedAt - socket.openedAt} ms after opening`})`)
   }
   const pushedAt = sim.now()
   const sent = sim.supersede(agentId, { close: null })
-  if (sent !== 1) {
-    await agent.stop(settings.stopTimeoutMs)
-    const why = `not judged: the supersede reached ${sent} sockets, not the agent's one`
-    return { 'no-reconnect-after-supersede': verdict('no-reconnect-after-supersede', false, why), 'stops-heartbeats-after-stop': verdict('stops-heartbeats-after-stop', false, why) }
-  }
+  if (sent !== 1) return notJudged(`the supersede reached ${sent} sockets, not the agent's one`)
   const closedItself = await stage.until(() => socket.state === 'closed', settings.stopTimeoutMs)
   const beats = socket.frames.filter((f) => f.dir === 'in' && f.at > pushedAt + 1000 && f.frame?.event === HEARTBEAT_EVENT).length
   if (!closedItself && socket.state === 'open') sim.close(socket, sim.flavor.supersede)

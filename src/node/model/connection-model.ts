@@ -77,15 +77,19 @@ export function applyModel(snapshot: ConnectionSnapshot, stimulus: Stimulus): Co
   return transition(connectionMachine, snapshot, stimulus.event)[0]
 }
 
+/** A reason's close code or HTTP status, when it has one (a path step's `code`), else null. */
+export function reasonCode(reason: unknown): number | null {
+  if (reason && typeof reason === 'object') {
+    if ('closeCode' in reason && typeof reason.closeCode === 'number') return reason.closeCode
+    if ('status' in reason && typeof reason.status === 'number') return reason.status
+  }
+  return null
+}
+
 /** What a snapshot shows the world. */
 export function expectationOf(snapshot: ConnectionSnapshot): Expectation {
   const reason = snapshot.context.lastReason as DisconnectReason | null
-  const code =
-    reason && 'closeCode' in reason && typeof reason.closeCode === 'number'
-      ? reason.closeCode
-      : reason && 'status' in reason && typeof reason.status === 'number'
-        ? reason.status
-        : null
+  const code = reasonCode(reason)
   return {
     value: snapshot.value,
     state: linkStateOf(snapshot.value),

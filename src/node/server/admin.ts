@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ServerMetrics } from './metrics.js'
-import type { ControlApi } from './control-api.js'
+import { json, type ControlApi } from './control-api.js'
 
 /** One attached socket as the admin API lists it. */
 export interface AttachedConnection {
@@ -43,10 +43,10 @@ export class AdminApi {
     }
     if (this.sources.control?.handle(req, res, path)) return
     const gets = ['/metrics', '/admin/connections', '/admin/events']
-    if (!gets.includes(path)) return this.json(res, 404, { error: { code: 'not_found', message: `no route ${req.method ?? 'GET'} ${path}` } })
+    if (!gets.includes(path)) return json(res, 404, { error: { code: 'not_found', message: `no route ${req.method ?? 'GET'} ${path}` } })
     if (req.method !== 'GET') {
       res.setHeader('allow', 'GET')
-      return this.json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes GET` } })
+      return json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes GET` } })
     }
     if (path === '/metrics') {
       this.sources.metrics.registry.metrics().then(
@@ -54,13 +54,13 @@ export class AdminApi {
           res.writeHead(200, { 'content-type': this.sources.metrics.registry.contentType })
           res.end(text)
         },
-        (error: Error) => this.json(res, 500, { error: { code: 'metrics_failed', message: error.message } }),
+        (error: Error) => json(res, 500, { error: { code: 'metrics_failed', message: error.message } }),
       )
       return
     }
-    if (path === '/admin/connections') return this.json(res, 200, { connections: this.sources.connections() })
+    if (path === '/admin/connections') return json(res, 200, { connections: this.sources.connections() })
     if (path === '/admin/events') return this.openStream(res)
-    this.json(res, 404, { error: { code: 'not_found', message: `no route GET ${path}` } })
+    json(res, 404, { error: { code: 'not_found', message: `no route GET ${path}` } })
   }
 
   /** Sends an event to every open event stream. */
@@ -88,10 +88,5 @@ export class AdminApi {
       clearInterval(stream.timer)
       this.streams.delete(stream)
     })
-  }
-
-  private json(res: ServerResponse, status: number, body: unknown): void {
-    res.writeHead(status, { 'content-type': 'application/json' })
-    res.end(JSON.stringify(body))
   }
 }

@@ -157,6 +157,36 @@ function route<S extends z.ZodMiniType | undefined>(
 
 const target = (t: z.infer<typeof TargetSchema>): Target => t as Target
 
+/** A POST route whose body is only `{ target }`, calling one simulator control on it. */
+function targetRoute(path: string, summary: string, control: (sim: PlatformSimulator, target: Target) => void): ControlRoute {
+  return route({
+    method: 'POST',
+    path,
+    summary,
+    body: z.strictObject({ target: TargetSchema }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      control(sim, target(body.target))
+      return ok()
+    },
+  })
+}
+
+/** A POST route whose body is only `{ agent }`, calling one simulator control on it. */
+function agentRoute(path: string, summary: string, control: (sim: PlatformSimulator, agent: string) => void): ControlRoute {
+  return route({
+    method: 'POST',
+    path,
+    summary,
+    body: z.strictObject({ agent: z.string().check(z.minLength(1)) }),
+    response: Ok,
+    run: ({ sim }, body) => {
+      control(sim, body.agent)
+      return ok()
+    },
+  })
+}
+
 function count(sim: PlatformSimulator, what: z.infer<typeof WaitCondition>, agent: string | undefined): number {
   const mine = <T extends { agentId: string | null }>(items: readonly T[]) => (agent === undefined ? items : items.filter((i) => i.agentId === agent))
   switch (what) {
@@ -400,39 +430,9 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
       return ok()
     },
   }),
-  route({
-    method: 'POST',
-    path: '/admin/abort',
-    summary: 'Ends the target sockets with no close frame (the client sees 1006).',
-    body: z.strictObject({ target: TargetSchema }),
-    response: Ok,
-    run: ({ sim }, body) => {
-      sim.abort(target(body.target))
-      return ok()
-    },
-  }),
-  route({
-    method: 'POST',
-    path: '/admin/disconnect',
-    summary: 'The platform disconnects the target sockets (the "disconnect" broadcast: the flavor\'s close code).',
-    body: z.strictObject({ target: TargetSchema }),
-    response: Ok,
-    run: ({ sim }, body) => {
-      sim.disconnect(target(body.target))
-      return ok()
-    },
-  }),
-  route({
-    method: 'POST',
-    path: '/admin/stall',
-    summary: 'The target sockets stop reading and answering (heartbeats included): the client\'s heartbeat times out.',
-    body: z.strictObject({ target: TargetSchema }),
-    response: Ok,
-    run: ({ sim }, body) => {
-      sim.stall(target(body.target))
-      return ok()
-    },
-  }),
+  targetRoute('/admin/abort', 'Ends the target sockets with no close frame (the client sees 1006).', (sim, t) => sim.abort(t)),
+  targetRoute('/admin/disconnect', 'The platform disconnects the target sockets (the "disconnect" broadcast: the flavor\'s close code).', (sim, t) => sim.disconnect(t)),
+  targetRoute('/admin/stall', 'The target sockets stop reading and answering (heartbeats included): the client\'s heartbeat times out.', (sim, t) => sim.stall(t)),
   route({
     method: 'POST',
     path: '/admin/keys',
@@ -444,28 +444,8 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
       return ok()
     },
   }),
-  route({
-    method: 'POST',
-    path: '/admin/revoke',
-    summary: 'Refuses the agent\'s later upgrades with 403; its open sockets stay up.',
-    body: z.strictObject({ agent: z.string().check(z.minLength(1)) }),
-    response: Ok,
-    run: ({ sim }, body) => {
-      sim.revoke(body.agent)
-      return ok()
-    },
-  }),
-  route({
-    method: 'POST',
-    path: '/admin/unrevoke',
-    summary: 'Accepts the agent\'s upgrades again.',
-    body: z.strictObject({ agent: z.string().check(z.minLength(1)) }),
-    response: Ok,
-    run: ({ sim }, body) => {
-      sim.unrevoke(body.agent)
-      return ok()
-    },
-  }),
+  agentRoute('/admin/revoke', 'Refuses the agent\'s later upgrades with 403; its open sockets stay up.', (sim, agent) => sim.revoke(agent)),
+  agentRoute('/admin/unrevoke', 'Accepts the agent\'s upgrades again.', (sim, agent) => sim.unrevoke(agent)),
   route({
     method: 'POST',
     path: '/admin/freeze',
@@ -571,6 +551,12 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     },
   }),
 ]
+
+/** Each route path compiled once (`{name}` as a named group), with the routes (methods) it serves. */
+const ROUTE_PATTERNS = [...new Set(CONTROL_ROUTES.map((r) => r.path))].map((path) => ({
+  pattern: new RegExp(`^${path.replace(/\{(\w+)\}/g, '(?<$1>[^/]+)')}$`),
+  candidates: CONTROL_ROUTES.filter((r) => r.path === path),
+}))
 
 /** The routes the admin API serves itself (documented beside the control routes). */
 const ADMIN_ROUTES = [
@@ -800,13 +786,9 @@ export class ControlApi {
   }
 
   private match(path: string): { candidates: ControlRoute[]; params: Record<string, string> } | null {
-    for (const r of CONTROL_ROUTES) {
-      const pattern = new RegExp(`^${r.path.replace(/\{(\w+)\}/g, '(?<$1>[^/]+)')}$`)
+    for (const { pattern, candidates } of ROUTE_PATTERNS) {
       const m = pattern.exec(path)
-      if (m) {
-        const candidates = CONTROL_ROUTES.filter((c) => c.path === r.path)
-        return { candidates, params: { ...m.groups } }
-      }
+      if (m) return { candidates, params: { ...m.groups } }
     }
     return null
   }
@@ -856,7 +838,8 @@ export class ControlApi {
   }
 }
 
-function json(res: ServerResponse, status: number, body: unknown): void {
+/** Writes a JSON answer (every admin route answers this way). */
+export function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' })
   res.end(JSON.stringify(body))
 }

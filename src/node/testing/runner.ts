@@ -9,6 +9,7 @@
  */
 import { SimulatedClock, waitFor, type InspectionEvent } from 'xstate'
 import { keyOf } from '../model/chart-info.js'
+import { reasonCode } from '../model/connection-model.js'
 import { Link, type ControlHandler } from '../../link.js'
 import type { LinkPolicyInput } from '../../policy.js'
 import { rejoinDelayMs } from '../../../machines/channel-policy.js'
@@ -270,18 +271,10 @@ export function observe(link: Link): StepExpectation {
     state: link.state,
     chartState: snapshot.value,
     reason: reason?.kind ?? null,
-    code: codeOf(reason),
+    code: reasonCode(reason),
     generation: snapshot.context.generation,
     epoch: snapshot.context.epoch,
   }
-}
-
-function codeOf(reason: unknown): number | null {
-  if (reason && typeof reason === 'object') {
-    if ('closeCode' in reason && typeof reason.closeCode === 'number') return reason.closeCode
-    if ('status' in reason && typeof reason.status === 'number') return reason.status
-  }
-  return null
 }
 
 async function expectStep(link: Link, step: LifecycleStep, timeoutMs: number, fail: (detail: string) => never): Promise<void> {
