@@ -250,6 +250,16 @@ async function connected(stage: Stage, ms: number, after = 0): Promise<SimConnec
   return (await stage.until(() => find() !== null, ms)) ? find() : null
 }
 
+/**
+ * The socket to act on once the agent has settled: `socket` while it is still open, else the
+ * agent's newest open socket joined to its control topic (a client that opened two at start
+ * had its older one superseded by the newer in the meantime), else `socket` itself.
+ */
+function settledSocket(stage: Stage, socket: SimConnection): SimConnection {
+  if (socket.state === 'open') return socket
+  return stage.sim.accepted(stage.agentId).filter((c) => joinedControl(c, stage.agentId)).at(-1) ?? socket
+}
+
 type Verdicts = Partial<Record<ConformanceRuleId, RuleVerdict>>
 const verdict = (rule: ConformanceRuleId, pass: boolean, detail: string): RuleVerdict => ({ rule, pass, detail })
 
@@ -273,6 +283,7 @@ async function closes(stage: Stage): Promise<Verdicts> {
   for (const code of [1000, 1001]) {
     // Let the agent finish its joins (app channels after the control channel) before the close.
     await stage.watch(300)
+    current = settledSocket(stage, current)
     const before = sim.accepted(agentId).length
     const closedAt = sim.now()
     sim.close(current, code)
@@ -329,12 +340,13 @@ async function supersede(stage: Stage): Promise<Verdicts> {
   const { sim, agentId, settings } = stage
   const agent = stage.start()
   const out: Verdicts = {}
-  const socket = await connected(stage, settings.connectTimeoutMs)
-  if (!socket) {
+  const joined = await connected(stage, settings.connectTimeoutMs)
+  if (!joined) {
     await agent.stop(settings.stopTimeoutMs)
     return { 'no-reconnect-after-supersede': verdict('no-reconnect-after-supersede', false, 'not judged: the agent never connected') }
   }
   await stage.watch(300)
+  const socket = settledSocket(stage, joined)
   // Both rules of this scenario fail, saying why, when the supersede cannot be judged.
   const notJudged = async (why: string): Promise<Verdicts> => {
     await agent.stop(settings.stopTimeoutMs)
@@ -371,15 +383,15 @@ async function supersede(stage: Stage): Promise<Verdicts> {
 async function refusal(stage: Stage): Promise<Verdicts> {
   const { sim, agentId, settings } = stage
   const agent = stage.start()
-  const socket = await connected(stage, settings.connectTimeoutMs)
+  const joined = await connected(stage, settings.connectTimeoutMs)
   const rule = 'no-reconnect-after-403'
-  if (!socket) {
+  if (!joined) {
     await agent.stop(settings.stopTimeoutMs)
     return { [rule]: verdict(rule, false, 'not judged: the agent never connected') }
   }
   await stage.watch(300)
   sim.revoke(agentId)
-  sim.close(socket, 1000)
+  sim.close(settledSocket(stage, joined), 1000)
   const refused = () => sim.upgrades.filter((u) => u.agentId === agentId && u.status === 403)
   let result: RuleVerdict
   if (!(await stage.until(() => refused().length > 0, settings.reconnectCapMs))) {
@@ -402,14 +414,14 @@ async function retryAfter(stage: Stage): Promise<Verdicts> {
   const { sim, agentId, settings } = stage
   const agent = stage.start()
   const rule = 'honours-retry-after'
-  const socket = await connected(stage, settings.connectTimeoutMs)
-  if (!socket) {
+  const joined = await connected(stage, settings.connectTimeoutMs)
+  if (!joined) {
     await agent.stop(settings.stopTimeoutMs)
     return { [rule]: verdict(rule, false, 'not judged: the agent never connected') }
   }
   await stage.watch(300)
   sim.refuseUpgradesOf(agentId, { status: 429, retryAfter: String(settings.retryAfterS) })
-  sim.close(socket, 1000)
+  sim.close(settledSocket(stage, joined), 1000)
   const ofAgent = () => sim.upgrades.filter((u) => u.agentId === agentId)
   const refusedAt = () => ofAgent().find((u) => u.status === 429)?.at ?? null
   let result: RuleVerdict
@@ -450,6 +462,8 @@ async function sameKey(stage: Stage): Promise<Verdicts> {
   if (!second) {
     result = verdict(rule, false, 'not judged: the second instance never connected')
   } else {
+    // The newer instance's own start-up (a double connect superseding itself) is not an eviction.
+    await stage.watch(300)
     const settledFrom = sim.accepted(agentId).length
     const fromAt = sim.now()
     await stage.watch(settings.quietMs)
