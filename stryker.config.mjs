@@ -11,5 +11,7 @@ export default {
   concurrency: 2,
   timeoutMS: 15000,
   ignoreStatic: true,
+  // Built or generated trees Stryker need not copy (the real Phoenix build holds symlinked folders it cannot copy).
+  ignorePatterns: ['.real-phoenix', '.mutation-sandbox', 'scratch', 'dist', 'docs/api'],
   tempDirName: '.stryker-tmp',
 }

@@ -13,5 +13,7 @@ export default {
   // The unit tests take under a second together: a mutant still running after 5 s is looping.
   timeoutMS: 5000,
   ignoreStatic: true,
+  // Built or generated trees Stryker need not copy (the real Phoenix build holds symlinked folders it cannot copy).
+  ignorePatterns: ['.real-phoenix', '.mutation-sandbox', 'scratch', 'dist', 'docs/api'],
   tempDirName: '.stryker-tmp-unit',
 }

@@ -35,6 +35,29 @@ describe('Emitter', () => {
     expect(e.listenerCount()).toBe(0)
   })
 
+  it('off() removes a listener added with on() or once(), one registration per call; off() of an unknown type or listener does nothing', async () => {
+    const e = new Emitter<Events>(() => {})
+    const seen: string[] = []
+    const f = (p: { n: number }) => seen.push(`f ${p.n}`)
+    const g = (p: { n: number }) => seen.push(`g ${p.n}`)
+    e.once('a', f)
+    e.off('a', f)
+    expect(e.listenerCount()).toBe(0)
+    // f twice (plainly and once), g once: one off(f) removes one of f's registrations, not g.
+    e.on('a', f)
+    e.once('a', f)
+    e.on('a', g)
+    e.off('a', f)
+    expect(e.listenerCount()).toBe(2)
+    e.off('b', f)
+    e.off('a', () => {})
+    expect(e.listenerCount()).toBe(2)
+    e.emit('a', { n: 1 })
+    e.emit('a', { n: 2 })
+    await Promise.resolve()
+    expect(seen).toEqual(['f 1', 'g 1', 'g 2'])
+  })
+
   it('a throwing listener is reported and the others still run', async () => {
     const errors: unknown[] = []
     const e = new Emitter<Events>((error) => errors.push(error))

@@ -71,6 +71,26 @@ describe('loggers hosts already run', () => {
     expect(info.mock.calls).toEqual([['connected', { generation: 2 }]])
   })
 
+  it("a logger with only part of the console's surface (a dir method, say) is not taken for the console", () => {
+    const calls: unknown[][] = []
+    const partial = { dir: () => {}, info: (...args: unknown[]) => void calls.push(args) }
+    redacting(partial as Logger, KEY).info('connected', { generation: 1 })
+    expect(calls).toEqual([[{ generation: 1 }, 'connected']])
+  })
+
+  it('an Error in the fields without the key is handed over as it is (its class and own fields kept); one with the key is a redacted copy', () => {
+    const calls: unknown[][] = []
+    const log = redacting({ warn: (...args: unknown[]) => void calls.push(args) } as Logger, KEY)
+    const plain = Object.assign(new TypeError('socket closed'), { code: 'ECONNRESET' })
+    log.warn('lost', { error: plain, echoed: `api_key=${KEY}` })
+    const [fields] = calls[0] as [Record<string, unknown>]
+    expect(fields.error).toBe(plain)
+    expect(fields.echoed).toBe('api_key=[redacted]')
+    log.warn('lost', { error: new Error(`bad key ${KEY}`) })
+    const [again] = calls[1] as [{ error: Error }]
+    expect(again.error.message).toBe('bad key [redacted]')
+  })
+
   it('the console gets (message, fields), and (message) alone for a line without fields', () => {
     const info = vi.spyOn(console, 'info').mockImplementation(() => {})
     const log = redacting(console, KEY)

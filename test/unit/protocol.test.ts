@@ -99,5 +99,8 @@ describe('agent.control payloads', () => {
     if (!r.ok) expect(r.issues.join(' ')).toMatch(/mode.*agent_id|agent_id.*mode/s)
     expect(parseControlSignal(null).ok).toBe(false)
     expect(parseControlSignal({ mode: 'stop', scope: 'agent', agent_id: 7 }).ok).toBe(false)
+    // Each problem names its field and what arrived there; a payload that is no object, itself.
+    expect(parseControlSignal({ mode: 'stop', scope: 'agent', agent_id: 7 })).toEqual({ ok: false, issues: ['agent_id: expected string, received number'] })
+    expect(parseControlSignal('stop')).toEqual({ ok: false, issues: ['(payload): expected object, received string'] })
   })
 })

@@ -6,7 +6,7 @@
  */
 import { get, request } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { Registry } from 'prom-client'
+import { Gauge, Registry } from 'prom-client'
 import WebSocket from 'ws'
 import { linkMetrics } from '../../src/node/metrics.js'
 import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
@@ -187,6 +187,10 @@ describe('the simulator\'s metrics and admin API', () => {
     expect(metrics.get('sim_agent_aborts_total{outcome="nothing-to-abort"}')).toBeGreaterThanOrEqual(1)
     expect(metrics.get('sim_agent_aborts_total{outcome="failed"}')).toBe(0)
     expect(response.body).not.toMatch(/agent-1|agent-2/) // no principal label
+    // A collector that throws is a 500 with the error, not a hung or dropped request.
+    new Gauge({ name: 'sim_broken', help: 'a collector that throws', registers: [sim.metrics.registry], collect: () => { throw new Error('collector broke') } })
+    const failed = await fetchText(sim, '/metrics')
+    expect([failed.status, JSON.parse(failed.body)]).toEqual([500, { error: { code: 'metrics_failed', message: 'collector broke' } }])
   })
 
   it('a POST to a GET route of the admin API is answered 405 with Allow: GET, an unknown route 404, each with an error body', async () => {
@@ -210,9 +214,11 @@ describe('the simulator\'s metrics and admin API', () => {
     expect(answer.allow).toBe('GET')
   })
 
-  it('GET /admin/connections lists who is attached; GET /admin/events streams presence and aborts', async () => {
-    const sim = await world().sim()
+  it('GET /admin/connections lists who is attached; GET /admin/events streams presence and aborts, with keep-alive comments', async () => {
+    const sim = await world().sim({ eventStreamKeepAliveMs: 20 })
     const events: Array<{ event: string; data: { kind?: string; outcome?: string } }> = []
+    let raw = ''
+    let streamHeaders!: import('node:http').IncomingHttpHeaders
     let stream!: import('node:http').IncomingMessage
     const seen = (check: () => boolean) =>
       new Promise<void>((resolve, reject) => {
@@ -230,9 +236,11 @@ describe('the simulator\'s metrics and admin API', () => {
     await new Promise<void>((resolve) =>
       get({ host: '127.0.0.1', port: sim.port, path: '/admin/events' }, (res) => {
         stream = res
+        streamHeaders = res.headers
         let buffer = ''
         res.setEncoding('utf8')
         res.on('data', (chunk: string) => {
+          raw += chunk
           buffer += chunk
           const frames = buffer.split('\n\n')
           buffer = frames.pop()!
@@ -245,6 +253,10 @@ describe('the simulator\'s metrics and admin API', () => {
         resolve()
       }),
     )
+    // Comments an event-stream client skips: the opening line, then one every keep-alive interval.
+    await seen(() => raw.includes(': keep-alive\n\n'))
+    expect(raw.startsWith(': phoenix-link simulator events (principal-presence, agent-aborted)\n\n')).toBe(true)
+    expect(streamHeaders).toMatchObject({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
     const link = world().link(sim)
     await link.connect()
     const listed = JSON.parse((await fetchText(sim, '/admin/connections')).body) as { connections: Array<{ principal: string; state: string; since: string; channels: string[] }> }

@@ -157,6 +157,71 @@ describe('the simulator over HTTP', () => {
     }
   })
 
+  it('records and waits filter by agent; /admin itself is behind the access rule; a held join answered over HTTP', async () => {
+    const sim = await startSimulator({ agents: { a: 'ka', b: 'kb' } })
+    const a = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })
+    const b = createLink({ url: sim.url, agentId: 'b', apiKey: 'kb' })
+    try {
+      const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+      await Promise.all([a.connect(), b.connect()])
+      const ids = async (query: string) => ((await call(http, 'GET', `/admin/sockets${query}`)).body.sockets as Array<{ agentId: string }>).map((c) => c.agentId)
+      expect(await ids('?agent=a')).toEqual(['a'])
+      expect((await ids('')).sort()).toEqual(['a', 'b'])
+      // A join held for agent a is counted for a, for every agent, and not for b.
+      expect((await call(http, 'POST', '/admin/join-rule', { topic: 'room:held', outcome: { reply: 'hold' } })).body).toEqual({ ok: true })
+      const room = a.channel('room:held')
+      const joined = room.joined()
+      const held = (agent: string | undefined, timeoutMs: number) => call(http, 'POST', '/admin/wait', { until: 'heldJoins', ...(agent === undefined ? {} : { agent }), timeoutMs })
+      expect((await held('a', 5000)).body).toEqual({ count: 1 })
+      expect((await held(undefined, 5000)).body).toEqual({ count: 1 })
+      const none = await held('b', 50)
+      expect([none.status, none.body.error.count]).toEqual([408, 0])
+      // A malformed answer names the forms it takes; a good one releases the join.
+      const bad = await call(http, 'POST', '/admin/answer-join', { topic: 'room:held', outcome: { reply: 'maybe' } })
+      expect([bad.status, bad.body.error.message]).toEqual([400, 'outcome: expected {"reply": "ok", "response"?: {...}} or {"reply": "error", "response": {...}}'])
+      expect((await call(http, 'POST', '/admin/answer-join', { topic: 'room:held', outcome: { reply: 'ok', response: { n: 1 } } })).body).toEqual({ answered: true })
+      expect(await joined).toEqual({ n: 1 })
+      // A push with a joinRef of its own carries it; without one, the join's.
+      const push = (joinRef?: string) => call(http, 'POST', '/admin/push', { target: { agent: 'a' }, topic: 'room:held', event: 'note', payload: {}, ...(joinRef === undefined ? {} : { joinRef }) })
+      expect((await push('stale-99')).body).toEqual({ sent: 1 })
+      expect((await push()).body).toEqual({ sent: 1 })
+      const [socket] = (await call(http, 'GET', '/admin/sockets?agent=a')).body.sockets as Array<{ id: string; channels: Array<{ topic: string; joinRef: string }> }>
+      const notes = ((await call(http, 'GET', `/admin/sockets/${socket!.id}/frames`)).body.frames as Array<{ dir: string; frame: { event: string; join_ref: string | null } | null }>)
+        .filter((f) => f.dir === 'out' && f.frame?.event === 'note')
+        .map((f) => f.frame!.join_ref)
+      expect(notes).toEqual(['stale-99', socket!.channels.find((c) => c.topic === 'room:held')!.joinRef])
+      // Refusals for no agent in particular refuse the next upgrade of any agent; an empty body is {}.
+      expect((await call(http, 'POST', '/admin/reset', '')).body).toEqual({ ok: true })
+      expect((await call(http, 'POST', '/admin/refuse-upgrades', { refusals: [{ status: 503 }] })).body).toEqual({ ok: true })
+      const back = b.once('reconnected')
+      sim.close({ agent: 'b' }, 1000)
+      await back
+      expect(((await call(http, 'GET', '/admin/upgrades?agent=b')).body.upgrades as Array<{ status: number }>).map((u) => u.status)).toEqual([101, 503, 101])
+    } finally {
+      await Promise.all([a.disconnect(), b.disconnect()])
+      await sim.stop()
+    }
+    // `/admin` itself is an admin path: a rebound Host gets the access rule's 403, not a 404.
+    const other = await startSimulator()
+    let rebound: { status: number; body: string }
+    try {
+      rebound = await new Promise((resolve, reject) => {
+        request({ host: '127.0.0.1', port: other.port, path: '/admin', headers: { host: 'rebound.evil.example' }, agent: false }, (res) => {
+          let body = ''
+          res.setEncoding('utf8')
+          res.on('data', (c: string) => (body += c))
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+        })
+          .on('error', reject)
+          .end()
+      })
+    } finally {
+      await other.stop()
+    }
+    expect(rebound.status).toBe(403)
+    expect(JSON.parse(rebound.body).error.message).toBe('the admin routes answer only to a loopback Host, not "rebound.evil.example"')
+  })
+
   it('every public control and record of the TypeScript API has its route', () => {
     const byMethod: Record<string, string> = {
       live: 'GET /admin/sockets', accepted: 'GET /admin/sockets', settled: 'POST /admin/wait', waitFor: 'POST /admin/wait', closesSent: 'GET /admin/closes',
@@ -229,8 +294,12 @@ describe('the simulator over HTTP', () => {
     expect(status({ origin: 'http://127.0.0.1:4000' })).toBe(200)
     expect(status({ method: 'POST', contentType: 'text/plain;charset=UTF-8' })).toBe(415)
     expect(status({ method: 'POST', contentType: 'application/x-www-form-urlencoded' })).toBe(415)
+    expect(status({ method: 'POST', contentType: 'text/x.application/json' })).toBe(415)
+    expect(status({ method: 'POST', contentType: 'application/jsonp' })).toBe(415)
     expect(status({ method: 'POST', contentType: 'application/json; charset=utf-8' })).toBe(200)
     expect(status({ remoteAddress: '10.0.0.7', host: 'sim.example' }, 't0k')).toBe(401)
+    expect(adminAccess({ ...local, host: undefined }, null)?.message).toBe('the admin routes answer only to a loopback Host, not ""')
+    expect(adminAccess({ ...local, authorization: 'Bearer nope' }, 't0k')?.message).toBe('send Authorization: Bearer <admin token> (or ?token= on a GET)')
     expect(status({ remoteAddress: '10.0.0.7', authorization: 'bearer t0k' }, 't0k')).toBe(200)
     expect(status({ remoteAddress: '10.0.0.7', queryToken: 't0k' }, 't0k')).toBe(200)
     expect(status({ method: 'POST', contentType: 'application/json', queryToken: 't0k' }, 't0k')).toBe(401)
@@ -275,6 +344,6 @@ describe('the simulator over HTTP', () => {
     const started = performance.now()
     await sim.stop()
     expect(performance.now() - started).toBeLessThan(5_000)
-    expect((await pending).status).toBe(503)
+    expect(await pending).toMatchObject({ status: 503, body: { error: { code: 'stopping', message: 'the simulator is stopping' } } })
   })
 })

@@ -59,8 +59,7 @@ export class AdminApi {
       return
     }
     if (path === '/admin/connections') return json(res, 200, { connections: this.sources.connections() })
-    if (path === '/admin/events') return this.openStream(res)
-    json(res, 404, { error: { code: 'not_found', message: `no route GET ${path}` } })
+    this.openStream(res) // the one GET route left: /admin/events
   }
 
   /** Sends an event to every open event stream. */

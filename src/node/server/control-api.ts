@@ -660,7 +660,7 @@ export function adminAccess(req: AdminRequest, token: string | null): { status: 
   if (token !== null) {
     const bearer = /^bearer\s+(.+)$/i.exec(req.authorization ?? '')?.[1]
     const given = bearer ?? (req.method === 'GET' ? req.queryToken : null)
-    return given !== null && given !== undefined && sameToken(given, token)
+    return typeof given === 'string' && sameToken(given, token)
       ? null
       : { status: 401, code: 'unauthorized', message: 'send Authorization: Bearer <admin token> (or ?token= on a GET)' }
   }
