@@ -269,6 +269,22 @@ describe('credentials per attempt', () => {
     }
   })
 
+  it('whatever a params function throws is described in the reason: an event-like object by its type, a wrapped error by its code and message, anything else as text', async () => {
+    const sim = await world().sim()
+    const thrown: unknown[] = [{ type: 'vault-locked' }, { error: { code: 'EAI_AGAIN', message: 'lookup failed' } }, { error: { message: 'no code' } }, 'plain text']
+    let n = 0
+    const link = world().link(sim, {
+      params: () => {
+        if (n < thrown.length) throw thrown[n++]
+        return {}
+      },
+    })
+    const details: string[] = []
+    link.on('disconnected', ({ reason }) => void details.push((reason as { detail?: string }).detail ?? ''))
+    await link.connect()
+    expect(details.map((d) => d.replace(/^.*the function threw: /, ''))).toEqual(['vault-locked', 'EAI_AGAIN: lookup failed', 'no code', 'plain text'])
+  })
+
   it('socket params that are not an object of strings fail that attempt with a typed, retryable reason; nothing reaches the server', async () => {
     const sim = await world().sim()
     const answers: unknown[] = [{ n: 1 }, ['a'], null, { ok: 'yes' }]
@@ -343,6 +359,28 @@ describe('credentials per attempt', () => {
   })
 })
 
+describe('leaving a channel whose join params are still being asked', () => {
+  it('leave() settles at once (not after the leave timeout), the channel is left, the params are aborted, and no join ever reaches the server', async () => {
+    const sim = await world().sim()
+    // Nothing was pushed, so nothing is waited for: a leave timeout of a minute must not be met.
+    const link = world().link(sim, { policy: { channel: { leaveTimeoutMs: 60_000 } } })
+    await link.connect()
+    let asked!: () => void
+    const askedOnce = new Promise<void>((resolve) => (asked = resolve))
+    const aborted: boolean[] = []
+    const room = link.channel('room:slow-token', ({ signal }) => {
+      asked()
+      return new Promise<Record<string, string>>((_resolve, reject) => signal.addEventListener('abort', () => (aborted.push(true), reject(new Error('aborted')))))
+    })
+    await askedOnce
+    const left = next(link, 'channel', { filter: (e) => e.topic === 'room:slow-token' && e.status === 'left', timeoutMs: 3000 })
+    await Promise.all([room.leave(), left])
+    expect(room.status).toBe('left')
+    expect(aborted).toEqual([true])
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:slow-token')).toEqual([])
+  })
+})
+
 describe('redaction is for output', () => {
   it('a short key rewrites nothing handed to host code: control signals and reasons arrive as sent; log lines are redacted', async () => {
     const sim = await world().sim({ agents: { 'agent-1': 'o' } })
@@ -360,5 +398,23 @@ describe('redaction is for output', () => {
     const messages = world().captured.get(link)!.lines.map((l) => l.message)
     expect(messages.join('\n')).not.toMatch(/o/)
     expect(messages.join('\n')).toContain('[redacted]')
+  })
+})
+
+describe('heartbeats hold an idle connection', () => {
+  it('at a 30 ms interval, ten heartbeats are answered on the first socket: no heartbeat timeout, no reconnect, nothing reported malformed', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 30 } } })
+    const events: string[] = []
+    link.onAny((e) => void events.push(e.type))
+    await link.connect()
+    const [socket] = sim.accepted('agent-1')
+    // phoenix.js closes a socket whose heartbeat reply has not come by the next tick: ten answered
+    // in a row on one socket means every reply reached it.
+    await sim.waitFor(() => socket!.heartbeats >= 10, { timeoutMs: 5000, what: 'ten heartbeats answered' })
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+    expect(socket!.state).toBe('open')
+    expect(link.state).toBe('connected')
+    expect(events.filter((t) => t === 'disconnected' || t === 'ignored')).toEqual([])
   })
 })

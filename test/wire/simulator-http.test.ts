@@ -8,10 +8,12 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { until } from '../support/until.js'
+import { framesIn } from '../support/wire.js'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { createLink } from '../../src/link.js'
 import { CONTROL_ROUTES, PlatformSimulator, adminAccess, isLoopbackAddress, startSimulator, type AdminRequest } from '../../src/node/server/index.js'
+import { isSendableCloseCode } from '../../src/node/server/connection.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -132,6 +134,12 @@ describe('the simulator over HTTP', () => {
         expect([reserved.status, reserved.body.error.message]).toEqual([400, 'code: expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)'])
       }
       expect(() => sim.close('all', 1005)).toThrow(RangeError)
+      expect(() => sim.close('all', 1005)).toThrow('close code 1005 may not be sent: use 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)')
+      expect(() => sim.close('all', 1000, 'x'.repeat(124))).toThrow('a close reason is at most 123 bytes (RFC 6455 section 5.5), got 124')
+      // Every edge of the ranges RFC 6455 section 7.4 lets an endpoint send.
+      const edges = [999, 1000, 1003, 1004, 1006, 1007, 1014, 1015, 2999, 3000, 4999, 5000, 1000.5]
+      expect(edges.filter((code) => isSendableCloseCode(code))).toEqual([1000, 1003, 1007, 1014, 3000, 4999])
+      expect(() => sim.close('all', 4999)).not.toThrow()
       expect(() => sim.supersede('nobody', { close: 1005 })).toThrow(RangeError)
       // A body nested too deeply to be encoded again is refused, not a crash.
       const deep = `${'['.repeat(10_000)}1${']'.repeat(10_000)}`
@@ -220,6 +228,53 @@ describe('the simulator over HTTP', () => {
     }
     expect(rebound.status).toBe(403)
     expect(JSON.parse(rebound.body).error.message).toBe('the admin routes answer only to a loopback Host, not "rebound.evil.example"')
+  })
+
+  it('recordLimit keeps the most recent frames of each socket; a new socket has no problems; abort() and close() of a closed socket change nothing', async () => {
+    const sim = await startSimulator({ agents: { a: 'ka' }, recordLimit: 3 })
+    const link = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })
+    try {
+      await link.connect()
+      const [socket] = sim.accepted('a')
+      expect(socket!.problems).toEqual([])
+      // Join, its reply, then three pushes: only the last three frames are kept, in order.
+      for (const n of [1, 2, 3]) sim.push({ agent: 'a' }, 'agent_control:a', 'note', { n })
+      const n = (f: { frame: { payload: unknown } | null } | undefined) => (f?.frame?.payload as { n?: number } | undefined)?.n
+      await sim.waitFor(() => n(socket!.frames.at(-1)) === 3, { what: 'the third push recorded' })
+      expect(socket!.frames.map(n)).toEqual([1, 2, 3])
+      await link.disconnect()
+      await sim.waitFor(() => socket!.state === 'closed', { what: 'the socket to close' })
+      const closeSeen = socket!.closeSeen
+      socket!.abort()
+      socket!.close(4000)
+      expect([socket!.state, socket!.aborted, socket!.closeSent, socket!.closeSeen]).toEqual(['closed', false, null, closeSeen])
+    } finally {
+      await link.disconnect()
+      await sim.stop()
+    }
+  })
+
+  it('a stalled socket reads nothing until resume(); then it handles what the client sent meanwhile', async () => {
+    const sim = await startSimulator({ agents: { a: 'ka' } })
+    const link = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })
+    try {
+      await link.connect()
+      const room = link.channel('room:stall')
+      await room.joined()
+      const [socket] = sim.accepted('a')
+      socket!.stall()
+      const pushes = () => framesIn(socket!, 'ping', 'room:stall').length
+      const reply = room.push('ping', { n: 1 }, { timeoutMs: 5000 }).then(() => 'answered', (error: Error) => error.message)
+      // The client's push is on the wire, and the server has not read it: then it is resumed.
+      expect(pushes()).toBe(0)
+      socket!.resume()
+      expect(socket!.stalled).toBe(false)
+      expect(await reply).toBe('answered')
+      expect(pushes()).toBe(1)
+    } finally {
+      await link.disconnect()
+      await sim.stop()
+    }
   })
 
   it('every public control and record of the TypeScript API has its route', () => {
