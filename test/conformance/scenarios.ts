@@ -132,9 +132,12 @@ export function conformance(factory: PeerFactory): void {
         const back = next(link, 'reconnected', { timeoutMs: 20_000 })
         await own.drain()
         const { reason, nextDelayMs, outcome } = await lost
-        expect(reason).toMatchObject({ kind: 'closed', closeCode: 1012, closeReason: '' })
+        // Real Bandit's shutdown can reach a socket before Phoenix's drainer does: Bandit's own
+        // 1000, a normal close the link retries at once (docs/field-notes.md, close codes).
+        const banditFirst = factory.name === 'bandit' && reason.kind === 'closed' && reason.closeCode === 1000
+        expect(reason).toMatchObject({ kind: 'closed', closeCode: banditFirst ? 1000 : 1012, closeReason: '' })
         expect(outcome).toBe('reconnect')
-        expect(nextDelayMs).toBeGreaterThanOrEqual(FAST.reconnect!.serviceRestartFloorMs![0])
+        if (!banditFirst) expect(nextDelayMs).toBeGreaterThanOrEqual(FAST.reconnect!.serviceRestartFloorMs![0])
         await back
         expect(link.state).toBe('connected')
         await own.until(async () => (await own.live(agent)).length === 1, 'one live socket after the restart')
