@@ -202,10 +202,14 @@ interface Stage {
 }
 
 const CONTROL = (agentId: string) => controlTopic(agentId)
+/** How long after the agent's exit the server is given to read the end of its sockets. */
+const EXIT_SETTLE_MS = 1000
 
 /**
- * Resolves true once `check()` holds (re-checked on every simulator record), false after `ms`
- * or as soon as every agent process has exited with it still false. Leaves no timer or listener.
+ * Resolves true once `check()` holds (re-checked on every simulator record), false after `ms`,
+ * or false once every agent process has exited and the server has had `EXIT_SETTLE_MS` (within
+ * `ms`) to see what the exit did to its sockets: a process's exit can be reported before the
+ * server reads the end of its TCP connections. Leaves no timer or listener.
  */
 function untilOrExit(sim: PlatformSimulator, check: () => boolean, ms: number, agents: readonly Agent[]): Promise<boolean> {
   if (check()) return Promise.resolve(true)
@@ -221,9 +225,15 @@ function untilOrExit(sim: PlatformSimulator, check: () => boolean, ms: number, a
     const onChange = () => {
       if (check()) finish(true)
     }
-    const timer = setTimeout(() => finish(check()), ms)
+    const started = sim.now()
+    let timer = setTimeout(() => finish(check()), ms)
     sim.on('change', onChange)
-    void Promise.all(agents.map((a) => a.exited)).then(() => finish(check()))
+    void Promise.all(agents.map((a) => a.exited)).then(() => {
+      if (done) return
+      if (check()) return finish(true)
+      clearTimeout(timer)
+      timer = setTimeout(() => finish(check()), Math.max(0, Math.min(EXIT_SETTLE_MS, ms - (sim.now() - started))))
+    })
   })
 }
 
