@@ -45,6 +45,9 @@ function exited(child: ChildProcessWithoutNullStreams): Promise<number | null> {
   return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))))
 }
 
+/** The simulator's HTTP base (`http://127.0.0.1:<port>`), from its socket URL. */
+const httpOf = (sim: { url: string }) => sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+
 async function call(http: string, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; allow: string | null }> {
   const response = await fetch(`${http}${path}`, {
     method,
@@ -120,7 +123,7 @@ describe('the simulator over HTTP', () => {
   it('bad requests: a wrong type names the field (400), bad JSON (400), an unknown control (404), a wrong method (405 with Allow)', async () => {
     const sim = await startSimulator()
     try {
-      const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+      const http = httpOf(sim)
       const wrong = await call(http, 'POST', '/admin/close', { target: { agent: 'a' }, code: 'x' })
       expect(wrong.status).toBe(400)
       expect(wrong.body.error).toMatchObject({ code: 'bad_request', message: 'code: expected number, received string' })
@@ -170,7 +173,7 @@ describe('the simulator over HTTP', () => {
     const a = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })
     const b = createLink({ url: sim.url, agentId: 'b', apiKey: 'kb' })
     try {
-      const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+      const http = httpOf(sim)
       await Promise.all([a.connect(), b.connect()])
       const ids = async (query: string) => ((await call(http, 'GET', `/admin/sockets${query}`)).body.sockets as Array<{ agentId: string }>).map((c) => c.agentId)
       expect(await ids('?agent=a')).toEqual(['a'])
@@ -302,7 +305,7 @@ describe('the simulator over HTTP', () => {
   it('the OpenAPI document lists every route with its body schema', async () => {
     const sim = await startSimulator()
     try {
-      const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+      const http = httpOf(sim)
       const doc = (await call(http, 'GET', '/admin/openapi.json')).body
       expect(doc.openapi).toBe('3.1.0')
       for (const r of CONTROL_ROUTES) {
@@ -323,7 +326,7 @@ describe('the simulator over HTTP', () => {
   it('with an admin token every /admin route needs it; without one only loopback callers are served', async () => {
     const sim = await startSimulator({ adminToken: 'sesame' })
     try {
-      const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+      const http = httpOf(sim)
       expect((await call(http, 'GET', '/admin/clock')).status).toBe(401)
       expect((await call(http, 'GET', '/admin/connections')).status).toBe(401)
       expect((await call(http, 'GET', '/admin/clock', undefined, { authorization: 'Bearer nope!!' })).status).toBe(401)
@@ -362,7 +365,7 @@ describe('the simulator over HTTP', () => {
 
   it('over the wire: a foreign Origin, a rebound Host and a text/plain POST touch nothing; a long-poll ends when its caller goes or the simulator stops', async () => {
     const sim = await startSimulator()
-    const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+    const http = httpOf(sim)
     const link = createLink({ url: sim.url, agentId: 'victim', apiKey: 'k' })
     try {
       await link.connect()

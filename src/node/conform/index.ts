@@ -270,6 +270,12 @@ function settledSocket(stage: Stage, socket: SimConnection): SimConnection {
   return stage.sim.accepted(stage.agentId).filter((c) => joinedControl(c, stage.agentId)).at(-1) ?? socket
 }
 
+/** Lets the agent finish its joins (app channels after the control channel), then {@link settledSocket}. */
+async function afterJoins(stage: Stage, socket: SimConnection): Promise<SimConnection> {
+  await stage.watch(300)
+  return settledSocket(stage, socket)
+}
+
 type Verdicts = Partial<Record<ConformanceRuleId, RuleVerdict>>
 const verdict = (rule: ConformanceRuleId, pass: boolean, detail: string): RuleVerdict => ({ rule, pass, detail })
 
@@ -291,9 +297,7 @@ async function closes(stage: Stage): Promise<Verdicts> {
   let current = first
   let reconnectFailure: string | null = null
   for (const code of [1000, 1001]) {
-    // Let the agent finish its joins (app channels after the control channel) before the close.
-    await stage.watch(300)
-    current = settledSocket(stage, current)
+    current = await afterJoins(stage, current)
     const before = sim.accepted(agentId).length
     const closedAt = sim.now()
     sim.close(current, code)
@@ -355,8 +359,7 @@ async function supersede(stage: Stage): Promise<Verdicts> {
     await agent.stop(settings.stopTimeoutMs)
     return { 'no-reconnect-after-supersede': verdict('no-reconnect-after-supersede', false, 'not judged: the agent never connected') }
   }
-  await stage.watch(300)
-  const socket = settledSocket(stage, joined)
+  const socket = await afterJoins(stage, joined)
   // Both rules of this scenario fail, saying why, when the supersede cannot be judged.
   const notJudged = async (why: string): Promise<Verdicts> => {
     await agent.stop(settings.stopTimeoutMs)
@@ -399,9 +402,9 @@ async function refusal(stage: Stage): Promise<Verdicts> {
     await agent.stop(settings.stopTimeoutMs)
     return { [rule]: verdict(rule, false, 'not judged: the agent never connected') }
   }
-  await stage.watch(300)
+  const socket = await afterJoins(stage, joined)
   sim.revoke(agentId)
-  sim.close(settledSocket(stage, joined), 1000)
+  sim.close(socket, 1000)
   const refused = () => sim.upgrades.filter((u) => u.agentId === agentId && u.status === 403)
   let result: RuleVerdict
   if (!(await stage.until(() => refused().length > 0, settings.reconnectCapMs))) {
@@ -429,9 +432,9 @@ async function retryAfter(stage: Stage): Promise<Verdicts> {
     await agent.stop(settings.stopTimeoutMs)
     return { [rule]: verdict(rule, false, 'not judged: the agent never connected') }
   }
-  await stage.watch(300)
+  const socket = await afterJoins(stage, joined)
   sim.refuseUpgradesOf(agentId, { status: 429, retryAfter: String(settings.retryAfterS) })
-  sim.close(settledSocket(stage, joined), 1000)
+  sim.close(socket, 1000)
   const ofAgent = () => sim.upgrades.filter((u) => u.agentId === agentId)
   const refusedAt = () => ofAgent().find((u) => u.status === 429)?.at ?? null
   let result: RuleVerdict
