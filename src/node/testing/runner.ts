@@ -21,18 +21,30 @@ import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
 import type { ChartDelay } from './stimuli.js'
 
 /**
- * Policy of path runs: heartbeats real and short (a stalled server is detected in about 80 ms),
- * quick close handshakes, a Retry-After cap that fits the model's `Retry-After: 1`.
+ * Policy of path runs: heartbeats real and short (a stalled server is detected in about 200 ms:
+ * phoenix.js times a heartbeat out when the next one is due, so the interval is also the longest
+ * event-loop stall a loaded test machine may have without a false heartbeat timeout), quick close
+ * handshakes, a Retry-After cap that fits the model's `Retry-After: 1`.
  */
 export const PATH_POLICY = Object.freeze({
-  transport: Object.freeze({ heartbeatIntervalMs: 40, closeTimeoutMs: 150 }),
+  transport: Object.freeze({ heartbeatIntervalMs: 100, closeTimeoutMs: 150 }),
   reconnect: Object.freeze({ maxRetryAfterMs: 2_000 }),
 }) satisfies LinkPolicyInput
 
 /**
+ * Random source of path runs: every jitter draw is 0.5, the middle of its range. A path run is
+ * then reproducible, and no drawn delay is 0 ms (a full-jitter draw below 1/ceiling rounds to 0,
+ * and a 0 ms delay on the SimulatedClock fires inside the step that chose it, so the link passes
+ * through `reconnecting.waiting` before the runner can see it there).
+ */
+export const PATH_RANDOM = (): number => 0.5
+
+/**
  * What the runner hands the host factory: spread it into `createLink({ ...options, onControl,
  * ... })`. `url`, `agentId` and `apiKey` reach the kit's simulator; `clock` is the path's
- * SimulatedClock (the runner advances it for `clock.advance` steps); `policy` is
+ * SimulatedClock (the runner advances it for `clock.advance` steps); `env` holds
+ * {@link PATH_RANDOM} (keep it: a random jitter can draw a 0 ms delay the runner cannot observe);
+ * `policy` is
  * {@link PATH_POLICY} (merge your own over it: with a longer heartbeat a `server.stall` step takes
  * longer to be detected, and the runner waits that long); `inspect` records the transitions the
  * link crosses, for {@link PathReport}.
@@ -42,6 +54,8 @@ export interface PathHostOptions {
   agentId: string
   apiKey: string
   clock: SimulatedClock
+  /** {@link PATH_RANDOM} as the link's random source (`env.random`); merge your own `env` over it. */
+  env: { random: () => number }
   policy: LinkPolicyInput
   inspect: (event: InspectionEvent) => void
 }
@@ -149,6 +163,7 @@ export class PathKit {
       agentId,
       apiKey: 'path-key',
       clock,
+      env: { random: PATH_RANDOM },
       policy: PATH_POLICY,
       inspect: (event) => {
         if (event.type !== '@xstate.microstep') return
