@@ -10,7 +10,7 @@
  *                              --closed (last) [grace]----> grace --after graceWindow--> absent
  *                                                            grace --opened--> present (no event)
  */
-import { assign, emit, enqueueActions, setup } from 'xstate'
+import { assertEvent, assign, emit, setup } from 'xstate'
 import type { ReasonLike } from './types.js'
 import { DEFAULT_PRESENCE_POLICY, type PresencePolicy, type PrincipalPresence } from './presence-policy.js'
 
@@ -47,7 +47,7 @@ export interface PresenceContext {
   policy: PresencePolicy
   /** Ids of the live connections, in the order they opened. */
   connections: string[]
-  /** The close that took the count to zero, while in grace. */
+  /** The close that last took the count to zero (read when last-disconnected is reported), or null before any and after a reconnect within the grace window. */
   lastClose: { reason: ReasonLike; at: number } | null
 }
 
@@ -70,7 +70,10 @@ export const presenceMachine = setup({
     add: assign({ connections: ({ context, event }) => ('connectionId' in event ? [...context.connections, event.connectionId] : context.connections) }),
     remove: assign({ connections: ({ context, event }) => ('connectionId' in event ? context.connections.filter((id) => id !== event.connectionId) : context.connections) }),
     rememberClose: assign({
-      lastClose: ({ event }) => (event.type === 'presence.closed' ? { reason: event.reason, at: event.at } : null),
+      lastClose: ({ event }) => {
+        assertEvent(event, 'presence.closed')
+        return { reason: event.reason, at: event.at }
+      },
     }),
     forgetClose: assign({ lastClose: null }),
     reportFirst: emit(({ context, event }) => ({
@@ -81,23 +84,20 @@ export const presenceMachine = setup({
       reason: null,
       at: 'at' in event ? event.at : 0,
     })),
-    reportLast: enqueueActions(({ context, enqueue }) => {
-      enqueue.emit({
-        type: 'principal-presence',
-        principal: context.principal,
-        kind: 'last-disconnected',
-        count: 0,
-        reason: context.lastClose?.reason ?? null,
-        at: context.lastClose?.at ?? 0,
-      })
-      enqueue.assign({ lastClose: null })
-    }),
-    reportIgnored: emit(({ context, event }) => ({
-      type: 'presence-ignored' as const,
+    // Reached only through decidingLast, entered by the close that took the count to zero, whose
+    // rememberClose set lastClose; forgetClose clears it only on the way back to present.
+    reportLast: emit(({ context }) => ({
+      type: 'principal-presence' as const,
       principal: context.principal,
-      event: event.type,
-      connectionId: 'connectionId' in event ? event.connectionId : '',
+      kind: 'last-disconnected' as const,
+      count: 0,
+      reason: context.lastClose!.reason,
+      at: context.lastClose!.at,
     })),
+    reportIgnored: emit(({ context, event }) => {
+      assertEvent(event, ['presence.opened', 'presence.closed'])
+      return { type: 'presence-ignored' as const, principal: context.principal, event: event.type, connectionId: event.connectionId }
+    }),
   },
   delays: {
     graceWindow: ({ context }) => context.policy.graceWindowMs,

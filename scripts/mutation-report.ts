@@ -69,10 +69,20 @@ const WHY: Record<string, string> = {
     'killed since by test/wire/bad-input.test.ts "an unsubscribe called again after a new handler of the same event was added leaves the new one" (added after the retest: the mutant is the `handlers.get(event) === set` half, which only a second call of an old unsubscribe reaches)',
   'src/link-channel.ts#LinkChannel.push':
     'killed since by test/wire/hardening.test.ts "reserved topics and URLs…" (the exact timeoutMs error, added after the run)',
+  'src/link.ts#Link.whenState':
+    'the crashed-chart shortcut (`false`, or `||` for `&&`): killed since by test/wire/hardening.test.ts "a chart crash…" (a crashed link answers a wait for terminated at once and rejects a wait for connected INTERNAL; added after the run)',
+  'src/link.ts#Link.disconnect':
+    "equivalent: the `idle` test in the wait after a stop: a session sent host.disconnect never returns to `idle` (the state before the first connect), so it ends stopped or terminated either way",
+  'src/link.ts#Link.onCrash':
+    "equivalent: the already-crashed guard: onCrash runs only from the chart actor's error observer, which XState calls once (an errored actor stops), so it is never entered twice",
+  'src/link.ts#Link.constructor':
+    'the fields of the line logged when a link event listener throws: killed since by test/wire/bad-input.test.ts "a listener that throws is logged; the link goes on" (the whole line checked; added after the run)',
   'src/link.ts#Link.credentials':
     'killed since: the params function is asked at every attempt in test/wire/long-life.test.ts "params may be a function too" and "params that throw while the key is still being fetched…" (that file was outside the sampled run\'s test set; it is in it now), and params left undefined now fail every attempt with a typed reason instead of reading as {}',
   'src/adapter/ws-transport.ts#readRefusal':
-    'the `done` latch: killed since by test/wire/upgrade.test.ts "a refused upgrade is reported once, though its response both ends and closes" (added after the run); the \'close\' listener is equivalent on Node 20, which emits error ("aborted") before close for a body cut short, and end before close for a whole one (checked with a bare TCP server); it stays for a runtime that emits close alone',
+    'the byte limit reached exactly (`>` for `>=`): killed since by test/wire/upgrade.test.ts "a body of exactly refusalBodyLimitBytes, the response never ending…" (added after the run); equivalent: the \'end\' and \'close\' listeners each stand in for the other on Node 20 (a response emits close after end for a whole body, and error before close for one cut short; checked with a bare TCP server), so removing either alone changes nothing; both stay for a runtime that emits one of them alone. The `done` latch is killed by "a refused upgrade is reported once, though its response both ends and closes"',
+  'src/adapter/ws-transport.ts#LinkWebSocket.constructor':
+    "equivalent: `isNodeWs` for `true` before the `super` call: in Node the link's WebSocket is always ws, and a browser's WebSocket constructor ignores a third argument, so the options object changes nothing there",
   'machines/reconnect.ts#reconnectMachine.guards.isServerClose':
     'equivalent: only a `dropped` reason has a `source`, so testing the kind beside `source === socket` changes nothing (the kind test is gone since)',
   'src/logger.ts#redactText':
@@ -84,7 +94,7 @@ const WHY: Record<string, string> = {
   'src/logger.ts#containsSecret':
     "equivalent: the `typeof value !== object` half (a number or boolean is not a plain object, so it is skipped anyway)",
   'src/logger.ts#replaceSecret':
-    "the Error handed over as it is when its message holds no key: killed since by test/unit/loggers.test.ts \"an Error in the fields without the key is handed over as it is…\" (added after the run)",
+    'the early return for a value that is not an object: killed since by test/unit/loggers.test.ts "fields beside a redacted one keep their values…" (without it a null beside a redacted field threw in isPlain and the whole line was dropped; added after the run)',
   'src/emitter.ts#Emitter.emit':
     'equivalent: the draining flag only saves a microtask; a second drain finds the queue empty',
   'src/logger.ts#minimumRun':
@@ -96,13 +106,13 @@ const WHY: Record<string, string> = {
   'src/runs.ts#RunSupervisor.abortPrincipal':
     "equivalent: the `size === 0` half (endRun forgets a principal with no runs, so an empty map is never found)",
   'src/logger.ts#redacting':
-    "the console test (`every` for `some` of table, group and dir): killed since by test/unit/loggers.test.ts \"a logger with only part of the console's surface…\" (added after the run); equivalent: the missing-level check (without it the call throws inside the try that keeps a host's logger from breaking the link) and `consoleRef?.` (every runtime the link runs in has a console)",
+    "equivalent: the missing-level check (without it the call throws inside the try that keeps a host's logger from breaking the link) and `consoleRef?.` (every runtime the link runs in has a console)",
   'src/protocol.ts#decodeTextFrame':
     'equivalent: a payload that is a string or number has no string `status`, so the `typeof reply !== object` half changes nothing',
   'src/protocol.ts#notJsonDetail':
     'killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
   'src/protocol.ts#parseControlSignal':
-    "the issue input and the `(payload)` label: killed since by test/unit/protocol.test.ts \"list the problems of a malformed one\" (a wrong type and a payload that is no object; added after the run)",
+    "equivalent: the separator of a joined field path (`join('.')`): the control payload is flat, so a problem's path has at most one element",
   'src/runs.ts#RunSupervisor.endRun':
     'keeps an empty entry for a principal whose last run ended (memory only: inFlight and abortPrincipal read it as none); no public API shows it',
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.checkCredentials':
@@ -111,10 +121,6 @@ const WHY: Record<string, string> = {
     'equivalent: resetting onMessage only lets go of the wrapper that held the attachment (memory, issue 13); a channel removed from its socket gets no more messages, so what the function returns is never read',
   'machines/connection.ts#connectionMachine.guards.isOwnConflict':
     'equivalent: only a refused upgrade (409) is ever `rejected` with cause `conflict` (no join error or close code maps to it), so dropping the kind or phase half, or the `?.` on a reason that is never null in `lost`, changes nothing; the cause, the window and the first-connection checks are each killed',
-  'machines/presence.ts#presenceMachine.actions.reportLast':
-    'equivalent: `lastClose` is always set when the count reaches zero (rememberClose runs on the same transition), so its fallbacks and its reset are never read; every field of the event is checked',
-  'machines/presence.ts#presenceMachine.actions.rememberClose': 'equivalent: the action runs only on presence.closed, so its event-type test is always true',
-  'machines/presence.ts#presenceMachine.actions.reportIgnored': 'the fallback for an event without a connection id: every event that reaches it carries one',
   'machines/presence.ts#validatePresencePolicy': 'the message of a configuration error',
   'src/reasons.ts#describeReason': 'human-readable text; each kind is checked by test/unit/reasons-details.test.ts, the rest of the wording is free to change',
   'src/reasons.ts#safeJson':
@@ -265,7 +271,11 @@ function strykerSection(report: StrykerReport, goal: (file: string) => number, i
     const all = killed + timeout + survived + noCoverage
     total = { all: total.all + all, detected: total.detected + killed + timeout, killed: total.killed + killed, timeout: total.timeout + timeout, survived: total.survived + survived, noCoverage: total.noCoverage + noCoverage }
     const score = (killed + timeout) / Math.max(1, all)
-    lines.push(`| ${file} | ${all} | ${killed} | ${timeout} | ${survived} | ${noCoverage} | ${percent(killed + timeout, all)}${score * 100 >= goal(file) ? '' : ' (below)'} | ${goal(file)}% |`)
+    // A row measured on an older source says so (Stryker's report keeps the source it mutated).
+    const stale = existsSync(file) && readFileSync(file, 'utf8') === data.source ? '' : ' (source changed since this run)'
+    // A file Stryker finds nothing to mutate in (constants only) has no score, and is not below its goal.
+    const shown = all === 0 ? '– (no mutants)' : `${percent(killed + timeout, all)}${score * 100 >= goal(file) ? '' : ' (below)'}`
+    lines.push(`| ${file}${stale} | ${all} | ${killed} | ${timeout} | ${survived} | ${noCoverage} | ${shown} | ${goal(file)}% |`)
     for (const m of data.mutants) {
       if (m.status !== 'Survived' && m.status !== 'NoCoverage') continue
       const key = `${file}#${declarationAt(file, data.source, m.location.start.line, m.location.start.column)}`
@@ -361,6 +371,9 @@ const out = [
   'Three runs, each rewriting its own section: Stryker over the charts and the classification tables,',
   "Stryker over the library's pure parts with the unit tests, and a sample of Stryker's mutants of the",
   'socket-level parts with the wire tests. Goals: 90% on machines/ and src/reasons.ts, 85% elsewhere.',
+  'In every section, a row marked "source changed since this run" was measured on an earlier version',
+  'of its file (the report keeps the source it mutated): its figures are the last measured, not the',
+  "file's now.",
   '',
   ...section(
     'charts',

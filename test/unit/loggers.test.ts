@@ -91,6 +91,13 @@ describe('loggers hosts already run', () => {
     expect(again.error.message).toBe('bad key [redacted]')
   })
 
+  it('fields beside a redacted one keep their values: null, undefined, numbers, booleans (nested too)', () => {
+    const calls: unknown[][] = []
+    const log = redacting({ warn: (...args: unknown[]) => void calls.push(args) } as Logger, KEY)
+    log.warn('lost', { echoed: `api_key=${KEY}`, status: null, retryAfter: undefined, code: 1006, retryable: true, nested: { id: null, n: 0 } })
+    expect(calls).toEqual([[{ echoed: 'api_key=[redacted]', status: null, retryAfter: undefined, code: 1006, retryable: true, nested: { id: null, n: 0 } }, 'lost']])
+  })
+
   it('the console gets (message, fields), and (message) alone for a line without fields', () => {
     const info = vi.spyOn(console, 'info').mockImplementation(() => {})
     const log = redacting(console, KEY)

@@ -157,7 +157,7 @@ describe('binary frames from a client', () => {
 })
 
 describe('parseControlSignal', () => {
-  it('names each problem by its field path, nested paths joined with dots, the payload itself as (payload)', () => {
+  it('names each problem by its field (the payload is flat: a path of one element), the payload itself as (payload)', () => {
     expect(parseControlSignal('nope')).toEqual({ ok: false, issues: [expect.stringMatching(/^\(payload\): /)] })
     const nested = parseControlSignal({ mode: 'stop', scope: 'agent', agent_id: 'a', room_id: { deep: 1 } })
     expect(nested).toEqual({ ok: false, issues: [expect.stringMatching(/^room_id: /)] })

@@ -151,7 +151,9 @@ describe('a misbehaving server against the link', () => {
     })
     await link.connect()
     await untilState(link, 'connected')
-    expect(world().captured.get(link)!.lines.some((l) => l.level === 'error' && l.message.includes('listener threw'))).toBe(true)
+    const logged = world().captured.get(link)!.lines.filter((l) => l.level === 'error' && l.message.includes('listener threw'))
+    // The line names the event and what the listener threw.
+    expect(logged).toEqual([{ level: 'error', message: 'a link event listener threw', fields: { event: 'connected', error: 'listener bug' } }])
   })
 })
 

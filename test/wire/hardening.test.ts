@@ -189,6 +189,9 @@ describe('a chart crash', () => {
     expect(work.reason).toMatchObject({ kind: 'other', detail: expect.stringContaining('simulated bug') })
     expect(link.state).toBe('terminated')
     expect(link.lastDisconnectReason).toMatchObject({ kind: 'other', detail: expect.stringContaining('simulated bug') })
+    // A crashed link is terminated for good: a wait for that state resolves, a wait for any other rejects INTERNAL.
+    expect(await link.whenState(['stopped', 'terminated'])).toBe('terminated')
+    expect(await settle(link.whenState('connected'))).toMatchObject({ error: { code: 'INTERNAL' } })
     await link.disconnect()
     await sim.waitFor(() => sim.live('agent-1').length === 0)
   })

@@ -115,6 +115,19 @@ describe('rule: a refused upgrade is classified within one round trip, whatever 
     expect((reason as { message: string }).message.startsWith('{"error":{"code":"too_big"')).toBe(true)
   })
 
+  it('a body of exactly refusalBodyLimitBytes, the response never ending: the read ends at the limit, not after the body wait', async () => {
+    const body = 'stop '.repeat(204) + 'stop' // 1024 bytes
+    const server = await RefusingServer.start(`HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\n${body}`)
+    servers.push(server)
+    const sim = await world().sim()
+    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyLimitBytes: 1024, refusalBodyTimeoutMs: 20_000 }, connection: { connectTimeoutMs: 30_000 } } })
+    const started = performance.now()
+    const r = await settle(link.connect())
+    expect(performance.now() - started).toBeLessThan(5_000)
+    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', status: 403, message: expect.stringMatching(/^stop stop /) })
+    await server.closed[0]
+  })
+
   it('no body and the connection kept open (stock Phoenix): rejected at once, the connection released', async () => {
     const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\ncache-control: max-age=0, private, must-revalidate\r\n\r\n')
     servers.push(server)
