@@ -42,7 +42,7 @@ const WHY: Record<string, string> = {
   'src/node/server/connection.ts#assertSendableClose':
     "the RangeError's message: killed since by test/wire/simulator-http.test.ts \"bad requests…\" (both messages checked; added after the run)",
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.openTransport':
-    "the heartbeat reply let through (`return true` for a reply to the pending heartbeat): killed since by test/wire/long-life.test.ts \"heartbeats hold an idle connection\" (ten answered on one socket at a 30 ms interval; added after the run); the detail of a socket that could not be opened is unreachable from a link: ws throws synchronously only on a URL or a header value the link refuses before it opens anything (checkUrl at configuration, the key's characters at each attempt)",
+    "unreachable from a link: the detail of a socket that could not be opened (ws throws synchronously only on a URL or a header value the link refuses before it opens anything: checkUrl at configuration, the key's characters at each attempt)",
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.isExpected':
     "the heartbeat reply let through (`return true` for a reply to the pending heartbeat): killed since by test/wire/long-life.test.ts \"heartbeats hold an idle connection\" (ten answered on one socket at a 30 ms interval; added after the run)",
   'src/adapter/phoenix-adapter.ts#errorText':
@@ -69,14 +69,10 @@ const WHY: Record<string, string> = {
     'killed since by test/wire/bad-input.test.ts "an unsubscribe called again after a new handler of the same event was added leaves the new one" (added after the retest: the mutant is the `handlers.get(event) === set` half, which only a second call of an old unsubscribe reaches)',
   'src/link-channel.ts#LinkChannel.push':
     'killed since by test/wire/hardening.test.ts "reserved topics and URLs…" (the exact timeoutMs error, added after the run)',
-  'src/link.ts#Link.whenState':
-    'the crashed-chart shortcut (`false`, or `||` for `&&`): killed since by test/wire/hardening.test.ts "a chart crash…" (a crashed link answers a wait for terminated at once and rejects a wait for connected INTERNAL; added after the run)',
   'src/link.ts#Link.disconnect':
     "equivalent: the `idle` test in the wait after a stop: a session sent host.disconnect never returns to `idle` (the state before the first connect), so it ends stopped or terminated either way",
   'src/link.ts#Link.onCrash':
     "equivalent: the already-crashed guard: onCrash runs only from the chart actor's error observer, which XState calls once (an errored actor stops), so it is never entered twice",
-  'src/link.ts#Link.constructor':
-    'the fields of the line logged when a link event listener throws: killed since by test/wire/bad-input.test.ts "a listener that throws is logged; the link goes on" (the whole line checked; added after the run)',
   'src/link.ts#Link.credentials':
     'killed since: the params function is asked at every attempt in test/wire/long-life.test.ts "params may be a function too" and "params that throw while the key is still being fetched…" (that file was outside the sampled run\'s test set; it is in it now), and params left undefined now fail every attempt with a typed reason instead of reading as {}',
   'src/adapter/ws-transport.ts#readRefusal':
