@@ -21,7 +21,7 @@ import { writeHeapSnapshot } from 'node:v8'
 import { readFileSync, rmSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createActor, type AnyStateMachine } from 'xstate'
+import { createActor, fromCallback, setup, type AnyStateMachine } from 'xstate'
 import { createLink, type Link } from '../src/link.js'
 import { connectionMachine } from '../machines/connection.js'
 import { reconnectMachine, DEFAULT_RECONNECT_POLICY } from '../machines/reconnect.js'
@@ -148,7 +148,26 @@ const ACTOR_KINDS = (): Array<[string, AnyStateMachine, unknown]> => [
     ['reconnect', reconnectMachine as unknown as AnyStateMachine, { policy: DEFAULT_RECONNECT_POLICY, env: ENV }],
     ['control (signal queue)', controlMachine as unknown as AnyStateMachine, { policy: DEFAULT_CONTROL_POLICY }],
     ['channel (detached)', channelMachine as unknown as AnyStateMachine, { topic: TOPIC, policy: DEFAULT_CHANNEL_POLICY, env: ENV }],
+    ['floor: a chart of one state, no context, no actor', FLOOR as unknown as AnyStateMachine, undefined],
+    ['floor plus one invoked callback actor (as a transport, control channel or attachment is)', FLOOR_WITH_CALLBACK as unknown as AnyStateMachine, undefined],
   ]
+
+/** The least a started machine actor costs: what no change inside a chart can take away. */
+const FLOOR = setup({}).createMachine({ id: 'floor' })
+
+/**
+ * {@link FLOOR} invoking one callback actor that listens for messages and has a cleanup, as the
+ * adapter's transport, control-channel and attachment actors do: the difference to FLOOR is
+ * what one callback actor costs.
+ */
+const FLOOR_WITH_CALLBACK = setup({
+  actors: {
+    io: fromCallback(({ receive }) => {
+      receive(() => {})
+      return () => {}
+    }),
+  },
+}).createMachine({ id: 'floor', invoke: { id: 'io', src: 'io' } })
 
 /** Heap per started actor of one chart (`index` into ACTOR_KINDS), in a process of its own. */
 async function measureActor(index: number, count: number): Promise<{ actor: string; bytes: number }> {

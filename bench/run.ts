@@ -65,6 +65,37 @@ for (const name of chosen) {
 console.log()
 console.log(table(rows))
 
+/**
+ * What each step of docs/performance.md's plan would take off a link's heap, computed from this
+ * run's per-actor figures: a machine actor removed saves at most its measured heap (its context
+ * moves into the connection chart's), a callback actor removed saves the difference between the
+ * floor chart with and without one.
+ */
+function savingsText(b: BreakdownResult): string {
+  const kib = (bytes: number) => (bytes / 1024).toFixed(2)
+  const of = (prefix: string) => b.actors.find((a) => a.actor.startsWith(prefix))?.bytes ?? NaN
+  const callback = of('floor plus one') - of('floor:')
+  const link = b.heap.link.perClient
+  const raw = b.heap.raw.perClient
+  const steps: Array<[string, string, number]> = [
+    ['(1) the reconnect and control-queue charts run as pure `transition()` inside the connection actor', '2 machine', of('reconnect') + of('control')],
+    ['(2) the transport and control-channel I/O as entry and exit actions of the connection chart', '2 callback', 2 * callback],
+    ["(3) an app channel's attachment folded into its channel actor", '1 callback', callback],
+  ]
+  const all = steps.reduce((sum, [, , bytes]) => sum + bytes, 0)
+  const line = (name: string, actors: string, bytes: number) => `| ${name} | ${actors} | ${kib(bytes)} | ${kib(link - bytes)} | ${((link - bytes) / raw).toFixed(2)}x |`
+  return `### What fewer actors would save (from the figures above)
+
+One callback actor costs ${kib(callback)} KiB (the floor chart with one, minus without); a machine
+actor's floor is ${kib(of('floor:'))} KiB. Heap per link after each step alone, and after all three, beside
+the raw client's ${kib(raw)} KiB (1.5x raw: ${kib(1.5 * raw)} KiB):
+
+| step | actors fewer | KiB saved, at most | heap per link after | ratio to raw |
+|---|---|---:|---:|---:|
+${steps.map(([name, actors, bytes]) => line(name, actors, bytes)).join('\n')}
+${line('all three', '2 machine, 3 callback', all)}`
+}
+
 /** The breakdown section of docs/performance.md: where a link's heap and a connect's CPU go. */
 function breakdownText(b: BreakdownResult | null): string {
   if (!b) return '(breakdown not run)'
@@ -91,6 +122,8 @@ ${heapRows('raw')}
 | actor | KiB |
 |---|---:|
 ${b.actors.map((a) => `| ${a.actor} | ${kib(a.bytes)} |`).join('\n')}
+
+${savingsText(b)}
 
 ### CPU per connect (V8 CPU profile of sequential connects: socket, control channel, one app channel)
 
@@ -152,13 +185,13 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   to the handler per second (median of 5 rounds in alternating order, after 2 warm-ups each), and
   the client's CPU time per push. phoenix-link adds one validating decode (see *frame decode*)
   and the join_ref/topic check of \`isExpected\` per frame.
-- **Idle memory**: phoenix-link holds the same phoenix.js Socket and channels as the raw client, plus seven XState actors per link (connection, reconnect, transport,
-  control channel, control queue, one app channel and its attachment); an idle XState actor with
-  its snapshot, mailbox and scope costs about 4.5 KiB, so the actors alone are about 30 KiB of
-  the difference. What would move it: run the transport, control-channel and attachment I/O as
-  entry/exit actions of the connection and channel charts instead of invoked callback actors
-  (three actors fewer), and fold the control queue into a parallel region of the connection
-  chart. Both change the charts' shape, so they are a design decision, not a tuning. This
+- **Idle memory**: phoenix-link holds the same phoenix.js Socket and channels as the raw client,
+  plus seven XState actors per link: four machine actors (connection, reconnect, control queue,
+  one app channel), about 4 KiB each whatever the chart, and three callback actors (transport,
+  control channel, the app channel's attachment), about 2 KiB each (the breakdown's per-actor
+  table has both floors). The actors are most of the difference; the rest is the link's own
+  bookkeeping. What would move it, and by how much, is under *Breakdown* below; every step
+  changes the charts' shape or how they run, so it is a design decision, not a tuning. This
   benchmark found and fixed two defects on the way: every link copied the whole connection
   chart with \`provide()\` (about 75 KiB per link), and every transport generation created its own
   WebSocket subclass (a hidden class per link, so \`ws\`'s hot paths went megamorphic).
@@ -191,30 +224,38 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   on a simulated clock); there is no raw figure.
 - **Frame decode**: phoenix-link's validating decoder against phoenix.js's serializer on the
   same frame, with tinybench.
-- **Breakdown** (issue 17, measured before any change): the heap snapshots say where a link's
+- **Breakdown** (issue 17; the design unchanged): the heap snapshots say where a link's
   extra heap is: closures, V8's internal arrays and plain objects, about four times the raw
   client's count of each, and seven XState \`Actor\` objects with their contexts. The per-actor
   figures say the same from the other side: a started machine actor costs about 4 KiB whatever
-  its chart (its snapshot, mailbox, scope closures and system registration), and a link runs four
-  machine actors (connection, control queue, reconnect, one app channel) and three callback
-  actors (transport, control channel, attachment). Four to six of those 4 KiB actors are the
-  whole distance to 1.5x raw, so no tuning inside an actor closes it: the design has to run
-  fewer live actors. The CPU profile says the same for connect: XState's own code (actor
+  its chart (its snapshot, mailbox, scope closures and system registration; the floor row), a
+  callback actor about 2 KiB, and a link runs four machine actors (connection, control queue,
+  reconnect, one app channel) and three callback actors (transport, control channel,
+  attachment). Together they are most of the distance to 1.5x raw, so no tuning inside an actor
+  closes it: the design has to run fewer live actors. The CPU profile says the same for connect: XState's own code (actor
   construction, microsteps, entering states, assign) is the largest package, and the node and
   V8 rows grow with it (each actor start schedules timers and allocates what the collector then
   sweeps). The \`(object shape)\` row is most likely XState's scheduler (\`timerMap\` and
   \`_scheduledEvents\` in its raise module's \`schedule\`: plain objects keyed by each actor's
   session id), so every link grows hidden classes of its own: another cost of one live actor per
-  concern. What
-  would close the gap, in order of what it saves: (1) run the reconnect and control-queue charts
-  as pure decisions (\`transition()\` on a snapshot held in the connection chart's context, their
-  delays as the connection chart's own \`after\`), two machine actors fewer; (2) one transport
-  actor per link that lives across generations instead of one per generation, and the control
-  channel's I/O as entry and exit actions of the attached state, one or two callback actors
-  fewer; (3) an app channel's attachment folded into its channel actor. Each keeps the charts
-  the only place that decides; (1) changes how the reconnect chart is drawn and tested (its
+  concern. What would close the gap is counted in *What fewer actors would save*, from the
+  same run: (1) run the reconnect and control-queue charts as pure decisions (\`transition()\` on a
+  snapshot held in the connection chart's context, their delays as the connection chart's own
+  \`after\`), two machine actors fewer; (2) the transport and the control channel's I/O as entry
+  and exit actions of the connection chart's \`online\` and \`attached\` states, two callback
+  actors fewer; (3) an app channel's attachment folded into its channel actor. Each keeps the
+  charts the only place that decides; (1) changes how the reconnect chart is drawn and tested (its
   paths would run through the connection chart), which is why it is a design change, not a
-  tuning, and is not done yet.
+  tuning. Even all three leave a link above 1.5x raw (the table's last row): what remains is the
+  connection and channel actors themselves and the link's own bookkeeping (emitter, adapter,
+  handler maps and the closures they hold). Reaching 1.5x would take a link that starts no XState
+  actor at all: the link holding the connection chart's snapshot, advancing it with
+  \`transition()\`, executing the actions it returns and arming its delays on a timer of its own,
+  with each app channel a snapshot in that context instead of a spawned actor. The charts would
+  still decide, be drawn and generate the paths as now; what would go is XState's actor runtime
+  per link (mailbox, system registration, scheduler, per-actor closures), and the isolation of
+  host callbacks would move into the link's own guard around each executed action. None of the
+  three steps, nor that rewrite, is done yet.
 `
   const path = fileURLToPath(new URL('../../docs/performance.md', import.meta.url))
   writeFileSync(path, doc)

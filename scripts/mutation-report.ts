@@ -59,8 +59,10 @@ const WHY: Record<string, string> = {
     "equivalent: `req.url ?? '/'` (the query's base when a request has no URL): a request Node's HTTP server hands over always has its URL, so the fallback is never read",
   'src/node/server/simulator.ts#PlatformSimulator.onCrossing':
     'equivalent: a last-disconnected crossing always carries the reason of the close that ended the principal\'s last connection (machines/presence.ts rememberClose runs on that close), so the `unknown` label is never written',
-  'src/node/server/simulator.ts#PlatformSimulator.answerUpgradeSafely':
-    'the fields of the warning the simulator logs when answering an upgrade threw (a simulator bug path, reached by no test); no test reads the simulator\'s log',
+  'src/node/server/simulator.ts#PlatformSimulator.answerHeldJoin':
+    'killed since by test/interop/phoenix-client.test.ts "held joins are answered by age: the newest first when asked, then the oldest" (the tests held one join at a time, so oldest and newest were the same; added after the run)',
+  'src/node/server/simulator.ts#PlatformSimulator.answerUpgrade':
+    "equivalent: the supersede cooldown's `>` for `>=`: the simulator reads performance.now() at each upgrade, and no upgrade arrives at the exact instant (a float in microseconds) the cooldown ends",
   'src/node/server/simulator.ts#PlatformSimulator.receive':
     'both mutants turn off the queueing of frames behind a held join: killed since: a frame behind a held join of the same topic and join_ref is queued until the join is answered, which test/wire/long-life.test.ts "leave() while the join is pending…" reads (that file was outside the sampled run\'s test set; it is in it now)',
   'src/link.ts#Link.channel':
@@ -76,7 +78,7 @@ const WHY: Record<string, string> = {
   'src/link.ts#Link.credentials':
     'killed since: the params function is asked at every attempt in test/wire/long-life.test.ts "params may be a function too" and "params that throw while the key is still being fetched…" (that file was outside the sampled run\'s test set; it is in it now), and params left undefined now fail every attempt with a typed reason instead of reading as {}',
   'src/adapter/ws-transport.ts#readRefusal':
-    'the byte limit reached exactly (`>` for `>=`): killed since by test/wire/upgrade.test.ts "a body of exactly refusalBodyLimitBytes, the response never ending…" (added after the run); equivalent: the \'end\' and \'close\' listeners each stand in for the other on Node 20 (a response emits close after end for a whole body, and error before close for one cut short; checked with a bare TCP server), so removing either alone changes nothing; both stay for a runtime that emits one of them alone. The `done` latch is killed by "a refused upgrade is reported once, though its response both ends and closes"',
+    'equivalent: the \'end\' listener\'s event name emptied (line 140): the \'end\' and \'close\' listeners each stand in for the other on Node 20 (a response emits close after end for a whole body, and error before close for one cut short; checked with a bare TCP server), so removing either alone changes nothing; both stay for a runtime that emits one of them alone. The byte limit reached exactly (`>` for `>=`) is killed by test/wire/upgrade.test.ts "a body of exactly refusalBodyLimitBytes, the response never ending…", the `done` latch by "a refused upgrade is reported once, though its response both ends and closes"',
   'src/adapter/ws-transport.ts#LinkWebSocket.constructor':
     "equivalent: `isNodeWs` for `true` before the `super` call: in Node the link's WebSocket is always ws, and a browser's WebSocket constructor ignores a third argument, so the options object changes nothing there",
   'machines/reconnect.ts#reconnectMachine.guards.isServerClose':
@@ -90,7 +92,7 @@ const WHY: Record<string, string> = {
   'src/logger.ts#containsSecret':
     "equivalent: the `typeof value !== object` half (a number or boolean is not a plain object, so it is skipped anyway)",
   'src/logger.ts#replaceSecret':
-    'the early return for a value that is not an object: killed since by test/unit/loggers.test.ts "fields beside a redacted one keep their values…" (without it a null beside a redacted field threw in isPlain and the whole line was dropped; added after the run)',
+    'equivalent: the `typeof value !== object` half of the early return: a number or boolean is neither an Error nor a plain object, so the checks after it return it unchanged. The `!value` half (a null would throw in isPlain and drop the whole line) is killed by test/unit/loggers.test.ts "fields beside a redacted one keep their values…"',
   'src/emitter.ts#Emitter.emit':
     'equivalent: the draining flag only saves a microtask; a second drain finds the queue empty',
   'src/logger.ts#minimumRun':
@@ -109,8 +111,6 @@ const WHY: Record<string, string> = {
     'killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
   'src/protocol.ts#parseControlSignal':
     "equivalent: the separator of a joined field path (`join('.')`): the control payload is flat, so a problem's path has at most one element",
-  'src/runs.ts#RunSupervisor.endRun':
-    'keeps an empty entry for a principal whose last run ended (memory only: inFlight and abortPrincipal read it as none); no public API shows it',
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.checkCredentials':
     'killed since by test/wire/long-life.test.ts "socket params that are not an object of strings fail that attempt…" (added after the run; the link no longer spreads an array or null into params)',
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.release':
@@ -127,7 +127,6 @@ const WHY: Record<string, string> = {
   'src/reasons.ts#classifyUpgrade': 'text of the body or detail kept for diagnostics; status to cause and retryability are checked',
   'src/reasons.ts#classifyJoinError':
     'equivalent: a response that is not an object reads as one without a listed reason (a string or number has no `reason` field), and the table has no row for a missing reason, so the `typeof` and `!== null` halves change nothing; the causes, retryability and detail are checked',
-  'src/reasons.ts#classifySupersede': 'lenient reading of odd payload fields; every supersede is terminal whatever they hold, which is checked',
   'src/reasons.ts#parseRetryAfter': 'equivalent forms of the same parse (e.g. trimming before a digit-only test)',
   'src/reasons.ts#CLOSE_CODES': 'the names of codes are text; kinds are checked per code',
   'src/reasons.ts#UPGRADE_STATUSES': 'rows whose status the tests drive only through the generic 5xx rule',

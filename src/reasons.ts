@@ -409,8 +409,8 @@ export function classifyJoinError(response: unknown, generation: number, at: num
  */
 export function classifySupersede(payload: unknown, generation: number, at: number): DisconnectReason {
   const raw = payload && typeof payload === 'object' && !Array.isArray(payload) ? (payload as Record<string, unknown>) : { value: payload }
-  const parsed = SupersedePayload.safeParse(raw)
-  const p = parsed.success ? parsed.data : null
+  // Every field of SupersedePayload reads leniently (a wrong type is null), so an object always parses.
+  const p = SupersedePayload.parse(raw)
   let retryAfterMs: number | null = null
   const retryAfter = raw.retry_after
   // Number.isFinite is false for anything that is not a number.
@@ -419,11 +419,11 @@ export function classifySupersede(payload: unknown, generation: number, at: numb
   return {
     kind: 'superseded',
     retryable: false,
-    cause: p?.reason ?? 'unknown',
-    message: p?.message ?? null,
+    cause: p.reason ?? 'unknown',
+    message: p.message ?? null,
     retryAfterMs,
-    targetSocketId: p?.target_socket_id ?? null,
-    correlationId: p?.correlation_id ?? null,
+    targetSocketId: p.target_socket_id ?? null,
+    correlationId: p.correlation_id ?? null,
     raw,
     generation,
     at,

@@ -97,6 +97,15 @@ export class RunSupervisor {
     if (runs?.size === 0) this.runs.delete(principal)
   }
 
+  /**
+   * The principals with at least one run in flight, in the order the first of their current runs
+   * started. A principal whose last run ended or was aborted is not among them: the supervisor
+   * keeps nothing for it (a host with a principal per task stays flat over days).
+   */
+  principals(): string[] {
+    return [...this.runs.keys()]
+  }
+
   /** The ids of the principal's runs in flight. */
   inFlight(principal: string): string[] {
     return [...(this.runs.get(principal)?.keys() ?? [])]

@@ -11,6 +11,7 @@ import { Serializer, Socket } from 'phoenix'
 import WebSocket from 'isomorphic-ws'
 import { controlTopic, type Payload } from '../../src/protocol.js'
 import { rawUpgrade, type RawRefusal } from '../support/raw-http.js'
+import { banditClosedFirst } from './harness.js'
 import { realPeer, simulatorPeer, type Agent, type Peer, type PeerFactory } from './peer.js'
 
 type RawFrame = [string | null, string | null, string, string, Payload]
@@ -299,11 +300,8 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
       expect(o.malformed).toEqual({ code: 1011, reason: '' })
     })
     it(`a drain (SIGTERM): 1012 to a socket with a channel${disconnectCode === 1011 ? ' (or 1000 when Bandit closes it first)' : ''}; one with none ${disconnectCode === 1011 ? 'closed 1000 at once (Bandit)' : 'cut with no close frame after 5 s (Cowboy)'}`, () => {
-      // Bandit's own shutdown races Phoenix's drainer: a socket that has not yet handled its drain
-      // when Bandit closes its connections gets Bandit's 1000 (seen once in a loaded CI run).
-      // Either is a normal, retryable close for the link. Cowboy's waits: always the drainer's 1012.
-      const realBandit = disconnectCode === 1011 && !name.startsWith('simulator')
-      expect(o.drained.joined).toEqual({ code: realBandit ? expect.toBeOneOf([1012, 1000]) : 1012, reason: '' })
+      const { code, reason } = o.drained.joined
+      expect({ code: banditClosedFirst(name, code) ? 1012 : code, reason }).toEqual({ code: 1012, reason: '' })
       if (disconnectCode === 1011) {
         expect(o.drained.bare).toMatchObject({ code: 1000, reason: '' })
         expect(o.drained.bare.afterMs).toBeLessThan(1000)
@@ -350,9 +348,8 @@ for (const [sim, real] of pairs) {
       expect(s.transcript.close).toEqual(r.transcript.close)
     })
     it('the same drain: the close of a socket with a channel and of one without', () => {
-      // The simulator sends what Phoenix's drainer sends (1012); real Bandit sometimes closes a
-      // joined socket with its own 1000 before the drain reaches it (see the facts above).
-      const joined = r.drained.joined.code === 1000 && sim.name.includes('bandit') ? { code: 1012, reason: r.drained.joined.reason } : r.drained.joined
+      // The simulator sends what Phoenix's drainer sends; real Bandit's own 1000 counts as it.
+      const joined = banditClosedFirst(real.name, r.drained.joined.code) ? { ...r.drained.joined, code: 1012 } : r.drained.joined
       expect({ bare: { code: s.drained.bare.code, reason: s.drained.bare.reason }, joined: s.drained.joined }).toEqual({
         bare: { code: r.drained.bare.code, reason: r.drained.bare.reason },
         joined,

@@ -11,7 +11,7 @@ import type { LinkChannel, ChannelStatus } from '../../src/link-channel.js'
 import { controlTopic } from '../../src/protocol.js'
 import type { DisconnectReason } from '../../src/reasons.js'
 import { FAST, next, settle, untilState } from '../support/wire.js'
-import { useScene } from './harness.js'
+import { banditClosedFirst, useScene } from './harness.js'
 import type { Agent, Peer, PeerFactory } from './peer.js'
 
 /** Resolves once `channel` reaches `status` (now or later). */
@@ -132,9 +132,7 @@ export function conformance(factory: PeerFactory): void {
         const back = next(link, 'reconnected', { timeoutMs: 20_000 })
         await own.drain()
         const { reason, nextDelayMs, outcome } = await lost
-        // Real Bandit's shutdown can reach a socket before Phoenix's drainer does: Bandit's own
-        // 1000, a normal close the link retries at once (docs/field-notes.md, close codes).
-        const banditFirst = factory.name === 'bandit' && reason.kind === 'closed' && reason.closeCode === 1000
+        const banditFirst = reason.kind === 'closed' && banditClosedFirst(factory.name, reason.closeCode)
         expect(reason).toMatchObject({ kind: 'closed', closeCode: banditFirst ? 1000 : 1012, closeReason: '' })
         expect(outcome).toBe('reconnect')
         if (!banditFirst) expect(nextDelayMs).toBeGreaterThanOrEqual(FAST.reconnect!.serviceRestartFloorMs![0])

@@ -120,6 +120,78 @@ describe('official phoenix.js client against the simulator', () => {
     expect(reply.frame!.payload).toEqual({ status: 'error', response: { reason: 'unmatched topic' } })
   })
 
+  it('a control signal through the channel carries its join_ref; the same signal as a broadcast carries join_ref null', async () => {
+    socket.connect()
+    const control = socket.channel('agent_control:agent-1')
+    await join(control)
+    const got: unknown[] = []
+    const both = once<void>((resolve) => control.on('agent.control', (payload) => void (got.push(payload) === 2 && resolve())), 3000, 'two signals')
+    expect(sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c-push' })).toBe(1)
+    expect(sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c-broadcast' }, { via: 'broadcast' })).toBe(1)
+    await both
+    expect(got).toEqual([
+      { scope: 'agent', agent_id: 'agent-1', mode: 'interrupt', correlation_id: 'c-push' },
+      { scope: 'agent', agent_id: 'agent-1', mode: 'interrupt', correlation_id: 'c-broadcast' },
+    ])
+    const frames = sim.live()[0]!.frames
+    const joinRef = frames.find((f) => f.dir === 'in' && f.frame?.event === 'phx_join')!.frame!.join_ref
+    const signals = frames.filter((f) => f.dir === 'out' && f.frame?.event === 'agent.control').map((f) => [f.frame!.join_ref, f.frame!.ref])
+    expect(joinRef).toMatch(/^\d+$/)
+    expect(signals).toEqual([
+      [joinRef, null],
+      [null, null],
+    ])
+  })
+
+  it("a join hook that throws is Phoenix's crashed join/3 (error reply \"join crashed\"); a push handler that throws crashes the channel (phx_error); both noted in the connection's problems", async () => {
+    sim.onJoin('room:crash', { reply: 'ok', before: () => { throw new Error('join boom') } })
+    sim.onPush(() => {
+      throw new Error('push boom')
+    })
+    socket.connect()
+    const refused = socket.channel('room:crash')
+    expect(await join(refused)).toEqual({ status: 'error', response: { reason: 'join crashed' } })
+    const room = socket.channel('room:4')
+    expect((await join(room)).status).toBe('ok')
+    const crashed = once((resolve) => room.onError(() => resolve(true)), 3000, 'phx_error on room:4')
+    // No reply comes for the push (its channel crashed): a short timeout, awaited, so no timer outlives the test.
+    const unanswered = once((resolve) => room.push('say', { text: 'hi' }, 100).receive('timeout', () => resolve('timeout')), 3000, 'the push timeout')
+    expect(await crashed).toBe(true)
+    expect(await unanswered).toBe('timeout')
+    // Leaving cancels phoenix.js's rejoin timers of both channels (neither is joined, so the leave completes at once).
+    for (const channel of [refused, room]) await once((resolve) => channel.leave().receive('ok', resolve), 3000, 'the leave')
+    const conn = sim.live()[0]!
+    expect(conn.problems).toEqual(['handler error on room:crash phx_join: join boom', 'handler error on room:4 say: push boom'])
+    expect(conn.frames.filter((f) => f.dir === 'out' && f.frame?.topic === 'room:4').map((f) => f.frame!.event)).toEqual(['phx_reply', 'phx_error'])
+  })
+
+  it('held joins are answered by age: the newest first when asked, then the oldest', async () => {
+    sim.setKeys('agent-2', 'key-2')
+    sim.onJoin('room:held', { reply: 'hold' })
+    const other = new Socket(sim.url, {
+      transport: WebSocket as never,
+      params: { agent_id: 'agent-2', api_key: 'key-2' },
+      reconnectAfterMs: () => 2 ** 31 - 1,
+      rejoinAfterMs: () => 2 ** 31 - 1,
+    })
+    try {
+      socket.connect()
+      const older = join(socket.channel('room:held'))
+      await sim.waitFor(() => sim.heldJoins.length === 1, { what: 'the first join held' })
+      other.connect()
+      const newer = join(other.channel('room:held'))
+      await sim.waitFor(() => sim.heldJoins.length === 2, { what: 'the second join held' })
+      expect(sim.answerHeldJoin('room:held', { reply: 'ok', response: { n: 2 } }, 'newest')).toBe(true)
+      expect(await newer).toEqual({ status: 'ok', response: { n: 2 } })
+      expect(sim.heldJoins.map((j) => j.connection.agentId)).toEqual(['agent-1'])
+      expect(sim.answerHeldJoin('room:held', { reply: 'ok', response: { n: 1 } }, 'oldest')).toBe(true)
+      expect(await older).toEqual({ status: 'ok', response: { n: 1 } })
+      expect(sim.answerHeldJoin('room:held', { reply: 'ok' })).toBe(false)
+    } finally {
+      await new Promise<void>((resolve) => other.disconnect(() => resolve(), 1000, 'test done'))
+    }
+  })
+
   it('refuses a wrong API key with HTTP 403 on the upgrade', async () => {
     const bad = new Socket(sim.url, {
       transport: WebSocket as never,

@@ -71,6 +71,18 @@ describe('reason fields', () => {
     expect(classifyControlChannelLoss('phx_error', { big: 10n }, 1, 0)).toMatchObject({ detail: expect.stringContaining('[object Object]') })
   })
 
+  it('a supersede of a payload that is no object, or of an object without a prototype, is superseded and terminal, and nothing throws', () => {
+    for (const payload of [null, undefined, 'supersede', 7, [], Object.create(null), { reason: { toString: () => 'x' } }]) {
+      expect(classifySupersede(payload, 1, 0)).toMatchObject({ kind: 'superseded', retryable: false, cause: 'unknown', message: null })
+    }
+    expect(classifySupersede({ reason: 'session.already_connected', message: 'newer', target_socket_id: 's-2', correlation_id: 'c-9' }, 1, 0)).toMatchObject({
+      cause: 'session.already_connected',
+      message: 'newer',
+      targetSocketId: 's-2',
+      correlationId: 'c-9',
+    })
+  })
+
   it('supersede retry_after: seconds as a number or numeric string; negative, malformed or missing is null', () => {
     expect(classifySupersede({ retry_after: 1.5 }, 1, 0)).toMatchObject({ retryAfterMs: 1500 })
     expect(classifySupersede({ retry_after: ' 4 ' }, 1, 0)).toMatchObject({ retryAfterMs: 4000 })

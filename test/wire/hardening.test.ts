@@ -8,6 +8,7 @@ import { inspect } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { waitFor } from 'xstate'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
+import { rawUpgrade } from '../support/raw-http.js'
 import { next, settle, untilState, useWorld } from '../support/wire.js'
 import { chartOf } from '../../src/chart-of.js'
 
@@ -198,9 +199,15 @@ describe('a chart crash', () => {
 })
 
 describe('the simulator under bad requests', () => {
-  for (const path of ['//%', '/socket/websocket?agent_id=%zz']) {
-    it(`answers an unparsable upgrade (${path}) and keeps serving`, async () => {
-      const sim = await world().sim()
+  // '//%' is no URL at all (the request handler throws, and the simulator logs why); a bad
+  // percent-escape in a query value parses, and is refused as any upgrade without `vsn` is.
+  for (const { path, thrown } of [
+    { path: '//%', thrown: true },
+    { path: '/socket/websocket?agent_id=%zz', thrown: false },
+  ]) {
+    it(`answers an unparsable upgrade (${path}) with 400${thrown ? ', logs why,' : ''} and keeps serving`, async () => {
+      const warnings: unknown[][] = []
+      const sim = await world().sim({ logger: { info: () => {}, warn: (...line: unknown[]) => void warnings.push(line) } })
       const status = await new Promise<number>((resolve, reject) => {
         const req = request({ host: '127.0.0.1', port: sim.port, path, headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } })
         req.on('response', (res) => {
@@ -210,12 +217,55 @@ describe('the simulator under bad requests', () => {
         req.on('error', reject)
         req.end()
       })
-      expect(status).toBeGreaterThanOrEqual(400)
+      expect(status).toBe(400)
+      // The line a host's logger gets names the request's fault, whichever argument order it takes.
+      const why = warnings.filter((line) => line.includes('bad upgrade request'))
+      expect(why).toHaveLength(thrown ? 1 : 0)
+      if (thrown) expect(why[0]).toContainEqual({ error: expect.stringMatching(/\S/) })
       const link = world().link(sim)
       await link.connect()
       expect(link.state).toBe('connected')
     })
   }
+})
+
+describe('the simulator under a failing host route, and keys it must not take', () => {
+  it('an extra HTTP route that throws answers 500 route_failed, is logged, and the simulator keeps serving', async () => {
+    const warnings: unknown[][] = []
+    const sim = await world().sim({
+      logger: { info: () => {}, warn: (...line: unknown[]) => void warnings.push(line) },
+      routes: (req) => {
+        if (req.url === '/boom') throw new Error('route boom')
+        return false
+      },
+    })
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: sim.port, path: '/boom' }, (res) => {
+        let body = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => (body += chunk))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+      })
+      req.on('error', reject)
+      req.end()
+    })
+    expect(answer.status).toBe(500)
+    expect(JSON.parse(answer.body)).toEqual({ error: { code: 'route_failed', message: 'the route threw' } })
+    const why = warnings.filter((line) => line.includes('an extra HTTP route threw'))
+    expect(why).toHaveLength(1)
+    expect(why[0]).toContainEqual({ url: '/boom', error: 'route boom' })
+    const link = world().link(sim)
+    await link.connect()
+    expect(link.state).toBe('connected')
+  })
+
+  it("with agents: 'any', an upgrade with no key or an empty one is still refused 403", async () => {
+    const sim = await world().sim({ agents: 'any' })
+    for (const query of [{ agent_id: 'anyone', vsn: '2.0.0' }, { agent_id: 'anyone', api_key: '', vsn: '2.0.0' }] as Array<Record<string, string>>) {
+      expect((await rawUpgrade(sim.port, query)).statusLine).toBe('HTTP/1.1 403 Forbidden')
+    }
+    expect(sim.upgrades.map((u) => u.status)).toEqual([403, 403])
+  })
 })
 
 describe('reentrant host code (second review)', () => {

@@ -6,6 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { transportClass, type RefusedUpgrade } from '../../src/adapter/ws-transport.js'
+import { rawUpgrade, type RawRefusal } from '../support/raw-http.js'
 import { next, settle, useWorld } from '../support/wire.js'
 
 const world = useWorld()
@@ -282,5 +283,38 @@ describe('rule: our own conflict is retried (on_conflict=reject)', () => {
     expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'conflict', status: 409, retryable: false })
     expect(link.state).toBe('terminated')
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 409])
+  })
+})
+
+describe('the simulator writes a scripted refusal as a platform would', () => {
+  it('a JSON body (the platform\'s own, or any text that parses) is sent as application/json; plain text and an empty body carry no content-type', async () => {
+    const sim = await world().sim()
+    sim.refuseUpgrades(
+      { status: 429, retryAfter: '3', body: 'platform' },
+      { status: 503, body: { text: '{"error":{"code":"maintenance"}}' } },
+      { status: 403, body: { text: 'forbidden' } },
+      { status: 401 },
+    )
+    const query = { agent_id: 'agent-1', api_key: 'key-1', vsn: '2.0.0' }
+    const refusals: RawRefusal[] = []
+    for (let i = 0; i < 4; i++) refusals.push(await rawUpgrade(sim.port, query))
+    const header = (r: RawRefusal, name: string) => r.headers.find(([k]) => k === name)?.[1] ?? null
+    expect(refusals.map((r) => [r.statusLine, header(r, 'content-type'), header(r, 'retry-after')])).toEqual([
+      ['HTTP/1.1 429 Too Many Requests', 'application/json; charset=utf-8', '3'],
+      ['HTTP/1.1 503 Service Unavailable', 'application/json; charset=utf-8', null],
+      ['HTTP/1.1 403 Forbidden', null, null],
+      ['HTTP/1.1 401 Unauthorized', null, null],
+    ])
+    expect(JSON.parse(refusals[0]!.body)).toMatchObject({ error: { code: expect.any(String), message: 'too many connection attempts' } })
+    expect(refusals.map((r) => r.body.length > 0)).toEqual([true, true, true, false])
+  })
+
+  it('an upgrade to a path with no socket is 404, with a JSON body naming the path', async () => {
+    const sim = await world().sim()
+    const r = await rawUpgrade(sim.port, { agent_id: 'agent-1', api_key: 'key-1', vsn: '2.0.0' }, { path: '/elsewhere/websocket' })
+    expect(r.statusLine).toBe('HTTP/1.1 404 Not Found')
+    expect(JSON.parse(r.body)).toEqual({ error: { code: 'not_found', message: 'no socket at /elsewhere/websocket' } })
+    expect(r.afterward).toBe('answered')
+    expect(sim.upgrades.map((u) => u.status)).toEqual([404])
   })
 })
