@@ -65,6 +65,9 @@ for (const name of chosen) {
 console.log()
 console.log(table(rows))
 
+/** Bytes as KiB with two decimals. */
+const kib = (bytes: number) => (bytes / 1024).toFixed(2)
+
 /**
  * What each step of docs/performance.md's plan would take off a link's heap, computed from this
  * run's per-actor figures: a machine actor removed saves at most its measured heap (its context
@@ -72,7 +75,6 @@ console.log(table(rows))
  * floor chart with and without one.
  */
 function savingsText(b: BreakdownResult): string {
-  const kib = (bytes: number) => (bytes / 1024).toFixed(2)
   const of = (prefix: string) => b.actors.find((a) => a.actor.startsWith(prefix))?.bytes ?? NaN
   const callback = of('floor plus one') - of('floor:')
   const link = b.heap.link.perClient
@@ -99,7 +101,6 @@ ${line('all three', '2 machine, 3 callback', all)}`
 /** The breakdown section of docs/performance.md: where a link's heap and a connect's CPU go. */
 function breakdownText(b: BreakdownResult | null): string {
   if (!b) return '(breakdown not run)'
-  const kib = (bytes: number) => (bytes / 1024).toFixed(2)
   const heapRows = (kind: 'link' | 'raw') =>
     b.heap[kind].groups.map((g) => `| ${g.name} | ${kib(g.bytes)} | ${g.count.toFixed(1)} |`).join('\n')
   const cpuRows = (list: Array<{ name: string; us: number }>) => list.map((g) => `| ${g.name.replace(/\|/g, '\\|')} | ${g.us.toFixed(0)} |`).join('\n')

@@ -30,15 +30,20 @@ function join(channel: Channel): Promise<{ status: string; response: unknown }> 
   }, 3000, 'join reply')
 }
 
-beforeEach(async () => {
-  sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
-  socket = new Socket(sim.url, {
+/** The official client for `agentId` with `apiKey`, over ws, never reconnecting or rejoining on its own. */
+function officialSocket(agentId: string, apiKey: string, options: { heartbeatIntervalMs?: number } = {}): Socket {
+  return new Socket(sim.url, {
     transport: WebSocket as never,
-    params: { agent_id: 'agent-1', api_key: 'key-1' },
-    heartbeatIntervalMs: 50,
+    params: { agent_id: agentId, api_key: apiKey },
+    ...options,
     reconnectAfterMs: () => 2 ** 31 - 1,
     rejoinAfterMs: () => 2 ** 31 - 1,
   })
+}
+
+beforeEach(async () => {
+  sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
+  socket = officialSocket('agent-1', 'key-1', { heartbeatIntervalMs: 50 })
 })
 
 afterEach(async () => {
@@ -168,12 +173,7 @@ describe('official phoenix.js client against the simulator', () => {
   it('held joins are answered by age: the newest first when asked, then the oldest', async () => {
     sim.setKeys('agent-2', 'key-2')
     sim.onJoin('room:held', { reply: 'hold' })
-    const other = new Socket(sim.url, {
-      transport: WebSocket as never,
-      params: { agent_id: 'agent-2', api_key: 'key-2' },
-      reconnectAfterMs: () => 2 ** 31 - 1,
-      rejoinAfterMs: () => 2 ** 31 - 1,
-    })
+    const other = officialSocket('agent-2', 'key-2')
     try {
       socket.connect()
       const older = join(socket.channel('room:held'))
@@ -193,11 +193,7 @@ describe('official phoenix.js client against the simulator', () => {
   })
 
   it('refuses a wrong API key with HTTP 403 on the upgrade', async () => {
-    const bad = new Socket(sim.url, {
-      transport: WebSocket as never,
-      params: { agent_id: 'agent-1', api_key: 'wrong' },
-      reconnectAfterMs: () => 2 ** 31 - 1,
-    })
+    const bad = officialSocket('agent-1', 'wrong')
     const closed = once((resolve) => bad.onClose(resolve), 3000, 'close')
     bad.connect()
     await closed

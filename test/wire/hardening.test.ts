@@ -7,7 +7,7 @@ import { request } from 'node:http'
 import { inspect } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { waitFor } from 'xstate'
-import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
+import { CONTROL_EVENT, PROTOCOL_VSN, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
 import { next, settle, untilState, useWorld } from '../support/wire.js'
 import { chartOf } from '../../src/chart-of.js'
@@ -198,6 +198,26 @@ describe('a chart crash', () => {
   })
 })
 
+/** A simulator logger that keeps every warning's arguments, whichever order the simulator passes them in. */
+function warningsLogger(): { logger: { info: () => void; warn: (...line: unknown[]) => void }; warnings: unknown[][] } {
+  const warnings: unknown[][] = []
+  return { warnings, logger: { info: () => {}, warn: (...line: unknown[]) => void warnings.push(line) } }
+}
+
+/** One plain HTTP request to the simulator's port: its status and body. */
+function answerOf(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => (body += chunk))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
 describe('the simulator under bad requests', () => {
   // '//%' is no URL at all (the request handler throws, and the simulator logs why); a bad
   // percent-escape in a query value parses, and is refused as any upgrade without `vsn` is.
@@ -206,17 +226,9 @@ describe('the simulator under bad requests', () => {
     { path: '/socket/websocket?agent_id=%zz', thrown: false },
   ]) {
     it(`answers an unparsable upgrade (${path}) with 400${thrown ? ', logs why,' : ''} and keeps serving`, async () => {
-      const warnings: unknown[][] = []
-      const sim = await world().sim({ logger: { info: () => {}, warn: (...line: unknown[]) => void warnings.push(line) } })
-      const status = await new Promise<number>((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port: sim.port, path, headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } })
-        req.on('response', (res) => {
-          res.resume()
-          res.on('end', () => resolve(res.statusCode ?? 0))
-        })
-        req.on('error', reject)
-        req.end()
-      })
+      const { logger, warnings } = warningsLogger()
+      const sim = await world().sim({ logger })
+      const { status } = await answerOf(sim.port, path, { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' })
       expect(status).toBe(400)
       // The line a host's logger gets names the request's fault, whichever argument order it takes.
       const why = warnings.filter((line) => line.includes('bad upgrade request'))
@@ -231,24 +243,15 @@ describe('the simulator under bad requests', () => {
 
 describe('the simulator under a failing host route, and keys it must not take', () => {
   it('an extra HTTP route that throws answers 500 route_failed, is logged, and the simulator keeps serving', async () => {
-    const warnings: unknown[][] = []
+    const { logger, warnings } = warningsLogger()
     const sim = await world().sim({
-      logger: { info: () => {}, warn: (...line: unknown[]) => void warnings.push(line) },
+      logger,
       routes: (req) => {
         if (req.url === '/boom') throw new Error('route boom')
         return false
       },
     })
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: sim.port, path: '/boom' }, (res) => {
-        let body = ''
-        res.setEncoding('utf8')
-        res.on('data', (chunk: string) => (body += chunk))
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
-      })
-      req.on('error', reject)
-      req.end()
-    })
+    const answer = await answerOf(sim.port, '/boom')
     expect(answer.status).toBe(500)
     expect(JSON.parse(answer.body)).toEqual({ error: { code: 'route_failed', message: 'the route threw' } })
     const why = warnings.filter((line) => line.includes('an extra HTTP route threw'))
@@ -261,7 +264,7 @@ describe('the simulator under a failing host route, and keys it must not take', 
 
   it("with agents: 'any', an upgrade with no key or an empty one is still refused 403", async () => {
     const sim = await world().sim({ agents: 'any' })
-    for (const query of [{ agent_id: 'anyone', vsn: '2.0.0' }, { agent_id: 'anyone', api_key: '', vsn: '2.0.0' }] as Array<Record<string, string>>) {
+    for (const query of [{ agent_id: 'anyone', vsn: PROTOCOL_VSN }, { agent_id: 'anyone', api_key: '', vsn: PROTOCOL_VSN }] as Array<Record<string, string>>) {
       expect((await rawUpgrade(sim.port, query)).statusLine).toBe('HTTP/1.1 403 Forbidden')
     }
     expect(sim.upgrades.map((u) => u.status)).toEqual([403, 403])

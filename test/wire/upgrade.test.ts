@@ -6,6 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { transportClass, type RefusedUpgrade } from '../../src/adapter/ws-transport.js'
+import { PROTOCOL_VSN } from '../../src/protocol.js'
 import { rawUpgrade, type RawRefusal } from '../support/raw-http.js'
 import { next, settle, useWorld } from '../support/wire.js'
 
@@ -295,7 +296,7 @@ describe('the simulator writes a scripted refusal as a platform would', () => {
       { status: 403, body: { text: 'forbidden' } },
       { status: 401 },
     )
-    const query = { agent_id: 'agent-1', api_key: 'key-1', vsn: '2.0.0' }
+    const query = { agent_id: 'agent-1', api_key: 'key-1', vsn: PROTOCOL_VSN }
     const refusals: RawRefusal[] = []
     for (let i = 0; i < 4; i++) refusals.push(await rawUpgrade(sim.port, query))
     const header = (r: RawRefusal, name: string) => r.headers.find(([k]) => k === name)?.[1] ?? null
@@ -311,7 +312,7 @@ describe('the simulator writes a scripted refusal as a platform would', () => {
 
   it('an upgrade to a path with no socket is 404, with a JSON body naming the path', async () => {
     const sim = await world().sim()
-    const r = await rawUpgrade(sim.port, { agent_id: 'agent-1', api_key: 'key-1', vsn: '2.0.0' }, { path: '/elsewhere/websocket' })
+    const r = await rawUpgrade(sim.port, { agent_id: 'agent-1', api_key: 'key-1', vsn: PROTOCOL_VSN }, { path: '/elsewhere/websocket' })
     expect(r.statusLine).toBe('HTTP/1.1 404 Not Found')
     expect(JSON.parse(r.body)).toEqual({ error: { code: 'not_found', message: 'no socket at /elsewhere/websocket' } })
     expect(r.afterward).toBe('answered')
