@@ -113,6 +113,19 @@ function sim<T>(command: SoakCommand): Promise<T> {
     child.send({ ...command, id })
   })
 }
+/**
+ * One-shot timers of the soak's own host logic (a restart, a key retirement), cleared when the
+ * faults stop: one that fired after the simulator process exited would write to a closed IPC
+ * channel (ERR_IPC_CHANNEL_CLOSED, seen in a CI run). A timer that fires once the faults stopped does nothing.
+ */
+const laterTimers = new Set<ReturnType<typeof setTimeout>>()
+function later(ms: number, fn: () => void): void {
+  const timer = setTimeout(() => {
+    laterTimers.delete(timer)
+    if (running) fn()
+  }, ms)
+  laterTimers.add(timer)
+}
 const url = await new Promise<string>((resolve, reject) => {
   child.once('exit', (code) => reject(new Error(`simulator process exited with ${code}`)))
   pending.set(0, (r) => resolve(r as string))
@@ -241,7 +254,7 @@ const hostRandom = seeded(options.seed + 0x7f4a7c15)
 function restart(t: Tracked): void {
   if (t.restarting) return
   t.restarting = true
-  setTimeout(() => {
+  later(300 + Math.floor(hostRandom() * 2_200), () => {
     void (async () => {
       const now = (await sim<number>({ cmd: 'upgrades', agent: t.agent }))
       if (t.upgradesAtTerminal !== null && now !== t.upgradesAtTerminal) {
@@ -257,7 +270,7 @@ function restart(t: Tracked): void {
       counts.restarts++
       await t.link.connect().catch(() => {}) // a terminal end during this connect is handled by the listener
     })()
-  }, 300 + Math.floor(hostRandom() * 2_200))
+  })
 }
 
 /** A supersede pushed to a healthy connection must end the session: checked by the simulator's count, not the link's verdict. */
@@ -333,7 +346,7 @@ async function rotate(t: Tracked): Promise<void> {
   t.key = fresh
   counts.rotations++
   // The old key stops working 1.5 s later, unless a newer rotation of this link came meanwhile.
-  setTimeout(() => t.key === fresh && void sim({ cmd: 'keys', agent: t.agent, keys: [fresh] }), 1_500)
+  later(1_500, () => t.key === fresh && void sim({ cmd: 'keys', agent: t.agent, keys: [fresh] }))
 }
 /** A newer instance of the agent connects (superseding this one) and exits soon after. */
 async function rival(t: Tracked): Promise<void> {
@@ -526,6 +539,8 @@ if (last.handles > firstWarm.handles + options.links) {
 
 running = false
 for (const timer of timers) clearInterval(timer)
+for (const timer of laterTimers) clearTimeout(timer)
+laterTimers.clear()
 await Promise.all(working)
 for (const t of tracked) if (t.offlineSince !== null) t.offlineMs += performance.now() - t.offlineSince
 if (week) {
