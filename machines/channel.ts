@@ -9,11 +9,14 @@
  *   any --transport.down--> detached;  joining | joined --host leave--> leaving --> left (final)
  *   detached | errored --host leave--> left (nothing of it is on the server; a timed-out join was left by the adapter)
  *
+ * Its I/O (`attach` and `release` a join attempt, `pushLeave`, `report` to the connection chart)
+ * is carried out by the link's runtime (src/runtime/); the chart holds no actor.
+ *
  * The control channel is not one of these: its lifecycle is the session's (machines/connection.ts):
  * its phx_error rejoins it on the same socket there, with the same backoff ({@link rejoinDelayMs}),
  * and its phx_close is a session-level loss.
  */
-import { assign, fromCallback, sendParent, sendTo, setup } from 'xstate'
+import { assign, enqueueActions, setup } from 'xstate'
 import { thrownText, timedOutReason, type Env, type ReasonLike } from './types.js'
 import { rejoinDelayMs, type ChannelPolicy } from './channel-policy.js'
 
@@ -49,8 +52,10 @@ export type ChannelEvent =
   | ({ type: 'channel.left' } & AttachOrigin)
   /** Adapter: the join attempt could not start (the host's params function threw), classified `other`. */
   | ({ type: 'channel.attachFailed'; reason: ReasonLike } & AttachOrigin)
+  /** Runtime: an I/O action of this chart threw (a phoenix-link bug); during a join attempt it fails that attempt. */
+  | { type: 'io.failed'; action: string; error: unknown }
 
-/** What a channel actor reports to the connection chart. */
+/** What a channel chart reports to the connection chart (its `report` action). */
 export interface ChannelStatusReport {
   type: 'channel.status'
   topic: string
@@ -76,6 +81,10 @@ export interface ChannelContext extends ChannelInput {
   rejoins: number
   /** Why the channel errored or was dropped. */
   reason: ReasonLike | null
+}
+
+function attemptOf(context: ChannelContext): AttachOrigin {
+  return { topic: context.topic, generation: context.generation, attachId: context.attachId }
 }
 
 function statusReport(context: ChannelContext, status: ChannelStatusReport['status']): ChannelStatusReport {
@@ -132,27 +141,34 @@ export const channelMachine = setup({
     recordJoinTimeout: assign({
       reason: ({ context }) => timedOutReason('join', context.generation, context.env.now()),
     }),
-    reportJoined: sendParent(({ context }) => statusReport(context, 'joined')),
-    reportErrored: sendParent(({ context }) => statusReport(context, 'errored')),
-    reportDropped: sendParent(({ context }) => statusReport(context, 'dropped')),
-    reportLeft: sendParent(({ context }) => statusReport(context, 'left')),
-    reportDetached: sendParent(({ context }) => statusReport(context, 'detached')),
-    pushLeave: sendTo('attachment', { type: 'leave' }),
+    reportJoined: enqueueActions(({ context, enqueue }) => enqueue({ type: 'report', params: statusReport(context, 'joined') })),
+    reportErrored: enqueueActions(({ context, enqueue }) => enqueue({ type: 'report', params: statusReport(context, 'errored') })),
+    reportDropped: enqueueActions(({ context, enqueue }) => enqueue({ type: 'report', params: statusReport(context, 'dropped') })),
+    reportLeft: enqueueActions(({ context, enqueue }) => enqueue({ type: 'report', params: statusReport(context, 'left') })),
+    reportDetached: enqueueActions(({ context, enqueue }) => enqueue({ type: 'report', params: statusReport(context, 'detached') })),
+    /** Starts this join attempt (entry of `attached.live`). */
+    startAttempt: enqueueActions(({ context, enqueue }) => enqueue({ type: 'joinAttempt', params: attemptOf(context) })),
+    /** Ends this join attempt (exit of `attached.live`): its phoenix Channel is released. */
+    endAttempt: enqueueActions(({ context, enqueue }) => enqueue({ type: 'releaseAttempt', params: attemptOf(context) })),
+    /** The host left: phx_leave on this attempt's join (entry of `leaving`). */
+    pushLeave: enqueueActions(({ context, enqueue }) => enqueue({ type: 'leaveAttempt', params: attemptOf(context) })),
+    /**
+     * I/O: one join attempt of the channel on transport `generation`: asks its join params and
+     * joins; the adapter reports the outcome as channel events stamped with this AttachOrigin.
+     */
+    joinAttempt: (_: unknown, _attempt: AttachOrigin) => {},
+    /** I/O: releases the attempt's phoenix Channel (its timers, its bindings); a join still unanswered is left on the wire. */
+    releaseAttempt: (_: unknown, _attempt: AttachOrigin) => {},
+    /** I/O: pushes phx_leave on the attempt's join; the adapter answers `channel.left`. */
+    leaveAttempt: (_: unknown, _attempt: AttachOrigin) => {},
+    /** I/O: hands a status report to the connection chart. */
+    report: (_: unknown, _report: ChannelStatusReport) => {},
   },
   delays: {
     joinTimeout: ({ context }) => context.policy.joinTimeoutMs,
     leaveTimeout: ({ context }) => context.policy.leaveTimeoutMs,
     rejoinDelay: ({ context }) => rejoinDelayMs(context.policy, context.rejoins, context.env.random()),
     rejoinStableAfter: ({ context }) => context.policy.rejoinStableAfterMs,
-  },
-  actors: {
-    /**
-     * One join attempt of the channel on transport `generation`: joins on start, pushes phx_leave
-     * on `leave`, releases the phoenix Channel when stopped. Provided by src/adapter.
-     */
-    attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(() => {
-      throw new Error('attachment must be provided (machine.provide) by the adapter')
-    }),
   },
 }).createMachine({
   id: 'channel',
@@ -178,17 +194,11 @@ export const channelMachine = setup({
         /** A join attempt on this transport: its own phoenix Channel and join_ref. */
         live: {
           description: 'One join attempt on this transport: its own phoenix Channel and join_ref.',
-          entry: 'nextAttempt',
-          invoke: {
-            id: 'attachment',
-            src: 'attachment',
-            input: ({ context }) => ({
-              topic: context.topic,
-              generation: context.generation,
-              attachId: context.attachId,
-            }),
-            // The adapter's attachment actor threw (a phoenix-link bug): this attempt failed; retry.
-            onError: { target: '#channel.attached.errored', actions: ['recordAttachmentFailure', 'reportErrored'] },
+          entry: ['nextAttempt', 'startAttempt'],
+          exit: 'endAttempt',
+          on: {
+            // An I/O action of this attempt threw (a phoenix-link bug): this attempt failed; retry.
+            'io.failed': { target: '#channel.attached.errored', actions: ['recordAttachmentFailure', 'reportErrored'] },
           },
           initial: 'joining',
           states: {

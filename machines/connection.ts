@@ -14,7 +14,7 @@
  * - normal close reconnects: a loss goes to `lost`; only `isTerminalLoss` (a non-retryable
  *   reason from src/reasons.ts's tables) ends the session, and no close code is terminal there.
  * - supersede is terminal: `control.supersede` of this session ends it from every session state,
- *   including the backoff; the transport actor is stopped, so the socket is ended, not flagged.
+ *   including the backoff; leaving `online` runs `endTransport`, so the socket is ended, not flagged.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
  * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing one of this
@@ -30,12 +30,20 @@
  * - cancelling a wait is not a stop: waits live in the link; only `host.disconnect` stops.
  * - disconnect() always succeeds: `host.disconnect` is handled in every state.
  * - control signals in order without holding up a supersede or close: they go to the
- *   control delivery actor (machines/control.ts); this chart never waits for the handler.
+ *   control delivery chart (machines/control.ts); this chart never waits for the handler.
+ *
+ * The chart holds no actor. Its I/O is named actions the link's runtime (src/runtime/) carries
+ * out after each transition: the transport (`openTransport` on entering `online`, `endTransport`
+ * on leaving it), the control channel (`joinControlChannel`, `rejoinControlChannel`,
+ * `leaveControlChannel`), and what it tells the other charts of the link (`tellReconnect`,
+ * `tellControl`, `startChannel`, `tellChannel`, `stopChannel`, `startReconnect`, `stopReconnect`).
+ * They report back with events (`reconnect.*`, `control.*` reports, `channel.status`). An I/O
+ * action that throws (a phoenix-link bug) comes back as `io.failed`: a loss, retried.
  */
-import { assign, emit, enqueueActions, fromCallback, sendTo, setup, type ActorRefFrom } from 'xstate'
-import { channelMachine, DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
-import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlDropCause, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
-import { DEFAULT_RECONNECT_POLICY, reconnectMachine, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
+import { assign, emit, enqueueActions, setup } from 'xstate'
+import { DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
+import { DEFAULT_CONTROL_POLICY, type ControlDropCause, type ControlEvent, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
+import { DEFAULT_RECONNECT_POLICY, type ReconnectEvent, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
 import { gracefulReason, thrownText, timedOutReason, type Env, type Origin, type ReasonLike } from './types.js'
 import { DEFAULT_CONNECTION_POLICY, type ConnectionPolicy } from './connection-policy.js'
 
@@ -83,12 +91,16 @@ export type ConnectionEvent =
   | ({ type: 'socket.malformed'; detail: string } & Origin)
   /** Adapter: events of app channels, forwarded to the channel actor of `topic`. */
   | Extract<ChannelEvent, { topic: string }>
-  /** Reconnect actor (machines/reconnect.ts). */
+  /** Reconnect chart (machines/reconnect.ts), through the link's runtime. */
   | ReconnectReport
-  /** Channel actors (machines/channel.ts). */
+  /** Channel charts (machines/channel.ts), through the link's runtime. */
   | ChannelStatusReport
-  /** Control delivery actor (machines/control.ts). */
+  /** Control delivery chart (machines/control.ts), through the link's runtime. */
   | ControlReport
+  /** Runtime: the channel chart of `topic` stopped with an error (a phoenix-link bug). */
+  | { type: 'channel.failed'; topic: string; error: unknown }
+  /** Runtime: an I/O action of this chart threw (a phoenix-link bug): during a transport, a retryable loss. */
+  | { type: 'io.failed'; action: string; error: unknown }
 
 /** Events the chart emits for the link to publish (actor.on). */
 export type ConnectionEmitted =
@@ -132,64 +144,26 @@ export interface ConnectionContext {
    * first connected.
    */
   liveLostAt: number | null
-  /** App channel actors by topic. */
-  channels: Record<string, ActorRefFrom<typeof channelMachine>>
+  /** Topics of the app channels that have a channel chart, in the order the host asked for them. */
+  channels: readonly string[]
   /** Arrival sequence of control signals. */
   signalSeq: number
   /** Control channel crashes in a row (no join since that held the channel policy's rejoinStableAfterMs), for the rejoin backoff. */
   controlCrashes: number
 }
 
-/**
- * The actor of an app channel topic. Topics are host strings used as keys, so only own
- * properties count: `toString` or `__proto__` is a topic like any other, not Object.prototype.
- */
-function channelOf(context: ConnectionContext, topic: string): ActorRefFrom<typeof channelMachine> | undefined {
-  return Object.hasOwn(context.channels, topic) ? context.channels[topic] : undefined
+/** The stamp of the current transport, for the I/O actions about it. */
+function originOf(context: ConnectionContext): Origin {
+  return { generation: context.generation, epoch: context.epoch }
 }
 
-/**
- * The id of a new app channel actor: the lowest `channel-<n>` no live channel actor has.
- *
- * Why not a fresh id per actor: a child's id is part of the event types its parent receives
- * (`xstate.done.actor.<id>` when it reaches `left` or `dropped`, `xstate.error.actor.<id>`), and
- * XState memoizes the candidate transitions of each state node per event type for the life of
- * the machine (StateMachine memo `candidates-<type>`, shared by every actor of the chart). Unique
- * ids made that cache grow by five arrays per finished channel, for ever (about 0.7 KB per
- * joined-and-left channel). Reused ids keep the set of event types as small as the most channels
- * ever open at once.
- */
-function freeChannelId(context: ConnectionContext): string {
-  const used = new Set(Object.values(context.channels).map((ref) => ref.id))
-  for (let n = 0; ; n++) if (!used.has(`channel-${n}`)) return `channel-${n}`
-}
-
-type TransportInput = Origin
-type ControlChannelInput = Origin
-
-/** The connection statechart. The `transport` and `controlChannel` actors are provided by the adapter. */
+/** The connection statechart. Its I/O actions are carried out by the link's runtime (src/runtime/). */
 export const connectionMachine = setup({
   types: {
     context: {} as ConnectionContext,
     events: {} as ConnectionEvent,
     input: {} as ConnectionInput,
     emitted: {} as ConnectionEmitted,
-  },
-  actors: {
-    /** Opens one phoenix Socket for `generation`; stopping the actor ends it. Provided by src/adapter. */
-    transport: fromCallback<{ type: 'noop' }, TransportInput>(() => {
-      throw new Error('transport must be provided (machine.provide) by the adapter')
-    }),
-    /**
-     * Joins the control channel on the transport of `generation`; receives `leave`, and `rejoin`
-     * (join it again, with a fresh join_ref, after a crash). Provided by src/adapter.
-     */
-    controlChannel: fromCallback<{ type: 'leave' } | { type: 'rejoin' }, ControlChannelInput>(() => {
-      throw new Error('controlChannel must be provided (machine.provide) by the adapter')
-    }),
-    reconnect: reconnectMachine,
-    control: controlMachine,
-    channel: channelMachine,
   },
   guards: {
     /**
@@ -215,10 +189,10 @@ export const connectionMachine = setup({
       const elapsed = context.env.monotonic() - context.liveLostAt
       return elapsed >= 0 && elapsed <= context.policy.conflictRetryWindowMs
     },
-    /** An app channel actor exists for the event's topic. */
-    hasChannel: ({ context, event }) => 'topic' in event && channelOf(context, event.topic) !== undefined,
-    /** No app channel actor exists yet for the topic. */
-    isNewChannel: ({ context, event }) => 'topic' in event && channelOf(context, event.topic) === undefined,
+    /** An app channel chart runs for the event's topic. */
+    hasChannel: ({ context, event }) => 'topic' in event && context.channels.includes(event.topic),
+    /** No app channel chart runs yet for the topic. */
+    isNewChannel: ({ context, event }) => 'topic' in event && !context.channels.includes(event.topic),
   },
   actions: {
     startSession: assign({
@@ -260,66 +234,62 @@ export const connectionMachine = setup({
     recordSuspension: assign({ lastReason: ({ event }) => (event as Extract<ConnectionEvent, { type: 'reconnect.suspended' }>).reason }),
     countControlCrash: assign({ controlCrashes: ({ context }) => context.controlCrashes + 1 }),
     clearControlCrashes: assign({ controlCrashes: 0 }),
-    rejoinControlChannel: sendTo('controlChannel', { type: 'rejoin' }),
+    rejoinControlChannel: enqueueActions(({ context, enqueue }) => enqueue({ type: 'rejoinControl', params: originOf(context) })),
     clearRetry: assign({ retry: null }),
     countConnect: assign({ connects: ({ context }) => context.connects + 1 }),
     markLiveLost: assign({ liveLostAt: ({ context }) => context.env.monotonic() }),
     /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */
     retryOwnConflict: assign({ lastReason: ({ context }) => ({ ...context.lastReason!, retryable: true }) }),
-    tellReconnectOpened: sendTo('reconnect', { type: 'reconnect.opened' }),
+    tellReconnectOpened: enqueueActions(({ enqueue }) => enqueue({ type: 'tellReconnect', params: { type: 'reconnect.opened' } })),
     /** Asks the reconnect chart to end its wait now; it answers `reconnect.due`. */
-    retryNow: sendTo('reconnect', { type: 'reconnect.retryNow' }),
-    tellReconnectLost: sendTo('reconnect', ({ context }) => ({
-      type: 'reconnect.lost' as const,
-      reason: context.lastReason!,
-    })),
-    leaveControlChannel: sendTo('controlChannel', { type: 'leave' }),
-    flushControl: sendTo('control', { type: 'control.flush' }),
-    resetControl: sendTo('control', { type: 'control.reset' }),
+    retryNow: enqueueActions(({ enqueue }) => enqueue({ type: 'tellReconnect', params: { type: 'reconnect.retryNow' } })),
+    tellReconnectLost: enqueueActions(({ context, enqueue }) =>
+      enqueue({ type: 'tellReconnect', params: { type: 'reconnect.lost', reason: context.lastReason! } }),
+    ),
+    leaveControlChannel: enqueueActions(({ context, enqueue }) => enqueue({ type: 'leaveControl', params: originOf(context) })),
+    flushControl: enqueueActions(({ enqueue }) => enqueue({ type: 'tellControl', params: { type: 'control.flush' } })),
+    resetControl: enqueueActions(({ enqueue }) => enqueue({ type: 'tellControl', params: { type: 'control.reset' } })),
     // Named on control.signal.
     enqueueControlSignal: enqueueActions(({ context, event: anyEvent, enqueue }) => {
       const event = anyEvent as Extract<ConnectionEvent, { type: 'control.signal' }>
       const sequence = context.signalSeq + 1
       enqueue.assign({ signalSeq: sequence })
-      enqueue.sendTo('control', { type: 'control.enqueue', signal: event.signal, sequence, epoch: event.epoch })
+      enqueue({ type: 'tellControl', params: { type: 'control.enqueue', signal: event.signal, sequence, epoch: event.epoch } })
     }),
     // Runs only when the isNewChannel guard passed: the event is a host.channel of a new topic.
-    spawnChannel: assign({
-      channels: ({ context, event, spawn }) => {
-        const { topic } = event as Extract<ConnectionEvent, { type: 'host.channel' }>
-        const ref = spawn('channel', { id: freeChannelId(context), input: { topic, policy: context.channelPolicy, env: context.env } })
-        return { ...context.channels, [topic]: ref }
-      },
+    spawnChannel: enqueueActions(({ context, event, enqueue }) => {
+      const { topic } = event as Extract<ConnectionEvent, { type: 'host.channel' }>
+      enqueue.assign({ channels: [...context.channels, topic] })
+      enqueue({ type: 'startChannel', params: { topic } })
     }),
     // After spawnChannel, on the same host.channel, while connected.
     attachNewChannel: enqueueActions(({ context, event, enqueue }) => {
-      const ref = channelOf(context, (event as Extract<ConnectionEvent, { type: 'host.channel' }>).topic)!
-      enqueue.sendTo(ref, { type: 'transport.up', generation: context.generation })
+      const { topic } = event as Extract<ConnectionEvent, { type: 'host.channel' }>
+      enqueue({ type: 'tellChannel', params: { topic, event: { type: 'transport.up', generation: context.generation } } })
     }),
     attachChannels: enqueueActions(({ context, enqueue }) => {
-      for (const ref of Object.values(context.channels)) {
-        enqueue.sendTo(ref, { type: 'transport.up', generation: context.generation })
+      for (const topic of context.channels) {
+        enqueue({ type: 'tellChannel', params: { topic, event: { type: 'transport.up', generation: context.generation } } })
       }
     }),
     detachChannels: enqueueActions(({ context, enqueue }) => {
-      for (const ref of Object.values(context.channels)) enqueue.sendTo(ref, { type: 'transport.down' })
+      for (const topic of context.channels) enqueue({ type: 'tellChannel', params: { topic, event: { type: 'transport.down' } } })
     }),
-    // Runs only when the hasChannel guard passed: the event names the topic of a channel actor.
-    forwardToChannel: enqueueActions(({ context, event, enqueue }) => {
+    // Runs only when the hasChannel guard passed: the event names the topic of a channel chart.
+    forwardToChannel: enqueueActions(({ event, enqueue }) => {
       const e = event as Extract<ConnectionEvent, { topic: string }>
-      const ref = channelOf(context, e.topic)!
-      enqueue.sendTo(ref, e.type === 'host.leaveChannel' ? { type: 'host.leave' } : (e as ChannelEvent))
+      enqueue({ type: 'tellChannel', params: { topic: e.topic, event: e.type === 'host.leaveChannel' ? { type: 'host.leave' } : (e as ChannelEvent) } })
     }),
+    // Named on channel.failed: the channel chart of a topic stopped with an error (a phoenix-link bug).
     dropFailedChannel: enqueueActions(({ context, event, enqueue }) => {
-      const failed = (event as { actorId?: string }).actorId
-      const topic = Object.keys(context.channels).find((t) => context.channels[t]!.id === failed)
-      const detail = thrownText((event as { error?: unknown }).error)
-      if (topic === undefined) {
-        enqueue.emit({ type: 'link.ignored', event: event.type, detail: `an actor of the chart failed: ${detail}` })
+      const { topic, error } = event as Extract<ConnectionEvent, { type: 'channel.failed' }>
+      const detail = thrownText(error)
+      if (!context.channels.includes(topic)) {
+        enqueue.emit({ type: 'link.ignored', event: event.type, detail: `a chart of the link failed: ${detail}` })
         return
       }
-      const { [topic]: _gone, ...rest } = context.channels
-      enqueue.assign({ channels: rest })
+      enqueue.assign({ channels: context.channels.filter((t) => t !== topic) })
+      enqueue({ type: 'stopChannel', params: { topic } })
       enqueue.emit({
         type: 'link.channel',
         topic,
@@ -330,12 +300,47 @@ export const connectionMachine = setup({
     forgetFinishedChannel: enqueueActions(({ context, event, enqueue }) => {
       const e = event as ChannelStatusReport // runs on channel.status only
       if (e.status !== 'dropped' && e.status !== 'left') return
-      // A channel reports dropped or left once, as its last act: its actor is there.
-      const ref = channelOf(context, e.topic)!
-      const { [e.topic]: _gone, ...rest } = context.channels
-      enqueue.assign({ channels: rest })
-      enqueue.stopChild(ref)
+      // A channel reports dropped or left once, as its last act: its chart stops.
+      enqueue.assign({ channels: context.channels.filter((t) => t !== e.topic) })
+      enqueue({ type: 'stopChannel', params: { topic: e.topic } })
     }),
+    /** Opens this session's next transport (entry of `online`, after nextGeneration). */
+    openCurrentTransport: enqueueActions(({ context, enqueue }) => enqueue({ type: 'openTransport', params: originOf(context) })),
+    /** Ends the transport of this generation (exit of `online`): its socket is closed, whatever comes after. */
+    endCurrentTransport: enqueueActions(({ context, enqueue }) => enqueue({ type: 'endTransport', params: originOf(context) })),
+    /** Joins the control channel on the open transport (entry of `attached`). */
+    joinCurrentControl: enqueueActions(({ context, enqueue }) => enqueue({ type: 'joinControl', params: originOf(context) })),
+    /** A session starts: a fresh reconnect chart, so every session starts from the first delay with no rapid streak. */
+    startSessionReconnect: enqueueActions(({ context, enqueue }) =>
+      enqueue({ type: 'startReconnect', params: { policy: context.reconnectPolicy, env: context.env } }),
+    ),
+    endSessionReconnect: enqueueActions(({ enqueue }) => enqueue({ type: 'stopReconnect', params: {} })),
+
+    // ---- I/O: carried out by the link's runtime after the transition; no-ops under a bare XState actor.
+    /** Opens one phoenix Socket for `generation` (asks the credentials of this attempt first). */
+    openTransport: (_: unknown, _origin: Origin) => {},
+    /** Ends the socket of `generation` with close 1000 and releases its channels. */
+    endTransport: (_: unknown, _origin: Origin) => {},
+    /** Joins the control channel on the transport of `generation`. */
+    joinControl: (_: unknown, _origin: Origin) => {},
+    /** Joins the control channel again on the transport of `generation`, with a fresh join_ref, after a crash. */
+    rejoinControl: (_: unknown, _origin: Origin) => {},
+    /** Pushes phx_leave on the control channel of `generation`; the adapter answers `control.left`. */
+    leaveControl: (_: unknown, _origin: Origin) => {},
+    /** Starts the session's reconnect chart (machines/reconnect.ts). */
+    startReconnect: (_: unknown, _input: { policy: ReconnectPolicy; env: Env }) => {},
+    /** Stops the session's reconnect chart; its delays are cancelled. */
+    stopReconnect: (_: unknown, _none: Record<string, never>) => {},
+    /** Sends an event to the session's reconnect chart. */
+    tellReconnect: (_: unknown, _event: ReconnectEvent) => {},
+    /** Sends an event to the link's control delivery chart (machines/control.ts). */
+    tellControl: (_: unknown, _event: ControlEvent) => {},
+    /** Starts the channel chart of an app channel topic (machines/channel.ts). */
+    startChannel: (_: unknown, _channel: { topic: string }) => {},
+    /** Sends an event to the channel chart of `topic`. */
+    tellChannel: (_: unknown, _message: { topic: string; event: ChannelEvent }) => {},
+    /** Stops the channel chart of `topic` (it reported `left` or `dropped`, or failed). */
+    stopChannel: (_: unknown, _channel: { topic: string }) => {},
     announceConnected: emit(({ context }) => ({
       type: 'link.connected' as const,
       generation: context.generation,
@@ -374,6 +379,9 @@ export const connectionMachine = setup({
     reportIgnored: enqueueActions(({ context, event, enqueue }) => {
       if (event.type.startsWith('xstate.')) return
       const detail =
+        event.type === 'io.failed'
+          ? `the ${event.action} action failed inside phoenix-link: ${thrownText(event.error)}`
+          :
         'epoch' in event && event.epoch !== context.epoch
           ? `from an earlier session (epoch ${event.epoch}, current ${context.epoch})`
           : 'generation' in event && event.generation !== context.generation
@@ -405,11 +413,10 @@ export const connectionMachine = setup({
     retry: null,
     connects: 0,
     liveLostAt: null,
-    channels: {},
+    channels: [],
     signalSeq: 0,
     controlCrashes: 0,
   }),
-  invoke: { id: 'control', src: 'control', input: ({ context }) => ({ policy: context.controlPolicy }) },
   initial: 'idle',
   on: {
     'host.channel': { guard: 'isNewChannel', actions: 'spawnChannel' },
@@ -421,8 +428,8 @@ export const connectionMachine = setup({
     'channel.left': { guard: 'hasChannel', actions: 'forwardToChannel' },
     'channel.attachFailed': { guard: 'hasChannel', actions: 'forwardToChannel' },
     'channel.status': { actions: ['announceChannel', 'forgetFinishedChannel'] },
-    // An app channel actor stopped with an error (a phoenix-link bug): report it as dropped and forget it.
-    'xstate.error.actor.*': { actions: 'dropFailedChannel' },
+    // An app channel chart stopped with an error (a phoenix-link bug): report it as dropped and forget it.
+    'channel.failed': { actions: 'dropFailedChannel' },
     'socket.malformed': { actions: 'reportIgnored' },
     'control.duplicate': { actions: 'announceDuplicate' },
     'control.handlerFailed': { actions: 'announceHandlerFailed' },
@@ -442,11 +449,8 @@ export const connectionMachine = setup({
     /** A session: from host.connect until stop or a terminal reason. */
     session: {
       description: 'A session, from host.connect until the host stops it or a terminal reason ends it.',
-      invoke: {
-        id: 'reconnect',
-        src: 'reconnect',
-        input: ({ context }) => ({ policy: context.reconnectPolicy, env: context.env }),
-      },
+      entry: 'startSessionReconnect',
+      exit: 'endSessionReconnect',
       initial: 'online',
       on: {
         'host.connect': {},
@@ -464,16 +468,12 @@ export const connectionMachine = setup({
         /** A transport of this session exists (opening, open, or closing on our side). */
         online: {
           description: 'A transport of this session exists: opening, open, or closing on our side. Leaving it ends the socket.',
-          entry: 'nextGeneration',
-          invoke: {
-            id: 'transport',
-            src: 'transport',
-            input: ({ context }) => ({ generation: context.generation, epoch: context.epoch }),
-            // The adapter's transport actor threw (a phoenix-link bug): a loss like any other, retried.
-            onError: { target: 'lost', actions: 'recordActorFailure' },
-          },
+          entry: ['nextGeneration', 'openCurrentTransport'],
+          exit: 'endCurrentTransport',
           initial: 'connecting',
           on: {
+            // An I/O action of this transport threw (a phoenix-link bug): a loss like any other, retried.
+            'io.failed': { target: 'lost', actions: 'recordActorFailure' },
             'socket.close': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss', meta: { rule: 'normal-close-reconnects' } },
             'socket.upgradeRejected': {
               guard: 'isCurrentTransport',
@@ -496,12 +496,7 @@ export const connectionMachine = setup({
             /** The transport is open; the control channel lives on it. */
             attached: {
               description: 'The transport is open; the control channel lives on it.',
-              invoke: {
-                id: 'controlChannel',
-                src: 'controlChannel',
-                input: ({ context }) => ({ generation: context.generation, epoch: context.epoch }),
-                onError: { target: '#connection.session.lost', actions: 'recordActorFailure' },
-              },
+              entry: 'joinCurrentControl',
               initial: 'joining',
               on: {
                 'control.lost': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: 'recordLoss' },
@@ -579,6 +574,8 @@ export const connectionMachine = setup({
                       actions: 'recordGraceful',
                     },
                     'control.signal': {},
+                    // The host asked to stop: an I/O fault on the way (a phoenix-link bug) still stops it.
+                    'io.failed': { target: '#connection.stopped', actions: 'recordGraceful' },
                   },
                   after: { leaveTimeout: { target: '#connection.stopped', actions: 'recordGraceful' } },
                 },

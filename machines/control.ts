@@ -1,16 +1,17 @@
 /**
  * The control-signal delivery statechart: `agent.control` signals reach the host's handler once
- * each, in arrival order, one at a time. It is its own actor, invoked by the connection chart, so
- * a slow handler holds up only the signals queued behind it: a supersede or a close is handled
- * by the connection chart at once.
+ * each, in arrival order, one at a time. It is its own chart, told of signals by the connection
+ * chart, so a slow handler holds up only the signals queued behind it: a supersede or a close is
+ * handled by the connection chart at once. It runs for the life of a link (the dedupe window spans
+ * sessions); its I/O (`deliver`, `abandonDelivery`, `report`) is carried out by the link's runtime.
  *
- *   idle --control.enqueue--> delivering (invoke deliverSignal) --done/error--> idle | delivering
+ *   idle --control.enqueue--> delivering (entry: deliver the head) --control.delivered | deliveryFailed--> idle | delivering
  *
  * A signal already delivered or queued with the same correlation id is dropped and reported
  * (the platform does not deduplicate; see docs/field-notes.md "agent.control payload"); so is one
  * that arrives while `maxQueued` signals wait behind a handler that has not settled.
  */
-import { assign, sendParent, setup, fromPromise } from 'xstate'
+import { assign, enqueueActions, setup } from 'xstate'
 import type { ControlPolicy } from './control-policy.js'
 
 /** What the chart needs of a control signal; the full schema is `ControlSignal` in src/protocol.ts. */
@@ -29,6 +30,12 @@ export type ControlEvent =
   | { type: 'control.flush' }
   /** Connection chart: a new session starts; signals of the old one are dropped and a handler still running is no longer waited for. */
   | { type: 'control.reset' }
+  /** Link: the host's handler settled for the signal of arrival number `sequence`. */
+  | { type: 'control.delivered'; sequence: number }
+  /** Link: the host's handler threw or rejected for the signal of arrival number `sequence`. */
+  | { type: 'control.deliveryFailed'; sequence: number; error: unknown }
+  /** Runtime: the `deliver` action itself threw (a phoenix-link bug): that signal is reported failed. */
+  | { type: 'io.failed'; action: string; error: unknown }
 
 /** What the control delivery chart reports to the connection chart. */
 export type ControlReport =
@@ -80,18 +87,15 @@ type Enqueue = Extract<ControlEvent, { type: 'control.enqueue' }>
 /** The event of an action or guard that only `control.enqueue` transitions name. */
 const enqueued = (event: unknown) => event as Enqueue
 
-/** The control delivery statechart. The `deliverSignal` actor is provided by the link. */
+/** Why a delivery event settles the head of the queue: it names the signal being delivered now. */
+type Settled = Extract<ControlEvent, { type: 'control.delivered' | 'control.deliveryFailed' }>
+
+/** The control delivery statechart. Its I/O actions (`deliver`, `abandonDelivery`, `report`) are carried out by the link's runtime. */
 export const controlMachine = setup({
   types: {
     context: {} as ControlContext,
     events: {} as ControlEvent,
     input: {} as ControlInput,
-  },
-  actors: {
-    /** Calls the host's handler with one signal; provided by src/link.ts. Resolves when the handler settles. */
-    deliverSignal: fromPromise<void, QueuedSignal>(async () => {
-      throw new Error('deliverSignal must be provided (machine.provide) by the link')
-    }),
   },
   guards: {
     /** The signal's correlation id was delivered or queued before. */
@@ -103,6 +107,11 @@ export const controlMachine = setup({
     isQueueFull: ({ context }) => context.queue.length > context.policy.maxQueued,
     hasQueued: ({ context }) => context.queue.length > 0,
     hasWaiting: ({ context }) => context.queue.length > 1,
+    /**
+     * The handler that settled is the one running now: a delivery abandoned by a new session
+     * (control.reset) may still settle later, for a signal no longer at the head.
+     */
+    isCurrentDelivery: ({ context, event }) => (event as Settled).sequence === context.queue[0]?.sequence,
   },
   actions: {
     enqueue: assign(({ context, event }) => {
@@ -115,21 +124,40 @@ export const controlMachine = setup({
     // A dropped signal was never delivered: forget its correlation id so a resend is delivered.
     dropAll: assign(({ context }) => ({ queue: [], seen: forget(context.seen, context.queue) })),
     dropWaiting: assign(({ context }) => ({ queue: context.queue.slice(0, 1), seen: forget(context.seen, context.queue.slice(1)) })),
-    reportAllDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue, cause: 'reset' as const })),
-    reportWaitingDropped: sendParent(({ context }) => ({ type: 'control.dropped', signals: context.queue.slice(1), cause: 'stopped' as const })),
-    reportOverflow: sendParent(({ event }) => {
+    reportAllDropped: enqueueActions(({ context, enqueue }) =>
+      enqueue({ type: 'report', params: { type: 'control.dropped', signals: context.queue, cause: 'reset' } }),
+    ),
+    reportWaitingDropped: enqueueActions(({ context, enqueue }) =>
+      enqueue({ type: 'report', params: { type: 'control.dropped', signals: context.queue.slice(1), cause: 'stopped' } }),
+    ),
+    reportOverflow: enqueueActions(({ event, enqueue }) => {
       const { signal, sequence, epoch } = enqueued(event)
-      return { type: 'control.dropped', signals: [{ signal, sequence, epoch }], cause: 'overflow' as const }
+      enqueue({ type: 'report', params: { type: 'control.dropped', signals: [{ signal, sequence, epoch }], cause: 'overflow' } })
     }),
     dequeue: assign({ queue: ({ context }) => context.queue.slice(1) }),
-    reportDuplicate: sendParent(({ event }) => ({ type: 'control.duplicate', signal: enqueued(event).signal, sequence: enqueued(event).sequence })),
-    // Named on the delivering actor's onError only: the head of the queue is the signal that failed.
-    reportHandlerFailed: sendParent(({ context, event }) => ({
-      type: 'control.handlerFailed',
-      signal: context.queue[0]!.signal,
-      sequence: context.queue[0]!.sequence,
-      error: (event as unknown as { error: unknown }).error,
-    })),
+    reportDuplicate: enqueueActions(({ event, enqueue }) =>
+      enqueue({ type: 'report', params: { type: 'control.duplicate', signal: enqueued(event).signal, sequence: enqueued(event).sequence } }),
+    ),
+    // Named on control.deliveryFailed and io.failed only: the head of the queue is the signal that failed.
+    reportHandlerFailed: enqueueActions(({ context, event, enqueue }) =>
+      enqueue({
+        type: 'report',
+        params: { type: 'control.handlerFailed', signal: context.queue[0]!.signal, sequence: context.queue[0]!.sequence, error: (event as { error?: unknown }).error },
+      }),
+    ),
+    /** Hands the head of the queue to the host's handler (entry of `delivering`). */
+    deliverHead: enqueueActions(({ context, enqueue }) => enqueue({ type: 'deliver', params: context.queue[0]! })),
+    /** A new session: the handler still running is no longer waited for; its AbortSignal aborts. */
+    abandonHead: enqueueActions(({ context, enqueue }) => enqueue({ type: 'abandonDelivery', params: { sequence: context.queue[0]!.sequence } })),
+    /**
+     * I/O: calls the host's handler with one signal; the link answers `control.delivered` or
+     * `control.deliveryFailed` with its sequence when the handler settles.
+     */
+    deliver: (_: unknown, _signal: QueuedSignal) => {},
+    /** I/O: aborts the AbortSignal handed to the handler of signal `sequence`. */
+    abandonDelivery: (_: unknown, _delivery: { sequence: number }) => {},
+    /** I/O: hands a report to the connection chart. */
+    report: (_: unknown, _report: ControlReport) => {},
   },
 }).createMachine({
   id: 'control',
@@ -158,14 +186,13 @@ export const controlMachine = setup({
         'control.flush': { guard: 'hasWaiting', actions: ['reportWaitingDropped', 'dropWaiting'] },
         // A new session does not wait for a handler of the old one: it is abandoned (its
         // AbortSignal aborts) and reported with the rest.
-        'control.reset': { target: 'idle', actions: ['reportAllDropped', 'dropAll'] },
+        'control.reset': { target: 'idle', actions: ['abandonHead', 'reportAllDropped', 'dropAll'] },
+        'control.delivered': { guard: 'isCurrentDelivery', target: 'idle', actions: 'dequeue' },
+        'control.deliveryFailed': { guard: 'isCurrentDelivery', target: 'idle', actions: ['reportHandlerFailed', 'dequeue'] },
+        // The deliver action itself failed: that signal is reported as a handler failure, and delivery goes on.
+        'io.failed': { target: 'idle', actions: ['reportHandlerFailed', 'dequeue'] },
       },
-      invoke: {
-        src: 'deliverSignal',
-        input: ({ context }) => context.queue[0]!,
-        onDone: { target: 'idle', actions: 'dequeue' },
-        onError: { target: 'idle', actions: ['reportHandlerFailed', 'dequeue'] },
-      },
+      entry: 'deliverHead',
     },
   },
 })

@@ -8,12 +8,15 @@
  *                                          \-> suspended --after cooldown--> idle
  *                                          \-> gaveUp (final: `suppressed`, by policy only)
  *
+ * Its answers go to the connection chart through one I/O action, `report`, which the link's
+ * runtime (src/runtime/) carries out; the chart holds no actor and spawns none.
+ *
  * Only retryable losses reach it: the connection chart ends the session itself on a terminal
  * reason (supersede, upgrade rejection), so nothing here can turn a stop into a retry. Past the
  * rapid-disconnect limit it slows down for ever (like Ably's `suspended`): one attempt per
  * cooldown, growing to about five minutes, until a connection outlives the rapid window.
  */
-import { and, assign, sendParent, setup, stateIn } from 'xstate'
+import { and, assign, enqueueActions, setup, stateIn } from 'xstate'
 import { suppressedReason, type Env, type ReasonLike, type SuppressedReason } from './types.js'
 import { backoffDelay, cooldownDelay, type ReconnectPolicy } from './reconnect-policy.js'
 
@@ -31,7 +34,7 @@ export type ReconnectEvent =
 /** The loss event: the only one the actions and guards that read a reason are named on. */
 type Lost = Extract<ReconnectEvent, { type: 'reconnect.lost' }>
 
-/** Events the reconnect chart sends to its parent, the connection chart. */
+/** What the reconnect chart reports to the connection chart (its `report` action). */
 export type ReconnectReport =
   /** A retry is scheduled after `delayMs`; `attempt` counts consecutive losses. */
   | { type: 'reconnect.scheduled'; delayMs: number; attempt: number }
@@ -120,31 +123,39 @@ export const reconnectMachine = setup({
           context.env.random(),
         ),
     }),
-    reportScheduled: sendParent(({ context }) => ({
-      type: 'reconnect.scheduled',
-      delayMs: context.delayMs,
-      attempt: context.attempt,
-    })),
-    reportDue: sendParent({ type: 'reconnect.due' }),
-    reportSuspended: sendParent(({ context }) => ({
-      type: 'reconnect.suspended',
-      delayMs: context.delayMs,
-      attempt: context.attempt,
-      reason: suppressedReason('rapid-disconnects', context.attempt, context.lastLoss!.generation, context.env.now(), true),
-    })),
-    reportRapidGiveUp: sendParent(({ context }) => ({
-      type: 'reconnect.gaveUp',
-      reason: suppressedReason(
-        'rapid-disconnects',
-        context.attempt,
-        context.lastLoss!.generation,
-        context.env.now(),
-      ),
-    })),
-    reportAttemptGiveUp: sendParent(({ context }) => ({
-      type: 'reconnect.gaveUp',
-      reason: suppressedReason('max-attempts', context.attempt, context.lastLoss!.generation, context.env.now()),
-    })),
+    reportScheduled: enqueueActions(({ context, enqueue }) =>
+      enqueue({ type: 'report', params: { type: 'reconnect.scheduled', delayMs: context.delayMs, attempt: context.attempt } }),
+    ),
+    reportDue: enqueueActions(({ enqueue }) => enqueue({ type: 'report', params: { type: 'reconnect.due' } })),
+    reportSuspended: enqueueActions(({ context, enqueue }) =>
+      enqueue({
+        type: 'report',
+        params: {
+          type: 'reconnect.suspended',
+          delayMs: context.delayMs,
+          attempt: context.attempt,
+          reason: suppressedReason('rapid-disconnects', context.attempt, context.lastLoss!.generation, context.env.now(), true),
+        },
+      }),
+    ),
+    reportRapidGiveUp: enqueueActions(({ context, enqueue }) =>
+      enqueue({
+        type: 'report',
+        params: { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', context.attempt, context.lastLoss!.generation, context.env.now()) },
+      }),
+    ),
+    reportAttemptGiveUp: enqueueActions(({ context, enqueue }) =>
+      enqueue({
+        type: 'report',
+        params: { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', context.attempt, context.lastLoss!.generation, context.env.now()) },
+      }),
+    ),
+    /**
+     * I/O: hands a report to the connection chart. Carried out by the link's runtime
+     * (src/runtime/link-charts.ts); a no-op under a bare XState actor, where a test reads the
+     * report from the action list or feeds the connection chart itself.
+     */
+    report: (_: unknown, _report: ReconnectReport) => {},
   },
   delays: {
     backoffDelay: ({ context }) => context.delayMs,

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import type { AnyStateMachine } from 'xstate'
-import { allNodes, CHARTS, transitionRows } from '../src/node/model/chart-info.js'
+import { allNodes, CHARTS, entryExit, transitionRows } from '../src/node/model/chart-info.js'
 import { RULES } from '../src/node/model/rules.js'
 import { DEFAULT_LINK_POLICY } from '../src/policy.js'
 import { DEFAULT_PRESENCE_POLICY } from '../machines/presence.js'
@@ -112,19 +112,20 @@ export function renderLifecycle(): string {
     parts.push(`## ${chart} chart (machines/${chart}.ts)`, '')
     parts.push(
       table(
-        ['state', 'what holds', 'invokes'],
+        ['state', 'what holds', 'entry / exit'],
         allNodes(machine)
           .filter((n) => n.path.length > 0)
-          .map((n) => [
-            `${n.path.join('.')}${n.type === 'final' ? ' (final)' : n.type === 'parallel' ? ' (parallel)' : ''}`,
-            n.description ?? '',
-            (n.invoke ?? []).map((i: { id: string; src: unknown }) => `${i.id}${typeof i.src === 'string' && i.src !== i.id ? ` (${i.src})` : ''}`).join(', '),
-          ]),
+          .map((n) => {
+            const { entry, exit } = entryExit(n)
+            return [
+              `${n.path.join('.')}${n.type === 'final' ? ' (final)' : n.type === 'parallel' ? ' (parallel)' : ''}`,
+              n.description ?? '',
+              [entry.length > 0 ? `entry: ${entry.join(', ')}` : '', exit.length > 0 ? `exit: ${exit.join(', ')}` : ''].filter(Boolean).join('<br>'),
+            ]
+          }),
       ),
       '',
     )
-    const rootInvokes = (machine.root.invoke ?? []).map((i: { id: string }) => i.id)
-    if (rootInvokes.length > 0) parts.push(`The chart invokes ${rootInvokes.join(', ')} for its whole life.`, '')
     parts.push(
       table(
         ['state', 'event', 'guard', 'target', 'actions', 'rule'],

@@ -3,20 +3,14 @@
  * platform. The connection chart decides every lifecycle step; the link turns the host's calls
  * into chart events, waits on the chart's states, and publishes what happened as typed events.
  */
-import { createActor, type Actor, type ActorSystem, type InspectionEvent, fromPromise } from 'xstate'
-
-/** The scheduler interface XState uses for delays (xstate system.ts Clock); SimulatedClock implements it. */
-export interface Clock {
-  setTimeout(fn: (...args: unknown[]) => void, timeout: number): unknown
-  clearTimeout(id: unknown): void
-}
-import { channelMachine } from '../machines/channel.js'
-import { connectionMachine, type ConnectionEmitted, type ConnectionEvent } from '../machines/connection.js'
-import { controlMachine, type QueuedSignal } from '../machines/control.js'
+import type { ConnectionEmitted, ConnectionEvent } from '../machines/connection.js'
+import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import type { Env } from '../machines/types.js'
 import { abortError } from './abort.js'
-import { adapterActors, PhoenixAdapter, type Credentials } from './adapter/phoenix-adapter.js'
+import { PhoenixAdapter, type Credentials } from './adapter/phoenix-adapter.js'
+import { REAL_CLOCK, type Clock } from './runtime/clock.js'
+import { LinkCharts } from './runtime/link-charts.js'
 import { isHeaderValue, SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
 import { Emitter, type Unsubscribe } from './emitter.js'
 import { AgentDisconnectedError } from './errors/agent-disconnected.js'
@@ -30,6 +24,8 @@ import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.j
 import { HEARTBEAT_TOPIC, ON_CONFLICT_PARAM, type ControlSignal } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 import { traceSpans, type TracerLike } from './tracing.js'
+
+export type { Clock } from './runtime/clock.js'
 
 /**
  * A host's handler of control signals; the next signal waits until the returned promise settles.
@@ -205,39 +201,6 @@ export interface ChartActor {
 /** One event of {@link Link.events}: `{ type, ...payload }`. */
 export type LinkEvent = { [K in keyof LinkEvents]: { type: K } & LinkEvents[K] }[keyof LinkEvents]
 
-/** What a link's actor system needs from its link: the adapter and the control handler's runner. */
-interface LinkIo {
-  adapter: PhoenixAdapter
-  deliverSignal(input: QueuedSignal, signal: AbortSignal): Promise<void>
-}
-
-/** Each running link's I/O, by its actor system (one system per link's root actor). */
-const LINKS = new WeakMap<ActorSystem<any>, LinkIo>()
-
-function ioOf(system: ActorSystem<any>): LinkIo {
-  const io = LINKS.get(system)
-  if (!io) throw new Error('phoenix-link: a chart actor started outside a link (no adapter registered for its actor system)')
-  return io
-}
-
-const ADAPTER_ACTORS = adapterActors((system) => ioOf(system).adapter)
-
-/**
- * The connection chart with the adapter's I/O actors and the control handler provided, built
- * once for every link: provide() copies a chart's definition, so one copy per link cost ~75 KiB
- * of heap (bench/ idle memory). Each actor finds its own link through its actor system.
- */
-const LINK_MACHINE = connectionMachine.provide({
-  actors: {
-    transport: ADAPTER_ACTORS.transport,
-    controlChannel: ADAPTER_ACTORS.controlChannel,
-    channel: channelMachine.provide({ actors: { attachment: ADAPTER_ACTORS.attachment } }),
-    control: controlMachine.provide({
-      actors: { deliverSignal: fromPromise<void, QueuedSignal>(({ input, signal, system }) => ioOf(system).deliverSignal(input, signal)) },
-    }),
-  },
-})
-
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)$/i
 
 /**
@@ -258,8 +221,8 @@ export function createLink(options: LinkOptions): Link {
 
 /** A long-lived connection of one agent; see {@link createLink}. */
 export class Link {
-  /** The connection chart's actor (XState), typed in full for this package's own tools (src/chart-of.ts). */
-  private readonly chart: Actor<typeof connectionMachine>
+  /** The link's charts and their runtime (src/runtime/link-charts.ts), for this package's own tools (src/chart-of.ts). */
+  private readonly charts: LinkCharts
   /** The resolved policy. */
   readonly policy: LinkPolicy
   /**
@@ -340,50 +303,46 @@ export class Link {
 
     const inspect = options.inspect
     const observe = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect)
-    this.chart = createActor(LINK_MACHINE, {
-      ...(options.clock ? { clock: options.clock } : {}),
-      input: {
-        env: this.env,
-        policy: this.policy.connection,
-        reconnectPolicy: this.policy.reconnect,
-        channelPolicy: this.policy.channel,
-        controlPolicy: this.policy.control,
-      },
+    this.charts = new LinkCharts({
+      io: this.#adapter,
+      clock: options.clock ?? REAL_CLOCK,
+      env: this.env,
+      policy: this.policy,
       // The host's observer runs inside socket callbacks: its errors are logged, never thrown there.
-      ...(observe
-        ? {
-            inspect: (event: InspectionEvent) => {
-              try {
-                // Inspection events are output: the host's observer gets them with every key redacted.
-                observe(this.redactOutput(event))
-              } catch (error) {
-                this.log.error('the inspect observer threw', { error: errorMessage(error) })
-              }
-            },
+      inspect: observe
+        ? (event) => {
+            try {
+              // Inspection events are output: the host's observer gets them with every key redacted.
+              observe(this.redactOutput(event))
+            } catch (error) {
+              this.log.error('the inspect observer threw', { error: errorMessage(error) })
+            }
           }
-        : {}),
-    })
-    LINKS.set(this.chart.system, { adapter: this.#adapter, deliverSignal: (input, signal) => this.deliverSignal(input, signal) })
-    this.chart.on('*', (event) => {
-      // Runs inside a chart action: a throw here would stop the actor (xstate #5153).
-      try {
-        this.onChartEmitted(event as ConnectionEmitted)
-      } catch (error) {
-        this.log.error('publishing a chart event failed', { event: event.type, error: errorMessage(error) })
-      }
-    })
-    this.chart.subscribe({
-      next: (snapshot) =>
-        this.onSnapshot({ state: linkStateOf(snapshot.value), generation: snapshot.context.generation, epoch: snapshot.context.epoch }),
-      error: (error) => this.onCrash(error),
+        : null,
+      host: {
+        deliver: (queued, signal) => this.deliverSignal(queued, signal),
+        emitted: (event) => {
+          // Runs while the charts carry out a transition's actions: a throw must not reach them.
+          try {
+            this.onChartEmitted(event)
+          } catch (error) {
+            this.log.error('publishing a chart event failed', { event: event.type, error: errorMessage(error) })
+          }
+        },
+        changed: () => {
+          const { value, context } = this.charts.connection.snapshot
+          this.onSnapshot({ state: linkStateOf(value), generation: context.generation, epoch: context.epoch })
+        },
+        crashed: (chart, error) => this.onCrash(chart, error),
+        actionFailed: (chart, action, error) => this.log.error(`the ${action} action of the ${chart} chart failed`, { error: errorMessage(error) }),
+      },
     })
     if (options.tracer) traceSpans(this, options.tracer)
-    this.chart.start()
   }
 
   /** The connection chart's actor, for inspection (`link.actor.getSnapshot().value`). Send it nothing. */
   get actor(): ChartActor {
-    return this.chart as unknown as ChartActor
+    return this.charts.connection as unknown as ChartActor
   }
 
   /** The agent id this link connects as (the `agent_id` socket param). */
@@ -394,7 +353,7 @@ export class Link {
   /** The public state: idle, connecting, joining, connected, reconnecting, stopping, stopped or terminated. */
   get state(): LinkState {
     if (this.crashed) return 'terminated'
-    return linkStateOf(this.chart.getSnapshot().value)
+    return linkStateOf(this.charts.connection.snapshot.value)
   }
 
   /**
@@ -403,7 +362,7 @@ export class Link {
    */
   get lastDisconnectReason(): DisconnectReason | null {
     if (this.crashReason) return this.crashReason
-    return this.chart.getSnapshot().context.lastReason as DisconnectReason | null
+    return this.charts.connection.snapshot.context.lastReason as DisconnectReason | null
   }
 
   /**
@@ -465,7 +424,7 @@ export class Link {
   async disconnect(): Promise<void> {
     // Only this session's sockets: a connect() right after must not hold this disconnect() open,
     // so the last generation is read the moment the stop is seen, before any connect() runs.
-    let upTo = this.chart.getSnapshot().context.generation
+    let upTo = this.charts.connection.snapshot.context.generation
     // A link already at rest is not sent another stop: its chart would ignore it, but an
     // inspector would still see an event after the last snapshot.
     if (!this.crashed && this.state !== 'idle' && this.state !== 'stopped' && this.state !== 'terminated') {
@@ -652,7 +611,7 @@ export class Link {
    */
   reconnect(): boolean {
     if (this.crashed) return false
-    const snapshot = this.chart.getSnapshot()
+    const snapshot = this.charts.connection.snapshot
     if (!snapshot.matches({ session: { reconnecting: 'waiting' } }) && !snapshot.matches({ session: { reconnecting: 'suspended' } })) return false
     this.send({ type: 'host.reconnect' })
     return true
@@ -679,43 +638,27 @@ export class Link {
 
   /** The chart's session epoch (+1 per session). */
   private get epoch(): number {
-    return this.chart.getSnapshot().context.epoch
+    return this.charts.connection.snapshot.context.epoch
   }
 
   /**
-   * The chart stopped with an error (a phoenix-link bug: a throwing action, xstate #5153). No
-   * lifecycle can continue: every socket is ended, waiters reject INTERNAL, the state reads
-   * terminated with an `other` reason, and disconnect() still resolves.
+   * A chart stopped with an error (a phoenix-link bug: a throwing guard or assign, an action the
+   * runtime does not run). No lifecycle can continue: every chart and socket is stopped, waiters
+   * reject INTERNAL, the state reads terminated with an `other` reason, and disconnect() still resolves.
    */
-  private onCrash(error: unknown): void {
+  private onCrash(chart: string, error: unknown): void {
     if (this.crashed) return
     const previous = this.state
-    this.crashed = new PhoenixLinkError('INTERNAL', `the connection chart stopped with an error: ${errorMessage(error)}`, { cause: error })
+    this.crashed = new PhoenixLinkError('INTERNAL', `the ${chart} chart stopped with an error: ${errorMessage(error)}`, { cause: error })
     this.crashReason = {
       kind: 'other',
       retryable: true,
       detail: `internal error: ${errorMessage(error)}`,
-      generation: this.chart.getSnapshot().context.generation,
+      generation: this.charts.connection.snapshot?.context.generation ?? 0,
       at: this.env.now(),
     }
-    this.log.error('connection chart crashed', { error: errorMessage(error) })
-    // An errored actor does not stop its children (xstate #5153; actor.js _stopProcedure "children
-    // don't belong entirely to the actor"), so their timers would outlive it: stop them here with
-    // the internal _stop() that the stopChild action uses (public stop() refuses non-root actors).
-    type Child = { _stop?: () => void; getSnapshot?: () => { children?: Record<string, Child | undefined> } }
-    const stopAll = (children: Record<string, Child | undefined> | undefined) => {
-      for (const child of Object.values(children ?? {})) {
-        if (!child) continue
-        stopAll(child.getSnapshot?.().children)
-        try {
-          child._stop?.()
-        } catch {
-          // already stopped
-        }
-      }
-    }
-    stopAll(this.chart.getSnapshot().children as Record<string, Child | undefined>)
-    this.chart.stop()
+    this.log.error(`${chart} chart crashed`, { error: errorMessage(error) })
+    this.charts.stopAll()
     this.#adapter.endAll()
     for (const channel of this.channels.values()) channel.failWaiting()
     this.lastState = 'terminated'
@@ -728,7 +671,7 @@ export class Link {
 
   private send(event: ConnectionEvent): void {
     if (this.crashed) return
-    this.chart.send(event)
+    this.charts.send(event)
   }
 
   private assertUsable(): void {
@@ -758,7 +701,7 @@ export class Link {
       }
       this.watchers.add(test)
       signal?.addEventListener('abort', onAbort)
-      const { generation, epoch } = this.chart.getSnapshot().context
+      const { generation, epoch } = this.charts.connection.snapshot.context
       test({ state: this.state, generation, epoch })
     })
   }

@@ -54,7 +54,8 @@ function showDetails(chart: VisualChart, state: VisualState): void {
   aside.innerHTML =
     `<button id="close-details" style="float:right">×</button><h3>${escapeHtml(chart.name)}: ${escapeHtml(state.path)}</h3>` +
     (state.description ? `<p>${escapeHtml(state.description)}</p>` : '') +
-    (state.invokes.length ? `<p>invokes <code>${escapeHtml(state.invokes.join(', '))}</code></p>` : '') +
+    (state.entry.length ? `<p>entry <code>${escapeHtml(state.entry.join(', '))}</code></p>` : '') +
+    (state.exit.length ? `<p>exit <code>${escapeHtml(state.exit.join(', '))}</code></p>` : '') +
     (rows
       ? `<table><thead><tr><th>event</th><th>guard</th><th>target</th><th>actions</th></tr></thead><tbody>${rows}</tbody></table>`
       : '<p>No transitions leave this state.</p>')

@@ -9,7 +9,6 @@
  * the socket-level listener here reports them.
  */
 import { Serializer, Socket, type Channel, type Push } from 'phoenix'
-import { fromCallback, type ActorSystem } from 'xstate'
 import type { AttachOrigin, ChannelEvent } from '../../machines/channel.js'
 import type { ConnectionEvent } from '../../machines/connection.js'
 import type { Origin } from '../../machines/types.js'
@@ -124,6 +123,8 @@ interface Attachment {
 
 class TransportHandle {
   socket: Socket | null = null
+  /** Gives up the credentials of this attempt while they are still being asked (null once they settled). */
+  abortCredentials: (() => void) | null = null
   ws: WebSocket | null = null
   refusal: RefusedUpgrade | null = null
   lastError: string | null = null
@@ -165,31 +166,27 @@ function errorText(error: unknown): string {
 /** The reserved events a Phoenix server sends to a channel (phoenix constants.js CHANNEL_EVENTS). */
 const SERVER_EVENTS = new Set<string>([CHANNEL_EVENTS.reply, CHANNEL_EVENTS.error, CHANNEL_EVENTS.close])
 
-/**
- * The XState actor logics the charts invoke (`transport`, `controlChannel`, `attachment`), built
- * once per process. Each finds its link's adapter through the actor system it runs in
- * (`adapterOf(system)`), so every link shares one provided machine instead of copying the
- * chart definition per link (bench/ idle memory: a copy of the connection chart is ~35 KiB).
- *
- * A logic started in an actor system with no adapter registered (a chart actor created outside a
- * link) throws from `adapterOf`; the chart takes that as the actor's error, a retryable `other` loss.
- */
-export function adapterActors(adapterOf: (system: ActorSystem<any>) => PhoenixAdapter) {
-  return {
-    transport: fromCallback<{ type: 'noop' }, Origin>(({ input, system }) => adapterOf(system).runTransport(input)),
-    controlChannel: fromCallback<{ type: 'leave' } | { type: 'rejoin' }, Origin>(({ input, system, receive }) => adapterOf(system).runControlChannel(input, receive)),
-    attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(({ input, system, receive }) => adapterOf(system).runAttachment(input, receive)),
-  }
+/** One join attempt of an app channel: its params being asked, then its attachment. */
+interface AppAttempt {
+  readonly attachId: number
+  /** Set once the attempt was released or left before its params settled. */
+  ended: boolean
+  abortParams: () => void
+  attachment: Attachment | null
 }
 
 /**
- * One link's adapter. Runs the charts' I/O actors (see {@link adapterActors}), delivers app data, and knows
- * when every socket it opened is closed (`settled()`).
+ * One link's adapter: carries out the charts' socket and channel I/O actions (the link's runtime
+ * calls {@link PhoenixAdapter.openTransport} and the rest), delivers app data, and knows when
+ * every socket it opened is closed (`settled()`). Every method is total: what goes wrong on the
+ * wire comes back to the charts as an event, never as a throw.
  */
 export class PhoenixAdapter {
   private readonly handles = new Map<number, TransportHandle>()
   /** The current attachment of each app topic, for host pushes. */
   private readonly apps = new Map<string, Attachment>()
+  /** The current join attempt of each app topic. */
+  private readonly attempts = new Map<string, AppAttempt>()
   private readonly controlTopic: string
   /** Highest ref any of this link's sockets has made. */
   private get lastRef(): number {
@@ -204,30 +201,38 @@ export class PhoenixAdapter {
   }
 
   /**
-   * Runs the chart's `transport` actor for one generation: opens its phoenix Socket and returns
-   * the cleanup that ends it. Called by {@link adapterActors}' logic.
+   * The connection chart's `openTransport`: asks the credentials of this attempt (sync or async,
+   * bounded), then opens the phoenix Socket of `origin.generation`. A failure on the way (the
+   * host's function threw, rejected, timed out, gave a bad value) is the transport's close, with
+   * a retryable `other` reason.
    */
-  runTransport(input: Origin): () => void {
-    let handle: TransportHandle | null = null
-    let stopped = false
-    const abort = this.settleInput(
+  openTransport(origin: Origin): void {
+    const handle = new TransportHandle(origin)
+    this.handles.set(origin.generation, handle)
+    handle.abortCredentials = this.settleInput(
       'the apiKey/params of this connection attempt',
-      (signal) => this.config.credentials({ generation: input.generation, signal }),
+      (signal) => this.config.credentials({ generation: origin.generation, signal }),
       (value) => this.checkCredentials(value),
       (credentials) => {
-        if (!stopped) handle = this.openTransport(input, credentials)
+        handle.abortCredentials = null
+        if (!handle.ended) this.connectSocket(handle, credentials)
       },
       (detail) => {
-        if (stopped) return
-        const reason: DisconnectReason = { kind: 'other', retryable: true, detail, generation: input.generation, at: this.config.now() }
-        queueMicrotask(() => !stopped && this.emit({ type: 'socket.close', reason, generation: input.generation, epoch: input.epoch }))
+        handle.abortCredentials = null
+        if (handle.ended) return
+        const reason: DisconnectReason = { kind: 'other', retryable: true, detail, generation: origin.generation, at: this.config.now() }
+        queueMicrotask(() => !handle.ended && this.emit({ type: 'socket.close', reason, generation: origin.generation, epoch: origin.epoch }))
       },
     )
-    return () => {
-      stopped = true
-      abort()
-      if (handle) this.endTransport(handle)
-    }
+  }
+
+  /** The connection chart's `endTransport`: closes the socket of `origin.generation` with 1000 and releases its channels. */
+  endTransport(origin: Origin): void {
+    const handle = this.handles.get(origin.generation)
+    if (!handle) return
+    handle.abortCredentials?.()
+    handle.abortCredentials = null
+    this.end(handle)
   }
 
   /**
@@ -303,69 +308,91 @@ export class PhoenixAdapter {
     return null
   }
 
-  /**
-   * Runs the chart's `controlChannel` actor: joins the control topic; `leave` leaves it; `rejoin`
-   * (after a crash) forgets the crashed phoenix Channel and joins the topic again with a fresh
-   * join_ref. Returns the cleanup.
-   */
-  runControlChannel(input: Origin, receive: (listener: (event: { type: 'leave' } | { type: 'rejoin' }) => void) => void): () => void {
-    return this.runChannel(() => this.attachControl(input), this.config.controlLeaveTimeoutMs, receive)
+  /** The connection chart's `joinControl`: joins the control topic on the transport of `origin.generation` (its params are fixed). */
+  joinControl(origin: Origin): void {
+    this.attachControl(origin)
   }
 
   /**
-   * Runs a channel chart's `attachment` actor: asks the channel's join params (sync or async),
-   * joins its app topic; `leave` events leave it (before the params settled: nothing was sent,
-   * so it is left at once). Returns the cleanup.
+   * The connection chart's `rejoinControl` (after a crash): forgets the crashed phoenix Channel
+   * and joins the control topic again on the same transport, with a fresh join_ref.
    */
-  runAttachment(input: AttachOrigin, receive: (listener: (event: { type: 'leave' }) => void) => void): () => void {
-    const base = { topic: input.topic, generation: input.generation, attachId: input.attachId }
-    let attachment: Attachment | null = null
-    let stopped = false
-    const later = (event: ChannelEvent) => queueMicrotask(() => !stopped && this.emit(event as ConnectionEvent))
-    const abort = this.settleInput(
-      `the join params of channel ${input.topic}`,
-      (signal) => this.config.channelParams(input.topic, { generation: input.generation, signal }),
+  rejoinControl(origin: Origin): void {
+    const attachment = this.controlOf(origin)
+    if (!attachment) return
+    this.release(attachment)
+    this.attachControl(origin)
+  }
+
+  /** The connection chart's `leaveControl`: pushes phx_leave on the control channel; `control.left` follows. */
+  leaveControl(origin: Origin): void {
+    const attachment = this.controlOf(origin)
+    if (attachment) this.leave(attachment, Math.min(NEVER, this.config.controlLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
+  }
+
+  /**
+   * A channel chart's `joinAttempt`: asks the channel's join params (sync or async, bounded),
+   * then joins its app topic on the transport of `attempt.generation`. A failure on the way is
+   * `channel.attachFailed` with a retryable `other` reason.
+   */
+  joinAttempt(attempt: AttachOrigin): void {
+    const base = { topic: attempt.topic, generation: attempt.generation, attachId: attempt.attachId }
+    this.attempts.get(attempt.topic)?.abortParams()
+    const run: AppAttempt = { attachId: attempt.attachId, ended: false, abortParams: () => {}, attachment: null }
+    this.attempts.set(attempt.topic, run)
+    run.abortParams = this.settleInput(
+      `the join params of channel ${attempt.topic}`,
+      (signal) => this.config.channelParams(attempt.topic, { generation: attempt.generation, signal }),
       (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? null : `expected an object, got ${describeValue(value)}`),
       (params: object) => {
-        if (!stopped) attachment = this.attachApp(input, params)
+        if (!run.ended) run.attachment = this.attachApp(attempt, params)
       },
       (detail) => {
-        if (stopped) return
-        const reason: DisconnectReason = { kind: 'other', retryable: true, detail, generation: input.generation, at: this.config.now() }
-        later({ type: 'channel.attachFailed', reason, ...base })
+        if (run.ended) return
+        const reason: DisconnectReason = { kind: 'other', retryable: true, detail, generation: attempt.generation, at: this.config.now() }
+        this.later(run, { type: 'channel.attachFailed', reason, ...base })
       },
     )
-    receive(() => {
-      if (attachment) this.leave(attachment, Math.min(NEVER, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
-      else {
-        abort()
-        later({ type: 'channel.left', ...base })
-      }
-    })
-    return () => {
-      stopped = true
-      abort()
-      if (attachment) this.release(attachment)
+  }
+
+  /**
+   * A channel chart's `leaveAttempt`: phx_leave on the attempt's join (`channel.left` follows its
+   * reply); before its params settled nothing was sent, so it is left at once.
+   */
+  leaveAttempt(attempt: AttachOrigin): void {
+    const run = this.attemptOf(attempt)
+    if (!run) return
+    if (run.attachment) this.leave(run.attachment, Math.min(NEVER, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
+    else {
+      run.abortParams()
+      this.later(run, { type: 'channel.left', topic: attempt.topic, generation: attempt.generation, attachId: attempt.attachId })
     }
   }
 
-  private runChannel(
-    attach: () => Attachment | null,
-    leaveTimeoutMs: number,
-    receive: (listener: (event: { type: 'leave' } | { type: 'rejoin' }) => void) => void,
-  ): () => void {
-    // The control channel's: joined at once (its params are fixed), rejoined after a crash.
-    let attachment = attach()
-    receive((event) => {
-      if (!attachment) return
-      if (event.type === 'rejoin') {
-        this.release(attachment)
-        attachment = attach()
-      } else this.leave(attachment, Math.min(NEVER, leaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
-    })
-    return () => {
-      if (attachment) this.release(attachment)
-    }
+  /** A channel chart's `releaseAttempt`: the attempt is over; its phoenix Channel is released (a join still unanswered is left on the wire). */
+  releaseAttempt(attempt: AttachOrigin): void {
+    const run = this.attemptOf(attempt)
+    if (!run) return
+    run.ended = true
+    run.abortParams()
+    if (run.attachment) this.release(run.attachment)
+    this.attempts.delete(attempt.topic)
+  }
+
+  /** The current attempt of `attempt.topic` when it is this one. */
+  private attemptOf(attempt: AttachOrigin): AppAttempt | undefined {
+    const run = this.attempts.get(attempt.topic)
+    return run?.attachId === attempt.attachId ? run : undefined
+  }
+
+  /** Reports `event` of an attempt on a microtask (outside the transition that started the attempt), unless it ended meanwhile. */
+  private later(run: AppAttempt, event: ChannelEvent): void {
+    queueMicrotask(() => !run.ended && this.emit(event as ConnectionEvent))
+  }
+
+  /** The control channel attachment of the transport of `origin`. */
+  private controlOf(origin: Origin): Attachment | undefined {
+    return this.handles.get(origin.generation)?.attachments.get(this.controlTopic)
   }
 
   /**
@@ -382,7 +409,16 @@ export class PhoenixAdapter {
 
   /** Ends every transport now (the chart can no longer do it: it crashed). */
   endAll(): void {
-    for (const handle of this.handles.values()) this.endTransport(handle)
+    for (const attempt of this.attempts.values()) {
+      attempt.ended = true
+      attempt.abortParams()
+    }
+    this.attempts.clear()
+    for (const handle of this.handles.values()) {
+      handle.abortCredentials?.()
+      handle.abortCredentials = null
+      this.end(handle)
+    }
   }
 
   /** Whether `topic` has a joined app attachment right now. */
@@ -451,9 +487,8 @@ export class PhoenixAdapter {
     this.config.sink(event)
   }
 
-  private openTransport(origin: Origin, credentials: Credentials): TransportHandle {
-    const handle = new TransportHandle(origin)
-    this.handles.set(origin.generation, handle)
+  private connectSocket(handle: TransportHandle, credentials: Credentials): void {
+    const { origin } = handle
     const { policy } = this.config
     const openedAt = this.config.monotonic()
     const tag = { generation: origin.generation, epoch: origin.epoch }
@@ -601,7 +636,6 @@ export class PhoenixAdapter {
       }
       queueMicrotask(() => this.emit({ type: 'socket.close', reason, ...tag }))
     }
-    return handle
   }
 
   /**
@@ -653,7 +687,7 @@ export class PhoenixAdapter {
     return false
   }
 
-  private endTransport(handle: TransportHandle): void {
+  private end(handle: TransportHandle): void {
     if (handle.ended) return
     handle.ended = true
     for (const attachment of handle.attachments.values()) this.release(attachment)

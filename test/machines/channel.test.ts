@@ -1,52 +1,42 @@
 /**
  * The channel chart: join, rejoin after phx_error on the same transport, drop on a rejected join
  * or phx_close, keep through join timeouts and transport losses, leave. Driven on a simulated
- * clock with a stub attachment actor that records each join attempt.
+ * clock by the link's chart runtime, with each join attempt's I/O recorded.
  */
 import { describe, expect, it } from 'vitest'
-import { assign, createActor, fromCallback, sendTo, setup, SimulatedClock } from 'xstate'
+import { createActor, SimulatedClock } from 'xstate'
 import { channelMachine, DEFAULT_CHANNEL_POLICY, type AttachOrigin, type ChannelEvent, type ChannelStatusReport } from '../../machines/channel.js'
 import { classifyChannelClose, classifyJoinError } from '../../src/reasons.js'
+import { TestRuntime } from '../support/runtime.js'
 
-function harness() {
+function harness(env = { now: () => 0, monotonic: () => 0, random: () => 0.5 }) {
+  const runtime = new TestRuntime()
+  // Each join attempt the chart starts, and what became of it (released: the chart moved on; left: phx_leave).
   const attempts: Array<{ input: AttachOrigin; stopped: boolean; left: boolean }> = []
-  const channel = channelMachine.provide({
-    actors: {
-      attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(({ input, receive }) => {
-        const record = { input, stopped: false, left: false }
-        attempts.push(record)
-        receive(() => (record.left = true))
-        return () => (record.stopped = true)
-      }),
-    },
-  })
-  const parent = setup({
-    types: { context: {} as { reports: ChannelStatusReport[] }, events: {} as ChannelEvent | ChannelStatusReport | { type: 'to'; event: ChannelEvent } },
-    actors: { channel },
-  }).createMachine({
-    context: { reports: [] },
-    invoke: { id: 'c', src: 'channel', input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env: { now: () => 0, monotonic: () => 0, random: () => 0.5 } } },
-    on: {
-      'channel.status': { actions: assign({ reports: ({ context, event }) => [...context.reports, event as ChannelStatusReport] }) },
-      to: { actions: sendTo('c', ({ event }) => (event as { event: ChannelEvent }).event) },
-    },
-  })
-  const clock = new SimulatedClock()
-  const actor = createActor(parent, { clock }).start()
-  const child = () => actor.getSnapshot().children.c!.getSnapshot()
+  runtime.onExecute = (_chart, type, params) => {
+    const attempt = params as AttachOrigin
+    const record = attempts.find((a) => a.input.attachId === attempt.attachId)
+    if (type === 'joinAttempt') attempts.push({ input: attempt, stopped: false, left: false })
+    else if (type === 'releaseAttempt') record!.stopped = true
+    else if (type === 'leaveAttempt') record!.left = true
+  }
+  const chart = runtime.run(channelMachine, { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env })
+  const child = () => chart.getSnapshot()
   const current = () => {
     const c = child().context
     return { topic: 'room:1', generation: c.generation, attachId: c.attachId }
   }
+  const reports = () => runtime.paramsOf<ChannelStatusReport>('report')
   return {
-    clock,
+    runtime,
+    clock: runtime.clock,
     attempts,
     child,
     current,
-    statuses: () => actor.getSnapshot().context.reports.map((r) => r.status),
-    reports: () => actor.getSnapshot().context.reports,
-    send: (event: ChannelEvent) => actor.send({ type: 'to', event }),
-    stop: () => actor.stop(),
+    statuses: () => reports().map((r) => r.status),
+    reports,
+    send: (event: ChannelEvent) => chart.send(event),
+    stop: () => chart.stop(),
   }
 }
 
@@ -176,20 +166,21 @@ describe('channel chart', () => {
     h.stop()
   })
 
-  it('an attachment actor that throws (a phoenix-link bug) errors this attempt and retries it', () => {
-    const broken = channelMachine.provide({
-      actors: {
-        attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(() => {
-          throw new Error('adapter bug')
-        }),
-      },
-      actions: { reportErrored: () => {} },
-    })
-    const actor = createActor(broken, { input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env: { now: () => 0, monotonic: () => 0, random: () => 0.5 } }, clock: new SimulatedClock() }).start()
-    actor.send({ type: 'transport.up', generation: 1 })
-    expect(actor.getSnapshot().value).toEqual({ attached: 'errored' })
-    expect(actor.getSnapshot().context.reason).toMatchObject({ kind: 'other', detail: expect.stringContaining('adapter bug') })
-    actor.stop()
+  it('a join attempt whose I/O throws (a phoenix-link bug) errors this attempt and retries it', () => {
+    const h = harness()
+    h.runtime.onExecute = (_chart, type) => {
+      if (type === 'joinAttempt') throw new Error('adapter bug')
+    }
+    h.send({ type: 'transport.up', generation: 1 })
+    expect(h.child().value).toEqual({ attached: 'errored' })
+    expect(h.child().context.reason).toMatchObject({ kind: 'other', detail: expect.stringContaining('adapter bug') })
+    expect(h.statuses()).toEqual(['errored'])
+    expect(h.runtime.failures).toMatchObject([{ chart: 'channel', type: 'joinAttempt' }])
+    h.runtime.onExecute = null
+    h.clock.increment(DEFAULT_CHANNEL_POLICY.rejoinMaxDelayMs)
+    expect(h.child().value).toEqual({ attached: { live: 'joining' } })
+    expect(h.runtime.paramsOf('joinAttempt')).toHaveLength(2)
+    h.stop()
   })
 })
 
@@ -226,26 +217,21 @@ describe('channel chart, what its reasons, reports and output hold', () => {
       [new Error('adapter bug'), 'adapter bug'],
       ['a string', 'a string'],
     ] as const) {
-      const broken = channelMachine.provide({
-        actors: {
-          attachment: fromCallback<{ type: 'leave' }, AttachOrigin>(() => {
-            throw thrown
-          }),
-        },
-        actions: { reportErrored: () => {} },
-      })
-      const actor = createActor(broken, { input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env }, clock: new SimulatedClock() }).start()
-      actor.send({ type: 'transport.up', generation: 2 })
-      expect(actor.getSnapshot().context.reason).toEqual({ kind: 'other', detail: `the join attempt failed inside phoenix-link: ${text}`, retryable: true, generation: 2, at: 1234 })
-      actor.stop()
+      const h = harness(env)
+      h.runtime.onExecute = (_chart, type) => {
+        if (type === 'joinAttempt') throw thrown
+      }
+      h.send({ type: 'transport.up', generation: 2 })
+      expect(h.child().context.reason).toEqual({ kind: 'other', detail: `the join attempt failed inside phoenix-link: ${text}`, retryable: true, generation: 2, at: 1234 })
+      h.stop()
     }
   })
 
-  it('without an attachment provided, each attempt errors saying so', () => {
-    const bare = channelMachine.provide({ actions: { reportErrored: () => {} } })
-    const actor = createActor(bare, { input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env }, clock: new SimulatedClock() }).start()
+  it('under a bare XState actor its I/O actions do nothing: the chart still decides (joining, then the join timeout)', () => {
+    const actor = createActor(channelMachine, { input: { topic: 'room:1', policy: DEFAULT_CHANNEL_POLICY, env }, clock: new SimulatedClock() }).start()
     actor.send({ type: 'transport.up', generation: 1 })
-    expect(actor.getSnapshot().context.reason).toMatchObject({ detail: 'the join attempt failed inside phoenix-link: attachment must be provided (machine.provide) by the adapter' })
+    expect(actor.getSnapshot().value).toEqual({ attached: { live: 'joining' } })
+    expect(actor.getSnapshot().children).toEqual({})
     actor.stop()
   })
 })

@@ -3,9 +3,9 @@
  * fails when the guard or transition that encodes its rule is removed.
  */
 import { describe, expect, it } from 'vitest'
-import { createActor, fromCallback, initialTransition, SimulatedClock } from 'xstate'
-import { connectionMachine, DEFAULT_CONNECTION_POLICY } from '../../machines/connection.js'
-import { channelMachine, rejoinDelayMs } from '../../machines/channel.js'
+import { createActor, initialTransition, SimulatedClock } from 'xstate'
+import { connectionMachine, DEFAULT_CONNECTION_POLICY, type ConnectionEvent } from '../../machines/connection.js'
+import { rejoinDelayMs } from '../../machines/channel.js'
 import { linkStateOf } from '../../machines/status.js'
 import { classifyControlChannelLoss, DisconnectReason } from '../../src/reasons.js'
 import { suppressedReason } from '../../machines/types.js'
@@ -45,7 +45,9 @@ describe('rule: a normal close reconnects', () => {
       const s = connected()
       const r = step(s, closeEvent(s, code))
       expect(state(r.s)).toBe('reconnecting')
-      expect(r.actions).toContain('xstate.sendTo') // the loss goes to the reconnect chart
+      // The loss goes to the reconnect chart; the socket is ended.
+      expect(r.io).toContainEqual({ type: 'tellReconnect', params: { type: 'reconnect.lost', reason: r.s.context.lastReason } })
+      expect(r.io).toContainEqual({ type: 'endTransport', params: origin(s) })
       expect(r.s.context.lastReason?.retryable).toBe(true)
     })
   }
@@ -91,8 +93,10 @@ describe('rule: supersede is terminal', () => {
       expect(state(r.s)).toBe('terminated')
       expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', correlationId: 'c-1', retryable: false })
       expect(r.emitted).toContainEqual(expect.objectContaining({ type: 'link.disconnected', nextDelayMs: null }))
-      expect(r.s.children.transport).toBeUndefined()
-      expect(r.s.children.reconnect).toBeUndefined()
+      // Its reconnect chart stops; a transport still open is ended.
+      expect(r.io.map((a) => a.type)).toContain('stopReconnect')
+      if (phase === 'connecting' || phase === 'joining' || phase === 'connected') expect(r.io).toContainEqual({ type: 'endTransport', params: origin(s) })
+      expect(r.io.map((a) => a.type)).not.toContain('openTransport')
     })
   }
 
@@ -297,7 +301,11 @@ describe('rule: disconnect() always succeeds', () => {
       expect(state(closed)).toBe('stopped')
       expect(closed.context.lastReason?.kind).toBe('graceful')
     }
-    expect(s.children.transport).toBeDefined() // the leave needs the transport; it closes on stopped
+    // The leave needs the transport: it is pushed on entering stopping, and the socket ends only on stopped.
+    const leaving = step(connected(), { type: 'host.disconnect' })
+    expect(leaving.io).toEqual([{ type: 'leaveControl', params: origin(s) }])
+    const done = step(s, { type: 'control.left', ...origin(s) })
+    expect(done.io).toContainEqual({ type: 'endTransport', params: origin(s) })
   })
 })
 
@@ -322,11 +330,11 @@ describe('lastDisconnectReason', () => {
 })
 
 describe('control signals', () => {
-  it('go to the control delivery actor from the current transport, in arrival order', () => {
+  it('go to the control delivery chart from the current transport, in arrival order', () => {
     const s = connected()
     const signal = { correlationId: 'a' }
     const r = step(s, { type: 'control.signal', signal, ...origin(s) })
-    expect(r.actions).toContain('xstate.sendTo')
+    expect(r.io).toEqual([{ type: 'tellControl', params: { type: 'control.enqueue', signal, sequence: 1, epoch: 1 } }])
     expect(r.s.context.signalSeq).toBe(1)
     expect(state(r.s)).toBe('connected')
   })
@@ -338,86 +346,87 @@ describe('control signals', () => {
   })
 })
 
-describe('a failing adapter actor (a phoenix-link bug) is a loss, not a crash', () => {
-  const crashing = fromCallback(() => {
-    throw new Error('adapter bug')
-  })
-  const inert = fromCallback(() => {})
+describe('a failing I/O action (a phoenix-link bug) is a loss, not a crash', () => {
+  const failed = (action: string): ConnectionEvent => ({ type: 'io.failed', action, error: new Error('adapter bug') })
 
-  it('the transport actor throwing: a retryable other reason, reconnecting', async () => {
-    const machine = connectionMachine.provide({ actors: { transport: crashing as never, controlChannel: inert as never } })
-    const actor = createActor(machine, { input: { env }, clock: new SimulatedClock() }).start()
-    actor.send({ type: 'host.connect' })
-    const s = actor.getSnapshot()
-    expect(linkStateOf(s.value)).toBe('reconnecting')
-    expect(s.context.lastReason).toMatchObject({ kind: 'other', retryable: true, detail: expect.stringContaining('adapter bug') })
-    expect(DisconnectReason.safeParse(s.context.lastReason).success).toBe(true)
-    actor.stop()
+  it('the transport failing: a retryable other reason, reconnecting', () => {
+    const s = run(start(), { type: 'host.connect' })
+    const r = step(s, failed('openTransport'))
+    expect(linkStateOf(r.s.value)).toBe('reconnecting')
+    expect(r.s.context.lastReason).toMatchObject({ kind: 'other', retryable: true, detail: 'the adapter failed inside phoenix-link: adapter bug' })
+    expect(DisconnectReason.safeParse(r.s.context.lastReason).success).toBe(true)
+    expect(r.io).toContainEqual({ type: 'endTransport', params: origin(s) })
   })
 
-  it('the control channel actor throwing: a retryable other reason, reconnecting', () => {
-    const machine = connectionMachine.provide({ actors: { transport: inert as never, controlChannel: crashing as never } })
-    const actor = createActor(machine, { input: { env }, clock: new SimulatedClock() }).start()
-    actor.send({ type: 'host.connect' })
-    actor.send({ type: 'socket.open', generation: 1, epoch: 1 })
-    expect(linkStateOf(actor.getSnapshot().value)).toBe('reconnecting')
-    actor.stop()
+  it('the control channel failing: a retryable other reason, reconnecting; connected too', () => {
+    const joining = run(run(start(), { type: 'host.connect' }), { type: 'socket.open', generation: 1, epoch: 1 })
+    expect(linkStateOf(run(joining, failed('joinControl')).value)).toBe('reconnecting')
+    expect(linkStateOf(run(connected(), failed('rejoinControl')).value)).toBe('reconnecting')
   })
 
-  it('an app channel actor failing: reported dropped with an other reason and forgotten', () => {
-    const emitted: unknown[] = []
-    const brokenChannel = channelMachine.provide({
-      actions: {
-        attach: () => {
-          throw new Error('channel bug')
-        },
-      },
-    })
-    const machine = connectionMachine.provide({ actors: { transport: inert as never, controlChannel: inert as never, channel: brokenChannel } })
-    const actor = createActor(machine, { input: { env }, clock: new SimulatedClock() })
-    actor.on('link.channel', (e) => emitted.push(e))
-    actor.start()
-    actor.send({ type: 'host.channel', topic: 'room:1' })
-    actor.send({ type: 'host.connect' })
-    actor.send({ type: 'socket.open', generation: 1, epoch: 1 })
-    actor.send({ type: 'control.joinOk', generation: 1, epoch: 1 })
-    expect(emitted).toContainEqual(expect.objectContaining({ topic: 'room:1', status: 'dropped', reason: expect.objectContaining({ kind: 'other' }) }))
-    expect(actor.getSnapshot().context.channels).toEqual({})
-    expect(actor.getSnapshot().status).toBe('active')
-    actor.stop()
+  it('while stopping: still stopped, graceful (the host asked to stop), never a reconnect', () => {
+    const s = run(connected(), { type: 'host.disconnect' })
+    const r = run(s, failed('leaveControl'))
+    expect(state(r)).toBe('stopped')
+    expect(r.context.lastReason?.kind).toBe('graceful')
+  })
+
+  it('with no transport (the backoff, stopped) it changes nothing and is reported ignored with what failed', () => {
+    const r = step(waiting(), { type: 'io.failed', action: 'endTransport', error: 'socket gone' })
+    expect(state(r.s)).toBe('reconnecting')
+    expect(r.emitted).toEqual([{ type: 'link.ignored', event: 'io.failed', detail: 'the endTransport action failed inside phoenix-link: socket gone' }])
+  })
+
+  it('what it says quotes what was thrown: an Error, a plain object with a message, null, a string', () => {
+    for (const [error, text] of [
+      [new Error('adapter bug'), 'adapter bug'],
+      [{ message: 'a plain object with a message' }, 'a plain object with a message'],
+      [null, 'null'],
+      ['socket gone', 'socket gone'],
+    ] as const) {
+      const s = run(run(start(), { type: 'host.connect' }), { type: 'io.failed', action: 'openTransport', error })
+      expect(s.context.lastReason).toMatchObject({ detail: `the adapter failed inside phoenix-link: ${text}` })
+    }
   })
 })
 
 describe('app channel routing and ignored reports', () => {
-  it('spawns one channel actor per topic, forwards its events, forgets it when it ends', () => {
-    let s = run(start(), { type: 'host.channel', topic: 'room:1' })
-    const first = s.context.channels['room:1']
-    expect(first).toBeDefined()
-    s = run(s, { type: 'host.channel', topic: 'room:1' })
-    expect(s.context.channels['room:1']).toBe(first)
+  it('starts one channel chart per topic, forwards its events, forgets it when it ends', () => {
+    const started = step(start(), { type: 'host.channel', topic: 'room:1' })
+    expect(started.io).toEqual([{ type: 'startChannel', params: { topic: 'room:1' } }])
+    let s = started.s
+    expect(s.context.channels).toEqual(['room:1'])
+    const again = step(s, { type: 'host.channel', topic: 'room:1' })
+    expect(again.io).toEqual([])
+    s = again.s
+    expect(s.context.channels).toEqual(['room:1'])
     let r = step(s, { type: 'host.leaveChannel', topic: 'room:1' })
-    expect(r.actions).toContain('xstate.sendTo')
+    expect(r.io).toEqual([{ type: 'tellChannel', params: { topic: 'room:1', event: { type: 'host.leave' } } }])
     r = step(s, { type: 'channel.joinOk', topic: 'room:1', generation: 1, attachId: 1 })
-    expect(r.actions).toContain('xstate.sendTo')
+    expect(r.io).toEqual([{ type: 'tellChannel', params: { topic: 'room:1', event: { type: 'channel.joinOk', topic: 'room:1', generation: 1, attachId: 1 } } }])
     r = step(s, { type: 'channel.joinOk', topic: 'room:2', generation: 1, attachId: 1 })
     expect(r.emitted).toContainEqual(expect.objectContaining({ type: 'link.ignored', event: 'channel.joinOk' }))
     r = step(s, { type: 'channel.status', topic: 'room:1', status: 'errored', reason: null })
-    expect(r.s.context.channels['room:1']).toBe(first)
+    expect(r.s.context.channels).toEqual(['room:1'])
     for (const status of ['dropped', 'left'] as const) {
       r = step(s, { type: 'channel.status', topic: 'room:1', status, reason: null })
-      expect(r.s.context.channels).toEqual({})
+      expect(r.s.context.channels).toEqual([])
+      expect(r.io).toEqual([{ type: 'stopChannel', params: { topic: 'room:1' } }])
       expect(r.emitted).toContainEqual({ type: 'link.channel', topic: 'room:1', status, reason: null })
     }
     r = step(s, { type: 'channel.status', topic: 'room:9', status: 'dropped', reason: null })
-    expect(r.s.context.channels['room:1']).toBe(first)
+    expect(r.s.context.channels).toEqual(['room:1'])
   })
 
   it('a channel registered while connected is attached at once; one registered earlier when the session connects', () => {
     const before = run(start(), { type: 'host.channel', topic: 'early' })
     const c = connected(before)
     const r = step(c, { type: 'host.channel', topic: 'late' })
-    expect(r.actions.filter((a) => a === 'xstate.sendTo')).toHaveLength(1)
-    expect(Object.keys(r.s.context.channels).sort()).toEqual(['early', 'late'])
+    expect(r.io).toEqual([
+      { type: 'startChannel', params: { topic: 'late' } },
+      { type: 'tellChannel', params: { topic: 'late', event: { type: 'transport.up', generation: 1 } } },
+    ])
+    expect(r.s.context.channels).toEqual(['early', 'late'])
   })
 
   it('says why an event was ignored', () => {
@@ -456,11 +465,11 @@ describe('rule: a control channel crash is a channel crash (rejoined on the same
     expect(r.s.context.generation).toBe(s.context.generation)
     expect(r.s.context.lastReason).toBeNull()
     expect(r.emitted.filter((e) => (e as { type: string }).type === 'link.disconnected')).toEqual([])
-    // The app channels stay attached: no transport.down to them.
-    expect(r.actions).not.toContain('xstate.sendTo')
+    // The app channels stay attached (no transport.down to them); the socket stays.
+    expect(r.io).toEqual([])
     const rejoin = step(r.s, { type: rejoinDelay } as never)
     expect(rejoin.s.value).toEqual({ session: { online: { attached: { live: 'controlRejoining' } } } })
-    expect(rejoin.actions).toContain('xstate.sendTo') // the rejoin goes to the control channel actor
+    expect(rejoin.io).toEqual([{ type: 'rejoinControl', params: origin(s) }])
     const back = step(rejoin.s, { type: 'control.joinOk', ...origin(s) })
     expect(state(back.s)).toBe('connected')
     // Not a reconnect: no second link.connected.
@@ -532,88 +541,27 @@ describe('rule: giving up is not the default (suspended past the rapid-disconnec
   })
 })
 
-describe('connection chart, what its actors are given and what it reports', () => {
-  const inert = fromCallback(() => {})
-
-  it('the transport and control channel actors get the generation and epoch they serve', () => {
-    const inputs: Array<[string, unknown]> = []
-    const recording = (name: string) => fromCallback(({ input }) => void inputs.push([name, input]))
-    const machine = connectionMachine.provide({ actors: { transport: recording('transport') as never, controlChannel: recording('controlChannel') as never } })
-    const actor = createActor(machine, { input: { env }, clock: new SimulatedClock() }).start()
-    actor.send({ type: 'host.connect' })
-    actor.send({ type: 'socket.open', generation: 1, epoch: 1 })
-    expect(inputs).toEqual([
-      ['transport', { generation: 1, epoch: 1 }],
-      ['controlChannel', { generation: 1, epoch: 1 }],
+describe('connection chart, what its I/O actions are given and what it reports', () => {
+  it('the transport and control channel actions get the generation and epoch they serve; a session starts and stops its reconnect chart', () => {
+    const connecting = step(start(), { type: 'host.connect' })
+    expect(connecting.io).toEqual([
+      { type: 'tellControl', params: { type: 'control.reset' } },
+      { type: 'startReconnect', params: { policy: connecting.s.context.reconnectPolicy, env } },
+      { type: 'openTransport', params: { generation: 1, epoch: 1 } },
     ])
-    actor.stop()
+    const joining = step(connecting.s, { type: 'socket.open', generation: 1, epoch: 1 })
+    expect(joining.io).toEqual([
+      { type: 'tellReconnect', params: { type: 'reconnect.opened' } },
+      { type: 'joinControl', params: { generation: 1, epoch: 1 } },
+    ])
   })
 
-  it('without a transport provided, connect fails with a retryable reason saying so; a thrown non-Error is quoted as text', () => {
+  it('under a bare XState actor its I/O actions do nothing: the chart still decides, and times out the connect', () => {
     const bare = createActor(connectionMachine, { input: { env }, clock: new SimulatedClock() }).start()
     bare.send({ type: 'host.connect' })
-    expect(bare.getSnapshot().context.lastReason).toMatchObject({
-      kind: 'other',
-      retryable: true,
-      detail: 'the adapter failed inside phoenix-link: transport must be provided (machine.provide) by the adapter',
-    })
+    expect(linkStateOf(bare.getSnapshot().value)).toBe('connecting')
+    expect(bare.getSnapshot().children).toEqual({})
     bare.stop()
-    const noControl = createActor(connectionMachine.provide({ actors: { transport: inert as never } }), { input: { env }, clock: new SimulatedClock() }).start()
-    noControl.send({ type: 'host.connect' })
-    noControl.send({ type: 'socket.open', generation: 1, epoch: 1 })
-    expect(noControl.getSnapshot().context.lastReason).toMatchObject({ detail: 'the adapter failed inside phoenix-link: controlChannel must be provided (machine.provide) by the adapter' })
-    noControl.stop()
-    const throwsObject = fromCallback(() => {
-      throw { message: 'a plain object with a message' } // eslint-disable-line no-throw-literal
-    })
-    const plain = createActor(connectionMachine.provide({ actors: { transport: throwsObject as never } }), { input: { env }, clock: new SimulatedClock() }).start()
-    plain.send({ type: 'host.connect' })
-    expect(plain.getSnapshot().context.lastReason).toMatchObject({ detail: 'the adapter failed inside phoenix-link: a plain object with a message' })
-    plain.stop()
-    const throwsNull = fromCallback(() => {
-      throw null // eslint-disable-line no-throw-literal
-    })
-    const nothing = createActor(connectionMachine.provide({ actors: { transport: throwsNull as never } }), { input: { env }, clock: new SimulatedClock() }).start()
-    nothing.send({ type: 'host.connect' })
-    expect(nothing.getSnapshot().context.lastReason).toMatchObject({ detail: 'the adapter failed inside phoenix-link: null' })
-    nothing.stop()
-    const throwsText = fromCallback(() => {
-      throw 'socket gone' // eslint-disable-line no-throw-literal
-    })
-    const text = createActor(connectionMachine.provide({ actors: { transport: throwsText as never } }), { input: { env }, clock: new SimulatedClock() }).start()
-    text.send({ type: 'host.connect' })
-    expect(text.getSnapshot().context.lastReason).toMatchObject({ detail: 'the adapter failed inside phoenix-link: socket gone' })
-    text.stop()
-  })
-
-  it('a failing app channel actor is the one dropped, by topic, with what it threw', () => {
-    const emitted: Array<{ topic: string; status: string; reason: unknown }> = []
-    const brokenOnTwo = channelMachine.provide({
-      actions: {
-        attach: ({ context }) => {
-          if (context.topic === 'room:2') throw new Error('channel two bug')
-        },
-      },
-    })
-    const machine = connectionMachine.provide({ actors: { transport: inert as never, controlChannel: inert as never, channel: brokenOnTwo } })
-    const actor = createActor(machine, { input: { env }, clock: new SimulatedClock() })
-    actor.on('link.channel', (e) => void emitted.push(e as never))
-    actor.start()
-    actor.send({ type: 'host.channel', topic: 'room:1' })
-    actor.send({ type: 'host.channel', topic: 'room:2' })
-    actor.send({ type: 'host.connect' })
-    actor.send({ type: 'socket.open', generation: 1, epoch: 1 })
-    actor.send({ type: 'control.joinOk', generation: 1, epoch: 1 })
-    expect(emitted.filter((e) => e.status === 'dropped')).toEqual([
-      {
-        type: 'link.channel',
-        topic: 'room:2',
-        status: 'dropped',
-        reason: { kind: 'other', detail: 'the channel failed inside phoenix-link: channel two bug', retryable: true, generation: 1, at: 1_000 },
-      },
-    ])
-    expect(Object.keys(actor.getSnapshot().context.channels)).toEqual(['room:1'])
-    actor.stop()
   })
 
   it("XState's own events that reach no transition are not reported as ignored; other unhandled events are", () => {

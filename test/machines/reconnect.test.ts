@@ -1,9 +1,8 @@
 /**
  * The reconnect chart: backoff, floors, the rapid-disconnect window and the stable reset, driven
- * on a simulated clock inside a small parent that records what the chart reports.
+ * on a simulated clock by the link's chart runtime, with what the chart reports recorded.
  */
 import { describe, expect, it } from 'vitest'
-import { assign, createActor, sendTo, setup, SimulatedClock } from 'xstate'
 import {
   backoffDelay,
   DEFAULT_RECONNECT_POLICY,
@@ -14,37 +13,26 @@ import {
 } from '../../machines/reconnect.js'
 import type { ReasonLike } from '../../machines/types.js'
 import { classifyClose, classifyUpgrade } from '../../src/reasons.js'
+import { TestRuntime } from '../support/runtime.js'
 
 const closed = (code: number): ReasonLike => classifyClose({ code, reason: '' }, 1, 0)
 
 function harness(policy: Partial<ReconnectPolicy> = {}, roll = 0.5) {
-  const parent = setup({
-    types: { context: {} as { reports: ReconnectReport[] }, events: {} as { type: string; reason?: ReasonLike } },
-    actors: { reconnect: reconnectMachine },
-  }).createMachine({
-    context: { reports: [] },
-    invoke: {
-      id: 'r',
-      src: 'reconnect',
-      input: { policy: { ...DEFAULT_RECONNECT_POLICY, ...policy }, env: { now: () => 0, monotonic: () => 0, random: () => roll } },
-    },
-    on: {
-      'reconnect.opened': { actions: sendTo('r', { type: 'reconnect.opened' }) },
-      'reconnect.lost': { actions: sendTo('r', ({ event }) => ({ type: 'reconnect.lost' as const, reason: event.reason! })) },
-      'reconnect.*': { actions: assign({ reports: ({ context, event }) => [...context.reports, event as ReconnectReport] }) },
-    },
+  const runtime = new TestRuntime()
+  const chart = runtime.run(reconnectMachine, {
+    policy: { ...DEFAULT_RECONNECT_POLICY, ...policy },
+    env: { now: () => 0, monotonic: () => 0, random: () => roll },
   })
-  const clock = new SimulatedClock()
-  const actor = createActor(parent, { clock }).start()
-  const reports = () => actor.getSnapshot().context.reports
-  const child = () => actor.getSnapshot().children.r!.getSnapshot()
+  const { clock } = runtime
+  const reports = () => runtime.paramsOf<ReconnectReport>('report')
+  const child = () => chart.getSnapshot()
   return {
     clock,
     reports,
     last: () => reports().at(-1),
     child,
-    opened: () => actor.send({ type: 'reconnect.opened' }),
-    lost: (reason: ReasonLike = closed(1000)) => actor.send({ type: 'reconnect.lost', reason }),
+    opened: () => chart.send({ type: 'reconnect.opened' }),
+    lost: (reason: ReasonLike = closed(1000)) => chart.send({ type: 'reconnect.lost', reason }),
     /** Waits out the scheduled delay so the chart is idle again. */
     due: () => {
       const last = reports().at(-1)
@@ -52,7 +40,7 @@ function harness(policy: Partial<ReconnectPolicy> = {}, roll = 0.5) {
       clock.increment(last.delayMs)
       expect(reports().at(-1)?.type).toBe('reconnect.due')
     },
-    stop: () => actor.stop(),
+    stop: () => chart.stop(),
   }
 }
 

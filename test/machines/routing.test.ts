@@ -1,135 +1,128 @@
 /**
- * What the connection chart sends to its app channel actors and what it emits for the link, read
- * exactly: each channel actor is a recorder (provided in place of the channel chart), so the
- * test sees the spawn input, the actor ids, and every event each actor receives; the emitted
- * events are collected with actor.on('*').
+ * What the connection chart tells its app channel charts and what it emits for the link, read
+ * exactly: the connection chart runs alone on a test runtime, so every `startChannel`,
+ * `tellChannel` and `stopChannel` it names is recorded with its params; the reports of the other
+ * charts are fed in as the link's runtime would deliver them. The last tests run the link's real
+ * chart wiring (src/runtime/link-charts.ts) with the socket I/O recorded.
  */
 import { describe, expect, it } from 'vitest'
-import { createActor, fromCallback, SimulatedClock } from 'xstate'
-import { DEFAULT_CHANNEL_POLICY } from '../../machines/channel.js'
-import { connectionMachine } from '../../machines/connection.js'
+import { SimulatedClock } from 'xstate'
+import { DEFAULT_CHANNEL_POLICY, type ChannelEvent } from '../../machines/channel.js'
+import { connectionMachine, type ConnectionEmitted, type ConnectionEvent } from '../../machines/connection.js'
 import type { ReasonLike } from '../../machines/types.js'
+import { LinkCharts, type ChartIo } from '../../src/runtime/link-charts.js'
+import { resolvePolicy } from '../../src/policy.js'
+import { TestRuntime } from '../support/runtime.js'
 
 const env = { now: () => 1_000, monotonic: () => 1_000, random: () => 0.5 }
-const inert = fromCallback(() => {})
 const loss: ReasonLike = { kind: 'closed', retryable: true, generation: 1, at: 1_000, closeCode: 1006 }
 
 function harness(options: { channelPolicy?: typeof DEFAULT_CHANNEL_POLICY } = {}) {
-  const received: Array<{ id: string; topic: string; event: { type: string } }> = []
-  const inputs: Array<{ id: string; input: unknown }> = []
-  const recorder = fromCallback<{ type: string }, { topic: string }>(({ receive, input, self }) => {
-    inputs.push({ id: self.id, input })
-    receive((event) => received.push({ id: self.id, topic: input.topic, event }))
-  })
-  const machine = connectionMachine.provide({ actors: { transport: inert as never, controlChannel: inert as never, channel: recorder as never } })
-  const actor = createActor(machine, { input: { env, ...options }, clock: new SimulatedClock() })
-  const emitted: Array<{ type: string }> = []
-  actor.on('*', (e) => emitted.push(e as { type: string }))
-  actor.start()
+  const runtime = new TestRuntime()
+  const chart = runtime.run(connectionMachine, { env, ...options })
+  const send = (event: ConnectionEvent) => chart.send(event)
   const connect = (generation = 1) => {
-    if (generation === 1) actor.send({ type: 'host.connect' })
-    actor.send({ type: 'socket.open', generation, epoch: 1 })
-    actor.send({ type: 'control.joinOk', generation, epoch: 1 })
+    if (generation === 1) send({ type: 'host.connect' })
+    send({ type: 'socket.open', generation, epoch: 1 })
+    send({ type: 'control.joinOk', generation, epoch: 1 })
   }
-  const to = (topic: string) => received.filter((r) => r.topic === topic).map((r) => r.event)
-  return { actor, received, inputs, emitted, connect, to }
+  const told = () => runtime.paramsOf<{ topic: string; event: ChannelEvent }>('tellChannel')
+  const to = (topic: string) => told().filter((t) => t.topic === topic).map((t) => t.event)
+  return { runtime, chart, send, emitted: runtime.emittedEvents as Array<{ type: string }>, connect, told, to }
 }
 
-describe('app channel actors', () => {
-  it('are spawned with their topic, the channel policy and the env, under the lowest free id', () => {
+describe('app channel charts', () => {
+  it('are started by topic, in order; a topic already running is not started again; one that ended can be', () => {
     const policy = { ...DEFAULT_CHANNEL_POLICY, rejoinInitialDelayMs: 7 }
     const h = harness({ channelPolicy: policy })
-    h.actor.send({ type: 'host.channel', topic: 'room:a' })
-    h.actor.send({ type: 'host.channel', topic: 'room:b' })
-    h.actor.send({ type: 'host.channel', topic: 'room:c' })
-    expect(h.inputs.map((i) => i.id)).toEqual(['channel-0', 'channel-1', 'channel-2'])
-    expect(h.inputs[0]!.input).toEqual({ topic: 'room:a', policy, env })
-    expect(h.inputs[0]!.input).toMatchObject({ env: expect.any(Object) })
-    expect((h.inputs[0]!.input as { env: unknown }).env).toBe(env)
-    // room:b ends: its id is the one the next channel gets.
-    h.actor.send({ type: 'channel.status', topic: 'room:b', status: 'left', reason: null })
-    h.actor.send({ type: 'host.channel', topic: 'room:d' })
-    expect(h.inputs.at(-1)).toEqual({ id: 'channel-1', input: expect.objectContaining({ topic: 'room:d' }) })
-    h.actor.send({ type: 'host.channel', topic: 'room:e' })
-    expect(h.inputs.at(-1)!.id).toBe('channel-3')
-    h.actor.stop()
+    h.send({ type: 'host.channel', topic: 'room:a' })
+    h.send({ type: 'host.channel', topic: 'room:b' })
+    h.send({ type: 'host.channel', topic: 'room:a' })
+    expect(h.runtime.paramsOf('startChannel')).toEqual([{ topic: 'room:a' }, { topic: 'room:b' }])
+    expect(h.chart.getSnapshot().context.channels).toEqual(['room:a', 'room:b'])
+    h.send({ type: 'channel.status', topic: 'room:a', status: 'left', reason: null })
+    expect(h.runtime.paramsOf('stopChannel')).toEqual([{ topic: 'room:a' }])
+    h.send({ type: 'host.channel', topic: 'room:a' })
+    expect(h.runtime.paramsOf('startChannel')).toEqual([{ topic: 'room:a' }, { topic: 'room:b' }, { topic: 'room:a' }])
+    expect(h.chart.getSnapshot().context.channels).toEqual(['room:b', 'room:a'])
+    // Topics are host strings, not property names: nothing on Object.prototype is a channel.
+    h.send({ type: 'host.channel', topic: 'toString' })
+    h.send({ type: 'host.channel', topic: '__proto__' })
+    expect(h.chart.getSnapshot().context.channels).toEqual(['room:b', 'room:a', 'toString', '__proto__'])
   })
 
   it('a channel registered while connected gets transport.up with the current generation; one registered before gets it on connect', () => {
     const h = harness()
-    h.actor.send({ type: 'host.channel', topic: 'room:early' })
+    h.send({ type: 'host.channel', topic: 'room:early' })
     expect(h.to('room:early')).toEqual([])
     h.connect()
     expect(h.to('room:early')).toEqual([{ type: 'transport.up', generation: 1 }])
-    h.actor.send({ type: 'host.channel', topic: 'room:late' })
+    h.send({ type: 'host.channel', topic: 'room:late' })
     expect(h.to('room:late')).toEqual([{ type: 'transport.up', generation: 1 }])
-    h.actor.stop()
   })
 
   it('a transport loss sends transport.down to every channel, and the next transport its own generation', () => {
     const h = harness()
-    h.actor.send({ type: 'host.channel', topic: 'room:1' })
-    h.actor.send({ type: 'host.channel', topic: 'room:2' })
+    h.send({ type: 'host.channel', topic: 'room:1' })
+    h.send({ type: 'host.channel', topic: 'room:2' })
     h.connect()
-    h.actor.send({ type: 'socket.close', reason: loss, generation: 1, epoch: 1 })
+    h.send({ type: 'socket.close', reason: loss, generation: 1, epoch: 1 })
     expect(h.to('room:1')).toEqual([{ type: 'transport.up', generation: 1 }, { type: 'transport.down' }])
     expect(h.to('room:2')).toEqual([{ type: 'transport.up', generation: 1 }, { type: 'transport.down' }])
-    h.actor.stop()
+    h.send({ type: 'reconnect.scheduled', delayMs: 10, attempt: 1 })
+    h.send({ type: 'reconnect.due' })
+    h.connect(2)
+    expect(h.to('room:1').at(-1)).toEqual({ type: 'transport.up', generation: 2 })
   })
 
   it("forwards a channel's adapter events to it as they are, a host leave as host.leave, and nothing to the others", () => {
     const h = harness()
-    h.actor.send({ type: 'host.channel', topic: 'room:1' })
-    h.actor.send({ type: 'host.channel', topic: 'room:2' })
+    h.send({ type: 'host.channel', topic: 'room:1' })
+    h.send({ type: 'host.channel', topic: 'room:2' })
     const events = [
       { type: 'channel.joinOk', topic: 'room:1', generation: 1, attachId: 1 },
       { type: 'channel.joinError', topic: 'room:1', generation: 1, attachId: 1, reason: loss },
       { type: 'channel.error', topic: 'room:1', generation: 1, attachId: 1 },
       { type: 'channel.close', topic: 'room:1', generation: 1, attachId: 1, reason: loss },
       { type: 'channel.left', topic: 'room:1', generation: 1, attachId: 1 },
-      { type: 'channel.attachFailed', topic: 'room:1', generation: 1, attachId: 1, error: new Error('x') },
+      { type: 'channel.attachFailed', topic: 'room:1', generation: 1, attachId: 1, reason: loss },
     ] as const
-    for (const e of events) h.actor.send(e as never)
-    h.actor.send({ type: 'host.leaveChannel', topic: 'room:1' })
+    for (const e of events) h.send(e)
+    h.send({ type: 'host.leaveChannel', topic: 'room:1' })
     expect(h.to('room:1')).toEqual([...events, { type: 'host.leave' }])
     expect(h.to('room:2')).toEqual([])
-    h.actor.stop()
   })
 
-  it('a channel event for a topic with no actor reaches no actor and is reported ignored', () => {
+  it('a channel event for a topic with no chart reaches none and is reported ignored', () => {
     const h = harness()
-    h.actor.send({ type: 'host.channel', topic: 'room:1' })
-    h.actor.send({ type: 'channel.joinOk', topic: 'room:none', generation: 1, attachId: 1 })
-    h.actor.send({ type: 'host.leaveChannel', topic: 'room:none' })
-    expect(h.received).toEqual([])
+    h.send({ type: 'host.channel', topic: 'room:1' })
+    h.send({ type: 'channel.joinOk', topic: 'room:none', generation: 1, attachId: 1 })
+    h.send({ type: 'host.leaveChannel', topic: 'room:none' })
+    expect(h.told()).toEqual([])
     expect(h.emitted.filter((e) => e.type === 'link.ignored')).toEqual([
       { type: 'link.ignored', event: 'channel.joinOk', detail: 'from a stale transport (generation 1, current 0)' },
       { type: 'link.ignored', event: 'host.leaveChannel', detail: 'not handled in this state' },
     ])
-    h.actor.stop()
   })
 
-  it('a channel status is announced; a final one (left, dropped) forgets and stops the actor, others keep it', () => {
+  it('a channel status is announced; a final one (left, dropped) forgets and stops the chart, others keep it', () => {
     const h = harness()
-    h.actor.send({ type: 'host.channel', topic: 'room:1' })
-    h.actor.send({ type: 'host.channel', topic: 'room:2' })
-    h.actor.send({ type: 'channel.status', topic: 'room:1', status: 'joined', reason: null })
-    h.actor.send({ type: 'channel.status', topic: 'room:2', status: 'errored', reason: loss })
-    expect(Object.keys(h.actor.getSnapshot().context.channels)).toEqual(['room:1', 'room:2'])
-    h.actor.send({ type: 'channel.status', topic: 'room:1', status: 'left', reason: null })
-    h.actor.send({ type: 'channel.status', topic: 'room:2', status: 'dropped', reason: loss })
-    expect(h.actor.getSnapshot().context.channels).toEqual({})
-    expect(h.actor.getSnapshot().children).not.toHaveProperty('channel-0')
+    h.send({ type: 'host.channel', topic: 'room:1' })
+    h.send({ type: 'host.channel', topic: 'room:2' })
+    h.send({ type: 'channel.status', topic: 'room:1', status: 'joined', reason: null })
+    h.send({ type: 'channel.status', topic: 'room:2', status: 'errored', reason: loss })
+    expect(h.chart.getSnapshot().context.channels).toEqual(['room:1', 'room:2'])
+    expect(h.runtime.paramsOf('stopChannel')).toEqual([])
+    h.send({ type: 'channel.status', topic: 'room:1', status: 'left', reason: null })
+    h.send({ type: 'channel.status', topic: 'room:2', status: 'dropped', reason: loss })
+    expect(h.chart.getSnapshot().context.channels).toEqual([])
+    expect(h.runtime.paramsOf('stopChannel')).toEqual([{ topic: 'room:1' }, { topic: 'room:2' }])
     expect(h.emitted.filter((e) => e.type === 'link.channel')).toEqual([
       { type: 'link.channel', topic: 'room:1', status: 'joined', reason: null },
       { type: 'link.channel', topic: 'room:2', status: 'errored', reason: loss },
       { type: 'link.channel', topic: 'room:1', status: 'left', reason: null },
       { type: 'link.channel', topic: 'room:2', status: 'dropped', reason: loss },
     ])
-    // A final status of a topic already forgotten changes nothing.
-    h.actor.send({ type: 'channel.status', topic: 'room:1', status: 'left', reason: null })
-    expect(h.actor.getSnapshot().context.channels).toEqual({})
-    h.actor.stop()
   })
 })
 
@@ -137,55 +130,42 @@ describe('reports the chart emits', () => {
   it('control reports become link events with their fields', () => {
     const h = harness()
     const signal = { correlationId: 'c-1' }
-    h.actor.send({ type: 'control.duplicate', signal, sequence: 3 } as never)
-    h.actor.send({ type: 'control.handlerFailed', signal, sequence: 4, error: 'boom' } as never)
-    h.actor.send({ type: 'control.dropped', signals: [{ signal, sequence: 5, epoch: 1 }] } as never)
+    h.send({ type: 'control.duplicate', signal, sequence: 3 })
+    h.send({ type: 'control.handlerFailed', signal, sequence: 4, error: 'boom' })
+    h.send({ type: 'control.dropped', signals: [{ signal, sequence: 5, epoch: 1 }], cause: 'reset' })
     expect(h.emitted).toEqual([
       { type: 'link.controlDuplicate', signal, sequence: 3 },
       { type: 'link.controlFailed', signal, sequence: 4, error: 'boom' },
-      { type: 'link.controlDropped', signals: [{ signal, sequence: 5, epoch: 1 }] },
+      { type: 'link.controlDropped', signals: [{ signal, sequence: 5, epoch: 1 }], cause: 'reset' },
     ])
-    h.actor.stop()
   })
 
-  it('a loss is announced with the next delay and attempt the reconnect chart chose', () => {
+  it('a control signal goes to the control chart with the next sequence number and its epoch', () => {
     const h = harness()
     h.connect()
-    h.actor.send({ type: 'socket.close', reason: loss, generation: 1, epoch: 1 })
-    // DEFAULT_RECONNECT_POLICY: a 500 ms ceiling on the first attempt, drawn at 0.5.
-    expect(h.emitted.filter((e) => e.type === 'link.disconnected')).toEqual([{ type: 'link.disconnected', reason: loss, nextDelayMs: 250, attempt: 1 }])
-    h.actor.stop()
-  })
-
-  it('a control signal reaches the control chart with the next sequence number and its epoch', () => {
-    const h = harness()
-    h.connect()
-    h.actor.send({ type: 'control.signal', signal: { correlationId: 'a' }, generation: 1, epoch: 1 })
-    h.actor.send({ type: 'control.signal', signal: { correlationId: 'b' }, generation: 1, epoch: 1 })
-    expect(h.actor.getSnapshot().context.signalSeq).toBe(2)
-    const control = h.actor.getSnapshot().children.control!.getSnapshot() as { context: { queue: unknown[] } }
-    expect(control.context.queue).toEqual([
-      { signal: { correlationId: 'a' }, sequence: 1, epoch: 1 },
-      { signal: { correlationId: 'b' }, sequence: 2, epoch: 1 },
+    h.send({ type: 'control.signal', signal: { correlationId: 'a' }, generation: 1, epoch: 1 })
+    h.send({ type: 'control.signal', signal: { correlationId: 'b' }, generation: 1, epoch: 1 })
+    expect(h.chart.getSnapshot().context.signalSeq).toBe(2)
+    expect(h.runtime.paramsOf('tellControl').filter((e) => (e as { type: string }).type === 'control.enqueue')).toEqual([
+      { type: 'control.enqueue', signal: { correlationId: 'a' }, sequence: 1, epoch: 1 },
+      { type: 'control.enqueue', signal: { correlationId: 'b' }, sequence: 2, epoch: 1 },
     ])
-    h.actor.stop()
   })
 
-  it('an actor of the chart failing that is not an app channel is reported ignored with its error', () => {
+  it('a failure of a chart that is not a running app channel is reported ignored with its error', () => {
     const h = harness()
-    h.actor.send({ type: 'xstate.error.actor.nobody', error: new Error('lost actor') } as never)
-    h.actor.send({ type: 'xstate.error.actor.nobody', error: 'plain text' } as never)
+    h.send({ type: 'channel.failed', topic: 'nobody', error: new Error('lost chart') })
+    h.send({ type: 'channel.failed', topic: 'nobody', error: 'plain text' })
     expect(h.emitted).toEqual([
-      { type: 'link.ignored', event: 'xstate.error.actor.nobody', detail: 'an actor of the chart failed: lost actor' },
-      { type: 'link.ignored', event: 'xstate.error.actor.nobody', detail: 'an actor of the chart failed: plain text' },
+      { type: 'link.ignored', event: 'channel.failed', detail: 'a chart of the link failed: lost chart' },
+      { type: 'link.ignored', event: 'channel.failed', detail: 'a chart of the link failed: plain text' },
     ])
-    h.actor.stop()
   })
 
-  it('an app channel actor failing is reported dropped with its error and forgotten', () => {
+  it('an app channel chart failing is reported dropped with its error, forgotten and stopped', () => {
     const h = harness()
-    h.actor.send({ type: 'host.channel', topic: 'room:1' })
-    h.actor.send({ type: 'xstate.error.actor.channel-0', actorId: 'channel-0', error: new Error('channel bug') } as never)
+    h.send({ type: 'host.channel', topic: 'room:1' })
+    h.send({ type: 'channel.failed', topic: 'room:1', error: new Error('channel bug') })
     expect(h.emitted).toEqual([
       {
         type: 'link.channel',
@@ -194,7 +174,133 @@ describe('reports the chart emits', () => {
         reason: { kind: 'other', detail: 'the channel failed inside phoenix-link: channel bug', retryable: true, generation: 0, at: 1_000 },
       },
     ])
-    expect(h.actor.getSnapshot().context.channels).toEqual({})
-    h.actor.stop()
+    expect(h.chart.getSnapshot().context.channels).toEqual([])
+    expect(h.runtime.paramsOf('stopChannel')).toEqual([{ topic: 'room:1' }])
+  })
+})
+
+/** The link's real chart wiring (src/runtime/link-charts.ts) with every socket operation recorded. */
+function wired(linkEnv: typeof env = env) {
+  const io: Array<[string, unknown]> = []
+  const record = (name: string) => (params: unknown) => void io.push([name, params])
+  const chartIo: ChartIo = {
+    openTransport: record('openTransport'),
+    endTransport: record('endTransport'),
+    joinControl: record('joinControl'),
+    rejoinControl: record('rejoinControl'),
+    leaveControl: record('leaveControl'),
+    joinAttempt: record('joinAttempt'),
+    releaseAttempt: record('releaseAttempt'),
+    leaveAttempt: record('leaveAttempt'),
+  }
+  const emitted: ConnectionEmitted[] = []
+  const crashes: Array<[string, unknown]> = []
+  const clock = new SimulatedClock()
+  const charts = new LinkCharts({
+    io: chartIo,
+    clock,
+    inspect: null,
+    env: linkEnv,
+    policy: resolvePolicy(undefined),
+    host: {
+      deliver: async () => {},
+      emitted: (e) => void emitted.push(e),
+      changed: () => {},
+      crashed: (chart, error) => void crashes.push([chart, error]),
+      actionFailed: () => {},
+    },
+  })
+  return { charts, io, emitted, crashes, clock }
+}
+
+describe("the link's chart wiring", () => {
+  it('a loss is announced with the next delay and attempt the reconnect chart chose, and the next transport opens when it is due', () => {
+    const w = wired()
+    w.charts.send({ type: 'host.connect' })
+    expect(w.charts.reconnect).not.toBeNull()
+    w.charts.send({ type: 'socket.open', generation: 1, epoch: 1 })
+    w.charts.send({ type: 'control.joinOk', generation: 1, epoch: 1 })
+    w.charts.send({ type: 'socket.close', reason: loss, generation: 1, epoch: 1 })
+    // DEFAULT_RECONNECT_POLICY: a 500 ms ceiling on the first attempt, drawn at 0.5.
+    expect(w.emitted.filter((e) => e.type === 'link.disconnected')).toEqual([{ type: 'link.disconnected', reason: loss, nextDelayMs: 250, attempt: 1 }])
+    expect(w.io.map(([name]) => name)).toEqual(['openTransport', 'joinControl', 'endTransport'])
+    w.clock.increment(249)
+    expect(w.io).toHaveLength(3)
+    w.clock.increment(1)
+    expect(w.io.at(-1)).toEqual(['openTransport', { generation: 2, epoch: 1 }])
+    w.charts.send({ type: 'host.disconnect' })
+    expect(w.charts.reconnect).toBeNull()
+    expect(w.io.at(-1)).toEqual(['endTransport', { generation: 2, epoch: 1 }])
+  })
+
+  it('an app channel runs its own chart: joined on the transport, its chart stopped when it is left', () => {
+    const w = wired()
+    w.charts.send({ type: 'host.channel', topic: 'room:1' })
+    expect([...w.charts.channels.keys()]).toEqual(['room:1'])
+    w.charts.send({ type: 'host.connect' })
+    w.charts.send({ type: 'socket.open', generation: 1, epoch: 1 })
+    w.charts.send({ type: 'control.joinOk', generation: 1, epoch: 1 })
+    expect(w.io.at(-1)).toEqual(['joinAttempt', { topic: 'room:1', generation: 1, attachId: 1 }])
+    w.charts.send({ type: 'channel.joinOk', topic: 'room:1', generation: 1, attachId: 1 })
+    expect(w.emitted.at(-1)).toEqual({ type: 'link.channel', topic: 'room:1', status: 'joined', reason: null })
+    const chart = w.charts.channels.get('room:1')!
+    w.charts.send({ type: 'host.leaveChannel', topic: 'room:1' })
+    expect(w.io.at(-1)).toEqual(['leaveAttempt', { topic: 'room:1', generation: 1, attachId: 1 }])
+    w.charts.send({ type: 'channel.left', topic: 'room:1', generation: 1, attachId: 1 })
+    expect(w.io.at(-1)).toEqual(['releaseAttempt', { topic: 'room:1', generation: 1, attachId: 1 }])
+    expect(w.charts.channels.size).toBe(0)
+    expect(chart.isStopped).toBe(true)
+    expect(w.crashes).toEqual([])
+  })
+
+  it('a channel chart whose transition throws (a phoenix-link bug) is dropped with what it threw; the link and its other channels go on', () => {
+    let broken = false
+    const w = wired({
+      ...env,
+      now: () => {
+        if (!broken) return 1_000
+        broken = false // once: the channel chart's assign, not the connection chart's report after it
+        throw new Error('clock broke')
+      },
+    })
+    w.charts.send({ type: 'host.channel', topic: 'room:1' })
+    w.charts.send({ type: 'host.channel', topic: 'room:2' })
+    w.charts.send({ type: 'host.connect' })
+    w.charts.send({ type: 'socket.open', generation: 1, epoch: 1 })
+    w.charts.send({ type: 'control.joinOk', generation: 1, epoch: 1 })
+    w.charts.send({ type: 'channel.joinOk', topic: 'room:1', generation: 1, attachId: 1 })
+    const failing = w.charts.channels.get('room:1')!
+    // phx_error records a reason stamped with env.now(): that assign throws inside the channel chart.
+    broken = true
+    w.charts.send({ type: 'channel.error', topic: 'room:1', generation: 1, attachId: 1 })
+    expect(broken).toBe(false)
+    expect(failing.isStopped).toBe(true)
+    expect([...w.charts.channels.keys()]).toEqual(['room:2'])
+    expect(w.charts.connection.getSnapshot().context.channels).toEqual(['room:2'])
+    expect(w.emitted.at(-1)).toEqual({
+      type: 'link.channel',
+      topic: 'room:1',
+      status: 'dropped',
+      reason: { kind: 'other', detail: 'the channel failed inside phoenix-link: clock broke', retryable: true, generation: 1, at: 1_000 },
+    })
+    expect(w.crashes).toEqual([])
+    expect(w.charts.connection.getSnapshot().value).toEqual({ session: { online: { attached: { live: 'connected' } } } })
+  })
+
+  it('a connection chart whose transition throws is a crash of the link, reported once with the chart and the error', () => {
+    let broken = false
+    const w = wired({
+      ...env,
+      now: () => {
+        if (broken) throw new Error('clock broke')
+        return 1_000
+      },
+    })
+    w.charts.send({ type: 'host.connect' })
+    broken = true
+    // disconnect() stamps the graceful reason with env.now().
+    w.charts.send({ type: 'host.disconnect' })
+    expect(w.crashes).toEqual([['connection', new Error('clock broke')]])
+    expect(w.charts.connection.isStopped).toBe(true)
   })
 })

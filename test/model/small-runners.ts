@@ -4,7 +4,7 @@
  * each step the chart actor inside the link must be where the chart's own transition says, and
  * the rule oracles must hold.
  */
-import { SimulatedClock, waitFor, type InspectionEvent } from 'xstate'
+import { SimulatedClock, type InspectionEvent } from 'xstate'
 import { keyOf } from '../../src/node/model/chart-info.js'
 import type { ModelPath } from '../../src/node/model/paths.js'
 import { MODEL_RECONNECT_POLICY, type ChannelExpectation, type ReconnectExpectation } from '../../src/node/model/small-models.js'
@@ -15,7 +15,7 @@ import type { PathReport } from '../../src/node/testing/index.js'
 
 /** What one path run saw (the kit's report, without the socket count). */
 export type PathRun = Pick<PathReport, 'path' | 'transitions' | 'states'>
-import { chartOf } from '../../src/chart-of.js'
+import { chartOf, chartsOf, waitForChart, waitForCharts } from '../../src/chart-of.js'
 
 const ENV = { now: () => Date.now(), monotonic: () => performance.now(), random: () => 0.5 }
 
@@ -75,7 +75,7 @@ export async function runChannelPath(sim: PlatformSimulator, path: ModelPath<Cha
   if (path.steps[0]?.stimulus !== 'transport up') handle = link.channel(topic, params)
   const observe = (): ChannelExpectation => {
     if (!handle) return { value: 'detached', reason: null }
-    const ref = Object.hasOwn(chartOf(link).getSnapshot().context.channels, topic) ? chartOf(link).getSnapshot().context.channels[topic] : undefined
+    const ref = chartsOf(link).channels.get(topic)
     if (ref) {
       const s = ref.getSnapshot() as unknown as { value: unknown; context: { reason: { kind: string } | null } }
       return { value: s.value, reason: s.context.reason?.kind ?? null }
@@ -100,7 +100,7 @@ export async function runChannelPath(sim: PlatformSimulator, path: ModelPath<Cha
       if (path.steps[i + 1]?.kind === 'auto' || path.steps[i + 1]?.stimulus === 'params throw') continue
       const wanted = JSON.stringify(step.expect.value)
       try {
-        await waitFor(chartOf(link), () => JSON.stringify(observe().value) === wanted, { timeout: 3000 })
+        await waitForCharts(link, () => JSON.stringify(observe().value) === wanted, 3000)
       } catch {
         fail(path, i, `channel chart ${JSON.stringify(observe().value)}, the model says ${wanted}`)
       }
@@ -143,7 +143,7 @@ async function applyChannel(
       if (link.state === 'idle') {
         void link.connect().catch(() => {})
       } else {
-        await waitFor(chartOf(link), (s) => s.context.retry !== null, { timeout: 3000 })
+        await waitForChart(chartOf(link), (s) => s.context.retry !== null, 3000)
         clock.increment(chartOf(link).getSnapshot().context.retry!.delayMs)
       }
       return
@@ -231,7 +231,7 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
     policy: { reconnect: MODEL_RECONNECT_POLICY, transport: { closeTimeoutMs: 150 } },
   })
   const observe = (): ReconnectExpectation => {
-    const child = chartOf(link).getSnapshot().children.reconnect
+    const child = chartsOf(link).reconnect
     if (!child) return { value: link.lastDisconnectReason?.kind === 'suppressed' ? 'gaveUp' : 'none', attempt: -1, rapidStreak: -1 }
     const s = child.getSnapshot() as unknown as { value: unknown; context: { attempt: number; rapidStreak: number } }
     return { value: s.value, attempt: s.context.attempt, rapidStreak: s.context.rapidStreak }
@@ -239,7 +239,7 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
   let sinceOpen = 0
   void link.connect().catch(() => {})
   try {
-    await waitFor(chartOf(link), (s) => s.children.reconnect !== undefined, { timeout: 3000 })
+    await waitForCharts(link, () => chartsOf(link).reconnect !== null, 3000)
     let before = observe()
     for (const [i, step] of path.steps.entries()) {
       const name = step.stimulus
@@ -257,17 +257,17 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
       } else if (name === 'retry now') {
         if (!link.reconnect()) fail(path, i, `reconnect() cut no wait in link state ${link.state}`)
       } else if (name === 'backoff passes' || name === 'cooldown passes') {
-        clock.increment((chartOf(link).getSnapshot().children.reconnect!.getSnapshot() as unknown as { context: { delayMs: number } }).context.delayMs)
+        clock.increment(chartsOf(link).reconnect!.getSnapshot().context.delayMs)
       } else {
         throw new Error(`no way to apply reconnect stimulus ${name} on the wire`)
       }
       const want = step.expect
       const wanted = JSON.stringify(want.value)
       try {
-        await waitFor(chartOf(link), () => {
+        await waitForCharts(link, () => {
           const o = observe()
           return JSON.stringify(o.value) === wanted && (wanted === '"gaveUp"' || (o.attempt === want.attempt && o.rapidStreak === want.rapidStreak))
-        }, { timeout: 3000 })
+        }, 3000)
       } catch {
         fail(path, i, `reconnect chart ${JSON.stringify(observe())}, the model says ${JSON.stringify(want)}`)
       }

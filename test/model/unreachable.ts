@@ -3,22 +3,23 @@
  * instead. The coverage test (test/model/paths.test.ts) fails on a transition missing from both
  * the paths and this list, and on an entry here that a path now crosses.
  */
-const ADAPTER_BUG =
-  'only a throwing adapter actor (a phoenix-link bug) sends it; no stimulus of the world does'
+const IO_BUG =
+  "only an I/O action that throws (a phoenix-link bug) sends it, through the link's chart runtime; no stimulus of the world does"
+const CHART_BUG = "only a channel chart whose transition throws (a phoenix-link bug) sends it, through the link's chart runtime; no stimulus of the world does"
 
 export const UNREACHABLE: Record<string, { states?: Record<string, string>; transitions?: Record<string, string> }> = {
   connection: {
     transitions: {
-      'connection|xstate.error.actor.*|0': `${ADAPTER_BUG}. test/machines/connection.test.ts "an app channel actor failing: reported dropped with an other reason and forgotten"`,
-      'connection.session.online|xstate.error.actor.transport|0': `${ADAPTER_BUG}. test/machines/connection.test.ts "the transport actor throwing: a retryable other reason, reconnecting"`,
-      'connection.session.online.attached|xstate.error.actor.controlChannel|0': `${ADAPTER_BUG}. test/machines/connection.test.ts "the control channel actor throwing: a retryable other reason, reconnecting"`,
+      'connection|channel.failed|0': `${CHART_BUG}. test/machines/routing.test.ts "a channel chart whose transition throws (a phoenix-link bug) is dropped with what it threw; the link and its other channels go on"`,
+      'connection.session.online|io.failed|0': `${IO_BUG}. test/machines/connection.test.ts "the transport failing: a retryable other reason, reconnecting"`,
+      'connection.session.online.attached.stopping|io.failed|0': `${IO_BUG}. test/machines/connection.test.ts "while stopping: still stopped, graceful (the host asked to stop), never a reconnect"`,
       'connection|control.dropped|0':
         'needs a control handler still running with another signal queued behind it when the host stops: a handler state the connection model does not track. test/wire/hardening.test.ts "after disconnect(), signals still waiting behind a slow handler are dropped and reported; the one in progress finishes"',
     },
   },
   channel: {
     transitions: {
-      'channel.attached.live|xstate.error.actor.attachment|0': `${ADAPTER_BUG}. test/machines/channel.test.ts "an attachment actor that throws (a phoenix-link bug) errors this attempt and retries it"`,
+      'channel.attached.live|io.failed|0': `${IO_BUG}. test/machines/channel.test.ts "a join attempt whose I/O throws (a phoenix-link bug) errors this attempt and retries it"`,
     },
   },
   reconnect: {
@@ -29,6 +30,7 @@ export const UNREACHABLE: Record<string, { states?: Record<string, string>; tran
   },
   control: {
     transitions: {
+      'control.delivering|io.failed|0': `${IO_BUG}. test/machines/control.test.ts "a deliver action that throws (a phoenix-link bug) reports that signal failed with what it threw, and delivery goes on"`,
       'control.delivering|control.flush|0':
         'a stop while a handler runs with signals queued behind it. test/wire/hardening.test.ts "after disconnect(), signals still waiting behind a slow handler are dropped and reported; the one in progress finishes"',
       'control|control.enqueue|1':

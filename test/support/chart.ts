@@ -22,13 +22,17 @@ export function run(snapshot: ConnSnapshot, ...events: ConnectionEvent[]): ConnS
   return s
 }
 
-/** Applies one event; returns the snapshot and the action types it produced. */
-export function step(snapshot: ConnSnapshot, event: ConnectionEvent): { s: ConnSnapshot; actions: string[]; emitted: unknown[] } {
+/**
+ * Applies one event; returns the snapshot, the action types it produced, what it emitted, and its
+ * I/O actions (the named actions the link's runtime carries out: `openTransport`, `tellReconnect`, ...) with their params.
+ */
+export function step(snapshot: ConnSnapshot, event: ConnectionEvent): { s: ConnSnapshot; actions: string[]; emitted: unknown[]; io: Array<{ type: string; params: unknown }> } {
   const [s, actions] = transition(connectionMachine, snapshot, event)
   return {
     s,
     actions: actions.map((a) => a.type as string),
     emitted: actions.filter((a) => (a.type as string) === 'xstate.emit').map((a) => (a as unknown as { params: { event: unknown } }).params?.event ?? a),
+    io: actions.filter((a) => !(a.type as string).startsWith('xstate.')).map((a) => ({ type: a.type as string, params: (a as { params?: unknown }).params })),
   }
 }
 

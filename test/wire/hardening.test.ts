@@ -6,11 +6,10 @@
 import { request } from 'node:http'
 import { inspect } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { waitFor } from 'xstate'
 import { CONTROL_EVENT, PROTOCOL_VSN, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
 import { next, settle, untilState, useWorld } from '../support/wire.js'
-import { chartOf } from '../../src/chart-of.js'
+import { chartOf, chartsOf, waitForChart } from '../../src/chart-of.js'
 
 const world = useWorld()
 
@@ -164,7 +163,7 @@ describe('reentrant and concurrent calls', () => {
     expect((await first).epoch).toBe(1)
     const dropped: string[] = []
     link.on('ignored', (e) => e.detail.includes('dropped') && dropped.push(e.detail))
-    const queued = waitFor(chartOf(link), (snapshot) => snapshot.context.signalSeq >= 3, { timeout: 4000 })
+    const queued = waitForChart(chartOf(link), (snapshot) => snapshot.context.signalSeq >= 3, 4000)
     sim.control('agent-1', { mode: 'stop', correlation_id: 'b' })
     sim.control('agent-1', { mode: 'stop', correlation_id: 'c' })
     await queued
@@ -179,11 +178,23 @@ describe('reentrant and concurrent calls', () => {
 describe('a chart crash', () => {
   it('ends every socket, rejects waiters INTERNAL, aborts runs, reads terminated, and disconnect() still resolves', async () => {
     const sim = await world().sim()
-    const link = world().link(sim)
+    // A wall clock that throws once, when told to: the connection chart's next stamp is a throwing assign (a phoenix-link bug's shape).
+    let broken = false
+    const now = () => {
+      if (!broken) return Date.now()
+      broken = false
+      throw new Error('simulated bug')
+    }
+    const link = world().link(sim, { env: { now } })
     await link.connect()
     const run = settle(link.runForever())
     const work = link.runSignal('work-1')
-    ;(link as unknown as { onCrash(e: unknown): void }).onCrash(new Error('simulated bug'))
+    const ended = next(link, 'disconnected')
+    broken = true
+    // The chart stamps the graceful reason of a stop with the wall clock (recordGraceful): that assign throws.
+    chartOf(link).send({ type: 'host.disconnect' })
+    expect(broken).toBe(false)
+    expect(await ended).toMatchObject({ outcome: 'terminated', terminal: true, reason: { kind: 'other', detail: 'internal error: simulated bug' } })
     expect(((await run) as { error: { code: string } }).error.code).toBe('INTERNAL')
     // Work the session can no longer deliver is aborted, as on any terminal reason.
     expect(work.aborted).toBe(true)
@@ -326,7 +337,7 @@ describe('reentrant host code (second review)', () => {
     const ignored: string[] = []
     link.on('ignored', (e) => void ignored.push(e.detail))
     for (let i = 0; i < 10; i++) sim.control('agent-1', { mode: 'interrupt', correlation_id: `c${i}` })
-    await waitFor(chartOf(link), (s) => s.context.signalSeq >= 10, { timeout: 4000 })
+    await waitForChart(chartOf(link), (s) => s.context.signalSeq >= 10, 4000)
     expect(ignored).toHaveLength(6)
     expect(ignored[0]).toMatch(/^control signal #5 \(correlation c4\) dropped: control.maxQueued signals were already waiting/)
     expect(warnings.filter((w) => w.includes('queue behind the control handler is full'))).toHaveLength(6)
@@ -358,7 +369,7 @@ describe('reentrant host code (second review)', () => {
     await link.connect()
     sim.control('agent-1', { mode: 'stop', correlation_id: 'slow' })
     sim.control('agent-1', { mode: 'stop', correlation_id: 'A' })
-    await waitFor(chartOf(link), (s) => s.context.signalSeq >= 2, { timeout: 4000 })
+    await waitForChart(chartOf(link), (s) => s.context.signalSeq >= 2, 4000)
     await link.disconnect()
     release()
     await link.connect()
@@ -380,7 +391,7 @@ describe('reentrant host code (second review)', () => {
     })
     await link.connect()
     for (const id of ['s1', 's2', 's3']) sim.control('agent-1', { mode: 'stop', correlation_id: id })
-    await waitFor(chartOf(link), (s) => s.context.signalSeq >= 3, { timeout: 4000 })
+    await waitForChart(chartOf(link), (s) => s.context.signalSeq >= 3, 4000)
     const ended = untilState(link, 'terminated')
     sim.supersede('agent-1')
     await ended
@@ -538,7 +549,7 @@ describe('strict inputs (second review)', () => {
     sim.control('agent-1', { mode: 'stop', correlation_id: 'same' })
     sim.control('agent-1', { mode: 'stop', correlation_id: 'same' })
     await both
-    expect(chartOf(link).getSnapshot().children.control!.getSnapshot().context.seen).toEqual([])
+    expect(chartsOf(link).control.getSnapshot().context.seen).toEqual([])
   })
 
   it('a late frame on a topic the link left is reported once the leave tail has passed', async () => {

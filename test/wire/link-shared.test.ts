@@ -1,18 +1,18 @@
 /**
- * Links share one provided connection chart: a per-link provide() copied the whole chart
- * definition (about 75 KiB of heap per link, bench/ idle memory). Each link's actors must still
- * reach their own adapter, through the link's actor system: two links side by side get only
- * their own sockets, control signals and app messages.
+ * Links share one chart definition: a per-link provide() copied the whole chart definition
+ * (about 75 KiB of heap per link, bench/ idle memory). Each link's charts run on its own runtime,
+ * which carries out their I/O on its own adapter: two links side by side get only their own
+ * sockets, control signals and app messages.
  */
 import { describe, expect, it } from 'vitest'
-import { chartOf } from '../../src/chart-of.js'
+import { chartOf, chartsOf } from '../../src/chart-of.js'
 import type { ControlSignal } from '../../src/protocol.js'
 import { next, useWorld } from '../support/wire.js'
 
 const world = useWorld()
 
 describe('links share one chart definition', () => {
-  it('two links run the same machine logic, in separate actor systems, each on its own adapter', async () => {
+  it('two links run the same machine logic, each on its own runtime and adapter', async () => {
     const sim = await world().sim()
     const seen: Record<string, string[]> = { a: [], b: [] }
     let handledA!: () => void
@@ -21,7 +21,7 @@ describe('links share one chart definition', () => {
     const a = world().link(sim, { onControl: (s: ControlSignal) => void (seen.a!.push(s.correlationId ?? ''), handledA()) })
     const b = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2', onControl: (s: ControlSignal) => void (seen.b!.push(s.correlationId ?? ''), handledB()) })
     expect(chartOf(a).logic).toBe(chartOf(b).logic)
-    expect(chartOf(a).system).not.toBe(chartOf(b).system)
+    expect(chartsOf(a)).not.toBe(chartsOf(b))
     expect(a.actor).toBe(chartOf(a))
     const roomA = a.channel('room:a')
     const roomB = b.channel('room:b')

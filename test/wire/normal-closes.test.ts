@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { framesIn, next, untilState, useWorld } from '../support/wire.js'
-import { chartOf } from '../../src/chart-of.js'
+import { chartsOf } from '../../src/chart-of.js'
 
 const world = useWorld()
 
@@ -184,7 +184,7 @@ describe('reconnect policy on the wire (scenarios 6-8)', () => {
     expect(attempts).toEqual([1, 2, 3])
     // Stay connected past stableAfterMs: wait for the reconnect chart to reach its stable state.
     await new Promise<void>((resolve, reject) => {
-      const reconnect = () => chartOf(link).getSnapshot().children.reconnect!
+      const reconnect = () => chartsOf(link).reconnect!
       const timer = setTimeout(() => reject(new Error('never stable')), 2000)
       const sub = reconnect().subscribe((s) => {
         if (JSON.stringify((s as { value?: unknown }).value).includes('"stable"')) {

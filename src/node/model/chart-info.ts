@@ -84,6 +84,24 @@ export function eventLabel(eventType: string, delay?: unknown): string {
   return stepLabel(eventType, refName(delay))
 }
 
+/**
+ * Whether an entry or exit action is XState's own scheduling of an `after` transition (the
+ * `raise` of `xstate.after.*` on entry, its `cancel` on exit): implied by `after`, not the chart's.
+ */
+export function isImplicitDelayAction(action: unknown): boolean {
+  if (typeof action !== 'function') return false
+  const a = action as { type?: string; event?: { type?: string }; sendId?: unknown }
+  if (a.type === 'xstate.raise') return typeof a.event?.type === 'string' && a.event.type.startsWith('xstate.after.')
+  if (a.type === 'xstate.cancel') return typeof a.sendId === 'string' && a.sendId.startsWith('xstate.after.')
+  return false
+}
+
+/** The chart's own entry and exit actions of a state, by name (XState's scheduling of `after` left out). */
+export function entryExit(node: { entry: unknown[]; exit: unknown[] }): { entry: string[]; exit: string[] } {
+  const names = (list: unknown[]) => list.filter((a) => !isImplicitDelayAction(a)).map(refName)
+  return { entry: names(node.entry), exit: names(node.exit) }
+}
+
 /** Every state node of a chart, depth first, in document order. */
 export function allNodes(machine: AnyStateMachine): AnyNode[] {
   const out: AnyNode[] = []

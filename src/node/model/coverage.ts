@@ -1,9 +1,9 @@
 /**
  * Which states and transitions of the shipped charts a set of paths crosses. Paths are replayed
- * on the chart itself (an actor whose I/O and child actors are inert, delays on a simulated
- * clock) and XState's inspection reports every transition taken (`@xstate.microstep`).
+ * on the chart itself (a bare XState actor: the charts' I/O actions do nothing there, delays run
+ * on a simulated clock) and XState's inspection reports every transition taken (`@xstate.microstep`).
  */
-import { createActor, fromCallback, SimulatedClock, type AnyStateMachine, type EventObject, type InspectionEvent } from 'xstate'
+import { createActor, SimulatedClock, type AnyStateMachine, type EventObject, type InspectionEvent } from 'xstate'
 import { connectionMachine } from '../../../machines/connection.js'
 import { allNodes, CHARTS, keyOf, transitionRows, type ChartName, type TransitionRow } from './chart-info.js'
 import type { ModelPath } from './paths.js'
@@ -15,21 +15,8 @@ export interface Crossed {
   states: Set<string>
 }
 
-const inert = fromCallback(() => {})
-
-/** The connection chart with every actor inert, so only the path's own events move it. */
-const inertConnection = connectionMachine.provide({
-  actors: {
-    transport: inert as never,
-    controlChannel: inert as never,
-    reconnect: inert as never,
-    control: inert as never,
-    channel: inert as never,
-  },
-})
-
 const REPLAY_MACHINES: Partial<Record<ChartName, AnyStateMachine>> = {
-  connection: inertConnection,
+  connection: connectionMachine,
   channel: channelModel.machine,
   reconnect: reconnectModel.machine,
 }

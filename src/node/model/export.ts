@@ -2,11 +2,12 @@
  * The shipped charts in forms other tools read: an XState config object (JSON) and a TypeScript
  * module with `createMachine(config)` that Stately Studio imports ("Import from code"), and a
  * mermaid `stateDiagram-v2`. All three are derived from the machine definitions themselves, so
- * they cannot drift from the charts: guards, actions, named delays and invoked actors appear
- * by the names they have in `setup()`, each transition keeps its DESIGN rule tag (`meta.rule`).
+ * they cannot drift from the charts: guards, actions and named delays appear by the names they
+ * have in `setup()`, each transition keeps its DESIGN rule tag (`meta.rule`). The charts invoke
+ * no actor (their I/O is named entry, exit and transition actions), so neither does the export.
  */
 import { initialTransition, type AnyStateMachine, type StateNode } from 'xstate'
-import { allNodes, CHARTS, eventLabel, guardLabel, guardOf, refName, type ChartName, type ConfigGuard } from './chart-info.js'
+import { allNodes, CHARTS, entryExit, eventLabel, guardLabel, guardOf, refName, type ChartName, type ConfigGuard } from './chart-info.js'
 import { DEFAULT_CHANNEL_POLICY } from '../../../machines/channel-policy.js'
 import { DEFAULT_RECONNECT_POLICY } from '../../../machines/reconnect-policy.js'
 
@@ -32,24 +33,11 @@ export interface ConfigState {
   initial?: string
   entry?: string[]
   exit?: string[]
-  invoke?: Array<{ id: string; src: string; onDone?: ConfigTransition[]; onError?: ConfigTransition[] }>
   on?: Record<string, ConfigTransition[]>
   /** Named delays (the names of `setup({ delays })`). */
   after?: Record<string, ConfigTransition[]>
   always?: ConfigTransition[]
   states?: Record<string, ConfigState>
-}
-
-/**
- * Whether an entry or exit action is XState's own scheduling of an `after` transition (the
- * `raise` of `xstate.after.*` on entry, its `cancel` on exit): implied by `after`, not the chart's.
- */
-function isImplicitDelayAction(action: unknown): boolean {
-  if (typeof action !== 'function') return false
-  const a = action as { type?: string; event?: { type?: string }; sendId?: unknown; id?: unknown }
-  if (a.type === 'xstate.raise') return typeof a.event?.type === 'string' && a.event.type.startsWith('xstate.after.')
-  if (a.type === 'xstate.cancel') return typeof a.sendId === 'string' && a.sendId.startsWith('xstate.after.')
-  return false
 }
 
 function transitionOf(t: Record<string, unknown>): ConfigTransition {
@@ -70,27 +58,16 @@ function stateOf(node: AnyNode): ConfigState {
   if (node.type === 'final' || node.type === 'parallel') out.type = node.type
   const initial = (node.initial as unknown as { target?: AnyNode[] } | undefined)?.target?.[0]
   if (initial && node.type === 'compound') out.initial = initial.key
-  const entry = (node.entry as unknown[]).filter((a) => !isImplicitDelayAction(a)).map(refName)
+  const { entry, exit } = entryExit(node)
   if (entry.length > 0) out.entry = entry
-  const exit = (node.exit as unknown[]).filter((a) => !isImplicitDelayAction(a)).map(refName)
   if (exit.length > 0) out.exit = exit
 
   const delays = new Map((node.after ?? []).map((t: { eventType: string; delay: unknown }) => [t.eventType, refName(t.delay)]))
-  const invokes = (node.invoke as Array<{ id: string; src: unknown }>).map((inv) => ({ id: inv.id, src: refName(inv.src) }))
-  const byInvoke = new Map<string, { id: string; src: string; onDone?: ConfigTransition[]; onError?: ConfigTransition[] }>(invokes.map((inv) => [inv.id, inv]))
   for (const [eventType, list] of node.transitions as unknown as Map<string, Array<Record<string, unknown>>>) {
     const transitions = list.map(transitionOf)
-    if (eventType.startsWith('xstate.after.')) {
-      ;(out.after ??= {})[delays.get(eventType) ?? eventType.split('.')[2]!] = transitions
-    } else if (eventType.startsWith('xstate.done.actor.') && byInvoke.has(eventType.slice('xstate.done.actor.'.length))) {
-      byInvoke.get(eventType.slice('xstate.done.actor.'.length))!.onDone = transitions
-    } else if (eventType.startsWith('xstate.error.actor.') && byInvoke.has(eventType.slice('xstate.error.actor.'.length))) {
-      byInvoke.get(eventType.slice('xstate.error.actor.'.length))!.onError = transitions
-    } else {
-      ;(out.on ??= {})[eventType] = transitions
-    }
+    if (eventType.startsWith('xstate.after.')) (out.after ??= {})[delays.get(eventType) ?? eventType.split('.')[2]!] = transitions
+    else (out.on ??= {})[eventType] = transitions
   }
-  if (invokes.length > 0) out.invoke = invokes
   const always = ((node.always ?? []) as unknown as Array<Record<string, unknown>>).map(transitionOf)
   if (always.length > 0) out.always = always
   const children = Object.entries(node.states as Record<string, AnyNode>)
@@ -99,9 +76,8 @@ function stateOf(node: AnyNode): ConfigState {
 }
 
 /**
- * A chart as an XState config object: states, `on`, `after` (named delays), `always`, invoked
- * actors by `src` name with their onDone/onError, entry/exit action names, guard names and rule
- * tags. Context and implementations are left out (they are code, supplied by `setup()`).
+ * A chart as an XState config object: states, `on`, `after` (named delays), `always`,
+ * entry/exit action names, guard names and rule tags. Context and implementations are left out (they are code, supplied by `setup()`).
  */
 export function chartConfig(machine: AnyStateMachine): ConfigState {
   return stateOf(machine.root as AnyNode)
@@ -134,13 +110,13 @@ function preamble(names: readonly ChartName[]): string {
     g.guards.forEach(visit)
   }
   const walk = (state: ConfigState) => {
-    const lists = [...Object.values(state.on ?? {}), ...Object.values(state.after ?? {}), state.always ?? [], ...(state.invoke ?? []).flatMap((i) => [i.onDone ?? [], i.onError ?? []])]
+    const lists = [...Object.values(state.on ?? {}), ...Object.values(state.after ?? {}), state.always ?? []]
     for (const list of lists) for (const t of list) if (t.guard) visit(t.guard)
     for (const child of Object.values(state.states ?? {})) walk(child)
   }
   for (const name of names) walk(chartConfig(CHARTS[name] as AnyStateMachine))
-  const imports = [...ops, 'fromCallback', 'setup'].sort()
-  return `// Guards, actions and actors are stubs named as in the shipped setup(); delays are the real ones
+  const imports = [...ops, 'setup'].sort()
+  return `// Guards and actions are stubs named as in the shipped setup(); delays are the real ones
 // under the default policy (a drawn delay: the ceiling of its first draw).
 import { ${imports.join(', ')} } from 'xstate'
 `
@@ -204,7 +180,6 @@ function machineDeclaration(name: ChartName): string {
   const names = collectNames(config)
   const list = (items: Set<string>) => [...items].sort().map((n) => `    ${JSON.stringify(n)}: ${'() => {}'},`).join('\n')
   const guards = [...names.guards].sort().map((n) => `    ${JSON.stringify(n)}: () => true,`).join('\n')
-  const actors = [...names.actors].sort().map((n) => `    ${JSON.stringify(n)}: fromCallback(() => {}),`).join('\n')
   const values = chartDelays(name)
   const delays = [...names.delays].sort().map((n) => `    ${JSON.stringify(n)}: ${values[n] ?? 0},`).join('\n')
   return `export const ${name}Machine = setup({
@@ -217,19 +192,15 @@ ${list(names.actions)}
   delays: {
 ${delays}
   },
-  actors: {
-${actors}
-  },
 }).createMachine(${configSource(config)})
 `
 }
 
-/** Guard, action, delay and actor names a config uses. */
+/** Guard, action and delay names a config uses. */
 export function collectNames(config: ConfigState) {
   const guards = new Set<string>()
   const actions = new Set<string>()
   const delays = new Set<string>()
-  const actors = new Set<string>()
   const addGuard = (g: ConfigGuard) => (typeof g === 'string' ? guards.add(g) : g.guards.forEach(addGuard))
   const visitTransitions = (list: ConfigTransition[] | undefined) => {
     for (const t of list ?? []) {
@@ -245,15 +216,10 @@ export function collectNames(config: ConfigState) {
       visitTransitions(list)
     }
     visitTransitions(state.always)
-    for (const inv of state.invoke ?? []) {
-      actors.add(inv.src)
-      visitTransitions(inv.onDone)
-      visitTransitions(inv.onError)
-    }
     for (const child of Object.values(state.states ?? {})) visit(child)
   }
   visit(config)
-  return { guards, actions, delays, actors }
+  return { guards, actions, delays }
 }
 
 /** The id a state has in the mermaid diagram: its path joined with `__` (the machine's key for the root). */
@@ -270,8 +236,8 @@ function label(eventType: string, t: Record<string, unknown>, delay: string | un
 
 /**
  * A chart as a mermaid `stateDiagram-v2`: each state labelled by its key, composite states nested, `[*]` for initial and final
- * states, one arrow per transition labelled `event [guard]`, and a note per state that invokes
- * an actor. Self transitions without a target (actions only) are left out to keep it readable.
+ * states, one arrow per transition labelled `event [guard]`. Self transitions without a target
+ * (actions only) are left out to keep it readable; entry and exit actions are in the docs tables.
  */
 export function chartMermaid(name: ChartName): string {
   return chartDiagram(name).text
@@ -279,7 +245,7 @@ export function chartMermaid(name: ChartName): string {
 
 /** One arrow of a chart's mermaid diagram, in the order mermaid numbers them (`edge<index>`). */
 export interface DiagramEdge {
-  /** Source state path, `[*]` for an initial arrow, `(note)` for a note's connector. */
+  /** Source state path, `[*]` for an initial arrow. */
   from: string
   /** Target state path, or `[*]` for a final arrow. */
   to: string
@@ -309,12 +275,6 @@ export function chartDiagram(name: ChartName): { text: string; edges: DiagramEdg
       } else if (child.type === 'final') {
         lines.push(`${indent}${mermaidId(child)} --> [*]`)
         edges.push({ from: dotted(child), to: '[*]', label: '' })
-      }
-      const invokes = (child.invoke as Array<{ src: unknown }>).map((i) => refName(i.src))
-      if (invokes.length > 0) {
-        lines.push(`${indent}note right of ${mermaidId(child)} : invokes ${invokes.join(', ')}`)
-        // mermaid draws a note's connector as an arrow too, numbered with the others.
-        edges.push({ from: '(note)', to: dotted(child), label: '' })
       }
     }
   }

@@ -3,7 +3,7 @@
  * shipped chart's own snapshot. `phoenix-link paths --chart channel|reconnect` prints their paths;
  * test/model runs them on the real wire.
  */
-import { fromCallback, type AnyStateMachine, type EventObject, type SnapshotFrom } from 'xstate'
+import type { AnyStateMachine, EventObject, SnapshotFrom } from 'xstate'
 import { channelMachine, DEFAULT_CHANNEL_POLICY } from '../../../machines/channel.js'
 import { DEFAULT_RECONNECT_POLICY, reconnectMachine } from '../../../machines/reconnect.js'
 import { classifyChannelClose, classifyClose, classifyJoinError, classifyUpgrade } from '../../reasons.js'
@@ -20,18 +20,6 @@ export interface ChartModel<M extends AnyStateMachine, E> {
 }
 
 const ENV = { now: () => 0, monotonic: () => 0, random: () => 0.5 }
-const noop = () => {}
-
-/** The channel chart with its reports to the parent and its I/O actor made inert, for pure traversal. */
-const channelChart = channelMachine.provide({
-  actions: { reportJoined: noop, reportErrored: noop, reportDropped: noop, reportLeft: noop, reportDetached: noop, pushLeave: noop },
-  actors: { attachment: fromCallback(() => {}) },
-})
-
-/** The reconnect chart with its reports to the parent made inert, for pure traversal. */
-const reconnectChart = reconnectMachine.provide({
-  actions: { reportScheduled: noop, reportDue: noop, reportSuspended: noop, reportRapidGiveUp: noop, reportAttemptGiveUp: noop },
-})
 const after = (delay: string, stateId: string) => ({ type: `xstate.after.${delay}.${stateId}` })
 
 /** What a channel path step expects: the channel chart's state and the kind of its last reason. */
@@ -47,7 +35,7 @@ export const MODEL_TOPIC = 'room:model'
 
 /** The channel chart's model. */
 export const channelModel: ChartModel<typeof channelMachine, ChannelExpectation> = {
-  machine: channelChart,
+  machine: channelMachine,
   input: { topic: MODEL_TOPIC, policy: DEFAULT_CHANNEL_POLICY, env: ENV },
   stimuli(snapshot: ChannelSnapshot, mode) {
     const c = snapshot.context
@@ -110,7 +98,7 @@ export const MODEL_RECONNECT_POLICY = { ...DEFAULT_RECONNECT_POLICY, rapidLimit:
 
 /** The reconnect chart's model. */
 export const reconnectModel: ChartModel<typeof reconnectMachine, ReconnectExpectation> = {
-  machine: reconnectChart,
+  machine: reconnectMachine,
   input: { policy: MODEL_RECONNECT_POLICY, env: ENV },
   stimuli(snapshot: ReconnectSnapshot) {
     const out: Array<{ name: string; kind: StimulusKind; event: EventObject }> = []

@@ -5,7 +5,7 @@
  * so the page needs no network and cannot drift from the charts.
  */
 import type { AnyStateMachine } from 'xstate'
-import { allNodes, CHARTS, nodePath, refName, transitionRows, type ChartName, type TransitionRow } from './chart-info.js'
+import { allNodes, CHARTS, entryExit, nodePath, transitionRows, type ChartName, type TransitionRow } from './chart-info.js'
 import { chartDiagram, mermaidId, type DiagramEdge } from './export.js'
 import { RULES } from './rules.js'
 
@@ -16,8 +16,10 @@ export interface VisualState {
   /** The id mermaid draws it under: the path joined with `__`. */
   mermaidId: string
   description: string
-  /** Invoked actors, by `src` name. */
-  invokes: string[]
+  /** The state's entry actions, by name (its I/O among them: `openCurrentTransport`, ...). */
+  entry: string[]
+  /** The state's exit actions, by name. */
+  exit: string[]
   transitions: Array<TransitionRow & { ruleText: string }>
 }
 
@@ -47,7 +49,7 @@ export function chartsData(): VisualChart[] {
           path,
           mermaidId: mermaidId(node),
           description: node.description ?? '',
-          invokes: (node.invoke as Array<{ src: unknown }>).map((i) => refName(i.src)),
+          ...entryExit(node),
           transitions: rows.filter((r) => r.state === path).map((r) => ({ ...r, ruleText: r.rule ? (ruleText.get(r.rule) ?? '') : '' })),
         }
       }),

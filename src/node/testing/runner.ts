@@ -7,14 +7,14 @@
  * chart's own transition, and every oracle must hold; at the end the simulator must have
  * accepted exactly the sockets the path opened, before and after `disconnect()`.
  */
-import { SimulatedClock, waitFor, type InspectionEvent } from 'xstate'
+import { SimulatedClock, type InspectionEvent } from 'xstate'
 import { keyOf } from '../model/chart-info.js'
 import { reasonCode } from '../model/connection-model.js'
 import { Link, type ControlHandler } from '../../link.js'
 import type { LinkPolicyInput } from '../../policy.js'
 import { rejoinDelayMs } from '../../../machines/channel-policy.js'
 import { controlTopic } from '../../protocol.js'
-import { chartOf } from '../../chart-of.js'
+import { chartOf, waitForChart } from '../../chart-of.js'
 import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../server/index.js'
 import { LIFECYCLE_ORACLES, type LifecycleOracle } from './oracles.js'
 import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
@@ -296,7 +296,7 @@ async function expectStep(link: Link, step: LifecycleStep, timeoutMs: number, fa
   const want = step.expect
   const wanted = JSON.stringify(want.chartState)
   try {
-    await waitFor(chartOf(link), (s) => JSON.stringify(s.value) === wanted, { timeout: timeoutMs })
+    await waitForChart(chartOf(link), (s) => JSON.stringify(s.value) === wanted, timeoutMs)
   } catch {
     fail(`chart state ${JSON.stringify(chartOf(link).getSnapshot().value)}, the chart says ${wanted}`)
   }
@@ -465,7 +465,7 @@ class World {
     for (const id of ids) sim.control(agent, { mode: 'stop', correlation_id: id })
     await started
     try {
-      await waitFor(chartOf(link), (snapshot) => snapshot.context.signalSeq >= seq + 3, { timeout: this.timeoutMs })
+      await waitForChart(chartOf(link), (snapshot) => snapshot.context.signalSeq >= seq + 3, this.timeoutMs)
     } catch {
       throw new Error(`the link queued ${chartOf(link).getSnapshot().context.signalSeq - seq} of 3 signals behind a slow handler`)
     }

@@ -6,11 +6,12 @@
  * types and typed reasons only, never an event payload, with every key the link used redacted.
  */
 import { createWriteStream, openSync, type WriteStream } from 'node:fs'
-import type { AnyActorRef, InspectionEvent, StateValue } from 'xstate'
+import type { StateValue } from 'xstate'
 import type { Link } from '../../link.js'
 import type { LinkState } from '../../../machines/status.js'
 import type { DisconnectReason } from '../../reasons.js'
-import { chartOf } from '../../chart-of.js'
+import { chartsOf } from '../../chart-of.js'
+import type { RunningChart } from '../../runtime/chart-runner.js'
 
 /** One step of a link's lifecycle. */
 export interface TraceRecord {
@@ -22,17 +23,17 @@ export interface TraceRecord {
   at: number
   /** The chart event that caused this step, e.g. `socket.close`, `xstate.after.backoffDelay…`. */
   event: string
-  /** Which chart's actor took the event: `connection`, `reconnect`, `control` or `channel:<topic>`. */
+  /** Which chart took the event: `connection`, `reconnect`, `control` or `channel:<topic>`. */
   actor: string
   /** The public link state. */
   state: LinkState
-  /** Each chart's state value; null for a chart with no running actor. */
+  /** Each chart's state value; null for a chart not running (no reconnect chart outside a session). */
   charts: {
     connection: StateValue
     reconnect: StateValue | null
     control: StateValue | null
     /**
-     * App channels by topic. A channel whose actor ended (`dropped`, `left`) keeps its final
+     * App channels by topic. A channel whose chart ended (`dropped`, `left`) keeps its final
      * state here until the host registers the topic again.
      */
     channels: Record<string, StateValue>
@@ -41,18 +42,15 @@ export interface TraceRecord {
   lastReason: DisconnectReason | null
 }
 
-/** The adapter's invoked I/O actors, by id (machines/connection.ts, machines/channel.ts). */
-const IO_ACTORS = new Set(['transport', 'controlChannel', 'attachment'])
-
 interface ChildSnapshot {
   value?: StateValue
   status?: string
   context?: { topic?: unknown }
 }
 
-function childValue(actor: AnyActorRef | undefined): StateValue | null {
-  const snapshot = actor?.getSnapshot() as ChildSnapshot | undefined
-  return snapshot?.status === 'active' && snapshot.value !== undefined ? snapshot.value : null
+function childValue(chart: RunningChart | null): StateValue | null {
+  const snapshot = chart?.getSnapshot() as ChildSnapshot | undefined
+  return chart?.isStopped === false && snapshot?.status === 'active' && snapshot.value !== undefined ? snapshot.value : null
 }
 
 /**
@@ -65,24 +63,15 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
   const started = performance.now()
   let seq = 0
   let last = ''
-  const root = chartOf(link)
-  const actorName = (ref: AnyActorRef | undefined): string => {
-    if (!ref || ref === root) return 'connection'
-    const id = ref.id
-    if (id === 'reconnect' || id === 'control') return id
-    const topic = (ref.getSnapshot() as ChildSnapshot | undefined)?.context?.topic
-    return typeof topic === 'string' ? `channel:${topic}` : id
-  }
-  // Channels whose actor ended leave the connection chart's children; their final state stays.
+  const all = chartsOf(link)
+  // Channels whose chart ended leave the link's charts; their final state stays.
   const ended = new Map<string, StateValue>()
   const emit = (event: string, actor: string) => {
-    const snapshot = root.getSnapshot()
-    const children = snapshot.children as Record<string, AnyActorRef | undefined>
+    const snapshot = all.connection.getSnapshot()
     const running: Record<string, StateValue> = {}
-    for (const child of Object.values(children)) {
-      const channel = child?.getSnapshot() as ChildSnapshot | undefined
-      const topic = channel?.context?.topic
-      if (typeof topic !== 'string' || channel?.value === undefined) continue
+    for (const [topic, chart] of all.channels) {
+      const channel = chart.getSnapshot() as ChildSnapshot | undefined
+      if (channel?.value === undefined) continue
       if (channel.status === 'done') ended.set(topic, channel.value)
       else if (channel.status === 'active') {
         ended.delete(topic)
@@ -90,7 +79,7 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
       }
     }
     const channels: Record<string, StateValue> = { ...Object.fromEntries(ended), ...running }
-    const charts = { connection: snapshot.value as StateValue, reconnect: childValue(children.reconnect), control: childValue(children.control), channels }
+    const charts = { connection: snapshot.value as StateValue, reconnect: childValue(all.reconnect), control: childValue(all.control), channels }
     const lastReason = link.lastDisconnectReason
     const key = JSON.stringify([charts, lastReason])
     if (key === last) return
@@ -99,15 +88,10 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
     onRecord(link.redactOutput({ link: label, seq: ++seq, at: Math.round(performance.now() - started), event, actor, state: link.state, charts, lastReason }))
   }
   emit('(start)', 'connection')
-  const subscription = root.system.inspect((e: InspectionEvent) => {
+  return all.observe((e) => {
     if (e.type !== '@xstate.snapshot') return
-    // Only the charts' own actors; the adapter's I/O actors (transport, controlChannel,
-    // attachment) have no states to show.
-    const ref = e.actorRef as AnyActorRef
-    if (IO_ACTORS.has(ref.id)) return
-    emit(e.event.type, actorName(ref))
+    emit((e.event as { type: string }).type, e.actorRef.id)
   })
-  return () => subscription.unsubscribe()
 }
 
 /** A trace file several links write to: see {@link openTraceFile}. */

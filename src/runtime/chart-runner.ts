@@ -1,0 +1,372 @@
+/**
+ * The charts' runtime without XState actors: each chart of a link is a snapshot advanced with
+ * XState's own transition function (`machine.transition(snapshot, event, scope)`, the
+ * ActorLogic interface every XState actor uses), so every decision is still the chart's,
+ * computed by XState; what this file replaces is only the actor around it (mailbox, system
+ * registration, scheduler, child actors), which cost a link about 20 KiB of heap and most of its
+ * connect CPU (docs/performance.md).
+ *
+ * What it runs, and what it refuses:
+ * - the built-in actions the charts use: `assign`, `raise` (immediate, and delayed: every `after`
+ *   is a delayed raise with an id, cancelled on exit), `cancel`, `emit`, `enqueueActions`;
+ * - every other named action is the chart's I/O: handed to the runtime ({@link ChartRuntime.execute})
+ *   after the transition is committed, in order. A throwing I/O action is fed back to its chart
+ *   as `{ type: 'io.failed', action, error }` (before any other queued event), as XState feeds an
+ *   invoked actor's failure back as `xstate.error.actor.<id>`, so a host fault never crashes a chart;
+ * - built-ins that need actors (`sendTo`, `sendParent`, `spawnChild`, `stopChild`, `log`,
+ *   invoke) are not run: {@link checkChart} refuses a chart that uses them, and the runtime treats
+ *   one reaching it as a crash.
+ *
+ * Every chart of a link shares one FIFO queue (run to completion: one event of one chart at a
+ * time), so a message between charts is processed after the transition that sent it, in the
+ * order sent, as XState's mailboxes order them. A transition that throws (a guard or an assign:
+ * a phoenix-link bug) stops that chart and is reported ({@link ChartHost.crashed}).
+ *
+ * Delays run on the injected {@link Clock} (XState's `SimulatedClock` in tests); nothing here
+ * reads a clock or a random source of its own.
+ */
+import type { AnyActorScope, AnyStateMachine, EventFromLogic, EventObject, SnapshotFrom } from 'xstate'
+import type { Clock } from './clock.js'
+
+export type { Clock } from './clock.js'
+
+/** An XState inspection event as the runtime sends it (`@xstate.actor`, `@xstate.event`, `@xstate.snapshot`, `@xstate.microstep`, `@xstate.action`). */
+export interface RuntimeInspectionEvent {
+  type: string
+  rootId: string
+  actorRef: RunningChart
+  sourceRef?: RunningChart | undefined
+  event?: unknown
+  snapshot?: unknown
+  action?: { type: string; params: unknown }
+}
+
+/** The event a chart receives when one of its I/O actions threw. */
+export interface IoFailedEvent {
+  type: 'io.failed'
+  /** The I/O action's name, e.g. `openTransport`. */
+  action: string
+  error: unknown
+}
+
+/** Built-in action types that need an actor system; a chart run here must not use them. */
+const ACTOR_ACTIONS = new Set(['xstate.sendTo', 'xstate.sendParent', 'xstate.spawnChild', 'xstate.stopChild', 'xstate.log', 'xstate.forwardTo'])
+
+interface ExecutableAction {
+  type: string
+  params: unknown
+}
+
+/** The actions of the transition being computed: set before each transition, read after. */
+let collected: ExecutableAction[] = []
+/** The inspection observer of the transition being computed (microsteps), or null. */
+let inspecting: RunningChart | null = null
+
+/**
+ * One actor scope for every transition of every chart: transitions never nest (actions run after
+ * a transition returns), so `self` is set before each one. Built-in actions resolve against it;
+ * their `execute` is never called (the runtime carries them out itself from their params).
+ */
+const SCOPE = {
+  self: null as unknown,
+  id: '',
+  sessionId: '',
+  logger: () => {},
+  defer: (fn: () => void) => fn(),
+  emit: () => {},
+  stopChild: () => {},
+  actionExecutor: (action: ExecutableAction) => {
+    collected.push(action)
+  },
+  system: {
+    _sendInspectionEvent: (event: { type: string; snapshot?: unknown; event?: unknown }) => {
+      const chart = inspecting
+      if (chart === null) return
+      chart.inspectEvent({ ...event, type: event.type, actorRef: chart })
+    },
+  },
+} as unknown as Omit<AnyActorScope, 'self'> & { self: unknown }
+
+/** What the runtime reads of any chart's snapshot. */
+interface SnapshotStatus {
+  status: 'active' | 'done' | 'error' | 'stopped'
+  error?: unknown
+}
+const statusOf = (snapshot: unknown) => snapshot as SnapshotStatus
+
+let serial = 0
+
+/**
+ * The runtime of one link's charts: their shared queue (events are processed one at a time, in
+ * the order sent, each to completion: the chart's transition and its actions, before the next),
+ * and what the charts' actions reach. A subclass (src/runtime/link-charts.ts) says how each I/O
+ * action is carried out.
+ */
+export abstract class ChartRuntime {
+  /** Pairs: chart, event, chart, event, ... */
+  private readonly queue: Array<RunningChart | EventObject> = []
+  /** io.failed events of the step being carried out: processed before the queue. */
+  private readonly urgent: Array<RunningChart | EventObject> = []
+  private draining = false
+
+  /** The scheduler of every chart's delays. */
+  abstract readonly clock: Clock
+  /** Inspection observer, or null (then no inspection event is even built). */
+  abstract readonly inspect: ((event: RuntimeInspectionEvent) => void) | null
+  /**
+   * Carries out a chart's I/O action `type` with its resolved `params` (a custom action of the
+   * chart's setup()). A throw is fed back to the chart as `io.failed` and reported to
+   * {@link ChartRuntime.actionFailed}.
+   */
+  abstract execute(chart: RunningChart, type: string, params: unknown): void
+  /** An I/O action threw (for the log); the chart gets `io.failed` too. */
+  abstract actionFailed(chart: RunningChart, type: string, error: unknown): void
+  /** The chart's `emit()`. */
+  abstract emitted(chart: RunningChart, event: EventObject): void
+  /** The chart committed a new snapshot (after its actions ran). */
+  abstract changed(chart: RunningChart): void
+  /** A transition of the chart threw, or it used an action this runtime does not run: it is stopped. */
+  abstract crashed(chart: RunningChart, error: unknown): void
+
+  /** Starts a chart: its initial state's entry actions run now (or after the event being processed). */
+  start<M extends AnyStateMachine>(machine: M, id: string, input: unknown, parent: RunningChart | null = null): RunningChart<M> {
+    return new RunningChart(this, machine, id, input, parent)
+  }
+
+  /** Queues `event` for `chart` and processes the queue unless it is being processed already. */
+  send(chart: RunningChart, event: EventObject): void {
+    this.queue.push(chart, event)
+    if (!this.draining) this.drain()
+  }
+
+  /** @internal Queues a chart's `io.failed` ahead of every other event. */
+  sendUrgent(chart: RunningChart, event: EventObject): void {
+    this.urgent.push(chart, event)
+    if (!this.draining) this.drain()
+  }
+
+  /** Whether the runtime is processing an event right now (a send would be queued behind it). */
+  get busy(): boolean {
+    return this.draining
+  }
+
+  private drain(): void {
+    this.draining = true
+    try {
+      for (;;) {
+        const from = this.urgent.length > 0 ? this.urgent : this.queue
+        if (from.length === 0) break
+        const chart = from.shift() as RunningChart
+        const event = from.shift() as EventObject
+        chart.process(event)
+      }
+    } finally {
+      this.draining = false
+    }
+  }
+}
+
+/**
+ * One chart of a link, run by a {@link ChartRuntime}: its snapshot and its pending delays. It
+ * looks enough like an XState actor (`id`, `sessionId`, `logic`, `getSnapshot()`, `subscribe()`,
+ * `send()`) for XState's `waitFor`, for inspection tools (Stately's inspector reads `logic`,
+ * `_parent`, `sessionId`) and for the link's read-only `link.actor`.
+ */
+export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
+  /** The chart's current snapshot (unset only when its initial transition crashed: then it is stopped). */
+  snapshot!: SnapshotFrom<M>
+  /** Pending delays by their raise id (`xstate.after.<delay>.<state id>`); null while none. */
+  private timers: Map<string, unknown> | null = null
+  private observers: Set<(snapshot: SnapshotFrom<M>) => void> | null = null
+  private stopped = false
+  private readonly serial = ++serial
+
+  constructor(
+    readonly runtime: ChartRuntime,
+    /** The chart (XState names it the actor's logic). */
+    readonly logic: M,
+    /** The chart's id in its link: `connection`, `reconnect`, `control`, `channel:<topic>`. */
+    readonly id: string,
+    input: unknown,
+    /** The chart that started this one (the connection chart for the others); null for the root. */
+    readonly _parent: RunningChart | null,
+  ) {
+    const inspect = runtime.inspect !== null
+    if (inspect) this.inspectEvent({ type: '@xstate.actor', actorRef: this })
+    // getInitialSnapshot catches what the initial transition throws into an `error` snapshot: a crash.
+    const actions = this.compute(() => logic.getInitialSnapshot(SCOPE as AnyActorScope, input) as SnapshotFrom<M>)
+    if (actions !== null) this.commit(actions, { type: 'xstate.init', input } as EventObject)
+  }
+
+  /** The session id an inspector names this chart by. */
+  get sessionId(): string {
+    return `phoenix-link:${this.serial}`
+  }
+
+  /** Whether the chart stopped (its link stopped it, it reached a final state, or it crashed). */
+  get isStopped(): boolean {
+    return this.stopped
+  }
+
+  getSnapshot(): SnapshotFrom<M> {
+    return this.snapshot
+  }
+
+  /** Queues an event for the chart (processed after the event being processed, if any). */
+  send(event: EventFromLogic<M>): void {
+    this.runtime.send(this, event)
+  }
+
+  /** Calls `listener` with every snapshot the chart commits, until unsubscribed. */
+  subscribe(listener: ((snapshot: SnapshotFrom<M>) => void) | { next?: (snapshot: SnapshotFrom<M>) => void }): { unsubscribe(): void } {
+    const next = typeof listener === 'function' ? listener : (snapshot: SnapshotFrom<M>) => listener.next?.(snapshot)
+    ;(this.observers ??= new Set()).add(next)
+    return { unsubscribe: () => void this.observers?.delete(next) }
+  }
+
+  /** Stops the chart: its pending delays are cancelled; events sent later are dropped. */
+  stop(): void {
+    if (this.stopped) return
+    this.stopped = true
+    this.clearTimers()
+  }
+
+  /** @internal Processes one event (called by the runtime's queue). */
+  process(event: EventObject): void {
+    if (this.stopped || statusOf(this.snapshot).status !== 'active') return
+    if (this.runtime.inspect !== null) this.inspectEvent({ type: '@xstate.event', actorRef: this, event })
+    const actions = this.compute(() => this.logic.transition(this.snapshot, event, SCOPE as AnyActorScope) as SnapshotFrom<M>)
+    if (actions !== null) this.commit(actions, event)
+  }
+
+  /** @internal Sends an inspection event about this chart to the host's observer. */
+  inspectEvent(event: Omit<RuntimeInspectionEvent, 'rootId'>): void {
+    let root: RunningChart = this
+    while (root._parent !== null) root = root._parent
+    try {
+      this.runtime.inspect?.({ ...event, rootId: root.sessionId } as RuntimeInspectionEvent)
+    } catch {
+      // The host's observer is guarded by the host; nothing it throws reaches a chart.
+    }
+  }
+
+  /** Runs one transition with the shared scope; the new snapshot is stored, its actions returned (null: it crashed). */
+  private compute(step: () => SnapshotFrom<M>): ExecutableAction[] | null {
+    const actions: ExecutableAction[] = []
+    collected = actions
+    inspecting = this.runtime.inspect !== null ? this : null
+    SCOPE.self = this
+    let next: SnapshotFrom<M>
+    try {
+      next = step()
+    } catch (error) {
+      this.crash(error)
+      return null
+    } finally {
+      collected = []
+      inspecting = null
+      SCOPE.self = null
+    }
+    if (statusOf(next).status === 'error') {
+      this.crash(statusOf(next).error)
+      return null
+    }
+    this.snapshot = next
+    return actions
+  }
+
+  /** Carries out a committed transition's actions in order, then tells the host and observers. */
+  private commit(actions: ExecutableAction[], event: EventObject): void {
+    const host = this.runtime
+    for (const action of actions) {
+      if (this.stopped) break
+      const params = action.params as Record<string, unknown> | undefined
+      switch (action.type) {
+        case 'xstate.raise':
+          // An immediate raise was handled inside the transition; a delayed one is an `after`.
+          if (typeof params!.delay === 'number') this.schedule(params!.id as string | undefined, params!.delay, params!.event as EventObject)
+          break
+        case 'xstate.cancel':
+          this.cancel(params!.sendId as string)
+          break
+        case 'xstate.emit':
+          host.emitted(this, params!.event as EventObject)
+          break
+        default:
+          if (ACTOR_ACTIONS.has(action.type)) {
+            this.crash(new Error(`the ${this.id} chart used ${action.type}, which needs an actor; phoenix-link's runtime runs charts without actors`))
+            return
+          }
+          if (host.inspect !== null) this.inspectEvent({ type: '@xstate.action', actorRef: this, action: { type: action.type, params } })
+          try {
+            host.execute(this, action.type, params)
+          } catch (error) {
+            host.actionFailed(this, action.type, error)
+            this.runtime.sendUrgent(this, { type: 'io.failed', action: action.type, error } satisfies IoFailedEvent as EventObject)
+          }
+      }
+    }
+    if (statusOf(this.snapshot).status !== 'active') this.stop()
+    host.changed(this)
+    if (this.observers !== null) {
+      for (const observer of [...this.observers]) observer(this.snapshot)
+    }
+    if (host.inspect !== null) this.inspectEvent({ type: '@xstate.snapshot', actorRef: this, event, snapshot: this.snapshot })
+  }
+
+  private crash(error: unknown): void {
+    this.stop()
+    this.runtime.crashed(this, error)
+  }
+
+  private schedule(id: string | undefined, delay: number, event: EventObject): void {
+    const key = id ?? `xstate.delayed.${event.type}`
+    this.cancel(key)
+    const { clock } = this.runtime
+    const timer = clock.setTimeout(() => {
+      this.timers?.delete(key)
+      this.runtime.send(this, event)
+    }, delay)
+    ;(this.timers ??= new Map()).set(key, timer)
+  }
+
+  private cancel(id: string): void {
+    const timer = this.timers?.get(id)
+    if (timer === undefined) return
+    this.timers!.delete(id)
+    this.runtime.clock.clearTimeout(timer)
+  }
+
+  private clearTimers(): void {
+    if (this.timers === null) return
+    const { clock } = this.runtime
+    for (const timer of this.timers.values()) clock.clearTimeout(timer)
+    this.timers = null
+  }
+
+  /** The ids of the chart's pending delays (for tests and tools). */
+  pendingDelays(): string[] {
+    return this.timers === null ? [] : [...this.timers.keys()]
+  }
+}
+
+/**
+ * Throws when `machine` uses anything this runtime does not run: an `invoke`, or an action
+ * that needs an actor (`sendTo`, `sendParent`, `spawnChild`, `stopChild`, `log`, `forwardTo`),
+ * anywhere in its states or its named actions. Strict at configuration: a chart that would need
+ * an actor fails when the link is built, not when the transition first runs.
+ *
+ * @throws {Error} naming the state or action.
+ */
+export function checkChart(machine: AnyStateMachine): void {
+  const implementations = machine.implementations.actions as Record<string, unknown>
+  for (const [name, action] of Object.entries(implementations)) {
+    const type = (action as { type?: unknown })?.type
+    if (typeof type === 'string' && ACTOR_ACTIONS.has(type)) throw new Error(`chart ${machine.id}: action ${name} is ${type}, which needs an actor`)
+  }
+  const visit = (node: { id: string; invoke: unknown[]; states: Record<string, unknown> }) => {
+    if (node.invoke.length > 0) throw new Error(`chart ${machine.id}: state ${node.id} invokes an actor`)
+    for (const child of Object.values(node.states)) visit(child as typeof node)
+  }
+  visit(machine.root as never)
+}

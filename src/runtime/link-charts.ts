@@ -1,0 +1,246 @@
+/**
+ * The charts of one link and how their I/O actions are carried out: the connection chart for the
+ * link's life, the control delivery chart beside it, a reconnect chart per session, and a channel
+ * chart per app channel, all on one {@link ChartRuntime} queue. Each I/O action a chart names
+ * becomes one call here: a socket or channel operation of the adapter, an event to another chart,
+ * a control signal handed to the host's handler.
+ *
+ * Who talks to whom (every arrow an I/O action of the chart on its left):
+ *
+ *   connection --openTransport/endTransport/joinControl/rejoinControl/leaveControl--> adapter
+ *   connection --startReconnect/stopReconnect/tellReconnect--> reconnect --report--> connection
+ *   connection --tellControl--> control --report--> connection;  control --deliver/abandonDelivery--> host
+ *   connection --startChannel/tellChannel/stopChannel--> channel --report--> connection
+ *   channel --joinAttempt/releaseAttempt/leaveAttempt--> adapter
+ *   adapter --socket.*, control.*, channel.* events--> connection (which forwards channel events)
+ */
+import type { EventObject } from 'xstate'
+import { channelMachine, type ChannelEvent, type ChannelPolicy } from '../../machines/channel.js'
+import { connectionMachine, type ConnectionEmitted, type ConnectionEvent, type ConnectionPolicy } from '../../machines/connection.js'
+import { controlMachine, type ControlEvent, type ControlPolicy, type QueuedSignal } from '../../machines/control.js'
+import { reconnectMachine, type ReconnectEvent, type ReconnectPolicy } from '../../machines/reconnect.js'
+import type { AttachOrigin } from '../../machines/channel.js'
+import type { Env, Origin } from '../../machines/types.js'
+import { ChartRuntime, checkChart, type Clock, type RunningChart, type RuntimeInspectionEvent } from './chart-runner.js'
+
+/** The socket and channel operations the charts' I/O actions call (src/adapter/phoenix-adapter.ts). */
+export interface ChartIo {
+  openTransport(origin: Origin): void
+  endTransport(origin: Origin): void
+  joinControl(origin: Origin): void
+  rejoinControl(origin: Origin): void
+  leaveControl(origin: Origin): void
+  joinAttempt(attempt: AttachOrigin): void
+  releaseAttempt(attempt: AttachOrigin): void
+  leaveAttempt(attempt: AttachOrigin): void
+}
+
+/** What the link hears from its charts. */
+export interface LinkChartsHost {
+  /** Calls the host's control handler with one signal; settles when the handler does. `signal` aborts when the link stops waiting for it. */
+  deliver(queued: QueuedSignal, signal: AbortSignal): Promise<void>
+  /** An event the connection chart emitted, for the link to publish. */
+  emitted(event: ConnectionEmitted): void
+  /** The connection chart committed a snapshot. */
+  changed(): void
+  /** A chart stopped with an error (a phoenix-link bug): no lifecycle can continue. */
+  crashed(chart: string, error: unknown): void
+  /** An I/O action threw (its chart handles `io.failed`); for the log. */
+  actionFailed(chart: string, action: string, error: unknown): void
+}
+
+/** What a link's charts are built from. */
+export interface LinkChartsOptions {
+  io: ChartIo
+  host: LinkChartsHost
+  clock: Clock
+  inspect: ((event: RuntimeInspectionEvent) => void) | null
+  env: Env
+  policy: { connection: ConnectionPolicy; reconnect: ReconnectPolicy; channel: ChannelPolicy; control: ControlPolicy }
+}
+
+// Strict at configuration: the shipped charts hold no actor (checked once, when the module loads).
+for (const chart of [connectionMachine, reconnectMachine, controlMachine, channelMachine]) checkChart(chart)
+
+/** One link's charts on one runtime; see the file comment for the I/O each carries out. */
+export class LinkCharts extends ChartRuntime {
+  readonly clock: Clock
+  /** Who watches the charts' inspection events (the link's `inspect` option, traces); null while nobody. */
+  private inspectors: Set<(event: RuntimeInspectionEvent) => void> | null = null
+  /** The connection chart: the link's session. */
+  readonly connection: RunningChart<typeof connectionMachine>
+  /** The control delivery chart: for the link's life (its dedupe window spans sessions). */
+  readonly control: RunningChart<typeof controlMachine>
+  /** The reconnect chart of the current session; null outside a session. */
+  reconnect: RunningChart<typeof reconnectMachine> | null = null
+  /** The channel chart of each app channel topic. */
+  readonly channels = new Map<string, RunningChart<typeof channelMachine>>()
+  /** The control signal in the host's handler, with the controller of its AbortSignal. */
+  private delivery: { sequence: number; controller: AbortController } | null = null
+  private readonly io: ChartIo
+  private readonly host: LinkChartsHost
+  private readonly env: Env
+  private readonly channelPolicy: ChannelPolicy
+
+  constructor(options: LinkChartsOptions) {
+    super()
+    this.clock = options.clock
+    if (options.inspect !== null) this.observe(options.inspect)
+    this.io = options.io
+    this.host = options.host
+    this.env = options.env
+    this.channelPolicy = options.policy.channel
+    const { policy, env } = options
+    this.connection = this.start(connectionMachine, 'connection', {
+      env,
+      policy: policy.connection,
+      reconnectPolicy: policy.reconnect,
+      channelPolicy: policy.channel,
+      controlPolicy: policy.control,
+    })
+    this.control = this.start(controlMachine, 'control', { policy: policy.control }, this.connection)
+  }
+
+  /** Sends a chart event to the connection chart (host calls, adapter events). */
+  override send(event: ConnectionEvent): void
+  override send(chart: RunningChart, event: EventObject): void
+  override send(a: RunningChart | ConnectionEvent, b?: EventObject): void {
+    if (b === undefined) super.send(this.connection, a as ConnectionEvent)
+    else super.send(a as RunningChart, b)
+  }
+
+  /** The inspection observer the charts call, or null while nobody watches (then none is built). */
+  get inspect(): ((event: RuntimeInspectionEvent) => void) | null {
+    return this.inspectors === null ? null : this.dispatchInspection
+  }
+
+  /** Calls `listener` with every inspection event of every chart of the link; returns the function that stops it. */
+  observe(listener: (event: RuntimeInspectionEvent) => void): () => void {
+    ;(this.inspectors ??= new Set()).add(listener)
+    return () => {
+      this.inspectors?.delete(listener)
+      if (this.inspectors?.size === 0) this.inspectors = null
+    }
+  }
+
+  private readonly dispatchInspection = (event: RuntimeInspectionEvent): void => {
+    if (this.inspectors === null) return
+    for (const listener of [...this.inspectors]) listener(event)
+  }
+
+  /** Stops every chart (the link crashed): no delay of any chart fires again; a handler still running is abandoned. */
+  stopAll(): void {
+    this.connection.stop()
+    this.control.stop()
+    this.reconnect?.stop()
+    for (const chart of this.channels.values()) chart.stop()
+    this.abandon(this.delivery?.sequence)
+  }
+
+  execute(chart: RunningChart, type: string, params: unknown): void {
+    switch (type) {
+      // ---- the connection chart's I/O
+      case 'openTransport':
+        return this.io.openTransport(params as Origin)
+      case 'endTransport':
+        return this.io.endTransport(params as Origin)
+      case 'joinControl':
+        return this.io.joinControl(params as Origin)
+      case 'rejoinControl':
+        return this.io.rejoinControl(params as Origin)
+      case 'leaveControl':
+        return this.io.leaveControl(params as Origin)
+      case 'startReconnect':
+        this.reconnect?.stop()
+        this.reconnect = this.start(reconnectMachine, 'reconnect', params, this.connection)
+        return
+      case 'stopReconnect':
+        this.reconnect?.stop()
+        this.reconnect = null
+        return
+      case 'tellReconnect':
+        if (this.reconnect !== null) super.send(this.reconnect, params as ReconnectEvent)
+        return
+      case 'tellControl':
+        return super.send(this.control, params as ControlEvent)
+      case 'startChannel': {
+        const { topic } = params as { topic: string }
+        this.channels.get(topic)?.stop()
+        const started = this.start(channelMachine, `channel:${topic}`, { topic, policy: this.channelPolicy, env: this.env }, this.connection)
+        // A chart whose initial transition crashed was reported (channel.failed) and is not kept.
+        if (!started.isStopped) this.channels.set(topic, started)
+        return
+      }
+      case 'tellChannel': {
+        const { topic, event } = params as { topic: string; event: ChannelEvent }
+        const target = this.channels.get(topic)
+        if (target !== undefined) super.send(target, event)
+        return
+      }
+      case 'stopChannel': {
+        const { topic } = params as { topic: string }
+        this.channels.get(topic)?.stop()
+        this.channels.delete(topic)
+        return
+      }
+      // ---- the other charts' I/O
+      case 'report':
+        return super.send(this.connection, params as ConnectionEvent)
+      case 'deliver':
+        return this.deliver(params as QueuedSignal)
+      case 'abandonDelivery':
+        return this.abandon((params as { sequence: number }).sequence)
+      case 'joinAttempt':
+        return this.io.joinAttempt(params as AttachOrigin)
+      case 'releaseAttempt':
+        return this.io.releaseAttempt(params as AttachOrigin)
+      case 'leaveAttempt':
+        return this.io.leaveAttempt(params as AttachOrigin)
+    }
+    throw new Error(`the ${chart.id} chart named an I/O action this link does not carry out: ${type}`)
+  }
+
+  actionFailed(chart: RunningChart, type: string, error: unknown): void {
+    this.host.actionFailed(chart.id, type, error)
+  }
+
+  emitted(chart: RunningChart, event: EventObject): void {
+    if (chart === this.connection) this.host.emitted(event as ConnectionEmitted)
+  }
+
+  changed(chart: RunningChart): void {
+    if (chart === this.connection) this.host.changed()
+  }
+
+  crashed(chart: RunningChart, error: unknown): void {
+    // A channel chart's failure is that channel's: the connection chart reports it dropped and goes on.
+    if (chart.logic === channelMachine) {
+      const topic = (chart.snapshot as { context?: { topic?: string } } | undefined)?.context?.topic ?? chart.id.slice('channel:'.length)
+      if (this.channels.get(topic) === chart) this.channels.delete(topic)
+      super.send(this.connection, { type: 'channel.failed', topic, error } satisfies ConnectionEvent as EventObject)
+      return
+    }
+    this.host.crashed(chart.id, error)
+  }
+
+  private deliver(queued: QueuedSignal): void {
+    const controller = new AbortController()
+    const { sequence } = queued
+    this.delivery = { sequence, controller }
+    this.host.deliver(queued, controller.signal).then(
+      () => this.settle({ type: 'control.delivered', sequence }),
+      (error: unknown) => this.settle({ type: 'control.deliveryFailed', sequence, error }),
+    )
+  }
+
+  private settle(event: Extract<ControlEvent, { type: 'control.delivered' | 'control.deliveryFailed' }>): void {
+    if (this.delivery?.sequence === event.sequence) this.delivery = null
+    super.send(this.control, event)
+  }
+
+  private abandon(sequence: number | undefined): void {
+    if (sequence === undefined || this.delivery?.sequence !== sequence) return
+    this.delivery.controller.abort()
+    this.delivery = null
+  }
+}
