@@ -12,17 +12,19 @@ type Tagged<Events> = { [K in keyof Events]: { type: K } & Events[K] }[keyof Eve
 
 /** A typed emitter over an event map `{ name: payload }`, delivering asynchronously and in order. */
 export class Emitter<Events extends { [K in keyof Events]: object }> {
-  private readonly listeners = new Map<keyof Events, Set<(payload: never) => void>>()
-  private readonly anyListeners = new Set<(event: Tagged<Events>) => void>()
-  private readonly queue: Array<Tagged<Events>> = []
+  // Made on first use: an emitter nobody listens to holds no map, set or queue.
+  private listeners: Map<keyof Events, Set<(payload: never) => void>> | null = null
+  private anyListeners: Set<(event: Tagged<Events>) => void> | null = null
+  private queue: Array<Tagged<Events>> | null = null
   private draining = false
 
   constructor(private readonly onListenerError: (error: unknown, type: keyof Events) => void) {}
 
   /** Calls `listener` for each `type` event until the returned function is called. */
   on<K extends keyof Events>(type: K, listener: (payload: Events[K]) => void): Unsubscribe {
-    let set = this.listeners.get(type)
-    if (!set) this.listeners.set(type, (set = new Set()))
+    const listeners = (this.listeners ??= new Map())
+    let set = listeners.get(type)
+    if (!set) listeners.set(type, (set = new Set()))
     set.add(listener as (payload: never) => void)
     return () => set!.delete(listener as (payload: never) => void)
   }
@@ -42,7 +44,7 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
 
   /** Removes `listener` of `type`, added with on() or once(). Does nothing when it is not registered. */
   off<K extends keyof Events>(type: K, listener: (payload: Events[K]) => void): void {
-    const set = this.listeners.get(type)
+    const set = this.listeners?.get(type)
     if (!set) return
     for (const registered of set) {
       if (registered === listener || (registered as { original?: unknown }).original === listener) {
@@ -54,20 +56,20 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
 
   /** Calls `listener` for every event, as `{ type, ...payload }`. */
   onAny(listener: (event: Tagged<Events>) => void): Unsubscribe {
-    this.anyListeners.add(listener)
-    return () => this.anyListeners.delete(listener)
+    ;(this.anyListeners ??= new Set()).add(listener)
+    return () => this.anyListeners!.delete(listener)
   }
 
   /** Listeners registered now (by type and for every event), iterators included: 0 once every one was removed. */
   listenerCount(): number {
-    let n = this.anyListeners.size
-    for (const set of this.listeners.values()) n += set.size
+    let n = this.anyListeners?.size ?? 0
+    for (const set of this.listeners?.values() ?? []) n += set.size
     return n
   }
 
   /** Queues an event; listeners get it on a microtask, after every event queued before it. */
   emit<K extends keyof Events>(type: K, payload: Events[K]): void {
-    this.queue.push({ type, ...payload } as Tagged<Events>)
+    ;(this.queue ??= []).push({ type, ...payload } as Tagged<Events>)
     if (!this.draining) {
       this.draining = true
       queueMicrotask(() => this.drain())
@@ -76,13 +78,16 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
 
   private drain(): void {
     // Events emitted by listeners join the end of the queue: every listener sees every event in order.
-    for (let event = this.queue.shift(); event; event = this.queue.shift()) {
-      const set = this.listeners.get(event.type)
+    const queue = this.queue!
+    for (let event = queue.shift(); event; event = queue.shift()) {
+      const set = this.listeners?.get(event.type)
       if (set) {
         for (const listener of [...set]) this.call(() => (listener as (payload: object) => void)(event), event.type)
       }
-      for (const listener of [...this.anyListeners]) this.call(() => listener(event), event.type)
+      if (this.anyListeners !== null) for (const listener of [...this.anyListeners]) this.call(() => listener(event), event.type)
     }
+    // Drained: the link keeps no queue between bursts of events.
+    this.queue = null
     this.draining = false
   }
 

@@ -69,21 +69,23 @@ export class LinkChannel {
    */
   joinReply: unknown = null
 
-  private readonly handlers = new Map<string, Set<MessageHandler>>()
-  private readonly anyHandlers = new Set<(event: string, payload: Payload | ArrayBuffer, meta: MessageMeta) => void>()
-  private readonly statusListeners = new Set<(status: ChannelStatus, reason: DisconnectReason | null) => void>()
-  private readonly waiters = new Set<Waiter>()
-  private readonly ended: Promise<void>
-  private resolveEnded!: () => void
+  // Made on first use: a channel nobody listens to keeps none of them (a link with thousands of
+  // channels, or a host with thousands of links, pays only for what it uses).
+  private handlers: Map<string, Set<MessageHandler>> | null = null
+  private anyHandlers: Set<(event: string, payload: Payload | ArrayBuffer, meta: MessageMeta) => void> | null = null
+  private statusListeners: Set<(status: ChannelStatus, reason: DisconnectReason | null) => void> | null = null
+  private waiters: Set<Waiter> | null = null
+  /** Resolves the leave() calls waiting for the channel to end; null while none waits. */
+  private endedWaiters: Array<() => void> | null = null
 
   /** @internal created by `link.channel()`. */
   constructor(
     /** The channel's topic, e.g. `chat_room:42`. */
     readonly topic: string,
     private readonly host: ChannelHost,
-  ) {
-    this.ended = new Promise((resolve) => (this.resolveEnded = resolve))
-  }
+    /** @internal The join params as `link.channel()` got them: an object, or a function of each join attempt. */
+    readonly params: object | ((attempt: { generation: number; signal: AbortSignal }) => object | Promise<object>) = {},
+  ) {}
 
   /** Whether the channel can still join: not dropped and not left. */
   get active(): boolean {
@@ -92,22 +94,23 @@ export class LinkChannel {
 
   /** Calls `handler` for every `event` pushed or broadcast on this channel's current join. */
   on(event: string, handler: MessageHandler): Unsubscribe {
-    let set = this.handlers.get(event)
-    if (!set) this.handlers.set(event, (set = new Set()))
+    const handlers = (this.handlers ??= new Map())
+    let set = handlers.get(event)
+    if (!set) handlers.set(event, (set = new Set()))
     set.add(handler)
     return () => {
       set!.delete(handler)
       // No handler left: the event is unhandled again (reported as ignored), and nothing is kept.
-      if (set!.size === 0 && this.handlers.get(event) === set) this.handlers.delete(event)
+      if (set!.size === 0 && this.handlers?.get(event) === set) this.handlers!.delete(event)
     }
   }
 
   /** Removes `handler` of `event` (as the function `on()` returned does). Does nothing when it is not registered. */
   off(event: string, handler: MessageHandler): void {
-    const set = this.handlers.get(event)
+    const set = this.handlers?.get(event)
     if (!set) return
     set.delete(handler)
-    if (set.size === 0) this.handlers.delete(event)
+    if (set.size === 0) this.handlers!.delete(event)
   }
 
   /**
@@ -131,14 +134,14 @@ export class LinkChannel {
 
   /** Calls `handler` for every event on this channel. */
   onAny(handler: (event: string, payload: Payload | ArrayBuffer, meta: MessageMeta) => void): Unsubscribe {
-    this.anyHandlers.add(handler)
-    return () => this.anyHandlers.delete(handler)
+    ;(this.anyHandlers ??= new Set()).add(handler)
+    return () => this.anyHandlers!.delete(handler)
   }
 
   /** Calls `listener` on every status change, with the reason for `errored` and `dropped`. */
   onStatus(listener: (status: ChannelStatus, reason: DisconnectReason | null) => void): Unsubscribe {
-    this.statusListeners.add(listener)
-    return () => this.statusListeners.delete(listener)
+    ;(this.statusListeners ??= new Set()).add(listener)
+    return () => this.statusListeners!.delete(listener)
   }
 
   /**
@@ -187,13 +190,15 @@ export class LinkChannel {
   async leave(): Promise<void> {
     if (!this.active) return
     this.host.leave(this.topic)
-    await this.ended
+    if (!this.active) return
+    await new Promise<void>((resolve) => (this.endedWaiters ??= []).push(resolve))
   }
 
   /** @internal A message from the adapter. */
   deliver(event: string, payload: Payload | ArrayBuffer, meta: MessageMeta): void {
-    const set = this.handlers.get(event)
-    if (!set && this.anyHandlers.size === 0) {
+    const set = this.handlers?.get(event)
+    const any = this.anyHandlers
+    if (!set && (any === null || any.size === 0)) {
       this.host.reportUnhandled(this.topic, event)
       return
     }
@@ -207,8 +212,8 @@ export class LinkChannel {
       }
     }
     // Guarded: iterating even an empty Set allocates an iterator, on every inbound message.
-    if (this.anyHandlers.size === 0) return
-    for (const handler of this.anyHandlers) {
+    if (any === null || any.size === 0) return
+    for (const handler of any) {
       try {
         handler(event, payload, meta)
       } catch (error) {
@@ -229,9 +234,12 @@ export class LinkChannel {
     } else if (reason) this.reason = reason
     if (!this.active) {
       this.releaseWaiters('CHANNEL_CLOSED')
-      this.resolveEnded()
+      const ended = this.endedWaiters
+      this.endedWaiters = null
+      for (const resolve of ended ?? []) resolve()
     }
     // Listeners run outside the chart's processing, in order (the change arrives mid-transition).
+    if (this.statusListeners === null || this.statusListeners.size === 0) return
     const listeners = [...this.statusListeners]
     queueMicrotask(() => {
       for (const listener of listeners) {
@@ -257,7 +265,7 @@ export class LinkChannel {
     return new Promise((resolve, reject) => {
       const onAbort = () => {
         clearTimeout(waiter.timer)
-        this.waiters.delete(waiter)
+        this.waiters?.delete(waiter)
         reject(abortError(signal!))
       }
       const done = () => signal?.removeEventListener('abort', onAbort)
@@ -270,16 +278,17 @@ export class LinkChannel {
             ? undefined
             : setTimeout(() => {
                 done()
-                this.waiters.delete(waiter)
+                this.waiters?.delete(waiter)
                 reject(new PushError('PUSH_TIMEOUT', this.topic, event))
               }, timeoutMs),
       }
-      this.waiters.add(waiter)
+      ;(this.waiters ??= new Set()).add(waiter)
       signal?.addEventListener('abort', onAbort, { once: true })
     })
   }
 
   private releaseWaiters(failure: 'CHANNEL_CLOSED' | null): void {
+    if (this.waiters === null) return
     for (const waiter of [...this.waiters]) {
       clearTimeout(waiter.timer)
       this.waiters.delete(waiter)

@@ -16,7 +16,7 @@ import { Emitter, type Unsubscribe } from './emitter.js'
 import { AgentDisconnectedError } from './errors/agent-disconnected.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 import { PhoenixLinkError } from './errors/base.js'
-import { LinkChannel, type ChannelStatus } from './link-channel.js'
+import { LinkChannel, type ChannelHost, type ChannelStatus } from './link-channel.js'
 import { redact, redacting, type LinkLog, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { RunSupervisor, type RunOptions } from './runs.js'
@@ -128,6 +128,13 @@ export interface AttemptInfo {
   signal: AbortSignal
 }
 
+/** Clocks and random source of a link given no `env`: shared by every such link. */
+const DEFAULT_ENV: Env = Object.freeze({
+  now: () => Date.now(),
+  monotonic: () => performance.now(),
+  random: () => Math.random(),
+})
+
 /** Most keys a link remembers for redaction: a key rotated hourly for six weeks. */
 const MAX_REMEMBERED_KEYS = 1000
 
@@ -229,7 +236,11 @@ export class Link {
    * The link's run supervisor: the runs of {@link Link.runSignal}, aborted together when the
    * session ends for good. `link.runs.onAborted(fn)` hears each abort.
    */
-  readonly runs = new RunSupervisor()
+  get runs(): RunSupervisor {
+    return (this.#runs ??= new RunSupervisor())
+  }
+  /** Made at the first use of runs or runSignal(): until then there is no run to abort and nobody to tell. */
+  #runs: RunSupervisor | null = null
   readonly #agentId: string
   #nextRun = 1
   /** Every API key this link has used, oldest first: redacted from everything the link writes. */
@@ -239,11 +250,12 @@ export class Link {
   readonly #adapter: PhoenixAdapter
   private readonly log: LinkLog
   private readonly channels = new Map<string, LinkChannel>()
-  private readonly channelParams = new Map<string, object | ((attempt: AttemptInfo) => object | Promise<object>)>()
+  /** What every channel handle of this link asks of it (one object for all of them). */
+  #channelHost: ChannelHost | null = null
   private controlHandler: ControlHandler | undefined
   private lastState: LinkState = 'idle'
-  /** Internal waiters, told synchronously of every state change with the snapshot's numbers. */
-  private readonly watchers = new Set<(seen: StateSeen) => void>()
+  /** Internal waiters, told synchronously of every state change with the snapshot's numbers; null while none. */
+  private watchers: Set<(seen: StateSeen) => void> | null = null
   /** When (env.monotonic) the link was last disconnected, for `reconnected.downtimeMs`. */
   private lostAt: number | null = null
   private readonly env: Env
@@ -258,11 +270,15 @@ export class Link {
     if (typeof apiKey === 'string') this.#keys.push(apiKey)
     const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, this.#keys)
     this.policy = resolvePolicy(options.policy)
-    this.env = {
-      now: options.env?.now ?? (() => Date.now()),
-      monotonic: options.env?.monotonic ?? (() => performance.now()),
-      random: options.env?.random ?? (() => Math.random()),
-    }
+    const env = options.env
+    this.env =
+      env === undefined
+        ? DEFAULT_ENV
+        : {
+            now: env.now ?? DEFAULT_ENV.now,
+            monotonic: env.monotonic ?? DEFAULT_ENV.monotonic,
+            random: env.random ?? DEFAULT_ENV.random,
+          }
     this.log = redacting(options.logger, () => this.#keys)
     this.controlHandler = options.onControl
     this.emitter = new Emitter<LinkEvents>((error, type) =>
@@ -296,8 +312,9 @@ export class Link {
       sink: (event) => this.send(event),
       app: { message: (topic, event, payload, meta) => this.channels.get(topic)?.deliver(event, payload, meta) },
       channelParams: (topic, attempt) => {
-        const params = this.channelParams.get(topic)
-        return typeof params === 'function' ? params({ generation: attempt.generation, signal: attempt.signal }) : (params ?? {})
+        const params = this.channels.get(topic)?.params
+        // The attempt as the adapter made it: its signal is created only if the function reads it.
+        return typeof params === 'function' ? params(attempt) : (params ?? {})
       },
     })
 
@@ -466,21 +483,8 @@ export class Link {
     }
     const existing = this.channels.get(topic)
     if (existing?.active) return existing
-    const handle = new LinkChannel(topic, {
-      isRunning: () => !['idle', 'stopping', 'stopped', 'terminated'].includes(this.state),
-      isEnded: () => ['stopping', 'stopped', 'terminated'].includes(this.state),
-      isJoined: (t) => this.#adapter.isJoined(t),
-      joinReply: (t) => this.#adapter.joinReplyOf(t),
-      push: (t, event, payload, timeoutMs, signal) => this.#adapter.push(t, event, payload, timeoutMs, signal),
-      leave: (t) => this.send({ type: 'host.leaveChannel', topic: t }),
-      pushTimeoutMs: this.policy.transport.pushTimeoutMs,
-      monotonic: () => this.env.monotonic(),
-      reportError: (error, where) => this.log.error(`${where} threw`, { error: errorMessage(error) }),
-      reportUnhandled: (t, event) =>
-        this.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${JSON.stringify(event)} on ${t}` }),
-    })
+    const handle = new LinkChannel(topic, (this.#channelHost ??= this.channelHost()), params)
     this.channels.set(topic, handle)
-    this.channelParams.set(topic, params)
     this.send({ type: 'host.channel', topic })
     return handle
   }
@@ -507,6 +511,23 @@ export class Link {
       return controller.signal
     }
     return this.runs.startRun(this.#agentId, runId, options)
+  }
+
+  /** What every channel handle of this link asks of it. */
+  private channelHost(): ChannelHost {
+    return {
+      isRunning: () => !['idle', 'stopping', 'stopped', 'terminated'].includes(this.state),
+      isEnded: () => ['stopping', 'stopped', 'terminated'].includes(this.state),
+      isJoined: (t) => this.#adapter.isJoined(t),
+      joinReply: (t) => this.#adapter.joinReplyOf(t),
+      push: (t, event, payload, timeoutMs, signal) => this.#adapter.push(t, event, payload, timeoutMs, signal),
+      leave: (t) => this.send({ type: 'host.leaveChannel', topic: t }),
+      pushTimeoutMs: this.policy.transport.pushTimeoutMs,
+      monotonic: () => this.env.monotonic(),
+      reportError: (error, where) => this.log.error(`${where} threw`, { error: errorMessage(error) }),
+      reportUnhandled: (t, event) =>
+        this.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${JSON.stringify(event)} on ${t}` }),
+    }
   }
 
   /** Sets (or clears) the control signal handler. Signals already being handled finish with the old one. */
@@ -663,8 +684,8 @@ export class Link {
     for (const channel of this.channels.values()) channel.failWaiting()
     this.lastState = 'terminated'
     // Terminal like any other terminal reason: the runs of link.runSignal() are aborted.
-    void this.runs.abortPrincipal(this.#agentId, this.crashReason)
-    for (const watcher of [...this.watchers]) watcher({ state: 'terminated', generation: -1, epoch: -1 })
+    void this.#runs?.abortPrincipal(this.#agentId, this.crashReason)
+    for (const watcher of [...(this.watchers ?? [])]) watcher({ state: 'terminated', generation: -1, epoch: -1 })
     this.emitter.emit('disconnected', { reason: this.crashReason, outcome: 'terminated', nextDelayMs: null, attempt: null, terminal: true })
     this.emitter.emit('state', { state: 'terminated', previous })
   }
@@ -687,7 +708,7 @@ export class Link {
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => finish(() => reject(abortError(signal!)))
       const finish = (settle: () => void) => {
-        this.watchers.delete(test)
+        this.watchers?.delete(test)
         signal?.removeEventListener('abort', onAbort)
         settle()
       }
@@ -699,7 +720,7 @@ export class Link {
           finish(() => reject(error))
         }
       }
-      this.watchers.add(test)
+      ;(this.watchers ??= new Set()).add(test)
       signal?.addEventListener('abort', onAbort)
       const { generation, epoch } = this.charts.connection.snapshot.context
       test({ state: this.state, generation, epoch })
@@ -713,8 +734,8 @@ export class Link {
     this.log.info(`state ${previous} -> ${seen.state}`)
     if (seen.state === 'stopped' || seen.state === 'terminated') for (const channel of this.channels.values()) channel.failWaiting()
     // Work whose result this session can no longer deliver is aborted (link.runSignal()).
-    if (seen.state === 'terminated') void this.runs.abortPrincipal(this.#agentId, this.lastDisconnectReason)
-    for (const watcher of [...this.watchers]) watcher(seen)
+    if (seen.state === 'terminated') void this.#runs?.abortPrincipal(this.#agentId, this.lastDisconnectReason)
+    if (this.watchers !== null) for (const watcher of [...this.watchers]) watcher(seen)
     this.emitter.emit('state', { state: seen.state, previous })
   }
 
@@ -757,7 +778,6 @@ export class Link {
         handle?.setStatus(status, reason)
         if (handle && !handle.active && this.channels.get(event.topic) === handle) {
           this.channels.delete(event.topic)
-          this.channelParams.delete(event.topic)
         }
         this.log.info(`channel ${event.topic} ${status}`, reason ? { reason: describeReason(reason) } : undefined)
         this.emitter.emit('channel', { topic: event.topic, status, reason })

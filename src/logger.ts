@@ -197,12 +197,17 @@ function replaceSecret<T>(root: T, forms: readonly SecretForm[]): T {
   return result as T
 }
 
+/** The log of a link given no logger: one for every such link. */
+const SILENT: LinkLog = Object.freeze({ debug: () => {}, info: () => {}, warn: () => {}, error: () => {} })
+
 /**
  * Wraps a logger so every message and field is redacted of the secrets (a key, or a function
  * giving every key used so far, read at each line), each line reaches it in its own argument
  * order ({@link LogMethod}), and a throwing logger cannot break the link.
  */
 export function redacting(logger: Logger | undefined, secrets: string | (() => readonly string[])): LinkLog {
+  // No logger: one silent log for every link (nothing to redact, nothing to keep per link).
+  if (logger === undefined) return SILENT
   const current = typeof secrets === 'string' ? () => [secrets] : secrets
   // The console prints its arguments in order: the message first reads better there. A console is
   // anything with the console's own surface (the global one, node:console `new Console(stream)`, a

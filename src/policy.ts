@@ -39,7 +39,9 @@ export const DEFAULT_LINK_POLICY: { readonly [K in keyof LinkPolicy]: Readonly<L
 Object.freeze(DEFAULT_LINK_POLICY)
 
 /**
- * Merges `input` over the defaults and checks every field.
+ * Merges `input` over the defaults and checks every field. The result is frozen, each concern
+ * too; a concern with no override is the default object itself, so links on the defaults share
+ * one policy (a link's heap holds no copy of it).
  *
  * @throws {ConfigurationError} naming the field for an unknown concern or field, or a value out of range.
  */
@@ -55,13 +57,18 @@ export function resolvePolicy(input: LinkPolicyInput = {}): LinkPolicy {
       }
     }
   }
+  const overridden = (concern: keyof LinkPolicy) => Object.keys(input[concern] ?? {}).length > 0
+  if (!(Object.keys(DEFAULT_LINK_POLICY) as Array<keyof LinkPolicy>).some(overridden)) return DEFAULTS_RESOLVED
+  const merge = <T extends object>(concern: keyof LinkPolicy, defaults: T): T =>
+    overridden(concern) ? Object.freeze({ ...defaults, ...input[concern] }) : defaults
   const policy: LinkPolicy = {
-    connection: { ...DEFAULT_CONNECTION_POLICY, ...input.connection },
-    reconnect: { ...DEFAULT_RECONNECT_POLICY, ...input.reconnect },
-    channel: { ...DEFAULT_CHANNEL_POLICY, ...input.channel },
-    control: { ...DEFAULT_CONTROL_POLICY, ...input.control },
-    transport: { ...DEFAULT_TRANSPORT_POLICY, ...input.transport },
+    connection: merge('connection', DEFAULT_CONNECTION_POLICY),
+    reconnect: merge('reconnect', DEFAULT_RECONNECT_POLICY),
+    channel: merge('channel', DEFAULT_CHANNEL_POLICY),
+    control: merge('control', DEFAULT_CONTROL_POLICY),
+    transport: merge('transport', DEFAULT_TRANSPORT_POLICY),
   }
+  Object.freeze(policy)
   try {
     validateConnectionPolicy(policy.connection)
     validateReconnectPolicy(policy.reconnect)
@@ -76,3 +83,6 @@ export function resolvePolicy(input: LinkPolicyInput = {}): LinkPolicy {
   }
   return policy
 }
+
+/** The policy of every link created with no override: the defaults, checked once. */
+const DEFAULTS_RESOLVED: LinkPolicy = Object.freeze({ ...DEFAULT_LINK_POLICY }) as LinkPolicy

@@ -58,7 +58,7 @@ interface Run {
  */
 export class RunSupervisor {
   private readonly runs = new Map<string, Map<string, Run>>()
-  private readonly listeners = new Set<(report: AgentAborted) => void>()
+  private listeners: Set<(report: AgentAborted) => void> | null = null
   private readonly hookTimeoutMs: number
   private readonly now: () => number
 
@@ -67,7 +67,7 @@ export class RunSupervisor {
     if (!Number.isInteger(this.hookTimeoutMs) || this.hookTimeoutMs < 0 || this.hookTimeoutMs > 2 ** 31 - 1) {
       throw new RangeError(`hookTimeoutMs must be a whole number of milliseconds in [0, 2^31-1], got ${String(options.hookTimeoutMs)}`)
     }
-    this.now = options.now ?? (() => Date.now())
+    this.now = options.now ?? Date.now
   }
 
   /**
@@ -86,8 +86,8 @@ export class RunSupervisor {
 
   /** Calls `listener` with every abort report; returns the function that removes it. Listener errors are swallowed. */
   onAborted(listener: (report: AgentAborted) => void): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
+    ;(this.listeners ??= new Set()).add(listener)
+    return () => this.listeners!.delete(listener)
   }
 
   /** A run ended normally: it leaves the registry. Idempotent. */
@@ -144,7 +144,7 @@ export class RunSupervisor {
   }
 
   private report(report: AgentAborted): void {
-    for (const listener of [...this.listeners]) {
+    for (const listener of [...(this.listeners ?? [])]) {
       try {
         listener(report)
       } catch {

@@ -123,7 +123,7 @@ interface Attachment {
 
 class TransportHandle {
   socket: Socket | null = null
-  /** Gives up the credentials of this attempt while they are still being asked (null once they settled). */
+  /** Gives up the credentials of this attempt: aborts the signal the host's function was given (when it read it). */
   abortCredentials: (() => void) | null = null
   ws: WebSocket | null = null
   refusal: RefusedUpgrade | null = null
@@ -165,6 +165,42 @@ function errorText(error: unknown): string {
 
 /** The reserved events a Phoenix server sends to a channel (phoenix constants.js CHANNEL_EVENTS). */
 const SERVER_EVENTS = new Set<string>([CHANNEL_EVENTS.reply, CHANNEL_EVENTS.error, CHANNEL_EVENTS.close])
+
+/**
+ * The AbortSignal of one attempt's host input (credentials, channel params), made only when the
+ * host's function reads it: a link whose key is a string, or whose function ignores the signal,
+ * keeps no AbortController per transport (about 750 bytes each). An abort before the signal was
+ * read is remembered, so a signal read late is already aborted.
+ */
+class AttemptSignal {
+  private controller: AbortController | null = null
+  private aborted: { reason: unknown } | null = null
+
+  get signal(): AbortSignal {
+    if (this.controller === null) {
+      this.controller = new AbortController()
+      if (this.aborted) this.controller.abort(this.aborted.reason)
+    }
+    return this.controller.signal
+  }
+
+  abort(reason?: unknown): void {
+    if (this.aborted) return
+    this.aborted = { reason }
+    this.controller?.abort(reason)
+  }
+
+  /** What the host's function is told: `{ generation, signal }`, the signal made when read. */
+  info(generation: number): { generation: number; signal: AbortSignal } {
+    const source = this
+    return {
+      generation,
+      get signal() {
+        return source.signal
+      },
+    }
+  }
+}
 
 /** One join attempt of an app channel: its params being asked, then its attachment. */
 interface AppAttempt {
@@ -211,14 +247,12 @@ export class PhoenixAdapter {
     this.handles.set(origin.generation, handle)
     handle.abortCredentials = this.settleInput(
       'the apiKey/params of this connection attempt',
-      (signal) => this.config.credentials({ generation: origin.generation, signal }),
+      (attempt) => this.config.credentials(attempt.info(origin.generation)),
       (value) => this.checkCredentials(value),
       (credentials) => {
-        handle.abortCredentials = null
         if (!handle.ended) this.connectSocket(handle, credentials)
       },
       (detail) => {
-        handle.abortCredentials = null
         if (handle.ended) return
         const reason: DisconnectReason = { kind: 'other', retryable: true, detail, generation: origin.generation, at: this.config.now() }
         queueMicrotask(() => !handle.ended && this.emit({ type: 'socket.close', reason, generation: origin.generation, epoch: origin.epoch }))
@@ -243,12 +277,12 @@ export class PhoenixAdapter {
    */
   private settleInput<T>(
     what: string,
-    ask: (signal: AbortSignal) => T | Promise<T>,
+    ask: (signal: AttemptSignal) => T | Promise<T>,
     check: (value: unknown) => string | null,
     use: (value: T) => void,
     fail: (detail: string) => void,
   ): () => void {
-    const controller = new AbortController()
+    const controller = new AttemptSignal()
     let timer: ReturnType<typeof setTimeout> | null = null
     const accept = (value: unknown) => {
       const problem = check(value)
@@ -257,7 +291,7 @@ export class PhoenixAdapter {
     }
     let asked: T | Promise<T>
     try {
-      asked = ask(controller.signal)
+      asked = ask(controller)
     } catch (error) {
       fail(`${what}: the function threw: ${errorText(error)}`)
       return () => controller.abort()
@@ -342,7 +376,7 @@ export class PhoenixAdapter {
     this.attempts.set(attempt.topic, run)
     run.abortParams = this.settleInput(
       `the join params of channel ${attempt.topic}`,
-      (signal) => this.config.channelParams(attempt.topic, { generation: attempt.generation, signal }),
+      (signal) => this.config.channelParams(attempt.topic, signal.info(attempt.generation)),
       (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? null : `expected an object, got ${describeValue(value)}`),
       (params: object) => {
         if (!run.ended) run.attachment = this.attachApp(attempt, params)

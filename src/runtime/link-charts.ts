@@ -69,8 +69,12 @@ export class LinkCharts extends ChartRuntime {
   private inspectors: Set<(event: RuntimeInspectionEvent) => void> | null = null
   /** The connection chart: the link's session. */
   readonly connection: RunningChart<typeof connectionMachine>
-  /** The control delivery chart: for the link's life (its dedupe window spans sessions). */
-  readonly control: RunningChart<typeof controlMachine>
+  /**
+   * The control delivery chart, started by the first control signal and kept for the link's life
+   * (its dedupe window spans sessions); null before. Until then a flush or a reset has nothing to
+   * drop, exactly as a chart that had received no signal, so it is not started for one.
+   */
+  control: RunningChart<typeof controlMachine> | null = null
   /** The reconnect chart of the current session; null outside a session. */
   reconnect: RunningChart<typeof reconnectMachine> | null = null
   /** The channel chart of each app channel topic. */
@@ -81,6 +85,7 @@ export class LinkCharts extends ChartRuntime {
   private readonly host: LinkChartsHost
   private readonly env: Env
   private readonly channelPolicy: ChannelPolicy
+  private readonly controlPolicy: ControlPolicy
 
   constructor(options: LinkChartsOptions) {
     super()
@@ -90,7 +95,9 @@ export class LinkCharts extends ChartRuntime {
     this.host = options.host
     this.env = options.env
     this.channelPolicy = options.policy.channel
+    this.controlPolicy = options.policy.control
     const { policy, env } = options
+    // The other charts start when the connection chart needs them (a session, a channel, a signal).
     this.connection = this.start(connectionMachine, 'connection', {
       env,
       policy: policy.connection,
@@ -98,7 +105,6 @@ export class LinkCharts extends ChartRuntime {
       channelPolicy: policy.channel,
       controlPolicy: policy.control,
     })
-    this.control = this.start(controlMachine, 'control', { policy: policy.control }, this.connection)
   }
 
   /** Sends a chart event to the connection chart (host calls, adapter events). */
@@ -131,7 +137,7 @@ export class LinkCharts extends ChartRuntime {
   /** Stops every chart (the link crashed): no delay of any chart fires again; a handler still running is abandoned. */
   stopAll(): void {
     this.connection.stop()
-    this.control.stop()
+    this.control?.stop()
     this.reconnect?.stop()
     for (const chart of this.channels.values()) chart.stop()
     this.abandon(this.delivery?.sequence)
@@ -161,8 +167,14 @@ export class LinkCharts extends ChartRuntime {
       case 'tellReconnect':
         if (this.reconnect !== null) super.send(this.reconnect, params as ReconnectEvent)
         return
-      case 'tellControl':
-        return super.send(this.control, params as ControlEvent)
+      case 'tellControl': {
+        const event = params as ControlEvent
+        if (this.control === null) {
+          if (event.type !== 'control.enqueue') return
+          this.control = this.start(controlMachine, 'control', { policy: this.controlPolicy }, this.connection)
+        }
+        return super.send(this.control, event)
+      }
       case 'startChannel': {
         const { topic } = params as { topic: string }
         this.channels.get(topic)?.stop()
@@ -235,7 +247,8 @@ export class LinkCharts extends ChartRuntime {
 
   private settle(event: Extract<ControlEvent, { type: 'control.delivered' | 'control.deliveryFailed' }>): void {
     if (this.delivery?.sequence === event.sequence) this.delivery = null
-    super.send(this.control, event)
+    // A delivery exists only once the control chart started it.
+    super.send(this.control!, event)
   }
 
   private abandon(sequence: number | undefined): void {

@@ -549,7 +549,7 @@ describe('strict inputs (second review)', () => {
     sim.control('agent-1', { mode: 'stop', correlation_id: 'same' })
     sim.control('agent-1', { mode: 'stop', correlation_id: 'same' })
     await both
-    expect(chartsOf(link).control.getSnapshot().context.seen).toEqual([])
+    expect(chartsOf(link).control!.getSnapshot().context.seen).toEqual([])
   })
 
   it('a late frame on a topic the link left is reported once the leave tail has passed', async () => {
