@@ -8,9 +8,9 @@ import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import type { Env } from '../machines/types.js'
 import { abortError } from './abort.js'
-import { PhoenixAdapter, type Credentials } from './adapter/phoenix-adapter.js'
+import { PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
-import { LinkCharts } from './runtime/link-charts.js'
+import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
 import { isHeaderValue, SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
 import { Emitter, type Unsubscribe } from './emitter.js'
 import { AgentDisconnectedError } from './errors/agent-disconnected.js'
@@ -21,7 +21,7 @@ import { redact, redacting, type LinkLog, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { RunSupervisor, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
-import { HEARTBEAT_TOPIC, ON_CONFLICT_PARAM, type ControlSignal } from './protocol.js'
+import { HEARTBEAT_TOPIC, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 import { traceSpans, type TracerLike } from './tracing.js'
 
@@ -250,8 +250,8 @@ export class Link {
   readonly #adapter: PhoenixAdapter
   private readonly log: LinkLog
   private readonly channels = new Map<string, LinkChannel>()
-  /** What every channel handle of this link asks of it (one object for all of them). */
-  #channelHost: ChannelHost | null = null
+  /** What the link's parts ask of it: see `#Wiring` below. */
+  readonly #wiring: AdapterConfig & LinkChartsHost & ChannelHost
   private controlHandler: ControlHandler | undefined
   private lastState: LinkState = 'idle'
   /** Internal waiters, told synchronously of every state change with the snapshot's numbers; null while none. */
@@ -261,6 +261,119 @@ export class Link {
   private readonly env: Env
   private crashed: Error | null = null
   private crashReason: DisconnectReason | null = null
+
+  /**
+   * What the link's parts ask of it, as one object per link with its methods on a prototype
+   * (about twenty closures per link before): the adapter's settings and callbacks
+   * ({@link AdapterConfig}), the charts' host ({@link LinkChartsHost}) and every channel
+   * handle's host ({@link ChannelHost}). Declared inside the class, so it reaches the link's
+   * private members and nothing outside does.
+   */
+  static readonly #Wiring = class Wiring implements AdapterConfig, LinkChartsHost, ChannelHost {
+    readonly agentId: string
+    readonly policy: TransportPolicy
+    /** The link's options: a true private field, so `util.inspect(link)` never shows the key they hold. */
+    readonly #options: LinkOptions
+    constructor(
+      private readonly link: Link,
+      options: LinkOptions,
+      readonly url: string,
+      readonly apiKeyIn: 'header' | 'param',
+    ) {
+      this.#options = options
+      this.agentId = options.agentId
+      this.policy = link.policy.transport
+    }
+
+    // ---- AdapterConfig (src/adapter/phoenix-adapter.ts)
+    get connectTimeoutMs(): number {
+      return this.link.policy.connection.connectTimeoutMs
+    }
+    get controlJoinTimeoutMs(): number {
+      return this.link.policy.connection.joinTimeoutMs
+    }
+    get controlLeaveTimeoutMs(): number {
+      return this.link.policy.connection.leaveTimeoutMs
+    }
+    get channelJoinTimeoutMs(): number {
+      return this.link.policy.channel.joinTimeoutMs
+    }
+    get channelLeaveTimeoutMs(): number {
+      return this.link.policy.channel.leaveTimeoutMs
+    }
+    credentials(attempt: AttemptInfo): Credentials | Promise<Credentials> {
+      return this.link.credentials(this.#options, attempt)
+    }
+    now(): number {
+      return this.link.env.now()
+    }
+    monotonic(): number {
+      return this.link.env.monotonic()
+    }
+    sink(event: ConnectionEvent): void {
+      this.link.send(event)
+    }
+    message(topic: string, event: string, payload: Payload | ArrayBuffer, meta: { generation: number }): void {
+      this.link.channels.get(topic)?.deliver(event, payload, meta)
+    }
+    channelParams(topic: string, attempt: AttemptInfo): object | Promise<object> {
+      const params = this.link.channels.get(topic)?.params
+      // The attempt as the adapter made it: its signal is created only if the function reads it.
+      return typeof params === 'function' ? params(attempt) : (params ?? {})
+    }
+
+    // ---- LinkChartsHost (src/runtime/link-charts.ts)
+    deliver(queued: QueuedSignal, signal: AbortSignal): Promise<void> {
+      return this.link.deliverSignal(queued, signal)
+    }
+    emitted(event: ConnectionEmitted): void {
+      // Runs while the charts carry out a transition's actions: a throw must not reach them.
+      try {
+        this.link.onChartEmitted(event)
+      } catch (error) {
+        this.link.log.error('publishing a chart event failed', { event: event.type, error: errorMessage(error) })
+      }
+    }
+    changed(): void {
+      const { value, context } = this.link.charts.connection.snapshot
+      this.link.onSnapshot({ state: linkStateOf(value), generation: context.generation, epoch: context.epoch })
+    }
+    crashed(chart: string, error: unknown): void {
+      this.link.onCrash(chart, error)
+    }
+    actionFailed(chart: string, action: string, error: unknown): void {
+      this.link.log.error(`the ${action} action of the ${chart} chart failed`, { error: errorMessage(error) })
+    }
+
+    // ---- ChannelHost (src/link-channel.ts)
+    isRunning(): boolean {
+      return !['idle', 'stopping', 'stopped', 'terminated'].includes(this.link.state)
+    }
+    isEnded(): boolean {
+      return ['stopping', 'stopped', 'terminated'].includes(this.link.state)
+    }
+    isJoined(topic: string): boolean {
+      return this.link.#adapter.isJoined(topic)
+    }
+    joinReply(topic: string): unknown {
+      return this.link.#adapter.joinReplyOf(topic)
+    }
+    push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
+      return this.link.#adapter.push(topic, event, payload, timeoutMs, signal)
+    }
+    leave(topic: string): void {
+      this.link.send({ type: 'host.leaveChannel', topic })
+    }
+    get pushTimeoutMs(): number {
+      return this.link.policy.transport.pushTimeoutMs
+    }
+    reportError(error: unknown, where: string): void {
+      this.link.log.error(`${where} threw`, { error: errorMessage(error) })
+    }
+    reportUnhandled(topic: string, event: string): void {
+      this.link.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${JSON.stringify(event)} on ${topic}` })
+    }
+  }
 
   /** @internal use {@link createLink}. */
   constructor(options: LinkOptions) {
@@ -296,28 +409,9 @@ export class Link {
       )
     }
 
-    this.#adapter = new PhoenixAdapter({
-      url: endpoint,
-      agentId,
-      credentials: (attempt) => this.credentials(options, attempt),
-      apiKeyIn,
-      policy: this.policy.transport,
-      connectTimeoutMs: this.policy.connection.connectTimeoutMs,
-      controlJoinTimeoutMs: this.policy.connection.joinTimeoutMs,
-      controlLeaveTimeoutMs: this.policy.connection.leaveTimeoutMs,
-      channelJoinTimeoutMs: this.policy.channel.joinTimeoutMs,
-      channelLeaveTimeoutMs: this.policy.channel.leaveTimeoutMs,
-      now: () => this.env.now(),
-      monotonic: () => this.env.monotonic(),
-      sink: (event) => this.send(event),
-      app: { message: (topic, event, payload, meta) => this.channels.get(topic)?.deliver(event, payload, meta) },
-      channelParams: (topic, attempt) => {
-        const params = this.channels.get(topic)?.params
-        // The attempt as the adapter made it: its signal is created only if the function reads it.
-        return typeof params === 'function' ? params(attempt) : (params ?? {})
-      },
-    })
-
+    const wiring = new Link.#Wiring(this, options, endpoint, apiKeyIn)
+    this.#wiring = wiring
+    this.#adapter = new PhoenixAdapter(wiring)
     const inspect = options.inspect
     const observe = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect)
     this.charts = new LinkCharts({
@@ -336,23 +430,7 @@ export class Link {
             }
           }
         : null,
-      host: {
-        deliver: (queued, signal) => this.deliverSignal(queued, signal),
-        emitted: (event) => {
-          // Runs while the charts carry out a transition's actions: a throw must not reach them.
-          try {
-            this.onChartEmitted(event)
-          } catch (error) {
-            this.log.error('publishing a chart event failed', { event: event.type, error: errorMessage(error) })
-          }
-        },
-        changed: () => {
-          const { value, context } = this.charts.connection.snapshot
-          this.onSnapshot({ state: linkStateOf(value), generation: context.generation, epoch: context.epoch })
-        },
-        crashed: (chart, error) => this.onCrash(chart, error),
-        actionFailed: (chart, action, error) => this.log.error(`the ${action} action of the ${chart} chart failed`, { error: errorMessage(error) }),
-      },
+      host: wiring,
     })
     if (options.tracer) traceSpans(this, options.tracer)
   }
@@ -483,7 +561,7 @@ export class Link {
     }
     const existing = this.channels.get(topic)
     if (existing?.active) return existing
-    const handle = new LinkChannel(topic, (this.#channelHost ??= this.channelHost()), params)
+    const handle = new LinkChannel(topic, this.#wiring, params)
     this.channels.set(topic, handle)
     this.send({ type: 'host.channel', topic })
     return handle
@@ -511,23 +589,6 @@ export class Link {
       return controller.signal
     }
     return this.runs.startRun(this.#agentId, runId, options)
-  }
-
-  /** What every channel handle of this link asks of it. */
-  private channelHost(): ChannelHost {
-    return {
-      isRunning: () => !['idle', 'stopping', 'stopped', 'terminated'].includes(this.state),
-      isEnded: () => ['stopping', 'stopped', 'terminated'].includes(this.state),
-      isJoined: (t) => this.#adapter.isJoined(t),
-      joinReply: (t) => this.#adapter.joinReplyOf(t),
-      push: (t, event, payload, timeoutMs, signal) => this.#adapter.push(t, event, payload, timeoutMs, signal),
-      leave: (t) => this.send({ type: 'host.leaveChannel', topic: t }),
-      pushTimeoutMs: this.policy.transport.pushTimeoutMs,
-      monotonic: () => this.env.monotonic(),
-      reportError: (error, where) => this.log.error(`${where} threw`, { error: errorMessage(error) }),
-      reportUnhandled: (t, event) =>
-        this.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${JSON.stringify(event)} on ${t}` }),
-    }
   }
 
   /** Sets (or clears) the control signal handler. Signals already being handled finish with the old one. */

@@ -33,7 +33,7 @@ export const LinkOptionsSchema = z.strictObject({
   ),
   allowInsecureTransport: z.optional(z.boolean()),
   env: z.optional(z.strictObject({ now: z.optional(fn('env.now')), monotonic: z.optional(fn('env.monotonic')), random: z.optional(fn('env.random')) })),
-  clock: z.optional(z.looseObject({ setTimeout: fn('clock.setTimeout'), clearTimeout: fn('clock.clearTimeout') })),
+  clock: z.optional(z.looseObject({ setTimeout: fn('clock.setTimeout'), clearTimeout: fn('clock.clearTimeout'), now: fn('clock.now') })),
   tracer: z.optional(z.looseObject({ startSpan: fn('tracer.startSpan') })),
 })
 

@@ -39,7 +39,7 @@ import {
   heartbeatTimeout,
   type DisconnectReason,
 } from '../reasons.js'
-import { isHeaderValue, transportClass, SUPPORTS_UPGRADE_HEADERS, type RefusedUpgrade } from './ws-transport.js'
+import { isHeaderValue, transportClass, SUPPORTS_UPGRADE_HEADERS, type RefusedUpgrade, type TransportHooks } from './ws-transport.js'
 import type WebSocket from 'isomorphic-ws'
 import type { TransportPolicy } from './transport-policy.js'
 import type { Credentials, PushFailure } from './types.js'
@@ -49,6 +49,8 @@ export type { Credentials, PushFailure } from './types.js'
 
 /** phoenix.js's reconnectAfterMs/rejoinAfterMs when the charts own retries: never (2^31-1, not Infinity, which Node clamps to 1 ms). */
 const NEVER = 2 ** 31 - 1
+/** {@link NEVER} as phoenix.js's backoff function: one for every socket. */
+const never = (): number => NEVER
 
 /**
  * How long before the chart's connect timeout a refused upgrade's body stops being read: the
@@ -66,13 +68,7 @@ function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
 /** Extra time phoenix.js waits for a join or leave reply past the chart's own timeout, so the chart always decides first. */
 const JOIN_TIMEOUT_SLACK_MS = 1000
 
-/** Where app channel data goes: the link's channel handles. */
-export interface AppDelivery {
-  /** A server push or broadcast on an app channel's current join. */
-  message(topic: string, event: string, payload: Payload | ArrayBuffer, meta: { generation: number }): void
-}
-
-/** What the adapter needs. */
+/** What the adapter needs: settings, and the link's callbacks (methods, so one object serves a link). */
 export interface AdapterConfig {
   /** Socket endpoint without `/websocket`, e.g. `wss://platform.example/socket`. */
   url: string
@@ -98,12 +94,13 @@ export interface AdapterConfig {
   /** The channel chart's app channel leave timeout. */
   channelLeaveTimeoutMs: number
   /** Wall clock for reason timestamps. */
-  now: () => number
+  now(): number
   /** Monotonic clock, for waits the adapter bounds itself. */
-  monotonic: () => number
-  /** Where lifecycle events go: the connection actor. */
-  sink: (event: ConnectionEvent) => void
-  app: AppDelivery
+  monotonic(): number
+  /** Where lifecycle events go: the connection chart. */
+  sink(event: ConnectionEvent): void
+  /** A server push or broadcast on an app channel's current join: to the link's channel handle. */
+  message(topic: string, event: string, payload: Payload | ArrayBuffer, meta: { generation: number }): void
   /** Join params of an app channel, asked at each join attempt; sync or async, bounded like `credentials`. */
   channelParams(topic: string, attempt: { generation: number; signal: AbortSignal }): object | Promise<object>
 }
@@ -116,12 +113,17 @@ interface Attachment {
   joined: boolean
   /** The `response` of this join's `ok` reply (phoenix.js `join().receive('ok', response)`); undefined until then. */
   joinResponse: unknown
-  /** Pushes awaiting a reply, with the function that rejects their promise. */
-  readonly pushes: Map<Push, () => void>
+  /** Pushes awaiting a reply, with the function that rejects their promise; null while none was made. */
+  pushes: Map<Push, () => void> | null
   leavePush: Push | null
 }
 
-class TransportHandle {
+/**
+ * One transport generation: its phoenix Socket and WebSocket, what the socket reported, its
+ * attachments, and when it is closed. It is also the transport's hooks ({@link TransportHooks}):
+ * the WebSocket reports to it directly, with no closures per generation.
+ */
+class TransportHandle implements TransportHooks {
   socket: Socket | null = null
   /** Gives up the credentials of this attempt: aborts the signal the host's function was given (when it read it). */
   abortCredentials: (() => void) | null = null
@@ -139,17 +141,86 @@ class TransportHandle {
   /** phoenix.js teardowns of this socket still polling for its close (see connect()). */
   teardowns = 0
   readonly attachments = new Map<string, Attachment>()
-  /** Topics this link left on this transport: the join_ref left and how many tail frames (leave reply, phx_close) may still come. */
-  readonly leftTopics = new Map<string, { joinRef: string | null; tails: number }>()
-  readonly closed: Promise<void>
-  private resolveClosed!: () => void
+  /** Topics this link left on this transport: the join_ref left and how many tail frames (leave reply, phx_close) may still come; null while none. */
+  leftTopics: Map<string, { joinRef: string | null; tails: number }> | null = null
+  /**
+   * Upgrade headers of this attempt (Node: the `x-api-key`), behind an accessor: `util.inspect`
+   * of a link shows no field that holds the key.
+   */
+  #headers: Record<string, string> = {}
+  get headers(): Record<string, string> {
+    return this.#headers
+  }
+  set headers(headers: Record<string, string>) {
+    this.#headers = headers
+  }
+  /** When (adapter monotonic) the attempt started, to bound a refused upgrade's body by the connect timeout. */
+  readonly openedAt: number
+  private isClosed = false
+  /** Resolves the settled() calls waiting for this transport; null while none waits. */
+  private closedWaiters: Array<() => void> | null = null
 
-  constructor(readonly origin: Origin) {
-    this.closed = new Promise((resolve) => (this.resolveClosed = resolve))
+  constructor(
+    readonly origin: Origin,
+    private readonly adapter: PhoenixAdapter,
+  ) {
+    this.openedAt = adapter.config.monotonic()
+  }
+
+  /** Resolves once the socket is closed and phoenix.js's teardown of it finished. */
+  get closed(): Promise<void> {
+    if (this.isClosed) return Promise.resolve()
+    return new Promise((resolve) => (this.closedWaiters ??= []).push(resolve))
   }
 
   checkClosed(): void {
-    if (this.teardownDone && this.teardowns === 0 && (this.wsClosed || this.ws === null)) this.resolveClosed()
+    if (this.isClosed || !(this.teardownDone && this.teardowns === 0 && (this.wsClosed || this.ws === null))) return
+    this.isClosed = true
+    this.adapter.forget(this)
+    const waiters = this.closedWaiters
+    this.closedWaiters = null
+    for (const resolve of waiters ?? []) resolve()
+  }
+
+  // ---- TransportHooks: what the WebSocket of this generation reports (src/adapter/ws-transport.ts)
+  get maxPayload(): number {
+    return this.adapter.config.policy.maxFrameBytes
+  }
+  get closeTimeout(): number {
+    return this.adapter.config.policy.closeTimeoutMs
+  }
+  get bodyLimit(): number {
+    return this.adapter.config.policy.refusalBodyLimitBytes
+  }
+  bodyWaitMs(): number {
+    const { config } = this.adapter
+    return Math.max(0, Math.min(config.policy.refusalBodyTimeoutMs, config.connectTimeoutMs - (config.monotonic() - this.openedAt) - REFUSAL_MARGIN_MS))
+  }
+  onCreate(ws: WebSocket): void {
+    this.ws = ws
+    if (typeof (ws as unknown as NodeJS.EventEmitter).once === 'function') {
+      ;(ws as unknown as NodeJS.EventEmitter).once('close', () => this.onWsClose())
+    } else {
+      ws.addEventListener('close', () => this.onWsClose(), { once: true } as never)
+    }
+  }
+  onRefused(refusal: RefusedUpgrade): void {
+    this.refusal = refusal
+  }
+  onClientClose(_code: number | undefined, reason: string | undefined): void {
+    // phoenix.js socket.js heartbeatTimeout(): connection.close(WS_CLOSE_NORMAL, "heartbeat timeout").
+    // On the socket alone that close looks like a server's normal close (docs/field-notes.md), so it
+    // is classified here, where the client's own close is visible. Reported after phoenix
+    // finishes its own handling of the timeout.
+    if (reason === 'heartbeat timeout' && !this.ended && !this.heartbeatTimedOut) {
+      this.heartbeatTimedOut = true
+      const { generation, epoch } = this.origin
+      queueMicrotask(() => this.adapter.emit({ type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(generation, this.adapter.config.now()), generation, epoch }))
+    }
+  }
+  private onWsClose(): void {
+    this.wsClosed = true
+    this.checkClosed()
   }
 }
 
@@ -219,9 +290,7 @@ interface AppAttempt {
  */
 export class PhoenixAdapter {
   private readonly handles = new Map<number, TransportHandle>()
-  /** The current attachment of each app topic, for host pushes. */
-  private readonly apps = new Map<string, Attachment>()
-  /** The current join attempt of each app topic. */
+  /** The current join attempt of each app topic, with its attachment once its params settled (for host pushes). */
   private readonly attempts = new Map<string, AppAttempt>()
   private readonly controlTopic: string
   /** Highest ref any of this link's sockets has made. */
@@ -232,7 +301,8 @@ export class PhoenixAdapter {
   }
   private endedRef = 0
 
-  constructor(private readonly config: AdapterConfig) {
+  /** @internal read by the transport handles. */
+  constructor(readonly config: AdapterConfig) {
     this.controlTopic = controlTopic(config.agentId)
   }
 
@@ -243,7 +313,7 @@ export class PhoenixAdapter {
    * a retryable `other` reason.
    */
   openTransport(origin: Origin): void {
-    const handle = new TransportHandle(origin)
+    const handle = new TransportHandle(origin, this)
     this.handles.set(origin.generation, handle)
     handle.abortCredentials = this.settleInput(
       'the apiKey/params of this connection attempt',
@@ -457,12 +527,12 @@ export class PhoenixAdapter {
 
   /** Whether `topic` has a joined app attachment right now. */
   isJoined(topic: string): boolean {
-    return this.apps.get(topic)?.joined === true
+    return this.attempts.get(topic)?.attachment?.joined === true
   }
 
   /** The `ok` reply's `response` of the current join of app channel `topic` (`{}` when the server sent none); undefined while not joined. */
   joinReplyOf(topic: string): unknown {
-    const attachment = this.apps.get(topic)
+    const attachment = this.attempts.get(topic)?.attachment
     return attachment?.joined === true ? (attachment.joinResponse ?? {}) : undefined
   }
 
@@ -474,7 +544,7 @@ export class PhoenixAdapter {
    *   after `timeoutMs`, `TRANSPORT_LOST` when the join ended before a reply.
    */
   push(topic: string, event: string, payload: Payload | ArrayBuffer, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
-    const attachment = this.apps.get(topic)
+    const attachment = this.attempts.get(topic)?.attachment
     if (!attachment || !attachment.joined) {
       return Promise.reject({ code: 'TRANSPORT_LOST', response: null } satisfies PushFailure)
     }
@@ -494,20 +564,20 @@ export class PhoenixAdapter {
       const onAbort = () => {
         push.cancelTimeout()
         push.cancelRefEvent()
-        attachment.pushes.delete(push)
+        attachment.pushes?.delete(push)
         reject(signal!.reason)
       }
       const fail = (failure: PushFailure) => {
         signal?.removeEventListener('abort', onAbort)
-        attachment.pushes.delete(push)
+        attachment.pushes?.delete(push)
         reject(failure)
       }
-      attachment.pushes.set(push, () => fail({ code: 'TRANSPORT_LOST', response: null }))
+      ;(attachment.pushes ??= new Map()).set(push, () => fail({ code: 'TRANSPORT_LOST', response: null }))
       signal?.addEventListener('abort', onAbort, { once: true })
       push
         .receive('ok', (response) => {
           signal?.removeEventListener('abort', onAbort)
-          attachment.pushes.delete(push)
+          attachment.pushes?.delete(push)
           resolve(response)
         })
         .receive('error', (response) => fail({ code: 'PUSH_REJECTED', response }))
@@ -517,62 +587,36 @@ export class PhoenixAdapter {
 
   // ---- transports -------------------------------------------------------------------------
 
-  private emit(event: ConnectionEvent): void {
+  /** @internal Hands an event to the charts. */
+  emit(event: ConnectionEvent): void {
     this.config.sink(event)
+  }
+
+  /** @internal A transport closed: it leaves the adapter (its highest ref is kept, so refs never repeat). */
+  forget(handle: TransportHandle): void {
+    if (handle.socket) this.endedRef = Math.max(this.endedRef, handle.socket.ref)
+    if (this.handles.get(handle.origin.generation) === handle) this.handles.delete(handle.origin.generation)
   }
 
   private connectSocket(handle: TransportHandle, credentials: Credentials): void {
     const { origin } = handle
     const { policy } = this.config
-    const openedAt = this.config.monotonic()
     const tag = { generation: origin.generation, epoch: origin.epoch }
     const headers: Record<string, string> = {}
     const params: Record<string, string> = { ...credentials.params, [AGENT_ID_PARAM]: this.config.agentId }
     if (this.config.apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS) headers[API_KEY_HEADER] = credentials.apiKey
     else params[API_KEY_PARAM] = credentials.apiKey
 
-    const Transport = transportClass({
-      headers,
-      maxPayload: policy.maxFrameBytes,
-      closeTimeout: policy.closeTimeoutMs,
-      bodyLimit: policy.refusalBodyLimitBytes,
-      bodyWaitMs: () => Math.max(0, Math.min(policy.refusalBodyTimeoutMs, this.config.connectTimeoutMs - (this.config.monotonic() - openedAt) - REFUSAL_MARGIN_MS)),
-      onCreate: (ws) => {
-        handle.ws = ws
-        const onClose = () => {
-          handle.wsClosed = true
-          handle.checkClosed()
-        }
-        if (typeof (ws as unknown as NodeJS.EventEmitter).once === 'function') {
-          ;(ws as unknown as NodeJS.EventEmitter).once('close', onClose)
-        } else {
-          ws.addEventListener('close', onClose, { once: true } as never)
-        }
-      },
-      onRefused: (refusal) => {
-        handle.refusal = refusal
-      },
-      onClientClose: (_code, reason) => {
-        // phoenix.js socket.js heartbeatTimeout(): connection.close(WS_CLOSE_NORMAL, "heartbeat timeout").
-        // On the socket alone that close looks like a server's normal close (docs/field-notes.md), so it
-        // is classified here, where the client's own close is visible. Reported after phoenix
-        // finishes its own handling of the timeout.
-        if (reason === 'heartbeat timeout' && !handle.ended && !handle.heartbeatTimedOut) {
-          handle.heartbeatTimedOut = true
-          queueMicrotask(() =>
-            this.emit({ type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(origin.generation, this.config.now()), ...tag }),
-          )
-        }
-      },
-    })
+    handle.headers = headers
+    const Transport = transportClass(handle)
 
     const socket = new Socket(this.config.url, {
       transport: Transport,
       params,
       heartbeatIntervalMs: policy.heartbeatIntervalMs,
       timeout: policy.pushTimeoutMs,
-      reconnectAfterMs: () => NEVER,
-      rejoinAfterMs: () => NEVER,
+      reconnectAfterMs: never,
+      rejoinAfterMs: never,
       binaryType: 'arraybuffer',
       // phoenix.js encodes inside push(); a payload JSON cannot encode (a BigInt, a cycle) or a
       // binary field over 255 bytes would throw out of it with a push timer armed. Caught here
@@ -688,14 +732,14 @@ export class PhoenixAdapter {
     }
     const attachment = handle.attachments.get(topic)
     if (!attachment) {
-      const left = handle.leftTopics.get(topic)
+      const left = handle.leftTopics?.get(topic)
       if (left && (event === CHANNEL_EVENTS.close || event === CHANNEL_EVENTS.reply) && frame.join_ref === left.joinRef) {
         // The expected tail of our own leave; once all came, nothing of the topic is kept. A
         // refused join (its reply: ref = join_ref, status not ok) leaves no channel to close, so
         // the phx_close counted for it never comes (Phoenix answers the leave of an unjoined topic ok).
         const refusedJoin = event === CHANNEL_EVENTS.reply && frame.ref === left.joinRef && (frame.payload as { status?: unknown } | null)?.status !== 'ok'
         left.tails -= refusedJoin ? 2 : 1
-        if (left.tails <= 0) handle.leftTopics.delete(topic)
+        if (left.tails <= 0) handle.leftTopics!.delete(topic)
         return false
       }
       return this.reportUnexpected(handle, `${event} for topic ${JSON.stringify(topic)}, which this link has not joined on this transport`)
@@ -736,10 +780,6 @@ export class PhoenixAdapter {
       // heartbeat and reconnect timers here (socket.js disconnect/teardown).
       handle.socket.disconnect(finish, 1000, 'client closing')
     }
-    void handle.closed.then(() => {
-      if (handle.socket) this.endedRef = Math.max(this.endedRef, handle.socket.ref)
-      if (this.handles.get(handle.origin.generation) === handle) this.handles.delete(handle.origin.generation)
-    })
   }
 
   // ---- channels -----------------------------------------------------------------------------
@@ -750,7 +790,7 @@ export class PhoenixAdapter {
     const tag = { generation: origin.generation, epoch: origin.epoch }
     const channel = handle.socket.channel(this.controlTopic, {})
     const joinTimeoutMs = this.config.controlJoinTimeoutMs
-    const attachment: Attachment = { topic: this.controlTopic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: new Map(), leavePush: null }
+    const attachment: Attachment = { topic: this.controlTopic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: null, leavePush: null }
     handle.attachments.set(this.controlTopic, attachment)
     channel.onMessage = (event: string, payload: unknown) => {
       if (isReservedEvent(event)) return payload
@@ -796,13 +836,12 @@ export class PhoenixAdapter {
     const send = (event: ChannelEvent) => this.emit(event as ConnectionEvent)
     const channel = handle.socket.channel(origin.topic, params)
     const joinTimeoutMs = this.config.channelJoinTimeoutMs
-    const attachment: Attachment = { topic: origin.topic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: new Map(), leavePush: null }
+    const attachment: Attachment = { topic: origin.topic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: null, leavePush: null }
     handle.attachments.set(origin.topic, attachment)
-    this.apps.set(origin.topic, attachment)
     const meta = { generation: origin.generation }
-    const app = this.config.app
+    const { config } = this
     channel.onMessage = (event: string, payload: unknown) => {
-      if (!isReservedEvent(event)) app.message(origin.topic, event, payload as Payload, meta)
+      if (!isReservedEvent(event)) config.message(origin.topic, event, payload as Payload, meta)
       return payload ?? {}
     }
     handle.encodeError = null
@@ -865,7 +904,7 @@ export class PhoenixAdapter {
     channel.joinPush.cancelTimeout()
     channel.rejoinTimer.reset()
     attachment.leavePush?.cancelTimeout()
-    for (const [push, rejectLost] of [...attachment.pushes]) {
+    for (const [push, rejectLost] of [...(attachment.pushes ?? [])]) {
       push.cancelTimeout()
       rejectLost()
     }
@@ -878,13 +917,12 @@ export class PhoenixAdapter {
       // The frames still to come for this join: the leave's reply and phx_close, and the join's
       // own reply when it was still pending.
       const tails = joinPending ? 3 : 2
-      if (attachment.leaving) handle.leftTopics.set(attachment.topic, { joinRef: channel.joinRef(), tails })
+      if (attachment.leaving) (handle.leftTopics ??= new Map()).set(attachment.topic, { joinRef: channel.joinRef(), tails })
       else if (joinPending && !handle.ended && socket.isConnected()) {
         socket.push({ topic: attachment.topic, event: CHANNEL_EVENTS.leave, payload: {}, ref: socket.makeRef(), join_ref: channel.joinRef() })
-        handle.leftTopics.set(attachment.topic, { joinRef: channel.joinRef(), tails })
-      } else handle.leftTopics.delete(attachment.topic)
+        ;(handle.leftTopics ??= new Map()).set(attachment.topic, { joinRef: channel.joinRef(), tails })
+      } else handle.leftTopics?.delete(attachment.topic)
     }
-    if (this.apps.get(attachment.topic) === attachment) this.apps.delete(attachment.topic)
   }
 }
 

@@ -30,6 +30,14 @@ import type { Clock } from './clock.js'
 
 export type { Clock } from './clock.js'
 
+/** A pending `after` delay of a chart: due at `due` on the clock. */
+interface Delay {
+  due: number
+  chart: RunningChart
+  key: string
+  event: EventObject
+}
+
 /** An XState inspection event as the runtime sends it (`@xstate.actor`, `@xstate.event`, `@xstate.snapshot`, `@xstate.microstep`, `@xstate.action`). */
 export interface RuntimeInspectionEvent {
   type: string
@@ -96,6 +104,17 @@ const statusOf = (snapshot: unknown) => snapshot as SnapshotStatus
 
 let serial = 0
 
+/** The tags of a snapshot of a state with none: XState only reads them (`hasTag`). */
+const NO_TAGS: ReadonlySet<string> = new Set()
+/** The children and the history of a chart that has none. */
+const NONE: object = Object.freeze({})
+
+function isEmpty(value: object | undefined): boolean {
+  if (value === undefined) return false
+  for (const _ in value) return false
+  return true
+}
+
 /**
  * The runtime of one link's charts: their shared queue (events are processed one at a time, in
  * the order sent, each to completion: the chart's transition and its actions, before the next),
@@ -108,6 +127,15 @@ export abstract class ChartRuntime {
   /** io.failed events of the step being carried out: processed before the queue. */
   private readonly urgent: Array<RunningChart | EventObject> = []
   private draining = false
+  /**
+   * Every pending delay of every chart of the link, soonest first (ties in the order they were
+   * scheduled), on one timer of the clock armed for the soonest: a link keeps one timer however
+   * many `after` delays its charts wait on (a just-connected link waits on four). Null while none.
+   */
+  private delays: Delay[] | null = null
+  /** The clock timer armed for the soonest delay, and when it is due. */
+  private timer: unknown = null
+  private timerDue = Number.POSITIVE_INFINITY
 
   /** The scheduler of every chart's delays. */
   abstract readonly clock: Clock
@@ -150,6 +178,80 @@ export abstract class ChartRuntime {
     return this.draining
   }
 
+  /** @internal Schedules `event` for `chart` after `delay` ms under `key` (a chart's raise id), replacing one under the same key. */
+  schedule(chart: RunningChart, key: string, delay: number, event: EventObject): void {
+    this.cancel(chart, key)
+    const due = this.clock.now() + delay
+    const delays = (this.delays ??= [])
+    let i = delays.length
+    while (i > 0 && delays[i - 1]!.due > due) i--
+    delays.splice(i, 0, { due, chart, key, event })
+    this.arm()
+  }
+
+  /** @internal Cancels the delay of `chart` under `key`, if it is pending. */
+  cancel(chart: RunningChart, key: string): void {
+    const delays = this.delays
+    if (delays === null) return
+    const i = delays.findIndex((d) => d.chart === chart && d.key === key)
+    if (i < 0) return
+    delays.splice(i, 1)
+    this.arm()
+  }
+
+  /** @internal Cancels every pending delay of `chart`. */
+  cancelAll(chart: RunningChart): void {
+    if (this.delays === null) return
+    const left = this.delays.filter((d) => d.chart !== chart)
+    if (left.length === this.delays.length) return
+    this.delays = left
+    this.arm()
+  }
+
+  /** @internal The keys of `chart`'s pending delays, soonest first. */
+  pendingOf(chart: RunningChart): string[] {
+    return (this.delays ?? []).filter((d) => d.chart === chart).map((d) => d.key)
+  }
+
+  /** Keeps the clock timer armed for the soonest pending delay, or none when nothing is pending. */
+  private arm(): void {
+    const next = this.delays?.[0]
+    if (next === undefined) {
+      this.delays = null
+      this.disarm()
+      return
+    }
+    if (next.due === this.timerDue) return
+    this.disarm()
+    this.timerDue = next.due
+    this.timer = this.clock.setTimeout(() => this.fire(), Math.max(0, next.due - this.clock.now()))
+  }
+
+  private disarm(): void {
+    if (this.timer === null) return
+    this.clock.clearTimeout(this.timer)
+    this.timer = null
+    this.timerDue = Number.POSITIVE_INFINITY
+  }
+
+  /**
+   * The timer fired: delivers each delay that is due, one at a time and in order, each event
+   * processed before the next is taken (so a transition that cancels a later delay, by leaving
+   * its state, cancels it in time), then re-arms for the next.
+   */
+  private fire(): void {
+    this.timer = null
+    this.timerDue = Number.POSITIVE_INFINITY
+    for (;;) {
+      const next = this.delays?.[0]
+      // A timer may fire a fraction of a millisecond before the clock reads the deadline.
+      if (next === undefined || next.due > this.clock.now() + 1) break
+      this.delays!.shift()
+      this.send(next.chart, next.event)
+    }
+    this.arm()
+  }
+
   private drain(): void {
     this.draining = true
     try {
@@ -175,8 +277,6 @@ export abstract class ChartRuntime {
 export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
   /** The chart's current snapshot (unset only when its initial transition crashed: then it is stopped). */
   snapshot!: SnapshotFrom<M>
-  /** Pending delays by their raise id (`xstate.after.<delay>.<state id>`); null while none. */
-  private timers: Map<string, unknown> | null = null
   private observers: Set<(snapshot: SnapshotFrom<M>) => void> | null = null
   private stopped = false
   private readonly serial = ++serial
@@ -228,7 +328,7 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
   stop(): void {
     if (this.stopped) return
     this.stopped = true
-    this.clearTimers()
+    this.runtime.cancelAll(this)
   }
 
   /** @internal Processes one event (called by the runtime's queue). */
@@ -271,6 +371,14 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
       this.crash(statusOf(next).error)
       return null
     }
+    // XState gives every snapshot a Set of its tags and each chart its own empty `children` and
+    // `historyValue`; the charts tag no state, spawn nothing and have no history state, so one of
+    // each serves every chart of every link (about 200 bytes per chart). XState only reads them,
+    // and copies before it writes (a spawn, a history state).
+    const parts = next as unknown as { tags?: ReadonlySet<string>; children?: object; historyValue?: object }
+    if (parts.tags?.size === 0) parts.tags = NO_TAGS
+    if (parts.children !== NONE && isEmpty(parts.children)) parts.children = NONE
+    if (parts.historyValue !== NONE && isEmpty(parts.historyValue)) parts.historyValue = NONE
     this.snapshot = next
     return actions
   }
@@ -284,10 +392,13 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
       switch (action.type) {
         case 'xstate.raise':
           // An immediate raise was handled inside the transition; a delayed one is an `after`.
-          if (typeof params!.delay === 'number') this.schedule(params!.id as string | undefined, params!.delay, params!.event as EventObject)
+          if (typeof params!.delay === 'number') {
+            const event = params!.event as EventObject
+            this.runtime.schedule(this, (params!.id as string | undefined) ?? `xstate.delayed.${event.type}`, params!.delay, event)
+          }
           break
         case 'xstate.cancel':
-          this.cancel(params!.sendId as string)
+          this.runtime.cancel(this, params!.sendId as string)
           break
         case 'xstate.emit':
           host.emitted(this, params!.event as EventObject)
@@ -319,34 +430,9 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     this.runtime.crashed(this, error)
   }
 
-  private schedule(id: string | undefined, delay: number, event: EventObject): void {
-    const key = id ?? `xstate.delayed.${event.type}`
-    this.cancel(key)
-    const { clock } = this.runtime
-    const timer = clock.setTimeout(() => {
-      this.timers?.delete(key)
-      this.runtime.send(this, event)
-    }, delay)
-    ;(this.timers ??= new Map()).set(key, timer)
-  }
-
-  private cancel(id: string): void {
-    const timer = this.timers?.get(id)
-    if (timer === undefined) return
-    this.timers!.delete(id)
-    this.runtime.clock.clearTimeout(timer)
-  }
-
-  private clearTimers(): void {
-    if (this.timers === null) return
-    const { clock } = this.runtime
-    for (const timer of this.timers.values()) clock.clearTimeout(timer)
-    this.timers = null
-  }
-
-  /** The ids of the chart's pending delays (for tests and tools). */
+  /** The ids of the chart's pending delays, soonest first (for tests and tools). */
   pendingDelays(): string[] {
-    return this.timers === null ? [] : [...this.timers.keys()]
+    return this.runtime.pendingOf(this)
   }
 }
 

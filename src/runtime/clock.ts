@@ -5,15 +5,18 @@
 
 /**
  * The scheduler the charts' delays run on: `setTimeout`/`clearTimeout` in milliseconds, as XState's
- * `Clock` (xstate system.ts); `new SimulatedClock()` from xstate implements it for tests.
+ * `Clock` (xstate system.ts), and `now()`, milliseconds on the same clock (monotonic: only
+ * differences are read). `new SimulatedClock()` from xstate implements all three, for tests.
  */
 export interface Clock {
   setTimeout(fn: (...args: unknown[]) => void, timeout: number): unknown
   clearTimeout(id: unknown): void
+  now(): number
 }
 
-/** Real timers. */
+/** Real timers, with `performance.now()`. */
 export const REAL_CLOCK: Clock = {
   setTimeout: (fn, timeout) => setTimeout(fn, timeout),
   clearTimeout: (id) => clearTimeout(id as ReturnType<typeof setTimeout>),
+  now: () => performance.now(),
 }
