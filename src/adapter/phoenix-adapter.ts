@@ -125,8 +125,8 @@ interface Attachment {
  */
 class TransportHandle implements TransportHooks {
   socket: Socket | null = null
-  /** Gives up the credentials of this attempt: aborts the signal the host's function was given (when it read it). */
-  abortCredentials: (() => void) | null = null
+  /** The credentials of this attempt: `abort()` gives them up (the signal the host's function was given, when it read it). */
+  credentials: AttemptSignal | null = null
   ws: WebSocket | null = null
   refusal: RefusedUpgrade | null = null
   lastError: string | null = null
@@ -246,6 +246,8 @@ const SERVER_EVENTS = new Set<string>([CHANNEL_EVENTS.reply, CHANNEL_EVENTS.erro
 class AttemptSignal {
   private controller: AbortController | null = null
   private aborted: { reason: unknown } | null = null
+  /** Clears what waits for an async answer (its timer), when there is one. */
+  onGiveUp: (() => void) | null = null
 
   get signal(): AbortSignal {
     if (this.controller === null) {
@@ -258,6 +260,8 @@ class AttemptSignal {
   abort(reason?: unknown): void {
     if (this.aborted) return
     this.aborted = { reason }
+    this.onGiveUp?.()
+    this.onGiveUp = null
     this.controller?.abort(reason)
   }
 
@@ -278,7 +282,8 @@ interface AppAttempt {
   readonly attachId: number
   /** Set once the attempt was released or left before its params settled. */
   ended: boolean
-  abortParams: () => void
+  /** The join params being asked: `abort()` gives them up; null until asked. */
+  params: AttemptSignal | null
   attachment: Attachment | null
 }
 
@@ -315,7 +320,7 @@ export class PhoenixAdapter {
   openTransport(origin: Origin): void {
     const handle = new TransportHandle(origin, this)
     this.handles.set(origin.generation, handle)
-    handle.abortCredentials = this.settleInput(
+    handle.credentials = this.settleInput(
       'the apiKey/params of this connection attempt',
       (attempt) => this.config.credentials(attempt.info(origin.generation)),
       (value) => this.checkCredentials(value),
@@ -334,16 +339,17 @@ export class PhoenixAdapter {
   endTransport(origin: Origin): void {
     const handle = this.handles.get(origin.generation)
     if (!handle) return
-    handle.abortCredentials?.()
-    handle.abortCredentials = null
+    handle.credentials?.abort()
+    handle.credentials = null
     this.end(handle)
   }
 
   /**
    * Resolves a host input of one attempt (credentials, channel params): a value, or a promise
    * bounded by `credentialsTimeoutMs`. Calls `use` with a checked value, or `fail` with a detail
-   * naming what went wrong (threw, rejected, timed out, a bad value). The returned function gives
-   * the attempt up: it aborts the signal handed to the host and clears the timer.
+   * naming what went wrong (threw, rejected, timed out, a bad value). Its `abort()` gives the
+   * attempt up: it aborts the signal handed to the host and clears the timer. A value given at
+   * once keeps nothing but that signal's source (no closure holds the callbacks).
    */
   private settleInput<T>(
     what: string,
@@ -351,25 +357,31 @@ export class PhoenixAdapter {
     check: (value: unknown) => string | null,
     use: (value: T) => void,
     fail: (detail: string) => void,
-  ): () => void {
+  ): AttemptSignal {
     const controller = new AttemptSignal()
-    let timer: ReturnType<typeof setTimeout> | null = null
-    const accept = (value: unknown) => {
-      const problem = check(value)
-      if (problem) fail(`${what}: ${problem}`)
-      else use(value as T)
-    }
     let asked: T | Promise<T>
     try {
       asked = ask(controller)
     } catch (error) {
       fail(`${what}: the function threw: ${errorText(error)}`)
-      return () => controller.abort()
+      return controller
     }
-    if (!isThenable(asked)) {
-      accept(asked)
-      return () => controller.abort()
-    }
+    if (!isThenable(asked)) settleValue(asked, what, check, use, fail)
+    else this.settleLater(controller, asked, what, check, use, fail)
+    return controller
+  }
+
+  /** settleInput() of a promise: bounded by `credentialsTimeoutMs`, given up by the controller's abort(). */
+  private settleLater<T>(
+    controller: AttemptSignal,
+    asked: Promise<T>,
+    what: string,
+    check: (value: unknown) => string | null,
+    use: (value: T) => void,
+    fail: (detail: string) => void,
+  ): void {
+    let timer: ReturnType<typeof setTimeout> | null = null
+    const accept = (value: unknown) => settleValue(value, what, check, use, fail)
     let settled = false
     const ms = this.config.policy.credentialsTimeoutMs
     timer = setTimeout(() => {
@@ -391,10 +403,9 @@ export class PhoenixAdapter {
         fail(`${what}: the function rejected: ${errorText(error)}`)
       },
     )
-    return () => {
+    controller.onGiveUp = () => {
       settled = true
       if (timer) clearTimeout(timer)
-      controller.abort()
     }
   }
 
@@ -441,10 +452,10 @@ export class PhoenixAdapter {
    */
   joinAttempt(attempt: AttachOrigin): void {
     const base = { topic: attempt.topic, generation: attempt.generation, attachId: attempt.attachId }
-    this.attempts.get(attempt.topic)?.abortParams()
-    const run: AppAttempt = { attachId: attempt.attachId, ended: false, abortParams: () => {}, attachment: null }
+    this.attempts.get(attempt.topic)?.params?.abort()
+    const run: AppAttempt = { attachId: attempt.attachId, ended: false, params: null, attachment: null }
     this.attempts.set(attempt.topic, run)
-    run.abortParams = this.settleInput(
+    run.params = this.settleInput(
       `the join params of channel ${attempt.topic}`,
       (signal) => this.config.channelParams(attempt.topic, signal.info(attempt.generation)),
       (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? null : `expected an object, got ${describeValue(value)}`),
@@ -468,7 +479,7 @@ export class PhoenixAdapter {
     if (!run) return
     if (run.attachment) this.leave(run.attachment, Math.min(NEVER, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
     else {
-      run.abortParams()
+      run.params?.abort()
       this.later(run, { type: 'channel.left', topic: attempt.topic, generation: attempt.generation, attachId: attempt.attachId })
     }
   }
@@ -478,7 +489,7 @@ export class PhoenixAdapter {
     const run = this.attemptOf(attempt)
     if (!run) return
     run.ended = true
-    run.abortParams()
+    run.params?.abort()
     if (run.attachment) this.release(run.attachment)
     this.attempts.delete(attempt.topic)
   }
@@ -515,12 +526,12 @@ export class PhoenixAdapter {
   endAll(): void {
     for (const attempt of this.attempts.values()) {
       attempt.ended = true
-      attempt.abortParams()
+      attempt.params?.abort()
     }
     this.attempts.clear()
     for (const handle of this.handles.values()) {
-      handle.abortCredentials?.()
-      handle.abortCredentials = null
+      handle.credentials?.abort()
+      handle.credentials = null
       this.end(handle)
     }
   }
@@ -924,6 +935,13 @@ export class PhoenixAdapter {
       } else handle.leftTopics?.delete(attachment.topic)
     }
   }
+}
+
+/** settleInput() of a value given at once: checked, then used, or failed with what is wrong. */
+function settleValue<T>(value: unknown, what: string, check: (value: unknown) => string | null, use: (value: T) => void, fail: (detail: string) => void): void {
+  const problem = check(value)
+  if (problem) fail(`${what}: ${problem}`)
+  else use(value as T)
 }
 
 /** What a host's value is, for an error detail: `null`, `an array`, `an object with a number at "n"`, or its type. */
