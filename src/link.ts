@@ -244,7 +244,7 @@ export class Link {
   readonly #agentId: string
   #nextRun = 1
   /** Every API key this link has used, oldest first: redacted from everything the link writes. */
-  readonly #keys: string[] = []
+  readonly #keys: string[]
 
   private readonly emitter: Emitter<LinkEvents>
   readonly #adapter: PhoenixAdapter
@@ -380,7 +380,8 @@ export class Link {
     checkOptions(options)
     const { url, agentId, apiKey } = options
     this.#agentId = agentId
-    if (typeof apiKey === 'string') this.#keys.push(apiKey)
+    // An array literal of its size: a pushed-to empty array keeps room for 16.
+    this.#keys = typeof apiKey === 'string' ? [apiKey] : []
     const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, this.#keys)
     this.policy = resolvePolicy(options.policy)
     const env = options.env

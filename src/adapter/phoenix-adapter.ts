@@ -156,6 +156,8 @@ class TransportHandle implements TransportHooks {
   }
   /** When (adapter monotonic) the attempt started, to bound a refused upgrade's body by the connect timeout. */
   readonly openedAt: number
+  /** What each app message of this transport is delivered with: its generation. */
+  readonly meta: { readonly generation: number }
   private isClosed = false
   /** Resolves the settled() calls waiting for this transport; null while none waits. */
   private closedWaiters: Array<() => void> | null = null
@@ -165,6 +167,7 @@ class TransportHandle implements TransportHooks {
     private readonly adapter: PhoenixAdapter,
   ) {
     this.openedAt = adapter.config.monotonic()
+    this.meta = { generation: origin.generation }
   }
 
   /** Resolves once the socket is closed and phoenix.js's teardown of it finished. */
@@ -647,7 +650,12 @@ export class PhoenixAdapter {
         const decoded =
           typeof raw === 'string' ? decodeTextFrame(raw, policy.maxFrameBytes) : decodeBinaryFromServer(raw, policy.maxFrameBytes)
         if (decoded.ok) {
-          if (this.isExpected(handle, decoded.frame)) callback(decoded.frame)
+          const { frame } = decoded
+          if (!this.isExpected(handle, frame)) return
+          // Data (any event outside phoenix's phx_ and chan_reply_ names) goes straight to its
+          // reader; phoenix.js gets only what its channels run on (replies, phx_error, phx_close).
+          if (isReservedEvent(frame.event)) callback(frame)
+          else this.deliverData(handle, frame)
           return
         }
         // The detail quotes the frame's start, cut between tokens (clipText), so a secret the
@@ -770,6 +778,29 @@ export class PhoenixAdapter {
     return true
   }
 
+  /**
+   * A data frame isExpected() let through: a `supersede` or an `agent.control` signal on the
+   * control channel (anything else there is reported), or an app channel's push or broadcast for
+   * the link's handlers. phoenix.js would hand them to the channel's onMessage unchanged.
+   */
+  private deliverData(handle: TransportHandle, frame: Frame): void {
+    const { topic, event, payload } = frame
+    const { generation, epoch } = handle.origin
+    if (topic !== this.controlTopic) {
+      this.config.message(topic, event, payload as Payload | ArrayBuffer, handle.meta)
+      return
+    }
+    if (event === SUPERSEDE_EVENT) {
+      this.emit({ type: 'control.supersede', reason: classifySupersede(payload, generation, this.config.now()), generation, epoch })
+    } else if (event === CONTROL_EVENT) {
+      const parsed = parseControlSignal(payload)
+      if (parsed.ok) this.emit({ type: 'control.signal', signal: parsed.signal, generation, epoch })
+      else this.emit({ type: 'socket.malformed', detail: `agent.control payload ignored: ${parsed.issues.join('; ')}`, generation, epoch })
+    } else {
+      this.emit({ type: 'socket.malformed', detail: `unknown event ${JSON.stringify(event)} on the control channel`, generation, epoch })
+    }
+  }
+
   /** Reports a frame isExpected() drops; a method rather than a closure, as it sits on every frame's path. */
   private reportUnexpected(handle: TransportHandle, detail: string): false {
     this.emit({ type: 'socket.malformed', detail, generation: handle.origin.generation, epoch: handle.origin.epoch })
@@ -803,20 +834,6 @@ export class PhoenixAdapter {
     const joinTimeoutMs = this.config.controlJoinTimeoutMs
     const attachment: Attachment = { topic: this.controlTopic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: null, leavePush: null }
     handle.attachments.set(this.controlTopic, attachment)
-    channel.onMessage = (event: string, payload: unknown) => {
-      if (isReservedEvent(event)) return payload
-      const now = this.config.now()
-      if (event === SUPERSEDE_EVENT) {
-        this.emit({ type: 'control.supersede', reason: classifySupersede(payload, origin.generation, now), ...tag })
-      } else if (event === CONTROL_EVENT) {
-        const parsed = parseControlSignal(payload)
-        if (parsed.ok) this.emit({ type: 'control.signal', signal: parsed.signal, ...tag })
-        else this.emit({ type: 'socket.malformed', detail: `agent.control payload ignored: ${parsed.issues.join('; ')}`, ...tag })
-      } else {
-        this.emit({ type: 'socket.malformed', detail: `unknown event ${JSON.stringify(event)} on the control channel`, ...tag })
-      }
-      return payload ?? {}
-    }
     channel
       .join(Math.min(NEVER, joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
       .receive('ok', () => {
@@ -849,12 +866,6 @@ export class PhoenixAdapter {
     const joinTimeoutMs = this.config.channelJoinTimeoutMs
     const attachment: Attachment = { topic: origin.topic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: null, leavePush: null }
     handle.attachments.set(origin.topic, attachment)
-    const meta = { generation: origin.generation }
-    const { config } = this
-    channel.onMessage = (event: string, payload: unknown) => {
-      if (!isReservedEvent(event)) config.message(origin.topic, event, payload as Payload, meta)
-      return payload ?? {}
-    }
     handle.encodeError = null
     channel
       .join(Math.min(NEVER, joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
@@ -919,7 +930,6 @@ export class PhoenixAdapter {
       push.cancelTimeout()
       rejectLost()
     }
-    channel.onMessage = (_event: string, payload: unknown) => payload ?? {}
     const socket = channel.socket as unknown as Socket
     socket.remove(channel)
     const handle = this.handles.get(attachment.origin.generation)

@@ -122,10 +122,10 @@ function isEmpty(value: object | undefined): boolean {
  * action is carried out.
  */
 export abstract class ChartRuntime {
-  /** Pairs: chart, event, chart, event, ... */
-  private readonly queue: Array<RunningChart | EventObject> = []
-  /** io.failed events of the step being carried out: processed before the queue. */
-  private readonly urgent: Array<RunningChart | EventObject> = []
+  /** Pairs: chart, event, chart, event, ...; null when empty (an idle link keeps no queue). */
+  private queue: Array<RunningChart | EventObject> | null = null
+  /** io.failed events of the step being carried out: processed before the queue; null when empty. */
+  private urgent: Array<RunningChart | EventObject> | null = null
   private draining = false
   /**
    * Every pending delay of every chart of the link, soonest first (ties in the order they were
@@ -163,13 +163,13 @@ export abstract class ChartRuntime {
 
   /** Queues `event` for `chart` and processes the queue unless it is being processed already. */
   send(chart: RunningChart, event: EventObject): void {
-    this.queue.push(chart, event)
+    ;(this.queue ??= []).push(chart, event)
     if (!this.draining) this.drain()
   }
 
   /** @internal Queues a chart's `io.failed` ahead of every other event. */
   sendUrgent(chart: RunningChart, event: EventObject): void {
-    this.urgent.push(chart, event)
+    ;(this.urgent ??= []).push(chart, event)
     if (!this.draining) this.drain()
   }
 
@@ -256,12 +256,14 @@ export abstract class ChartRuntime {
     this.draining = true
     try {
       for (;;) {
-        const from = this.urgent.length > 0 ? this.urgent : this.queue
-        if (from.length === 0) break
+        const from = this.urgent !== null && this.urgent.length > 0 ? this.urgent : this.queue
+        if (from === null || from.length === 0) break
         const chart = from.shift() as RunningChart
         const event = from.shift() as EventObject
         chart.process(event)
       }
+      this.queue = null
+      this.urgent = null
     } finally {
       this.draining = false
     }
