@@ -5,9 +5,10 @@
  *   kind, minus one taken after the warm-up client, grouped by constructor (the node name V8
  *   records for objects; closures, arrays, strings and V8's internal kinds by their type), as
  *   bytes and objects per client.
- * - **Heap by actor**: the charts' actors alone, started `ACTORS` times each with the policies a
- *   link gives them (no sockets), heap per actor after GC; so the share of the link's heap that
- *   each live actor costs is read off directly.
+ * - **Heap by chart**: each chart alone, `ACTORS` times with the input a link gives it (no
+ *   sockets), heap per chart after GC, run two ways: as an XState actor (what a link ran before
+ *   issue 17) and on the link's chart runtime (a snapshot, no actor; src/runtime/), so what the
+ *   runtime saves per chart is read off directly.
  * - **CPU per connect**: the V8 CPU profiler (node:inspector) over `PROFILED` sequential connects
  *   (control channel and one app channel joined), self time grouped by package (xstate, phoenix,
  *   ws, zod, phoenix-link's own src/ and machines/, Node's own) and the top functions, as µs per
@@ -21,12 +22,14 @@ import { writeHeapSnapshot } from 'node:v8'
 import { readFileSync, rmSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createActor, fromCallback, setup, type AnyStateMachine } from 'xstate'
+import { createActor, setup, type AnyStateMachine, type EventObject } from 'xstate'
 import { createLink, type Link } from '../src/link.js'
 import { connectionMachine } from '../machines/connection.js'
 import { reconnectMachine, DEFAULT_RECONNECT_POLICY } from '../machines/reconnect.js'
 import { controlMachine, DEFAULT_CONTROL_POLICY } from '../machines/control.js'
 import { channelMachine, DEFAULT_CHANNEL_POLICY } from '../machines/channel.js'
+import { ChartRuntime, type RunningChart } from '../src/runtime/chart-runner.js'
+import { REAL_CLOCK } from '../src/runtime/clock.js'
 import { inFreshProcess, pool, rawClient, row, settleHeap, SimChild, until, type Row } from './common.js'
 
 const CLIENTS = Number(process.env.BENCH_BREAKDOWN_CLIENTS ?? 500)
@@ -65,7 +68,8 @@ interface CpuResult {
 export interface BreakdownResult {
   rows: Row[]
   heap: { link: HeapResult; raw: HeapResult }
-  actors: Array<{ actor: string; bytes: number }>
+  /** Heap per chart as an XState actor and on the link's runtime, bytes. */
+  actors: Array<{ actor: string; bytes: number; running: number }>
   cpu: { link: CpuResult; raw: CpuResult }
 }
 
@@ -142,45 +146,66 @@ async function measureHeap(kind: 'link' | 'raw', count: number): Promise<HeapRes
 
 const ENV = { now: () => Date.now(), monotonic: () => performance.now(), random: Math.random }
 
-/** The charts measured alone, with the input a link gives each. */
-const ACTOR_KINDS = (): Array<[string, AnyStateMachine, unknown]> => [
-    ['connection, idle (with its control queue, invoked at the root)', connectionMachine as unknown as AnyStateMachine, { env: ENV }],
-    ['reconnect', reconnectMachine as unknown as AnyStateMachine, { policy: DEFAULT_RECONNECT_POLICY, env: ENV }],
-    ['control (signal queue)', controlMachine as unknown as AnyStateMachine, { policy: DEFAULT_CONTROL_POLICY }],
-    ['channel (detached)', channelMachine as unknown as AnyStateMachine, { topic: TOPIC, policy: DEFAULT_CHANNEL_POLICY, env: ENV }],
-    ['floor: a chart of one state, no context, no actor', FLOOR as unknown as AnyStateMachine, undefined],
-    ['floor plus one invoked callback actor (as a transport, control channel or attachment is)', FLOOR_WITH_CALLBACK as unknown as AnyStateMachine, undefined],
-  ]
+/** The charts measured alone, with the input a link gives each, and the events that bring each to where an idle connected link holds it. */
+const ACTOR_KINDS = (): Array<[string, AnyStateMachine, unknown, Array<EventObject & Record<string, unknown>>]> => [
+  [
+    'connection, connected',
+    connectionMachine as unknown as AnyStateMachine,
+    { env: ENV },
+    [{ type: 'host.connect' }, { type: 'socket.open', generation: 1, epoch: 1 }, { type: 'control.joinOk', generation: 1, epoch: 1 }],
+  ],
+  ['reconnect, up (its two windows pending)', reconnectMachine as unknown as AnyStateMachine, { policy: DEFAULT_RECONNECT_POLICY, env: ENV }, [{ type: 'reconnect.opened' }]],
+  ['control, idle', controlMachine as unknown as AnyStateMachine, { policy: DEFAULT_CONTROL_POLICY }, []],
+  [
+    'channel, joined',
+    channelMachine as unknown as AnyStateMachine,
+    { topic: TOPIC, policy: DEFAULT_CHANNEL_POLICY, env: ENV },
+    [{ type: 'transport.up', generation: 1 }, { type: 'channel.joinOk', topic: TOPIC, generation: 1, attachId: 1 }],
+  ],
+  ['floor: a chart of one state, no context', FLOOR as unknown as AnyStateMachine, undefined, []],
+]
 
-/** The least a started machine actor costs: what no change inside a chart can take away. */
+/** The least a chart costs, whatever its states: an actor, or a snapshot on the runtime. */
 const FLOOR = setup({}).createMachine({ id: 'floor' })
 
-/**
- * {@link FLOOR} invoking one callback actor that listens for messages and has a cleanup, as the
- * adapter's transport, control-channel and attachment actors do: the difference to FLOOR is
- * what one callback actor costs.
- */
-const FLOOR_WITH_CALLBACK = setup({
-  actors: {
-    io: fromCallback(({ receive }) => {
-      receive(() => {})
-      return () => {}
-    }),
-  },
-}).createMachine({ id: 'floor', invoke: { id: 'io', src: 'io' } })
+/** A runtime whose charts do nothing outside themselves: what a chart costs on a link's runtime, I/O aside. */
+class QuietRuntime extends ChartRuntime {
+  readonly clock = REAL_CLOCK
+  readonly inspect = null
+  execute(): void {}
+  actionFailed(): void {}
+  emitted(): void {}
+  changed(): void {}
+  crashed(_chart: RunningChart, error: unknown): void {
+    throw error
+  }
+}
 
-/** Heap per started actor of one chart (`index` into ACTOR_KINDS), in a process of its own. */
-async function measureActor(index: number, count: number): Promise<{ actor: string; bytes: number }> {
-  const [name, machine, input] = ACTOR_KINDS()[index]!
-  const warm = createActor(machine, { input } as never).start()
-  warm.stop()
-  await settleHeap()
-  const before = process.memoryUsage().heapUsed
-  const actors = Array.from({ length: count }, () => createActor(machine, { input } as never).start())
-  await settleHeap()
-  const bytes = (process.memoryUsage().heapUsed - before) / count
-  for (const actor of actors) actor.stop()
-  return { actor: name, bytes }
+/**
+ * Heap per chart of one kind (`index` into ACTOR_KINDS), in a process of its own: `count` of them
+ * as XState actors, then `count` on the runtime (each its own runtime, as each link has one).
+ */
+async function measureActor(index: number, count: number): Promise<{ actor: string; bytes: number; running: number }> {
+  const [name, machine, input, events] = ACTOR_KINDS()[index]!
+  const perChart = async (make: () => { send(e: EventObject): void; stop(): void }) => {
+    const warm = make()
+    for (const event of events) warm.send(event)
+    warm.stop()
+    await settleHeap()
+    const before = process.memoryUsage().heapUsed
+    const charts = Array.from({ length: count }, () => {
+      const chart = make()
+      for (const event of events) chart.send(event)
+      return chart
+    })
+    await settleHeap()
+    const bytes = (process.memoryUsage().heapUsed - before) / count
+    for (const chart of charts) chart.stop()
+    return bytes
+  }
+  const bytes = await perChart(() => createActor(machine, { input } as never).start())
+  const running = await perChart(() => new QuietRuntime().start(machine, machine.id, input))
+  return { actor: name, bytes, running }
 }
 
 interface ProfileNode {
@@ -196,6 +221,7 @@ function packageOf(url: string): string {
   if (m) return m[1]!
   if (/\/machines\//.test(url)) return 'phoenix-link machines/'
   if (/\/src\/adapter\//.test(url)) return 'phoenix-link src/adapter/'
+  if (/\/src\/runtime\//.test(url)) return 'phoenix-link src/runtime/'
   if (/\/src\//.test(url)) return 'phoenix-link src/'
   if (/\/bench\//.test(url)) return '(bench harness)'
   return url.replace(/^.*\//, '')
@@ -254,7 +280,7 @@ export async function run(): Promise<BreakdownResult> {
   const file = './breakdown.js'
   const heapRaw = await inFreshProcess<HeapResult>(file, ['heap', 'raw', String(CLIENTS)])
   const heapLink = await inFreshProcess<HeapResult>(file, ['heap', 'link', String(CLIENTS)])
-  const actors: Array<{ actor: string; bytes: number }> = []
+  const actors: Array<{ actor: string; bytes: number; running: number }> = []
   for (let i = 0; i < ACTOR_KINDS().length; i++) actors.push(await inFreshProcess(file, ['actor', String(i), String(ACTORS)]))
   const cpuRaw = await inFreshProcess<CpuResult>(file, ['cpu', 'raw', String(PROFILED)])
   const cpuLink = await inFreshProcess<CpuResult>(file, ['cpu', 'link', String(PROFILED)])

@@ -1,12 +1,15 @@
 /**
  * Idle memory: 2,000 connected clients (control channel + one app channel each), heap and RSS
- * per client after GC. Each kind runs in a fresh process (heap and RSS of one kind only), each
- * with its own simulator child; modules are loaded before the baseline so only per-client
+ * per client after GC, just connected and again once they have stayed connected past the
+ * reconnect policy's stable window (the state an agent spends its days in: every chart delay of
+ * the connect has run out). Each kind runs in a fresh process (heap and RSS of one kind only),
+ * each with its own simulator child; modules are loaded before the baseline so only per-client
  * memory is counted.
  *
  * Run alone: `npm run bench -- memory`.
  */
 import { createLink, type Link } from '../src/link.js'
+import { DEFAULT_RECONNECT_POLICY } from '../machines/reconnect-policy.js'
 import { inFreshProcess, pool, rawClient, row, settleHeap, SimChild, until, type Row } from './common.js'
 
 export const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 2_000)
@@ -20,9 +23,14 @@ interface Measured {
   heapPerClient: number
   rssPerClient: number
   setupMs: number
+  /** Heap per client once every client stayed connected past the stable window; null when not measured. */
+  steadyHeapPerClient: number | null
 }
 
-async function measure(kind: 'link' | 'raw', count: number): Promise<Measured> {
+/** How long the steady figure waits after the last client connected: the stable window and a second. */
+const STEADY_AFTER_MS = DEFAULT_RECONNECT_POLICY.stableAfterMs + 1_000
+
+async function measure(kind: 'link' | 'raw', count: number, steady = false): Promise<Measured> {
   const sim = await SimChild.start()
   const closers: Array<() => Promise<void>> = []
   try {
@@ -42,12 +50,19 @@ async function measure(kind: 'link' | 'raw', count: number): Promise<Measured> {
     const setupMs = performance.now() - started
     await settleHeap()
     const after = process.memoryUsage()
+    let steadyHeapPerClient: number | null = null
+    if (steady) {
+      await new Promise((resolve) => setTimeout(resolve, STEADY_AFTER_MS))
+      await settleHeap()
+      steadyHeapPerClient = (process.memoryUsage().heapUsed - before.heapUsed) / count
+    }
     return {
       kind,
       clients: count,
       heapPerClient: (after.heapUsed - before.heapUsed) / count,
       rssPerClient: (after.rss - before.rss) / count,
       setupMs,
+      steadyHeapPerClient,
     }
   } finally {
     await pool(closers, 100, (close) => close())
@@ -70,8 +85,8 @@ async function open(kind: 'link' | 'raw', url: string, agent: string): Promise<(
 
 export async function run(): Promise<Row[]> {
   const file = './memory.js'
-  const raw = await inFreshProcess<Measured>(file, ['raw', String(CLIENTS)])
-  const link = await inFreshProcess<Measured>(file, ['link', String(CLIENTS)])
+  const raw = await inFreshProcess<Measured>(file, ['raw', String(CLIENTS), 'steady'])
+  const link = await inFreshProcess<Measured>(file, ['link', String(CLIENTS), 'steady'])
   const rawMany = await inFreshProcess<Measured>(file, ['raw', String(MANY)])
   const linkMany = await inFreshProcess<Measured>(file, ['link', String(MANY)])
   const kib = (bytes: number) => bytes / 1024
@@ -80,6 +95,7 @@ export async function run(): Promise<Row[]> {
   return [
     row('idle memory', `heap per connected client (${CLIENTS.toLocaleString('en-US')} clients, after GC)`, 'KiB', kib(link.heapPerClient), kib(raw.heapPerClient), target),
     row('idle memory', 'RSS per connected client', 'KiB', kib(link.rssPerClient), kib(raw.rssPerClient), target),
+    row('idle memory', `heap per client connected ${Math.round(STEADY_AFTER_MS / 1000)} s (past the stable window, after GC)`, 'KiB', kib(link.steadyHeapPerClient!), kib(raw.steadyHeapPerClient!), target),
     row('idle memory', `time to connect ${CLIENTS.toLocaleString('en-US')} clients (50 at a time)`, 'ms', link.setupMs, raw.setupMs, connectTarget),
     row('idle memory', `heap per connected client (${MANY.toLocaleString('en-US')} clients, after GC)`, 'KiB', kib(linkMany.heapPerClient), kib(rawMany.heapPerClient), target),
     row('idle memory', `RSS per connected client (${MANY.toLocaleString('en-US')} clients)`, 'KiB', kib(linkMany.rssPerClient), kib(rawMany.rssPerClient), null),
@@ -89,6 +105,6 @@ export async function run(): Promise<Row[]> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const kind = process.argv[2]
-  if (kind === 'link' || kind === 'raw') console.log(JSON.stringify(await measure(kind, Number(process.argv[3] ?? CLIENTS))))
+  if (kind === 'link' || kind === 'raw') console.log(JSON.stringify(await measure(kind, Number(process.argv[3] ?? CLIENTS), process.argv[4] === 'steady')))
   else console.log(JSON.stringify(await run()))
 }

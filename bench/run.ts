@@ -68,34 +68,14 @@ console.log(table(rows))
 /** Bytes as KiB with two decimals. */
 const kib = (bytes: number) => (bytes / 1024).toFixed(2)
 
-/**
- * What each step of docs/performance.md's plan would take off a link's heap, computed from this
- * run's per-actor figures: a machine actor removed saves at most its measured heap (its context
- * moves into the connection chart's), a callback actor removed saves the difference between the
- * floor chart with and without one.
- */
-function savingsText(b: BreakdownResult): string {
-  const of = (prefix: string) => b.actors.find((a) => a.actor.startsWith(prefix))?.bytes ?? NaN
-  const callback = of('floor plus one') - of('floor:')
-  const link = b.heap.link.perClient
-  const raw = b.heap.raw.perClient
-  const steps: Array<[string, string, number]> = [
-    ['(1) the reconnect and control-queue charts run as pure `transition()` inside the connection actor', '2 machine', of('reconnect') + of('control')],
-    ['(2) the transport and control-channel I/O as entry and exit actions of the connection chart', '2 callback', 2 * callback],
-    ["(3) an app channel's attachment folded into its channel actor", '1 callback', callback],
-  ]
-  const all = steps.reduce((sum, [, , bytes]) => sum + bytes, 0)
-  const line = (name: string, actors: string, bytes: number) => `| ${name} | ${actors} | ${kib(bytes)} | ${kib(link - bytes)} | ${((link - bytes) / raw).toFixed(2)}x |`
-  return `### What fewer actors would save (from the figures above)
+/** The per-chart table: each chart as an XState actor and on the link's runtime, and what the runtime saves. */
+function chartsText(b: BreakdownResult): string {
+  const rows = b.actors.map((a) => `| ${a.actor} | ${kib(a.bytes)} | ${kib(a.running)} | ${kib(a.bytes - a.running)} |`)
+  return `### Heap per chart (each chart alone, brought to where an idle connected link holds it, after GC)
 
-One callback actor costs ${kib(callback)} KiB (the floor chart with one, minus without); a machine
-actor's floor is ${kib(of('floor:'))} KiB. Heap per link after each step alone, and after all three, beside
-the raw client's ${kib(raw)} KiB (1.5x raw: ${kib(1.5 * raw)} KiB):
-
-| step | actors fewer | KiB saved, at most | heap per link after | ratio to raw |
-|---|---|---:|---:|---:|
-${steps.map(([name, actors, bytes]) => line(name, actors, bytes)).join('\n')}
-${line('all three', '2 machine, 3 callback', all)}`
+| chart | as an XState actor, KiB | on the link's runtime, KiB | saved, KiB |
+|---|---:|---:|---:|
+${rows.join('\n')}`
 }
 
 /** The breakdown section of docs/performance.md: where a link's heap and a connect's CPU go. */
@@ -118,13 +98,7 @@ ${heapRows('link')}
 |---|---:|---:|
 ${heapRows('raw')}
 
-### Heap per actor (each chart started alone, with a link's input, after GC)
-
-| actor | KiB |
-|---|---:|
-${b.actors.map((a) => `| ${a.actor} | ${kib(a.bytes)} |`).join('\n')}
-
-${savingsText(b)}
+${chartsText(b)}
 
 ### CPU per connect (V8 CPU profile of sequential connects: socket, control channel, one app channel)
 

@@ -1,7 +1,9 @@
 /**
  * phoenix-link/machines: the lifecycle statecharts, pure XState v5 machines with every action,
- * guard and delay named in setup(). Open them in Stately, walk them with xstate/graph, or run
- * them with your own adapter via `machine.provide()`.
+ * guard and delay named in setup(). No chart invokes or spawns an actor: what a chart does
+ * outside itself is a named I/O action (`openTransport`, `tellReconnect`, `report`, ...), a no-op
+ * unless given an implementation. Open them in Stately, walk them with xstate/graph, or run one
+ * on XState's own actor with your I/O via `machine.provide({ actions })`.
  */
 export * from './types.js'
 export * from './reconnect.js'
