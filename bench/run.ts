@@ -161,15 +161,25 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   the client's CPU time per push. phoenix-link adds one validating decode (see *frame decode*)
   and the join_ref/topic check of \`isExpected\` per frame.
 - **Idle memory**: phoenix-link holds the same phoenix.js Socket and channels as the raw client,
-  plus seven XState actors per link: four machine actors (connection, reconnect, control queue,
-  one app channel), about 4 KiB each whatever the chart, and three callback actors (transport,
-  control channel, the app channel's attachment), about 2 KiB each (the breakdown's per-actor
-  table has both floors). The actors are most of the difference; the rest is the link's own
-  bookkeeping. What would move it, and by how much, is under *Breakdown* below; every step
-  changes the charts' shape or how they run, so it is a design decision, not a tuning. This
-  benchmark found and fixed two defects on the way: every link copied the whole connection
-  chart with \`provide()\` (about 75 KiB per link), and every transport generation created its own
-  WebSocket subclass (a hidden class per link, so \`ws\`'s hot paths went megamorphic).
+  plus its charts and its own bookkeeping. Since issue 17 the charts run without XState actors
+  (src/runtime/: a snapshot per chart, one queue and one timer per link; docs/design.md "The
+  charts' runtime"), which took a link from 3.8 times the raw client's heap to the figure above;
+  the per-chart table under *Breakdown* shows what each chart costs as an actor and on the runtime.
+  "Past the stable window" measures the same links once every chart delay of the connect has run
+  out (the reconnect chart's 5 s rapid and 60 s stable windows, the 10 s rejoin-stable windows of
+  the control and app channels): the state an agent spends its days in. What is left over the raw
+  client, per link, measured with a dominator tree of heap snapshots (each object counted once,
+  for the nearest object of a named class that alone keeps it): the three chart snapshots with
+  their contexts and state values (about 2 KiB), the pending chart delays of a link that has just
+  connected (about 0.7 KiB, gone past the stable window), the adapter's transport and attachment
+  records and the link, wiring and runtime objects (about 2 KiB), the callbacks phoenix.js's Socket
+  and Channels hold for the adapter (onOpen, onError, onClose, encode, decode and the join, error and
+  close callbacks of each channel, about 1.5 KiB: the raw client registers three), and JIT code and
+  hidden classes the link's code paths add. What would close the rest: an adapter that speaks
+  Phoenix V2 over \`ws\` itself (see *Breakdown*). The benchmark found and fixed two defects on the
+  way earlier: every link copied the whole connection chart with \`provide()\` (about 75 KiB per
+  link), and every transport generation created its own WebSocket subclass (a hidden class per
+  link, so \`ws\`'s hot paths went megamorphic).
 - **Channel churn**: an agent that joins a room per task. Heap (data spaces after GC, JIT code
   excluded) kept per finished channel: the least-squares slope of five readings over 50,000
   cycles, for channels joined and left, refused by the server, and joined and left with the socket
@@ -179,19 +189,18 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   figures here are noise of a few bytes either way, as the raw client's are.
 - **Reconnect latency**: server close 1001 to the control channel joined again, timed on the
   simulator's clock, zero backoff floor on both sides. The difference is the charts' work per
-  reconnect (about 0.5 ms of XState transitions and actor starts) plus a new phoenix.js Socket
-  per transport generation. The tail (p99) adds the same work under garbage collection; what would
-  move either is the same as for idle memory: fewer actors started per reconnect.
+  reconnect (the connection, reconnect and channel charts' transitions for the loss, the new
+  transport and the rejoins) plus the adapter's new phoenix.js Socket per transport; the tail
+  (p99) is the same work under garbage collection, and moves by a millisecond or two from run to
+  run on this VM.
 - **Reconnect storm**: "scheduled" is what the clients' policies asked for (phoenix-link: the
   delay in each \`disconnected\` event; raw: phoenix.js's \`reconnectAfterMs\`, 10 ms for the
   first try, no jitter, so every client lands in one window). "Seen by the server" is when the
   upgrades arrived. Here 2,000 clients share one process and two cores with the simulator, so
   the arrivals are shaped by that process's CPU as much as by policy: the first upgrades arrive
-  only after the client process has worked through 2,000 close handshakes, and a link's connect
-  costs about 2.6 ms of CPU against about 1.1 ms for the raw client (mostly XState actor starts
-  and transitions), so 2,000 reconnects need more CPU than the 2 s going-away window has. What
-  would move the server-side figure: fewer actors per link (see idle memory), or clients spread
-  over machines as real agents are; the policy itself holds the target.
+  only after the client process has worked through 2,000 close handshakes. With the charts run
+  without actors, the arrivals follow the jittered schedule closely enough to stay under the 10%
+  target.
 - **Dead peer**: both clients detect a peer that stops answering within one heartbeat interval
   plus one interval of timeout, since both use phoenix.js's heartbeat; phoenix-link reconnects
   sooner because it does not wait for phoenix.js's teardown of the dead socket.
@@ -199,38 +208,20 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   on a simulated clock); there is no raw figure.
 - **Frame decode**: phoenix-link's validating decoder against phoenix.js's serializer on the
   same frame, with tinybench.
-- **Breakdown** (issue 17; the design unchanged): the heap snapshots say where a link's
-  extra heap is: closures, V8's internal arrays and plain objects, about four times the raw
-  client's count of each, and seven XState \`Actor\` objects with their contexts. The per-actor
-  figures say the same from the other side: a started machine actor costs about 4 KiB whatever
-  its chart (its snapshot, mailbox, scope closures and system registration; the floor row), a
-  callback actor about 2 KiB, and a link runs four machine actors (connection, control queue,
-  reconnect, one app channel) and three callback actors (transport, control channel,
-  attachment). Together they are most of the distance to 1.5x raw, so no tuning inside an actor
-  closes it: the design has to run fewer live actors. The CPU profile says the same for connect: XState's own code (actor
-  construction, microsteps, entering states, assign) is the largest package, and the node and
-  V8 rows grow with it (each actor start schedules timers and allocates what the collector then
-  sweeps). The \`(object shape)\` row is most likely XState's scheduler (\`timerMap\` and
-  \`_scheduledEvents\` in its raise module's \`schedule\`: plain objects keyed by each actor's
-  session id), so every link grows hidden classes of its own: another cost of one live actor per
-  concern. What would close the gap is counted in *What fewer actors would save*, from the
-  same run: (1) run the reconnect and control-queue charts as pure decisions (\`transition()\` on a
-  snapshot held in the connection chart's context, their delays as the connection chart's own
-  \`after\`), two machine actors fewer; (2) the transport and the control channel's I/O as entry
-  and exit actions of the connection chart's \`online\` and \`attached\` states, two callback
-  actors fewer; (3) an app channel's attachment folded into its channel actor. Each keeps the
-  charts the only place that decides; (1) changes how the reconnect chart is drawn and tested (its
-  paths would run through the connection chart), which is why it is a design change, not a
-  tuning. Even all three leave a link above 1.5x raw (the table's last row): what remains is the
-  connection and channel actors themselves and the link's own bookkeeping (emitter, adapter,
-  handler maps and the closures they hold). Reaching 1.5x would take a link that starts no XState
-  actor at all: the link holding the connection chart's snapshot, advancing it with
-  \`transition()\`, executing the actions it returns and arming its delays on a timer of its own,
-  with each app channel a snapshot in that context instead of a spawned actor. The charts would
-  still decide, be drawn and generate the paths as now; what would go is XState's actor runtime
-  per link (mailbox, system registration, scheduler, per-actor closures), and the isolation of
-  host callbacks would move into the link's own guard around each executed action. None of the
-  three steps, nor that rewrite, is done yet.
+- **Breakdown** (issue 17): the heap by constructor for both clients, each chart's heap as an
+  XState actor beside its heap on the link's runtime (what the runtime saved, chart by chart), and a
+  V8 CPU profile of sequential connects. The profile is sampled with the profiler on, which
+  inflates both sides; the connect time of the idle memory run is the unprofiled figure. What
+  stands between the code and the connect-CPU target: the charts' transitions are about 0.2 ms of
+  a connect and its disconnect (XState's macrostep: selecting transitions, entering and exiting
+  state nodes, resolving actions; measured alone, without sockets); the rest is the link's own
+  work around the same phoenix.js and ws calls as the raw client's (validating every inbound
+  frame, the control channel's join, error and close handling and the adapter's records, a
+  graceful phx_leave on disconnect, one more listener per socket for a refused upgrade) and the
+  garbage collection of what they allocate. What would close it: an adapter that speaks Phoenix V2
+  over \`ws\` itself (phoenix.js's Channel, Push and Timer objects and callbacks are a third of a
+  link's heap and much of a connect's allocation), which the design rules out (a thin adapter
+  over the official client); or fewer states crossed per connect.
 `
   const path = fileURLToPath(new URL('../../docs/performance.md', import.meta.url))
   writeFileSync(path, doc)
