@@ -111,7 +111,8 @@ export const controlMachine = setup({
      * The handler that settled is the one running now: a delivery abandoned by a new session
      * (control.reset) may still settle later, for a signal no longer at the head.
      */
-    isCurrentDelivery: ({ context, event }) => (event as Settled).sequence === context.queue[0]?.sequence,
+    // Named in `delivering` only, where the queue holds the signal in the handler.
+    isCurrentDelivery: ({ context, event }) => (event as Settled).sequence === context.queue[0]!.sequence,
   },
   actions: {
     enqueue: assign(({ context, event }) => {

@@ -186,10 +186,6 @@ const WHY: Record<string, string> = {
   'machines/channel.ts#validateChannelPolicy': 'messages of configuration errors',
   'machines/status.ts#linkStateOf':
     'equivalent: a string where the chart keeps a child object (online, attached) has no `attached` or `live` field, so the `typeof … === object` halves change nothing; and the message of an error the chart cannot cause',
-  'machines/connection.ts#connectionMachine.actors.transport': 'a placeholder that tells a user to provide the adapter; never run by the link',
-  'machines/connection.ts#connectionMachine.actors.controlChannel': 'a placeholder that tells a user to provide the adapter; never run by the link',
-  'machines/channel.ts#channelMachine.actors.attachment': 'a placeholder that tells a user to provide the adapter; never run by the link',
-  'machines/control.ts#controlMachine.actors.deliverSignal': 'a placeholder that tells a user to provide the handler; never run by the link',
   'machines/connection.ts#connectionMachine.actions.spawnChannel': 'a defensive event-type check and the spawned input (policy, env) the pure tests do not read',
   'machines/channel.ts#channelMachine.actions.countRejoin': 'the rejoin count only scales the rejoin delay (see rejoinDelay)',
 }

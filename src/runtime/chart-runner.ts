@@ -14,8 +14,9 @@
  *   as `{ type: 'io.failed', action, error }` (before any other queued event), as XState feeds an
  *   invoked actor's failure back as `xstate.error.actor.<id>`, so a host fault never crashes a chart;
  * - built-ins that need actors (`sendTo`, `sendParent`, `spawnChild`, `stopChild`, `log`,
- *   invoke) are not run: {@link checkChart} refuses a chart that uses them, and the runtime treats
- *   one reaching it as a crash.
+ *   invoke) are not run: {@link checkChart} refuses a chart that names them, and the runtime treats
+ *   one reaching it as a crash (a spawn or a send to a missing actor already throws inside
+ *   XState's transition: a crash too).
  *
  * Every chart of a link shares one FIFO queue (run to completion: one event of one chart at a
  * time), so a message between charts is processed after the transition that sent it, in the
@@ -109,8 +110,7 @@ const NO_TAGS: ReadonlySet<string> = new Set()
 /** The children and the history of a chart that has none. */
 const NONE: object = Object.freeze({})
 
-function isEmpty(value: object | undefined): boolean {
-  if (value === undefined) return false
+function isEmpty(value: object): boolean {
   for (const _ in value) return false
   return true
 }
@@ -167,15 +167,12 @@ export abstract class ChartRuntime {
     if (!this.draining) this.drain()
   }
 
-  /** @internal Queues a chart's `io.failed` ahead of every other event. */
+  /**
+   * @internal Queues a chart's `io.failed` ahead of every other event. Called only while a
+   * transition's actions run, that is while the queue is being processed: it is processed next.
+   */
   sendUrgent(chart: RunningChart, event: EventObject): void {
     ;(this.urgent ??= []).push(chart, event)
-    if (!this.draining) this.drain()
-  }
-
-  /** Whether the runtime is processing an event right now (a send would be queued behind it). */
-  get busy(): boolean {
-    return this.draining
   }
 
   /** @internal Schedules `event` for `chart` after `delay` ms under `key` (a chart's raise id), replacing one under the same key. */
@@ -202,9 +199,7 @@ export abstract class ChartRuntime {
   /** @internal Cancels every pending delay of `chart`. */
   cancelAll(chart: RunningChart): void {
     if (this.delays === null) return
-    const left = this.delays.filter((d) => d.chart !== chart)
-    if (left.length === this.delays.length) return
-    this.delays = left
+    this.delays = this.delays.filter((d) => d.chart !== chart)
     this.arm()
   }
 
@@ -235,19 +230,19 @@ export abstract class ChartRuntime {
   }
 
   /**
-   * The timer fired: delivers each delay that is due, one at a time and in order, each event
-   * processed before the next is taken (so a transition that cancels a later delay, by leaving
-   * its state, cancels it in time), then re-arms for the next.
+   * The timer armed for the soonest delay fired: that delay is delivered (a Node timer may fire a
+   * fraction of a millisecond before performance.now() reads its deadline: it is due), then each
+   * other delay the clock reads as due, one at a time and in order, each event processed before
+   * the next is taken (so a transition that cancels a later delay, by leaving its state, cancels
+   * it in time); then the timer is armed for the next.
    */
   private fire(): void {
     this.timer = null
     this.timerDue = Number.POSITIVE_INFINITY
-    for (;;) {
-      const next = this.delays?.[0]
-      // A timer may fire a fraction of a millisecond before the clock reads the deadline.
-      if (next === undefined || next.due > this.clock.now() + 1) break
+    for (let next = this.delays?.[0]; next !== undefined; next = this.delays?.[0]) {
       this.delays!.shift()
       this.send(next.chart, next.event)
+      if ((this.delays?.[0]?.due ?? Number.POSITIVE_INFINITY) > this.clock.now()) break
     }
     this.arm()
   }
@@ -259,15 +254,16 @@ export abstract class ChartRuntime {
         const from = this.urgent !== null && this.urgent.length > 0 ? this.urgent : this.queue
         if (from === null || from.length === 0) break
         const chart = from.shift() as RunningChart
-        const event = from.shift() as EventObject
-        chart.process(event)
+        chart.process(from.shift() as EventObject)
       }
+      // Drained: an idle link keeps no queue.
       this.queue = null
       this.urgent = null
     } finally {
       this.draining = false
     }
   }
+
 }
 
 /**
@@ -293,8 +289,7 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     /** The chart that started this one (the connection chart for the others); null for the root. */
     readonly _parent: RunningChart | null,
   ) {
-    const inspect = runtime.inspect !== null
-    if (inspect) this.inspectEvent({ type: '@xstate.actor', actorRef: this })
+    if (runtime.inspect !== null) this.inspectEvent({ type: '@xstate.actor', actorRef: this })
     // getInitialSnapshot catches what the initial transition throws into an `error` snapshot: a crash.
     const actions = this.compute(() => logic.getInitialSnapshot(SCOPE as AnyActorScope, input) as SnapshotFrom<M>)
     if (actions !== null) this.commit(actions, { type: 'xstate.init', input } as EventObject)
@@ -328,25 +323,25 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
 
   /** Stops the chart: its pending delays are cancelled; events sent later are dropped. */
   stop(): void {
-    if (this.stopped) return
     this.stopped = true
     this.runtime.cancelAll(this)
   }
 
   /** @internal Processes one event (called by the runtime's queue). */
   process(event: EventObject): void {
-    if (this.stopped || statusOf(this.snapshot).status !== 'active') return
+    // A chart whose snapshot is no longer active (done, crashed) was stopped when it became so.
+    if (this.stopped) return
     if (this.runtime.inspect !== null) this.inspectEvent({ type: '@xstate.event', actorRef: this, event })
     const actions = this.compute(() => this.logic.transition(this.snapshot, event, SCOPE as AnyActorScope) as SnapshotFrom<M>)
     if (actions !== null) this.commit(actions, event)
   }
 
-  /** @internal Sends an inspection event about this chart to the host's observer. */
+  /** @internal Sends an inspection event about this chart to the runtime's observer (callers check there is one). */
   inspectEvent(event: Omit<RuntimeInspectionEvent, 'rootId'>): void {
     let root: RunningChart = this
     while (root._parent !== null) root = root._parent
     try {
-      this.runtime.inspect?.({ ...event, rootId: root.sessionId } as RuntimeInspectionEvent)
+      this.runtime.inspect!({ ...event, rootId: root.sessionId } as RuntimeInspectionEvent)
     } catch {
       // The host's observer is guarded by the host; nothing it throws reaches a chart.
     }
@@ -377,8 +372,8 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     // `historyValue`; the charts tag no state, spawn nothing and have no history state, so one of
     // each serves every chart of every link (about 200 bytes per chart). XState only reads them,
     // and copies before it writes (a spawn, a history state).
-    const parts = next as unknown as { tags?: ReadonlySet<string>; children?: object; historyValue?: object }
-    if (parts.tags?.size === 0) parts.tags = NO_TAGS
+    const parts = next as unknown as { tags: ReadonlySet<string>; children: object; historyValue: object }
+    if (parts.tags.size === 0) parts.tags = NO_TAGS
     if (parts.children !== NONE && isEmpty(parts.children)) parts.children = NONE
     if (parts.historyValue !== NONE && isEmpty(parts.historyValue)) parts.historyValue = NONE
     this.snapshot = next
@@ -406,7 +401,9 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
           host.emitted(this, params!.event as EventObject)
           break
         default:
-          if (ACTOR_ACTIONS.has(action.type)) {
+          // Any other built-in (a log, a stop or a send that resolved): XState would run it on an
+          // actor's system; this runtime has none to run it on.
+          if (action.type.startsWith('xstate.')) {
             this.crash(new Error(`the ${this.id} chart used ${action.type}, which needs an actor; phoenix-link's runtime runs charts without actors`))
             return
           }
@@ -449,7 +446,7 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
 export function checkChart(machine: AnyStateMachine): void {
   const implementations = machine.implementations.actions as Record<string, unknown>
   for (const [name, action] of Object.entries(implementations)) {
-    const type = (action as { type?: unknown })?.type
+    const type = (action as { type?: unknown }).type
     if (typeof type === 'string' && ACTOR_ACTIONS.has(type)) throw new Error(`chart ${machine.id}: action ${name} is ${type}, which needs an actor`)
   }
   const visit = (node: { id: string; invoke: unknown[]; states: Record<string, unknown> }) => {

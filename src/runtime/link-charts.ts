@@ -178,6 +178,7 @@ export class LinkCharts extends ChartRuntime {
       case 'startChannel': {
         const { topic } = params as { topic: string }
         this.channels.get(topic)?.stop()
+        this.channels.delete(topic)
         const started = this.start(channelMachine, `channel:${topic}`, { topic, policy: this.channelPolicy, env: this.env }, this.connection)
         // A chart whose initial transition crashed was reported (channel.failed) and is not kept.
         if (!started.isStopped) this.channels.set(topic, started)
@@ -227,8 +228,12 @@ export class LinkCharts extends ChartRuntime {
   crashed(chart: RunningChart, error: unknown): void {
     // A channel chart's failure is that channel's: the connection chart reports it dropped and goes on.
     if (chart.logic === channelMachine) {
-      const topic = (chart.snapshot as { context?: { topic?: string } } | undefined)?.context?.topic ?? chart.id.slice('channel:'.length)
-      if (this.channels.get(topic) === chart) this.channels.delete(topic)
+      const topic = chart.id.slice('channel:'.length)
+      const current = this.channels.get(topic)
+      // Another chart holds the topic now: nothing of this one is left to drop. (None does while
+      // this one starts: a crash of its initial transition is that channel's failure too.)
+      if (current !== undefined && current !== chart) return
+      this.channels.delete(topic)
       super.send(this.connection, { type: 'channel.failed', topic, error } satisfies ConnectionEvent as EventObject)
       return
     }

@@ -6,13 +6,13 @@
  * chart wiring (src/runtime/link-charts.ts) with the socket I/O recorded.
  */
 import { describe, expect, it } from 'vitest'
-import { SimulatedClock } from 'xstate'
 import { DEFAULT_CHANNEL_POLICY, type ChannelEvent } from '../../machines/channel.js'
-import { connectionMachine, type ConnectionEmitted, type ConnectionEvent } from '../../machines/connection.js'
+import { connectionMachine, DEFAULT_CONNECTION_POLICY, type ConnectionEvent } from '../../machines/connection.js'
+import { DEFAULT_CONTROL_POLICY } from '../../machines/control.js'
+import { DEFAULT_RECONNECT_POLICY } from '../../machines/reconnect.js'
 import type { ReasonLike } from '../../machines/types.js'
-import { LinkCharts, type ChartIo } from '../../src/runtime/link-charts.js'
-import { resolvePolicy } from '../../src/policy.js'
 import { TestRuntime } from '../support/runtime.js'
+import { wired } from '../support/wired.js'
 
 const env = { now: () => 1_000, monotonic: () => 1_000, random: () => 0.5 }
 const loss: ReasonLike = { kind: 'closed', retryable: true, generation: 1, at: 1_000, closeCode: 1006 }
@@ -140,6 +140,27 @@ describe('reports the chart emits', () => {
     ])
   })
 
+  it('the host\'s retry now goes to the reconnect chart; a stop flushes and a new session resets the control chart', () => {
+    const h = harness()
+    h.connect()
+    h.send({ type: 'socket.close', reason: loss, generation: 1, epoch: 1 })
+    h.send({ type: 'reconnect.scheduled', delayMs: 5_000, attempt: 1 })
+    h.send({ type: 'host.reconnect' })
+    expect(h.runtime.paramsOf('tellReconnect').at(-1)).toEqual({ type: 'reconnect.retryNow' })
+    h.send({ type: 'host.disconnect' })
+    expect(h.runtime.paramsOf('tellControl').at(-1)).toEqual({ type: 'control.flush' })
+    h.send({ type: 'host.connect' })
+    expect(h.runtime.paramsOf('tellControl').at(-1)).toEqual({ type: 'control.reset' })
+  })
+
+  it('the policies it is not given are the defaults', () => {
+    const { context } = new TestRuntime().run(connectionMachine, { env }).getSnapshot()
+    expect(context.policy).toBe(DEFAULT_CONNECTION_POLICY)
+    expect(context.reconnectPolicy).toBe(DEFAULT_RECONNECT_POLICY)
+    expect(context.channelPolicy).toBe(DEFAULT_CHANNEL_POLICY)
+    expect(context.controlPolicy).toBe(DEFAULT_CONTROL_POLICY)
+  })
+
   it('a control signal goes to the control chart with the next sequence number and its epoch', () => {
     const h = harness()
     h.connect()
@@ -178,40 +199,6 @@ describe('reports the chart emits', () => {
     expect(h.runtime.paramsOf('stopChannel')).toEqual([{ topic: 'room:1' }])
   })
 })
-
-/** The link's real chart wiring (src/runtime/link-charts.ts) with every socket operation recorded. */
-function wired(linkEnv: typeof env = env) {
-  const io: Array<[string, unknown]> = []
-  const record = (name: string) => (params: unknown) => void io.push([name, params])
-  const chartIo: ChartIo = {
-    openTransport: record('openTransport'),
-    endTransport: record('endTransport'),
-    joinControl: record('joinControl'),
-    rejoinControl: record('rejoinControl'),
-    leaveControl: record('leaveControl'),
-    joinAttempt: record('joinAttempt'),
-    releaseAttempt: record('releaseAttempt'),
-    leaveAttempt: record('leaveAttempt'),
-  }
-  const emitted: ConnectionEmitted[] = []
-  const crashes: Array<[string, unknown]> = []
-  const clock = new SimulatedClock()
-  const charts = new LinkCharts({
-    io: chartIo,
-    clock,
-    inspect: null,
-    env: linkEnv,
-    policy: resolvePolicy(undefined),
-    host: {
-      deliver: async () => {},
-      emitted: (e) => void emitted.push(e),
-      changed: () => {},
-      crashed: (chart, error) => void crashes.push([chart, error]),
-      actionFailed: () => {},
-    },
-  })
-  return { charts, io, emitted, crashes, clock }
-}
 
 describe("the link's chart wiring", () => {
   it('a loss is announced with the next delay and attempt the reconnect chart chose, and the next transport opens when it is due', () => {
@@ -256,11 +243,13 @@ describe("the link's chart wiring", () => {
   it('a channel chart whose transition throws (a phoenix-link bug) is dropped with what it threw; the link and its other channels go on', () => {
     let broken = false
     const w = wired({
-      ...env,
-      now: () => {
-        if (!broken) return 1_000
-        broken = false // once: the channel chart's assign, not the connection chart's report after it
-        throw new Error('clock broke')
+      env: {
+        ...env,
+        now: () => {
+          if (!broken) return 1_000
+          broken = false // once: the channel chart's assign, not the connection chart's report after it
+          throw new Error('clock broke')
+        },
       },
     })
     w.charts.send({ type: 'host.channel', topic: 'room:1' })
@@ -290,10 +279,12 @@ describe("the link's chart wiring", () => {
   it('a connection chart whose transition throws is a crash of the link, reported once with the chart and the error', () => {
     let broken = false
     const w = wired({
-      ...env,
-      now: () => {
-        if (broken) throw new Error('clock broke')
-        return 1_000
+      env: {
+        ...env,
+        now: () => {
+          if (broken) throw new Error('clock broke')
+          return 1_000
+        },
       },
     })
     w.charts.send({ type: 'host.connect' })

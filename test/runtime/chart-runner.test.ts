@@ -5,7 +5,7 @@
  * inspection, observers, final states.
  */
 import { describe, expect, it } from 'vitest'
-import { assign, createMachine, enqueueActions, emit, fromCallback, sendTo, setup, type EventObject } from 'xstate'
+import { assign, createMachine, enqueueActions, emit, fromCallback, log, raise, sendTo, setup, type EventObject } from 'xstate'
 import { checkChart, type RunningChart } from '../../src/runtime/chart-runner.js'
 import { TestRuntime } from '../support/runtime.js'
 
@@ -96,6 +96,25 @@ describe('I/O actions', () => {
       'b:after bump',
     ])
     expect(runtime.crashes).toEqual([])
+  })
+
+  it('an I/O action that stops its own chart ends that transition: the actions after it do not run', () => {
+    const runtime = new TestRuntime()
+    const chart = runtime.run(counter, undefined)
+    runtime.onExecute = (c, _type, params) => {
+      if ((params as { tag: string }).tag === 'after bump') c.stop()
+    }
+    const twice = setup({ actions: { io: (_: unknown, _p: string) => {} } }).createMachine({
+      id: 'twice',
+      on: { go: { actions: [{ type: 'io', params: 'first' }, { type: 'io', params: 'second' }] } },
+    })
+    const other = runtime.run(twice, undefined)
+    runtime.onExecute = (c, _type, params) => {
+      if (params === 'first') c.stop()
+    }
+    other.send({ type: 'go' })
+    expect(runtime.io.filter((a) => a.chart === 'twice').map((a) => a.params)).toEqual(['first'])
+    expect(chart.isStopped).toBe(false)
   })
 })
 
@@ -194,6 +213,61 @@ function counting(runtime: TestRuntime): { armed: () => number } {
 }
 
 describe('delays', () => {
+  it('a delay scheduled later but due sooner fires first, on its own deadline; a later delay does not re-arm the timer', () => {
+    const runtime = new TestRuntime()
+    const sets: number[] = []
+    const set = runtime.clock.setTimeout.bind(runtime.clock)
+    runtime.clock.setTimeout = (fn, ms) => {
+      sets.push(ms)
+      return set(fn, ms)
+    }
+    const slow = setup({ actions: { io: (_: unknown, _p: string) => {} }, delays: { d: 1000 } }).createMachine({ id: 'slow', initial: 'w', states: { w: { after: { d: { target: 'x', actions: { type: 'io', params: 'slow' } } } }, x: {} } })
+    const fast = setup({ actions: { io: (_: unknown, _p: string) => {} }, delays: { d: 100 } }).createMachine({ id: 'fast', initial: 'w', states: { w: { after: { d: { target: 'x', actions: { type: 'io', params: 'fast' } } } }, x: {} } })
+    runtime.run(slow, undefined)
+    runtime.run(slow, undefined, 'slow too')
+    expect(sets).toEqual([1000])
+    runtime.run(fast, undefined)
+    expect(sets).toEqual([1000, 100])
+    runtime.clock.increment(100)
+    expect(runtime.paramsOf('io')).toEqual(['fast'])
+    expect(sets).toEqual([1000, 100, 900])
+    runtime.clock.increment(899)
+    expect(runtime.paramsOf('io')).toEqual(['fast'])
+    runtime.clock.increment(1)
+    expect(runtime.paramsOf('io')).toEqual(['fast', 'slow', 'slow'])
+  })
+
+  it('a delay due a millisecond after the one the timer fired for waits for its own deadline', () => {
+    const runtime = new TestRuntime()
+    const a = setup({ actions: { io: (_: unknown, _p: string) => {} }, delays: { d: 100 } }).createMachine({ id: 'a', initial: 'w', states: { w: { after: { d: { target: 'x', actions: { type: 'io', params: 'a' } } } }, x: {} } })
+    runtime.run(a, undefined)
+    runtime.clock.increment(1)
+    runtime.run(a, undefined, 'b')
+    runtime.clock.increment(99)
+    expect(runtime.io.map((x) => x.chart)).toEqual(['a'])
+    runtime.clock.increment(1)
+    expect(runtime.io.map((x) => x.chart)).toEqual(['a', 'b'])
+  })
+
+  it('a delayed raise without an id, and an immediate raise (handled inside the transition, nothing scheduled)', () => {
+    const raising = setup({ types: { events: {} as { type: 'go' } | { type: 'now' } | { type: 'later' } }, actions: { io: (_: unknown, _p: string) => {} } }).createMachine({
+      id: 'raising',
+      on: {
+        go: { actions: [raise({ type: 'now' }), raise({ type: 'later' }, { delay: 50 })] },
+        now: { actions: { type: 'io', params: 'now' } },
+        later: { actions: { type: 'io', params: 'later' } },
+      },
+    })
+    const runtime = new TestRuntime()
+    const chart = runtime.run(raising, undefined)
+    chart.send({ type: 'go' })
+    expect(runtime.paramsOf('io')).toEqual(['now'])
+    expect(chart.pendingDelays()).toEqual(['xstate.delayed.later'])
+    runtime.clock.increment(50)
+    expect(runtime.paramsOf('io')).toEqual(['now', 'later'])
+    expect(chart.pendingDelays()).toEqual([])
+  })
+
   it('one clock timer for every pending delay of every chart; none once nothing is pending', () => {
     const runtime = new TestRuntime()
     const clock = counting(runtime)
@@ -273,6 +347,8 @@ describe('delays', () => {
     expect(b.pendingDelays()).toHaveLength(3)
     b.stop()
     expect(clock.armed()).toBe(0)
+    expect(b.pendingDelays()).toEqual([])
+    b.stop()
     runtime.clock.increment(2000)
     expect(runtime.io).toEqual([])
   })
@@ -285,6 +361,23 @@ describe('what the runtime refuses', () => {
     const sending = setup({ actions: { tellIt: sendTo('x', { type: 'y' }) } }).createMachine({ id: 'sending' })
     expect(() => checkChart(sending)).toThrow('chart sending: action tellIt is xstate.sendTo, which needs an actor')
     expect(() => checkChart(counter)).not.toThrow()
+  })
+
+  it('a built-in that runs on an actor (a log, a stop) reaching it at run time is a crash that says so; a spawn already throws inside XState', () => {
+    const logging = setup({}).createMachine({ id: 'logging', on: { go: { actions: enqueueActions(({ enqueue }) => enqueue(log('hello'))) } } })
+    const runtime = new TestRuntime()
+    const chart = runtime.run(logging, undefined)
+    chart.send({ type: 'go' })
+    expect(runtime.crashes).toEqual([{ chart: 'logging', error: new Error("the logging chart used xstate.log, which needs an actor; phoenix-link's runtime runs charts without actors") }])
+    expect(chart.isStopped).toBe(true)
+    const spawning = setup({ actors: { child: fromCallback(() => {}) } }).createMachine({
+      id: 'spawning',
+      on: { go: { actions: enqueueActions(({ enqueue }) => enqueue.spawnChild('child')) } },
+    })
+    const spawned = runtime.run(spawning, undefined)
+    spawned.send({ type: 'go' })
+    expect(runtime.crashes.map((c) => c.chart)).toEqual(['logging', 'spawning'])
+    expect(spawned.isStopped).toBe(true)
   })
 
   it('an actor action reaching it at run time is a crash that says so', () => {
@@ -317,17 +410,56 @@ describe('what it shows', () => {
     ])
   })
 
+  it("a chart started by another is inspected under the root's session id; each chart has its own", () => {
+    const runtime = new TestRuntime()
+    const roots: Array<[string, string]> = []
+    runtime.inspect = (e) => void roots.push([e.actorRef.id, e.rootId])
+    const parent = runtime.run(counter, undefined, 'parent')
+    const child = runtime.run(counter, undefined, 'child', parent)
+    const grandchild = runtime.run(counter, undefined, 'grandchild', child)
+    expect(new Set([parent.sessionId, child.sessionId, grandchild.sessionId]).size).toBe(3)
+    expect(parent.sessionId).toMatch(/^phoenix-link:\d+$/)
+    expect(grandchild._parent).toBe(child)
+    expect(new Set(roots.map(([, root]) => root))).toEqual(new Set([parent.sessionId]))
+    expect(roots.map(([id]) => id)).toContain('grandchild')
+  })
+
   it('emit() reaches the runtime; observers see every committed snapshot until they unsubscribe', () => {
     const emitting = setup({ types: { events: {} as { type: 'go' } } }).createMachine({ id: 'emitting', on: { go: { actions: emit({ type: 'went' }) } } })
     const runtime = new TestRuntime()
     const chart = runtime.run(emitting, undefined)
     const seen: unknown[] = []
     const sub = chart.subscribe((s) => void seen.push(s.value))
+    const observed: unknown[] = []
+    const other = chart.subscribe({ next: (s) => void observed.push(s.value) })
+    const silent = chart.subscribe({})
     chart.send({ type: 'go' })
     sub.unsubscribe()
     chart.send({ type: 'go' })
-    expect(runtime.emittedEvents).toEqual([{ type: 'went' }, { type: 'went' }])
+    other.unsubscribe()
+    silent.unsubscribe()
+    sub.unsubscribe()
+    chart.send({ type: 'go' })
+    expect(runtime.emittedEvents).toEqual([{ type: 'went' }, { type: 'went' }, { type: 'went' }])
     expect(seen).toHaveLength(1)
+    expect(observed).toHaveLength(2)
+  })
+
+  it('every chart of every runtime shares one empty tags set, children and history (XState only reads them); a tagged state keeps its own', () => {
+    const a = new TestRuntime().run(counter, undefined)
+    const b = new TestRuntime().run(timers, undefined)
+    a.send({ type: 'inc' })
+    type Parts = { tags: Set<string>; children: object; historyValue: object }
+    const sa = a.getSnapshot() as unknown as Parts
+    const sb = b.getSnapshot() as unknown as Parts
+    expect(sa.tags).toBe(sb.tags)
+    expect(sa.children).toBe(sb.children)
+    expect(sa.historyValue).toBe(sb.children)
+    expect(Object.isFrozen(sa.children)).toBe(true)
+    const tagged = createMachine({ id: 'tagged', initial: 'a', states: { a: { tags: ['busy'] } } })
+    const t = new TestRuntime().run(tagged, undefined)
+    expect(t.getSnapshot().hasTag('busy')).toBe(true)
+    expect(t.getSnapshot().tags).not.toBe(sa.tags)
   })
 
   it('snapshots read as XState snapshots: matches(), hasTag(), value, context', () => {

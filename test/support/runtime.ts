@@ -23,8 +23,8 @@ export class TestRuntime extends ChartRuntime {
   /** Called for every I/O action after it is recorded; a throw is the action's fault. */
   onExecute: ((chart: RunningChart, type: string, params: unknown) => void) | null = null
 
-  run<M extends AnyStateMachine>(machine: M, input: unknown, id = machine.id): RunningChart<M> {
-    return this.start(machine, id, input)
+  run<M extends AnyStateMachine>(machine: M, input: unknown, id = machine.id, parent: RunningChart | null = null): RunningChart<M> {
+    return this.start(machine, id, input, parent)
   }
 
   execute(chart: RunningChart, type: string, params: unknown): void {
