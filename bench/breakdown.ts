@@ -179,6 +179,9 @@ class QuietRuntime extends ChartRuntime {
   crashed(_chart: RunningChart, error: unknown): void {
     throw error
   }
+  listenerFailed(_chart: RunningChart, error: unknown): void {
+    throw error
+  }
 }
 
 /**

@@ -259,6 +259,8 @@ export class Link {
   /** When (env.monotonic) the link was last disconnected, for `reconnected.downtimeMs`. */
   private lostAt: number | null = null
   private readonly env: Env
+  /** Which env functions threw outside the charts (logged once each); null while none did. */
+  #envFaults: Set<string> | null = null
   private crashed: Error | null = null
   private crashReason: DisconnectReason | null = null
 
@@ -305,10 +307,10 @@ export class Link {
       return this.link.credentials(this.#options, attempt)
     }
     now(): number {
-      return this.link.env.now()
+      return this.link.stamp()
     }
     monotonic(): number {
-      return this.link.env.monotonic()
+      return this.link.monotonic()
     }
     sink(event: ConnectionEvent): void {
       this.link.send(event)
@@ -343,6 +345,9 @@ export class Link {
     }
     actionFailed(chart: string, action: string, error: unknown): void {
       this.link.log.error(`the ${action} action of the ${chart} chart failed`, { error: errorMessage(error) })
+    }
+    listenerFailed(chart: string, error: unknown): void {
+      this.link.log.error(`a listener of the ${chart} chart threw`, { error: errorMessage(error) })
     }
 
     // ---- ChannelHost (src/link-channel.ts)
@@ -738,7 +743,8 @@ export class Link {
       retryable: true,
       detail: `internal error: ${errorMessage(error)}`,
       generation: this.charts.connection.snapshot?.context.generation ?? 0,
-      at: this.env.now(),
+      // The host's env.now may be what crashed the chart: the stamp then falls back to Date.now().
+      at: this.stamp(),
     }
     this.log.error(`${chart} chart crashed`, { error: errorMessage(error) })
     this.charts.stopAll()
@@ -806,7 +812,7 @@ export class Link {
     switch (event.type) {
       case 'link.connected': {
         if (event.reconnect) {
-          const downtimeMs = this.lostAt === null ? 0 : Math.max(0, Math.round(this.env.monotonic() - this.lostAt))
+          const downtimeMs = this.lostAt === null ? 0 : Math.max(0, Math.round(this.monotonic() - this.lostAt))
           this.lostAt = null
           this.log.info('reconnected', { generation: event.generation, downtimeMs })
           this.emitter.emit('reconnected', { generation: event.generation, epoch: event.epoch, downtimeMs })
@@ -820,7 +826,7 @@ export class Link {
       case 'link.disconnected': {
         const reason = event.reason as DisconnectReason
         const outcome = event.nextDelayMs !== null ? 'reconnect' : reason.kind === 'graceful' ? 'stopped' : 'terminated'
-        if (this.lostAt === null) this.lostAt = this.env.monotonic()
+        if (this.lostAt === null) this.lostAt = this.monotonic()
         const fields = { kind: reason.kind, generation: reason.generation, nextDelayMs: event.nextDelayMs }
         if (outcome === 'terminated') this.log.warn(`disconnected: ${describeReason(reason)}`, fields)
         else this.log.info(`disconnected: ${describeReason(reason)}`, fields)
@@ -881,10 +887,36 @@ export class Link {
   /**
    * Milliseconds on the link's monotonic clock (`env.monotonic`, `performance.now()` by default):
    * the clock its elapsed-time decisions are measured on, for tools that measure beside it
-   * (linkMetrics). @internal
+   * (linkMetrics). Outside the charts a throwing `env.monotonic` is logged (once) and read as
+   * `performance.now()`, so a host's clock fault never escapes into a socket's listener. @internal
    */
   monotonic(): number {
-    return this.env.monotonic()
+    try {
+      return this.env.monotonic()
+    } catch (error) {
+      this.envFailed('monotonic', error)
+      return performance.now()
+    }
+  }
+
+  /**
+   * A wall-clock stamp (`env.now`) for what the adapter and the link record outside the charts;
+   * a throwing `env.now` is logged (once) and read as `Date.now()`: a stamp decides nothing.
+   * (Inside a chart's transition a throwing env function is that chart's crash.) @internal
+   */
+  stamp(): number {
+    try {
+      return this.env.now()
+    } catch (error) {
+      this.envFailed('now', error)
+      return Date.now()
+    }
+  }
+
+  private envFailed(name: 'now' | 'monotonic', error: unknown): void {
+    if ((this.#envFaults ??= new Set()).has(name)) return
+    this.#envFaults.add(name)
+    this.log.error(`env.${name} threw; phoenix-link reads its own clock instead where it only stamps or measures`, { error: errorMessage(error) })
   }
 
   /**
@@ -991,4 +1023,5 @@ function checkUrl(url: string, allowInsecure: boolean, keys: readonly string[]):
   }
   return url.replace(/\/websocket\/?$/, '').replace(/\/$/, '')
 }
+
 

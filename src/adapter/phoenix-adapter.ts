@@ -497,6 +497,23 @@ export class PhoenixAdapter {
     this.attempts.delete(attempt.topic)
   }
 
+  /**
+   * A crashed channel chart's topic (its exit actions never ran): its attempt ends as
+   * {@link releaseAttempt} ends it, after a phx_leave when the server accepted the join (a join
+   * still unanswered is left by the release itself). Nothing of the topic is kept.
+   */
+  dropTopic(topic: string): void {
+    const run = this.attempts.get(topic)
+    if (!run) return
+    run.ended = true
+    run.params?.abort()
+    if (run.attachment) {
+      if (run.attachment.joined) this.leave(run.attachment, Math.min(NEVER, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
+      this.release(run.attachment)
+    }
+    this.attempts.delete(topic)
+  }
+
   /** The current attempt of `attempt.topic` when it is this one. */
   private attemptOf(attempt: AttachOrigin): AppAttempt | undefined {
     const run = this.attempts.get(attempt.topic)

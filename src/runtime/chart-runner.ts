@@ -50,6 +50,13 @@ export interface RuntimeInspectionEvent {
   action?: { type: string; params: unknown }
 }
 
+/** An observer of a chart's snapshots, as XState's `Observer`: each method optional. */
+export interface ChartObserver<S> {
+  next?: (snapshot: S) => void
+  error?: (error: unknown) => void
+  complete?: () => void
+}
+
 /** The event a chart receives when one of its I/O actions threw. */
 export interface IoFailedEvent {
   type: 'io.failed'
@@ -155,10 +162,23 @@ export abstract class ChartRuntime {
   abstract changed(chart: RunningChart): void
   /** A transition of the chart threw, or it used an action this runtime does not run: it is stopped. */
   abstract crashed(chart: RunningChart, error: unknown): void
+  /**
+   * A listener the chart was given (`subscribe()`: a snapshot observer, `waitFor`'s predicate)
+   * threw; the chart and the other listeners go on, as under an XState actor (which reports it
+   * as unhandled).
+   */
+  abstract listenerFailed(chart: RunningChart, error: unknown): void
 
-  /** Starts a chart: its initial state's entry actions run now (or after the event being processed). */
+  /**
+   * Starts a chart: its initial transition is computed and its entry actions run at once, before
+   * this returns (also while another event is being processed: the chart that started it is
+   * mid-actions). An I/O action of that entry which throws is fed back before any queued event.
+   */
   start<M extends AnyStateMachine>(machine: M, id: string, input: unknown, parent: RunningChart | null = null): RunningChart<M> {
-    return new RunningChart(this, machine, id, input, parent)
+    const chart = new RunningChart(this, machine, id, input, parent)
+    // Outside the queue's processing (the link's first chart), an io.failed of the entry is processed now.
+    if (!this.draining && this.urgent !== null) this.drain()
+    return chart
   }
 
   /** Queues `event` for `chart` and processes the queue unless it is being processed already. */
@@ -168,8 +188,8 @@ export abstract class ChartRuntime {
   }
 
   /**
-   * @internal Queues a chart's `io.failed` ahead of every other event. Called only while a
-   * transition's actions run, that is while the queue is being processed: it is processed next.
+   * @internal Queues a chart's `io.failed` ahead of every other event, while a transition's
+   * actions run: it is processed next (by the queue being processed, or by {@link start}).
    */
   sendUrgent(chart: RunningChart, event: EventObject): void {
     ;(this.urgent ??= []).push(chart, event)
@@ -232,19 +252,32 @@ export abstract class ChartRuntime {
   /**
    * The timer armed for the soonest delay fired: that delay is delivered (a Node timer may fire a
    * fraction of a millisecond before performance.now() reads its deadline: it is due), then each
-   * other delay the clock reads as due, one at a time and in order, each event processed before
-   * the next is taken (so a transition that cancels a later delay, by leaving its state, cancels
-   * it in time); then the timer is armed for the next.
+   * other delay that was pending when the timer fired and that the clock reads as due, in order,
+   * each event processed before the next is taken (a transition that cancels a later delay, by
+   * leaving its state, cancels it in time); then the timer is armed for the next. A delay
+   * scheduled while these are delivered waits for a timer of its own, even a 0 ms one: the event
+   * loop runs before it, as under XState, where each delay has its own timer (so a chart that
+   * re-enters a state with a 0 ms `after` never holds the event loop).
    */
   private fire(): void {
     this.timer = null
     this.timerDue = Number.POSITIVE_INFINITY
-    for (let next = this.delays?.[0]; next !== undefined; next = this.delays?.[0]) {
-      this.delays!.shift()
-      this.send(next.chart, next.event)
-      if ((this.delays?.[0]?.due ?? Number.POSITIVE_INFINITY) > this.clock.now()) break
+    try {
+      const delays = this.delays
+      if (delays === null) return
+      const now = this.clock.now()
+      let end = 1
+      while (end < delays.length && delays[end]!.due <= now) end++
+      for (const delay of delays.slice(0, end)) {
+        // Cancelled (or rescheduled) by the transition of one delivered before it: not delivered.
+        const i = this.delays?.indexOf(delay) ?? -1
+        if (i < 0) continue
+        this.delays!.splice(i, 1)
+        this.send(delay.chart, delay.event)
+      }
+    } finally {
+      this.arm()
     }
-    this.arm()
   }
 
   private drain(): void {
@@ -254,7 +287,14 @@ export abstract class ChartRuntime {
         const from = this.urgent !== null && this.urgent.length > 0 ? this.urgent : this.queue
         if (from === null || from.length === 0) break
         const chart = from.shift() as RunningChart
-        chart.process(from.shift() as EventObject)
+        const event = from.shift() as EventObject
+        try {
+          chart.process(event)
+        } catch (error) {
+          // What the host's callbacks around a step threw (they are guarded: a phoenix-link bug):
+          // that chart is stopped and reported, and the queue goes on.
+          chart.fail(error)
+        }
       }
       // Drained: an idle link keeps no queue.
       this.queue = null
@@ -275,7 +315,7 @@ export abstract class ChartRuntime {
 export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
   /** The chart's current snapshot (unset only when its initial transition crashed: then it is stopped). */
   snapshot!: SnapshotFrom<M>
-  private observers: Set<(snapshot: SnapshotFrom<M>) => void> | null = null
+  private observers: Set<ChartObserver<SnapshotFrom<M>>> | null = null
   private stopped = false
   private readonly serial = ++serial
 
@@ -314,17 +354,57 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     this.runtime.send(this, event)
   }
 
-  /** Calls `listener` with every snapshot the chart commits, until unsubscribed. */
-  subscribe(listener: ((snapshot: SnapshotFrom<M>) => void) | { next?: (snapshot: SnapshotFrom<M>) => void }): { unsubscribe(): void } {
-    const next = typeof listener === 'function' ? listener : (snapshot: SnapshotFrom<M>) => listener.next?.(snapshot)
-    ;(this.observers ??= new Set()).add(next)
-    return { unsubscribe: () => void this.observers?.delete(next) }
+  /**
+   * Calls `listener` (or its `next`) with every snapshot the chart commits until unsubscribed;
+   * its `complete` once when the chart stops (a final state, or stopped by its link), its
+   * `error` once when the chart crashes, as an XState actor's observers. What a listener throws
+   * is reported ({@link ChartRuntime.listenerFailed}) and changes nothing for the chart.
+   */
+  subscribe(listener: ((snapshot: SnapshotFrom<M>) => void) | ChartObserver<SnapshotFrom<M>>): { unsubscribe(): void } {
+    const observer = typeof listener === 'function' ? { next: listener } : listener
+    if (this.stopped) {
+      this.call(observer, 'complete', undefined)
+      return { unsubscribe: () => {} }
+    }
+    ;(this.observers ??= new Set()).add(observer)
+    return { unsubscribe: () => void this.observers?.delete(observer) }
   }
 
-  /** Stops the chart: its pending delays are cancelled; events sent later are dropped. */
+  /** Stops the chart: its pending delays are cancelled, events sent later are dropped, observers complete. */
   stop(): void {
+    if (this.halt()) this.finish('complete', undefined)
+  }
+
+  /** @internal A host callback around one of this chart's steps threw: the chart crashes. */
+  fail(error: unknown): void {
+    if (!this.stopped) this.crash(error)
+  }
+
+  /** Marks the chart stopped and cancels its delays; false when it already was. */
+  private halt(): boolean {
+    if (this.stopped) return false
     this.stopped = true
     this.runtime.cancelAll(this)
+    return true
+  }
+
+  /** Ends every observer with `complete` or `error`. */
+  private finish(how: 'complete' | 'error', error: unknown): void {
+    const observers = this.observers
+    if (observers === null) return
+    this.observers = null
+    for (const observer of observers) this.call(observer, how, error)
+  }
+
+  /** Calls one method of an observer; what it throws is reported, never raised. */
+  private call(observer: ChartObserver<SnapshotFrom<M>>, how: 'next' | 'complete' | 'error', value: unknown): void {
+    try {
+      if (how === 'next') observer.next?.(value as SnapshotFrom<M>)
+      else if (how === 'error') observer.error?.(value)
+      else observer.complete?.()
+    } catch (error) {
+      this.runtime.listenerFailed(this as RunningChart, error)
+    }
   }
 
   /** @internal Processes one event (called by the runtime's queue). */
@@ -342,8 +422,9 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     while (root._parent !== null) root = root._parent
     try {
       this.runtime.inspect!({ ...event, rootId: root.sessionId } as RuntimeInspectionEvent)
-    } catch {
-      // The host's observer is guarded by the host; nothing it throws reaches a chart.
+    } catch (error) {
+      // Nothing an observer throws reaches a chart; it is reported.
+      this.runtime.listenerFailed(this, error)
     }
   }
 
@@ -391,7 +472,9 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
           // An immediate raise was handled inside the transition; a delayed one is an `after`.
           if (typeof params!.delay === 'number') {
             const event = params!.event as EventObject
-            this.runtime.schedule(this, (params!.id as string | undefined) ?? `xstate.delayed.${event.type}`, params!.delay, event)
+            // An `after` names its delay; a delayed raise without an id gets one of its own (XState
+            // gives it a random id), so two of them are both delivered.
+            this.runtime.schedule(this, (params!.id as string | undefined) ?? `xstate.delayed.${++serial}`, params!.delay, event)
           }
           break
         case 'xstate.cancel':
@@ -416,17 +499,20 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
           }
       }
     }
-    if (statusOf(this.snapshot).status !== 'active') this.stop()
+    // A final state: the chart stops; its observers see the final snapshot, then complete.
+    const done = statusOf(this.snapshot).status !== 'active' && this.halt()
     host.changed(this)
     if (this.observers !== null) {
-      for (const observer of [...this.observers]) observer(this.snapshot)
+      for (const observer of [...this.observers]) this.call(observer, 'next', this.snapshot)
     }
     if (host.inspect !== null) this.inspectEvent({ type: '@xstate.snapshot', actorRef: this, event, snapshot: this.snapshot })
+    if (done) this.finish('complete', undefined)
   }
 
   private crash(error: unknown): void {
-    this.stop()
+    this.halt()
     this.runtime.crashed(this, error)
+    this.finish('error', error)
   }
 
   /** The ids of the chart's pending delays, soonest first (for tests and tools). */

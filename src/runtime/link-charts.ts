@@ -33,6 +33,11 @@ export interface ChartIo {
   joinAttempt(attempt: AttachOrigin): void
   releaseAttempt(attempt: AttachOrigin): void
   leaveAttempt(attempt: AttachOrigin): void
+  /**
+   * The channel chart of `topic` crashed (a phoenix-link bug): whatever attempt it had ends, and a
+   * join the server accepted, or may still accept, is left on the wire.
+   */
+  dropTopic(topic: string): void
 }
 
 /** What the link hears from its charts. */
@@ -47,6 +52,8 @@ export interface LinkChartsHost {
   crashed(chart: string, error: unknown): void
   /** An I/O action threw (its chart handles `io.failed`); for the log. */
   actionFailed(chart: string, action: string, error: unknown): void
+  /** A listener of a chart (`subscribe()`, an inspection observer) threw; nothing else changed. For the log. */
+  listenerFailed(chart: string, error: unknown): void
 }
 
 /** What a link's charts are built from. */
@@ -131,7 +138,14 @@ export class LinkCharts extends ChartRuntime {
 
   private readonly dispatchInspection = (event: RuntimeInspectionEvent): void => {
     if (this.inspectors === null) return
-    for (const listener of [...this.inspectors]) listener(event)
+    for (const listener of [...this.inspectors]) {
+      // One observer's throw is reported and hides the event from no other observer.
+      try {
+        listener(event)
+      } catch (error) {
+        this.host.listenerFailed(event.actorRef.id, error)
+      }
+    }
   }
 
   /** Stops every chart (the link crashed): no delay of any chart fires again; a handler still running is abandoned. */
@@ -217,6 +231,10 @@ export class LinkCharts extends ChartRuntime {
     this.host.actionFailed(chart.id, type, error)
   }
 
+  listenerFailed(chart: RunningChart, error: unknown): void {
+    this.host.listenerFailed(chart.id, error)
+  }
+
   emitted(chart: RunningChart, event: EventObject): void {
     if (chart === this.connection) this.host.emitted(event as ConnectionEmitted)
   }
@@ -234,6 +252,8 @@ export class LinkCharts extends ChartRuntime {
       // this one starts: a crash of its initial transition is that channel's failure too.)
       if (current !== undefined && current !== chart) return
       this.channels.delete(topic)
+      // Its exit actions will not run: its join attempt is ended here, and the topic left.
+      this.io.dropTopic(topic)
       super.send(this.connection, { type: 'channel.failed', topic, error } satisfies ConnectionEvent as EventObject)
       return
     }

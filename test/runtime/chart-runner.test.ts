@@ -5,7 +5,7 @@
  * inspection, observers, final states.
  */
 import { describe, expect, it } from 'vitest'
-import { assign, createMachine, enqueueActions, emit, fromCallback, log, raise, sendTo, setup, type EventObject } from 'xstate'
+import { assign, createMachine, enqueueActions, emit, fromCallback, log, raise, sendTo, setup, waitFor, type EventObject } from 'xstate'
 import { checkChart, type RunningChart } from '../../src/runtime/chart-runner.js'
 import { TestRuntime } from '../support/runtime.js'
 
@@ -249,11 +249,11 @@ describe('delays', () => {
     expect(runtime.io.map((x) => x.chart)).toEqual(['a', 'b'])
   })
 
-  it('a delayed raise without an id, and an immediate raise (handled inside the transition, nothing scheduled)', () => {
+  it('a delayed raise without an id, and an immediate raise (handled inside the transition, nothing scheduled); two delayed raises without an id both fire', () => {
     const raising = setup({ types: { events: {} as { type: 'go' } | { type: 'now' } | { type: 'later' } }, actions: { io: (_: unknown, _p: string) => {} } }).createMachine({
       id: 'raising',
       on: {
-        go: { actions: [raise({ type: 'now' }), raise({ type: 'later' }, { delay: 50 })] },
+        go: { actions: [raise({ type: 'now' }), raise({ type: 'later' }, { delay: 50 }), raise({ type: 'later' }, { delay: 60 })] },
         now: { actions: { type: 'io', params: 'now' } },
         later: { actions: { type: 'io', params: 'later' } },
       },
@@ -262,10 +262,37 @@ describe('delays', () => {
     const chart = runtime.run(raising, undefined)
     chart.send({ type: 'go' })
     expect(runtime.paramsOf('io')).toEqual(['now'])
-    expect(chart.pendingDelays()).toEqual(['xstate.delayed.later'])
+    expect(chart.pendingDelays()).toHaveLength(2)
     runtime.clock.increment(50)
     expect(runtime.paramsOf('io')).toEqual(['now', 'later'])
+    runtime.clock.increment(10)
+    expect(runtime.paramsOf('io')).toEqual(['now', 'later', 'later'])
     expect(chart.pendingDelays()).toEqual([])
+  })
+
+  it('a delay scheduled while due delays are delivered waits for a timer of its own, even at 0 ms (the event loop runs before it)', () => {
+    const looping = setup({ types: { context: {} as { n: number } }, actions: { io: (_: unknown, _p: number) => {} } }).createMachine({
+      id: 'looping',
+      context: { n: 0 },
+      initial: 'a',
+      states: {
+        a: {
+          after: {
+            0: { target: 'a', reenter: true, actions: [assign({ n: ({ context }) => context.n + 1 }), { type: 'io', params: ({ context }) => context.n }] },
+          },
+        },
+      },
+    })
+    const runtime = new TestRuntime()
+    const clock = counting(runtime)
+    runtime.run(looping, undefined)
+    expect(clock.armed()).toBe(1)
+    runtime.clock.increment(0)
+    // One turn per timer: the re-entered state's 0 ms delay is armed on a new timer, not run in this one.
+    expect(runtime.paramsOf('io')).toEqual([1])
+    expect(clock.armed()).toBe(1)
+    runtime.clock.increment(0)
+    expect(runtime.paramsOf('io')).toEqual([1, 2])
   })
 
   it('one clock timer for every pending delay of every chart; none once nothing is pending', () => {
@@ -351,6 +378,86 @@ describe('delays', () => {
     b.stop()
     runtime.clock.increment(2000)
     expect(runtime.io).toEqual([])
+  })
+})
+
+describe('observers and listeners', () => {
+  it('a snapshot listener that throws is reported; the chart, the other listeners and its delays go on', () => {
+    const runtime = new TestRuntime()
+    const a = runtime.run(timers, undefined, 'a')
+    const seen: unknown[] = []
+    a.subscribe(() => {
+      throw new Error('listener broke')
+    })
+    a.subscribe((s) => void seen.push(s.value))
+    a.send({ type: 'leave' })
+    expect(runtime.listenerErrors).toEqual([{ chart: 'a', error: new Error('listener broke') }])
+    expect(seen).toHaveLength(1)
+    // A delay's transition calls the throwing listener from the clock's timer: every later delay still fires.
+    runtime.clock.increment(100)
+    expect(runtime.paramsOf('io')).toEqual(['second same'])
+    runtime.clock.increment(900)
+    expect(a.pendingDelays()).toEqual([])
+    expect(runtime.listenerErrors).toHaveLength(2)
+    a.send({ type: 'back' })
+    expect(seen).toHaveLength(3)
+  })
+
+  it('observers complete when the chart reaches a final state (after seeing it) or is stopped, and error when it crashes; a late one completes at once', () => {
+    const runtime = new TestRuntime()
+    const log: string[] = []
+    const observer = (name: string) => ({
+      next: (s: { value: unknown }) => void log.push(`${name} next ${String(s.value)}`),
+      error: (e: unknown) => void log.push(`${name} error ${(e as Error).message.split('\n').at(-1)}`),
+      complete: () => void log.push(`${name} complete`),
+    })
+    const finishing = runtime.run(counter, undefined, 'finishing')
+    finishing.subscribe(observer('f'))
+    finishing.send({ type: 'finish' })
+    const crashing = runtime.run(counter, undefined, 'crashing')
+    crashing.subscribe(observer('c'))
+    crashing.send({ type: 'boom' })
+    const stopped = runtime.run(counter, undefined, 'stopped')
+    stopped.subscribe(observer('s'))
+    stopped.stop()
+    stopped.stop()
+    stopped.subscribe(observer('late'))
+    expect(log).toEqual(['f next done', 'f complete', 'c error guard broke', 's complete', 'late complete'])
+  })
+
+  it("XState's waitFor on a chart that finishes without meeting the predicate rejects at once, not after its timeout", async () => {
+    const runtime = new TestRuntime()
+    const chart = runtime.run(counter, undefined)
+    const waiting = waitFor(chart as never, (s: { context: { n: number } }) => s.context.n > 5, { timeout: 60_000 })
+    chart.send({ type: 'finish' })
+    await expect(waiting).rejects.toThrow()
+  })
+
+  it('a host callback around a step that throws (a phoenix-link bug) crashes that chart alone; the queue goes on', () => {
+    class Breaking extends TestRuntime {
+      override changed(chart: RunningChart): void {
+        if (chart.id === 'bad') throw new Error('changed broke')
+      }
+    }
+    const runtime = new Breaking()
+    const good = runtime.run(counter, undefined, 'good')
+    const bad = runtime.run(counter, undefined, 'bad-later')
+    ;(bad as { id: string }).id = 'bad'
+    runtime.send(bad, { type: 'inc' })
+    runtime.send(good, { type: 'inc' })
+    expect(runtime.crashes).toEqual([{ chart: 'bad', error: new Error('changed broke') }])
+    expect(bad.isStopped).toBe(true)
+    expect(good.getSnapshot().context.n).toBe(1)
+  })
+
+  it("a chart started outside the queue's processing whose entry I/O throws gets its io.failed at once", () => {
+    const runtime = new TestRuntime()
+    runtime.onExecute = (_chart, _type, params) => {
+      if ((params as { tag: string }).tag === 'entry') throw new Error('entry broke')
+    }
+    runtime.run(counter, undefined)
+    expect(runtime.failures).toHaveLength(1)
+    expect(runtime.io.map((a) => (a.params as { tag: string }).tag)).toEqual(['entry', 'failed'])
   })
 })
 

@@ -186,6 +186,8 @@ describe('what the host hears', () => {
     const channel = w.charts.channels.get('room:1')!
     w.charts.crashed(channel, new Error('channel bug'))
     expect(w.charts.channels.has('room:1')).toBe(false)
+    // Its exit actions never run: its attempt is ended and the topic left by the adapter.
+    expect(w.io.filter(([name]) => name === 'dropTopic')).toEqual([['dropTopic', 'room:1']])
     expect(w.emitted.at(-1)).toMatchObject({ type: 'link.channel', topic: 'room:1', status: 'dropped' })
     expect(w.crashes).toEqual([])
     w.charts.crashed(w.charts.reconnect!, new Error('reconnect bug'))
@@ -200,6 +202,8 @@ describe('what the host hears', () => {
     const current = w.charts.channels.get('room:1')!
     w.charts.crashed(old, new Error('late'))
     expect(w.charts.channels.get('room:1')).toBe(current)
+    // The topic is the later chart's: nothing of it is dropped.
+    expect(w.io.some(([name]) => name === 'dropTopic')).toBe(false)
   })
 
   it('inspection: from the option, and from any observer added later until it stops; none built while nobody watches', () => {
@@ -222,5 +226,20 @@ describe('what the host hears', () => {
     expect(quiet.charts.inspect).toBeNull()
     off()
     expect(quiet.charts.inspect).toBeNull()
+  })
+
+  it('an inspection observer that throws is reported, and every other observer still sees every event', () => {
+    const seen: string[] = []
+    const w = wired()
+    w.charts.observe(() => {
+      throw new Error('observer broke')
+    })
+    w.charts.observe((e) => void seen.push(e.type))
+    w.charts.send({ type: 'host.connect' })
+    expect(seen).toContain('@xstate.event')
+    expect(seen.filter((t) => t === '@xstate.snapshot').length).toBeGreaterThan(0)
+    expect(w.listenerErrors.length).toBe(seen.length)
+    expect(w.listenerErrors[0]).toEqual(['connection', new Error('observer broke')])
+    expect(w.charts.connection.snapshot.value).toMatchObject({ session: { online: expect.anything() } })
   })
 })

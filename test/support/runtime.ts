@@ -20,6 +20,8 @@ export class TestRuntime extends ChartRuntime {
   readonly emittedEvents: EventObject[] = []
   readonly crashes: Array<{ chart: string; error: unknown }> = []
   readonly failures: Array<{ chart: string; type: string; error: unknown }> = []
+  /** What the charts' listeners (subscribe, inspection) threw. */
+  readonly listenerErrors: Array<{ chart: string; error: unknown }> = []
   /** Called for every I/O action after it is recorded; a throw is the action's fault. */
   onExecute: ((chart: RunningChart, type: string, params: unknown) => void) | null = null
 
@@ -37,9 +39,12 @@ export class TestRuntime extends ChartRuntime {
   emitted(_chart: RunningChart, event: EventObject): void {
     this.emittedEvents.push(event)
   }
-  changed(): void {}
+  changed(_chart: RunningChart): void {}
   crashed(chart: RunningChart, error: unknown): void {
     this.crashes.push({ chart: chart.id, error })
+  }
+  listenerFailed(chart: RunningChart, error: unknown): void {
+    this.listenerErrors.push({ chart: chart.id, error })
   }
 
   /** The params of every recorded I/O action of `type`, in order. */

@@ -26,10 +26,12 @@ export function wired(options: { env?: typeof ENV; policy?: LinkPolicyInput; ins
     joinAttempt: record('joinAttempt'),
     releaseAttempt: record('releaseAttempt'),
     leaveAttempt: record('leaveAttempt'),
+    dropTopic: record('dropTopic'),
   }
   const emitted: ConnectionEmitted[] = []
   const crashes: Array<[string, unknown]> = []
   const failures: Array<[string, string, unknown]> = []
+  const listenerErrors: Array<[string, unknown]> = []
   let changes = 0
   /** The signals handed to the host's handler, each with its AbortSignal and the means to settle it. */
   const delivered: Array<{ queued: QueuedSignal; signal: AbortSignal; resolve: () => void; reject: (e: unknown) => void }> = []
@@ -46,6 +48,7 @@ export function wired(options: { env?: typeof ENV; policy?: LinkPolicyInput; ins
       changed: () => void changes++,
       crashed: (chart, error) => void crashes.push([chart, error]),
       actionFailed: (chart, action, error) => void failures.push([chart, action, error]),
+      listenerFailed: (chart, error) => void listenerErrors.push([chart, error]),
     },
   })
   /** Drives the connection chart from idle to connected on transport 1 of session 1. */
@@ -54,5 +57,5 @@ export function wired(options: { env?: typeof ENV; policy?: LinkPolicyInput; ins
     charts.send({ type: 'socket.open', generation: 1, epoch: 1 })
     charts.send({ type: 'control.joinOk', generation: 1, epoch: 1 })
   }
-  return { charts, io, emitted, crashes, failures, delivered, clock, connect, changes: () => changes }
+  return { charts, io, emitted, crashes, failures, listenerErrors, delivered, clock, connect, changes: () => changes }
 }

@@ -5,7 +5,7 @@
  */
 import { request } from 'node:http'
 import { inspect } from 'node:util'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { CONTROL_EVENT, PROTOCOL_VSN, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
 import { next, settle, untilState, useWorld } from '../support/wire.js'
@@ -206,6 +206,63 @@ describe('a chart crash', () => {
     expect(await settle(link.whenState('connected'))).toMatchObject({ error: { code: 'INTERNAL' } })
     await link.disconnect()
     await sim.waitFor(() => sim.live('agent-1').length === 0)
+  })
+
+  it("a wall clock that throws for good: the crash is still reported whole (a stamp, the host's events), and connect() and disconnect() settle", async () => {
+    const sim = await world().sim()
+    let broken = false
+    const now = () => {
+      if (broken) throw new Error('clock gone')
+      return Date.now()
+    }
+    const lines: string[] = []
+    const logged = (...args: unknown[]) => void lines.push(args.find((a): a is string => typeof a === 'string') ?? '')
+    const logger = { debug: () => {}, info: () => {}, warn: () => {}, error: logged }
+    const link = world().link(sim, { env: { now }, logger })
+    await link.connect()
+    const ended = next(link, 'disconnected')
+    broken = true
+    chartOf(link).send({ type: 'host.disconnect' })
+    const event = await ended
+    expect(event).toMatchObject({ outcome: 'terminated', terminal: true, reason: { kind: 'other', detail: 'internal error: clock gone' } })
+    // The stamp falls back to the process's own wall clock when the host's throws.
+    expect(event.reason.at).toEqual(expect.any(Number))
+    expect(lines).toContain('connection chart crashed')
+    // The socket's close is stamped outside the charts: there the host's clock fault is logged once, never thrown into ws.
+    await sim.waitFor(() => sim.live('agent-1').length === 0, { what: 'the socket to end' })
+    await vi.waitFor(() => expect(lines.filter((l) => l.startsWith('env.now threw'))).toHaveLength(1), { timeout: 2000 })
+    expect(link.state).toBe('terminated')
+    expect(await settle(link.connect())).toMatchObject({ error: { code: 'INTERNAL' } })
+    await link.disconnect()
+  })
+
+  it("a channel chart's crash drops that channel alone: its join, accepted after the crash, is left on the wire; the link stays connected", async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:held', { reply: 'hold' }, 1)
+    let broken = false
+    const now = () => {
+      if (!broken) return Date.now()
+      broken = false
+      throw new Error('simulated bug')
+    }
+    const link = world().link(sim, { env: { now }, policy: { channel: { joinTimeoutMs: 150 } } })
+    await link.connect()
+    const dropped = next(link, 'channel', { filter: (e) => e.topic === 'room:held' && e.status === 'dropped' })
+    link.channel('room:held')
+    await sim.waitFor(() => sim.heldJoins.some((j) => j.topic === 'room:held'), { what: 'the held join' })
+    // The channel chart stamps its join timeout's reason with the wall clock: that assign throws.
+    broken = true
+    expect(await dropped).toMatchObject({ reason: { kind: 'other', detail: expect.stringContaining('simulated bug') } })
+    expect(broken).toBe(false)
+    expect(chartsOf(link).channels.has('room:held')).toBe(false)
+    // The server accepts the join late: the phx_leave the crash left behind ends it there.
+    const conn = sim.live('agent-1')[0]!
+    expect(sim.answerHeldJoin('room:held', { reply: 'ok' })).toBe(true)
+    await sim.waitFor(() => conn.frames.some((f) => f.dir === 'in' && f.frame?.topic === 'room:held' && f.frame.event === 'phx_leave'), { what: 'the phx_leave' })
+    await sim.waitFor(() => !conn.channels.has('room:held'), { what: 'the server to drop the topic' })
+    expect(link.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+    await link.disconnect()
   })
 })
 
