@@ -32,13 +32,5 @@ const sources = checkout ? ['../src', '../machines'].map((dir) => newestSource(f
 if (checkout && Math.max(...sources) > statSync(compiled).mtimeMs) {
   process.stderr.write('phoenix-link: src/ or machines/ changed after dist/ was built; this runs the old build (`npm run build` to refresh)\n')
 }
-// The simulator behind demo, serve and conform exports Prometheus metrics; prom-client is an optional
-// peer of the package (a browser app never needs it), so the command says what to install.
-try {
-  import.meta.resolve('prom-client')
-} catch {
-  process.stderr.write('phoenix-link: the command needs prom-client, an optional peer dependency: npm install --save-dev prom-client\n')
-  process.exit(1)
-}
 const { main } = await import(compiled)
 await main()

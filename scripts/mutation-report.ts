@@ -188,6 +188,26 @@ const WHY: Record<string, string> = {
     'equivalent: a string where the chart keeps a child object (online, attached) has no `attached` or `live` field, so the `typeof … === object` halves change nothing; and the message of an error the chart cannot cause',
   'machines/connection.ts#connectionMachine.actions.spawnChannel': 'a defensive event-type check and the spawned input (policy, env) the pure tests do not read',
   'machines/channel.ts#channelMachine.actions.countRejoin': 'the rejoin count only scales the rejoin delay (see rejoinDelay)',
+  // The charts' runtime (src/runtime/, issue 17).
+  'src/runtime/chart-runner.ts#ChartRuntime.pendingOf':
+    'equivalent: the `?? []` for no pending delay replaced by any other array is filtered by chart, and no array the mutant builds holds a delay of the chart',
+  'src/runtime/chart-runner.ts#ChartRuntime.fire':
+    'equivalent: the timer is armed only while a delay is pending (arm() clears it when none is), so fire() never finds the list empty',
+  'src/runtime/chart-runner.ts#RunningChart.halt':
+    'equivalent: halting a chart twice finds no observer (finish() let them go) and no delay of it left, so the second halt changes nothing',
+  'src/runtime/chart-runner.ts#RunningChart.compute':
+    "equivalent: the `finally` releases the last transition's action list, chart and inspection target, and compute() sets all three again before the next transition; `children` is never anything but empty on this runtime (checkChart refuses spawns and invokes), so the half of its check that keeps a non-empty one cannot be reached",
+  'src/runtime/chart-runner.ts#RunningChart.commit':
+    'equivalent: the counter that keys a delayed raise without an id counts down as well as up (each key still differs from every pending one)',
+  'src/runtime/chart-runner.ts#checkChart': 'equivalent: the `typeof … string` half (the set of refused actions holds only strings)',
+  'src/runtime/link-charts.ts#LinkCharts.dispatchInspection':
+    'equivalent: the runtime reads `inspect` (null while nobody observes) before each inspection event, so the dispatcher is never called with no observer',
+  'src/runtime/link-charts.ts#LinkCharts.execute':
+    "equivalent: the connection chart stops a reconnect chart only on leaving `session`, which started one on entry, so there always is one (the `?.`); a channel chart's initial transition reads only its input, so none can crash while it starts (the `isStopped` check)",
+  'src/runtime/link-charts.ts#LinkCharts.crashed':
+    "equivalent: the half for a channel chart that crashed while it started (no chart holds its topic yet): a channel chart's initial transition reads only its input and cannot throw",
+  'src/runtime/link-charts.ts#LinkCharts.emitted':
+    'equivalent: only the connection chart emits; the other charts tell it with `report` actions',
 }
 
 /**

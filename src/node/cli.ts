@@ -8,11 +8,8 @@ import { readFileSync } from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { SERVER_FLAVORS, type FlavorName } from './server/flavors.js'
 import { runConnect } from './cli/connect.js'
-import { runDemo } from './cli/demo.js'
-import { runServe } from './cli/serve.js'
 import { runPaths } from './cli/paths.js'
 import { EXPORT_FORMATS, runExport } from './cli/export.js'
-import { runConform } from './cli/conform.js'
 import { CHARTS, type ChartName } from './model/chart-info.js'
 
 function port(value: string): number {
@@ -40,6 +37,23 @@ function packageVersion(): string {
   return 'unknown'
 }
 
+/**
+ * Loads a command that runs the simulator (demo, serve, conform): the simulator exports
+ * Prometheus metrics, and prom-client is an optional peer of the package (a browser app never
+ * needs it). Without it the command prints what to install and exits 1; the other commands
+ * (help, connect, paths, export) run without it.
+ */
+async function simulatorCommand<T>(load: () => Promise<T>): Promise<T | null> {
+  try {
+    import.meta.resolve('prom-client')
+  } catch {
+    process.stderr.write('phoenix-link: this command runs the simulator, which needs prom-client, an optional peer dependency: npm install --save-dev prom-client\n')
+    process.exitCode = 1
+    return null
+  }
+  return load()
+}
+
 /** Resolves on the first SIGINT or SIGTERM. */
 function untilSignal(): Promise<void> {
   return new Promise((resolve) => {
@@ -61,7 +75,9 @@ export function program(): Command {
     .option('--visualize-port <port>', 'port of the visualizer (0 picks one)', port, 0)
     .option('--trace <file>', 'write both links\' transitions to <file> as JSON lines, for the visualizer\'s #replay (the API key is never written)')
     .action(async (opts: { json: boolean; visualize: boolean; visualizePort: number; trace?: string }) => {
-      process.exitCode = await runDemo({
+      const loaded = await simulatorCommand(() => import('./cli/demo.js'))
+      if (loaded === null) return
+      process.exitCode = await loaded.runDemo({
         json: opts.json,
         ...(opts.trace ? { trace: opts.trace } : {}),
         ...(opts.visualize ? { visualize: { port: opts.visualizePort, holdUntil: untilSignal() } } : {}),
@@ -106,7 +122,9 @@ export function program(): Command {
       ),
     )
     .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; json: boolean; dashboard: boolean; adminToken?: string }) => {
-      process.exitCode = await runServe({
+      const loaded = await simulatorCommand(() => import('./cli/serve.js'))
+      if (loaded === null) return
+      process.exitCode = await loaded.runServe({
         port: opts.port,
         host: opts.host,
         flavor: opts.flavor,
@@ -152,7 +170,9 @@ export function program(): Command {
       return n
     }, 3)
     .action(async (command: string[], opts: { json: boolean; connectTimeout: number; reconnectCap: number; quiet: number; concurrency: number }) => {
-      process.exitCode = await runConform({
+      const loaded = await simulatorCommand(() => import('./cli/conform.js'))
+      if (loaded === null) return
+      process.exitCode = await loaded.runConform({
         command,
         json: opts.json,
         connectTimeoutMs: opts.connectTimeout,

@@ -375,9 +375,12 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     if (this.halt()) this.finish('complete', undefined)
   }
 
-  /** @internal A host callback around one of this chart's steps threw: the chart crashes. */
+  /**
+   * @internal A host callback around one of this chart's steps threw: the chart crashes (reported
+   * even when that step had just stopped it in a final state).
+   */
   fail(error: unknown): void {
-    if (!this.stopped) this.crash(error)
+    this.crash(error)
   }
 
   /** Marks the chart stopped and cancels its delays; false when it already was. */
@@ -401,7 +404,7 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     try {
       if (how === 'next') observer.next?.(value as SnapshotFrom<M>)
       else if (how === 'error') observer.error?.(value)
-      else observer.complete?.()
+      else if (how === 'complete') observer.complete?.()
     } catch (error) {
       this.runtime.listenerFailed(this as RunningChart, error)
     }
@@ -416,12 +419,15 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     if (actions !== null) this.commit(actions, event)
   }
 
-  /** @internal Sends an inspection event about this chart to the runtime's observer (callers check there is one). */
+  /** @internal Sends an inspection event about this chart to the runtime's observer, if there still is one. */
   inspectEvent(event: Omit<RuntimeInspectionEvent, 'rootId'>): void {
+    // An observer may have stopped observing during this very step: then there is none to tell.
+    const inspect = this.runtime.inspect
+    if (inspect === null) return
     let root: RunningChart = this
     while (root._parent !== null) root = root._parent
     try {
-      this.runtime.inspect!({ ...event, rootId: root.sessionId } as RuntimeInspectionEvent)
+      inspect({ ...event, rootId: root.sessionId } as RuntimeInspectionEvent)
     } catch (error) {
       // Nothing an observer throws reaches a chart; it is reported.
       this.runtime.listenerFailed(this, error)

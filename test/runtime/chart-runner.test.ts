@@ -98,6 +98,25 @@ describe('I/O actions', () => {
     expect(runtime.crashes).toEqual([])
   })
 
+  it("a chart started by an I/O action does not make the queue run inside that transition: the actions after it run first", () => {
+    const runtime = new TestRuntime()
+    const other = runtime.run(counter, undefined, 'other')
+    const order: string[] = []
+    runtime.onExecute = (chart, _type, params) => {
+      const { tag } = params as { tag: string }
+      order.push(`${chart.id} ${tag}`)
+      // The parent's first action queues an event for another chart, its second starts a chart.
+      if (chart.id === 'parent' && tag === 'after bump') {
+        runtime.send(other, { type: 'inc' })
+        runtime.run(counter, undefined, 'child', chart)
+      }
+    }
+    const parent = runtime.run(counter, undefined, 'parent')
+    order.length = 0
+    parent.send({ type: 'inc' })
+    expect(order).toEqual(['parent after bump', 'child entry', 'other after bump'])
+  })
+
   it('an I/O action that stops its own chart ends that transition: the actions after it do not run', () => {
     const runtime = new TestRuntime()
     const chart = runtime.run(counter, undefined)
@@ -128,6 +147,9 @@ describe('a crash', () => {
     expect(chart.isStopped).toBe(true)
     chart.send({ type: 'inc' })
     expect(runtime.io).toHaveLength(1)
+    // Not even computed: the snapshot is the last one committed.
+    expect(chart.getSnapshot().context.n).toBe(0)
+    expect(runtime.crashes).toHaveLength(1)
   })
 
   it('an initial transition that throws is a crash too: the chart is stopped before it runs anything', () => {
@@ -423,6 +445,37 @@ describe('observers and listeners', () => {
     stopped.stop()
     stopped.subscribe(observer('late'))
     expect(log).toEqual(['f next done', 'f complete', 'c error guard broke', 's complete', 'late complete'])
+    // Observers without error or complete are no listener fault; a late subscription unsubscribes.
+    const bare = runtime.run(counter, undefined, 'bare')
+    bare.subscribe({ next: () => {} })
+    bare.send({ type: 'boom' })
+    const bareStopped = runtime.run(counter, undefined, 'bare-stopped')
+    bareStopped.subscribe({ next: () => {} })
+    bareStopped.stop()
+    bareStopped.subscribe({ next: () => {} }).unsubscribe()
+    expect(runtime.listenerErrors).toEqual([])
+  })
+
+  it('a chart in a final state whose host callback throws is still reported, once', () => {
+    class Breaking extends TestRuntime {
+      override changed(chart: RunningChart): void {
+        if (chart.isStopped) throw new Error('changed broke')
+      }
+    }
+    const runtime = new Breaking()
+    const chart = runtime.run(counter, undefined, 'finishing')
+    chart.send({ type: 'finish' })
+    expect(runtime.crashes).toEqual([{ chart: 'finishing', error: new Error('changed broke') }])
+  })
+
+  it('a crash is reported once, and the queue goes on', () => {
+    const runtime = new TestRuntime()
+    const a = runtime.run(counter, undefined, 'a')
+    const b = runtime.run(counter, undefined, 'b')
+    runtime.send(a, { type: 'boom' })
+    runtime.send(b, { type: 'inc' })
+    expect(runtime.crashes.map((c) => c.chart)).toEqual(['a'])
+    expect(b.getSnapshot().context.n).toBe(1)
   })
 
   it("XState's waitFor on a chart that finishes without meeting the predicate rejects at once, not after its timeout", async () => {
@@ -517,6 +570,64 @@ describe('what it shows', () => {
     ])
   })
 
+  it("an I/O action's inspection event carries its type and params; an observer that throws is reported and the chart goes on", () => {
+    const runtime = new TestRuntime()
+    const actions: unknown[] = []
+    runtime.inspect = (e) => {
+      if (e.type === '@xstate.action') actions.push(e.action)
+      throw new Error('observer broke')
+    }
+    const chart = runtime.run(counter, undefined)
+    chart.send({ type: 'inc' })
+    expect(actions).toEqual([
+      { type: 'io', params: { n: 0, tag: 'entry' } },
+      { type: 'io', params: { n: 1, tag: 'after bump' } },
+    ])
+    expect(runtime.listenerErrors.length).toBeGreaterThan(0)
+    expect(runtime.listenerErrors.every((e) => e.chart === 'counter')).toBe(true)
+    expect(chart.getSnapshot().context.n).toBe(1)
+  })
+
+  it('an observer that stops observing at a microstep is not called for the rest of that transition, and nothing is reported', () => {
+    const stepping = setup({ types: { events: {} as { type: 'go' } | { type: 'then' } } }).createMachine({
+      id: 'stepping',
+      initial: 'a',
+      states: { a: { on: { go: { target: 'b', actions: raise({ type: 'then' }) } } }, b: { on: { then: 'c' } }, c: {} },
+    })
+    const runtime = new TestRuntime()
+    const chart = runtime.run(stepping, undefined)
+    const seen: string[] = []
+    runtime.inspect = (e) => {
+      seen.push(e.type)
+      if (e.type === '@xstate.microstep') runtime.inspect = null
+    }
+    chart.send({ type: 'go' })
+    expect(seen).toEqual(['@xstate.event', '@xstate.microstep'])
+    expect(runtime.listenerErrors).toEqual([])
+    expect(chart.getSnapshot().value).toBe('c')
+  })
+
+  it('a chart with a history state keeps its own history (only an empty one is shared)', () => {
+    const remembering = setup({ types: { events: {} as { type: 'next' } | { type: 'out' } | { type: 'back' } } }).createMachine({
+      id: 'remembering',
+      initial: 'a',
+      states: {
+        a: {
+          initial: 'one',
+          states: { one: { on: { next: 'two' } }, two: {}, hist: { type: 'history' } },
+          on: { out: 'b' },
+        },
+        b: { on: { back: 'a.hist' } },
+      },
+    })
+    const runtime = new TestRuntime()
+    const chart = runtime.run(remembering, undefined)
+    chart.send({ type: 'next' })
+    chart.send({ type: 'out' })
+    chart.send({ type: 'back' })
+    expect(chart.getSnapshot().value).toEqual({ a: 'two' })
+  })
+
   it("a chart started by another is inspected under the root's session id; each chart has its own", () => {
     const runtime = new TestRuntime()
     const roots: Array<[string, string]> = []
@@ -541,6 +652,8 @@ describe('what it shows', () => {
     const other = chart.subscribe({ next: (s) => void observed.push(s.value) })
     const silent = chart.subscribe({})
     chart.send({ type: 'go' })
+    // An observer without `next` is no listener fault.
+    expect(runtime.listenerErrors).toEqual([])
     sub.unsubscribe()
     chart.send({ type: 'go' })
     other.unsubscribe()

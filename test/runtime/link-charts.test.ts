@@ -53,6 +53,7 @@ describe('what the connection chart starts', () => {
     w.charts.send({ type: 'control.joinOk', generation: 2, epoch: 2 })
     w.charts.send({ ...signal('a'), generation: 2, epoch: 2 })
     const control = w.charts.control!
+    expect(control.id).toBe('control')
     expect(control.getSnapshot().context.policy).toEqual({ ...DEFAULT_CONTROL_POLICY, dedupeWindow: 3 })
     w.charts.send({ type: 'host.disconnect' })
     w.charts.send({ type: 'host.connect' })
@@ -165,6 +166,38 @@ describe('control delivery', () => {
     w.charts.stopAll()
     expect(w.charts.connection.isStopped).toBe(true)
   })
+
+  it("stopAll() after a handler settled aborts nothing: a settled handler's signal is not aborted later", async () => {
+    const w = wired()
+    w.connect()
+    w.charts.send(signal('a'))
+    w.delivered[0]!.resolve()
+    await Promise.resolve()
+    await Promise.resolve()
+    w.charts.stopAll()
+    expect(w.delivered[0]!.signal.aborted).toBe(false)
+  })
+
+  it("a handler abandoned by a new session that settles later does not release the next handler's signal", async () => {
+    const w = wired()
+    w.connect()
+    w.charts.send(signal('a'))
+    // A new session does not wait for the handler of the old one: it is abandoned (its signal aborts).
+    w.charts.send({ type: 'host.disconnect' })
+    w.charts.send({ type: 'control.left', generation: 1, epoch: 1 })
+    w.charts.send({ type: 'host.connect' })
+    expect(w.delivered[0]!.signal.aborted).toBe(true)
+    w.charts.send({ type: 'socket.open', generation: 2, epoch: 2 })
+    w.charts.send({ type: 'control.joinOk', generation: 2, epoch: 2 })
+    w.charts.send({ ...signal('b'), generation: 2, epoch: 2 })
+    expect(w.delivered).toHaveLength(2)
+    // The abandoned handler settles only now.
+    w.delivered[0]!.resolve()
+    await Promise.resolve()
+    await Promise.resolve()
+    w.charts.stopAll()
+    expect(w.delivered[1]!.signal.aborted).toBe(true)
+  })
 })
 
 describe('what the host hears', () => {
@@ -174,6 +207,10 @@ describe('what the host hears', () => {
     const before = w.changes()
     w.connect()
     expect(w.changes() - before).toBe(3)
+    // A commit of another chart alone (the reconnect chart's) is not the link's snapshot.
+    const quiet = w.changes()
+    w.charts.send(w.charts.reconnect!, { type: 'reconnect.opened' })
+    expect(w.changes()).toBe(quiet)
     expect(w.emitted.map((e) => e.type)).toEqual(['link.connected'])
     w.charts.send({ type: 'channel.joinOk', topic: 'room:1', generation: 1, attachId: 1 })
     expect(w.emitted.map((e) => e.type)).toEqual(['link.connected', 'link.channel'])
@@ -226,6 +263,29 @@ describe('what the host hears', () => {
     expect(quiet.charts.inspect).toBeNull()
     off()
     expect(quiet.charts.inspect).toBeNull()
+  })
+
+  it('an inspection observer removed leaves the others observing', () => {
+    const w = wired()
+    const kept: string[] = []
+    const off = w.charts.observe(() => {})
+    w.charts.observe((e) => void kept.push(e.type))
+    off()
+    w.charts.send({ type: 'host.connect' })
+    expect(kept).toContain('@xstate.event')
+  })
+
+  it('an inspection observer that stops observing in the middle of a transition (at a microstep) is not called again, and nothing is reported', () => {
+    const w = wired()
+    const seen: string[] = []
+    const off = w.charts.observe((e) => {
+      seen.push(e.type)
+      if (e.type === '@xstate.microstep') off()
+    })
+    w.charts.send({ type: 'host.connect' })
+    expect(seen).toEqual(['@xstate.event', '@xstate.microstep'])
+    expect(w.listenerErrors).toEqual([])
+    expect(w.charts.inspect).toBeNull()
   })
 
   it('an inspection observer that throws is reported, and every other observer still sees every event', () => {

@@ -21,9 +21,6 @@ function scratchPackage(sourceMtime: Date, builtMtime: Date, checkout = true): s
   for (const dir of ['bin', 'dist/src/node', 'src/adapter', 'machines', ...(checkout ? ['.git'] : [])]) mkdirSync(join(root, dir), { recursive: true })
   copyFileSync(new URL('../../bin/phoenix-link.js', import.meta.url), join(root, 'bin/phoenix-link.js'))
   writeFileSync(join(root, 'package.json'), '{"type":"module"}')
-  mkdirSync(join(root, 'node_modules/prom-client'), { recursive: true })
-  writeFileSync(join(root, 'node_modules/prom-client/package.json'), '{"name":"prom-client","main":"index.js"}')
-  writeFileSync(join(root, 'node_modules/prom-client/index.js'), '')
   const cli = join(root, 'dist/src/node/cli.js')
   writeFileSync(cli, "export async function main() { process.stdout.write('ran main\\n') }\n")
   const source = join(root, 'src/adapter/x.ts')
@@ -51,12 +48,6 @@ describe('bin/phoenix-link.js', () => {
 
   it('says nothing in an installed package (no .git), whatever order its files were unpacked in', () => {
     expect(run(scratchPackage(new Date('2026-01-02'), new Date('2026-01-01'), false))).toEqual({ status: 0, stdout: 'ran main\n', stderr: '' })
-  })
-
-  it('exits 1 naming the optional peer to install when prom-client is missing', () => {
-    const root = scratchPackage(new Date('2026-01-01'), new Date('2026-01-02'))
-    rmSync(join(root, 'node_modules'), { recursive: true })
-    expect(run(root)).toEqual({ status: 1, stdout: '', stderr: expect.stringMatching(/needs prom-client.*npm install --save-dev prom-client/) })
   })
 
   it('exits 1 with a message when dist/ is missing', () => {
