@@ -198,7 +198,14 @@ const WHY: Record<string, string> = {
   'src/runtime/chart-runner.ts#RunningChart.compute':
     "equivalent: the `finally` releases the last transition's action list, chart and inspection target, and compute() sets all three again before the next transition; `children` is never anything but empty on this runtime (checkChart refuses spawns and invokes), so the half of its check that keeps a non-empty one cannot be reached",
   'src/runtime/chart-runner.ts#RunningChart.commit':
-    'equivalent: the counter that keys a delayed raise without an id counts down as well as up (each key still differs from every pending one)',
+    'equivalent: the counter that keys a delayed raise without an id counts down as well as up (each key still differs from every pending one); the checks that build an inspection event only while someone observes (inspectEvent finds no observer and returns)',
+  'src/runtime/chart-runner.ts#RunningChart.constructor': 'equivalent: the check that builds an inspection event only while someone observes (inspectEvent finds no observer and returns)',
+  'src/runtime/chart-runner.ts#RunningChart.process': 'equivalent: the check that builds an inspection event only while someone observes (inspectEvent finds no observer and returns)',
+  'src/runtime/chart-runner.ts#ChartRuntime.start':
+    "equivalent: the `urgent !== null` half; outside the queue's processing the queue is empty, so a drain with no io.failed to process finds nothing",
+  'src/runtime/chart-runner.ts#RunningChart.call': "equivalent: the `how === 'complete'` test of the last of three cases (`next` and `error` are taken before it)",
+  'src/runtime/link-charts.ts#LinkCharts.abandon':
+    'equivalent: the control chart abandons only the signal it is delivering, which is always the one `delivery` holds (a settled delivery leaves the chart before it can abandon it)',
   'src/runtime/chart-runner.ts#checkChart': 'equivalent: the `typeof … string` half (the set of refused actions holds only strings)',
   'src/runtime/link-charts.ts#LinkCharts.dispatchInspection':
     'equivalent: the runtime reads `inspect` (null while nobody observes) before each inspection event, so the dispatcher is never called with no observer',

@@ -99,22 +99,39 @@ describe('I/O actions', () => {
   })
 
   it("a chart started by an I/O action does not make the queue run inside that transition: the actions after it run first", () => {
+    const twoSteps = setup({ types: { events: {} as { type: 'go' } }, actions: { io: (_: unknown, _params: { n: number; tag: string }) => {} } }).createMachine({
+      id: 'two-steps',
+      on: { go: { actions: [{ type: 'io', params: { n: 0, tag: 'first' } }, { type: 'io', params: { n: 0, tag: 'second' } }] } },
+    })
     const runtime = new TestRuntime()
     const other = runtime.run(counter, undefined, 'other')
     const order: string[] = []
     runtime.onExecute = (chart, _type, params) => {
       const { tag } = params as { tag: string }
       order.push(`${chart.id} ${tag}`)
-      // The parent's first action queues an event for another chart, its second starts a chart.
-      if (chart.id === 'parent' && tag === 'after bump') {
+      // The parent's first action queues an event for another chart and starts a chart.
+      if (chart.id === 'parent' && tag === 'first') {
         runtime.send(other, { type: 'inc' })
         runtime.run(counter, undefined, 'child', chart)
       }
     }
-    const parent = runtime.run(counter, undefined, 'parent')
+    const parent = runtime.run(twoSteps, undefined, 'parent')
     order.length = 0
-    parent.send({ type: 'inc' })
-    expect(order).toEqual(['parent after bump', 'child entry', 'other after bump'])
+    parent.send({ type: 'go' })
+    expect(order).toEqual(['parent first', 'child entry', 'parent second', 'other after bump'])
+    // A chart so started whose entry I/O throws: its io.failed comes after the transition that started it, ahead of the queue.
+    order.length = 0
+    runtime.onExecute = (chart, _type, params) => {
+      const { tag } = params as { tag: string }
+      order.push(`${chart.id} ${tag}`)
+      if (chart.id === 'child2' && tag === 'entry') throw new Error('entry broke')
+      if (chart.id === 'parent' && tag === 'first') {
+        runtime.send(other, { type: 'inc' })
+        runtime.run(counter, undefined, 'child2', chart)
+      }
+    }
+    parent.send({ type: 'go' })
+    expect(order).toEqual(['parent first', 'child2 entry', 'parent second', 'child2 failed', 'other after bump'])
   })
 
   it('an I/O action that stops its own chart ends that transition: the actions after it do not run', () => {

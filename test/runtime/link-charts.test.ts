@@ -178,6 +178,22 @@ describe('control delivery', () => {
     expect(w.delivered[0]!.signal.aborted).toBe(false)
   })
 
+  it('a handler abandoned by a new session that settles when no other is running changes nothing', async () => {
+    const w = wired()
+    w.connect()
+    w.charts.send(signal('a'))
+    w.charts.send({ type: 'host.disconnect' })
+    w.charts.send({ type: 'control.left', generation: 1, epoch: 1 })
+    w.charts.send({ type: 'host.connect' })
+    expect(w.delivered[0]!.signal.aborted).toBe(true)
+    w.delivered[0]!.resolve()
+    await Promise.resolve()
+    await Promise.resolve()
+    expect(w.crashes).toEqual([])
+    expect(w.failures).toEqual([])
+    expect(w.charts.control!.getSnapshot().value).toBe('idle')
+  })
+
   it("a handler abandoned by a new session that settles later does not release the next handler's signal", async () => {
     const w = wired()
     w.connect()
@@ -263,6 +279,17 @@ describe('what the host hears', () => {
     expect(quiet.charts.inspect).toBeNull()
     off()
     expect(quiet.charts.inspect).toBeNull()
+  })
+
+  it("a listener of a chart's snapshots that throws is reported by chart; the link's charts go on", () => {
+    const w = wired()
+    w.charts.connection.subscribe(() => {
+      throw new Error('listener broke')
+    })
+    w.connect()
+    expect(w.listenerErrors[0]).toEqual(['connection', new Error('listener broke')])
+    expect(w.charts.connection.snapshot.value).toMatchObject({ session: { online: expect.anything() } })
+    expect(w.emitted.map((e) => e.type)).toEqual(['link.connected'])
   })
 
   it('an inspection observer removed leaves the others observing', () => {
