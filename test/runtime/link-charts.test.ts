@@ -12,6 +12,19 @@ import { ENV, wired } from '../support/wired.js'
 
 const signal = (correlationId: string) => ({ type: 'control.signal' as const, signal: { correlationId }, generation: 1, epoch: 1 })
 
+/** Wired charts whose handler of signal `a` (session 1) is still running when session 2 starts: it is abandoned (its signal aborts). */
+function abandonedByNewSession(): ReturnType<typeof wired> {
+  const w = wired()
+  w.connect()
+  w.charts.send(signal('a'))
+  w.charts.send({ type: 'host.disconnect' })
+  w.charts.send({ type: 'control.left', generation: 1, epoch: 1 })
+  expect(w.delivered[0]!.signal.aborted).toBe(false)
+  w.charts.send({ type: 'host.connect' })
+  expect(w.delivered[0]!.signal.aborted).toBe(true)
+  return w
+}
+
 describe('what the connection chart starts', () => {
   it('the reconnect chart per session, with the policy and env the link was given; stopped when the session ends', () => {
     const w = wired({ policy: { reconnect: { initialDelayMs: 123 } } })
@@ -131,14 +144,7 @@ describe('control delivery', () => {
   })
 
   it('a new session abandons the handler still running: its AbortSignal aborts, and its late settling changes nothing', async () => {
-    const w = wired()
-    w.connect()
-    w.charts.send(signal('a'))
-    w.charts.send({ type: 'host.disconnect' })
-    w.charts.send({ type: 'control.left', generation: 1, epoch: 1 })
-    expect(w.delivered[0]!.signal.aborted).toBe(false)
-    w.charts.send({ type: 'host.connect' })
-    expect(w.delivered[0]!.signal.aborted).toBe(true)
+    const w = abandonedByNewSession()
     w.charts.send({ type: 'socket.open', generation: 2, epoch: 2 })
     w.charts.send({ type: 'control.joinOk', generation: 2, epoch: 2 })
     w.charts.send({ ...signal('b'), generation: 2, epoch: 2 })
@@ -148,6 +154,9 @@ describe('control delivery', () => {
     expect(w.charts.control!.getSnapshot().value).toBe('delivering')
     expect(w.charts.control!.getSnapshot().context.queue.map((q) => q.sequence)).toEqual([2])
     expect(w.delivered[1]!.signal.aborted).toBe(false)
+    // The late settling did not release the running handler: a crash still aborts it.
+    w.charts.stopAll()
+    expect(w.delivered[1]!.signal.aborted).toBe(true)
   })
 
   it('stopAll() (a crashed link) stops every chart and abandons the handler running', () => {
@@ -179,40 +188,13 @@ describe('control delivery', () => {
   })
 
   it('a handler abandoned by a new session that settles when no other is running changes nothing', async () => {
-    const w = wired()
-    w.connect()
-    w.charts.send(signal('a'))
-    w.charts.send({ type: 'host.disconnect' })
-    w.charts.send({ type: 'control.left', generation: 1, epoch: 1 })
-    w.charts.send({ type: 'host.connect' })
-    expect(w.delivered[0]!.signal.aborted).toBe(true)
+    const w = abandonedByNewSession()
     w.delivered[0]!.resolve()
     await Promise.resolve()
     await Promise.resolve()
     expect(w.crashes).toEqual([])
     expect(w.failures).toEqual([])
     expect(w.charts.control!.getSnapshot().value).toBe('idle')
-  })
-
-  it("a handler abandoned by a new session that settles later does not release the next handler's signal", async () => {
-    const w = wired()
-    w.connect()
-    w.charts.send(signal('a'))
-    // A new session does not wait for the handler of the old one: it is abandoned (its signal aborts).
-    w.charts.send({ type: 'host.disconnect' })
-    w.charts.send({ type: 'control.left', generation: 1, epoch: 1 })
-    w.charts.send({ type: 'host.connect' })
-    expect(w.delivered[0]!.signal.aborted).toBe(true)
-    w.charts.send({ type: 'socket.open', generation: 2, epoch: 2 })
-    w.charts.send({ type: 'control.joinOk', generation: 2, epoch: 2 })
-    w.charts.send({ ...signal('b'), generation: 2, epoch: 2 })
-    expect(w.delivered).toHaveLength(2)
-    // The abandoned handler settles only now.
-    w.delivered[0]!.resolve()
-    await Promise.resolve()
-    await Promise.resolve()
-    w.charts.stopAll()
-    expect(w.delivered[1]!.signal.aborted).toBe(true)
   })
 })
 
