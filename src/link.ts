@@ -891,12 +891,7 @@ export class Link {
    * `performance.now()`, so a host's clock fault never escapes into a socket's listener. @internal
    */
   monotonic(): number {
-    try {
-      return this.env.monotonic()
-    } catch (error) {
-      this.envFailed('monotonic', error)
-      return performance.now()
-    }
+    return this.readClock('monotonic')
   }
 
   /**
@@ -905,18 +900,20 @@ export class Link {
    * (Inside a chart's transition a throwing env function is that chart's crash.) @internal
    */
   stamp(): number {
-    try {
-      return this.env.now()
-    } catch (error) {
-      this.envFailed('now', error)
-      return Date.now()
-    }
+    return this.readClock('now')
   }
 
-  private envFailed(name: 'now' | 'monotonic', error: unknown): void {
-    if ((this.#envFaults ??= new Set()).has(name)) return
-    this.#envFaults.add(name)
-    this.log.error(`env.${name} threw; phoenix-link reads its own clock instead where it only stamps or measures`, { error: errorMessage(error) })
+  /** Reads one of the host's clocks; when it throws, logs that once per clock and reads the process's own. */
+  private readClock(name: 'now' | 'monotonic'): number {
+    try {
+      return this.env[name]()
+    } catch (error) {
+      if (!(this.#envFaults ??= new Set()).has(name)) {
+        this.#envFaults.add(name)
+        this.log.error(`env.${name} threw; phoenix-link reads its own clock instead where it only stamps or measures`, { error: errorMessage(error) })
+      }
+      return name === 'now' ? Date.now() : performance.now()
+    }
   }
 
   /**

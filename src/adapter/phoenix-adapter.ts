@@ -490,11 +490,7 @@ export class PhoenixAdapter {
   /** A channel chart's `releaseAttempt`: the attempt is over; its phoenix Channel is released (a join still unanswered is left on the wire). */
   releaseAttempt(attempt: AttachOrigin): void {
     const run = this.attemptOf(attempt)
-    if (!run) return
-    run.ended = true
-    run.params?.abort()
-    if (run.attachment) this.release(run.attachment)
-    this.attempts.delete(attempt.topic)
+    if (run) this.endAttempt(attempt.topic, run, false)
   }
 
   /**
@@ -504,11 +500,15 @@ export class PhoenixAdapter {
    */
   dropTopic(topic: string): void {
     const run = this.attempts.get(topic)
-    if (!run) return
+    if (run) this.endAttempt(topic, run, true)
+  }
+
+  /** Ends an attempt and forgets it: its params input aborted, its phoenix Channel released (after a phx_leave when `leaveJoined` and it is joined). */
+  private endAttempt(topic: string, run: AppAttempt, leaveJoined: boolean): void {
     run.ended = true
     run.params?.abort()
     if (run.attachment) {
-      if (run.attachment.joined) this.leave(run.attachment, Math.min(NEVER, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
+      if (leaveJoined && run.attachment.joined) this.leave(run.attachment, Math.min(NEVER, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
       this.release(run.attachment)
     }
     this.attempts.delete(topic)

@@ -293,7 +293,7 @@ export abstract class ChartRuntime {
         } catch (error) {
           // What the host's callbacks around a step threw (they are guarded: a phoenix-link bug):
           // that chart is stopped and reported, and the queue goes on.
-          chart.fail(error)
+          chart.crash(error)
         }
       }
       // Drained: an idle link keeps no queue.
@@ -373,14 +373,6 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
   /** Stops the chart: its pending delays are cancelled, events sent later are dropped, observers complete. */
   stop(): void {
     if (this.halt()) this.finish('complete', undefined)
-  }
-
-  /**
-   * @internal A host callback around one of this chart's steps threw: the chart crashes (reported
-   * even when that step had just stopped it in a final state).
-   */
-  fail(error: unknown): void {
-    this.crash(error)
   }
 
   /** Marks the chart stopped and cancels its delays; false when it already was. */
@@ -515,7 +507,11 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     if (done) this.finish('complete', undefined)
   }
 
-  private crash(error: unknown): void {
+  /**
+   * @internal Stops the chart and reports `error`: its transition threw, or a host callback around
+   * one of its steps did (reported even when that step had just stopped it in a final state).
+   */
+  crash(error: unknown): void {
     this.halt()
     this.runtime.crashed(this, error)
     this.finish('error', error)
