@@ -172,10 +172,11 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   for the nearest object of a named class that alone keeps it): the three chart snapshots with
   their contexts and state values (about 2 KiB), the pending chart delays of a link that has just
   connected (about 0.7 KiB, gone past the stable window), the adapter's transport and attachment
-  records and the link, wiring and runtime objects (about 2 KiB), the callbacks phoenix.js's Socket
-  and Channels hold for the adapter (onOpen, onError, onClose, encode, decode and the join, error and
-  close callbacks of each channel, about 1.5 KiB: the raw client registers three), and JIT code and
-  hidden classes the link's code paths add. What would close the rest: an adapter that speaks
+  records and the link, wiring and runtime objects with their per-topic maps (about 2 KiB), and JIT
+  code and hidden classes the link's code paths add. The callbacks phoenix.js's Socket and Channels
+  held for the adapter (onOpen, onError, onClose, encode, decode, a transport constructor per
+  socket, and the join, error and close callbacks of each channel: about 2.9 KiB per link with one
+  app channel) are gone: the adapter hooks phoenix.js by subclass (docs/design.md). What would close the rest: an adapter that speaks
   Phoenix V2 over \`ws\` itself (see *Breakdown*). The benchmark found and fixed two defects on the
   way earlier: every link copied the whole connection chart with \`provide()\` (about 75 KiB per
   link), and every transport generation created its own WebSocket subclass (a hidden class per

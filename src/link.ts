@@ -776,7 +776,8 @@ export class Link {
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => finish(() => reject(abortError(signal!)))
       const finish = (settle: () => void) => {
-        this.watchers?.delete(test)
+        // The last watcher gone, the set goes too: an idle link keeps none.
+        if (this.watchers?.delete(test) && this.watchers.size === 0) this.watchers = null
         signal?.removeEventListener('abort', onAbort)
         settle()
       }

@@ -8,7 +8,7 @@
  * link's handlers; phoenix.js drops those with an outdated join_ref (channel.js isMember), and
  * the socket-level listener here reports them.
  */
-import { Serializer, Socket, type Channel, type Push } from 'phoenix'
+import { Channel, Serializer, Socket, type Push, type SocketOptions } from 'phoenix'
 import type { AttachOrigin, ChannelEvent } from '../../machines/channel.js'
 import type { ConnectionEvent } from '../../machines/connection.js'
 import type { Origin } from '../../machines/types.js'
@@ -107,7 +107,7 @@ export interface AdapterConfig {
 
 interface Attachment {
   readonly topic: string
-  readonly channel: Channel
+  readonly channel: AttachedChannel
   readonly origin: AttachOrigin | Origin
   leaving: boolean
   joined: boolean
@@ -124,7 +124,7 @@ interface Attachment {
  * the WebSocket reports to it directly, with no closures per generation.
  */
 class TransportHandle implements TransportHooks {
-  socket: Socket | null = null
+  socket: LinkSocket | null = null
   /** The credentials of this attempt: `abort()` gives them up (the signal the host's function was given, when it read it). */
   credentials: AttemptSignal | null = null
   ws: WebSocket | null = null
@@ -164,7 +164,7 @@ class TransportHandle implements TransportHooks {
 
   constructor(
     readonly origin: Origin,
-    private readonly adapter: PhoenixAdapter,
+    /** @internal */ readonly adapter: PhoenixAdapter,
   ) {
     this.openedAt = adapter.config.monotonic()
     this.meta = { generation: origin.generation }
@@ -201,11 +201,10 @@ class TransportHandle implements TransportHooks {
   }
   onCreate(ws: WebSocket): void {
     this.ws = ws
-    if (typeof (ws as unknown as NodeJS.EventEmitter).once === 'function') {
-      ;(ws as unknown as NodeJS.EventEmitter).once('close', () => this.onWsClose())
-    } else {
-      ws.addEventListener('close', () => this.onWsClose(), { once: true } as never)
-    }
+  }
+  onClosed(): void {
+    this.wsClosed = true
+    this.checkClosed()
   }
   onRefused(refusal: RefusedUpgrade): void {
     this.refusal = refusal
@@ -221,9 +220,111 @@ class TransportHandle implements TransportHooks {
       queueMicrotask(() => this.adapter.emit({ type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(generation, this.adapter.config.now()), generation, epoch }))
     }
   }
-  private onWsClose(): void {
-    this.wsClosed = true
-    this.checkClosed()
+}
+
+/**
+ * The phoenix.js Socket of one transport generation, reporting to its handle through phoenix's
+ * own hooks (socket.js onConnOpen, onConnError, onConnClose, teardown) instead of registered
+ * callbacks: one class for every socket, no closure per socket (bench/ idle memory). Each
+ * override keeps where phoenix.js runs its callbacks (open and close after its own handling,
+ * error before it errors the channels); phoenix 1.8.16 socket.js, pinned. The open is reported
+ * after the channels' own open callbacks (a registered callback ran before them), which differs
+ * only on a second open of one Socket; the link opens each Socket once.
+ */
+class LinkSocket extends Socket {
+  constructor(
+    endPoint: string,
+    opts: SocketOptions,
+    /** @internal */ readonly handle: TransportHandle,
+  ) {
+    super(endPoint, opts)
+  }
+
+  /** The `encode` option: phoenix.js calls it as the socket's method (socket.js push). */
+  static encodeFrame(this: LinkSocket, message: object, callback: (encoded: string | ArrayBuffer) => void): void {
+    // phoenix.js encodes inside push(); a payload JSON cannot encode (a BigInt, a cycle) or a
+    // binary field over 255 bytes would throw out of it with a push timer armed. Caught here
+    // and turned into PUSH_INVALID by push().
+    try {
+      Serializer.encode(message, callback)
+    } catch (error) {
+      this.handle.encodeError = error
+    }
+  }
+
+  /** The `decode` option: phoenix.js calls it as the socket's method (socket.js onConnMessage). */
+  static decodeFrame(this: LinkSocket, raw: string | ArrayBuffer, callback: (decoded: unknown) => void): void {
+    this.handle.adapter.decodeFrame(this.handle, raw, callback)
+  }
+
+  /** As socket.js channel(), with an {@link AttachedChannel}. */
+  override channel(topic: string, params?: object | (() => object)): AttachedChannel {
+    const channel = new AttachedChannel(topic, params, this)
+    this.channels.push(channel)
+    return channel
+  }
+
+  override onConnOpen(): void {
+    super.onConnOpen()
+    this.handle.adapter.socketOpened(this.handle)
+  }
+
+  override onConnError(error: unknown): void {
+    this.handle.adapter.socketErrored(this.handle, error)
+    super.onConnError(error)
+  }
+
+  override onConnClose(event: { code?: number; reason?: string }): void {
+    super.onConnClose(event)
+    this.handle.adapter.socketClosed(this.handle, event)
+  }
+
+  /**
+   * phoenix.js also tears the connection down on its own (after a heartbeat timeout:
+   * socket.js heartbeatTimeout, teardownAndReconnect), and each teardown polls the socket with
+   * a timer until it reads closed. The transport counts as closed once every one finished, so
+   * settled() leaves no phoenix.js timer behind.
+   */
+  override teardown(callback?: () => void, code?: number, reason?: string): void {
+    const { handle } = this
+    handle.teardowns++
+    super.teardown(
+      () => {
+        handle.teardowns--
+        handle.checkClosed()
+        callback?.()
+      },
+      code,
+      reason,
+    )
+  }
+}
+
+/**
+ * A phoenix.js Channel that reports its join's reply, its phx_error and its phx_close to the
+ * adapter through phoenix's own dispatch (channel.js trigger), after phoenix.js's bindings ran,
+ * instead of registered callbacks: no binding or receive hook per channel (bench/ idle memory).
+ * A reply counts as the join's when phoenix.js just took it as such: it came as the join push's
+ * ref event (push.js `chan_reply_<ref>`) and the push stored it as its `receivedResp`.
+ * phoenix 1.8.16 channel.js and push.js, pinned.
+ */
+class AttachedChannel extends Channel {
+  /** @internal What this channel is to the adapter; set right after it is created. */
+  attachment: Attachment | null = null
+
+  override trigger(event: string, payload?: unknown, ref?: unknown, joinRef?: unknown): void {
+    super.trigger(event, payload, ref, joinRef)
+    const { attachment } = this
+    if (attachment === null) return
+    const { adapter } = (this.socket as LinkSocket).handle
+    if (event === CHANNEL_EVENTS.error) adapter.channelErrored(attachment, payload)
+    else if (event === CHANNEL_EVENTS.close) adapter.channelClosed(attachment, payload)
+    // The reply phoenix.js just took as the join's (its ref event binding is one-shot and stores
+    // it as receivedResp), as `join().receive()` saw it: one report per reply.
+    else if (event === this.joinPush.refEvent && payload && this.joinPush.receivedResp === payload) {
+      const reply = payload as { status?: unknown; response?: unknown }
+      adapter.joinReplied(attachment, reply.status, reply.response)
+    }
   }
 }
 
@@ -522,7 +623,7 @@ export class PhoenixAdapter {
 
   /** Reports `event` of an attempt on a microtask (outside the transition that started the attempt), unless it ended meanwhile. */
   private later(run: AppAttempt, event: ChannelEvent): void {
-    queueMicrotask(() => !run.ended && this.emit(event as ConnectionEvent))
+    queueMicrotask(() => !run.ended && this.emitChannel(event))
   }
 
   /** The control channel attachment of the transport of `origin`. */
@@ -623,10 +724,79 @@ export class PhoenixAdapter {
     this.config.sink(event)
   }
 
+  /** Hands an app channel's event to the charts (the connection chart routes it to the channel's chart). */
+  private emitChannel(event: ChannelEvent): void {
+    this.config.sink(event as ConnectionEvent)
+  }
+
   /** @internal A transport closed: it leaves the adapter (its highest ref is kept, so refs never repeat). */
   forget(handle: TransportHandle): void {
     if (handle.socket) this.endedRef = Math.max(this.endedRef, handle.socket.ref)
     if (this.handles.get(handle.origin.generation) === handle) this.handles.delete(handle.origin.generation)
+  }
+
+  /** @internal The socket of `handle` opened (after phoenix.js's own onConnOpen). */
+  socketOpened(handle: TransportHandle): void {
+    const { generation, epoch } = handle.origin
+    this.emit({ type: 'socket.open', generation, epoch })
+  }
+
+  /** @internal The socket of `handle` reported an error (before phoenix.js errors its channels); its text is kept for the close. */
+  socketErrored(handle: TransportHandle, error: unknown): void {
+    handle.lastError = errorText(error)
+    const code = (error as { error?: { code?: unknown } } | null)?.error?.code
+    handle.lastErrorCode = typeof code === 'string' ? code : null
+  }
+
+  /** @internal The socket of `handle` closed (after phoenix.js's own onConnClose): classified for the chart. */
+  socketClosed(handle: TransportHandle, event: { code?: number; reason?: string } | undefined): void {
+    const now = this.config.now()
+    // After end() the close only confirms the chart's own decision to close this transport.
+    if (handle.ended) return
+    if (handle.heartbeatTimedOut) return // already reported as socket.heartbeatTimeout
+    const { generation, epoch } = handle.origin
+    if (handle.refusal) {
+      const { status, retryAfter, date, body } = handle.refusal
+      const reason = classifyUpgrade({ status, retryAfter, date, body }, generation, now)
+      this.emit({ type: 'socket.upgradeRejected', reason, generation, epoch })
+      return
+    }
+    // An oversized inbound frame: ws closes with 1009 and destroys the socket, so the close
+    // event may read 1006; the reason is the 1009 the link sent (RFC 6455 section 7.4.1).
+    const { maxFrameBytes } = this.config.policy
+    const tooBig = handle.lastErrorCode === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH'
+    const close = tooBig
+      ? { code: 1009, reason: `an inbound frame exceeded maxFrameBytes (${maxFrameBytes} bytes); the link closed the socket with 1009` }
+      : { code: typeof event?.code === 'number' ? event.code : 1006, reason: String(event?.reason ?? ''), error: handle.lastError }
+    this.emit({ type: 'socket.close', reason: classifyClose(close, generation, now), generation, epoch })
+  }
+
+  /**
+   * @internal Decodes one frame of the socket of `handle` and routes it: what phoenix.js's
+   * channels run on (replies, phx_error, phx_close) to `callback` (phoenix.js's dispatch), app
+   * and control data straight to its reader; a frame that does not decode, or that this
+   * transport does not expect, is reported as `socket.malformed` and dropped.
+   */
+  decodeFrame(handle: TransportHandle, raw: string | ArrayBuffer, callback: (decoded: unknown) => void): void {
+    // A transport the chart ended only finishes closing: what still arrives on it (a
+    // supersede of this very socket, pushed because our next one connected) belongs to a
+    // conversation the link already left, and would reach the chart as a stale event.
+    if (handle.ended) return
+    const { maxFrameBytes } = this.config.policy
+    const decoded = typeof raw === 'string' ? decodeTextFrame(raw, maxFrameBytes) : decodeBinaryFromServer(raw, maxFrameBytes)
+    if (decoded.ok) {
+      const { frame } = decoded
+      if (!this.isExpected(handle, frame)) return
+      // Data (any event outside phoenix's phx_ and chan_reply_ names) goes straight to its
+      // reader; phoenix.js gets only what its channels run on (replies, phx_error, phx_close).
+      if (isReservedEvent(frame.event)) callback(frame)
+      else this.deliverData(handle, frame)
+      return
+    }
+    // The detail quotes the frame's start, cut between tokens (clipText), so a secret the
+    // frame echoed is either whole, and redacted where the detail is written out, or absent.
+    const { problem } = decoded
+    this.reportUnexpected(handle, `${problem.kind}: ${problem.detail}; frame starts ${JSON.stringify(clipText(problem.raw, FRAME_EXCERPT))}`)
   }
 
   private connectSocket(handle: TransportHandle, credentials: Credentials): void {
@@ -639,102 +809,25 @@ export class PhoenixAdapter {
     else params[API_KEY_PARAM] = credentials.apiKey
 
     handle.headers = headers
-    const Transport = transportClass(handle)
-
-    const socket = new Socket(this.config.url, {
-      transport: Transport,
-      params,
-      heartbeatIntervalMs: policy.heartbeatIntervalMs,
-      timeout: policy.pushTimeoutMs,
-      reconnectAfterMs: never,
-      rejoinAfterMs: never,
-      binaryType: 'arraybuffer',
-      // phoenix.js encodes inside push(); a payload JSON cannot encode (a BigInt, a cycle) or a
-      // binary field over 255 bytes would throw out of it with a push timer armed. Caught here
-      // and turned into PUSH_INVALID by push().
-      encode: (message, callback) => {
-        try {
-          Serializer.encode(message, callback)
-        } catch (error) {
-          handle.encodeError = error
-        }
+    const socket = new LinkSocket(
+      this.config.url,
+      {
+        transport: transportClass(handle),
+        params,
+        heartbeatIntervalMs: policy.heartbeatIntervalMs,
+        timeout: policy.pushTimeoutMs,
+        reconnectAfterMs: never,
+        rejoinAfterMs: never,
+        binaryType: 'arraybuffer',
+        encode: LinkSocket.encodeFrame,
+        decode: LinkSocket.decodeFrame,
       },
-      decode: (raw, callback) => {
-        // A transport the chart ended only finishes closing: what still arrives on it (a
-        // supersede of this very socket, pushed because our next one connected) belongs to a
-        // conversation the link already left, and would reach the chart as a stale event.
-        if (handle.ended) return
-        const decoded =
-          typeof raw === 'string' ? decodeTextFrame(raw, policy.maxFrameBytes) : decodeBinaryFromServer(raw, policy.maxFrameBytes)
-        if (decoded.ok) {
-          const { frame } = decoded
-          if (!this.isExpected(handle, frame)) return
-          // Data (any event outside phoenix's phx_ and chan_reply_ names) goes straight to its
-          // reader; phoenix.js gets only what its channels run on (replies, phx_error, phx_close).
-          if (isReservedEvent(frame.event)) callback(frame)
-          else this.deliverData(handle, frame)
-          return
-        }
-        // The detail quotes the frame's start, cut between tokens (clipText), so a secret the
-        // frame echoed is either whole, and redacted where the detail is written out, or absent.
-        const { problem } = decoded
-        this.emit({
-          type: 'socket.malformed',
-          detail: `${problem.kind}: ${problem.detail}; frame starts ${JSON.stringify(clipText(problem.raw, FRAME_EXCERPT))}`,
-          ...tag,
-        })
-      },
-    })
+      handle,
+    )
     handle.socket = socket
-    // phoenix.js also tears the connection down on its own (after a heartbeat timeout:
-    // socket.js heartbeatTimeout, teardownAndReconnect), and each teardown polls the socket with
-    // a timer until it reads closed. The transport counts as closed once every one finished, so
-    // settled() leaves no phoenix.js timer behind.
-    const teardown = socket.teardown.bind(socket)
-    socket.teardown = (callback, code, reason) => {
-      handle.teardowns++
-      teardown(
-        () => {
-          handle.teardowns--
-          handle.checkClosed()
-          callback?.()
-        },
-        code,
-        reason,
-      )
-    }
     // Refs (and so join_refs) continue from the previous transport instead of restarting at 1,
     // so every rejoin carries a join_ref this link never used before (socket.js makeRef).
     socket.ref = this.lastRef
-
-    socket.onOpen(() => this.emit({ type: 'socket.open', ...tag }))
-    socket.onError((error) => {
-      handle.lastError = errorText(error)
-      const code = (error as { error?: { code?: unknown } } | null)?.error?.code
-      handle.lastErrorCode = typeof code === 'string' ? code : null
-    })
-    socket.onClose((event: { code?: number; reason?: string }) => {
-      const now = this.config.now()
-      // After end() the close only confirms the chart's own decision to close this transport.
-      if (handle.ended) return
-      if (handle.heartbeatTimedOut) return // already reported as socket.heartbeatTimeout
-      if (handle.refusal) {
-        const reason = classifyUpgrade(
-          { status: handle.refusal.status, retryAfter: handle.refusal.retryAfter, date: handle.refusal.date, body: handle.refusal.body },
-          origin.generation,
-          now,
-        )
-        this.emit({ type: 'socket.upgradeRejected', reason, ...tag })
-        return
-      }
-      // An oversized inbound frame: ws closes with 1009 and destroys the socket, so the close
-      // event may read 1006; the reason is the 1009 the link sent (RFC 6455 section 7.4.1).
-      const tooBig = handle.lastErrorCode === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH'
-      const close = tooBig
-        ? { code: 1009, reason: `an inbound frame exceeded maxFrameBytes (${policy.maxFrameBytes} bytes); the link closed the socket with 1009` }
-        : { code: typeof event?.code === 'number' ? event.code : 1006, reason: String(event?.reason ?? ''), error: handle.lastError }
-      this.emit({ type: 'socket.close', reason: classifyClose(close, origin.generation, now), ...tag })
-    })
     try {
       socket.connect()
     } catch (error) {
@@ -846,54 +939,23 @@ export class PhoenixAdapter {
   private attachControl(origin: Origin): Attachment | null {
     const handle = this.handles.get(origin.generation)
     if (!handle?.socket || handle.ended) return null
-    const tag = { generation: origin.generation, epoch: origin.epoch }
     const channel = handle.socket.channel(this.controlTopic, {})
-    const joinTimeoutMs = this.config.controlJoinTimeoutMs
     const attachment: Attachment = { topic: this.controlTopic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: null, leavePush: null }
+    channel.attachment = attachment
     handle.attachments.set(this.controlTopic, attachment)
-    channel
-      .join(Math.min(NEVER, joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
-      .receive('ok', () => {
-        attachment.joined = true
-        this.emit({ type: 'control.joinOk', ...tag })
-      })
-      .receive('error', (response) =>
-        this.emit({ type: 'control.joinError', reason: classifyJoinError(response, origin.generation, this.config.now()), ...tag }),
-      )
-    channel.onError((payload) => {
-      // Transport-sourced errors ({source: "transport"}, phoenix 1.8.10+) are the socket's close,
-      // reported by the socket listener; only the server's phx_error is the channel's own loss.
-      if (payload && typeof payload === 'object' && (payload as { source?: unknown }).source === 'transport') return
-      // The channel's server process crashed; the socket is fine: the chart rejoins it here.
-      this.emit({ type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', payload, origin.generation, this.config.now()), ...tag })
-    })
-    channel.onClose((payload) => {
-      if (attachment.leaving) this.emit({ type: 'control.left', ...tag })
-      else this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_close', payload, origin.generation, this.config.now()), ...tag })
-    })
+    channel.join(Math.min(NEVER, this.config.controlJoinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
     return attachment
   }
 
   private attachApp(origin: AttachOrigin, params: object): Attachment | null {
     const handle = this.handles.get(origin.generation)
     if (!handle?.socket || handle.ended) return null
-    const base = { topic: origin.topic, generation: origin.generation, attachId: origin.attachId }
-    const send = (event: ChannelEvent) => this.emit(event as ConnectionEvent)
     const channel = handle.socket.channel(origin.topic, params)
-    const joinTimeoutMs = this.config.channelJoinTimeoutMs
     const attachment: Attachment = { topic: origin.topic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: null, leavePush: null }
+    channel.attachment = attachment
     handle.attachments.set(origin.topic, attachment)
     handle.encodeError = null
-    channel
-      .join(Math.min(NEVER, joinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
-      .receive('ok', (response: unknown) => {
-        attachment.joined = true
-        attachment.joinResponse = response
-        send({ type: 'channel.joinOk', ...base })
-      })
-      .receive('error', (response) =>
-        send({ type: 'channel.joinError', reason: classifyJoinError(response, origin.generation, this.config.now()), ...base }),
-      )
+    channel.join(Math.min(NEVER, this.config.channelJoinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
     if (handle.encodeError) {
       // The join frame could not be encoded (params with a BigInt or a cycle): this attempt fails, typed.
       const reason: DisconnectReason = {
@@ -904,19 +966,71 @@ export class PhoenixAdapter {
         at: this.config.now(),
       }
       handle.encodeError = null
-      queueMicrotask(() => send({ type: 'channel.attachFailed', reason, ...base }))
+      const { topic, generation, attachId } = origin
+      queueMicrotask(() => this.emitChannel({ type: 'channel.attachFailed', reason, topic, generation, attachId }))
     }
-    channel.onError((payload) => {
-      if (payload && typeof payload === 'object' && (payload as { source?: unknown }).source === 'transport') return
-      attachment.joined = false
-      send({ type: 'channel.error', ...base })
-    })
-    channel.onClose((payload) => {
-      attachment.joined = false
-      if (attachment.leaving) send({ type: 'channel.left', ...base })
-      else send({ type: 'channel.close', reason: classifyChannelClose(payload, origin.generation, this.config.now()), ...base })
-    })
     return attachment
+  }
+
+  /**
+   * @internal The reply to the current join of `attachment` (after phoenix.js's own handling of
+   * it): `control.joinOk` / `control.joinError`, or `channel.joinOk` / `channel.joinError`.
+   */
+  joinReplied(attachment: Attachment, status: unknown, response: unknown): void {
+    const { origin } = attachment
+    if (status !== 'ok' && status !== 'error') return
+    if (attachment.topic === this.controlTopic) {
+      const { generation, epoch } = origin as Origin
+      if (status === 'ok') {
+        attachment.joined = true
+        this.emit({ type: 'control.joinOk', generation, epoch })
+      } else {
+        this.emit({ type: 'control.joinError', reason: classifyJoinError(response, generation, this.config.now()), generation, epoch })
+      }
+      return
+    }
+    const { topic, generation, attachId } = origin as AttachOrigin
+    if (status === 'ok') {
+      attachment.joined = true
+      attachment.joinResponse = response
+      this.emitChannel({ type: 'channel.joinOk', topic, generation, attachId })
+    } else {
+      this.emitChannel({ type: 'channel.joinError', reason: classifyJoinError(response, generation, this.config.now()), topic, generation, attachId })
+    }
+  }
+
+  /**
+   * @internal A phx_error of `attachment`'s channel (after phoenix.js's own handling). One the
+   * transport caused (`{source: "transport"}`, phoenix 1.8.10+) is the socket's close, reported
+   * by the socket; only the server's phx_error is the channel's own loss: the channel's server
+   * process crashed, the socket is fine, and the chart rejoins.
+   */
+  channelErrored(attachment: Attachment, payload: unknown): void {
+    if (payload && typeof payload === 'object' && (payload as { source?: unknown }).source === 'transport') return
+    const { origin } = attachment
+    if (attachment.topic === this.controlTopic) {
+      const { generation, epoch } = origin as Origin
+      this.emit({ type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', payload, generation, this.config.now()), generation, epoch })
+      return
+    }
+    const { topic, generation, attachId } = origin as AttachOrigin
+    attachment.joined = false
+    this.emitChannel({ type: 'channel.error', topic, generation, attachId })
+  }
+
+  /** @internal A phx_close of `attachment`'s channel, the server's or the end of our own leave (after phoenix.js's own handling). */
+  channelClosed(attachment: Attachment, payload: unknown): void {
+    const { origin } = attachment
+    if (attachment.topic === this.controlTopic) {
+      const { generation, epoch } = origin as Origin
+      if (attachment.leaving) this.emit({ type: 'control.left', generation, epoch })
+      else this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_close', payload, generation, this.config.now()), generation, epoch })
+      return
+    }
+    const { topic, generation, attachId } = origin as AttachOrigin
+    attachment.joined = false
+    if (attachment.leaving) this.emitChannel({ type: 'channel.left', topic, generation, attachId })
+    else this.emitChannel({ type: 'channel.close', reason: classifyChannelClose(payload, generation, this.config.now()), topic, generation, attachId })
   }
 
   private leave(attachment: Attachment, timeoutMs: number): void {

@@ -26,6 +26,7 @@ declare module 'phoenix' {
     ref: string | null
     /** @internal Whether it was sent (push.js send). */ sent: boolean
     /** @internal The reply, once one came (or a timeout's); null before (push.js). */ receivedResp: unknown
+    /** @internal The event its reply is dispatched as, `chan_reply_<ref>` (push.js startTimeout); undefined before the first send, null after a reset. */ refEvent?: string | null
   }
 
   export class Channel {
@@ -47,6 +48,11 @@ declare module 'phoenix' {
     /** @internal */ joinRef(): string | null
     /** @internal */ joinPush: Push
     /** @internal */ rejoinTimer: { reset(): void }
+    /**
+     * @internal Dispatches an event to the channel's bindings (channel.js trigger): a server
+     * message, a reply as `chan_reply_<ref>`, phx_error, phx_close, and the close of a leave.
+     */
+    trigger(event: string, payload?: unknown, ref?: unknown, joinRef?: unknown): void
   }
 
   /** The V2 JSON serializer (serializer.js). */
@@ -70,6 +76,7 @@ declare module 'phoenix' {
     off(refs: string[]): void
     makeRef(): string
     /** @internal */ remove(channel: Channel): void
+    /** @internal Every channel of the socket (socket.js channel(), remove()). */ channels: Channel[]
     /** @internal Sends one message as is (socket.js push). */ push(message: { topic: string; event: string; payload: object; ref: string | null; join_ref: string | null }): void
     /** @internal */ conn: unknown
     /** @internal The last ref made (socket.js makeRef). */ ref: number
@@ -80,5 +87,8 @@ declare module 'phoenix' {
      * disconnect() and by phoenix.js itself after a heartbeat timeout (teardownAndReconnect).
      */
     teardown(callback?: () => void, code?: number, reason?: string): void
+    /** @internal The transport opened: phoenix.js's own handling, then the `onOpen` callbacks (socket.js onConnOpen). */ onConnOpen(): void
+    /** @internal The transport errored: the `onError` callbacks, then the channels are errored (socket.js onConnError). */ onConnError(error: unknown): void
+    /** @internal The transport closed: phoenix.js's own handling (channels errored), then the `onClose` callbacks (socket.js onConnClose). */ onConnClose(event: unknown): void
   }
 }

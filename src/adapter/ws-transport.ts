@@ -1,6 +1,6 @@
 /**
  * The WebSocket handed to phoenix.js as its `transport`: one class, and per transport generation
- * a constructor function whose instances report to that generation's handle. In Node (isomorphic-ws resolves to
+ * that class bound to the generation's hooks, so its instances report to that generation's handle. In Node (isomorphic-ws resolves to
  * `ws`) it adds the upgrade headers (the API key), the inbound frame limit and the close
  * timeout, and reads a refused upgrade (status, Retry-After, a bounded body) from ws's
  * `unexpected-response`, then ends the WebSocket itself, so the refusal is classified within one
@@ -38,6 +38,8 @@ export interface TransportHooks {
   bodyWaitMs(): number
   /** The instance phoenix.js created. */
   onCreate(ws: WebSocket): void
+  /** The instance emitted its close event (once): in Node after the TCP connection ended. */
+  onClosed(): void
   /** The upgrade was refused; called before ws's error and close events. */
   onRefused(refusal: RefusedUpgrade): void
   /** phoenix.js called close() on the transport (its heartbeat timeout passes "heartbeat timeout"). */
@@ -65,7 +67,7 @@ export const SUPPORTS_UPGRADE_HEADERS = isNodeWs
 class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) => WebSocket) {
   readonly #hooks: TransportHooks
 
-  constructor(url: string, protocols: string | string[] | undefined, hooks: TransportHooks) {
+  constructor(hooks: TransportHooks, url: string, protocols: string | string[] | undefined) {
     if (isNodeWs) {
       super(url, protocols, {
         headers: hooks.headers,
@@ -78,11 +80,24 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
     }
     this.#hooks = hooks
     hooks.onCreate(this)
+    // Listeners shared by every instance (`this` is the WebSocket): no closure per socket.
     if (isNodeWs) {
-      ;(this as unknown as NodeJS.EventEmitter).on('unexpected-response', (_req: ClientRequest, res: IncomingMessage) =>
-        readRefusal(this, res, hooks),
-      )
+      const emitter = this as unknown as NodeJS.EventEmitter
+      emitter.on('unexpected-response', LinkWebSocket.refused)
+      emitter.on('close', LinkWebSocket.closed)
+    } else {
+      this.addEventListener('close', LinkWebSocket.closed)
     }
+  }
+
+  /** ws's `unexpected-response` (Node): the upgrade was answered with another status than 101. */
+  private static refused(this: LinkWebSocket, _req: ClientRequest, res: IncomingMessage): void {
+    readRefusal(this, res, this.#hooks)
+  }
+
+  /** The close event: ws and a browser's WebSocket emit it once. */
+  private static closed(this: LinkWebSocket): void {
+    this.#hooks.onClosed()
   }
 
   override close(code?: number, reason?: string): void {
@@ -93,13 +108,12 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
 
 /**
  * Makes the transport constructor for one generation: what phoenix.js calls as
- * `new transport(url, protocols)` (socket.js transportConnect). A plain function returning an
- * object is a valid constructor for `new`; it returns a {@link LinkWebSocket} with `hooks`.
+ * `new transport(url, protocols)` (socket.js transportConnect): {@link LinkWebSocket} bound to
+ * `hooks` (a bound class is a constructor whose instances are LinkWebSockets; it makes no prototype
+ * object or hidden class of its own, as a constructor function per transport did).
  */
 export function transportClass(hooks: TransportHooks): new (url: string, protocols?: string | string[]) => WebSocket {
-  return function LinkTransport(url: string, protocols?: string | string[]) {
-    return new LinkWebSocket(url, protocols, hooks)
-  } as unknown as new (url: string, protocols?: string | string[]) => WebSocket
+  return LinkWebSocket.bind(null, hooks) as unknown as new (url: string, protocols?: string | string[]) => WebSocket
 }
 
 /**

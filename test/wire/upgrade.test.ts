@@ -153,6 +153,7 @@ describe('the transport reads a refusal once', () => {
       bodyLimit: 4096,
       bodyWaitMs: () => 10_000,
       onCreate: () => {},
+      onClosed: () => {},
       onRefused: (refusal) => void refusals.push(refusal),
       onClientClose: () => {},
     })
