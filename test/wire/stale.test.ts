@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { classifyClose, classifySupersede } from '../../src/reasons.js'
-import { next, untilState, useWorld } from '../support/wire.js'
+import { framesIn, next, untilState, useWorld } from '../support/wire.js'
 import { chartOf } from '../../src/chart-of.js'
 
 const world = useWorld()
@@ -47,6 +47,30 @@ describe('rule: stale generations are ignored', () => {
     sim.push({ agent: 'agent-1' }, 'room:1', 'news', { stale: false })
     await fresh
     expect(seen).toEqual([{ stale: false }])
+  })
+
+  it("a phx_close for a topic the link left, carrying another join than the one it left, is reported, not taken as the leave's tail", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    const socket = sim.live('agent-1')[0]!
+    const joinRef = socket.channels.get('room:1')!.joinRef
+    // The server stops reading: the phx_leave waits unread, so the leave's reply and phx_close are still to come.
+    sim.stall({ agent: 'agent-1' })
+    await room.leave()
+    const ignored = next(link, 'ignored')
+    sim.push({ agent: 'agent-1' }, 'room:1', 'phx_close', {}, { joinRef: `${joinRef}9` })
+    expect((await ignored).detail).toMatch(/phx_close for topic "room:1", which this link has not joined on this transport/)
+    // The server reads again: the leave's own tail (its reply and phx_close, the join left) is expected, and nothing else is reported.
+    const reported: string[] = []
+    link.on('ignored', (e) => reported.push(e.detail))
+    socket.resume()
+    await sim.waitFor(() => !socket.channels.has('room:1'), { timeoutMs: 4_000, what: 'the server to leave room:1' })
+    await link.disconnect()
+    expect(reported).toEqual([])
+    expect(framesIn(socket, 'phx_leave', 'room:1')).toHaveLength(1)
   })
 
   it('events of a session the host stopped and restarted are ignored, a supersede included (scenario 30)', async () => {
