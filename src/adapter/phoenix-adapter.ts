@@ -756,9 +756,7 @@ export class PhoenixAdapter {
     if (handle.heartbeatTimedOut) return // already reported as socket.heartbeatTimeout
     const { generation, epoch } = handle.origin
     if (handle.refusal) {
-      const { status, retryAfter, date, body } = handle.refusal
-      const reason = classifyUpgrade({ status, retryAfter, date, body }, generation, now)
-      this.emit({ type: 'socket.upgradeRejected', reason, generation, epoch })
+      this.emit({ type: 'socket.upgradeRejected', reason: classifyUpgrade(handle.refusal, generation, now), generation, epoch })
       return
     }
     // An oversized inbound frame: ws closes with 1009 and destroys the socket, so the close
@@ -939,23 +937,14 @@ export class PhoenixAdapter {
   private attachControl(origin: Origin): Attachment | null {
     const handle = this.handles.get(origin.generation)
     if (!handle?.socket || handle.ended) return null
-    const channel = handle.socket.channel(this.controlTopic, {})
-    const attachment: Attachment = { topic: this.controlTopic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: null, leavePush: null }
-    channel.attachment = attachment
-    handle.attachments.set(this.controlTopic, attachment)
-    channel.join(Math.min(NEVER, this.config.controlJoinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
-    return attachment
+    return this.attach(handle.socket, this.controlTopic, {}, origin, this.config.controlJoinTimeoutMs)
   }
 
   private attachApp(origin: AttachOrigin, params: object): Attachment | null {
     const handle = this.handles.get(origin.generation)
     if (!handle?.socket || handle.ended) return null
-    const channel = handle.socket.channel(origin.topic, params)
-    const attachment: Attachment = { topic: origin.topic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: null, leavePush: null }
-    channel.attachment = attachment
-    handle.attachments.set(origin.topic, attachment)
     handle.encodeError = null
-    channel.join(Math.min(NEVER, this.config.channelJoinTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
+    const attachment = this.attach(handle.socket, origin.topic, params, origin, this.config.channelJoinTimeoutMs)
     if (handle.encodeError) {
       // The join frame could not be encoded (params with a BigInt or a cycle): this attempt fails, typed.
       const reason: DisconnectReason = {
@@ -969,6 +958,21 @@ export class PhoenixAdapter {
       const { topic, generation, attachId } = origin
       queueMicrotask(() => this.emitChannel({ type: 'channel.attachFailed', reason, topic, generation, attachId }))
     }
+    return attachment
+  }
+
+  /**
+   * Makes the phoenix Channel of `topic` on `socket` (an {@link AttachedChannel} that reports to
+   * its attachment), records the attachment on the socket's handle and sends the join, with
+   * phoenix.js's join timeout set past the chart's (`chartTimeoutMs` plus a slack) so the chart's
+   * own timeout decides.
+   */
+  private attach(socket: LinkSocket, topic: string, params: object, origin: AttachOrigin | Origin, chartTimeoutMs: number): Attachment {
+    const channel = socket.channel(topic, params)
+    const attachment: Attachment = { topic, channel, origin, leaving: false, joined: false, joinResponse: undefined, pushes: null, leavePush: null }
+    channel.attachment = attachment
+    socket.handle.attachments.set(topic, attachment)
+    channel.join(Math.min(NEVER, chartTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
     return attachment
   }
 

@@ -1,8 +1,8 @@
 /**
  * The WebSocket handed to phoenix.js as its `transport`: one class, and per transport generation
- * that class bound to the generation's hooks, so its instances report to that generation's handle. In Node (isomorphic-ws resolves to
- * `ws`) it adds the upgrade headers (the API key), the inbound frame limit and the close
- * timeout, and reads a refused upgrade (status, Retry-After, a bounded body) from ws's
+ * that class bound to the generation's hooks, so its instances report to that generation's
+ * handle. In Node (isomorphic-ws resolves to `ws`) it adds the upgrade headers (the API key),
+ * the inbound frame limit and the close timeout, and reads a refused upgrade (status, Retry-After, a bounded body) from ws's
  * `unexpected-response`, then ends the WebSocket itself, so the refusal is classified within one
  * round trip whether the server keeps the HTTP connection alive (stock Phoenix on Bandit and
  * Cowboy) or closes it (docs/field-notes.md "A refused upgrade"). In a browser it is the native
