@@ -50,8 +50,9 @@ link.on('disconnected', ({ reason, outcome, nextDelayMs }) => {
 
 // The link retries on its own while the network is away: with backoff and jitter after a drop
 // or a normal close, and it rejoins this channel on every new connection. To try at once when the
-// browser says it is back online rather than wait out the backoff, call `link.reconnect()` from an
-// `online` listener where your phoenix-link version has it.
+// browser says it is back online rather than wait out the backoff (reconnect() does nothing
+// unless the link is waiting to retry):
+addEventListener('online', () => void link.reconnect())
 const lobby = link.channel('room:lobby')
 lobby.on('new_msg', (payload) => {
   const item = document.createElement('li')
@@ -68,5 +69,11 @@ element('connect').addEventListener('click', () => {
   })
 })
 element('disconnect').addEventListener('click', () => void link.disconnect())
-// Leave the platform cleanly when the page goes away (disconnect() never rejects).
+// The link registers no page listener (phoenix.js's own close and reopen the socket behind the
+// lifecycle): leave the platform cleanly when the page goes away (disconnect() never rejects; a
+// closed socket also keeps the page eligible for the back/forward cache) and connect again when
+// the page comes back from that cache.
 addEventListener('pagehide', () => void link.disconnect())
+addEventListener('pageshow', (event) => {
+  if (event.persisted) link.connect().catch(() => {}) // a terminal reason shows in #reason
+})

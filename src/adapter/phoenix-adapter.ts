@@ -240,6 +240,36 @@ class LinkSocket extends Socket {
     super(endPoint, opts)
   }
 
+  /**
+   * A socket made without the page listeners phoenix.js's constructor adds (1.8.16 socket.js:
+   * `pagehide`, `pageshow` and `visibilitychange` on `window`, `resume` on `document`, when a
+   * `window` exists). They are never removed, so each would keep its Socket, and through it its
+   * transport's handle, for the page's life: one more per generation of a link that reconnects
+   * for days. And they decide outside the charts: `pagehide` closes the socket (the link then
+   * reads a close it did not choose and reconnects), `pageshow` and `visibilitychange` reconnect
+   * it. The page lifecycle is the host's to wire (README "In a browser"). While the constructor
+   * runs, `window.addEventListener` reads `undefined` (an own property over EventTarget's), so
+   * phoenix.js's `if (phxWindow && phxWindow.addEventListener)` skips the four; the property is
+   * restored before anything else can run. Where `window` is absent (Node, a Web Worker) or the
+   * property cannot be shadowed, the socket is made as phoenix.js makes it.
+   */
+  static make(endPoint: string, opts: SocketOptions, handle: TransportHandle): LinkSocket {
+    const page = (globalThis as { window?: object }).window
+    if (typeof page !== 'object' || page === null) return new LinkSocket(endPoint, opts, handle)
+    const own = Object.getOwnPropertyDescriptor(page, 'addEventListener')
+    try {
+      Object.defineProperty(page, 'addEventListener', { value: undefined, configurable: true, writable: true })
+    } catch {
+      return new LinkSocket(endPoint, opts, handle)
+    }
+    try {
+      return new LinkSocket(endPoint, opts, handle)
+    } finally {
+      if (own) Object.defineProperty(page, 'addEventListener', own)
+      else delete (page as { addEventListener?: unknown }).addEventListener
+    }
+  }
+
   /** The `encode` option: phoenix.js calls it as the socket's method (socket.js push). */
   static encodeFrame(this: LinkSocket, message: object, callback: (encoded: string | ArrayBuffer) => void): void {
     // phoenix.js encodes inside push(); a payload JSON cannot encode (a BigInt, a cycle) or a
@@ -807,7 +837,7 @@ export class PhoenixAdapter {
     else params[API_KEY_PARAM] = credentials.apiKey
 
     handle.headers = headers
-    const socket = new LinkSocket(
+    const socket = LinkSocket.make(
       this.config.url,
       {
         transport: transportClass(handle),

@@ -26,7 +26,10 @@ export interface TransportHooks {
   headers: Record<string, string>
   /** Largest inbound message in bytes; ws closes a larger one with 1009 (RFC 6455 section 7.4.1). */
   maxPayload: number
-  /** Wait for the peer's close frame before ending the TCP connection, in milliseconds. */
+  /**
+   * Wait for the peer's close frame after close(), in milliseconds: in Node ws then ends the TCP
+   * connection; in a browser the transport stops waiting and reports itself closed.
+   */
   closeTimeout: number
   /** Bytes of a refused upgrade's body to read. */
   bodyLimit: number
@@ -66,6 +69,14 @@ export const SUPPORTS_UPGRADE_HEADERS = isNodeWs
  */
 class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) => WebSocket) {
   readonly #hooks: TransportHooks
+  /**
+   * Browser only: the timer that stops waiting for the close event `closeTimeout` ms after
+   * close() (false before close(), true once the close was reported). A browser's WebSocket
+   * takes no close timeout and waits for the peer's close frame on its own clock (Chromium 60 s,
+   * measured against a stalled server), so without it a host's disconnect() would wait as long.
+   * In Node ws's `closeTimeout` ends the TCP connection and emits the close itself.
+   */
+  #closing: ReturnType<typeof setTimeout> | boolean = false
 
   constructor(hooks: TransportHooks, url: string, protocols: string | string[] | undefined) {
     if (isNodeWs) {
@@ -95,14 +106,23 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
     readRefusal(this, res, this.#hooks)
   }
 
-  /** The close event: ws and a browser's WebSocket emit it once. */
+  /** The close event: ws and a browser's WebSocket emit it once; reported once, the browser's bound cleared. */
   private static closed(this: LinkWebSocket): void {
+    if (this.#closing === true) return
+    if (this.#closing !== false) clearTimeout(this.#closing)
+    this.#closing = true
     this.#hooks.onClosed()
+  }
+
+  /** The browser's close bound passed: reported as closed; the browser ends the handshake on its own, unheard. */
+  private static abandoned(ws: LinkWebSocket): void {
+    LinkWebSocket.closed.call(ws)
   }
 
   override close(code?: number, reason?: string): void {
     this.#hooks.onClientClose(code, reason)
     super.close(code, reason)
+    if (!isNodeWs && this.#closing === false) this.#closing = setTimeout(LinkWebSocket.abandoned, this.#hooks.closeTimeout, this)
   }
 }
 

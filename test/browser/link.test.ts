@@ -177,9 +177,10 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
 
   /**
    * A simulator, a page server and a page loaded from it with the simulator's URL in its query
-   * string; `where` says whose driver the caller talks to. The page may reach 127.0.0.1 only.
+   * string; `where` says whose driver the caller talks to; `init` runs in the page before its
+   * scripts (playwright addInitScript). The page may reach 127.0.0.1 only.
    */
-  async function open(where: 'page' | 'worker'): Promise<{ sim: PlatformSimulator; page: Page; call: Caller; errors: string[]; log: string[]; socketUrls: string[] }> {
+  async function open(where: 'page' | 'worker', init?: () => void): Promise<{ sim: PlatformSimulator; page: Page; call: Caller; errors: string[]; log: string[]; socketUrls: string[] }> {
     const sim = await startSimulator({ agents: { [AGENT]: KEY } })
     const { server, sockets, origin } = await servePages()
     const context = await browser.newContext()
@@ -192,6 +193,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
     page.on('console', (m) => log.push(`[${m.type()}] ${m.text()}`))
     page.on('worker', (w) => w.on('console', (m) => log.push(`[worker ${m.type()}] ${m.text()}`)))
     page.on('websocket', (ws) => socketUrls.push(ws.url()))
+    if (init) await page.addInitScript(init)
     await page.route('**/*', (route) => (new URL(route.request().url()).hostname === '127.0.0.1' ? route.continue() : route.abort()))
     await page.goto(`${origin}/?sim=${encodeURIComponent(sim.url)}`)
     await page.waitForFunction(() => (globalThis as unknown as FixtureWindow).fixture !== undefined, undefined, { timeout: 10_000 })
@@ -340,4 +342,84 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
     expectSocketUrls(socketUrls)
     expect(errors).toEqual([])
   })
+
+  it('on a page: pagehide, pageshow, visibilitychange and resume change nothing, and no Socket listens for them', async () => {
+    // Records every listener for the page lifecycle added to window or document, by anyone.
+    const { sim, call, page } = await open('page', () => {
+      const seen: string[] = []
+      ;(globalThis as unknown as { pageListeners: string[] }).pageListeners = seen
+      const add = EventTarget.prototype.addEventListener
+      const g = globalThis as unknown as { document: EventTarget }
+      EventTarget.prototype.addEventListener = function (this: EventTarget, type: string, ...rest: [never, never]) {
+        if ((this === (globalThis as unknown) || this === g.document) && ['pagehide', 'pageshow', 'visibilitychange', 'resume'].includes(type)) seen.push(type)
+        return add.call(this, type, ...rest)
+      } as typeof add
+    })
+    const upgrades = () => sim.upgrades.filter((u) => u.agentId === AGENT)
+    expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY })).toBe('idle')
+    expect(await call('connect')).toBe('connected')
+    expect(await call('join', { topic: ROOM, event: 'new_msg' })).toBe('joined')
+    // A second transport (a second phoenix.js Socket): neither registered a page listener.
+    sim.close(sim.live(AGENT)[0]!, 1000)
+    await call('until', { state: 'connected', channel: 'joined', events: { type: 'reconnected', count: 1 }, timeoutMs: 5_000 })
+    expect(upgrades()).toHaveLength(2)
+    const pageState = () =>
+      page.evaluate(() => {
+        const g = globalThis as unknown as { pageListeners: string[] }
+        return { listeners: g.pageListeners, ownAddEventListener: Object.getOwnPropertyDescriptor(globalThis, 'addEventListener') !== undefined }
+      })
+    // Nothing registered, and window.addEventListener is EventTarget's again (no own property left behind).
+    expect(await pageState()).toEqual({ listeners: [], ownAddEventListener: false })
+
+    const live = sim.live(AGENT)[0]!
+    const before = await call('snapshot')
+    // What phoenix.js's own listeners would act on: pagehide closes the socket at once (1000),
+    // pageshow and visibilitychange would open one again.
+    await page.evaluate(() => {
+      const g = globalThis as unknown as { document: EventTarget; dispatchEvent(e: Event): boolean }
+      g.dispatchEvent(new Event('pagehide'))
+      g.dispatchEvent(new Event('pageshow'))
+      g.document.dispatchEvent(new Event('visibilitychange'))
+      g.document.dispatchEvent(new Event('resume'))
+    })
+    // A push and its reply after the events, on the same socket: a close they caused would reach
+    // the server before it (one TCP stream).
+    const pushed: string[] = []
+    sim.onPush(({ connection }) => {
+      pushed.push(connection.id)
+      return { status: 'ok', response: { ok: true } }
+    })
+    expect(await call('push', { event: 'typing', payload: { on: true } })).toEqual({ ok: true })
+    expect(pushed).toEqual([live.id])
+    expect(live.closeSeen).toBeNull()
+    expect(sim.live(AGENT)).toEqual([live])
+    expect(upgrades()).toHaveLength(2)
+    const after = await call('snapshot')
+    expect(after.state).toBe('connected')
+    expect(after.events.slice(before.events.length)).toEqual([])
+    expect(await pageState()).toEqual({ listeners: [], ownAddEventListener: false })
+  })
+
+  for (const where of ['page', 'worker'] as const) {
+    it(`${where === 'page' ? 'on a page' : 'in a Web Worker'}: disconnect() from a server that stopped reading resolves within the close bound, not the browser's own 60 s`, async () => {
+      const { sim, call } = await open(where)
+      expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY })).toBe('idle')
+      expect(await call('connect')).toBe('connected')
+      const live = sim.live(AGENT)[0]!
+      // The server stops reading and answering: no leave reply, no close frame back.
+      sim.stall(live)
+      const started = performance.now()
+      expect(await call('disconnect')).toBe('stopped')
+      const tookMs = performance.now() - started
+      // The leave waits connection.leaveTimeoutMs (300 ms here), the close transport.closeTimeoutMs
+      // (300 ms) but at least phoenix.js's teardown, which polls the socket's state four times
+      // over 1.5 s (socket.js waitForSocketClosed); Chromium's own closing handshake waits 60 s.
+      expect(tookMs).toBeLessThan(POLICY.connection!.leaveTimeoutMs! + Math.max(POLICY.transport!.closeTimeoutMs!, 1_500) + 1_500)
+      const stopped = await call('snapshot')
+      expect(stopped.state).toBe('stopped')
+      expect(stopped.events.filter((e) => e.type === 'disconnected')).toEqual([{ type: 'disconnected', outcome: 'stopped', reason: 'graceful', terminal: false }])
+      // The browser did send the leave and close frames; the stalled server read neither.
+      expect(live.closeSeen).toBeNull()
+    })
+  }
 })

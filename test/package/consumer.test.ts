@@ -17,7 +17,8 @@
  *   no warning and no error, and vite builds a page importing it with no warning and no error
  *   (every message its logger gets is recorded);
  * - `require('phoenix-link')` works in Node (require(esm): the package has no top-level await;
- *   Node 20.19+ and 22.12+, as `engines` says);
+ *   Node 20.19+ and 22.12+, as `engines` says); without the optional peer prom-client the client
+ *   still loads and `/server` and `/metrics` fail naming what to install;
  * - the `phoenix-link` command runs from the installed package (`npx phoenix-link paths --json`,
  *   with the optional peer prom-client installed), and `phoenix-link/visualizer` serves its page
  *   from the installed layout (visualizer/dist found beside dist/).
@@ -261,6 +262,26 @@ describe('Node', () => {
     process.stdout.write(`require('phoenix-link') in Node ${process.version}: ${result.stdout.trim()}${result.stderr ? ` (stderr: ${result.stderr.trim()})` : ''}\n`)
     expect({ code: result.code, stdout: result.stdout.trim().split(' ').slice(0, 2) }).toEqual({ code: 0, stdout: ['function', 'function'] })
     expect(result.stderr).not.toMatch(/Error/)
+  }, 30_000)
+
+  it('without the optional peer prom-client: the client loads, /server and /metrics fail saying what to install', async () => {
+    // The browser app's project has no prom-client (npm installs no optional peer).
+    expect(existsSync(join(web, 'node_modules', 'prom-client'))).toBe(false)
+    const script = [
+      "import('phoenix-link').then((m) => console.log('client', typeof m.createLink))",
+      ".then(() => import('phoenix-link/server')).catch((e) => console.log('server', e.code, e.message))",
+      ".then(() => import('phoenix-link/metrics')).catch((e) => console.log('metrics', e.code, e.message))",
+    ].join('')
+    const result = await run(process.execPath, ['-e', script], { cwd: web, timeoutMs: 30_000 })
+    expect({ code: result.code, lines: result.stdout.trim().split('\n'), stderr: result.stderr }).toEqual({
+      code: 0,
+      lines: [
+        'client function',
+        'server ERR_MISSING_PEER phoenix-link/server needs prom-client, an optional peer dependency of phoenix-link: npm install prom-client',
+        'metrics ERR_MISSING_PEER phoenix-link/metrics needs prom-client, an optional peer dependency of phoenix-link: npm install prom-client',
+      ],
+      stderr: '',
+    })
   }, 30_000)
 
   it('the phoenix-link command runs from the installed package: npx phoenix-link paths --json and --version', async () => {

@@ -884,11 +884,20 @@ export class PlatformSimulator extends EventEmitter {
     c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic, event: CHANNEL_EVENTS.error, payload: { ...this.flavor.channelErrorPayload } })
   }
 
+  /**
+   * The open connections `target` names.
+   *
+   * @throws {TypeError} for a target that is none of the {@link Target} shapes (a bare agent id
+   *   string, say), naming what was given.
+   */
   private resolve(target: Target): SimConnection[] {
     if (target === 'all') return this.live()
     if (target instanceof SimConnection) return target.state === 'open' ? [target] : []
-    if ('agent' in target) return this.live(target.agent)
-    return this.connections.filter((c) => c.id === target.socket && c.state === 'open')
+    if (typeof target === 'object' && target !== null) {
+      if (typeof (target as { agent?: unknown }).agent === 'string') return this.live((target as { agent: string }).agent)
+      if (typeof (target as { socket?: unknown }).socket === 'string') return this.connections.filter((c) => c.id === (target as { socket: string }).socket && c.state === 'open')
+    }
+    throw new TypeError(`a simulator target is a connection, { agent: id }, { socket: id } or 'all'; got ${typeof target === 'string' ? JSON.stringify(target) : String(target)}`)
   }
 
   /**
