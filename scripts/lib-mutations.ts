@@ -7,7 +7,8 @@
  * against each mutant with --bail. A full Stryker run of these files would take a day on two
  * cores: every mutant there runs most of the wire suite.
  *
- * Results accumulate in reports/mutation/sampled.json, keyed by the file's source: a rerun tests
+ * Results accumulate in reports/mutation/sampled.json (committed, unlike the rest of reports/, so
+ * a later checkout can rerun one file and keep the others' results), keyed by the file's source: a rerun tests
  * only mutants without a result (after a change to the source, its sample is drawn again);
  * `--survivors` retests the survivors (after new tests); `--file src/link.ts` limits the run to
  * one file. scripts/mutation-report.ts then writes the score per file into docs/mutation.md.

@@ -349,17 +349,73 @@ function sampledSection(results: SampledResults, goal: number): string[] {
       groups.set(key, [...(groups.get(key) ?? []), m])
     }
   }
+  // Files with no results here (a run limited with --file, on a checkout without the other files'
+  // results) keep their rows, survivors and explanations from the current docs/mutation.md.
+  const carried = carriedRows(new Set(Object.keys(results)))
+  for (const row of carried.files) {
+    lines.push(row.line)
+    t = { population: t.population + row.population, sampled: t.sampled + row.sampled, killed: t.killed + row.killed, timeout: t.timeout + row.timeout, survived: t.survived + row.survived, runtime: t.runtime + row.runtime }
+  }
   const n = t.killed + t.timeout + t.survived
   lines.push(`| **all** | ${t.population} | ${t.sampled} | ${t.killed} | ${t.timeout} | ${t.survived} | ${t.runtime} | **${percent(t.killed + t.timeout, n)}** (${wilson(t.killed + t.timeout, n)}) | |`)
-  lines.push('', '### Surviving sampled mutants, by declaration', '', ...survivorTable(groups))
+  if (carried.files.length > 0) {
+    lines.push(
+      '',
+      `Carried over from the previous docs/mutation.md as they stood (this checkout has no results for them): ${carried.files.map((r) => r.file).join(', ')}. ` +
+        'Their figures are those of the source their run mutated; a source changed since is not marked on a carried row.',
+    )
+  }
+  const declarations = survivorTable(groups)
+  if (carried.declarations.length > 0) {
+    if (groups.size === 0) declarations.splice(0, declarations.length, '| declaration | survived | no coverage | why |', '|---|---|---|---|')
+    declarations.push(...carried.declarations)
+  }
+  lines.push('', '### Surviving sampled mutants, by declaration', '', ...declarations)
   lines.push('', '<details><summary>Every surviving sampled mutant</summary>', '', '| file:line | mutator | replacement |', '|---|---|---|')
   for (const [file, data] of Object.entries(results).sort()) {
     for (const m of data.mutants.filter((x) => x.status === 'Survived')) {
       lines.push(`| ${file}:${m.location.start.line} | ${m.mutatorName} | \`${m.replacement.replace(/\s+/g, ' ').replace(/\|/g, '\\|').slice(0, 80)}\` |`)
     }
   }
+  lines.push(...carried.survivors)
   lines.push('', '</details>')
   return lines
+}
+
+/** A file row of the sampled table kept from the current docs/mutation.md, with its counts. */
+interface CarriedRow {
+  file: string
+  line: string
+  population: number
+  sampled: number
+  killed: number
+  timeout: number
+  survived: number
+  runtime: number
+}
+
+/**
+ * The sampled section's rows in the current docs/mutation.md for files not in `have`: their file
+ * rows (with the counts the totals need), their survivors' declaration rows and their rows in
+ * the list of every survivor.
+ */
+function carriedRows(have: Set<string>): { files: CarriedRow[]; declarations: string[]; survivors: string[] } {
+  const match = /<!-- section:sampled -->\n([\s\S]*?)\n<!-- \/section:sampled -->/.exec(previous)
+  const out = { files: [] as CarriedRow[], declarations: [] as string[], survivors: [] as string[] }
+  if (!match) return out
+  for (const line of match[1]!.split('\n')) {
+    const cells = line.split('|').map((c) => c.trim())
+    const first = cells[1] ?? ''
+    const file = /^(src\/[^\s#:|]+)/.exec(first)?.[1]
+    if (!file || have.has(file)) continue
+    if (first.includes('#')) out.declarations.push(line)
+    else if (/^src\/[^\s:]+:\d+$/.test(first)) out.survivors.push(line)
+    else {
+      const [population, sampled, killed, timeout, survived, runtime] = cells.slice(2, 8).map((c) => Number.parseInt(c, 10))
+      out.files.push({ file, line, population: population!, sampled: sampled!, killed: killed!, timeout: timeout!, survived: survived!, runtime: runtime! })
+    }
+  }
+  return out
 }
 
 const DOC = new URL('../docs/mutation.md', import.meta.url)

@@ -53,6 +53,16 @@ const NEVER = 2 ** 31 - 1
 const never = (): number => NEVER
 
 /**
+ * phoenix.js's `sessionStorage` option: one store for every socket, keeping nothing. Without the
+ * option the Socket constructor reads the global `sessionStorage` (1.8.16 socket.js), and that
+ * read throws a SecurityError where storage is denied (a sandboxed iframe without
+ * allow-same-origin, checked in Chromium 156): no socket could be made, every attempt would
+ * fail. phoenix.js stores only what its LongPoll fallback remembers (getSession/storeSession in
+ * connectWithFallback), which the link never uses.
+ */
+const NO_SESSION_STORE = Object.freeze({ getItem: (): null => null, setItem: (): void => {}, removeItem: (): void => {} })
+
+/**
  * How long before the chart's connect timeout a refused upgrade's body stops being read: the
  * refusal must reach the chart first, or a terminal 403 would end as a retryable timeout.
  */
@@ -247,7 +257,7 @@ class LinkSocket extends Socket {
    * transport's handle, for the page's life: one more per generation of a link that reconnects
    * for days. And they decide outside the charts: `pagehide` closes the socket (the link then
    * reads a close it did not choose and reconnects), `pageshow` and `visibilitychange` reconnect
-   * it. The page lifecycle is the host's to wire (README "In a browser"). While the constructor
+   * it. The page lifecycle is the host's to wire (README "Entries, browsers and CommonJS"). While the constructor
    * runs, `window.addEventListener` reads `undefined` (an own property over EventTarget's), so
    * phoenix.js's `if (phxWindow && phxWindow.addEventListener)` skips the four; the property is
    * restored before anything else can run. Where `window` is absent (Node, a Web Worker) or the
@@ -847,6 +857,7 @@ export class PhoenixAdapter {
         reconnectAfterMs: never,
         rejoinAfterMs: never,
         binaryType: 'arraybuffer',
+        sessionStorage: NO_SESSION_STORE,
         encode: LinkSocket.encodeFrame,
         decode: LinkSocket.decodeFrame,
       },

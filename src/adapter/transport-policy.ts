@@ -15,8 +15,9 @@ export const DEFAULT_TRANSPORT_POLICY = {
   /**
    * Wait for the peer's close frame after the link closes a socket: in Node, ws then ends the TCP
    * connection; in a browser, whose WebSocket waits on its own clock (Chromium 60 s), the link
-   * stops waiting and counts the socket closed, so `disconnect()` resolves. @default 1000 — ws
-   * waits 30 s by default; a stop must be quick.
+   * stops waiting and counts the socket closed (`disconnect()` there waits the longer of this and
+   * phoenix.js's 1.5 s of teardown polling). @default 1000 — ws waits 30 s by default; a stop
+   * must be quick.
    */
   closeTimeoutMs: 1_000,
   /** Largest inbound frame in bytes; a larger one closes the socket with 1009. @default 8388608 — 8 MiB. */

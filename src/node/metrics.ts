@@ -8,12 +8,10 @@
  * const metrics = linkMetrics(link, { registry })   // registry.metrics() now includes the link
  * metrics.stop()                                   // stop following the link
  */
-import type { Counter, Gauge, Registry } from 'prom-client'
+import { Counter, Gauge, Registry } from 'prom-client'
 import { LINK_STATES } from '../../machines/status.js'
 import type { Link } from '../link.js'
-import { checkPrefix, DEFAULT_METRICS_PREFIX, loadPromClient, type MetricsOptions } from './prometheus.js'
-
-const prom = loadPromClient('phoenix-link/metrics')
+import { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions } from './prometheus.js'
 
 export type { MetricsOptions } from './prometheus.js'
 
@@ -53,15 +51,15 @@ function sharedMetrics(registry: Registry, prefix: string): Shared {
   const followers = new Map<string, Follower>()
   const shared: Shared = {
     followers,
-    state: new prom.Gauge({ name: `${prefix}link_state`, help: 'The link state, one-hot.', labelNames: ['link', 'state'] as const, registers: [registry] }),
-    reconnects: new prom.Counter({
+    state: new Gauge({ name: `${prefix}link_state`, help: 'The link state, one-hot.', labelNames: ['link', 'state'] as const, registers: [registry] }),
+    reconnects: new Counter({
       name: `${prefix}link_reconnects_total`,
       help: 'Transport losses followed by a reconnect, by the reason kind of the loss.',
       labelNames: ['link', 'reason'] as const,
       registers: [registry],
     }),
   }
-  new prom.Counter({
+  new Counter({
     name: `${prefix}link_connected_seconds_total`,
     help: 'Seconds the link spent connected.',
     labelNames: ['link'] as const,
@@ -90,7 +88,7 @@ function sharedMetrics(registry: Registry, prefix: string): Shared {
  */
 export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => number; label?: string } = {}): LinkMetrics {
   const prefix = checkPrefix(options.prefix ?? DEFAULT_METRICS_PREFIX)
-  const registry = options.registry ?? new prom.Registry()
+  const registry = options.registry ?? new Registry()
   const now = options.now ?? (() => link.monotonic())
   const label = options.label ?? link.agentId
   const shared = sharedMetrics(registry, prefix)

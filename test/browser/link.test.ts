@@ -373,8 +373,9 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
 
     const live = sim.live(AGENT)[0]!
     const before = await call('snapshot')
-    // What phoenix.js's own listeners would act on: pagehide closes the socket at once (1000),
-    // pageshow and visibilitychange would open one again.
+    // What phoenix.js's own listeners would act on: pagehide closes the socket at once (its
+    // disconnect() passes no code, so the server reads 1005, no status), pageshow and
+    // visibilitychange would open one again.
     await page.evaluate(() => {
       const g = globalThis as unknown as { document: EventTarget; dispatchEvent(e: Event): boolean }
       g.dispatchEvent(new Event('pagehide'))
@@ -400,10 +401,38 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
     expect(await pageState()).toEqual({ listeners: [], ownAddEventListener: false })
   })
 
+  it('on a page where reading sessionStorage throws (as in a sandboxed iframe without allow-same-origin): connects, reconnects', async () => {
+    const { sim, call, page } = await open('page', () => {
+      Object.defineProperty(globalThis, 'sessionStorage', {
+        configurable: true,
+        get() {
+          throw new DOMException("Failed to read the 'sessionStorage' property from 'Window': The document is sandboxed and lacks the 'allow-same-origin' flag.", 'SecurityError')
+        },
+      })
+    })
+    // The page's sessionStorage is denied, as a sandboxed frame's is.
+    expect(await page.evaluate(() => {
+      try {
+        void (globalThis as unknown as { sessionStorage: unknown }).sessionStorage
+        return 'readable'
+      } catch (error) {
+        return (error as Error).name
+      }
+    })).toBe('SecurityError')
+    expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY })).toBe('idle')
+    expect(await call('connect')).toBe('connected')
+    sim.close(sim.live(AGENT)[0]!, 1000)
+    const back = await call('until', { state: 'connected', events: { type: 'reconnected', count: 1 }, timeoutMs: 5_000 })
+    expect(back.events.filter((e) => e.type === 'disconnected')).toEqual([{ type: 'disconnected', outcome: 'reconnect', reason: 'closed', terminal: false }])
+    expect(sim.upgrades.filter((u) => u.agentId === AGENT && u.outcome === 'accepted')).toHaveLength(2)
+  })
+
   for (const where of ['page', 'worker'] as const) {
-    it(`${where === 'page' ? 'on a page' : 'in a Web Worker'}: disconnect() from a server that stopped reading resolves within the close bound, not the browser's own 60 s`, async () => {
+    it(`${where === 'page' ? 'on a page' : 'in a Web Worker'}: disconnect() from a server that stopped reading resolves after transport.closeTimeoutMs, not the browser's own 60 s`, async () => {
       const { sim, call } = await open(where)
-      expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY })).toBe('idle')
+      // A close bound longer than phoenix.js's own 1.5 s of polling, so the bound is what ends the wait.
+      const closeTimeoutMs = 2_000
+      expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: { ...POLICY, transport: { ...POLICY.transport, closeTimeoutMs } } })).toBe('idle')
       expect(await call('connect')).toBe('connected')
       const live = sim.live(AGENT)[0]!
       // The server stops reading and answering: no leave reply, no close frame back.
@@ -411,10 +440,12 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
       const started = performance.now()
       expect(await call('disconnect')).toBe('stopped')
       const tookMs = performance.now() - started
-      // The leave waits connection.leaveTimeoutMs (300 ms here), the close transport.closeTimeoutMs
-      // (300 ms) but at least phoenix.js's teardown, which polls the socket's state four times
-      // over 1.5 s (socket.js waitForSocketClosed); Chromium's own closing handshake waits 60 s.
-      expect(tookMs).toBeLessThan(POLICY.connection!.leaveTimeoutMs! + Math.max(POLICY.transport!.closeTimeoutMs!, 1_500) + 1_500)
+      // The leave waits at most connection.leaveTimeoutMs (300 ms here), then the close
+      // closeTimeoutMs (phoenix.js's teardown polls the socket's state for 1.5 s of it, socket.js
+      // waitForSocketClosed); Chromium's own closing handshake would wait 60 s.
+      const leaveTimeoutMs = POLICY.connection!.leaveTimeoutMs!
+      expect(tookMs).toBeGreaterThanOrEqual(closeTimeoutMs)
+      expect(tookMs).toBeLessThan(leaveTimeoutMs + closeTimeoutMs + 500)
       const stopped = await call('snapshot')
       expect(stopped.state).toBe('stopped')
       expect(stopped.events.filter((e) => e.type === 'disconnected')).toEqual([{ type: 'disconnected', outcome: 'stopped', reason: 'graceful', terminal: false }])

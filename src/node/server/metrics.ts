@@ -3,11 +3,9 @@
  * `<prefix>active_connections` (no principal label: cardinality stays bounded),
  * `<prefix>agent_aborts_total{outcome}`, `<prefix>principal_disconnects_total{reason}`.
  */
-import type { Counter, Gauge, Registry } from 'prom-client'
+import { Counter, Gauge, Registry } from 'prom-client'
 import type { AbortOutcome } from '../../runs.js'
-import { checkPrefix, DEFAULT_METRICS_PREFIX, loadPromClient, type MetricsOptions } from '../prometheus.js'
-
-const prom = loadPromClient('phoenix-link/server')
+import { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions } from '../prometheus.js'
 
 export { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions }
 
@@ -20,15 +18,15 @@ export class ServerMetrics {
 
   constructor(options: MetricsOptions = {}) {
     const prefix = checkPrefix(options.prefix ?? DEFAULT_METRICS_PREFIX)
-    this.registry = options.registry ?? new prom.Registry()
-    this.activeConnections = new prom.Gauge({ name: `${prefix}active_connections`, help: 'Open agent sockets.', registers: [this.registry] })
-    this.agentAborts = new prom.Counter({
+    this.registry = options.registry ?? new Registry()
+    this.activeConnections = new Gauge({ name: `${prefix}active_connections`, help: 'Open agent sockets.', registers: [this.registry] })
+    this.agentAborts = new Counter({
       name: `${prefix}agent_aborts_total`,
       help: 'Aborts of a principal\'s in-flight runs after its last connection ended, by outcome.',
       labelNames: ['outcome'],
       registers: [this.registry],
     })
-    this.principalDisconnects = new prom.Counter({
+    this.principalDisconnects = new Counter({
       name: `${prefix}principal_disconnects_total`,
       help: 'Principals whose last connection ended, by the reason kind of that close.',
       labelNames: ['reason'],
