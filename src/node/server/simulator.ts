@@ -897,7 +897,7 @@ export class PlatformSimulator extends EventEmitter {
       if (typeof (target as { agent?: unknown }).agent === 'string') return this.live((target as { agent: string }).agent)
       if (typeof (target as { socket?: unknown }).socket === 'string') return this.connections.filter((c) => c.id === (target as { socket: string }).socket && c.state === 'open')
     }
-    throw new TypeError(`a simulator target is a connection, { agent: id }, { socket: id } or 'all'; got ${typeof target === 'string' ? JSON.stringify(target) : String(target)}`)
+    throw new TypeError(`a simulator target is a connection, { agent: id }, { socket: id } or 'all'; got ${describeValue(target)}`)
   }
 
   /**
@@ -1266,4 +1266,15 @@ export class PlatformSimulator extends EventEmitter {
       c.send({ join_ref: previous.joinRef, ref: previous.joinRef, topic: frame.topic, event: CHANNEL_EVENTS.close, payload: {} })
     }
   }
+}
+
+/** A value as an error message shows it: JSON where it has one (cut at 80 characters), else its String(). */
+function describeValue(value: unknown): string {
+  try {
+    const json = JSON.stringify(value)
+    if (json !== undefined) return json.length > 80 ? `${json.slice(0, 77)}...` : json
+  } catch {
+    // a cycle or a BigInt: String() below
+  }
+  return String(value)
 }
