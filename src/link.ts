@@ -125,6 +125,12 @@ export interface LinkOptions {
 export interface AttemptInfo {
   /** The transport generation the socket params are for (a channel join's transport, for channel params); 0 when not known. */
   generation: number
+  /**
+   * Aborted when the link gives the attempt up: with `Error('timed out after <ms> ms')` as its
+   * reason when the function did not settle within `transport.credentialsTimeoutMs`, with an
+   * `AbortError` when the attempt ended otherwise (the link stopped, the transport or the channel
+   * ended). Made when first read: read after the abort, it is already aborted, with that reason.
+   */
   signal: AbortSignal
 }
 

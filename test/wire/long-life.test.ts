@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { framesIn, next, untilState, useWorld } from '../support/wire.js'
+import type { AttemptInfo } from '../../src/index.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const world = useWorld()
@@ -234,6 +235,38 @@ describe('credentials per attempt', () => {
     expect(reasons[2]).toMatch(/^other:true:reconnect:.*the API key must be a non-empty string, got an empty string/)
     expect(aborted.length).toBeGreaterThanOrEqual(1)
     // Nothing reached the server before a usable key: one upgrade, accepted.
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101])
+  })
+
+  it("the signal of a function that never settled aborts with the timeout as its reason, whether read at once or after the abort", async () => {
+    const sim = await world().sim()
+    const early: Array<{ aborted: boolean; reason: unknown }> = []
+    let kept: AttemptInfo | null = null
+    let n = 0
+    const link = world().link(sim, {
+      apiKey: (info) => {
+        n++
+        if (n === 1) {
+          // Read at once; the promise never settles.
+          const { signal } = info
+          signal.addEventListener('abort', () => early.push({ aborted: signal.aborted, reason: signal.reason }))
+          return new Promise<string>(() => {})
+        }
+        if (n === 2) {
+          // Not read yet; the promise never settles.
+          kept = info
+          return new Promise<string>(() => {})
+        }
+        return 'key-1'
+      },
+      policy: fastCredentials,
+    })
+    await link.connect()
+    expect(n).toBe(3)
+    expect(early).toEqual([{ aborted: true, reason: new Error('timed out after 150 ms') }])
+    // Read only now, after its attempt was given up: already aborted, with the same reason.
+    const late = (kept as AttemptInfo | null)!.signal
+    expect({ aborted: late.aborted, reason: late.reason }).toEqual({ aborted: true, reason: new Error('timed out after 150 ms') })
     expect(sim.upgrades.map((u) => u.status)).toEqual([101])
   })
 
