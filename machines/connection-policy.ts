@@ -12,7 +12,13 @@ export const DEFAULT_CONNECTION_POLICY = {
   connectTimeoutMs: 10_000,
   /** Wait for the control channel's join reply. @default 10000 — phoenix.js's default push timeout. */
   joinTimeoutMs: 10_000,
-  /** Wait for the control channel's leave reply on disconnect(). @default 1000 — stopping must be quick; the close frame follows anyway. */
+  /**
+   * Longest wait for the control channel's leave on disconnect() before the socket closes
+   * anyway. With the pinned phoenix.js 1.8.16 the leave counts as done once its phx_leave is
+   * sent (its channel.leave() answers its own push 'ok' at once; docs/field-notes.md), so the
+   * stop does not wait for the server's reply and this bound is not reached on the wire.
+   * @default 1000 — stopping must be quick; the close frame follows anyway.
+   */
   leaveTimeoutMs: 1_000,
   /**
    * After a connected transport of this link is lost, an upgrade refused with HTTP 409

@@ -124,6 +124,29 @@ describe('host stop (scenario 5)', () => {
     expect(conn!.closeSeen).toEqual({ code: 1000, reason: 'client closing' })
     expect(sim.accepted('agent-1')).toHaveLength(1)
   })
+
+  it("disconnect() counts the control channel left once its phx_leave is sent, as phoenix.js 1.8.16 does: stopped without the server's reply, and the server reads the leave, then the close 1000", async () => {
+    const sim = await world().sim()
+    // A leave timeout far longer than the test: a stop that waited for the reply would show.
+    const link = world().link(sim, { policy: { connection: { leaveTimeoutMs: 60_000 } } })
+    await link.connect()
+    const conn = sim.live('agent-1')[0]!
+    // The server stops reading: the leave's reply can never come.
+    sim.stall(conn)
+    const states: string[] = []
+    link.on('state', ({ state }) => void states.push(state))
+    await link.disconnect()
+    // phoenix.js's channel.leave() answers its own leave push 'ok' at once (it sets the channel
+    // `leaving` before checking canPush, which needs `joined`: channel.js leave; the fix in phoenix PR
+    // #6792 was closed), so the chart's leave timeout is never what ends the stop.
+    expect(states).toEqual(['stopping', 'stopped'])
+    expect(link.lastDisconnectReason).toMatchObject({ kind: 'graceful' })
+    // The server reads again: the phx_leave, then the client's close 1000, in that order.
+    conn.resume()
+    await sim.waitFor(() => conn.state === 'closed', { what: 'the stalled socket to close' })
+    expect(framesIn(conn, 'phx_leave', 'agent_control:agent-1')).toHaveLength(1)
+    expect(conn.closeSeen).toEqual({ code: 1000, reason: 'client closing' })
+  })
 })
 
 describe('reconnect policy on the wire (scenarios 6-8)', () => {

@@ -49,7 +49,7 @@ describe('rule: stale generations are ignored', () => {
     expect(seen).toEqual([{ stale: false }])
   })
 
-  it("a phx_close for a topic the link left, carrying another join than the one it left, is reported, not taken as the leave's tail", async () => {
+  it("a phx_close for a topic the link left, carrying another join than the one it left, or a push under the join left, is reported, not taken as the leave's tail", async () => {
     const sim = await world().sim()
     const link = world().link(sim)
     await link.connect()
@@ -63,6 +63,10 @@ describe('rule: stale generations are ignored', () => {
     const ignored = next(link, 'ignored')
     sim.push({ agent: 'agent-1' }, 'room:1', 'phx_close', {}, { joinRef: `${joinRef}9` })
     expect((await ignored).detail).toMatch(/phx_close for topic "room:1", which this link has not joined on this transport/)
+    // A push on the left topic under the very join_ref left is no tail of the leave (only its reply and phx_close are): reported.
+    const pushed = next(link, 'ignored')
+    sim.push({ agent: 'agent-1' }, 'room:1', 'new_msg', { late: true }, { joinRef })
+    expect((await pushed).detail).toMatch(/new_msg for topic "room:1", which this link has not joined on this transport/)
     // The server reads again: the leave's own tail (its reply and phx_close, the join left) is expected, and nothing else is reported.
     const reported: string[] = []
     link.on('ignored', (e) => reported.push(e.detail))
