@@ -37,6 +37,8 @@ const EXCLUDE = [
   'test/unit/no-leaks.test.ts',
   'test/unit/docs.test.ts',
 ]
+/** The ws transport has a browser branch, which only the link's tests in headless Chromium run (they skip without it). */
+const BROWSER_AND_WIRE = [...WIRE, 'test/browser/link.test.ts']
 /** The simulator is judged by the wire tests too (they read what it saw) and by its conformance scenarios. */
 const SERVER = [...WIRE, 'test/conformance/simulator.test.ts']
 /**
@@ -61,7 +63,7 @@ interface Target {
  */
 export const TARGETS: Target[] = [
   { file: 'src/adapter/phoenix-adapter.ts', sample: 25, tests: WIRE },
-  { file: 'src/adapter/ws-transport.ts', sample: 15, tests: WIRE },
+  { file: 'src/adapter/ws-transport.ts', sample: 15, tests: BROWSER_AND_WIRE },
   { file: 'src/link.ts', sample: 25, tests: WIRE },
   { file: 'src/link-channel.ts', sample: 15, tests: WIRE },
   { file: 'src/node/server/simulator.ts', sample: 25, tests: SERVER },
@@ -252,7 +254,7 @@ async function main(): Promise<void> {
     const base = await runTests(tests, 900_000)
     if (base.status !== 'Survived') throw new Error(`the unmutated tests fail (${base.status}): ${base.killedBy}`)
     baselines.set(tests.join(' '), base.durationMs)
-    process.stdout.write(`baseline ${tests === SERVER ? 'server' : tests === HTTP ? 'http' : 'wire'} tests: ${(base.durationMs / 1000).toFixed(1)} s\n`)
+    process.stdout.write(`baseline ${tests === SERVER ? 'server' : tests === HTTP ? 'http' : tests === BROWSER_AND_WIRE ? 'browser and wire' : 'wire'} tests: ${(base.durationMs / 1000).toFixed(1)} s\n`)
   }
 
   for (const target of targets) {

@@ -428,11 +428,18 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
   })
 
   for (const where of ['page', 'worker'] as const) {
-    it(`${where === 'page' ? 'on a page' : 'in a Web Worker'}: disconnect() from a server that stopped reading resolves after transport.closeTimeoutMs, not the browser's own 60 s`, async () => {
+    it(`${where === 'page' ? 'on a page' : 'in a Web Worker'}: disconnect() resolves on the close event, and from a server that stopped reading after transport.closeTimeoutMs, not the browser's own 60 s`, async () => {
       const { sim, call } = await open(where)
       // A close bound longer than phoenix.js's own 1.5 s of polling, so the bound is what ends the wait.
       const closeTimeoutMs = 2_000
-      expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: { ...POLICY, transport: { ...POLICY.transport, closeTimeoutMs } } })).toBe('idle')
+      const policy = { ...POLICY, transport: { ...POLICY.transport, closeTimeoutMs } }
+      // A server that answers: the close event ends the wait, well before the bound.
+      expect(await call('start', { agentId: AGENT, apiKey: KEY, policy })).toBe('idle')
+      expect(await call('connect')).toBe('connected')
+      const answering = performance.now()
+      expect(await call('disconnect')).toBe('stopped')
+      expect(performance.now() - answering).toBeLessThan(closeTimeoutMs / 2)
+      expect(await call('start', { agentId: AGENT, apiKey: KEY, policy })).toBe('idle')
       expect(await call('connect')).toBe('connected')
       const live = sim.live(AGENT)[0]!
       // The server stops reading and answering: no leave reply, no close frame back.
