@@ -21,15 +21,30 @@ class RefusingServer {
   private readonly sockets = new Set<Socket>()
   private constructor(private readonly server: Server) {}
 
-  static async start(response: string): Promise<RefusingServer> {
+  /**
+   * A server answering every upgrade with `response`; given parts, it writes them one after
+   * another, `gapMs` apart (a slow server's body, so the client reads each part on its own).
+   */
+  static async start(response: string | string[], gapMs = 50): Promise<RefusingServer> {
     const server = createServer()
     const r = new RefusingServer(server)
+    const parts = typeof response === 'string' ? [response] : response
     server.on('connection', (socket) => {
       r.sockets.add(socket)
       r.closed.push(new Promise((resolve) => socket.once('close', () => resolve())))
-      socket.once('close', () => r.sockets.delete(socket))
+      let timer: ReturnType<typeof setTimeout> | null = null
+      socket.once('close', () => {
+        r.sockets.delete(socket)
+        if (timer) clearTimeout(timer)
+      })
       socket.on('error', () => {})
-      socket.once('data', () => socket.write(response))
+      const write = (i: number): void => {
+        timer = null
+        if (socket.destroyed) return
+        socket.write(parts[i]!)
+        if (i + 1 < parts.length) timer = setTimeout(write, gapMs, i + 1)
+      }
+      socket.once('data', () => write(0))
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     return r
@@ -115,6 +130,21 @@ describe('rule: a refused upgrade is classified within one round trip, whatever 
     const reason = (r as { error: AgentDisconnectedError }).error.reason
     expect(reason).toMatchObject({ kind: 'rejected', status: 403, errorCode: null })
     expect((reason as { message: string }).message.startsWith('{"error":{"code":"too_big"')).toBe(true)
+  })
+
+  it('a body that reaches refusalBodyLimitBytes over two reads is cut to the limit too', async () => {
+    // 600 bytes, then 900 more: the second read may add only the 424 bytes left under the limit.
+    const body = JSON.stringify({ error: { code: 'too_big', message: 'm'.repeat(1459) } })
+    expect(body.length).toBe(1500)
+    const server = await RefusingServer.start([`HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\n${body.slice(0, 600)}`, body.slice(600)])
+    servers.push(server)
+    const sim = await world().sim()
+    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyLimitBytes: 1024, refusalBodyTimeoutMs: 20_000 }, connection: { connectTimeoutMs: 30_000 } } })
+    const r = await settle(link.connect())
+    // Cut to 1024 bytes the body is not JSON: no error code. Read whole, it would be 'too_big'.
+    const reason = (r as { error: AgentDisconnectedError }).error.reason as { kind: string; errorCode: unknown; message: string }
+    expect({ kind: reason.kind, errorCode: reason.errorCode }).toEqual({ kind: 'rejected', errorCode: null })
+    expect(reason.message.startsWith('{"error":{"code":"too_big"')).toBe(true)
   })
 
   it('a body of exactly refusalBodyLimitBytes, the response never ending: the read ends at the limit, not after the body wait', async () => {
