@@ -37,7 +37,7 @@ import { PresenceTracker, type PresenceCrossing } from './presence.js'
 import { AdminApi } from './admin.js'
 import { ControlApi } from './control-api.js'
 import { RunSupervisor, type AgentAborted, type RunSupervisorOptions } from '../../runs.js'
-import { classifyClose, classifySupersede, heartbeatTimeout, type DisconnectReason } from '../../reasons.js'
+import { classifyClose, classifySupersede, clipText, heartbeatTimeout, type DisconnectReason } from '../../reasons.js'
 import type { PresencePolicy } from '../../../machines/presence-policy.js'
 import { redacting, type LinkLog, type Logger } from '../../logger.js'
 
@@ -897,7 +897,7 @@ export class PlatformSimulator extends EventEmitter {
       if (typeof (target as { agent?: unknown }).agent === 'string') return this.live((target as { agent: string }).agent)
       if (typeof (target as { socket?: unknown }).socket === 'string') return this.connections.filter((c) => c.id === (target as { socket: string }).socket && c.state === 'open')
     }
-    throw new TypeError(`a simulator target is a connection, { agent: id }, { socket: id } or 'all'; got ${describeValue(target)}`)
+    throw new TypeError(`a simulator target is a connection, { agent: id }, { socket: id } or 'all'; got ${shownAs(target)}`)
   }
 
   /**
@@ -1268,11 +1268,11 @@ export class PlatformSimulator extends EventEmitter {
   }
 }
 
-/** A value as an error message shows it: JSON where it has one (cut at 80 characters), else its String(). */
-function describeValue(value: unknown): string {
+/** A value as an error message shows it: its JSON where it has one (cut between tokens at 80 characters, reasons.ts clipText), else its String(). */
+function shownAs(value: unknown): string {
   try {
     const json = JSON.stringify(value)
-    if (json !== undefined) return json.length > 80 ? `${json.slice(0, 77)}...` : json
+    if (json !== undefined) return json.length > 80 ? `${clipText(json, 80)}...` : json
   } catch {
     // a cycle or a BigInt: String() below
   }
