@@ -123,6 +123,23 @@ export async function until(check: () => boolean, timeoutMs: number, what: strin
   }
 }
 
+/**
+ * Resolves as `promise` does, or rejects when it has not settled within `timeoutMs`; its timer is
+ * cleared either way, so nothing is left armed (a pending timer per client would count in the heap
+ * figures). Awaiting a promise lets the event loop sleep where `until()` polls on every turn.
+ */
+export async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const expiry = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs)
+  })
+  try {
+    return await Promise.race([promise, expiry])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /** Runs `tasks` at most `limit` at a time. */
 export async function pool<T>(items: T[], limit: number, task: (item: T, i: number) => Promise<void>): Promise<void> {
   let next = 0

@@ -10,7 +10,7 @@
  */
 import { createLink, type Link } from '../src/link.js'
 import { DEFAULT_RECONNECT_POLICY } from '../machines/reconnect-policy.js'
-import { inFreshProcess, pool, rawClient, row, settleHeap, SimChild, until, type Row } from './common.js'
+import { inFreshProcess, pool, rawClient, row, settleHeap, SimChild, within, type Row } from './common.js'
 
 export const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 2_000)
 /** The large run: heap per link when a host runs this many agents in one process. */
@@ -79,7 +79,7 @@ async function open(kind: 'link' | 'raw', url: string, agent: string): Promise<(
   const link: Link = createLink({ url, agentId: agent, apiKey: 'bench-key' })
   await link.connect()
   const channel = link.channel(TOPIC)
-  await until(() => channel.status === 'joined', 10_000, `${agent} to join ${TOPIC}`)
+  await within(channel.joined(), 10_000, `the link to join the app channel`)
   return () => link.disconnect()
 }
 
@@ -87,8 +87,8 @@ export async function run(): Promise<Row[]> {
   const file = './memory.js'
   const raw = await inFreshProcess<Measured>(file, ['raw', String(CLIENTS), 'steady'])
   const link = await inFreshProcess<Measured>(file, ['link', String(CLIENTS), 'steady'])
-  const rawMany = await inFreshProcess<Measured>(file, ['raw', String(MANY)])
-  const linkMany = await inFreshProcess<Measured>(file, ['link', String(MANY)])
+  const rawMany = await inFreshProcess<Measured>(file, ['raw', String(MANY), 'steady'])
+  const linkMany = await inFreshProcess<Measured>(file, ['link', String(MANY), 'steady'])
   const kib = (bytes: number) => bytes / 1024
   const target = { text: '<= 1.5x raw', met: (l: number, r: number | null) => l <= 1.5 * r! }
   const connectTarget = { text: '<= 1.3x raw', met: (l: number, r: number | null) => l <= 1.3 * r! }
@@ -97,7 +97,11 @@ export async function run(): Promise<Row[]> {
     row('idle memory', 'RSS per connected client', 'KiB', kib(link.rssPerClient), kib(raw.rssPerClient), target),
     row('idle memory', `heap per client connected ${Math.round(STEADY_AFTER_MS / 1000)} s (past the stable window, after GC)`, 'KiB', kib(link.steadyHeapPerClient!), kib(raw.steadyHeapPerClient!), target),
     row('idle memory', `time to connect ${CLIENTS.toLocaleString('en-US')} clients (50 at a time)`, 'ms', link.setupMs, raw.setupMs, connectTarget),
-    row('idle memory', `heap per connected client (${MANY.toLocaleString('en-US')} clients, after GC)`, 'KiB', kib(linkMany.heapPerClient), kib(rawMany.heapPerClient), target),
+    // Just after the last of 10,000 connected, the clients that connected last still hold their
+    // pending chart delays (rapid and stable windows), so that figure moves with how long setup
+    // took; the target is judged idle, once every client is past its windows.
+    row('idle memory', `heap per connected client (${MANY.toLocaleString('en-US')} clients, just connected, after GC)`, 'KiB', kib(linkMany.heapPerClient), kib(rawMany.heapPerClient), null),
+    row('idle memory', `heap per client (${MANY.toLocaleString('en-US')} clients, connected ${Math.round(STEADY_AFTER_MS / 1000)} s, after GC)`, 'KiB', kib(linkMany.steadyHeapPerClient!), kib(rawMany.steadyHeapPerClient!), target),
     row('idle memory', `RSS per connected client (${MANY.toLocaleString('en-US')} clients)`, 'KiB', kib(linkMany.rssPerClient), kib(rawMany.rssPerClient), null),
     row('idle memory', `time to connect ${MANY.toLocaleString('en-US')} clients (50 at a time)`, 'ms', linkMany.setupMs, rawMany.setupMs, connectTarget),
   ]

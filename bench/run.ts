@@ -102,7 +102,9 @@ ${chartsText(b)}
 
 ### CPU per connect (V8 CPU profile of sequential connects: socket, control channel, one app channel)
 
-phoenix-link: ${b.cpu.link.usPerConnect.toFixed(0)} µs of CPU per connect (${b.cpu.link.wallMsPerConnect.toFixed(2)} ms wall); raw phoenix.js:
+With the profiler on (it inflates both sides, code of many small calls such as the charts'
+transitions more than native socket work; the target row of the table above is measured without
+it), phoenix-link: ${b.cpu.link.usPerConnect.toFixed(0)} µs of CPU per connect (${b.cpu.link.wallMsPerConnect.toFixed(2)} ms wall); raw phoenix.js:
 ${b.cpu.raw.usPerConnect.toFixed(0)} µs (${b.cpu.raw.wallMsPerConnect.toFixed(2)} ms). Self time, apportioned to the process's CPU time:
 
 | phoenix-link: package | µs per connect |
@@ -212,18 +214,30 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   same frame, with tinybench.
 - **Breakdown** (issue 17): the heap by constructor for both clients, each chart's heap as an
   XState actor beside its heap on the link's runtime (what the runtime saved, chart by chart), and a
-  V8 CPU profile of sequential connects. The profile is sampled with the profiler on, which
-  inflates both sides; the connect time of the idle memory run is the unprofiled figure. What
-  stands between the code and the connect-CPU target: the charts' transitions are about 0.2 ms of
-  a connect and its disconnect (XState's macrostep: selecting transitions, entering and exiting
-  state nodes, resolving actions; measured alone, without sockets); the rest is the link's own
-  work around the same phoenix.js and ws calls as the raw client's (validating every inbound
-  frame, the control channel's join, error and close handling and the adapter's records, a
-  graceful phx_leave on disconnect, one more listener per socket for a refused upgrade) and the
-  garbage collection of what they allocate. What would close it: an adapter that speaks Phoenix V2
-  over \`ws\` itself (phoenix.js's Channel, Push and Timer objects and callbacks are a third of a
-  link's heap and much of a connect's allocation), which the design rules out (a thin adapter
-  over the official client); or fewer states crossed per connect.
+  V8 CPU profile of sequential connects. The target row (connect CPU) is measured without the
+  profiler, the median of three runs of each kind in alternating order: the profiler inflates code
+  of many small calls (the charts' transitions) more than native socket work. Both clients await
+  their joins on a promise (until 2026-12-02 the link's harness polled \`channel.status\` on every
+  turn of the event loop, which spent CPU while waiting and counted it against the link).
+  What stands between the code and the connect-CPU target, from a profile of 1,000 sequential
+  connects (2026-12-02; profiled figures, busy CPU 4,968 µs per connect against raw's 2,234):
+  a connect crosses twelve chart transitions (three initial ones, then host.connect, socket.open,
+  reconnect.opened, control.joinOk, host.channel, transport.up, channel.joinOk on two charts,
+  channel.status), and XState's interpreter for them (macrostep and microstep: selecting
+  transitions, entering state nodes, resolving assigns and enqueued actions) is 1,005 µs of the
+  2,734 µs difference, about 80 µs per transition profiled and 45 µs without the profiler; the
+  link's own code is about 650 µs, spread thin (no function above 35 µs: the validating decode
+  of each frame, the runtime's commit, the adapter's records, the link's events); zod 90 µs (the
+  options at createLink, each inbound payload); the rest is the same ws and Node socket calls
+  as the raw client's and the garbage collection of what the link allocates. The target allows
+  the link 0.3 times raw's CPU, about 640 µs per connect on this machine: less than the charts'
+  transitions alone. What would close it: charts compiled at build time into transition tables
+  (the statecharts stay the source, drawn and walked for paths as now, and a generated table is
+  checked against XState's own \`transition()\` on every generated path), which would take the
+  interpreter's share from about 45 to a few µs per transition; the link's own work would then
+  still leave it near 1.5x. An adapter that speaks Phoenix V2 over \`ws\` itself would save
+  phoenix.js's Channel, Push and Timer objects (a third of a link's heap and much of a connect's
+  allocation), which the design rules out (a thin adapter over the official client).
 `
   const path = fileURLToPath(new URL('../../docs/performance.md', import.meta.url))
   writeFileSync(path, doc)

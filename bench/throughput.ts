@@ -8,7 +8,7 @@
  * Run alone: `npm run bench -- throughput`.
  */
 import { createLink } from '../src/link.js'
-import { median, rawClient, row, SimChild, until, printIfMain, type Row } from './common.js'
+import { median, rawClient, row, SimChild, within, printIfMain, type Row } from './common.js'
 
 export const PUSHES = Number(process.env.BENCH_PUSHES ?? 200_000)
 const ROUNDS = 5
@@ -21,7 +21,7 @@ export async function run(): Promise<Row[]> {
   try {
     await link.connect()
     const channel = link.channel(TOPIC)
-    await until(() => channel.status === 'joined', 5000, 'the link to join the app channel')
+    await within(channel.joined(), 5000, `the link to join the app channel`)
 
     let count = 0
     let done: (() => void) | null = null

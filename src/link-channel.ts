@@ -289,9 +289,11 @@ export class LinkChannel {
 
   private releaseWaiters(failure: 'CHANNEL_CLOSED' | null): void {
     if (this.waiters === null) return
-    for (const waiter of [...this.waiters]) {
+    const waiters = this.waiters
+    // An idle channel keeps no set: a link that awaited joined() once holds nothing for it after.
+    this.waiters = null
+    for (const waiter of waiters) {
       clearTimeout(waiter.timer)
-      this.waiters.delete(waiter)
       if (failure) waiter.reject(new PushError(failure, this.topic, waiter.event))
       else waiter.resolve()
     }
