@@ -9,6 +9,29 @@ import { chartsData } from '../src/node/model/visual.js'
 
 const VIRTUAL = 'virtual:charts'
 
+/**
+ * mermaid loads each diagram type, layout and its math renderer (katex) by dynamic import, so a
+ * bundle of it carries every type as a lazy chunk (gantt, sankey, c4, mindmap with cytoscape, the
+ * langium grammars of @mermaid-js/parser, ...): about 2.5 MB the page never loads. The page draws
+ * only `stateDiagram-v2` with the default dagre layout (src/node/model/export.ts), and no label
+ * holds `$$`, so every other lazily loaded module is replaced by one that rejects with a clear
+ * message, and the published package ships only what the page runs.
+ */
+const MERMAID_DIR = /[\\/]node_modules[\\/](?:mermaid|@mermaid-js[\\/]parser)[\\/]dist[\\/]/
+/** The lazily loaded modules the page does load: the state diagram, its dagre layout, mermaid's text measurer. */
+const DRAWN = /^(?:stateDiagram-v2|dagre|sizeCapture)-[A-Z0-9]+\.mjs$/
+const UNUSED = '\0phoenix-link-unused-mermaid-module'
+
+function unusedMermaidModule(source: string, importer: string | undefined): string | null {
+  if (importer === undefined || !MERMAID_DIR.test(importer)) return null
+  if (source === 'katex') return UNUSED
+  if (!source.startsWith('./')) return null
+  const base = source.slice(source.lastIndexOf('/') + 1)
+  // Shared chunks are imported statically by what the page runs; only the named modules are lazy.
+  if (base.startsWith('chunk-') || DRAWN.test(base)) return null
+  return UNUSED
+}
+
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: './',
@@ -23,6 +46,15 @@ export default defineConfig({
       name: 'phoenix-link-charts',
       resolveId: (id) => (id === VIRTUAL ? `\0${VIRTUAL}` : null),
       load: (id) => (id === `\0${VIRTUAL}` ? `export default ${JSON.stringify(chartsData())}` : null),
+    },
+    {
+      name: 'phoenix-link-state-diagrams-only',
+      enforce: 'pre',
+      resolveId: (source, importer) => unusedMermaidModule(source, importer),
+      load: (id) =>
+        id === UNUSED
+          ? `throw new Error("phoenix-link's visualizer bundles mermaid's state diagrams only (visualizer/vite.config.ts)")`
+          : null,
     },
   ],
 })

@@ -104,6 +104,10 @@ describe('the packed package', () => {
     ].map((target) => target.replace(/^\.\//, ''))
     expect(targets.filter((target) => !files.includes(target))).toEqual([])
     expect(files.some((f) => f.startsWith('visualizer/dist/assets/') && f.endsWith('.js'))).toBe(true)
+    // The page draws mermaid's state diagrams only: no other diagram type, layout, grammar or katex ships (visualizer/vite.config.ts).
+    const assets = files.filter((f) => f.startsWith('visualizer/dist/assets/'))
+    expect(assets.filter((f) => /(katex|cytoscape|Diagram|-definition|cose-bilkent|swimlanes)/.test(f) && !/stateDiagram-v2/.test(f))).toEqual([])
+    expect(assets.some((f) => /stateDiagram-v2/.test(f))).toBe(true)
   })
 
   it('passes publint (strict) and attw --profile esm-only', async () => {
