@@ -210,14 +210,14 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
   }
 
   /** The whole scenario, through `call`; every step checked in the browser and on the simulator. */
-  async function scenario(sim: PlatformSimulator, call: Caller): Promise<void> {
+  async function scenario(sim: PlatformSimulator, call: Caller, keyIn: { apiKeyIn?: 'param' }): Promise<void> {
     const upgrades = () => sim.upgrades.filter((u) => u.agentId === AGENT)
     const accepted = { agentId: AGENT, status: 101, outcome: 'accepted' }
 
     // 0. A browser's WebSocket cannot send headers: asking for the key in one is a configuration error, not a silent param.
     expect(await call('headerKey', { agentId: AGENT, apiKey: KEY })).toMatch(/^ConfigurationError: apiKeyIn: 'header' needs upgrade headers/)
-    // 1. Connect, the key as a socket param.
-    expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY })).toBe('idle')
+    // 1. Connect, the key as a socket param (asked for, or the browser's default when apiKeyIn is left out).
+    expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY, ...keyIn })).toBe('idle')
     expect(await call('connect')).toBe('connected')
     expect(upgrades()).toEqual([expect.objectContaining(accepted)])
     expect(sim.live(AGENT)).toHaveLength(1)
@@ -329,16 +329,17 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
 
   it('on a page: connects, carries a channel, reconnects after a 1000, ends on a supersede, stops on disconnect', async () => {
     const { sim, call, errors, socketUrls } = await open('page')
-    await scenario(sim, call)
+    await scenario(sim, call, { apiKeyIn: 'param' })
     expectSocketUrls(socketUrls)
     expect(errors).toEqual([])
   })
 
-  it('in a dedicated Web Worker: the same scenario', async () => {
+  it('in a dedicated Web Worker: the same scenario, apiKeyIn left out (the key goes as a param by default)', async () => {
     const { sim, call, errors, socketUrls } = await open('worker')
     // The worker has its own driver: it has made no link yet (the page made none either).
     await expect(call('snapshot')).rejects.toThrow(/worker snapshot failed: .*no link: call start first/)
-    await scenario(sim, call)
+    // apiKeyIn left out: a worker's WebSocket cannot send headers, so the key goes as a param by default.
+    await scenario(sim, call, {})
     expectSocketUrls(socketUrls)
     expect(errors).toEqual([])
   })

@@ -39,7 +39,8 @@ export interface Snapshot extends Recorded {
 /** The commands, their arguments and what they answer. */
 export interface Commands {
   /** A fresh link to the simulator (its URL from the scope's query string), key as a socket param. */
-  start(args: { agentId: string; apiKey: string; policy: LinkPolicyInput }): string
+  /** `apiKeyIn` left out: the runtime's default (`'param'` in a browser or worker, which cannot send upgrade headers). */
+  start(args: { agentId: string; apiKey: string; policy: LinkPolicyInput; apiKeyIn?: 'param' }): string
   /** What createLink() says to `apiKeyIn: 'header'` here: the error's name and message, or 'created'. */
   headerKey(args: { agentId: string; apiKey: string }): string
   /** `await link.connect()`, bounded by `timeoutMs` (default 5 s); answers the state after. */
@@ -143,10 +144,10 @@ export function createDriver(url: string, scope: string): Driver {
         return `${(error as Error).name}: ${(error as Error).message}`
       }
     },
-    start({ agentId, apiKey, policy }) {
+    start({ agentId, apiKey, policy, apiKeyIn }) {
       recorded = { states: [], events: [], messages: [], channel: [] }
       room = null
-      const fresh = createLink({ url, agentId, apiKey, apiKeyIn: 'param', policy })
+      const fresh = createLink({ url, agentId, apiKey, policy, ...(apiKeyIn === undefined ? {} : { apiKeyIn }) })
       links.push(fresh)
       link = fresh
       const mine = recorded
