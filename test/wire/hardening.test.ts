@@ -409,14 +409,16 @@ describe('reentrant host code (second review)', () => {
     expect(handled.at(-1)).toBe('c9')
   })
 
-  it('a signal dropped by disconnect() and resent in the next session is delivered', async () => {
+  it('a signal dropped by disconnect() is an ignored report (stopped) and no warning, and resent in the next session it is delivered', async () => {
     const sim = await world().sim()
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
     const handled: string[] = []
     let resent!: () => void
     const resentHandled = new Promise<void>((resolve) => (resent = resolve))
+    const warnings: string[] = []
     const link = world().link(sim, {
+      logger: { warn: (...line) => void warnings.push(line.map(String).join(' ')) },
       onControl: async (s, delivery) => {
         if (s.correlationId === 'slow') await gate
         handled.push(`${s.correlationId}@${delivery.epoch}`)
@@ -427,7 +429,12 @@ describe('reentrant host code (second review)', () => {
     sim.control('agent-1', { mode: 'stop', correlation_id: 'slow' })
     sim.control('agent-1', { mode: 'stop', correlation_id: 'A' })
     await waitForChart(chartOf(link), (s) => s.context.signalSeq >= 2, 4000)
+    const ignored: string[] = []
+    link.on('ignored', (e) => void ignored.push(e.detail))
     await link.disconnect()
+    // The drop is reported, and it is not the overflow's warning: a stop is no reason to alert.
+    expect(ignored).toEqual(['control signal #2 (correlation A) dropped: the host stopped the session before its turn'])
+    expect(warnings.filter((w) => w.includes('control'))).toEqual([])
     release()
     await link.connect()
     sim.control('agent-1', { mode: 'stop', correlation_id: 'A' })
