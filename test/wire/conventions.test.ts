@@ -165,11 +165,13 @@ describe('channels: the join reply, joined(), off(), push(…, { signal })', () 
     await link.connect()
     await room.joined()
     await link.disconnect()
-    await expect(room.joined()).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
+    // The error names what was waited for: the channel's join.
+    const closed = { code: 'CHANNEL_CLOSED', topic: 'room:1', event: 'phx_join' }
+    await expect(room.joined()).rejects.toMatchObject(closed)
     await link.connect()
     sim.supersede('agent-1')
     await untilState(link, 'terminated')
-    await expect(room.joined()).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
+    await expect(room.joined()).rejects.toMatchObject(closed)
   })
 
   it('channel.off(event, handler) stops a handler; the message is then reported ignored', async () => {
