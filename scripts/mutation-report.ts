@@ -74,7 +74,17 @@ const WHY: Record<string, string> = {
   'src/link.ts#Link.disconnect':
     "equivalent: the `idle` test in the wait after a stop: a session sent host.disconnect never returns to `idle` (the state before the first connect), so it ends stopped or terminated either way",
   'src/link.ts#Link.onCrash':
-    "equivalent: the already-crashed guard: onCrash runs only from the chart actor's error observer, which XState calls once (an errored actor stops), so it is never entered twice",
+    "equivalent: the already-crashed guard: onCrash runs only when a chart other than a channel's fails on the link's runtime (src/runtime/link-charts.ts crashed), and its first call stops every chart (charts.stopAll()), so no second failure can reach it",
+  'src/link.ts#Link.runForever':
+    "equivalent: `s.epoch > epoch` for `true`, where the wait sees a state of another session: runForever starts a session only from `idle`, where no chart step is under way (nothing runs before the first host.connect), so the runtime handles host.connect at once and the first state the wait sees already carries the new epoch; an older epoch is never seen, and for a newer one both forms are true",
+  'src/link.ts#Link.constructor':
+    "equivalent: the browser's default key place `'param'` emptied: the place is only ever compared with `'header'` (the adapter's upgrade request, the header-value checks), so any other value sends the key as a param. The sampled run is Node's, which takes the `'header'` branch; test/browser/link.test.ts's Web Worker scenario leaves apiKeyIn out and proves the browser default on the wire",
+  'src/link-channel.ts#LinkChannel.joined':
+    'killed since by test/wire/conventions.test.ts "joined() rejects CHANNEL_CLOSED at once once the session ended…" (the error\'s topic and event checked, not only its code; added after the run)',
+  'src/link-channel.ts#LinkChannel.onStatus':
+    'no wire test called the unsubscribe onStatus() returns: killed since by test/wire/conventions.test.ts "onStatus() returns an unsubscribe…" (added after the run)',
+  'src/link.ts#Link.onChartEmitted':
+    'killed since by test/wire/hardening.test.ts "a signal dropped by disconnect() is an ignored report (stopped) and no warning…" (the warning of an overflow given for every drop; added after the run)',
   'src/link.ts#Link.credentials':
     'killed since: the params function is asked at every attempt in test/wire/long-life.test.ts "params may be a function too" and "params that throw while the key is still being fetched…" (that file was outside the sampled run\'s test set; it is in it now), and params left undefined now fail every attempt with a typed reason instead of reading as {}',
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.leaveControl':

@@ -174,6 +174,28 @@ describe('channels: the join reply, joined(), off(), push(…, { signal })', () 
     await expect(room.joined()).rejects.toMatchObject(closed)
   })
 
+  it('onStatus() returns an unsubscribe: the listener it removed hears no later status, the others do', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const room = link.channel('room:1')
+    const kept: string[] = []
+    const removed: string[] = []
+    let left!: () => void
+    const heardLeft = new Promise<void>((resolve) => (left = resolve))
+    room.onStatus((status) => {
+      kept.push(status)
+      if (status === 'left') left()
+    })
+    const unsubscribe = room.onStatus((status) => void removed.push(status))
+    await link.connect()
+    await room.joined()
+    unsubscribe()
+    await room.leave()
+    await heardLeft
+    expect(kept).toEqual(['joined', 'left'])
+    expect(removed).toEqual(['joined'])
+  })
+
   it('channel.off(event, handler) stops a handler; the message is then reported ignored', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
