@@ -45,7 +45,14 @@ export default defineConfig({
     {
       name: 'phoenix-link-charts',
       resolveId: (id) => (id === VIRTUAL ? `\0${VIRTUAL}` : null),
-      load: (id) => (id === `\0${VIRTUAL}` ? `export default ${JSON.stringify(chartsData())}` : null),
+      load: (id) => {
+        if (id !== `\0${VIRTUAL}`) return null
+        const charts = chartsData()
+        // mermaid would hand a `$$…$$` label to katex, which this bundle leaves out (below): fail the build, not the page.
+        const math = charts.find((chart) => chart.mermaid.includes('$$'))
+        if (math) throw new Error(`the ${math.name} chart's diagram holds "$$", which mermaid renders with katex; the visualizer bundles no katex (visualizer/vite.config.ts)`)
+        return `export default ${JSON.stringify(charts)}`
+      },
     },
     {
       name: 'phoenix-link-state-diagrams-only',
