@@ -81,7 +81,7 @@ async function open(kind: 'link' | 'raw', url: string, agent: string): Promise<(
   const link: Link = createLink({ url, agentId: agent, apiKey: 'bench-key' })
   await link.connect()
   const channel = link.channel(TOPIC)
-  await within(channel.joined(), 10_000, `the link to join the app channel`)
+  await within(channel.joined(), 10_000, `${agent} to join ${TOPIC}`)
   return () => link.disconnect()
 }
 

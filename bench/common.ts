@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { Socket, type Channel } from 'phoenix'
 import WebSocket from 'isomorphic-ws'
 import type { ChildCommand } from './sim-child.js'
+export { within } from '../src/node/cli/within.js'
 
 /** One line of the results table. */
 export interface Row {
@@ -120,23 +121,6 @@ export async function until(check: () => boolean, timeoutMs: number, what: strin
   while (!check()) {
     if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
     await new Promise<void>((resolve) => setImmediate(resolve))
-  }
-}
-
-/**
- * Resolves as `promise` does, or rejects when it has not settled within `timeoutMs`; its timer is
- * cleared either way, so nothing is left armed (a pending timer per client would count in the heap
- * figures). Awaiting a promise lets the event loop sleep where `until()` polls on every turn.
- */
-export async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const expiry = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs)
-  })
-  try {
-    return await Promise.race([promise, expiry])
-  } finally {
-    clearTimeout(timer)
   }
 }
 

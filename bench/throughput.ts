@@ -21,7 +21,7 @@ export async function run(): Promise<Row[]> {
   try {
     await link.connect()
     const channel = link.channel(TOPIC)
-    await within(channel.joined(), 5000, `the link to join the app channel`)
+    await within(channel.joined(), 5000, 'the link to join the app channel')
 
     let count = 0
     let done: (() => void) | null = null

@@ -12,6 +12,7 @@ import { startSimulator, type AgentAborted, type PlatformSimulator, type Presenc
 import { createOutput, describeLinkEvent, type Output } from './output.js'
 import { startVisualizer } from '../visualize/server.js'
 import { openTraceFile, traceLink } from '../visualize/trace.js'
+import { within } from './within.js'
 
 /** Options of {@link runDemo}. */
 export interface DemoOptions {
@@ -41,14 +42,6 @@ const DEMO_POLICY: LinkPolicyInput = {
 }
 
 class DemoFailure extends Error {}
-
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout>
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DemoFailure(`timed out after ${ms} ms waiting for ${what}`)), ms)
-  })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
-}
 
 function expectThat(ok: boolean, what: string): void {
   if (!ok) throw new DemoFailure(`expected ${what}`)
