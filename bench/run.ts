@@ -103,7 +103,7 @@ ${chartsText(b)}
 ### CPU per connect (V8 CPU profile of sequential connects: socket, control channel, one app channel)
 
 With the profiler on (it inflates both sides, code of many small calls such as the charts'
-transitions more than native socket work; the target row of the table above is measured without
+transitions more than native socket work; the connect-CPU target rows above are measured without
 it), phoenix-link: ${b.cpu.link.usPerConnect.toFixed(0)} µs of CPU per connect (${b.cpu.link.wallMsPerConnect.toFixed(2)} ms wall); raw phoenix.js:
 ${b.cpu.raw.usPerConnect.toFixed(0)} µs (${b.cpu.raw.wallMsPerConnect.toFixed(2)} ms). Self time, apportioned to the process's CPU time:
 
@@ -117,7 +117,17 @@ ${cpuRows(b.cpu.raw.packages)}
 
 | phoenix-link: hottest functions | µs per connect |
 |---|---:|
-${cpuRows(b.cpu.link.functions)}`
+${cpuRows(b.cpu.link.functions)}
+
+### CPU per connect at steady state (one process, both clients, no profiler)
+
+Both clients in one process, after warm-up connects of each (held open), in alternating batches
+of the same size, so both run optimized code under the same machine load. CPU per connect, batch
+by batch: phoenix-link \`${b.steady.batches.link.join(' ')}\` µs; raw phoenix.js
+\`${b.steady.batches.raw.join(' ')}\` µs; overall ${b.steady.link.toFixed(0)} against ${b.steady.raw.toFixed(0)} µs
+(${(b.steady.link / b.steady.raw).toFixed(2)}x). The link's chart transitions in those batches, timed where they run:
+${b.steady.transitions.toFixed(1)} per connect, ${b.steady.transitionUs.toFixed(0)} µs per connect (${(b.steady.transitionUs / b.steady.transitions).toFixed(1)} µs each), which is
+${(b.steady.transitionUs / b.steady.raw).toFixed(2)} times raw's whole connect; the target allows the link 0.3 times.`
 }
 
 const stormText = storms
@@ -214,9 +224,19 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   same frame, with tinybench.
 - **Breakdown** (issue 17): the heap by constructor for both clients, each chart's heap as an
   XState actor beside its heap on the link's runtime (what the runtime saved, chart by chart), and a
-  V8 CPU profile of sequential connects. The target row (connect CPU) is measured without the
-  profiler, the median of three runs of each kind in alternating order: the profiler inflates code
-  of many small calls (the charts' transitions) more than native socket work. Both clients await
+  V8 CPU profile of sequential connects. The connect-CPU rows are measured without the
+  profiler (it inflates code of many small calls, the charts' transitions, more than native
+  socket work), in two regimes. The first is a process's first connects: three fresh processes of
+  each kind, 20 warm-up connects then 300 measured, the median taken; here V8 has optimized
+  little of either client yet, and the link has more code to optimize (XState's interpreter,
+  the charts, its own). The second is steady state: both clients in one process after 1,000
+  warm-up connects of each, in alternating batches. One process matters: measured each in a
+  process of its own after 1,000 warm-up connects (2026-12-03, by hand), the link came to
+  1.17x, 1.43x and 1.32x raw in three runs, but the raw client's CPU per connect in those
+  processes was still falling batch by batch (from about 1,000–1,700 µs to 440–630 µs over
+  1,000 more connects), so ratios from separate processes depend on where each process is in
+  its own warm-up and GC, not only on the clients. Warm-up alone moved the link's separate-process
+  figure from 3,665 µs (20 warm-up connects) to 2,129 (300) and 1,460 (1,000). Both clients await
   their joins on a promise (until 2026-12-02 the link's harness polled \`channel.status\` on every
   turn of the event loop, which spent CPU while waiting and counted it against the link).
   What stands between the code and the connect-CPU target, from a profile of 1,000 sequential
@@ -231,11 +251,21 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   options at createLink, each inbound payload); the rest is the same ws and Node socket calls
   as the raw client's and the garbage collection of what the link allocates. The target allows
   the link 0.3 times raw's CPU, about 640 µs per connect on this machine: less than the charts'
-  transitions alone. What would close it: charts compiled at build time into transition tables
+  transitions alone. The same holds at steady state, where the raw client's connect is cheaper
+  still: the charts' transitions timed in place take more than 0.3 times raw's whole connect
+  (under *CPU per connect at steady state* above), so no trimming of the link's own code meets
+  the target while XState's interpreter runs the charts at run time. Nor would removing the
+  interpreter alone: a CPU profile of the steady-state regime (2026-12-03, by hand, samples split
+  by batch; the profiler on, so larger figures) put the link's 1,093 µs per connect over raw's
+  998 as XState's interpreter 434, V8's and the kernel's natives 359 (the same socket calls cost
+  more in the link's batches: writev 249 against 126 µs, the upgrade request's header write 169
+  against 91, connect 249 against 190, garbage collection 83 against 21), the link's own code
+  196, zod 41 and the charts' own guards, assigns and params 39. What would close it: charts compiled at build time into transition tables
   (the statecharts stay the source, drawn and walked for paths as now, and a generated table is
   checked against XState's own \`transition()\` on every generated path), which would take the
   interpreter's share from about 45 to a few µs per transition; the link's own work would then
-  still leave it near 1.5x. An adapter that speaks Phoenix V2 over \`ws\` itself would save
+  still leave it near 1.5x after 20 warm-up connects, and near 2.5x at steady state, where raw's
+  connect is cheapest. An adapter that speaks Phoenix V2 over \`ws\` itself would save
   phoenix.js's Channel, Push and Timer objects (a third of a link's heap and much of a connect's
   allocation), which the design rules out (a thin adapter over the official client).
 `
