@@ -121,13 +121,15 @@ ${cpuRows(b.cpu.link.functions)}
 
 ### CPU per connect at steady state (one process, both clients, no profiler)
 
-Both clients in one process, after warm-up connects of each (held open), in alternating batches
-of the same size, so both run optimized code under the same machine load. CPU per connect, batch
+Both clients in one process, after ${b.steady.warm.toLocaleString('en-US')} warm-up connects of each (held open), in alternating batches
+of ${b.steady.batch} connects, so both run optimized code under the same machine load. CPU per connect, batch
 by batch: phoenix-link \`${b.steady.batches.link.join(' ')}\` µs; raw phoenix.js
 \`${b.steady.batches.raw.join(' ')}\` µs; overall ${b.steady.link.toFixed(0)} against ${b.steady.raw.toFixed(0)} µs
 (${(b.steady.link / b.steady.raw).toFixed(2)}x). The link's chart transitions in those batches, timed where they run:
 ${b.steady.transitions.toFixed(1)} per connect, ${b.steady.transitionUs.toFixed(0)} µs per connect (${(b.steady.transitionUs / b.steady.transitions).toFixed(1)} µs each), which is
-${(b.steady.transitionUs / b.steady.raw).toFixed(2)} times raw's whole connect; the target allows the link 0.3 times.`
+${(b.steady.transitionUs / b.steady.raw).toFixed(2)} times raw's whole connect; the target allows the link 0.3 times. Without
+that time the link's connect would still be ${((b.steady.link - b.steady.transitionUs) / b.steady.raw).toFixed(2)} times raw's. The count includes a few transitions
+of the warm-up links (their reconnect chart's 5 s rapid window) that fall in the link's batches.`
 }
 
 const stormText = storms
@@ -227,25 +229,31 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   V8 CPU profile of sequential connects. The connect-CPU rows are measured without the
   profiler (it inflates code of many small calls, the charts' transitions, more than native
   socket work), in two regimes. The first is a process's first connects: three fresh processes of
-  each kind, 20 warm-up connects then 300 measured, the median taken; here V8 has optimized
-  little of either client yet, and the link has more code to optimize (XState's interpreter,
-  the charts, its own). The second is steady state: both clients in one process after 1,000
-  warm-up connects of each, in alternating batches. One process matters: measured each in a
-  process of its own after 1,000 warm-up connects (2026-12-03, by hand), the link came to
-  1.17x, 1.43x and 1.32x raw in three runs, but the raw client's CPU per connect in those
-  processes was still falling batch by batch (from about 1,000–1,700 µs to 440–630 µs over
-  1,000 more connects), so ratios from separate processes depend on where each process is in
-  its own warm-up and GC, not only on the clients. Warm-up alone moved the link's separate-process
-  figure from 3,665 µs (20 warm-up connects) to 2,129 (300) and 1,460 (1,000). Both clients await
+  each kind, 20 warm-up connects, then the connects the row names, the median taken; here V8 has
+  optimized little of either client yet, and the link has more code to optimize (XState's
+  interpreter, the charts, its own). The second is steady state: both clients in one process,
+  after the warm-up connects the row names, in alternating batches. One process matters:
+  measured each in a process of its own after 1,000 warm-up connects (2026-12-03, by hand), the
+  link came to 1.17x, 1.43x and 1.32x raw in three runs, but the raw client's CPU per connect in
+  those processes was still falling batch by batch (from about 1,000–1,700 µs to 440–630 µs over
+  1,000 more connects; 931 µs after 1,000 warm-up connects, 541 after 2,000, in a review's runs),
+  so ratios from separate processes depend on where each process is in its own warm-up and GC,
+  not only on the clients. In one process the raw client is cheaper still, since the link's
+  connects warm the same phoenix.js and \`ws\` code. Warm-up alone moved the link's
+  separate-process figure from 3,665 µs (20 warm-up connects) to 2,129 (300) and 1,460 (1,000).
+  Over repeated runs of the steady-state measurement the link came to 3.0x–3.6x raw and its
+  transitions to 0.51–0.59 times raw's whole connect. Both clients await
   their joins on a promise (until 2026-12-02 the link's harness polled \`channel.status\` on every
   turn of the event loop, which spent CPU while waiting and counted it against the link).
   What stands between the code and the connect-CPU target, from a profile of 1,000 sequential
-  connects (2026-12-02; profiled figures, busy CPU 4,968 µs per connect against raw's 2,234):
+  connects after 20 warm-up connects (2026-12-02; profiled figures, busy CPU 4,968 µs per connect
+  against raw's 2,234):
   a connect crosses twelve chart transitions (three initial ones, then host.connect, socket.open,
   reconnect.opened, control.joinOk, host.channel, transport.up, channel.joinOk on two charts,
   channel.status), and XState's interpreter for them (macrostep and microstep: selecting
   transitions, entering state nodes, resolving assigns and enqueued actions) is 1,005 µs of the
-  2,734 µs difference, about 80 µs per transition profiled and 45 µs without the profiler; the
+  2,734 µs difference, about 80 µs per transition profiled and 45 µs without the profiler in that
+  regime (about 20 µs at steady state, timed in place); the
   link's own code is about 650 µs, spread thin (no function above 35 µs: the validating decode
   of each frame, the runtime's commit, the adapter's records, the link's events); zod 90 µs (the
   options at createLink, each inbound payload); the rest is the same ws and Node socket calls
@@ -255,16 +263,19 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   still: the charts' transitions timed in place take more than 0.3 times raw's whole connect
   (under *CPU per connect at steady state* above), so no trimming of the link's own code meets
   the target while XState's interpreter runs the charts at run time. Nor would removing the
-  interpreter alone: a CPU profile of the steady-state regime (2026-12-03, by hand, samples split
-  by batch; the profiler on, so larger figures) put the link's 1,093 µs per connect over raw's
-  998 as XState's interpreter 434, V8's and the kernel's natives 359 (the same socket calls cost
+  interpreter alone (the same section gives the link's cost without its transitions' time). A
+  CPU profile of the steady-state regime (2026-12-03, by hand, samples split by batch; with the
+  profiler on, which added about 600 µs to each client's connect, so read the shares, not the
+  totals) put the link at 2,091 µs per connect against raw's 998, and the 1,093 µs difference as
+  XState's interpreter 434, V8's and the kernel's natives 359 (the same socket calls cost
   more in the link's batches: writev 249 against 126 µs, the upgrade request's header write 169
   against 91, connect 249 against 190, garbage collection 83 against 21), the link's own code
-  196, zod 41 and the charts' own guards, assigns and params 39. What would close it: charts compiled at build time into transition tables
+  196, zod 41, the charts' own guards, assigns and params 39, and Node's, ws's and phoenix.js's
+  own JavaScript 24. What would close most of it: charts compiled at build time into transition tables
   (the statecharts stay the source, drawn and walked for paths as now, and a generated table is
   checked against XState's own \`transition()\` on every generated path), which would take the
-  interpreter's share from about 45 to a few µs per transition; the link's own work would then
-  still leave it near 1.5x after 20 warm-up connects, and near 2.5x at steady state, where raw's
+  interpreter's share from 20–45 to a few µs per transition; the link's own work would then
+  still leave it near 1.5x after 20 warm-up connects, and near 3x at steady state, where raw's
   connect is cheapest. An adapter that speaks Phoenix V2 over \`ws\` itself would save
   phoenix.js's Channel, Push and Timer objects (a third of a link's heap and much of a connect's
   allocation), which the design rules out (a thin adapter over the official client).
