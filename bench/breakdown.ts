@@ -33,14 +33,13 @@ import { readFileSync, rmSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createActor, setup, type AnyStateMachine, type EventObject } from 'xstate'
-import { createLink, type Link } from '../src/link.js'
 import { connectionMachine } from '../machines/connection.js'
 import { reconnectMachine, DEFAULT_RECONNECT_POLICY } from '../machines/reconnect.js'
 import { controlMachine, DEFAULT_CONTROL_POLICY } from '../machines/control.js'
 import { channelMachine, DEFAULT_CHANNEL_POLICY } from '../machines/channel.js'
 import { ChartRuntime, type RunningChart } from '../src/runtime/chart-runner.js'
 import { REAL_CLOCK } from '../src/runtime/clock.js'
-import { inFreshProcess, median, pool, rawClient, row, settleHeap, SimChild, within, type Row } from './common.js'
+import { BENCH_TOPIC, inFreshProcess, median, pool, row, settleHeap, SimChild, openClient, type Row } from './common.js'
 
 const CLIENTS = Number(process.env.BENCH_BREAKDOWN_CLIENTS ?? 500)
 const ACTORS = Number(process.env.BENCH_BREAKDOWN_ACTORS ?? 2_000)
@@ -48,7 +47,6 @@ const PROFILED = Number(process.env.BENCH_BREAKDOWN_CONNECTS ?? 300)
 const STEADY_WARM = Number(process.env.BENCH_BREAKDOWN_STEADY_WARM ?? 1_000)
 const STEADY_ROUNDS = 10
 const STEADY_BATCH = 100
-const TOPIC = 'room:bench'
 
 /** Bytes and objects per client of one constructor (or V8 node type). */
 export interface HeapGroup {
@@ -101,15 +99,6 @@ export interface BreakdownResult {
   steady: SteadyResult
 }
 
-async function open(kind: 'link' | 'raw', url: string, agent: string): Promise<() => Promise<void>> {
-  if (kind === 'raw') return (await rawClient(url, agent, { app: TOPIC })).close
-  const link: Link = createLink({ url, agentId: agent, apiKey: 'bench-key' })
-  await link.connect()
-  const channel = link.channel(TOPIC)
-  await within(channel.joined(), 10_000, `${agent} to join ${TOPIC}`)
-  return () => link.disconnect()
-}
-
 /** Self sizes and counts of a heap snapshot file, by constructor (objects) or node type (the rest). */
 function groupsOf(file: string): Map<string, { bytes: number; count: number }> {
   const snapshot = JSON.parse(readFileSync(file, 'utf8')) as {
@@ -140,7 +129,7 @@ async function measureHeap(kind: 'link' | 'raw', count: number): Promise<HeapRes
   const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-heap-'))
   const closers: Array<() => Promise<void>> = []
   try {
-    const warm = await open(kind, sim.url, 'heap-warm')
+    const warm = await openClient(kind, sim.url, 'heap-warm')
     await warm()
     await settleHeap()
     const before = groupsOf(writeHeapSnapshot(join(dir, 'before.heapsnapshot')))
@@ -151,7 +140,7 @@ async function measureHeap(kind: 'link' | 'raw', count: number): Promise<HeapRes
       Array.from({ length: count }, (_, i) => i),
       50,
       async (i) => {
-        closers.push(await open(kind, sim.url, `heap-${kind}-${i}`))
+        closers.push(await openClient(kind, sim.url, `heap-${kind}-${i}`))
       },
     )
     await settleHeap()
@@ -187,8 +176,8 @@ const ACTOR_KINDS = (): Array<[string, AnyStateMachine, unknown, Array<EventObje
   [
     'channel, joined',
     channelMachine as unknown as AnyStateMachine,
-    { topic: TOPIC, policy: DEFAULT_CHANNEL_POLICY, env: ENV },
-    [{ type: 'transport.up', generation: 1 }, { type: 'channel.joinOk', topic: TOPIC, generation: 1, attachId: 1 }],
+    { topic: BENCH_TOPIC, policy: DEFAULT_CHANNEL_POLICY, env: ENV },
+    [{ type: 'transport.up', generation: 1 }, { type: 'channel.joinOk', topic: BENCH_TOPIC, generation: 1, attachId: 1 }],
   ],
   ['floor: a chart of one state, no context', FLOOR as unknown as AnyStateMachine, undefined, []],
 ]
@@ -268,7 +257,7 @@ async function measureCpu(kind: 'link' | 'raw', count: number, profiled = true):
   session.connect()
   const closers: Array<() => Promise<void>> = []
   try {
-    for (let i = 0; i < 20; i++) closers.push(await open(kind, sim.url, `cpu-warm-${i}`))
+    for (let i = 0; i < 20; i++) closers.push(await openClient(kind, sim.url, `cpu-warm-${i}`))
     if (profiled) {
       await post(session, 'Profiler.enable')
       await post(session, 'Profiler.setSamplingInterval', { interval: 100 })
@@ -276,7 +265,7 @@ async function measureCpu(kind: 'link' | 'raw', count: number, profiled = true):
     }
     const cpuBefore = process.cpuUsage()
     const started = performance.now()
-    for (let i = 0; i < count; i++) closers.push(await open(kind, sim.url, `cpu-${kind}-${i}`))
+    for (let i = 0; i < count; i++) closers.push(await openClient(kind, sim.url, `cpu-${kind}-${i}`))
     const wallMs = performance.now() - started
     const cpu = process.cpuUsage(cpuBefore)
     const { profile } = profiled
@@ -344,8 +333,8 @@ async function measureSteady(warm: number): Promise<SteadyResult> {
   const timed = timeTransitions(() => measuringLink)
   try {
     for (let i = 0; i < warm; i++) {
-      closers.push(await open('raw', sim.url, `steady-warm-raw-${i}`))
-      closers.push(await open('link', sim.url, `steady-warm-link-${i}`))
+      closers.push(await openClient('raw', sim.url, `steady-warm-raw-${i}`))
+      closers.push(await openClient('link', sim.url, `steady-warm-link-${i}`))
     }
     const total = { link: 0, raw: 0 }
     const batches: SteadyResult['batches'] = { link: [], raw: [] }
@@ -353,7 +342,7 @@ async function measureSteady(warm: number): Promise<SteadyResult> {
       for (const kind of round % 2 === 0 ? (['link', 'raw'] as const) : (['raw', 'link'] as const)) {
         measuringLink = kind === 'link'
         const before = process.cpuUsage()
-        for (let i = 0; i < STEADY_BATCH; i++) closers.push(await open(kind, sim.url, `steady-${kind}-${round}-${i}`))
+        for (let i = 0; i < STEADY_BATCH; i++) closers.push(await openClient(kind, sim.url, `steady-${kind}-${round}-${i}`))
         const cpu = process.cpuUsage(before)
         measuringLink = false
         total[kind] += cpu.user + cpu.system

@@ -5,7 +5,9 @@ import { fileURLToPath } from 'node:url'
 import { Socket, type Channel } from 'phoenix'
 import WebSocket from 'isomorphic-ws'
 import type { ChildCommand } from './sim-child.js'
-export { within } from '../src/node/cli/within.js'
+import { createLink } from '../src/link.js'
+import { within } from '../src/node/cli/within.js'
+export { within }
 
 /** One line of the results table. */
 export interface Row {
@@ -122,6 +124,24 @@ export async function until(check: () => boolean, timeoutMs: number, what: strin
     if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
     await new Promise<void>((resolve) => setImmediate(resolve))
   }
+}
+
+/** The app channel topic every benchmark client joins. */
+export const BENCH_TOPIC = 'room:bench'
+
+/**
+ * Opens one idle client of `kind` against the simulator at `url` as agent `agent`: its socket, its
+ * control channel and {@link BENCH_TOPIC}, joined (the link waits on `joined()`, bounded at 10 s).
+ * Resolves to its close function.
+ *
+ * @throws {Error} (rejects) when a join fails or the link's join takes longer than 10 s.
+ */
+export async function openClient(kind: 'link' | 'raw', url: string, agent: string): Promise<() => Promise<void>> {
+  if (kind === 'raw') return (await rawClient(url, agent, { app: BENCH_TOPIC })).close
+  const link = createLink({ url, agentId: agent, apiKey: 'bench-key' })
+  await link.connect()
+  await within(link.channel(BENCH_TOPIC).joined(), 10_000, `${agent} to join ${BENCH_TOPIC}`)
+  return () => link.disconnect()
 }
 
 /** Runs `tasks` at most `limit` at a time. */

@@ -8,14 +8,12 @@
  *
  * Run alone: `npm run bench -- memory`.
  */
-import { createLink, type Link } from '../src/link.js'
 import { DEFAULT_RECONNECT_POLICY } from '../machines/reconnect-policy.js'
-import { inFreshProcess, pool, rawClient, row, settleHeap, SimChild, within, type Row } from './common.js'
+import { inFreshProcess, pool, row, settleHeap, SimChild, openClient, type Row } from './common.js'
 
 export const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 2_000)
 /** The large run: heap per link when a host runs this many agents in one process. */
 export const MANY = Number(process.env.BENCH_MANY_CLIENTS ?? 10_000)
-const TOPIC = 'room:bench'
 
 interface Measured {
   kind: 'link' | 'raw'
@@ -35,7 +33,7 @@ async function measure(kind: 'link' | 'raw', count: number, steady = false): Pro
   const closers: Array<() => Promise<void>> = []
   try {
     // Warm-up: one client of the kind, so lazily created module state is in the baseline.
-    const warm = await open(kind, sim.url, 'mem-warm')
+    const warm = await openClient(kind, sim.url, 'mem-warm')
     await warm()
     await settleHeap()
     const before = process.memoryUsage()
@@ -44,7 +42,7 @@ async function measure(kind: 'link' | 'raw', count: number, steady = false): Pro
       Array.from({ length: count }, (_, i) => i),
       50,
       async (i) => {
-        closers.push(await open(kind, sim.url, `mem-${kind}-${i}`))
+        closers.push(await openClient(kind, sim.url, `mem-${kind}-${i}`))
       },
     )
     const setupMs = performance.now() - started
@@ -71,18 +69,6 @@ async function measure(kind: 'link' | 'raw', count: number, steady = false): Pro
 }
 
 /** Opens one connected client (control + app channel joined) and returns its closer. */
-async function open(kind: 'link' | 'raw', url: string, agent: string): Promise<() => Promise<void>> {
-  if (kind === 'raw') {
-    const raw = await rawClient(url, agent, { app: TOPIC })
-    return raw.close
-  }
-  const link: Link = createLink({ url, agentId: agent, apiKey: 'bench-key' })
-  await link.connect()
-  const channel = link.channel(TOPIC)
-  await within(channel.joined(), 10_000, `${agent} to join ${TOPIC}`)
-  return () => link.disconnect()
-}
-
 export async function run(): Promise<Row[]> {
   const file = './memory.js'
   const raw = await inFreshProcess<Measured>(file, ['raw', String(CLIENTS), 'steady'])
