@@ -2,7 +2,8 @@
  * Reconnect latency: the simulator closes the client's socket with 1001 (going away) and times,
  * on its own clock, how long until that client's control channel is joined again. Zero backoff
  * floor on both sides: phoenix-link with `initialDelayMs: 0` and `goingAwayFloorMs: [0, 0]`, raw
- * phoenix.js with `reconnectAfterMs: () => 0`. Median and p99 over 1,000 closes each, alternating.
+ * phoenix.js with `reconnectAfterMs: () => 0`. Median, p90 and p99 over 1,000 closes each, alternating,
+ * and the same split into three stages the server can time.
  *
  * Run alone: `npm run bench -- latency`.
  */
@@ -10,6 +11,32 @@ import { createLink } from '../src/link.js'
 import { percentile, rawClient, row, SimChild, printIfMain, type Row } from './common.js'
 
 export const CLOSES = Number(process.env.BENCH_CLOSES ?? 1_000)
+
+/** One close-until-rejoined as the simulator timed it (bench/sim-child.ts), ms; a stage not seen is null. */
+interface Stages {
+  /** Close sent to control channel joined again. */
+  ms: number
+  /** Close sent until the old socket's TCP connection ended on the server (after the client's close frame and its end of the connection). */
+  closeSeenMs: number | null
+  /** That end to the client's next upgrade the server accepted: the client's close handling, reconnect decision, delay, new socket and handshake. */
+  toUpgradeMs: number | null
+  /** That upgrade to the control channel joined. */
+  toJoinMs: number | null
+}
+
+const STAGES = [
+  ['closeSeenMs', 'stage 1: close sent to old socket ended'],
+  ['toUpgradeMs', 'stage 2: old socket ended to next upgrade accepted'],
+  ['toJoinMs', 'stage 3: upgrade to control joined'],
+] as const
+
+/** The stage's figures that were seen, ascending. */
+function sorted(stages: Stages[], stage: keyof Stages): number[] {
+  return stages
+    .map((s) => s[stage])
+    .filter((ms): ms is number => typeof ms === 'number')
+    .sort((a, b) => a - b)
+}
 
 export async function run(): Promise<Row[]> {
   const sim = await SimChild.start()
@@ -25,24 +52,29 @@ export async function run(): Promise<Row[]> {
   const raw = await rawClient(sim.url, 'lat-raw', { reconnectAfterMs: () => 0 })
   try {
     await link.connect()
-    const once = async (agent: string) => (await sim.send<{ ms: number }>({ cmd: 'close-until-rejoined', agent, code: 1001, timeoutMs: 5000 })).ms
+    const once = (agent: string) => sim.send<Stages>({ cmd: 'close-until-rejoined', agent, code: 1001, timeoutMs: 5000 })
     for (let i = 0; i < 20; i++) {
       await once('lat-raw')
       await once('lat-link')
     }
-    const linkMs: number[] = []
-    const rawMs: number[] = []
+    const linkStages: Stages[] = []
+    const rawStages: Stages[] = []
     for (let i = 0; i < CLOSES; i++) {
-      rawMs.push(await once('lat-raw'))
-      linkMs.push(await once('lat-link'))
+      rawStages.push(await once('lat-raw'))
+      linkStages.push(await once('lat-link'))
     }
-    linkMs.sort((a, b) => a - b)
-    rawMs.sort((a, b) => a - b)
     const within1ms = { text: 'within 1 ms of raw', met: (l: number, r: number | null) => l - r! <= 1 }
-    return [
-      row('reconnect latency', `close 1001 to control rejoined, median of ${CLOSES.toLocaleString('en-US')}`, 'ms', percentile(linkMs, 50), percentile(rawMs, 50), within1ms),
-      row('reconnect latency', 'p99', 'ms', percentile(linkMs, 99), percentile(rawMs, 99), within1ms),
+    const at = (stages: Stages[], stage: keyof Stages, p: number) => percentile(sorted(stages, stage), p)
+    const rows = [
+      row('reconnect latency', `close 1001 to control rejoined, median of ${CLOSES.toLocaleString('en-US')}`, 'ms', at(linkStages, 'ms', 50), at(rawStages, 'ms', 50), within1ms),
+      row('reconnect latency', 'p90', 'ms', at(linkStages, 'ms', 90), at(rawStages, 'ms', 90), null),
+      row('reconnect latency', 'p99', 'ms', at(linkStages, 'ms', 99), at(rawStages, 'ms', 99), within1ms),
     ]
+    // Where the time goes, as the server alone sees it (the same three stages for both clients).
+    for (const [stage, what] of STAGES) {
+      for (const p of [50, 99]) rows.push(row('reconnect latency', `${what}, p${p}`, 'ms', at(linkStages, stage, p), at(rawStages, stage, p), null))
+    }
+    return rows
   } finally {
     await link.disconnect()
     await raw.close()

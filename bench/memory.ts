@@ -23,10 +23,18 @@ interface Measured {
   setupMs: number
   /** Heap per client once every client stayed connected past the stable window; null when not measured. */
   steadyHeapPerClient: number | null
+  /** RSS per client at that point; null when not measured. */
+  steadyRssPerClient: number | null
 }
 
-/** How long the steady figure waits after the last client connected: the stable window and a second. */
-const STEADY_AFTER_MS = DEFAULT_RECONNECT_POLICY.stableAfterMs + 1_000
+/**
+ * How long the steady figures wait after the last client connected: the stable window and 20 s.
+ * The margin matters for RSS: V8 shrinks its young generation (grown to about 32 MiB while the
+ * clients connected) only once allocation has been quiet for a while, and with a 1 s margin the
+ * last links' stable windows had run out only about a second before the reading; 20 s gives
+ * V8 time to shrink it (docs/performance.md).
+ */
+const STEADY_AFTER_MS = DEFAULT_RECONNECT_POLICY.stableAfterMs + 20_000
 
 async function measure(kind: 'link' | 'raw', count: number, steady = false): Promise<Measured> {
   const sim = await SimChild.start()
@@ -49,10 +57,13 @@ async function measure(kind: 'link' | 'raw', count: number, steady = false): Pro
     await settleHeap()
     const after = process.memoryUsage()
     let steadyHeapPerClient: number | null = null
+    let steadyRssPerClient: number | null = null
     if (steady) {
       await new Promise((resolve) => setTimeout(resolve, STEADY_AFTER_MS))
       await settleHeap()
-      steadyHeapPerClient = (process.memoryUsage().heapUsed - before.heapUsed) / count
+      const idle = process.memoryUsage()
+      steadyHeapPerClient = (idle.heapUsed - before.heapUsed) / count
+      steadyRssPerClient = (idle.rss - before.rss) / count
     }
     return {
       kind,
@@ -61,6 +72,7 @@ async function measure(kind: 'link' | 'raw', count: number, steady = false): Pro
       rssPerClient: (after.rss - before.rss) / count,
       setupMs,
       steadyHeapPerClient,
+      steadyRssPerClient,
     }
   } finally {
     await pool(closers, 100, (close) => close())
@@ -68,7 +80,7 @@ async function measure(kind: 'link' | 'raw', count: number, steady = false): Pro
   }
 }
 
-/** Opens one connected client (control + app channel joined) and returns its closer. */
+/** Runs each measurement in a fresh process (both kinds, 2,000 and 10,000 clients) and returns the idle-memory rows. */
 export async function run(): Promise<Row[]> {
   const file = './memory.js'
   const raw = await inFreshProcess<Measured>(file, ['raw', String(CLIENTS), 'steady'])
@@ -82,6 +94,7 @@ export async function run(): Promise<Row[]> {
     row('idle memory', `heap per connected client (${CLIENTS.toLocaleString('en-US')} clients, after GC)`, 'KiB', kib(link.heapPerClient), kib(raw.heapPerClient), target),
     row('idle memory', 'RSS per connected client', 'KiB', kib(link.rssPerClient), kib(raw.rssPerClient), target),
     row('idle memory', `heap per client connected ${Math.round(STEADY_AFTER_MS / 1000)} s (past the stable window, after GC)`, 'KiB', kib(link.steadyHeapPerClient!), kib(raw.steadyHeapPerClient!), target),
+    row('idle memory', `RSS per client connected ${Math.round(STEADY_AFTER_MS / 1000)} s (past the stable window, after GC)`, 'KiB', kib(link.steadyRssPerClient!), kib(raw.steadyRssPerClient!), target),
     row('idle memory', `time to connect ${CLIENTS.toLocaleString('en-US')} clients (50 at a time)`, 'ms', link.setupMs, raw.setupMs, connectTarget),
     // Just after the last of 10,000 connected, the clients that connected last still hold their
     // pending chart delays (rapid and stable windows), so that figure moves with how long setup
@@ -89,6 +102,7 @@ export async function run(): Promise<Row[]> {
     row('idle memory', `heap per connected client (${MANY.toLocaleString('en-US')} clients, just connected, after GC)`, 'KiB', kib(linkMany.heapPerClient), kib(rawMany.heapPerClient), null),
     row('idle memory', `heap per client (${MANY.toLocaleString('en-US')} clients, connected ${Math.round(STEADY_AFTER_MS / 1000)} s, after GC)`, 'KiB', kib(linkMany.steadyHeapPerClient!), kib(rawMany.steadyHeapPerClient!), target),
     row('idle memory', `RSS per connected client (${MANY.toLocaleString('en-US')} clients)`, 'KiB', kib(linkMany.rssPerClient), kib(rawMany.rssPerClient), null),
+    row('idle memory', `RSS per client (${MANY.toLocaleString('en-US')} clients, connected ${Math.round(STEADY_AFTER_MS / 1000)} s, after GC)`, 'KiB', kib(linkMany.steadyRssPerClient!), kib(rawMany.steadyRssPerClient!), null),
     row('idle memory', `time to connect ${MANY.toLocaleString('en-US')} clients (50 at a time)`, 'ms', linkMany.setupMs, rawMany.setupMs, connectTarget),
   ]
 }

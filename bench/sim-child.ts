@@ -10,7 +10,7 @@ import { startSimulator } from '../src/node/server/index.js'
 export type ChildCommand =
   /** Send `count` small pushes (`tick`) on `topic` to the agent's live socket, back to back. */
   | { cmd: 'push'; agent: string; topic: string; count: number }
-  /** Close the agent's live socket with `code`; answer when its control channel is joined again: server time from close to join. */
+  /** Close the agent's live socket with `code`; answer when its control channel is joined again: server time from close to join, and its stages (to the old socket's TCP close, to the next upgrade, to the join; null when one was not seen). */
   | { cmd: 'close-until-rejoined'; agent: string; code: number; timeoutMs: number }
   /** Close every live socket with `code`. */
   | { cmd: 'close-all'; code: number }
@@ -28,7 +28,23 @@ const sim = await startSimulator({ agents: 'any', recordLimit: 0, idleTimeoutMs:
 const upgrades: Array<{ at: number; agent: string | null }> = []
 const joins: Array<{ at: number; agent: string }> = []
 const rejoinWaiters = new Map<string, (at: number) => void>()
-sim.on('connection', (c: { agentId: string }) => upgrades.push({ at: performance.now(), agent: c.agentId }))
+/**
+ * The stages of each close-until-rejoined in progress, by agent: the socket it closed, when the
+ * server saw that socket's TCP connection end, and the first upgrade it accepted from the agent
+ * after that (an upgrade accepted before the old socket ended, or a close of another socket,
+ * is not one of these stages).
+ */
+const stages = new Map<string, { conn: unknown; closeSeenAt: number | null; upgradeAt: number | null }>()
+sim.on('connection', (c: { agentId: string }) => {
+  const at = performance.now()
+  upgrades.push({ at, agent: c.agentId })
+  const stage = stages.get(c.agentId)
+  if (stage && c !== stage.conn && stage.closeSeenAt !== null) stage.upgradeAt ??= at
+})
+sim.on('closed', (c: { agentId: string }) => {
+  const stage = stages.get(c.agentId)
+  if (stage && c === stage.conn) stage.closeSeenAt ??= performance.now()
+})
 sim.on('refused', (r: { agentId: string | null }) => upgrades.push({ at: performance.now(), agent: r.agentId }))
 // bench/channels.ts: joins of these topics are refused, as a platform refuses a room.
 sim.onJoin(/^room:refused-/, { reply: 'error', response: { reason: 'unauthorized' } })
@@ -69,14 +85,30 @@ process.on('message', (message: Tagged) => {
       if (!conn) return reply({ error: `${message.agent} has no live socket` })
       const timer = setTimeout(() => {
         rejoinWaiters.delete(message.agent)
+        stages.delete(message.agent)
         reply({ error: `${message.agent} did not rejoin within ${message.timeoutMs} ms` })
       }, message.timeoutMs)
       const closedAt = performance.now()
+      const stage = { conn: conn as unknown, closeSeenAt: null as number | null, upgradeAt: null as number | null }
+      stages.set(message.agent, stage)
       rejoinWaiters.set(message.agent, (at) => {
         clearTimeout(timer)
-        reply({ ms: at - closedAt })
+        stages.delete(message.agent)
+        // The three stages the server can time: its close until the old socket's TCP connection
+        // ended, then until the next upgrade it accepted, then until the control join. A stage not
+        // seen (the join came first) is NaN, which arrives over IPC as null.
+        const closeSeenAt = stage.closeSeenAt ?? Number.NaN
+        const upgradeAt = stage.upgradeAt !== null && at >= stage.upgradeAt ? stage.upgradeAt : Number.NaN
+        reply({ ms: at - closedAt, closeSeenMs: closeSeenAt - closedAt, toUpgradeMs: upgradeAt - closeSeenAt, toJoinMs: at - upgradeAt })
       })
-      sim.close(conn, message.code)
+      try {
+        sim.close(conn, message.code)
+      } catch (error) {
+        clearTimeout(timer)
+        rejoinWaiters.delete(message.agent)
+        stages.delete(message.agent)
+        return reply({ error: `closing ${message.agent}'s socket with ${message.code}: ${String(error)}` })
+      }
       return
     }
     case 'close-all': {

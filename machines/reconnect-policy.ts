@@ -60,7 +60,7 @@ export const DEFAULT_RECONNECT_POLICY = {
   /**
    * Delay range after close 1001 (going away, RFC 6455 section 7.4.1): a server shutting down or
    * redeploying says this to every agent at once, so their returns are spread over the range.
-   * @default [0, 2000] — schedules about 5% of a fleet per 100 ms (bench/ "reconnect storm": peak window 6.5%
+   * @default [0, 2000] — schedules about 5% of a fleet per 100 ms (bench/ "reconnect storm": peak window about 6%
    * of 2,000 links scheduled), each back within 2 s of its own delay.
    */
   goingAwayFloorMs: [0, 2_000] as readonly [number, number],

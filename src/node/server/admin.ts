@@ -64,6 +64,8 @@ export class AdminApi {
 
   /** Sends an event to every open event stream. */
   publish(event: string, data: unknown): void {
+    // Nobody subscribed: nothing to serialize (a mass close publishes one crossing per principal).
+    if (this.streams.size === 0) return
     const frame = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
     for (const stream of this.streams) stream.res.write(frame)
   }
