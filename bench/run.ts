@@ -320,11 +320,21 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   CPU profile of the steady-state regime (2026-12-03, by hand, samples split by batch; with the
   profiler on, which added about 600 µs to each client's connect, so read the shares, not the
   totals) put the link at 2,091 µs per connect against raw's 998, and the 1,093 µs difference as
-  XState's interpreter 434, V8's and the kernel's natives 359 (the same socket calls cost
-  more in the link's batches: writev 249 against 126 µs, the upgrade request's header write 169
+  XState's interpreter 434, V8's and the kernel's natives 359 (the same socket calls took
+  longer in the link's batches: writev 249 against 126 µs, the upgrade request's header write 169
   against 91, connect 249 against 190, garbage collection 83 against 21), the link's own code
   196, zod 41, the charts' own guards, assigns and params 39, and Node's, ws's and phoenix.js's
-  own JavaScript 24. What would close most of it: charts compiled at build time into transition tables
+  own JavaScript 24. The longer socket calls are not more kernel work: counted by strace in
+  system time (\`strace -c\`, 300 connects of each kind, each in its own process after 300
+  warm-up connects, 2026-12-03), a call cost the same for both (writev 23 against 20 µs, connect
+  22 against 25, write 8 against 12, socket 14 against 10, every call together 10 against 12).
+  The profiler samples wall time, so those calls' extra time is time the thread spent in them
+  without the kernel working for it. The link's extra system time (by \`process.cpuUsage()\` in
+  the same processes without strace, 65 to 268 µs per connect in three runs) is outside the
+  socket calls: the link's process took 22 minor page faults per connect against raw's 13 (fresh
+  heap and code pages touched, which grows with what it allocates and compiles), and strace
+  counted more futex calls (503 against 314 over the 300 connects: threads woken, such as V8's
+  garbage-collector and compiler threads). What would close most of it: charts compiled at build time into transition tables
   (the statecharts stay the source, drawn and walked for paths as now, and a generated table is
   checked against XState's own \`transition()\` on every generated path), which would take the
   interpreter's share from 20–45 to a few µs per transition; the link's own work would then
