@@ -210,15 +210,19 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   ratio for a reason the heap ratio does not show: the link's old space holds more free space
   after GC (5.6 MiB of 44.3 MiB committed, against raw's 2.4 of 33.0, in one run: about 1.6 KiB
   per link), and its young generation was not always back to its floor (1.3 MiB against 0.3).
-  The free space is most likely the holes of objects that lived long enough to reach the old
-  space and then died: besides the heartbeat both clients answer, what a connected link changes
-  while idle is its charts' state (the 5 s, 10 s and 60 s windows running out), and each change
-  replaces a chart's snapshot whole, as XState's snapshots are immutable. V8 reuses such holes
-  for later allocations and compacts a page only when its heuristics pick it, which a forced
-  \`gc()\` did not do here. What would close it is a link that replaces less long-lived state per
-  window (a chart state kept in fields updated in place rather than in a new snapshot each
-  time); compiled transition tables alone (*Breakdown*) would not, if they kept XState's
-  snapshot per transition. Not measured further.
+  The free space is the holes of objects that lived long enough to reach the old space and then
+  died when the link's windows ran out (the reconnect chart's 5 s rapid and 60 s stable windows,
+  the 10 s rejoin-stable windows of the control and app channels): each window's end replaces a
+  chart's snapshot whole, as XState's snapshots are immutable, and drops the pending delay. With
+  those windows set longer than the wait (rapid 500 s, stable and rejoin-stable 600 s), the same
+  2,000 links after the same 80 s left 1.2 MiB of the old space free instead of 11.5, and took
+  15.96 KiB of RSS each instead of 21.55 (about 1.3 times the raw client's idle figure), though their heap was 1 KiB
+  larger, the delays still pending (2026-12-03, by hand, two runs side by side). V8 reuses such
+  holes for later allocations and compacts a page only when its heuristics pick it, which a forced
+  \`gc()\` did not do here. What would close it is a link that replaces less long-lived state when
+  a window ends (a chart state kept in fields updated in place rather than in a new snapshot
+  each time); compiled transition tables alone (*Breakdown*) would not, if they kept XState's
+  snapshot per transition.
 - **Channel churn**: an agent that joins a room per task. Heap (data spaces after GC, JIT code
   excluded) kept per finished channel: the least-squares slope of five readings over 50,000
   cycles, for channels joined and left, refused by the server, and joined and left with the socket
