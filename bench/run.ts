@@ -199,30 +199,34 @@ follow the machine's load most, because 2,000 clients and the simulator share tw
   link), and every transport generation created its own WebSocket subclass (a hidden class per
   link, so \`ws\`'s hot paths went megamorphic).
 
-  RSS is two readings, and the first flatters. Just after the clients connect, both processes
+  RSS is three readings. The first, just after the clients connect, flatters: both processes
   have grown V8's young generation from about 5 MiB to about 32 MiB while connecting (measured by
   hand with \`v8.getHeapSpaceStatistics()\`, 2026-12-03): 23 to 27 MiB that is the process's, not
   the clients', and that adds 11 to 14 KiB to each client's share at 2,000 clients, narrowing the
-  ratio. The idle reading, taken 20 s past the stable window to give V8 time to shrink the young
-  generation again (with a 1 s margin the link's was still 7.9 MiB, because the last links'
-  stable windows had just run), is the one a host that keeps agents for days pays. It
-  came to 1.47x and 1.61x raw in two runs by hand (1.80x with the 1 s margin), above the heap
-  ratio for a reason the heap ratio does not show: the link's old space holds more free space
-  after GC (5.6 MiB of 44.3 MiB committed, against raw's 2.4 of 33.0, in one run: about 1.6 KiB
-  per link), and its young generation was not always back to its floor (1.3 MiB against 0.3).
-  The free space is the holes of objects that lived long enough to reach the old space and then
-  died when the link's windows ran out (the reconnect chart's 5 s rapid and 60 s stable windows,
-  the 10 s rejoin-stable windows of the control and app channels): each window's end replaces a
-  chart's snapshot whole, as XState's snapshots are immutable, and drops the pending delay. With
-  those windows set longer than the wait (rapid 500 s, stable and rejoin-stable 600 s), the same
-  2,000 links after the same 80 s left 1.2 MiB of the old space free instead of 11.5, and took
-  15.96 KiB of RSS each instead of 21.55 (about 1.3 times the raw client's idle figure), though their heap was 1 KiB
-  larger, the delays still pending (2026-12-03, by hand, two runs side by side). V8 reuses such
-  holes for later allocations and compacts a page only when its heuristics pick it, which a forced
-  \`gc()\` did not do here. What would close it is a link that replaces less long-lived state when
-  a window ends (a chart state kept in fields updated in place rather than in a new snapshot
-  each time); compiled transition tables alone (*Breakdown*) would not, if they kept XState's
-  snapshot per transition.
+  ratio. The second is taken 20 s past the stable window (to give V8 time to shrink the young
+  generation again; with a 1 s margin the link's was still 7.9 MiB, because the last links'
+  stable windows had just run), just after a forced GC. It overstates the link: its old space
+  then holds the holes of objects that lived long enough to reach the old space and died when
+  the link's windows ran out (the reconnect chart's 5 s rapid and 60 s stable windows, the 10 s
+  rejoin-stable windows of the control and app channels: each window's end replaces a chart's
+  snapshot whole, as XState's snapshots are immutable, and drops the pending delay), and a
+  forced \`gc()\` does not compact them. By hand on 2026-12-03, with 2,000 links: 5.6 to 12.7 MiB
+  of the old space free at that point in three runs, against raw's 1.0 and 2.4 in two; with those windows set longer than the
+  wait (rapid 500 s, stable and rejoin-stable 600 s), 1.2 MiB free and 15.96 KiB of RSS per link
+  instead of 21.55, though the heap was 1 KiB per link larger, the delays still pending. The
+  third reading, the one the target is judged on, comes 30 s later, the process left idle in
+  between so that V8's own GC can run, then a forced GC again. V8 compacts the holes when its
+  heuristics decide, not at a set time: by hand, left idle for 30 s after the forced GC, it had
+  compacted the link's old space at 2,000 links (51.5 MiB committed down to 40.2; RSS per link
+  21.71 KiB down to 16.75, 1.39 times raw's at that point) and at 10,000 links (219.0 MiB down
+  to 160.7, 63.0 MiB free before; RSS per link 23.07 down to 16.44 KiB), while in other runs,
+  this table's among them, the reading 30 s later had hardly moved. So a link's idle RSS is
+  about 1.3 to 1.4 times raw's once V8 has compacted, and up to about 1.8 times until it does.
+  Besides the holes, the link's process does not always shrink its young generation as far
+  (1.3 MiB against 0.3 in one run). What would remove the holes in the first place is a link
+  that replaces less long-lived state when a window ends (a chart state kept in fields updated
+  in place rather than in a new snapshot each time); compiled transition tables alone
+  (*Breakdown*) would not, if they kept XState's snapshot per transition.
 - **Channel churn**: an agent that joins a room per task. Heap (data spaces after GC, JIT code
   excluded) kept per finished channel: the least-squares slope of five readings over 50,000
   cycles, for channels joined and left, refused by the server, and joined and left with the socket
