@@ -25,7 +25,7 @@ interface Measured {
   steadyHeapPerClient: number | null
   /** RSS per client at that point, just after the forced GC; null when not measured. */
   steadyRssPerClient: number | null
-  /** RSS per client {@link SETTLED_AFTER_MS} later, once V8's own idle GC has run (and forced GC again); null when not measured. */
+  /** RSS per client {@link SETTLED_AFTER_MS} later, the process left idle for V8's own GC in between (then forced GC again); null when not measured. */
   settledRssPerClient: number | null
 }
 
@@ -40,7 +40,7 @@ const STEADY_AFTER_MS = DEFAULT_RECONNECT_POLICY.stableAfterMs + 20_000
 
 /**
  * How long the settled RSS reading waits after the steady one, the process idle. A forced
- * \`gc()\` leaves the old space's holes in place (the objects a link's charts replaced when their
+ * `gc()` leaves the old space's holes in place (the objects a link's charts replaced when their
  * windows ran out); V8's own GC, left to run while the process idles (most likely its memory
  * reducer, which compacts once a process allocates little after a full GC), emptied them within
  * 30 s in some runs by hand and not in others (docs/performance.md): it decides when, not the bench.
@@ -111,7 +111,7 @@ export async function run(): Promise<Row[]> {
     row('idle memory', 'RSS per connected client', 'KiB', kib(link.rssPerClient), kib(raw.rssPerClient), target),
     row('idle memory', `heap per client connected ${Math.round(STEADY_AFTER_MS / 1000)} s (past the stable window, after GC)`, 'KiB', kib(link.steadyHeapPerClient!), kib(raw.steadyHeapPerClient!), target),
     row('idle memory', `RSS per client connected ${Math.round(STEADY_AFTER_MS / 1000)} s (past the stable window, just after a forced GC)`, 'KiB', kib(link.steadyRssPerClient!), kib(raw.steadyRssPerClient!), null),
-    row('idle memory', `RSS per client connected ${Math.round((STEADY_AFTER_MS + SETTLED_AFTER_MS) / 1000)} s (V8's own idle GC has run)`, 'KiB', kib(link.settledRssPerClient!), kib(raw.settledRssPerClient!), target),
+    row('idle memory', `RSS per client connected ${Math.round((STEADY_AFTER_MS + SETTLED_AFTER_MS) / 1000)} s (the last ${SETTLED_AFTER_MS / 1000} s left idle for V8's own GC)`, 'KiB', kib(link.settledRssPerClient!), kib(raw.settledRssPerClient!), target),
     row('idle memory', `time to connect ${CLIENTS.toLocaleString('en-US')} clients (50 at a time)`, 'ms', link.setupMs, raw.setupMs, connectTarget),
     // Just after the last of 10,000 connected, the clients that connected last still hold their
     // pending chart delays (rapid and stable windows), so that figure moves with how long setup
@@ -120,7 +120,7 @@ export async function run(): Promise<Row[]> {
     row('idle memory', `heap per client (${MANY.toLocaleString('en-US')} clients, connected ${Math.round(STEADY_AFTER_MS / 1000)} s, after GC)`, 'KiB', kib(linkMany.steadyHeapPerClient!), kib(rawMany.steadyHeapPerClient!), target),
     row('idle memory', `RSS per connected client (${MANY.toLocaleString('en-US')} clients)`, 'KiB', kib(linkMany.rssPerClient), kib(rawMany.rssPerClient), null),
     row('idle memory', `RSS per client (${MANY.toLocaleString('en-US')} clients, connected ${Math.round(STEADY_AFTER_MS / 1000)} s, just after a forced GC)`, 'KiB', kib(linkMany.steadyRssPerClient!), kib(rawMany.steadyRssPerClient!), null),
-    row('idle memory', `RSS per client (${MANY.toLocaleString('en-US')} clients, connected ${Math.round((STEADY_AFTER_MS + SETTLED_AFTER_MS) / 1000)} s, V8's own idle GC has run)`, 'KiB', kib(linkMany.settledRssPerClient!), kib(rawMany.settledRssPerClient!), null),
+    row('idle memory', `RSS per client (${MANY.toLocaleString('en-US')} clients, connected ${Math.round((STEADY_AFTER_MS + SETTLED_AFTER_MS) / 1000)} s, the last ${SETTLED_AFTER_MS / 1000} s left idle for V8's own GC)`, 'KiB', kib(linkMany.settledRssPerClient!), kib(rawMany.settledRssPerClient!), null),
     row('idle memory', `time to connect ${MANY.toLocaleString('en-US')} clients (50 at a time)`, 'ms', linkMany.setupMs, rawMany.setupMs, connectTarget),
   ]
 }

@@ -27,23 +27,22 @@ export type ChildCommand =
 const sim = await startSimulator({ agents: 'any', recordLimit: 0, idleTimeoutMs: null })
 const upgrades: Array<{ at: number; agent: string | null }> = []
 const joins: Array<{ at: number; agent: string }> = []
-const rejoinWaiters = new Map<string, (at: number) => void>()
 /**
- * The stages of each close-until-rejoined in progress, by agent: the socket it closed, when the
- * server saw that socket's TCP connection end, and the first upgrade it accepted from the agent
- * after that (an upgrade accepted before the old socket ended, or a close of another socket,
- * is not one of these stages).
+ * Each close-until-rejoined in progress, by agent: the socket it closed, when the server saw that
+ * socket's TCP connection end, the first upgrade it accepted from the agent after that (an
+ * upgrade accepted before the old socket ended, or a close of another socket, is not one of these
+ * stages), and what to do when the control channel is joined again.
  */
-const stages = new Map<string, { conn: unknown; closeSeenAt: number | null; upgradeAt: number | null }>()
+const rejoins = new Map<string, { conn: unknown; closeSeenAt: number | null; upgradeAt: number | null; joined: (at: number) => void }>()
 sim.on('connection', (c: { agentId: string }) => {
   const at = performance.now()
   upgrades.push({ at, agent: c.agentId })
-  const stage = stages.get(c.agentId)
-  if (stage && c !== stage.conn && stage.closeSeenAt !== null) stage.upgradeAt ??= at
+  const rejoin = rejoins.get(c.agentId)
+  if (rejoin && c !== rejoin.conn && rejoin.closeSeenAt !== null) rejoin.upgradeAt ??= at
 })
 sim.on('closed', (c: { agentId: string }) => {
-  const stage = stages.get(c.agentId)
-  if (stage && c === stage.conn) stage.closeSeenAt ??= performance.now()
+  const rejoin = rejoins.get(c.agentId)
+  if (rejoin && c === rejoin.conn) rejoin.closeSeenAt ??= performance.now()
 })
 sim.on('refused', (r: { agentId: string | null }) => upgrades.push({ at: performance.now(), agent: r.agentId }))
 // bench/channels.ts: joins of these topics are refused, as a platform refuses a room.
@@ -53,9 +52,9 @@ sim.onJoin(/^agent_control:/, {
   after: (c) => {
     const at = performance.now()
     joins.push({ at, agent: c.agentId })
-    const waiter = rejoinWaiters.get(c.agentId)
-    rejoinWaiters.delete(c.agentId)
-    waiter?.(at)
+    const rejoin = rejoins.get(c.agentId)
+    rejoins.delete(c.agentId)
+    rejoin?.joined(at)
   },
 })
 
@@ -84,29 +83,30 @@ process.on('message', (message: Tagged) => {
       const conn = sim.live(message.agent)[0]
       if (!conn) return reply({ error: `${message.agent} has no live socket` })
       const timer = setTimeout(() => {
-        rejoinWaiters.delete(message.agent)
-        stages.delete(message.agent)
+        rejoins.delete(message.agent)
         reply({ error: `${message.agent} did not rejoin within ${message.timeoutMs} ms` })
       }, message.timeoutMs)
       const closedAt = performance.now()
-      const stage = { conn: conn as unknown, closeSeenAt: null as number | null, upgradeAt: null as number | null }
-      stages.set(message.agent, stage)
-      rejoinWaiters.set(message.agent, (at) => {
-        clearTimeout(timer)
-        stages.delete(message.agent)
-        // The three stages the server can time: its close until the old socket's TCP connection
-        // ended, then until the next upgrade it accepted, then until the control join. A stage not
-        // seen (the join came first) is NaN, which arrives over IPC as null.
-        const closeSeenAt = stage.closeSeenAt ?? Number.NaN
-        const upgradeAt = stage.upgradeAt !== null && at >= stage.upgradeAt ? stage.upgradeAt : Number.NaN
-        reply({ ms: at - closedAt, closeSeenMs: closeSeenAt - closedAt, toUpgradeMs: upgradeAt - closeSeenAt, toJoinMs: at - upgradeAt })
-      })
+      const rejoin = {
+        conn: conn as unknown,
+        closeSeenAt: null as number | null,
+        upgradeAt: null as number | null,
+        joined: (at: number) => {
+          clearTimeout(timer)
+          // The three stages the server can time: its close until the old socket's TCP connection
+          // ended, then until the next upgrade it accepted, then until the control join. A stage
+          // not seen is NaN, which arrives over IPC as null.
+          const closeSeenAt = rejoin.closeSeenAt ?? Number.NaN
+          const upgradeAt = rejoin.upgradeAt ?? Number.NaN
+          reply({ ms: at - closedAt, closeSeenMs: closeSeenAt - closedAt, toUpgradeMs: upgradeAt - closeSeenAt, toJoinMs: at - upgradeAt })
+        },
+      }
+      rejoins.set(message.agent, rejoin)
       try {
         sim.close(conn, message.code)
       } catch (error) {
         clearTimeout(timer)
-        rejoinWaiters.delete(message.agent)
-        stages.delete(message.agent)
+        rejoins.delete(message.agent)
         return reply({ error: `closing ${message.agent}'s socket with ${message.code}: ${String(error)}` })
       }
       return
