@@ -21,12 +21,16 @@ export const DEFAULT_CONNECTION_POLICY = {
    */
   leaveTimeoutMs: 1_000,
   /**
-   * After a connected transport of this link is lost, an upgrade refused with HTTP 409
+   * After a connected transport of this link ends, an upgrade refused with HTTP 409
    * `connection_conflict` (`on_conflict=reject`) within this window is retried with backoff,
-   * not terminal: the platform may still hold the lost socket, since its transport closes a
+   * not terminal: the platform may still hold that socket, since its transport closes a
    * socket only 60 s after it last received anything (docs/field-notes.md: Phoenix transport
-   * timeout; Cowboy and Bandit alike). The window counts from that loss on the monotonic clock
-   * (a wall-clock step changes nothing), across a host disconnect() and connect() too. 0 makes
+   * timeout; Cowboy and Bandit alike). A transport the host's disconnect() closed counts too: a
+   * stalled peer never reads that close, so a disconnect() and connect() in a row may meet the old
+   * socket; the cost is that after a clean stop, a 409 from another instance that took the key
+   * meanwhile is retried until the window ends rather than at once terminal. The window counts
+   * from the moment the link left `connected`, on the monotonic clock (a wall-clock step changes
+   * nothing), across a host disconnect() and connect() too. 0 makes
    * every 409 terminal; at most 600000 (10 min). A 409 before the link ever connected is always
    * terminal: another instance holds the key.
    * @default 75000 — the platform's 60 s, plus margin for the heartbeat that noticed the loss.

@@ -17,8 +17,8 @@
  *   including the backoff; leaving `online` runs `endTransport`, so the socket is ended, not flagged.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
- * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing one of this
- *   link's connections (`isOwnConflict`) is the platform still holding our lost socket; it reconnects.
+ * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing or closing one of
+ *   this link's connections (`isOwnConflict`) is the platform still holding our socket; it reconnects.
  * - a control channel crash is a channel crash: its phx_error rejoins it on the same socket with
  *   backoff (`live.controlErrored`); the transport and the app channels stay; only its phx_close,
  *   or a refused rejoin, is a session-level loss.

@@ -526,15 +526,20 @@ export class Link {
   /**
    * Stops the session from any state: leaves the control channel when joined, closes the socket
    * with 1000, cancels every timer. Resolves once every socket is closed. Never rejects;
-   * idempotent. After a terminal reason it sends nothing and keeps that reason.
+   * idempotent. After a terminal reason it sends nothing on the wire, keeps that reason and the
+   * state `terminated`, and drops the control signals still waiting behind the handler (as a stop
+   * from any other state does; each reported `ignored`).
    */
   async disconnect(): Promise<void> {
     // Only this session's sockets: a connect() right after must not hold this disconnect() open,
     // so the last generation is read the moment the stop is seen, before any connect() runs.
     let upTo = this.charts.connection.snapshot.context.generation
     // A link already at rest is not sent another stop: its chart would ignore it, but an
-    // inspector would still see an event after the last snapshot.
-    if (!this.crashed && this.state !== 'idle' && this.state !== 'stopped' && this.state !== 'terminated') {
+    // inspector would still see an event after the last snapshot. A terminated link is not at
+    // rest for its host: signals received before the supersede may still wait behind the
+    // handler, and the stop drops them (the chart's `flushControl`); nothing goes on the wire.
+    if (!this.crashed && this.state === 'terminated') this.send({ type: 'host.disconnect' })
+    else if (!this.crashed && this.state !== 'idle' && this.state !== 'stopped') {
       this.send({ type: 'host.disconnect' })
       await this.until((s) => {
         if (s.state !== 'idle' && s.state !== 'stopped' && s.state !== 'terminated') return false

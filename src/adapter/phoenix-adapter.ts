@@ -616,7 +616,10 @@ export class PhoenixAdapter {
 
   /**
    * A channel chart's `leaveAttempt`: phx_leave on the attempt's join (`channel.left` follows its
-   * reply); before its params settled nothing was sent, so it is left at once.
+   * reply); before its params settled nothing was sent, so it is left at once: `channel.left` is
+   * sent now (queued behind this step, as phoenix.js's local answer to a leave is), so the host's
+   * `leave()` finds the channel left when it returns and a `link.channel()` of the topic right
+   * after it gets a new handle, as it does for a joined channel.
    */
   leaveAttempt(attempt: AttachOrigin): void {
     const run = this.attemptOf(attempt)
@@ -624,7 +627,7 @@ export class PhoenixAdapter {
     if (run.attachment) this.leave(run.attachment, Math.min(NEVER, this.config.channelLeaveTimeoutMs + JOIN_TIMEOUT_SLACK_MS))
     else {
       run.params?.abort()
-      this.later(run, { type: 'channel.left', topic: attempt.topic, generation: attempt.generation, attachId: attempt.attachId })
+      this.emitChannel({ type: 'channel.left', topic: attempt.topic, generation: attempt.generation, attachId: attempt.attachId })
     }
   }
 

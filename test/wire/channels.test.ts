@@ -106,6 +106,29 @@ describe('app channels', () => {
     expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:1')).toEqual([])
   })
 
+  it('leave() while the join params are still being asked, then channel() of the topic at once: a new handle that joins with its own params', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    let asked!: () => void
+    const asking = new Promise<void>((resolve) => (asked = resolve))
+    // Params that never answer: the join is still being prepared when the host leaves.
+    const first = link.channel('room:1', ({ signal }) => {
+      asked()
+      return new Promise<object>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)))
+    })
+    await asking
+    const leaving = first.leave()
+    const second = link.channel('room:1', { token: 't-2' })
+    expect(second).not.toBe(first)
+    await leaving
+    expect(first.status).toBe('left')
+    expect(await second.joined()).toEqual({})
+    expect(second.status).toBe('joined')
+    const joins = framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:1')
+    expect(joins.map((f) => (f as unknown as { payload: unknown }).payload)).toEqual([{ token: 't-2' }])
+  })
+
   it('app channels are rejoined after disconnect() and connect()', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

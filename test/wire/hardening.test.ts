@@ -459,7 +459,12 @@ describe('reentrant host code (second review)', () => {
     const ended = untilState(link, 'terminated')
     sim.supersede('agent-1')
     await ended
+    const dropped: string[] = []
+    link.on('ignored', (e) => e.detail.includes('dropped') && dropped.push(e.detail))
     await link.disconnect()
+    // Dropped by the stop itself, not by the next session's reset.
+    expect(dropped).toHaveLength(2)
+    expect(link.state).toBe('terminated')
     release()
     await link.connect() // a new session; s1's handler finished meanwhile
     expect(handled).toEqual(['s1'])

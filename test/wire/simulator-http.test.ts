@@ -165,6 +165,14 @@ describe('the simulator over HTTP', () => {
       expect([method.status, method.allow]).toEqual([405, 'POST'])
       const tooBig = await call(http, 'POST', '/admin/raw', { target: 'all', data: 'x'.repeat(1_100_000) })
       expect(tooBig.status).toBe(413)
+      // A Retry-After that would break the refusal's HTTP head (a CR LF would inject a header) is refused, over HTTP and in the API.
+      const injected = await call(http, 'POST', '/admin/refuse-upgrades', { refusals: [{ status: 429, retryAfter: '1\r\nx-evil: 1' }] })
+      expect([injected.status, injected.body.error.message]).toEqual([400, 'refusals.0.retryAfter: expected an HTTP field value: visible ASCII, spaces and tabs (no CR or LF)'])
+      expect(() => sim.refuseUpgrades({ status: 429, retryAfter: '1\nx: 1' })).toThrow(new TypeError('refusal retryAfter must be an HTTP field value (visible ASCII, spaces and tabs), got "1\\nx: 1"'))
+      expect(() => sim.refuseUpgradesOf('a', { status: 302 })).toThrow(new TypeError('refusal status must be a whole number in 400-599, got 302'))
+      // Keys of a simulator that accepts any agent: a conflict with its configuration, not a crash (500).
+      const keys = await call(http, 'POST', '/admin/keys', { agent: 'a', keys: 'k' })
+      expect([keys.status, keys.body.error.code]).toEqual([409, 'no_agent_map'])
       // The simulator serves on after all of it.
       expect((await call(http, 'GET', '/admin/clock')).status).toBe(200)
     } finally {

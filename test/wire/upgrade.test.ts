@@ -305,6 +305,24 @@ describe('rule: our own conflict is retried (on_conflict=reject)', () => {
     expect(sim.live('agent-1')).toHaveLength(1)
   })
 
+  it('a disconnect() counts as closing a connection: a 409 on the next connect() within the window is retried, and the link gets in once the key is free', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { onConflict: 'reject' })
+    await link.connect()
+    await link.disconnect()
+    expect(sim.live('agent-1')).toHaveLength(0)
+    // Another instance of the agent takes the key meanwhile.
+    const other = world().link(sim, { onConflict: 'reject' })
+    await other.connect()
+    const conflict = next(link, 'disconnected', { filter: (e) => e.reason.kind === 'rejected' })
+    const back = settle(link.connect())
+    expect(await conflict).toMatchObject({ outcome: 'reconnect', reason: { cause: 'conflict', status: 409, retryable: true } })
+    await other.disconnect()
+    expect(await back).toMatchObject({ ok: true })
+    expect(link.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+  })
+
   it('with conflictRetryWindowMs 0 the same 409 is terminal', async () => {
     const sim = await world().sim()
     const link = world().link(sim, { onConflict: 'reject', policy: { transport: { heartbeatIntervalMs: 100 }, connection: { conflictRetryWindowMs: 0 } } })

@@ -34,7 +34,7 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'own-conflict-retries',
-    rule: 'With on_conflict=reject, a 409 within conflictRetryWindowMs (75 s) of losing one of this link\'s connections may be the platform still holding our own lost socket: retried with backoff. A 409 before the link ever connected, or after the window, is terminal.',
+    rule: 'With on_conflict=reject, a 409 within conflictRetryWindowMs (75 s) of losing or closing (disconnect()) one of this link\'s connections may be the platform still holding our own lost socket: retried with backoff. A 409 before the link ever connected, or after the window, is terminal.',
     tests: [
       ['test/machines/connection.test.ts', 'a 409 within the window after a connected transport was lost -> reconnecting, the reason marked retryable'],
       ['test/machines/connection.test.ts', 'a 409 after the window -> terminated: another instance holds the key'],

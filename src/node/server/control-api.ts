@@ -46,7 +46,7 @@ const TargetSchema = z.union(
 )
 const Refusal = z.strictObject({
   status: z.number().check(z.int(), z.gte(400), z.lte(599)),
-  retryAfter: z.optional(z.string()),
+  retryAfter: z.optional(z.string().check(z.regex(/^[\t\x20-\x7e]*$/, 'expected an HTTP field value: visible ASCII, spaces and tabs (no CR or LF)'))),
   body: z.optional(z.union([z.literal('none'), z.literal('platform'), z.strictObject({ text: z.string() })], { error: 'expected "none", "platform" or {"text": "..."}' })),
   connection: z.optional(z.enum(['keep-alive', 'close'])),
   message: z.optional(z.string()),
@@ -440,7 +440,12 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
     body: z.strictObject({ agent: z.string().check(z.minLength(1)), keys: z.union([z.string().check(z.minLength(1)), z.array(z.string().check(z.minLength(1)))], { error: 'expected a key or an array of keys (non-empty strings)' }) }),
     response: Ok,
     run: ({ sim }, body) => {
-      sim.setKeys(body.agent, body.keys)
+      try {
+        sim.setKeys(body.agent, body.keys)
+      } catch (error) {
+        // The simulator accepts any agent (agents: 'any'): there is no key to set.
+        return { status: 409, body: { error: { code: 'no_agent_map', message: (error as Error).message } } }
+      }
       return ok()
     },
   }),
@@ -595,6 +600,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
         responses: {
           '200': { description: 'Done.', content: { 'application/json': { schema: schemaOf(r.response) } } },
           ...(r.path === '/admin/wait' ? { '408': { description: 'The count did not reach atLeast within timeoutMs.', content: { 'application/json': { schema: errorBody } } } } : {}),
+          ...(r.path === '/admin/keys' ? { '409': { description: "The simulator accepts any agent (agents: 'any'): it holds no keys to set.", content: { 'application/json': { schema: errorBody } } } } : {}),
           ...errors,
         },
       },

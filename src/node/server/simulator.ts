@@ -234,6 +234,21 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Pl
 }
 
 /**
+ * Throws when a scripted refusal could not be written as the HTTP response it describes: a
+ * `retryAfter` with a character outside an HTTP field value (RFC 9110 section 5.5: visible ASCII,
+ * space and tab; a CR or LF would end the header early and inject others), or a status outside
+ * 400-599.
+ *
+ * @throws {TypeError} naming the field.
+ */
+function checkRefusal(refusal: UpgradeRefusal): void {
+  if (!Number.isInteger(refusal.status) || refusal.status < 400 || refusal.status > 599) throw new TypeError(`refusal status must be a whole number in 400-599, got ${String(refusal.status)}`)
+  if (refusal.retryAfter !== undefined && (typeof refusal.retryAfter !== 'string' || !/^[\t\x20-\x7e]*$/.test(refusal.retryAfter))) {
+    throw new TypeError(`refusal retryAfter must be an HTTP field value (visible ASCII, spaces and tabs), got ${JSON.stringify(refusal.retryAfter)}`)
+  }
+}
+
+/**
  * A running simulator. Emits `connection` (a SimConnection accepted), `closed` (a SimConnection
  * closed), `refused` (an UpgradeRecord) and `change` after anything it records, so `waitFor`
  * can re-check a condition without polling.
@@ -411,6 +426,7 @@ export class PlatformSimulator extends EventEmitter {
 
   /** Answers the next upgrades, one each, with these refusals (then accepts again). */
   refuseUpgrades(...refusals: UpgradeRefusal[]): this {
+    for (const refusal of refusals) checkRefusal(refusal)
     this.refusals.push(...refusals)
     return this
   }
@@ -421,6 +437,7 @@ export class PlatformSimulator extends EventEmitter {
    * {@link refuseUpgrades}.
    */
   refuseUpgradesOf(agentId: string, ...refusals: UpgradeRefusal[]): this {
+    for (const refusal of refusals) checkRefusal(refusal)
     const queue = this.agentRefusals.get(agentId) ?? []
     queue.push(...refusals)
     this.agentRefusals.set(agentId, queue)
