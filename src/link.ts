@@ -588,7 +588,8 @@ export class Link {
    * An AbortSignal for a unit of the agent's work that only makes sense while this session can
    * still deliver its result: it aborts (with the DisconnectReason) when the session ends for good
    * (`terminated`: superseded, rejected, suppressed). Reconnects do not abort it. Call
-   * `link.runs.endRun(agentId, runId)` when the work ends normally.
+   * {@link Link.endRun} with the signal when the work ends normally
+   * (`try { await work(signal) } finally { link.endRun(signal) }`).
    *
    * @param runId a name for the run; by default `run-N`, skipping ids already in flight.
    * @returns a signal already aborted when the link is terminated.
@@ -606,6 +607,15 @@ export class Link {
       return controller.signal
     }
     return this.runs.startRun(this.#agentId, runId, options)
+  }
+
+  /**
+   * The run that `signal` (from {@link Link.runSignal}) belongs to ended normally: it leaves the
+   * link's run registry. Idempotent; nothing for a run already aborted or ended, nor for a signal
+   * of another link. Ends only that run, even when a later run took its id.
+   */
+  endRun(signal: AbortSignal): void {
+    this.#runs?.endRunOf(this.#agentId, signal)
   }
 
   /** Sets (or clears) the control signal handler. Signals already being handled finish with the old one. */

@@ -54,7 +54,7 @@ interface Run {
  *
  * @example
  * const signal = runs.startRun('agent-7', 'run-42', { onAbort: () => model.cancel() })
- * try { await work({ signal }) } finally { runs.endRun('agent-7', 'run-42') }
+ * try { await work({ signal }) } finally { runs.endRun('agent-7', 'run-42', signal) }
  */
 export class RunSupervisor {
   private readonly runs = new Map<string, Map<string, Run>>()
@@ -90,11 +90,36 @@ export class RunSupervisor {
     return () => this.listeners!.delete(listener)
   }
 
-  /** A run ended normally: it leaves the registry. Idempotent. */
-  endRun(principal: string, runId: string): void {
+  /**
+   * A run ended normally: it leaves the registry. Idempotent.
+   *
+   * @param signal the signal {@link startRun} returned for this run. With it, only that run ends:
+   *   a run that was aborted, and whose id a later run of the principal took meanwhile (the agent
+   *   reconnected and started it again), ends nothing when its own cleanup calls this late.
+   *   Without it, whichever run holds the id now ends.
+   */
+  endRun(principal: string, runId: string, signal?: AbortSignal): void {
     const runs = this.runs.get(principal)
-    runs?.delete(runId)
-    if (runs?.size === 0) this.runs.delete(principal)
+    if (runs === undefined) return
+    if (signal !== undefined && runs.get(runId)?.controller.signal !== signal) return
+    runs.delete(runId)
+    if (runs.size === 0) this.runs.delete(principal)
+  }
+
+  /**
+   * Ends the run of `principal` that `signal` belongs to (the signal {@link startRun} returned),
+   * whatever its id; nothing when that run already ended or was aborted. For callers that let the
+   * id be chosen for them (`link.runSignal()`).
+   */
+  endRunOf(principal: string, signal: AbortSignal): void {
+    const runs = this.runs.get(principal)
+    if (runs === undefined) return
+    for (const [runId, run] of runs) {
+      if (run.controller.signal !== signal) continue
+      runs.delete(runId)
+      if (runs.size === 0) this.runs.delete(principal)
+      return
+    }
   }
 
   /**

@@ -12,14 +12,17 @@ import { runPaths } from './cli/paths.js'
 import { EXPORT_FORMATS, runExport } from './cli/export.js'
 import { CHARTS, type ChartName } from './model/chart-info.js'
 
+/** Only decimal digits: `Number()` alone would read `0x1f90` as 8080 and `1e3` as 1000. */
+const DECIMAL = /^\s*\d+\s*$/
+
 function port(value: string): number {
-  const n = value.trim() === '' ? Number.NaN : Number(value)
+  const n = DECIMAL.test(value) ? Number(value) : Number.NaN
   if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('a port is a whole number in [0, 65535]')
   return n
 }
 
 function ms(value: string): number {
-  const n = value.trim() === '' ? Number.NaN : Number(value)
+  const n = DECIMAL.test(value) ? Number(value) : Number.NaN
   if (!Number.isInteger(n) || n < 1 || n > 2 ** 31 - 1) throw new InvalidArgumentError('milliseconds, a whole number in [1, 2147483647]')
   return n
 }
@@ -165,7 +168,7 @@ export function program(): Command {
     .option('--reconnect-cap <ms>', 'a reconnect after a normal close, at most', ms, 10_000)
     .option('--quiet <ms>', 'how long the server watches for an attempt that must not come (an agent whose first retry comes later is not caught)', ms, 6_000)
     .option('--concurrency <n>', 'scenarios at once', (v: string) => {
-      const n = Number(v)
+      const n = DECIMAL.test(v) ? Number(v) : Number.NaN
       if (!Number.isInteger(n) || n < 1 || n > 16) throw new InvalidArgumentError('a whole number in [1, 16]')
       return n
     }, 3)

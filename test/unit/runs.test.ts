@@ -37,6 +37,33 @@ describe('run supervisor', () => {
     expect(signal.aborted).toBe(false)
   })
 
+  it("an aborted run's late cleanup, given its signal, does not end the run that took its id after a reconnect", async () => {
+    const runs = new RunSupervisor()
+    const first = runs.startRun('p', 'run-1')
+    await runs.abortPrincipal('p', reason)
+    // The agent reconnected and started run-1 again before the first run's finally ran.
+    const second = runs.startRun('p', 'run-1')
+    runs.endRun('p', 'run-1', first)
+    expect(runs.inFlight('p')).toEqual(['run-1'])
+    // The next abort reaches the second run.
+    const reports = await runs.abortPrincipal('p', reason)
+    expect(reports.map((r) => [r.runId, r.outcome])).toEqual([['run-1', 'aborted']])
+    expect(second.aborted).toBe(true)
+    // With its own signal a run ends; endRunOf finds it by signal alone.
+    const third = runs.startRun('p', 'run-1')
+    runs.endRun('p', 'run-1', third)
+    expect(runs.inFlight('p')).toEqual([])
+    const fourth = runs.startRun('p', 'x')
+    const fifth = runs.startRun('p', 'y')
+    runs.endRunOf('p', first)
+    runs.endRunOf('nobody', fourth)
+    expect(runs.inFlight('p')).toEqual(['x', 'y'])
+    runs.endRunOf('p', fourth)
+    expect(runs.inFlight('p')).toEqual(['y'])
+    runs.endRunOf('p', fifth)
+    expect(runs.principals()).toEqual([])
+  })
+
   it('a hook that throws, rejects or hangs past the bound is failed, with why', async () => {
     const runs = new RunSupervisor({ hookTimeoutMs: 30 })
     runs.startRun('p', 'throws', {

@@ -113,6 +113,12 @@ describe('the runner', () => {
   it('rejects a factory that returns no link, and passes a correct host with a report of what the server saw', async () => {
     const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
     await expect(kit.run(path, () => ({}) as never)).rejects.toThrow(/returned no link/)
+    // A link of another agent id would pass paths the server never saw it walk: refused, and stopped.
+    let stopped = 0
+    await expect(
+      kit.run(path, (options) => ({ link: createLink({ ...options, agentId: 'elsewhere' }), stop: () => void stopped++ })),
+    ).rejects.toThrow(/the path host's link connects as "elsewhere", not as the kit's "kit-unit-\d+"/)
+    expect(stopped).toBe(1)
     const report = await kit.run(path, (options) => createLink(options))
     expect(report).toMatchObject({ path: path.name, sockets: 1 })
     expect(report.agentId).toMatch(/^kit-unit-\d+$/)

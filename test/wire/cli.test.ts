@@ -88,6 +88,16 @@ describe('phoenix-link command line', () => {
     expect(stderr).toMatch(/not loopback.*wss:\/\//s)
   })
 
+  it('a port or a duration that is not written in decimal digits is refused with exit 1, not read as hex or an exponent', async () => {
+    for (const args of [['serve', '--port', '0x1f90'], ['serve', '--port', '1e3'], ['conform', '--quiet', '1e3', '--', 'true']]) {
+      const child = cli(args)
+      let stderr = ''
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+      expect(await exit(child)).toBe(1)
+      expect(stderr).toMatch(args[1] === '--port' ? /a port is a whole number in \[0, 65535\]/ : /milliseconds, a whole number/)
+    }
+  })
+
   it('--version prints the package version', async () => {
     const child = cli(['--version'])
     let stdout = ''

@@ -6,7 +6,7 @@
  */
 import { get, request } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { Gauge, Registry } from 'prom-client'
+import { Counter, Gauge, Registry } from 'prom-client'
 import WebSocket from 'ws'
 import { linkMetrics } from '../../src/node/metrics.js'
 import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
@@ -38,7 +38,68 @@ function parseMetrics(text: string): Map<string, number> {
 
 const crossings = (sim: PlatformSimulator, principal = 'agent-1') => sim.presence.filter((p) => p.principal === principal).map((p) => `${p.kind}${p.reason ? `:${p.reason.kind}` : ''}`)
 
+/**
+ * A client on a bare TCP socket: the upgrade, then a masked close frame with `code` whose TCP end
+ * it holds back until `end()` (a client between its close frame and its FIN).
+ */
+async function closingClient(sim: PlatformSimulator, agent: string, key: string, code: number): Promise<{ sendClose(): void; end(): void; destroy(): void; closeFrames(): number[] }> {
+  const { connect } = await import('node:net')
+  const { randomBytes } = await import('node:crypto')
+  const socket = connect({ port: sim.port, host: '127.0.0.1', allowHalfOpen: true })
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
+  let wire = Buffer.alloc(0)
+  socket.on('data', (d: Buffer) => (wire = Buffer.concat([wire, d])))
+  socket.write(`GET /socket/websocket?vsn=2.0.0&agent_id=${agent}&api_key=${key} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`)
+  return {
+    sendClose() {
+      const mask = randomBytes(4)
+      const body = Buffer.from([code >> 8, code & 0xff]).map((b, i) => b ^ mask[i % 4]!)
+      socket.write(Buffer.concat([Buffer.from([0x88, 0x80 | 2]), mask, body]))
+    },
+    end: () => void socket.end(),
+    destroy: () => void socket.destroy(),
+    closeFrames() {
+      const codes: number[] = []
+      let rest = wire.subarray(wire.indexOf('\r\n\r\n') + 4)
+      while (rest.length >= 2) {
+        const length = rest[1]! & 0x7f
+        if ((rest[0]! & 0xf) === 8) codes.push(rest.readUInt16BE(2))
+        rest = rest.subarray(2 + length)
+      }
+      return codes
+    },
+  }
+}
+
 describe('presence on the simulator', () => {
+  for (const after of ['close', 'stop'] as const) {
+    it(`a client's close 1000 is the close that ended its socket, though the server is told to ${after === 'close' ? 'close it 4000' : 'stop'} before the TCP connection ends`, async () => {
+      const sim = await world().sim()
+      const client = await closingClient(sim, 'agent-1', 'key-1', 1000)
+      try {
+        await sim.waitFor(() => sim.live('agent-1').length === 1, { what: 'the upgrade' })
+        const [c] = sim.accepted('agent-1')
+        client.sendClose()
+        // Read, so the socket is no longer live: a waiter hears it before the TCP connection ends.
+        await sim.waitFor(() => sim.live('agent-1').length === 0, { what: "the client's close frame to be read", timeoutMs: 2000 })
+        expect(c!.clientClosed).toEqual({ code: 1000, reason: '' })
+        expect(c!.state).toBe('closing')
+        const stopped = after === 'stop' ? sim.stop() : null
+        if (after === 'close') sim.close({ socket: c!.id }, 4000)
+        client.end()
+        await (stopped ?? sim.waitFor(() => c!.state === 'closed', { what: 'the TCP end' }))
+        expect(c!.state).toBe('closed')
+        // Only the answer to the client's close went on the wire, and the presence says graceful.
+        expect(client.closeFrames()).toEqual([1000])
+        expect(c!.closeSent).toBeNull()
+        expect(c!.aborted).toBe(false)
+        expect(crossings(sim)).toEqual(['first-connected', 'last-disconnected:graceful'])
+      } finally {
+        client.destroy()
+      }
+    })
+  }
+
   it('first-connected on connect; last-disconnected (graceful) on disconnect, which aborts the agent\'s runs', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
@@ -112,6 +173,28 @@ describe('presence on the simulator', () => {
     expect(signal.aborted).toBe(true)
     expect(sim.aborts.map((a) => a.outcome)).toEqual(['aborted'])
     expect(parseMetrics(await sim.metrics.registry.metrics()).get('phoenix_link_principal_disconnects_total{reason="graceful"}')).toBe(1)
+  })
+
+  it('simulators given one registry share its metrics: one started again after a stop counts on; a foreign metric of the name is refused', async () => {
+    const registry = new Registry()
+    const first = await world().sim({ metrics: { registry } })
+    const a = world().link(first)
+    await a.connect()
+    await a.disconnect()
+    await first.stop()
+    const second = await world().sim({ metrics: { registry } })
+    const third = await world().sim({ metrics: { registry } })
+    await world().link(second).connect()
+    await world().link(third, { agentId: 'agent-2', apiKey: 'key-2' }).connect()
+    const parsed = parseMetrics(await registry.metrics())
+    // Both running simulators' sockets; the first's disconnect still counted.
+    expect(parsed.get('phoenix_link_active_connections')).toBe(2)
+    expect(parsed.get('phoenix_link_principal_disconnects_total{reason="graceful"}')).toBe(1)
+    const clash = new Registry()
+    new Counter({ name: 'phoenix_link_active_connections', help: 'not the simulator\'s', registers: [clash] })
+    await expect(startSimulator({ metrics: { registry: clash } })).rejects.toThrow(
+      "the metrics registry already holds phoenix_link_active_connections, not as the simulator's gauge: give the simulator another registry or prefix",
+    )
   })
 
   for (const graceWindowMs of [0, 60_000]) {
@@ -212,6 +295,33 @@ describe('the simulator\'s metrics and admin API', () => {
     expect(JSON.parse(unknown.body)).toEqual({ error: { code: 'not_found', message: 'no route GET /admin/nope' } })
     expect(JSON.parse(answer.body)).toEqual({ error: { code: 'method_not_allowed', message: '/admin/connections takes GET' } })
     expect(answer.allow).toBe('GET')
+  })
+
+  it('an /admin/events reader that stops reading is cut off once 1 MiB waits for it, not buffered without bound', async () => {
+    const sim = await world().sim()
+    const { connect } = await import('node:net')
+    const reader = connect({ port: sim.port, host: '127.0.0.1' })
+    try {
+      await new Promise<void>((resolve, reject) => reader.once('connect', resolve).once('error', reject))
+      reader.write(`GET /admin/events HTTP/1.1\r\nHost: 127.0.0.1:${sim.port}\r\n\r\n`)
+      await new Promise<void>((resolve) => reader.once('data', () => resolve()))
+      reader.pause() // it reads nothing more
+      const ended = new Promise<void>((resolve) => reader.once('close', () => resolve()))
+      // What the simulator publishes to its streams (a presence crossing per principal), 100 KB
+      // each: 40 MB in all, far more than the kernel's socket buffers hold.
+      const admin = (sim as unknown as { admin: { publish(event: string, data: unknown): void; streams: Set<unknown> } }).admin
+      const big = 'x'.repeat(100_000)
+      for (let i = 0; i < 400 && admin.streams.size > 0; i++) admin.publish('principal-presence', { principal: big, i })
+      expect(admin.streams.size).toBe(0)
+      // The reader, reading again, gets what was written before the cut, then the end.
+      let received = 0
+      reader.on('data', (chunk: Buffer) => (received += chunk.length))
+      reader.resume()
+      await ended
+      expect(received).toBeLessThan(40_000_000)
+    } finally {
+      reader.destroy()
+    }
   })
 
   it('GET /admin/connections lists who is attached; GET /admin/events streams presence and aborts, with keep-alive comments', async () => {
@@ -338,9 +448,14 @@ describe('the link\'s metrics and run signals', () => {
     const signal = link.runSignal('work-1')
     // Made-up ids skip one the host chose: run-1 is in flight, so the next made-up id is run-2.
     link.runSignal('run-1')
-    link.runSignal()
+    const made = link.runSignal()
     expect(link.runs.inFlight('agent-1')).toEqual(['work-1', 'run-1', 'run-2'])
     expect(() => link.runSignal('run-1')).toThrow(/already in flight/)
+    // A run whose id the link chose ends by its signal; a signal of no run of this link ends nothing.
+    link.endRun(made)
+    link.endRun(new AbortController().signal)
+    link.endRun(made)
+    expect(link.runs.inFlight('agent-1')).toEqual(['work-1', 'run-1'])
     const back = next(link, 'reconnected')
     sim.close({ agent: 'agent-1' }, 1000)
     await back

@@ -27,9 +27,20 @@ export interface AdminSources {
   control?: ControlApi
 }
 
+/**
+ * Bytes an event stream may hold unsent (its reader not reading) before it is cut off: 1 MiB,
+ * some thousands of events, far more than a reader that keeps up ever holds.
+ */
+export const MAX_STREAM_BUFFER_BYTES = 1024 * 1024
+
+interface Stream {
+  res: ServerResponse
+  timer: NodeJS.Timeout
+}
+
 /** Serves the admin routes and streams events to `GET /admin/events` clients. */
 export class AdminApi {
-  private readonly streams = new Set<{ res: ServerResponse; timer: ReturnType<typeof setInterval> }>()
+  private readonly streams = new Set<Stream>()
 
   constructor(private readonly sources: AdminSources) {}
 
@@ -62,12 +73,17 @@ export class AdminApi {
     this.openStream(res) // the one GET route left: /admin/events
   }
 
-  /** Sends an event to every open event stream. */
+  /**
+   * Sends an event to every open event stream. A stream whose reader has fallen more than
+   * {@link MAX_STREAM_BUFFER_BYTES} behind (it stopped reading) is cut off rather than buffered
+   * without bound; the simulator's records (`sim.presence`, `sim.aborts`) still hold what it
+   * missed, and a reader may open a new stream.
+   */
   publish(event: string, data: unknown): void {
     // Nobody subscribed: nothing to serialize (a mass close publishes one crossing per principal).
     if (this.streams.size === 0) return
     const frame = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
-    for (const stream of this.streams) stream.res.write(frame)
+    for (const stream of [...this.streams]) this.write(stream, frame)
   }
 
   /** Ends every event stream (server stopping). */
@@ -80,10 +96,21 @@ export class AdminApi {
     this.streams.clear()
   }
 
+  /** Writes to one event stream, or cuts it off and forgets it when its reader is too far behind. */
+  private write(stream: Stream, text: string): void {
+    if (stream.res.writableLength > MAX_STREAM_BUFFER_BYTES) {
+      clearInterval(stream.timer)
+      this.streams.delete(stream)
+      stream.res.destroy()
+      return
+    }
+    stream.res.write(text)
+  }
+
   private openStream(res: ServerResponse): void {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     res.write(': phoenix-link simulator events (principal-presence, agent-aborted)\n\n')
-    const stream = { res, timer: setInterval(() => res.write(': keep-alive\n\n'), this.sources.keepAliveMs) }
+    const stream: Stream = { res, timer: setInterval(() => this.write(stream, ': keep-alive\n\n'), this.sources.keepAliveMs) }
     this.streams.add(stream)
     res.on('close', () => {
       clearInterval(stream.timer)

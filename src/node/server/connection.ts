@@ -68,7 +68,10 @@ export class SimConnection {
   readonly params: Readonly<Record<string, string>>
   /** Milliseconds since the simulator started. */
   readonly openedAt: number
-  /** `open` until the simulator or the client starts the closing handshake. */
+  /**
+   * `open` until the simulator or the client starts the closing handshake (the client's close
+   * frame counts when it is read), `closed` once the TCP connection ended.
+   */
   state: 'open' | 'closing' | 'closed' = 'open'
   closedAt: number | null = null
   /** The close frame the simulator sent, if it closed. */
@@ -77,6 +80,13 @@ export class SimConnection {
   closeCause: CloseCause | null = null
   /** The close the server's socket reported: the client's close frame, or 1006 with no frame. */
   closeSeen: CloseRecord | null = null
+  /**
+   * The close frame the client sent to start the closing handshake (read while the socket was
+   * open; 1005 when it carried no code), or null when the simulator started it or none came. Once
+   * set, the simulator's own close() does nothing and abort() only ends the TCP connection: the
+   * close is the client's, whatever is scripted after it.
+   */
+  clientClosed: CloseRecord | null = null
   /** Whether abort() ended it without a close frame. */
   aborted = false
   /** Whether stall() stopped it answering heartbeats and reading. */
@@ -154,10 +164,14 @@ export class SimConnection {
     this.ws.close(code, reason)
   }
 
-  /** Ends the TCP connection without a close frame: the client sees 1006. */
+  /**
+   * Ends the TCP connection without a close frame: the client sees 1006. After the client's own
+   * close frame (the handshake already answered by `ws`) it only ends the TCP connection, and the
+   * close stays the client's.
+   */
   abort(): void {
     if (this.state === 'closed') return
-    this.aborted = true
+    if (this.clientClosed === null) this.aborted = true
     this.state = 'closing'
     this.ws.terminate()
   }

@@ -85,6 +85,8 @@ export interface SocketRecord {
   aborted: boolean
   closeSent: { code: number; reason: string } | null
   closeSeen: { code: number; reason: string } | null
+  /** The close frame the client sent to start the closing handshake, if it did. */
+  clientClosed: { code: number; reason: string } | null
   closeCause: string | null
   superseded: Record<string, unknown> | null
   heartbeats: number
@@ -105,6 +107,7 @@ function socketRecord(c: SimConnection): SocketRecord {
     aborted: c.aborted,
     closeSent: c.closeSent,
     closeSeen: c.closeSeen,
+    clientClosed: c.clientClosed,
     closeCause: c.closeCause,
     superseded: c.superseded,
     heartbeats: c.heartbeats,

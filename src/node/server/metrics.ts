@@ -9,7 +9,14 @@ import { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions } from '../pro
 
 export { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions }
 
-/** The simulator's metrics. */
+/**
+ * The simulator's metrics. Simulators given one registry and prefix (several at once, or one
+ * started again after a stop) share the metrics: `active_connections` counts the open sockets of
+ * all of them and the counters go on counting, as one platform's would across a restart.
+ *
+ * @throws {Error} when the registry holds a metric of one of these names that is not the
+ *   simulator's kind (a gauge, or a counter with the same label).
+ */
 export class ServerMetrics {
   readonly registry: Registry
   readonly activeConnections: Gauge
@@ -18,20 +25,31 @@ export class ServerMetrics {
 
   constructor(options: MetricsOptions = {}) {
     const prefix = checkPrefix(options.prefix ?? DEFAULT_METRICS_PREFIX)
-    this.registry = options.registry ?? new Registry()
-    this.activeConnections = new Gauge({ name: `${prefix}active_connections`, help: 'Open agent sockets.', registers: [this.registry] })
-    this.agentAborts = new Counter({
-      name: `${prefix}agent_aborts_total`,
-      help: 'Aborts of a principal\'s in-flight runs after its last connection ended, by outcome.',
-      labelNames: ['outcome'],
-      registers: [this.registry],
-    })
-    this.principalDisconnects = new Counter({
-      name: `${prefix}principal_disconnects_total`,
-      help: 'Principals whose last connection ended, by the reason kind of that close.',
-      labelNames: ['reason'],
-      registers: [this.registry],
-    })
+    const registry = (this.registry = options.registry ?? new Registry())
+    this.activeConnections = shared(registry, Gauge, [], () => new Gauge({ name: `${prefix}active_connections`, help: 'Open agent sockets.', registers: [registry] }), `${prefix}active_connections`)
+    this.agentAborts = shared(registry, Counter, ['outcome'], () =>
+      new Counter({
+        name: `${prefix}agent_aborts_total`,
+        help: 'Aborts of a principal\'s in-flight runs after its last connection ended, by outcome.',
+        labelNames: ['outcome'],
+        registers: [registry],
+      }), `${prefix}agent_aborts_total`) as Counter<'outcome'>
+    this.principalDisconnects = shared(registry, Counter, ['reason'], () =>
+      new Counter({
+        name: `${prefix}principal_disconnects_total`,
+        help: 'Principals whose last connection ended, by the reason kind of that close.',
+        labelNames: ['reason'],
+        registers: [registry],
+      }), `${prefix}principal_disconnects_total`) as Counter<'reason'>
     for (const outcome of ['aborted', 'nothing-to-abort', 'failed'] satisfies AbortOutcome[]) this.agentAborts.inc({ outcome }, 0)
   }
+}
+
+/** The metric `name` already in `registry` when it is of `kind` with `labels`, else a new one from `make`. */
+function shared<M extends Gauge | Counter>(registry: Registry, kind: abstract new (...args: never[]) => M, labels: string[], make: () => M, name: string): M {
+  const existing = registry.getSingleMetric(name)
+  if (existing === undefined) return make()
+  const labelNames = (existing as unknown as { labelNames?: string[] }).labelNames ?? []
+  if (existing instanceof kind && labelNames.join() === labels.join()) return existing
+  throw new Error(`the metrics registry already holds ${name}, not as the simulator's ${kind.name.toLowerCase()}${labels.length > 0 ? ` with the label ${labels.join(', ')}` : ''}: give the simulator another registry or prefix`)
 }

@@ -806,8 +806,10 @@ export class PlatformSimulator extends EventEmitter {
 
   /**
    * Why a socket ended, as the platform sees it: superseded (a supersede was pushed to it),
-   * timed out (its idle timeout), dropped (aborted, or no close frame), graceful (the client
-   * closed 1000 or 1001), or the close code the server sent, by the close code table.
+   * timed out (its idle timeout), dropped (aborted, or no close frame), the close code the server
+   * sent, by the close code table, or the client's close (graceful for 1000 or 1001). A client
+   * that started the closing handshake is never aborted nor sent a close after it (SimConnection's
+   * `clientClosed`), so its own close decides.
    */
   private reasonOf(c: SimConnection): DisconnectReason {
     const at = Date.now()
@@ -909,10 +911,10 @@ export class PlatformSimulator extends EventEmitter {
    */
   private resolve(target: Target): SimConnection[] {
     if (target === 'all') return this.live()
-    if (target instanceof SimConnection) return target.state === 'open' ? [target] : []
+    if (target instanceof SimConnection) return target.live ? [target] : []
     if (typeof target === 'object' && target !== null) {
       if (typeof (target as { agent?: unknown }).agent === 'string') return this.live((target as { agent: string }).agent)
-      if (typeof (target as { socket?: unknown }).socket === 'string') return this.connections.filter((c) => c.id === (target as { socket: string }).socket && c.state === 'open')
+      if (typeof (target as { socket?: unknown }).socket === 'string') return this.connections.filter((c) => c.id === (target as { socket: string }).socket && c.live)
     }
     throw new TypeError(`a simulator target is a connection, { agent: id }, { socket: id } or 'all'; got ${shownAs(target)}`)
   }
@@ -1099,6 +1101,15 @@ export class PlatformSimulator extends EventEmitter {
     this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id) })
     this.logger.info('socket accepted', { socket: connection.id, agentId })
     ws.on('message', (data, isBinary) => this.receive(connection, data, isBinary))
+    // The client's close frame, when it is read (ws reports it only with the TCP end, in `close`):
+    // the socket is closing from then on, as a Phoenix socket process ends on it, and a waiter on
+    // live() hears it at once. ws's own listener (registered first) has already answered it.
+    ;(ws as unknown as { _receiver?: { on(event: 'conclude', listener: (code: number, reason: Buffer) => void): void } })._receiver?.on('conclude', (code, reason) => {
+      if (connection.state !== 'open') return
+      connection.state = 'closing'
+      connection.clientClosed = { code, reason: reason.toString() }
+      this.changed()
+    })
     ws.on('error', (error) => {
       connection.problems.push(`socket error: ${error.message}`)
       this.logger.warn('socket error', { socket: connection.id, error: error.message })

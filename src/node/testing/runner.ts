@@ -173,6 +173,12 @@ export class PathKit {
     })
     const link = built instanceof Link ? built : (built as { link?: unknown })?.link
     if (!(link instanceof Link)) throw new Error('the path host returned no link: return the Link, or { link, stop? }')
+    // A link of another agent would be judged on nothing this path did (the simulator records it apart).
+    if (link.agentId !== agentId) {
+      await link.disconnect()
+      await stopHost(built, 5000).catch(() => {})
+      throw new Error(`the path host's link connects as ${JSON.stringify(link.agentId)}, not as the kit's ${JSON.stringify(agentId)}: build the link from the options the kit passes (url, agentId, apiKey, clock, env, policy, inspect)`)
+    }
     // A host's own policy may detect a stalled server later: wait long enough for two heartbeat
     // intervals and a close handshake (phoenix.js's heartbeat timeout is one interval after a send).
     const { transport } = link.policy
@@ -238,18 +244,7 @@ export class PathKit {
       await link.disconnect()
       let stopError: unknown = null
       try {
-        if (!(built instanceof Link)) {
-          const stopping = Promise.resolve((built as { stop?: () => void | Promise<void> }).stop?.())
-          let timer: ReturnType<typeof setTimeout> | undefined
-          const bound = new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`the host's stop() did not settle within ${timeoutMs} ms`)), timeoutMs)
-          })
-          try {
-            await Promise.race([stopping, bound])
-          } finally {
-            clearTimeout(timer)
-          }
-        }
+        await stopHost(built, timeoutMs)
       } catch (error) {
         stopError = error
       }
@@ -480,5 +475,24 @@ class World {
     })
     const got = this.handled.slice(from)
     if (got.join(',') !== ids.join(',')) throw new Error(`queued signals were handed over as [${got}], not once each in order [${ids}]`)
+  }
+}
+
+/**
+ * Calls the `stop()` of a host that returned `{ link, stop }` (nothing for a bare Link), bounded.
+ *
+ * @throws what `stop()` threw or rejected with, or an Error when it did not settle within `timeoutMs`.
+ */
+async function stopHost(built: unknown, timeoutMs: number): Promise<void> {
+  if (built instanceof Link) return
+  const stopping = Promise.resolve((built as { stop?: () => void | Promise<void> }).stop?.())
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the host's stop() did not settle within ${timeoutMs} ms`)), timeoutMs)
+  })
+  try {
+    await Promise.race([stopping, bound])
+  } finally {
+    clearTimeout(timer)
   }
 }
