@@ -535,11 +535,13 @@ export class Link {
     // so the last generation is read the moment the stop is seen, before any connect() runs.
     let upTo = this.charts.connection.snapshot.context.generation
     // A link already at rest is not sent another stop: its chart would ignore it, but an
-    // inspector would still see an event after the last snapshot. A terminated link is not at
-    // rest for its host: signals received before the supersede may still wait behind the
-    // handler, and the stop drops them (the chart's `flushControl`); nothing goes on the wire.
-    if (!this.crashed && this.state === 'terminated') this.send({ type: 'host.disconnect' })
-    else if (!this.crashed && this.state !== 'idle' && this.state !== 'stopped') {
+    // inspector would still see an event after the last snapshot. A terminated link is at rest
+    // only once no control signal waits behind the handler: signals received before the
+    // supersede are dropped by the stop (the chart's `flushControl`, which decides it; this only
+    // spares the chart an event it would ignore); nothing goes on the wire.
+    if (this.state === 'terminated') {
+      if (!this.crashed && (this.charts.control?.snapshot.context.queue.length ?? 0) > 1) this.send({ type: 'host.disconnect' })
+    } else if (!this.crashed && this.state !== 'idle' && this.state !== 'stopped') {
       this.send({ type: 'host.disconnect' })
       await this.until((s) => {
         if (s.state !== 'idle' && s.state !== 'stopped' && s.state !== 'terminated') return false

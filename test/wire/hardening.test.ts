@@ -465,6 +465,12 @@ describe('reentrant host code (second review)', () => {
     // Dropped by the stop itself, not by the next session's reset.
     expect(dropped).toHaveLength(2)
     expect(link.state).toBe('terminated')
+    // Nothing waits any more: a repeated disconnect() sends the chart nothing (no snapshot follows).
+    let snapshots = 0
+    const watching = link.actor.subscribe(() => void snapshots++)
+    await link.disconnect()
+    watching.unsubscribe()
+    expect(snapshots).toBe(0)
     release()
     await link.connect() // a new session; s1's handler finished meanwhile
     expect(handled).toEqual(['s1'])

@@ -39,10 +39,10 @@ function parseMetrics(text: string): Map<string, number> {
 const crossings = (sim: PlatformSimulator, principal = 'agent-1') => sim.presence.filter((p) => p.principal === principal).map((p) => `${p.kind}${p.reason ? `:${p.reason.kind}` : ''}`)
 
 /**
- * A client on a bare TCP socket: the upgrade, then a masked close frame with `code` whose TCP end
- * it holds back until `end()` (a client between its close frame and its FIN).
+ * A client on a bare TCP socket: the upgrade, then a masked close frame with `code` (or a text
+ * frame) whose TCP end it holds back until `end()` (a client between its close frame and its FIN).
  */
-async function closingClient(sim: PlatformSimulator, agent: string, key: string, code: number): Promise<{ sendClose(): void; end(): void; destroy(): void; closeFrames(): number[] }> {
+async function closingClient(sim: PlatformSimulator, agent: string, key: string, code: number): Promise<{ sendClose(): void; sendText(text: string): void; end(): void; destroy(): void; closeFrames(): number[] }> {
   const { connect } = await import('node:net')
   const { randomBytes } = await import('node:crypto')
   const socket = connect({ port: sim.port, host: '127.0.0.1', allowHalfOpen: true })
@@ -55,6 +55,12 @@ async function closingClient(sim: PlatformSimulator, agent: string, key: string,
       const mask = randomBytes(4)
       const body = Buffer.from([code >> 8, code & 0xff]).map((b, i) => b ^ mask[i % 4]!)
       socket.write(Buffer.concat([Buffer.from([0x88, 0x80 | 2]), mask, body]))
+    },
+    sendText(text: string) {
+      const mask = randomBytes(4)
+      const body = Buffer.from(text).map((b, i) => b ^ mask[i % 4]!)
+      const length = body.length < 126 ? Buffer.from([0x80 | body.length]) : Buffer.from([0x80 | 126, body.length >> 8, body.length & 0xff])
+      socket.write(Buffer.concat([Buffer.from([0x81]), length, mask, body]))
     },
     end: () => void socket.end(),
     destroy: () => void socket.destroy(),
@@ -173,6 +179,26 @@ describe('presence on the simulator', () => {
     expect(signal.aborted).toBe(true)
     expect(sim.aborts.map((a) => a.outcome)).toEqual(['aborted'])
     expect(parseMetrics(await sim.metrics.registry.metrics()).get('phoenix_link_principal_disconnects_total{reason="graceful"}')).toBe(1)
+  })
+
+  it('a frame ws refuses is answered with its close (1009) alone: the socket is closing at once, and nothing scripted after it sends another', async () => {
+    const sim = await world().sim({ maxFrameBytes: 1024 })
+    const client = await closingClient(sim, 'agent-1', 'key-1', 1000)
+    try {
+      await sim.waitFor(() => sim.live('agent-1').length === 1, { what: 'the upgrade' })
+      const [c] = sim.accepted('agent-1')
+      client.sendText('a'.repeat(2000))
+      await sim.waitFor(() => sim.live('agent-1').length === 0, { what: 'the oversize frame to be refused', timeoutMs: 2000 })
+      expect([c!.state, c!.closeSent, c!.closeCause]).toEqual(['closing', { code: 1009, reason: '' }, 'protocol'])
+      sim.close({ socket: c!.id }, 4000)
+      const stopped = sim.stop()
+      client.end()
+      await stopped
+      expect(client.closeFrames()).toEqual([1009])
+      expect(c!.closeSent).toEqual({ code: 1009, reason: '' })
+    } finally {
+      client.destroy()
+    }
   })
 
   it('simulators given one registry share its metrics: one started again after a stop counts on; a foreign metric of the name is refused', async () => {

@@ -170,6 +170,7 @@ describe('the simulator over HTTP', () => {
       expect([injected.status, injected.body.error.message]).toEqual([400, 'refusals.0.retryAfter: expected an HTTP field value: visible ASCII, spaces and tabs (no CR or LF)'])
       expect(() => sim.refuseUpgrades({ status: 429, retryAfter: '1\nx: 1' })).toThrow(new TypeError('refusal retryAfter must be an HTTP field value (visible ASCII, spaces and tabs), got "1\\nx: 1"'))
       expect(() => sim.refuseUpgradesOf('a', { status: 302 })).toThrow(new TypeError('refusal status must be a whole number in 400-599, got 302'))
+      expect(() => sim.answerHeldUpgrade({ status: 429, retryAfter: '1\r\nx: 1' })).toThrow(/refusal retryAfter must be an HTTP field value/)
       // Keys of a simulator that accepts any agent: a conflict with its configuration, not a crash (500).
       const keys = await call(http, 'POST', '/admin/keys', { agent: 'a', keys: 'k' })
       expect([keys.status, keys.body.error.code]).toEqual([409, 'no_agent_map'])

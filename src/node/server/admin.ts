@@ -29,7 +29,9 @@ export interface AdminSources {
 
 /**
  * Bytes an event stream may hold unsent (its reader not reading) before it is cut off: 1 MiB,
- * some thousands of events, far more than a reader that keeps up ever holds.
+ * some thousands of events. A reader that keeps up holds far less, except in one burst larger
+ * than that (a stop() of a simulator with thousands of principals publishes a crossing and an
+ * abort report for each in one turn): such a reader is cut off too, and may open a new stream.
  */
 export const MAX_STREAM_BUFFER_BYTES = 1024 * 1024
 

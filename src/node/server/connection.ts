@@ -35,7 +35,7 @@ export interface CloseRecord {
  * Why the simulator closed a socket, as the platform knows it (never on the wire: the close
  * frame carries only the code). `scripted`: a test's `close()`.
  */
-export type CloseCause = 'scripted' | 'disconnect' | 'supersede' | 'idle' | 'restart' | 'stop' | 'malformed'
+export type CloseCause = 'scripted' | 'disconnect' | 'supersede' | 'idle' | 'restart' | 'stop' | 'malformed' | 'protocol'
 
 /**
  * Whether an endpoint may send `code` in a close frame (RFC 6455 section 7.4.1 and 7.4.2):

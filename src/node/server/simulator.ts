@@ -234,6 +234,17 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Pl
 }
 
 /**
+ * The close code `ws` sent when it failed a connection on a frame it refused: the status ws keeps
+ * on the error under its `status-code` symbol (ws lib/receiver.js; pinned ws 8.23); null for an
+ * error that carries none (a socket error, not a refused frame).
+ */
+function wsStatusCode(error: Error): number | null {
+  const key = Object.getOwnPropertySymbols(error).find((s) => s.description === 'status-code')
+  const code = key === undefined ? undefined : (error as unknown as Record<symbol, unknown>)[key]
+  return typeof code === 'number' ? code : null
+}
+
+/**
  * Throws when a scripted refusal could not be written as the HTTP response it describes: a
  * `retryAfter` with a character outside an HTTP field value (RFC 9110 section 5.5: visible ASCII,
  * space and tab; a CR or LF would end the header early and inject others), or a status outside
@@ -424,7 +435,12 @@ export class PlatformSimulator extends EventEmitter {
 
   // ---- scripting ---------------------------------------------------------------------------
 
-  /** Answers the next upgrades, one each, with these refusals (then accepts again). */
+  /**
+   * Answers the next upgrades, one each, with these refusals (then accepts again).
+   *
+   * @throws {TypeError} for a refusal that could not be written: a status outside 400-599, a
+   *   `retryAfter` that is not an HTTP field value; none of them is queued.
+   */
   refuseUpgrades(...refusals: UpgradeRefusal[]): this {
     for (const refusal of refusals) checkRefusal(refusal)
     this.refusals.push(...refusals)
@@ -435,6 +451,8 @@ export class PlatformSimulator extends EventEmitter {
    * Answers the next upgrades of one agent, one each, with these refusals (then accepts its
    * upgrades again); other agents' upgrades are not affected. Used before the refusals of
    * {@link refuseUpgrades}.
+   *
+   * @throws {TypeError} as {@link refuseUpgrades} does; none of them is queued.
    */
   refuseUpgradesOf(agentId: string, ...refusals: UpgradeRefusal[]): this {
     for (const refusal of refusals) checkRefusal(refusal)
@@ -483,8 +501,10 @@ export class PlatformSimulator extends EventEmitter {
    * held): accepted, refused with `refusal`, or `'drop'`: the TCP connection ends with no answer.
    *
    * @returns false when no upgrade is held.
+   * @throws {TypeError} for a refusal that could not be written (as {@link refuseUpgrades} throws); nothing is answered.
    */
   answerHeldUpgrade(refusal?: UpgradeRefusal | 'drop', agentId?: string): boolean {
+    if (typeof refusal === 'object') checkRefusal(refusal)
     const index = this.held?.findIndex((h) => agentId === undefined || h.agentId === agentId) ?? -1
     if (index < 0) return false
     const [held] = this.held!.splice(index, 1)
@@ -1111,6 +1131,18 @@ export class PlatformSimulator extends EventEmitter {
       this.changed()
     })
     ws.on('error', (error) => {
+      // A frame ws refused (over maxFrameBytes, bad UTF-8, a protocol error): ws has answered it
+      // with a close frame of its own (1009, 1007, 1002; RFC 6455 section 7.4.1), so the socket is
+      // closing, that close was sent, and nothing scripted after it sends another.
+      if (connection.state === 'open') {
+        connection.state = 'closing'
+        const code = wsStatusCode(error)
+        if (code !== null) {
+          connection.closeSent = { code, reason: '' }
+          connection.closeCause = 'protocol'
+        }
+        this.changed()
+      }
       connection.problems.push(`socket error: ${error.message}`)
       this.logger.warn('socket error', { socket: connection.id, error: error.message })
     })

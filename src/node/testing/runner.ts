@@ -150,7 +150,8 @@ export class PathKit {
    * The link is disconnected (and `stop()` of the host called) before it settles, pass or fail.
    *
    * @throws {PathFailure} (rejects) naming the path, the step and what differed from the chart or broke an oracle.
-   * @throws {Error} (rejects) when the host factory throws or returns no link.
+   * @throws {Error} (rejects) when the host factory throws, returns no link, or returns a link
+   *   that connects as another agent than the kit's (that link is disconnected and the host stopped).
    */
   async run<H extends PathHostResult>(path: LifecyclePath, host: PathHost<H>, options: PathRunOptions<NoInfer<H>> = {}): Promise<PathReport> {
     const sim = this.simulator
