@@ -8,9 +8,10 @@ import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import type { Env } from '../machines/types.js'
 import { abortError } from './abort.js'
-import { PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
+import { LONE_SURROGATE_MESSAGE, PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
+import { RunningChart } from './runtime/chart-runner.js'
 import { isHeaderValue, SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
 import { Emitter, type Unsubscribe } from './emitter.js'
 import { AgentDisconnectedError } from './errors/agent-disconnected.js'
@@ -21,7 +22,7 @@ import { redact, redacting, type LinkLog, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { RunSupervisor, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
-import { HEARTBEAT_TOPIC, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
+import { HEARTBEAT_TOPIC, hasLoneSurrogate, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 import { traceSpans, type TracerLike } from './tracing.js'
 
@@ -70,8 +71,10 @@ export interface LinkOptions {
    * async; called with `{ generation, signal }` just before the attempt opens, so a key rotated
    * during a week-long session is used on the next reconnect). A throw, a rejection, an empty
    * key, or no answer within `transport.credentialsTimeoutMs` fails that attempt with a retryable
-   * `other` reason. Every key the link has used is redacted from what it writes (logs, error
-   * messages, traces, inspection events); values handed to your code are never rewritten.
+   * `other` reason. Every key the link has used (the last 1,000: a key rotated hourly for six
+   * weeks) is redacted from what it writes (logs, error messages, traces, inspection events, and
+   * the snapshots an inspector reads of the charts they name); values handed to your code are
+   * never rewritten.
    */
   apiKey: string | ((attempt: AttemptInfo) => string | Promise<string>)
   /** Policy overrides, by concern; see `DEFAULT_LINK_POLICY`. */
@@ -176,7 +179,10 @@ export interface LinkEvents {
  * An XState inspection event as the link passes it to `inspect` (xstate's `InspectionEvent`:
  * `@xstate.actor`, `@xstate.event`, `@xstate.snapshot`, `@xstate.microstep`), restated loosely so
  * the package's public types import no XState (a DOM-only or strict consumer compiles them
- * without XState's own declarations).
+ * without XState's own declarations). `actorRef` and `sourceRef` are read-only views of the
+ * charts (`id`, `sessionId`, `logic`, `_parent`, `getSnapshot()`: what an inspector such as
+ * @statelyai/inspect reads), their snapshots redacted; one view per chart, not the chart itself,
+ * and nothing can be sent to them. Everything is redacted of every key the link used.
  */
 export interface ChartInspectionEvent {
   readonly type: string
@@ -209,6 +215,40 @@ export interface ChartActor {
   getSnapshot(): ChartSnapshot
   /** Calls `listener` with every new snapshot until unsubscribed. */
   subscribe(listener: (snapshot: ChartSnapshot) => void): { unsubscribe(): void }
+}
+
+/**
+ * A chart as an inspection event names it to the host's `inspect` observer: what an inspector
+ * reads of an XState actor (`id`, `sessionId`, `logic`, `_parent`, `getSnapshot()`), the snapshots
+ * redacted of every key the link used, as everything else the observer gets. (An inspector is
+ * output: a snapshot's context may hold server text echoing a key.)
+ */
+class InspectedChart {
+  constructor(
+    private readonly chart: RunningChart,
+    /** The view of the chart that started this one; null for the connection chart. */
+    readonly _parent: InspectedChart | null,
+    private readonly redact: <T>(value: T) => T,
+  ) {}
+
+  /** The chart's id, e.g. `channel:<topic>`, redacted (a topic may hold a key). */
+  get id(): string {
+    return this.redact(this.chart.id)
+  }
+
+  get sessionId(): string {
+    return this.chart.sessionId
+  }
+
+  /** The chart's definition (states, transitions, delays): it holds no server text. */
+  get logic(): unknown {
+    return this.chart.logic
+  }
+
+  /** The chart's current snapshot, redacted. */
+  getSnapshot(): unknown {
+    return this.redact(this.chart.getSnapshot())
+  }
 }
 
 /** One event of {@link Link.events}: `{ type, ...payload }`. */
@@ -436,7 +476,10 @@ export class Link {
         ? (event) => {
             try {
               // Inspection events are output: the host's observer gets them with every key redacted.
-              observe(this.redactOutput(event))
+              // Inspectors also read the chart the event names (@statelyai/inspect calls
+              // `actorRef.getSnapshot()`): they get a view of it whose snapshots are redacted too.
+              const viewed = { ...event, actorRef: this.#inspectedRef(event.actorRef), sourceRef: this.#inspectedRef(event.sourceRef) }
+              observe(this.redactOutput(viewed))
             } catch (error) {
               this.log.error('the inspect observer threw', { error: errorMessage(error) })
             }
@@ -445,6 +488,20 @@ export class Link {
       host: wiring,
     })
     if (options.tracer) traceSpans(this, options.tracer)
+  }
+
+  /** The inspectors' view of each chart (see {@link InspectedChart}), made on first use. */
+  readonly #inspected = new WeakMap<object, InspectedChart>()
+
+  /** The inspectors' view of `ref` (a chart of this link), or `ref` itself when it is none. */
+  #inspectedRef(ref: unknown): unknown {
+    if (!(ref instanceof RunningChart)) return ref
+    let view = this.#inspected.get(ref)
+    if (view === undefined) {
+      view = new InspectedChart(ref, this.#inspectedRef(ref._parent) as InspectedChart | null, (value) => this.redactOutput(value))
+      this.#inspected.set(ref, view)
+    }
+    return view
   }
 
   /** The connection chart's actor, for inspection (`link.actor.getSnapshot().value`). Send it nothing. */
@@ -568,6 +625,7 @@ export class Link {
       throw new ConfigurationError(`${topic} is the control channel; the link joins it itself`)
     }
     if (topic === HEARTBEAT_TOPIC) throw new ConfigurationError('"phoenix" is the heartbeat topic, not a channel')
+    if (hasLoneSurrogate(topic)) throw new ConfigurationError(`channel topic ${JSON.stringify(topic)} cannot be sent: ${LONE_SURROGATE_MESSAGE}`)
     if (typeof params !== 'function') {
       try {
         JSON.stringify(params)
@@ -577,6 +635,7 @@ export class Link {
       if (params === null || typeof params !== 'object' || Array.isArray(params)) {
         throw new ConfigurationError(`channel ${topic}: params must be an object or a function returning one`)
       }
+      if (hasLoneSurrogate(JSON.stringify(params))) throw new ConfigurationError(`channel ${topic}: params cannot be sent: ${LONE_SURROGATE_MESSAGE}`)
     }
     const existing = this.channels.get(topic)
     if (existing?.active) return existing

@@ -41,21 +41,40 @@ export const REDACTED = '[redacted]'
 /**
  * Returns `value` with every occurrence of `secret` (one key, or several: every key a link has
  * used; verbatim, URL-encoded or JSON-escaped, and a clipped run of at least half of a key of
- * {@link SHORT_KEY} characters or more: see minimumRun) in its strings replaced by `[redacted]`,
+ * {@link SHORT_KEY} characters or more: see minimumRun; and as hex) in its strings replaced by
+ * `[redacted]`, and in property names when the key is {@link SHORT_KEY} characters or more;
  * identifier fields of the link's typed values left alone when the key is shorter than
- * {@link SHORT_KEY} (see IDENTIFIER_FIELDS),
+ * {@link SHORT_KEY} (see IDENTIFIER_FIELDS) unless one holds the key whole,
  * copying only when something changes. Iterative (server-supplied payloads can nest thousands of
  * levels deep; recursion would overflow the stack), handles cycles; non-plain objects are kept
  * as they are except Errors, whose message is redacted.
  */
 export function redact<T>(value: T, secret: string | readonly string[]): T {
+  const forms = formsOf(secret)
+  if (forms.length === 0 || !containsSecret(value, forms)) return value
+  return replaceSecret(value, forms)
+}
+
+/** The forms of a key list, kept while the list holds the same keys (a link's list only grows, or drops its oldest). */
+const FORMS = new WeakMap<readonly string[], { count: number; first: string | undefined; last: string | undefined; forms: SecretForm[] }>()
+
+/** Every form of every key (see secretForms), built once per key list. */
+function formsOf(secret: string | readonly string[]): SecretForm[] {
+  if (typeof secret === 'string') return buildForms([secret])
+  const cached = FORMS.get(secret)
+  if (cached !== undefined && cached.count === secret.length && cached.first === secret[0] && cached.last === secret[secret.length - 1]) return cached.forms
+  const forms = buildForms(secret)
+  FORMS.set(secret, { count: secret.length, first: secret[0], last: secret[secret.length - 1], forms })
+  return forms
+}
+
+function buildForms(secrets: readonly string[]): SecretForm[] {
   const forms: SecretForm[] = []
-  for (const one of typeof secret === 'string' ? [secret] : secret) {
+  for (const one of secrets) {
     if (!one) continue
     for (const form of secretForms(one)) forms.push({ form, needle: form.slice(0, minimumRun(one, form)), long: one.length >= SHORT_KEY })
   }
-  if (forms.length === 0 || !containsSecret(value, forms)) return value
-  return replaceSecret(value, forms)
+  return forms
 }
 
 /** One form of one key (see secretForms): the text, the least of its start that counts, and whether the key is long (see SHORT_KEY). */
@@ -79,13 +98,21 @@ function minimumRun(secret: string, form: string): number {
 
 /**
  * The key as it may be echoed back: verbatim, percent-encoded (`encodeURIComponent`, as in the
- * `api_key` socket param), form-encoded (`+` for a space, as URLSearchParams writes it) and
+ * `api_key` socket param), form-encoded (`+` for a space, as URLSearchParams writes it),
  * JSON-escaped once or twice (a key with `"` or `\\` inside a JSON text, and inside a detail that
- * quotes that text: the adapter's `frame starts "…"`).
+ * quotes that text: the adapter's `frame starts "…"`), and as lowercase hex of its UTF-8 bytes
+ * (the adapter quotes a binary frame it cannot decode in hex: protocol.ts hexPreview), for a key
+ * of {@link SHORT_KEY} characters or more.
  */
 function secretForms(secret: string): string[] {
   const json = JSON.stringify(secret).slice(1, -1)
   const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ k: secret }).toString().slice(2), json, JSON.stringify(json).slice(1, -1)])
+  // Not for a short key: the hex of `e` is `65`, found in any number.
+  if (secret.length >= SHORT_KEY) {
+    let hex = ''
+    for (const byte of new TextEncoder().encode(secret)) hex += byte.toString(16).padStart(2, '0')
+    forms.add(hex)
+  }
   return [...forms]
 }
 
@@ -111,6 +138,7 @@ function isPlain(value: object): boolean {
 
 function containsSecret(root: unknown, forms: readonly SecretForm[]): boolean {
   const holds = (text: string) => forms.some((f) => text.includes(f.needle))
+  const longForms = forms.filter((f) => f.long)
   const stack: unknown[] = [root]
   const seen = new Set<object>()
   while (stack.length > 0) {
@@ -126,7 +154,11 @@ function containsSecret(root: unknown, forms: readonly SecretForm[]): boolean {
       continue
     }
     if (!isPlain(value)) continue
-    for (const v of Object.values(value)) stack.push(v)
+    for (const [k, v] of Object.entries(value)) {
+      // A property name may be server text too (a payload keyed by a key, a map keyed by topic).
+      if (longForms.some((f) => k.includes(f.needle))) return true
+      stack.push(v)
+    }
   }
   return false
 }
@@ -165,6 +197,7 @@ function redactText(text: string, forms: readonly SecretForm[]): string {
 
 function replaceSecret<T>(root: T, forms: readonly SecretForm[]): T {
   const longForms = forms.filter((f) => f.long)
+  const shortForms = forms.filter((f) => !f.long)
   const copies = new Map<object, unknown>()
   const copyOf = (value: unknown): unknown => {
     if (typeof value === 'string') return redactText(value, forms)
@@ -188,10 +221,14 @@ function replaceSecret<T>(root: T, forms: readonly SecretForm[]): T {
   const result = copyOf(root)
   while (work.length > 0) {
     const [source, target] = work.pop()!
-    // Values only: keys are structure (`kind`, `reason`), and a short key must not rename them.
     for (const [k, v] of Object.entries(source)) {
-      // A short key leaves the identifiers of typed values alone; a long one is redacted there too.
-      target[k] = IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? redactText(v, longForms) : copyOf(v)
+      // A short key leaves the identifiers of typed values alone unless one is the key whole; a
+      // long one is redacted there too.
+      const value = IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? (shortForms.some((f) => f.form === v) ? REDACTED : redactText(v, longForms)) : copyOf(v)
+      // Property names are structure (`kind`, `reason`) that a short key must not rename, but a
+      // name may be server text (a payload keyed by a key, a map keyed by topic): a long key is
+      // redacted there.
+      target[longForms.length > 0 ? redactText(k, longForms) : k] = value
     }
   }
   return result as T

@@ -186,6 +186,44 @@ export function encodeTextFrame(frame: Frame): string {
   return JSON.stringify([frame.join_ref, frame.ref, frame.topic, frame.event, frame.payload])
 }
 
+/** A UTF-16 code unit's range: high surrogates D800-DBFF, low DC00-DFFF. */
+const isHigh = (unit: number) => unit >= 0xd800 && unit <= 0xdbff
+const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff
+const SURROGATE = /[\uD800-\uDFFF]/
+
+/**
+ * Whether JSON text holds a lone UTF-16 surrogate: half of a character such as an emoji (cut by a
+ * `slice()`), written as a `\uXXXX` escape (as `JSON.stringify` writes one; either case) or as the
+ * code unit itself, with no other half beside it. A pair written as two escapes (`\ud83d\ude00`,
+ * as Python's json.dumps writes an emoji) is whole. Phoenix's JSON decoder (Jason) refuses a lone
+ * one, and the socket closes 1011: measured on Phoenix 1.7.14 with Bandit and Cowboy
+ * (docs/field-notes.md "Real Phoenix").
+ */
+export function hasLoneSurrogate(json: string): boolean {
+  // Most text holds neither an escape of one nor a surrogate: two native scans decide it.
+  if (!json.includes('\\u') && !SURROGATE.test(json)) return false
+  // The code unit at `i` (an escape or a character) and where the next one starts.
+  const unitAt = (i: number): [number, number] => {
+    if (json[i] === '\\' && json[i + 1] === 'u') return [Number.parseInt(json.slice(i + 2, i + 6), 16), i + 6]
+    return [json.charCodeAt(i), i + 1]
+  }
+  for (let i = 0; i < json.length; ) {
+    if (json[i] === '\\' && json[i + 1] !== 'u') {
+      i += 2 // another escape (\\, \", \n, ...): never a surrogate
+      continue
+    }
+    const [unit, next] = unitAt(i)
+    if (isLow(unit)) return true
+    if (isHigh(unit)) {
+      if (next >= json.length || !isLow(unitAt(next)[0])) return true
+      i = unitAt(next)[1]
+      continue
+    }
+    i = next
+  }
+  return false
+}
+
 /** Binary frame kinds of the V2 serializer (assets/js/phoenix/serializer.js KINDS). */
 export const BINARY_KINDS = { push: 0, reply: 1, broadcast: 2 } as const
 

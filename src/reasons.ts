@@ -510,16 +510,51 @@ export const REASON_TEXT_LIMIT = 200
 /** Characters that make up one token of text (an id, a key, a base64 or percent-encoded value). */
 const TOKEN_CHAR = /[A-Za-z0-9\-_.~+/=%:]/
 
+/** Characters that end a word of server text (whitespace, quotes, brackets, separators): a key or token holds none of them. */
+const DELIMITER = /[\s"'`<>,;()[\]{}]/
+
 /**
- * `text` cut to at most `limit` characters, never inside a token: when the cut would split a run
- * of token characters (letters, digits and `- _ . ~ + / = % :`), it ends before that run. Server
- * text a reason keeps may echo a secret (an API key, a token), and a key cut in half would no
- * longer be recognised, and redacted, where the reason is written out (a log line, an error
- * message); redaction never rewrites the reason itself.
+ * `text` cut to at most `limit` characters, never inside a word: when the cut would split one, it
+ * ends after the last whitespace, quote, bracket or separator before it, if that is within the
+ * last half of what is kept, else before the run of token characters (letters, digits and
+ * `- _ . ~ + / = % :`) the cut split. Server text a reason keeps may echo a secret (an API key, a
+ * token), and a key cut short would no longer be recognised, and redacted, where the reason is
+ * written out (a log line, an error message); redaction never rewrites the reason itself.
  */
 export function clipText(text: string, limit: number): string {
   if (text.length <= limit) return text
-  let end = limit
-  if (TOKEN_CHAR.test(text[end]!)) while (end > 0 && TOKEN_CHAR.test(text[end - 1]!)) end--
+  const kept = wholeWordsOf(text.slice(0, limit), text[limit])
+  // Never half a character: a cut between the two halves of an emoji drops the first.
+  const last = kept.charCodeAt(kept.length - 1)
+  return last >= 0xd800 && last <= 0xdbff ? kept.slice(0, -1) : kept
+}
+
+/**
+ * Shortest last word of a text cut at an unknown point that is dropped (see {@link wholeWordsOf}):
+ * the length from which redaction recognises a key's start (src/logger.ts SHORT_KEY); a shorter
+ * piece tells little of a key, and dropping it would empty a body such as `abc`.
+ */
+const CUT_WORD_DROPPED_FROM = 8
+
+/**
+ * `text`, whose end was cut off, without the word the cut split (see {@link clipText}): whole when
+ * `next`, the first character cut off, is a delimiter; `next` undefined when it is not known
+ * (a body read up to a byte limit or a time), so the last word counts as split when it is
+ * {@link CUT_WORD_DROPPED_FROM} characters or longer.
+ */
+export function wholeWordsOf(text: string, next?: string): string {
+  if (next !== undefined && DELIMITER.test(next)) return text
+  if (next === undefined) {
+    let start = text.length
+    while (start > 0 && !DELIMITER.test(text[start - 1]!)) start--
+    if (text.length - start < CUT_WORD_DROPPED_FROM) return text
+  }
+  // Back to the last delimiter, when it is near: a key holds none, so it goes whole.
+  for (let end = text.length; end > 0 && text.length - end <= text.length / 2; end--) {
+    if (DELIMITER.test(text[end - 1]!)) return text.slice(0, end)
+  }
+  // None near (the text may be one long token): before the run of token characters the cut split.
+  let end = text.length
+  while (end > 0 && TOKEN_CHAR.test(text[end - 1]!)) end--
   return text.slice(0, end)
 }

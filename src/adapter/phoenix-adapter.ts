@@ -22,6 +22,7 @@ import {
   decodeBinaryFromServer,
   decodeTextFrame,
   HEARTBEAT_TOPIC,
+  hasLoneSurrogate,
   isReservedEvent,
   parseControlSignal,
   SUPERSEDE_EVENT,
@@ -286,7 +287,15 @@ class LinkSocket extends Socket {
     // binary field over 255 bytes would throw out of it with a push timer armed. Caught here
     // and turned into PUSH_INVALID by push().
     try {
-      Serializer.encode(message, callback)
+      Serializer.encode(message, (encoded) => {
+        // Half of a character (a lone surrogate): Phoenix's JSON decoder would refuse the frame by
+        // closing the socket (1011), dropping every channel with it; it is not sent.
+        if (typeof encoded === 'string' && hasLoneSurrogate(encoded)) {
+          this.handle.encodeError = new Error(LONE_SURROGATE_MESSAGE)
+          return
+        }
+        callback(encoded)
+      })
     } catch (error) {
       this.handle.encodeError = error
     }
@@ -429,6 +438,18 @@ interface AppAttempt {
   /** The join params being asked: `abort()` gives them up; null until asked. */
   params: AttemptSignal | null
   attachment: Attachment | null
+}
+
+/** Why a frame holding half of a character is not sent (protocol.ts hasLoneSurrogate). */
+export const LONE_SURROGATE_MESSAGE = "it holds a lone UTF-16 surrogate (half of a character such as an emoji, cut by a slice()); Phoenix's JSON decoder refuses it by closing the socket (1011)"
+
+/** Whether join params, as JSON, hold a lone surrogate; params JSON cannot encode are left to the join's own failure. */
+function paramsHoldLoneSurrogate(params: object): boolean {
+  try {
+    return hasLoneSurrogate(JSON.stringify(params))
+  } catch {
+    return false
+  }
 }
 
 /**
@@ -602,7 +623,7 @@ export class PhoenixAdapter {
     run.params = this.settleInput(
       `the join params of channel ${attempt.topic}`,
       (signal) => this.config.channelParams(attempt.topic, signal.info(attempt.generation)),
-      (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? null : `expected an object, got ${describeValue(value)}`),
+      (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (paramsHoldLoneSurrogate(value) ? LONE_SURROGATE_MESSAGE : null) : `expected an object, got ${describeValue(value)}`),
       (params: object) => {
         if (!run.ended) run.attachment = this.attachApp(attempt, params)
       },

@@ -10,6 +10,7 @@
  */
 import WebSocket from 'isomorphic-ws'
 import type { ClientRequest, IncomingMessage } from 'node:http'
+import { wholeWordsOf } from '../reasons.js'
 
 /** What a refused upgrade carried. */
 export interface RefusedUpgrade {
@@ -156,22 +157,28 @@ function readRefusal(ws: WebSocket, res: IncomingMessage, hooks: TransportHooks)
   const chunks: Buffer[] = []
   let size = 0
   let done = false
-  const finish = () => {
+  const finish = (whole: boolean) => {
     if (done) return
     done = true
     clearTimeout(timer)
     res.off('data', onData)
-    hooks.onRefused({ status, retryAfter, date, body: Buffer.concat(chunks).toString('utf8') })
+    const text = Buffer.concat(chunks).toString('utf8')
+    // A body cut by the byte limit or the time limit loses the word the cut split when it is long
+    // enough to be the start of a key the server echoed, which a part of would no longer be
+    // recognised, and redacted, on output (reasons.ts wholeWordsOf).
+    hooks.onRefused({ status, retryAfter, date, body: whole ? text : wholeWordsOf(text) })
     ws.terminate()
   }
   const onData = (chunk: Buffer) => {
     if (size < hooks.bodyLimit) chunks.push(chunk.subarray(0, hooks.bodyLimit - size))
     size += chunk.length
-    if (size >= hooks.bodyLimit) finish()
+    // The read ends at the limit, whatever follows (a server may never end the body); what was
+    // read counts as cut, since whether the body ended there is not known yet.
+    if (size >= hooks.bodyLimit) finish(false)
   }
-  const timer = setTimeout(finish, hooks.bodyWaitMs())
+  const timer = setTimeout(() => finish(false), hooks.bodyWaitMs())
   res.on('data', onData)
-  res.once('end', finish)
-  res.once('error', finish)
-  res.once('close', finish)
+  res.once('end', () => finish(true))
+  res.once('error', () => finish(false))
+  res.once('close', () => finish(res.complete))
 }

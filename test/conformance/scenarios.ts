@@ -291,6 +291,19 @@ export function conformance(factory: PeerFactory): void {
         expect(joins[0]!.joinRef).not.toBe(joins[1]!.joinRef)
       })
 
+      it('a push holding half a character (a lone surrogate) is refused PUSH_INVALID at once and never sent: the socket, which the server would close 1011 on it, stays', async () => {
+        const { agent, link, socket } = await connected()
+        const room = link.channel(`room:${agent.id}`)
+        await channelStatus(room, 'joined')
+        await expect(room.push('say', { text: '😀'.slice(0, 1) })).rejects.toMatchObject({ code: 'PUSH_INVALID' })
+        // The same socket carries the next push; nothing was lost.
+        await expect(room.push('say', { text: '😀 whole' })).resolves.toBeDefined()
+        expect(() => link.channel(`room:${agent.id}-half`, { name: '😀'.slice(1) })).toThrow(/lone UTF-16 surrogate/)
+        expect(link.state).toBe('connected')
+        expect(scene().seen(link, 'disconnected')).toEqual([])
+        expect(await peer.live(agent)).toEqual([socket])
+      })
+
       it('phx_close on an app channel drops it with a typed reason; the link stays connected (scenario 33)', async () => {
         const { agent, link, socket } = await connected()
         const room = link.channel(`room:${agent.id}`)

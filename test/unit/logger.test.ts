@@ -58,16 +58,29 @@ describe('redacting logger', () => {
 
   it('redacts a clipped key: a run of at least half of it from its start, as long as it matches, inside any text', () => {
     const key = 'AAAABBBBCCCCDDDDEEEEFFFF!x'
-    // clipText stops at the 200-character limit; the '!' is outside its token set, so the cut lands inside the key.
+    // clipText stops at the 200-character limit inside the key ('!' is outside the token set, so
+    // a cut before the token run alone would keep 'AAAA…FFFF!'): it goes back to the space before it.
     const body = `${'y'.repeat(175)} ${key} is not a valid key`
-    const clipped = clipText(body, 200)
-    expect(clipped.endsWith('AAAABBBBCCCCDDDDEEEEFFFF')).toBe(true)
+    expect(clipText(body, 200)).toBe(`${'y'.repeat(175)} `)
+    expect(clipText(`${'y'.repeat(150)} sk_live_ABCDEFGHIJ!KLMNOPQRSTUVWXYZ0123456789abcdefghij tail`, 200)).toBe(`${'y'.repeat(150)} `)
+    // A cut that leaves a run of half of the key or more (a text cut elsewhere) is still redacted.
+    const clipped = `${'y'.repeat(175)} AAAABBBBCCCCDDDDEEEEFFFF`
     expect(redact({ detail: `server said ${JSON.stringify(clipped)}; retrying` }, key)).toEqual({ detail: `server said "${'y'.repeat(175)} [redacted]"; retrying` })
     // Half the key is the least that counts; less is left alone (ids may share a key's start).
     expect(redact('AAAABBBBCCCC then', key)).toBe('AAAABBBBCCCC then')
     expect(redact('AAAABBBBCCCCD then', key)).toBe('[redacted] then')
     // A key shorter than SHORT_KEY is redacted only whole.
     expect(redact('abcdef abcde', 'abcdefg')).toBe('abcdef abcde')
+  })
+
+  it('redacts the key as hex (a binary frame quoted in hex), in property names once it is 8 characters or more, and a short key that fills an identifier field whole', () => {
+    const key = 'sk-live-HexEcho-42'
+    const hex = [...new TextEncoder().encode(key)].map((b) => b.toString(16).padStart(2, '0')).join('')
+    expect(redact(`frame starts "7f${hex}00"`, key)).toBe('frame starts "7f[redacted]00"')
+    expect(redact({ channels: { [`room:${key}`]: 'joined', lobby: 'joined' } }, key)).toEqual({ channels: { 'room:[redacted]': 'joined', lobby: 'joined' } })
+    // A short key renames no property (they are structure) and leaves identifiers alone unless it is one whole.
+    expect(redact({ e: 'kept', raw: { state: 'hunter2', type: 'superseded', cause: 'hunter2x' } }, 'hunter2')).toEqual({ e: 'kept', raw: { state: '[redacted]', type: 'superseded', cause: 'hunter2x' } })
+    expect(redact({ e: { kind: 'e' } }, 'e')).toEqual({ e: { kind: '[redacted]' } })
   })
 
   it('an encoded echo is redacted whole though the verbatim key matches its head (a + / = \" past the key\'s middle)', () => {

@@ -8,6 +8,7 @@ import {
   encodeBinaryToClient,
   encodeBinaryToServer,
   encodeTextFrame,
+  hasLoneSurrogate,
   parseControlSignal,
   TextFrame,
 } from '../../src/protocol.js'
@@ -102,5 +103,26 @@ describe('agent.control payloads', () => {
     // Each problem names its field and what arrived there; a payload that is no object, itself.
     expect(parseControlSignal({ mode: 'stop', scope: 'agent', agent_id: 7 })).toEqual({ ok: false, issues: ['agent_id: expected string, received number'] })
     expect(parseControlSignal('stop')).toEqual({ ok: false, issues: ['(payload): expected object, received string'] })
+  })
+})
+
+describe('hasLoneSurrogate', () => {
+  it('finds half a character, escaped (either case) or raw, and passes a whole one however it is written', () => {
+    const half = '😀'.slice(0, 1)
+    expect(hasLoneSurrogate(JSON.stringify({ text: half }))).toBe(true)
+    expect(hasLoneSurrogate(JSON.stringify({ text: '😀'.slice(1) }))).toBe(true)
+    expect(hasLoneSurrogate(JSON.stringify({ [half]: 1 }))).toBe(true)
+    expect(hasLoneSurrogate('{"n":"\\uD800"}')).toBe(true)
+    expect(hasLoneSurrogate('{"n":"\\uDBFF\\u0041"}')).toBe(true)
+    expect(hasLoneSurrogate('"\\ud83d')).toBe(true)
+    expect(hasLoneSurrogate(`"${half}"`)).toBe(true)
+    // Whole: the character itself, a pair of escapes as Python's json.dumps writes it, upper case too.
+    expect(hasLoneSurrogate(JSON.stringify({ text: '😀 ok' }))).toBe(false)
+    expect(hasLoneSurrogate('{"n":"\\ud83d\\ude00"}')).toBe(false)
+    expect(hasLoneSurrogate('{"n":"\\uD83D\\uDE00"}')).toBe(false)
+    // An escaped backslash before `u`: text, not an escape.
+    expect(hasLoneSurrogate(JSON.stringify({ text: '\\ud83d' }))).toBe(false)
+    expect(hasLoneSurrogate(JSON.stringify({ text: `\\${half}` }))).toBe(true)
+    expect(hasLoneSurrogate('["1","1","room:1","say",{}]')).toBe(false)
   })
 })

@@ -151,9 +151,10 @@ describe('redacting() and redact(), exactly', () => {
     expect(out.a).toEqual({ k: '[redacted]' })
   })
 
-  it('a key of exactly 8 characters (SHORT_KEY) is redacted in identifier fields; one of 7 is not; free text always', () => {
+  it('a key of exactly 8 characters (SHORT_KEY) is redacted in identifier fields; one of 7 only when it fills the field whole; free text always', () => {
     expect(redact({ kind: 'abcdefgh', detail: 'abcdefgh' }, 'abcdefgh')).toEqual({ kind: '[redacted]', detail: '[redacted]' })
-    expect(redact({ kind: 'abcdefg', detail: 'abcdefg' }, 'abcdefg')).toEqual({ kind: 'abcdefg', detail: '[redacted]' })
+    expect(redact({ kind: 'abcdefg', detail: 'abcdefg' }, 'abcdefg')).toEqual({ kind: '[redacted]', detail: '[redacted]' })
+    expect(redact({ kind: 'abcdefg-x', detail: 'abcdefg-x' }, 'abcdefg')).toEqual({ kind: 'abcdefg-x', detail: '[redacted]-x' })
     // An identifier field holding what is not an identifier (a number, free text) is redacted as any value.
     expect(redact({ state: 'abcdefg is here!', type: 7 }, 'abcdefg')).toEqual({ state: '[redacted] is here!', type: 7 })
   })

@@ -13,6 +13,7 @@ import {
   classifySupersede,
   classifyUpgrade,
   clipText,
+  wholeWordsOf,
   closeCodeName,
   CLOSE_CODES,
   parseRetryAfter,
@@ -287,6 +288,23 @@ describe('clipText', () => {
     expect(clipText('ab cd ef', 5)).toBe('ab cd')
     expect(clipText('ab, cd', 3)).toBe('ab,')
     expect(clipText('key sk-live-123 tail', 10)).toBe('key ')
+  })
+
+  it('cuts back to the last delimiter when it is near, so a key with a character outside the token set goes whole', () => {
+    expect(clipText('denied key sk_live_Zz9!Yy8Xw7Vv6', 22)).toBe('denied key ')
+    expect(clipText('a "quoted" word', 13)).toBe('a "quoted" ')
+    // The delimiter farther back than half of what is kept: before the split token run instead.
+    expect(clipText('x abcdefghijklmnop', 12)).toBe('x ')
+    expect(clipText('abcdefgh!ijklmnop', 12)).toBe('abcdefgh!')
+    expect(wholeWordsOf('denied key sk_live_Zz9Yy8X')).toBe('denied key ')
+    // Cut at an unknown point: a last word shorter than 8 characters stays (it tells little of a key).
+    expect(wholeWordsOf('the key is not')).toBe('the key is not')
+    expect(wholeWordsOf('abc')).toBe('abc')
+    expect(wholeWordsOf('a "sk_live_1')).toBe('a "')
+    expect(wholeWordsOf('denied key sk_live_Zz9Yy8X', ' ')).toBe('denied key sk_live_Zz9Yy8X')
+    expect(wholeWordsOf('')).toBe('')
+    // Never half a character: a cut between the halves of an emoji drops the first half.
+    expect(clipText(`a${'😀'.repeat(150)}`, 200)).toBe(`a${'😀'.repeat(99)}`)
   })
 
   it('keeps the JSON of a payload that is longer than the limit clipped between tokens', () => {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { controlTopic, encodeBinaryToClient } from '../../src/protocol.js'
-import { next, untilState, useWorld } from '../support/wire.js'
+import { framesIn, next, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
 
@@ -162,7 +162,8 @@ describe('a misbehaving client against the simulator', () => {
     const sim = await world().sim()
     const link = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
     await link.connect()
-    for (const [i, bad] of ['garbage', '[1,2]', '{"a":1}', '[1,2,3,4,5]'].entries()) {
+    // The last: a well-formed frame but for half a character (a lone surrogate escape), which Jason refuses.
+    for (const [i, bad] of ['garbage', '[1,2]', '{"a":1}', '[1,2,3,4,5]', JSON.stringify(['1', '1', 'room:1', 'say', { text: '😀'.slice(0, 1) }])].entries()) {
       const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&vsn=2.0.0`, { headers: { 'x-api-key': 'key-1' } })
       await new Promise<void>((resolve, reject) => {
         ws.once('open', () => resolve())
@@ -176,6 +177,28 @@ describe('a misbehaving client against the simulator', () => {
     }
     expect(link.state).toBe('connected')
     expect(sim.live('agent-2')).toHaveLength(1)
+    // A whole character written as two escapes (as Python's json.dumps writes it) is served.
+    const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&vsn=2.0.0`, { headers: { 'x-api-key': 'key-1' } })
+    await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject))
+    const reply = new Promise<string>((resolve) => ws.once('message', (data) => resolve(String(data))))
+    ws.send('["1","1","room:emoji","phx_join",{"name":"\\ud83d\\ude00"}]')
+    expect(JSON.parse(await reply)).toMatchObject(['1', '1', 'room:emoji', 'phx_reply', { status: 'ok' }])
+    const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()))
+    ws.close()
+    await closed
+  })
+
+  it('channel params from a function holding half a character are an errored join attempt, never sent (the server would close the socket 1011)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:half', () => ({ name: '😀'.slice(1) }))
+    const errored = new Promise<string>((resolve) => room.onStatus((status, reason) => status === 'errored' && resolve(`${reason?.kind}: ${(reason as { detail?: string } | null)?.detail}`)))
+    expect(await errored).toMatch(/^other: .*lone UTF-16 surrogate/)
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:half')).toEqual([])
+    expect(link.state).toBe('connected')
+    // A topic holding half a character could never be joined: refused at once.
+    expect(() => link.channel(`room:${'😀'.slice(0, 1)}`)).toThrow(/lone UTF-16 surrogate/)
   })
 
   it('refuses unauthenticated sockets (403) and joins of another agent\'s control channel', async () => {

@@ -201,6 +201,25 @@ describe('presence on the simulator', () => {
     }
   })
 
+  it("a socket that sends only WebSocket pings is not idle (as Bandit and Cowboy keep it); silent, it is closed at the idle timeout", async () => {
+    const sim = await world().sim({ idleTimeoutMs: 300 })
+    const ws = new WebSocket(`${sim.url}/websocket?vsn=2.0.0&agent_id=agent-1&api_key=key-1`)
+    try {
+      await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject))
+      const [c] = sim.accepted('agent-1')
+      // Pings every 100 ms for 900 ms: three idle timeouts pass with no data frame.
+      for (let i = 0; i < 9; i++) {
+        await new Promise<void>((resolve) => ws.ping(undefined, undefined, () => setTimeout(resolve, 100)))
+        expect(c!.state).toBe('open')
+      }
+      const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)))
+      expect(await closed).toBe(1000)
+      expect(c!.closeCause).toBe('idle')
+    } finally {
+      ws.terminate()
+    }
+  })
+
   it('simulators given one registry share its metrics: one started again after a stop counts on; a foreign metric of the name is refused', async () => {
     const registry = new Registry()
     const first = await world().sim({ metrics: { registry } })

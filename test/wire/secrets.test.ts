@@ -112,6 +112,53 @@ describe('secrets: redaction is for output, never for values handed to host code
     expect(link.lastDisconnectReason).toMatchObject({ kind: 'rejected', status: 403, message: `${'y'.repeat(200 - KEY.length)} ` })
   })
 
+  it('a refusal body cut by the body limit inside the key keeps no piece of it; nor does a binary frame quoted in hex', async () => {
+    const sim = await world().sim({ agents: { 'agent-1': KEY } })
+    const link = world().link(sim, { apiKey: KEY, policy: { transport: { refusalBodyLimitBytes: 60 } } })
+    await link.connect()
+    // A binary frame of an unknown kind whose bytes hold the key: the ignored report quotes its start in hex.
+    const hexed = new Promise<string>((resolve) => link.once('ignored', (e) => resolve(e.detail)))
+    sim.sendRaw({ agent: 'agent-1' }, new Uint8Array([0x7f, ...new TextEncoder().encode(KEY)]))
+    const detail = await hexed
+    const hex = [...new TextEncoder().encode(KEY)].map((b) => b.toString(16).padStart(2, '0')).join('')
+    // The event hands the host the frame as it came; the log line written about it is redacted.
+    expect(detail).toContain(hex.slice(0, 16))
+    // The body's first 60 bytes end inside the key.
+    sim.refuseUpgrades({ status: 403, body: { text: `denied ${'y'.repeat(60 - 'denied '.length - 12)} ${KEY} and more` } })
+    sim.close({ agent: 'agent-1' }, 1000)
+    const ended = await settle(link.runForever())
+    const thrown = (ended as { error: Error }).error
+    const captured = world().captured.get(link)!
+    for (const out of [text(captured.lines), thrown.message, text(link.lastDisconnectReason)]) expect(cutPieces(out)).toEqual([])
+    expect(text(captured.lines)).not.toContain(hex.slice(0, 16))
+    expect(link.lastDisconnectReason).toMatchObject({ kind: 'rejected', status: 403, message: `denied ${'y'.repeat(60 - 'denied '.length - 12)} ` })
+  })
+
+  it('an inspector that reads the chart an event names (as @statelyai/inspect does) gets its snapshots redacted too; the host keeps the data', async () => {
+    const sim = await world().sim({ agents: { 'agent-1': KEY } })
+    const read: string[] = []
+    const link = world().link(sim, {
+      apiKey: KEY,
+      inspect: (event) => {
+        const ref = event.actorRef as { id: string; getSnapshot(): unknown; _parent: { sessionId: string } | null; sessionId: string; logic: { config: { id: string } } }
+        read.push(JSON.stringify([ref.sessionId, ref._parent?.sessionId ?? null, ref.logic.config.id, ref.id, ref.getSnapshot()]))
+      },
+    })
+    const handled = new Promise<string>((resolve) => link.onControl((signal) => resolve(signal.correlationId!)))
+    await link.connect()
+    // A control signal whose correlation id echoes the key: the control chart remembers it.
+    sim.control('agent-1', { mode: 'stop', correlation_id: `corr-${KEY}` })
+    expect(await handled).toBe(`corr-${KEY}`)
+    // A channel whose topic holds the key: the chart's id an inspector names it by is redacted.
+    const room = link.channel(`room:${KEY}`)
+    await room.joined()
+    const all = read.join('\n')
+    expect(all).toContain('"control"')
+    expect(all).toContain('"channel:room:[redacted]"')
+    expect(all).toContain('[redacted]')
+    expect(all).not.toContain(KEY.slice(0, 8))
+  })
+
   it('a rotated key is used on the next attempt, and every key the link used is redacted from its output', async () => {
     const keys = ['sk-live-first-0001', 'sk-live-second-0002']
     const sim = await world().sim({ agents: { 'agent-1': keys[0]! } })

@@ -22,6 +22,8 @@ import {
   controlTopic,
   decodeBinaryFromClient,
   decodeTextFrame,
+  type DecodeResult,
+  hasLoneSurrogate,
   HEARTBEAT_EVENT,
   HEARTBEAT_TOPIC,
   ON_CONFLICT_PARAM,
@@ -1121,6 +1123,13 @@ export class PlatformSimulator extends EventEmitter {
     this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id) })
     this.logger.info('socket accepted', { socket: connection.id, agentId })
     ws.on('message', (data, isBinary) => this.receive(connection, data, isBinary))
+    // A WebSocket ping or pong is traffic too: Bandit and Cowboy keep a socket that sends only
+    // those past their idle timeout (docs/field-notes.md "Real Phoenix").
+    const traffic = () => {
+      if (connection.state === 'open') this.armIdle(connection)
+    }
+    ws.on('ping', traffic)
+    ws.on('pong', traffic)
     // The client's close frame, when it is read (ws reports it only with the TCP end, in `close`):
     // the socket is closing from then on, as a Phoenix socket process ends on it, and a waiter on
     // live() hears it at once. ws's own listener (registered first) has already answered it.
@@ -1213,7 +1222,13 @@ export class PlatformSimulator extends EventEmitter {
     if (c.stalled || c.state !== 'open') return
     this.armIdle(c)
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data)
-    const decoded = isBinary ? decodeBinaryFromClient(bytes) : decodeTextFrame(bytes.toString('utf8'))
+    const text = isBinary ? '' : bytes.toString('utf8')
+    // Jason refuses a `\udXXX` escape of half a character: Phoenix closes 1011 on it (docs/field-notes.md).
+    const decoded = isBinary
+      ? decodeBinaryFromClient(bytes)
+      : hasLoneSurrogate(text)
+        ? ({ ok: false, problem: { kind: 'not-json', detail: 'the JSON holds a lone UTF-16 surrogate escape, which Phoenix\'s JSON decoder (Jason) refuses', raw: text } } satisfies DecodeResult)
+        : decodeTextFrame(text)
     if (!decoded.ok) {
       c.record('in', null, decoded.problem.raw)
       c.problems.push(`${decoded.problem.kind}: ${decoded.problem.detail}`)
@@ -1225,7 +1240,7 @@ export class PlatformSimulator extends EventEmitter {
       return
     }
     const frame = decoded.frame
-    c.record('in', frame, isBinary ? `<binary ${bytes.length} bytes>` : bytes.toString('utf8'))
+    c.record('in', frame, isBinary ? `<binary ${bytes.length} bytes>` : text)
     const heldJoin = frame.join_ref === null ? undefined : this.heldJoinFrames.find((j) => j.connection === c && j.frame.topic === frame.topic && j.frame.join_ref === frame.join_ref)
     if (heldJoin) {
       // A push or leave of a join still held: answered once the join is (as Phoenix, in order).
