@@ -540,7 +540,7 @@ const CUT_WORD_DROPPED_FROM = 8
  * `text`, whose end was cut off, without the word the cut split (see {@link clipText}): whole when
  * `next`, the first character cut off, is a delimiter; `next` undefined when it is not known
  * (a body read up to a byte limit or a time), so the last word counts as split when it is
- * {@link CUT_WORD_DROPPED_FROM} characters or longer.
+ * `CUT_WORD_DROPPED_FROM` (8) characters or longer.
  */
 export function wholeWordsOf(text: string, next?: string): string {
   if (next !== undefined && DELIMITER.test(next)) return text
