@@ -21,7 +21,7 @@ export const DEFAULT_CONNECTION_POLICY = {
    */
   leaveTimeoutMs: 1_000,
   /**
-   * After a connected transport of this link ends, an upgrade refused with HTTP 409
+   * After a transport of this link that the server had accepted ends (joined or not), an upgrade refused with HTTP 409
    * `connection_conflict` (`on_conflict=reject`) within this window is retried with backoff,
    * not terminal: the platform may still hold that socket, since its transport closes a
    * socket only 60 s after it last received anything (docs/field-notes.md: Phoenix transport
@@ -29,10 +29,11 @@ export const DEFAULT_CONNECTION_POLICY = {
    * stalled peer never reads that close, so a disconnect() and connect() in a row may meet the old
    * socket; the cost is that after a clean stop, a 409 from another instance that took the key
    * meanwhile is retried until the window ends rather than at once terminal. The window counts
-   * from the moment the link left `connected`, on the monotonic clock (a wall-clock step changes
+   * from the moment the link left a socket the server had accepted (`attached`: joined or not, since
+   * the platform tracks the agent from the upgrade on), on the monotonic clock (a wall-clock step changes
    * nothing), across a host disconnect() and connect() too. 0 makes
-   * every 409 terminal; at most 600000 (10 min). A 409 before the link ever connected is always
-   * terminal: another instance holds the key.
+   * every 409 terminal; at most 600000 (10 min). A 409 before the server ever accepted a socket
+   * of this link is always terminal: another instance holds the key.
    * @default 75000 — the platform's 60 s, plus margin for the heartbeat that noticed the loss.
    */
   conflictRetryWindowMs: 75_000,

@@ -17,8 +17,9 @@
  *   including the backoff; leaving `online` runs `endTransport`, so the socket is ended, not flagged.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
- * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing or closing one of
- *   this link's connections (`isOwnConflict`) is the platform still holding our socket; it reconnects.
+ * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing or closing a socket
+ *   of this link that the server had accepted, joined or not (`isOwnConflict`), is the platform
+ *   still holding our socket; it reconnects.
  * - a control channel crash is a channel crash: its phx_error rejoins it on the same socket with
  *   backoff (`live.controlErrored`); the transport and the app channels stay; only its phx_close,
  *   or a refused rejoin, is a session-level loss.
@@ -139,11 +140,12 @@ export interface ConnectionContext {
   /** Times this session reached connected. */
   connects: number
   /**
-   * When (env.monotonic) the link last left `connected`, in this session or an earlier one (the
-   * platform may hold any socket this link lost, whatever the session); null before the link
-   * first connected.
+   * When (env.monotonic) the link last left a socket the server had accepted (state `attached`:
+   * joining, live or stopping), in this session or an earlier one: the platform may hold any socket
+   * of this link it accepted, joined or not, whatever the session (the real platform tracks the
+   * agent in `connect/3`, before any join). Null before the server first accepted one.
    */
-  liveLostAt: number | null
+  acceptedLostAt: number | null
   /** Topics of the app channels that have a channel chart, in the order the host asked for them. */
   channels: readonly string[]
   /** Arrival sequence of control signals. */
@@ -177,16 +179,17 @@ export const connectionMachine = setup({
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
-     * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing one
-     * of this link's connections: maybe our own socket, still held by the platform.
+     * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing or
+     * closing a socket of this link that the server had accepted: maybe our own socket, still held
+     * by the platform.
      */
     isOwnConflict: ({ context }) => {
       // Only a refused upgrade (409, UPGRADE_STATUSES in src/reasons.ts) has the cause `conflict`:
       // no close code or join error maps to it. Evaluated after recordLoss: a reason is there.
-      if (context.lastReason!.cause !== 'conflict' || context.liveLostAt === null) return false
+      if (context.lastReason!.cause !== 'conflict' || context.acceptedLostAt === null) return false
       // Monotonic: a wall-clock step after the loss changes nothing. (A negative elapsed time
       // could only come from a broken injected clock: terminal, as without this rule.)
-      const elapsed = context.env.monotonic() - context.liveLostAt
+      const elapsed = context.env.monotonic() - context.acceptedLostAt
       return elapsed >= 0 && elapsed <= context.policy.conflictRetryWindowMs
     },
     /** An app channel chart runs for the event's topic. */
@@ -237,7 +240,7 @@ export const connectionMachine = setup({
     rejoinControlChannel: enqueueActions(({ context, enqueue }) => enqueue({ type: 'rejoinControl', params: originOf(context) })),
     clearRetry: assign({ retry: null }),
     countConnect: assign({ connects: ({ context }) => context.connects + 1 }),
-    markLiveLost: assign({ liveLostAt: ({ context }) => context.env.monotonic() }),
+    markAcceptedLost: assign({ acceptedLostAt: ({ context }) => context.env.monotonic() }),
     /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */
     retryOwnConflict: assign({ lastReason: ({ context }) => ({ ...context.lastReason!, retryable: true }) }),
     tellReconnectOpened: enqueueActions(({ enqueue }) => enqueue({ type: 'tellReconnect', params: { type: 'reconnect.opened' } })),
@@ -413,7 +416,7 @@ export const connectionMachine = setup({
     lastReason: null,
     retry: null,
     connects: 0,
-    liveLostAt: null,
+    acceptedLostAt: null,
     channels: [],
     signalSeq: 0,
     controlCrashes: 0,
@@ -498,6 +501,8 @@ export const connectionMachine = setup({
             attached: {
               description: 'The transport is open; the control channel lives on it.',
               entry: 'joinCurrentControl',
+              // The platform may hold this socket for up to a minute after it ends: a 409 meanwhile may be ours.
+              exit: 'markAcceptedLost',
               initial: 'joining',
               on: {
                 'control.lost': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: 'recordLoss' },
@@ -520,7 +525,7 @@ export const connectionMachine = setup({
                 live: {
                   description: 'The session is up on this transport: app channels attached; the control channel joined, or rejoining after a crash.',
                   entry: ['countConnect', 'clearRetry', 'announceConnected', 'attachChannels'],
-                  exit: ['detachChannels', 'markLiveLost'],
+                  exit: 'detachChannels',
                   on: {
                     'host.channel': { guard: 'isNewChannel', actions: ['spawnChannel', 'attachNewChannel'] },
                   },

@@ -28,7 +28,7 @@ export type ControlEvent =
   | { type: 'control.enqueue'; signal: SignalLike; sequence: number; epoch: number }
   /** Connection chart: the host stopped the session; signals not yet handed over are dropped. */
   | { type: 'control.flush' }
-  /** Connection chart: a new session starts; signals of the old one are dropped and a handler still running is no longer waited for. */
+  /** Connection chart: a new session starts; signals of the old one still waiting are dropped and a handler still running is no longer waited for (its signal counts as delivered). */
   | { type: 'control.reset' }
   /** Link: the host's handler settled for the signal of arrival number `sequence`. */
   | { type: 'control.delivered'; sequence: number }
@@ -45,8 +45,9 @@ export type ControlReport =
   | { type: 'control.handlerFailed'; signal: SignalLike; sequence: number; error: unknown }
   /**
    * Signals dropped before their turn: by a flush (`stopped`: the host stopped the session; the one
-   * in the handler finishes), a reset (`reset`: a new session started) or a full queue (`overflow`:
-   * the signal that arrived when `maxQueued` were waiting).
+   * in the handler finishes), a reset (`reset`: a new session started; the one in the handler was
+   * delivered, so it is not among them: its AbortSignal aborts and a resend of it is a duplicate) or a
+   * full queue (`overflow`: the signal that arrived when `maxQueued` were waiting).
    */
   | { type: 'control.dropped'; signals: QueuedSignal[]; cause: ControlDropCause }
 
@@ -87,6 +88,11 @@ type Enqueue = Extract<ControlEvent, { type: 'control.enqueue' }>
 /** The event of an action or guard that only `control.enqueue` transitions name. */
 const enqueued = (event: unknown) => event as Enqueue
 
+/** The report of the signals waiting behind the one in the handler, dropped with `cause`. */
+function waitingDropped(context: ControlContext, cause: ControlDropCause): ControlReport {
+  return { type: 'control.dropped', signals: context.queue.slice(1), cause }
+}
+
 /** Why a delivery event settles the head of the queue: it names the signal being delivered now. */
 type Settled = Extract<ControlEvent, { type: 'control.delivered' | 'control.deliveryFailed' }>
 
@@ -122,15 +128,15 @@ export const controlMachine = setup({
       const seen = id === null || window === 0 ? context.seen : [...context.seen, id].slice(-window)
       return { queue: [...context.queue, { signal, sequence, epoch }], seen }
     }),
-    // A dropped signal was never delivered: forget its correlation id so a resend is delivered.
-    dropAll: assign(({ context }) => ({ queue: [], seen: forget(context.seen, context.queue) })),
+    // A dropped signal was never delivered: forget its correlation id so a resend is delivered. The
+    // head of the queue is in the handler (named in delivering only): it was delivered, and stays seen.
     dropWaiting: assign(({ context }) => ({ queue: context.queue.slice(0, 1), seen: forget(context.seen, context.queue.slice(1)) })),
-    reportAllDropped: enqueueActions(({ context, enqueue }) =>
-      enqueue({ type: 'report', params: { type: 'control.dropped', signals: context.queue, cause: 'reset' } }),
-    ),
-    reportWaitingDropped: enqueueActions(({ context, enqueue }) =>
-      enqueue({ type: 'report', params: { type: 'control.dropped', signals: context.queue.slice(1), cause: 'stopped' } }),
-    ),
+    /** Reports the signals waiting behind the one in the handler as dropped by a flush (the host stopped). */
+    reportWaitingStopped: enqueueActions(({ context, enqueue }) => enqueue({ type: 'report', params: waitingDropped(context, 'stopped') })),
+    /** Reports the signals waiting behind the one in the handler, if any, as dropped by a new session. */
+    reportWaitingReset: enqueueActions(({ context, enqueue }) => {
+      if (context.queue.length > 1) enqueue({ type: 'report', params: waitingDropped(context, 'reset') })
+    }),
     reportOverflow: enqueueActions(({ event, enqueue }) => {
       const { signal, sequence, epoch } = enqueued(event)
       enqueue({ type: 'report', params: { type: 'control.dropped', signals: [{ signal, sequence, epoch }], cause: 'overflow' } })
@@ -184,10 +190,15 @@ export const controlMachine = setup({
       description: "The host's handler runs for the oldest queued signal; others wait.",
       on: {
         // The signal in the handler finishes; the ones waiting behind it are dropped and reported.
-        'control.flush': { guard: 'hasWaiting', actions: ['reportWaitingDropped', 'dropWaiting'] },
+        'control.flush': { guard: 'hasWaiting', actions: ['reportWaitingStopped', 'dropWaiting'] },
         // A new session does not wait for a handler of the old one: it is abandoned (its
-        // AbortSignal aborts) and reported with the rest.
-        'control.reset': { target: 'idle', actions: ['abandonHead', 'reportAllDropped', 'dropAll'] },
+        // AbortSignal aborts), and the signals waiting behind it are dropped and reported. The one
+        // in the handler was delivered: its correlation id stays seen, so a resend in the new
+        // session is a duplicate (delivered once).
+        'control.reset': {
+          target: 'idle',
+          actions: ['abandonHead', 'reportWaitingReset', 'dropWaiting', 'dequeue'],
+        },
         'control.delivered': { guard: 'isCurrentDelivery', target: 'idle', actions: 'dequeue' },
         'control.deliveryFailed': { guard: 'isCurrentDelivery', target: 'idle', actions: ['reportHandlerFailed', 'dequeue'] },
         // The deliver action itself failed: that signal is reported as a handler failure, and delivery goes on.

@@ -50,9 +50,9 @@ const MUTATIONS: RuleMutation[] = [
   },
   {
     rule: 'own-conflict-retries',
-    how: 'drop the "link connected before" check: a 409 on the first connect is retried too',
+    how: 'drop the "a socket of this link was accepted before" check: a 409 on the first upgrade is retried too',
     file: 'machines/connection.ts',
-    from: "if (context.lastReason!.cause !== 'conflict' || context.liveLostAt === null) return false",
+    from: "if (context.lastReason!.cause !== 'conflict' || context.acceptedLostAt === null) return false",
     to: "if (context.lastReason!.cause !== 'conflict') return false",
   },
   {

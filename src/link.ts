@@ -542,6 +542,12 @@ export class Link {
     this.assertUsable()
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
+    // Called from inside the charts' processing (a state listener, an `apiKey` or `params`
+    // function, an inspector), the state read below may be behind events already queued (a
+    // disconnect() just before): decide once they are processed, which is done by the time a
+    // promise callback runs (the processing is synchronous). Otherwise decide now, so host.connect
+    // is sent before connect() returns.
+    if (this.charts.busy) await undefined
     if (this.state === 'stopping') await this.until((s) => s.state !== 'stopping', signal)
     if (this.state === 'connected') return
     const starting = this.state === 'idle' || this.state === 'stopped' || this.state === 'terminated'
@@ -569,6 +575,8 @@ export class Link {
     this.assertUsable()
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
+    // As in connect(): inside the charts' processing, decide once the events queued are processed.
+    if (this.charts.busy) await undefined
     const starting = this.state === 'idle'
     const epoch = starting ? this.epoch + 1 : this.epoch
     if (starting) this.send({ type: 'host.connect' })
@@ -1039,11 +1047,13 @@ export class Link {
   }
 
   private async deliverSignal(queued: QueuedSignal, abort: AbortSignal): Promise<void> {
-    // Run the host's handler outside the chart's processing (fromPromise starts it mid-transition).
+    const signal = queued.signal as ControlSignal
+    // The event goes out now, in the order of the chart's decisions: before an `ignored` for a
+    // duplicate of this signal read in the same turn.
+    this.emitter.emit('control', { signal, sequence: queued.sequence, epoch: queued.epoch })
+    // Run the host's handler outside the charts' processing (the deliver action runs mid-transition).
     await Promise.resolve()
     if (abort.aborted) return
-    const signal = queued.signal as ControlSignal
-    this.emitter.emit('control', { signal, sequence: queued.sequence, epoch: queued.epoch })
     const handler = this.controlHandler
     if (handler) await handler(signal, { epoch: queued.epoch, sequence: queued.sequence, signal: abort })
   }

@@ -59,8 +59,12 @@ export function resolvePolicy(input: LinkPolicyInput = {}): LinkPolicy {
   }
   const overridden = (concern: keyof LinkPolicy) => Object.keys(input[concern] ?? {}).length > 0
   if (!(Object.keys(DEFAULT_LINK_POLICY) as Array<keyof LinkPolicy>).some(overridden)) return DEFAULTS_RESOLVED
+  // The host's own arrays (the reconnect floors' [low, high] ranges) are copied and frozen, so a
+  // later change to the array it passed cannot reach the resolved, checked policy.
+  const copyOf = (fields: object): object =>
+    Object.fromEntries(Object.entries(fields).map(([field, value]) => [field, Array.isArray(value) ? Object.freeze([...value]) : value]))
   const merge = <T extends object>(concern: keyof LinkPolicy, defaults: T): T =>
-    overridden(concern) ? Object.freeze({ ...defaults, ...input[concern] }) : defaults
+    overridden(concern) ? Object.freeze({ ...defaults, ...copyOf(input[concern]!) }) : defaults
   const policy: LinkPolicy = {
     connection: merge('connection', DEFAULT_CONNECTION_POLICY),
     reconnect: merge('reconnect', DEFAULT_RECONNECT_POLICY),

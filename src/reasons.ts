@@ -354,8 +354,11 @@ export function classifyUpgrade(refusal: UpgradeRefusal, generation: number, at:
 
 /**
  * Join error reasons of the control channel (the phx_reply `{"status":"error","response":{"reason":...}}`)
- * and their causes. Unlisted reasons become `other` (retried with backoff; the rapid-disconnect
- * window ends a server that refuses forever). `unmatched topic` is Phoenix's reply to a topic no
+ * and their causes. Unlisted reasons become `other`: retried with backoff, growing to the reconnect
+ * policy's `maxDelayMs` (30 s by default). A refused join is not the server accepting and then
+ * closing a socket, so it never counts toward the rapid-disconnect limit (machines/reconnect.ts
+ * `isServerClose`): a server that refuses for ever is asked once per `maxDelayMs` for ever, or until
+ * the policy's `maxAttempts`. `unmatched topic` is Phoenix's reply to a topic no
  * channel handles; `join crashed` its reply when the channel's join/3 raised.
  */
 export const JOIN_ERRORS: Readonly<Record<string, { cause: RejectionCause; retryable: boolean }>> = {

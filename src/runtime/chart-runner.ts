@@ -181,6 +181,16 @@ export abstract class ChartRuntime {
     return chart
   }
 
+  /**
+   * True while the queue is being processed: a chart's transition or one of its actions is running
+   * (and whatever it calls: a listener, a host callback). The charts' snapshots may then be behind
+   * the events already queued, so a decision read from them waits until the queue is processed
+   * (which happens before any promise callback runs: the processing is synchronous).
+   */
+  get busy(): boolean {
+    return this.draining
+  }
+
   /** Queues `event` for `chart` and processes the queue unless it is being processed already. */
   send(chart: RunningChart, event: EventObject): void {
     ;(this.queue ??= []).push(chart, event)

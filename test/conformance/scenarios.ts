@@ -245,6 +245,33 @@ export function conformance(factory: PeerFactory): void {
         expect(seen.at(-1)).toBe(101)
       })
 
+      it('409 from our own socket that the server accepted but whose join never answered (the first connect): retried, not terminal, and connect() resolves once the server lets go', async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const link = scene().link(peer, agent, { url: proxy.url, onConflict: 'reject', policy: { connection: { joinTimeoutMs: 300 } } })
+        // The path goes silent once the upgrade is through: the join's reply, and later our close, never pass.
+        const off = link.on('state', (e) => {
+          if (e.state !== 'joining') return
+          off()
+          proxy.blackhole()
+        })
+        const conflict = next(link, 'disconnected', { timeoutMs: 8_000, filter: (e) => e.reason.kind === 'rejected' })
+        const connecting = settle(link.connect())
+        expect(await conflict).toMatchObject({ outcome: 'reconnect', reason: { kind: 'rejected', cause: 'conflict', status: 409, retryable: true } })
+        expect(scene().seen(link, 'disconnected')[0]!.reason).toMatchObject({ kind: 'timed-out', phase: 'join' })
+        const [ghost] = await peer.live(agent)
+        expect(ghost).toBeDefined()
+        proxy.release()
+        expect(await connecting).toMatchObject({ ok: true })
+        expect(link.state).toBe('connected')
+        const live = await peer.live(agent)
+        expect(live).toHaveLength(1)
+        expect(live[0]).not.toBe(ghost)
+        const seen = await statuses(peer, agent)
+        expect(seen.slice(0, 2)).toEqual([101, 409])
+        expect(seen.at(-1)).toBe(101)
+      })
+
       it('429 with Retry-After waits at least that long, then connects (scenario 19)', async () => {
         const agent = peer.agent()
         await peer.refuse({ status: 429, retryAfterS: 1, body: 'platform' })

@@ -186,11 +186,35 @@ describe('rule: our own conflict is retried (409 soon after this session lost it
     expect(s.context.lastReason).toMatchObject({ kind: 'rejected', cause: 'conflict', retryable: false })
   })
 
-  it('a 409 before the link ever connected -> terminated: another instance holds the key', () => {
+  it('a 409 before the server ever accepted a socket of this link -> terminated: another instance holds the key', () => {
     const { s: idle } = withClock()
     let s = run(idle, { type: 'host.connect' })
     s = run(s, closeEvent(s, 1006), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
     expect(state(run(s, upgradeEvent(s, 409)))).toBe('terminated')
+  })
+
+  it('a socket the server accepted counts though it never joined: a 409 within the window after it was lost while joining -> reconnecting', () => {
+    const { clock, s: idle } = withClock()
+    let s = run(idle, { type: 'host.connect' })
+    s = run(s, { type: 'socket.open', ...origin(s) })
+    expect(state(s)).toBe('joining')
+    s = run(s, closeEvent(s, 1006), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
+    clock.t += 5_000
+    s = run(s, { type: 'reconnect.due' })
+    const r = step(s, upgradeEvent(s, 409))
+    expect(state(r.s)).toBe('reconnecting')
+    expect(r.s.context.lastReason).toMatchObject({ cause: 'conflict', retryable: true })
+    clock.t += 1
+    expect(state(run(s, upgradeEvent(s, 409)))).toBe('terminated')
+  })
+
+  it('a disconnect() while joining counts as closing an accepted socket: a 409 on the next connect() within the window -> reconnecting', () => {
+    const { s: idle } = withClock()
+    let s = run(idle, { type: 'host.connect' })
+    s = run(s, { type: 'socket.open', ...origin(s) }, { type: 'host.disconnect' })
+    expect(state(s)).toBe('stopped')
+    s = run(s, { type: 'host.connect' })
+    expect(state(run(s, upgradeEvent(s, 409)))).toBe('reconnecting')
   })
 
   it('the window spans sessions: stopped and connected again within it, a 409 is still retried', () => {

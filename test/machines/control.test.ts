@@ -159,15 +159,26 @@ describe('control delivery chart details', () => {
     h.control.stop()
   })
 
-  it('a reset while a handler runs abandons it (its AbortSignal aborts), drops everything; its late settling changes nothing', async () => {
+  it('a reset while a handler runs abandons it (its AbortSignal aborts) and drops the signals waiting behind it; the abandoned one counts as delivered; its late settling changes nothing', async () => {
     let never!: () => void
     const h = harness(() => new Promise<void>((resolve) => (never = resolve)), { ...DEFAULT_CONTROL_POLICY, dedupeWindow: 10 })
     h.enqueue(1, 'p')
+    h.enqueue(3, 'w')
     h.send({ type: 'control.reset' })
     expect(h.control.getSnapshot().value).toBe('idle')
-    expect(h.control.getSnapshot().context.seen).toEqual([])
+    // 'p' reached the handler: still seen, so a resend is a duplicate; 'w' never did: forgotten.
+    expect(h.control.getSnapshot().context.seen).toEqual(['p'])
     expect(h.abandoned).toEqual([1])
-    expect(h.reports().at(-1)).toEqual({ type: 'control.dropped', signals: [{ signal: { correlationId: 'p' }, sequence: 1, epoch: 1 }], cause: 'reset' })
+    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'w' }, sequence: 3, epoch: 1 }], cause: 'reset' }])
+    h.enqueue(4, 'p')
+    expect(h.reports().at(-1)).toEqual({ type: 'control.duplicate', signal: { correlationId: 'p' }, sequence: 4 })
+    // With nothing waiting behind the handler, a reset reports nothing.
+    const lone = harness(() => new Promise<void>(() => {}))
+    lone.enqueue(1, 'solo')
+    lone.send({ type: 'control.reset' })
+    expect(lone.abandoned).toEqual([1])
+    expect(lone.reports()).toEqual([])
+    lone.control.stop()
     // The next session's signal is in the handler when the abandoned one settles: it is not dequeued.
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
@@ -229,9 +240,9 @@ describe('control delivery chart, what each report and guard holds', () => {
     expect(h.reports().at(-1)).toEqual({
       type: 'control.dropped',
       cause: 'reset',
-      signals: [{ signal: { correlationId: 'a' }, sequence: 1, epoch: 1 }, { signal: { correlationId: 'd' }, sequence: 4, epoch: 1 }],
+      signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1 }],
     })
-    expect(h.control.getSnapshot().context.seen).toEqual([])
+    expect(h.control.getSnapshot().context.seen).toEqual(['a'])
     release()
     h.control.stop()
   })

@@ -14,14 +14,16 @@ describe('connection chart: pure paths against the rules', () => {
     for (const path of paths.map(lifecyclePathOf)) {
       let before = stepExpectation(expectationOf(initialModel()))
       let wasConnected = false
+      let wasAccepted = false
       for (const [index, step] of path.steps.entries()) {
         // No link here: the oracles judge the chart's own expectations.
-        const input = { path, index, step, before, after: step.expect, wasConnected } as OracleInput
+        const input = { path, index, step, before, after: step.expect, wasConnected, wasAccepted } as OracleInput
         for (const oracle of LIFECYCLE_ORACLES) {
           const violation = oracle.check(input)
           if (violation) broken.push(`${path.name}: ${oracle.name}: ${violation}`)
         }
         wasConnected ||= step.expect.state === 'connected'
+        wasAccepted ||= step.expect.state === 'joining' || step.expect.state === 'connected'
         before = step.expect
       }
     }

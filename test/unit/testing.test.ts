@@ -188,7 +188,7 @@ describe('the runner sees what a host does on its own', () => {
 describe('every lifecycle oracle breaks on the step it guards', () => {
   // One violating (before, after) pair per oracle: an oracle that never fires fails here.
   const at = (state: string, extra: Partial<StepExpectation> = {}): StepExpectation => ({ state: state as StepExpectation['state'], chartState: state, reason: null, code: null, generation: 1, epoch: 1, ...extra })
-  const cases: Record<string, [step: string, before: StepExpectation, after: StepExpectation, wasConnected?: boolean]> = {
+  const cases: Record<string, [step: string, before: StepExpectation, after: StepExpectation, wasAccepted?: boolean]> = {
     'late-and-bad-input-change-nothing': ['stale close', at('connected'), at('reconnecting')],
     'control-crash-rejoins': ['control phx_error', at('connected'), at('reconnecting', { generation: 2 })],
     'suspended-retries': ['backoff elapsed', at('suspended'), at('suspended')],
@@ -206,9 +206,9 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
   })
   for (const oracle of LIFECYCLE_ORACLES) {
     it(oracle.name, () => {
-      const [name, before, after, wasConnected] = cases[oracle.name]!
+      const [name, before, after, wasAccepted] = cases[oracle.name]!
       const step = { name, stimulus: { type: 'await', what: name } as const, expect: after }
-      const input = { path: { name, steps: [step] }, index: 0, step, before, after, wasConnected: wasConnected ?? false } as OracleInput
+      const input = { path: { name, steps: [step] }, index: 0, step, before, after, wasConnected: false, wasAccepted: wasAccepted ?? false } as OracleInput
       expect(oracle.check(input)).toEqual(expect.any(String))
       // And holds on the same step when the link does what the rule says (no oracle fires on everything).
       expect(LIFECYCLE_ORACLES.some((o) => o.check({ ...input, after: before, before } as OracleInput) === null)).toBe(true)

@@ -211,6 +211,64 @@ describe('the control channel', () => {
     await untilState(link, 'connected')
   })
 
+  it('a signal whose handler was running when the host restarted the session counts as delivered: its resend in the new session is a duplicate, and it is not reported dropped', async () => {
+    const sim = await world().sim()
+    const calls: string[] = []
+    let release!: () => void
+    let entered!: () => void
+    const inHandler = new Promise<void>((resolve) => (entered = resolve))
+    const aborted: boolean[] = []
+    const link = world().link(sim, {
+      onControl: async (signal, { epoch, signal: abort }) => {
+        calls.push(`${signal.correlationId}@${epoch}`)
+        if (epoch === 1) {
+          entered()
+          await new Promise<void>((resolve) => (release = resolve))
+          aborted.push(abort.aborted)
+        }
+      },
+    })
+    const ignored: string[] = []
+    link.on('ignored', (e) => void ignored.push(e.detail))
+    await link.connect()
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c1' })
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c2' })
+    await inHandler
+    await link.disconnect()
+    await link.connect()
+    release()
+    const duplicate = next(link, 'ignored', { filter: (e) => e.detail.includes('duplicate') && e.detail.includes('c1') })
+    const fresh = next(link, 'control', { filter: (e) => e.signal.correlationId === 'c2' })
+    // The platform does not deduplicate: it sends both again in the new session.
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c1' })
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c2' })
+    await duplicate
+    await fresh
+    // c1 was in the handler (its AbortSignal aborted by the new session): once; c2 never reached it
+    // in session 1 (dropped when the host stopped): delivered in session 2.
+    expect(calls).toEqual(['c1@1', 'c2@2'])
+    expect(aborted).toEqual([true])
+    expect(ignored.filter((d) => d.includes('c1') && d.includes('dropped'))).toEqual([])
+    expect(ignored.filter((d) => d.includes('c2') && d.includes('dropped'))).toHaveLength(1)
+  })
+
+  it("events come in the order of the link's decisions: a signal's control event before the ignored event for its duplicate read in the same turn", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { onControl: async () => {} })
+    await link.connect()
+    const order: string[] = []
+    const offControl = link.on('control', (e) => void order.push(`control ${e.signal.correlationId}`))
+    const offIgnored = link.on('ignored', (e) => void order.push(e.detail.includes('duplicate') ? 'duplicate' : 'other ignored'))
+    const second = next(link, 'control', { filter: (e) => e.signal.correlationId === 'd2' })
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'd1' })
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'd1' })
+    sim.control('agent-1', { mode: 'play', correlation_id: 'd2' })
+    await second
+    offControl()
+    offIgnored()
+    expect(order).toEqual(['control d1', 'duplicate', 'control d2'])
+  })
+
   it('a control handler that throws is logged and the next signal still arrives', async () => {
     const sim = await world().sim()
     const seen: string[] = []

@@ -111,7 +111,8 @@ describe('phoenix-link conform on an agent that is not there', () => {
     const report = await runConformance({ command: ['/nonexistent/agent'], cwd: REPO })
     expect(report.passed).toBe(false)
     expect(report.verdicts.every((v) => !v.pass)).toBe(true)
-    expect(report.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/no socket joined .* \(no upgrade arrived\)/)
+    // The first line says why: the agent could not start, not a timeout it never waited out.
+    expect(report.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/^no socket joined \S+ before the agent could not start \/nonexistent\/agent: .*ENOENT.* \(no upgrade arrived\)$/)
     expect(report.output.closes).toContain('could not start /nonexistent/agent')
     // The scenarios give up as soon as the agent has exited, not after their timeouts.
     expect(performance.now() - started).toBeLessThan(10_000)

@@ -5,7 +5,7 @@
  * `await using`. Each asserts what the host sees and what the simulator saw.
  */
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_LINK_POLICY, DEFAULT_TRANSPORT_POLICY, isAgentDisconnectedError, PushError } from '../../src/index.js'
+import { createLink, DEFAULT_LINK_POLICY, DEFAULT_TRANSPORT_POLICY, isAgentDisconnectedError, PushError } from '../../src/index.js'
 import { DEFAULT_RECONNECT_POLICY } from '../../machines/reconnect.js'
 import { framesIn, next, untilState, useWorld } from '../support/wire.js'
 
@@ -288,6 +288,18 @@ describe('defaults and disposal', () => {
       ;(DEFAULT_LINK_POLICY as { channel: unknown }).channel = {}
     }).toThrow(TypeError)
     expect(DEFAULT_LINK_POLICY.reconnect.maxDelayMs).toBe(30_000)
+  })
+
+  it("a link's policy is frozen whole: changing an array the host passed does not reach it, and the link's copy cannot be changed", () => {
+    const floor = [100, 200]
+    // Never connected: nothing to release.
+    const link = createLink({ url: 'ws://127.0.0.1:9/socket', agentId: 'a', apiKey: 'k', policy: { reconnect: { goingAwayFloorMs: floor as [number, number] } } })
+    floor[0] = 9e15
+    expect(link.policy.reconnect.goingAwayFloorMs).toEqual([100, 200])
+    expect(Object.isFrozen(link.policy.reconnect.goingAwayFloorMs)).toBe(true)
+    expect(() => {
+      ;(link.policy.reconnect.goingAwayFloorMs as unknown as number[])[1] = 1
+    }).toThrow(TypeError)
   })
 
   it('await using disconnects the link at the end of the block', async () => {

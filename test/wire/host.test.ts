@@ -143,6 +143,45 @@ describe('restarts and lastDisconnectReason (scenarios 23-25)', () => {
     expect((await second).epoch).toBe(2)
   })
 
+  it("disconnect() then connect() from inside the link's own processing (a chart listener, a synchronous apiKey function) start a new session too", async () => {
+    const sim = await world().sim()
+    const fromListener = world().link(sim)
+    await fromListener.connect()
+    let restarted: Promise<{ ok: boolean }> | null = null
+    const sub = fromListener.actor.subscribe(() => {
+      if (restarted !== null || fromListener.state !== 'reconnecting') return
+      void fromListener.disconnect()
+      restarted = settle(fromListener.connect())
+    })
+    const second = next(fromListener, 'connected', { filter: (e) => e.epoch === 2 })
+    sim.close({ agent: 'agent-1' }, 1000)
+    await second
+    sub.unsubscribe()
+    expect(await restarted!).toMatchObject({ ok: true })
+    expect(fromListener.state).toBe('connected')
+    await fromListener.disconnect()
+
+    let calls = 0
+    let fromKey: Promise<{ ok: boolean }> | null = null
+    const keyed = world().link(sim, {
+      apiKey: () => {
+        calls++
+        if (calls === 2) {
+          void keyed.disconnect()
+          fromKey = settle(keyed.connect())
+        }
+        return 'key-1'
+      },
+    })
+    await keyed.connect()
+    const restartedKeyed = next(keyed, 'connected', { filter: (e) => e.epoch === 2 })
+    sim.close({ agent: 'agent-1' }, 1000)
+    await restartedKeyed
+    expect(await fromKey!).toMatchObject({ ok: true })
+    expect(keyed.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+  })
+
   it('terminated -> connect(): a fresh session that connects normally; the reason stays readable until then', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

@@ -8,7 +8,7 @@ import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { transportClass, type RefusedUpgrade } from '../../src/adapter/ws-transport.js'
 import { PROTOCOL_VSN } from '../../src/protocol.js'
 import { rawUpgrade, type RawRefusal } from '../support/raw-http.js'
-import { next, settle, useWorld } from '../support/wire.js'
+import { next, settle, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
 
@@ -320,6 +320,44 @@ describe('rule: our own conflict is retried (on_conflict=reject)', () => {
     await other.disconnect()
     expect(await back).toMatchObject({ ok: true })
     expect(link.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+  })
+
+  it("a socket the server accepted counts though it never joined: a first connect() whose control join timed out on a stalled server meets its own socket's 409, retries, and gets in once the platform lets go", async () => {
+    const sim = await world().sim()
+    let first = true
+    sim.on('connection', (c) => {
+      if (first) sim.stall(c)
+      first = false
+    })
+    const link = world().link(sim, { onConflict: 'reject', policy: { connection: { joinTimeoutMs: 300 } } })
+    const conflict = next(link, 'disconnected', { filter: (e) => e.reason.kind === 'rejected' })
+    const connected = settle(link.connect())
+    expect(await conflict).toMatchObject({ outcome: 'reconnect', reason: { cause: 'conflict', status: 409, retryable: true } })
+    expect(link.state).not.toBe('terminated')
+    // The platform lets go of the stalled socket (it never read our close); the next attempt gets in.
+    sim.close({ agent: 'agent-1' }, 1000)
+    expect(await connected).toMatchObject({ ok: true })
+    expect(link.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+    const statuses = sim.upgrades.map((u) => u.status)
+    expect(statuses.slice(0, 2)).toEqual([101, 409])
+    expect(statuses.at(-1)).toBe(101)
+  })
+
+  it("a disconnect() while joining counts too: connect() right after meets that socket's 409 and is retried, not rejected", async () => {
+    const sim = await world().sim()
+    sim.on('connection', (c) => sim.stall(c))
+    const link = world().link(sim, { onConflict: 'reject' })
+    void link.connect().catch(() => {})
+    await untilState(link, 'joining')
+    await link.disconnect()
+    const conflict = next(link, 'disconnected', { filter: (e) => e.reason.kind === 'rejected' })
+    const connected = settle(link.connect())
+    expect(await conflict).toMatchObject({ outcome: 'reconnect', reason: { cause: 'conflict', status: 409, retryable: true } })
+    sim.removeAllListeners('connection')
+    sim.close({ agent: 'agent-1' }, 1000)
+    expect(await connected).toMatchObject({ ok: true })
     expect(sim.live('agent-1')).toHaveLength(1)
   })
 

@@ -160,6 +160,12 @@ class Agent {
     return this.child.exitCode === null && this.child.signalCode === null && this.child.pid !== undefined
   }
 
+  /** Null while the agent runs; once it is gone, how: `could not start …: …` or `exited with code N` (`exited on SIGNAL`). */
+  get gone(): string | null {
+    if (this.running) return null
+    return /\((could not start [^\n]*|exited [^\n]*)\)\s*$/.exec(this.text)?.[1] ?? 'exited'
+  }
+
   /** Sends `signal` to the agent's process group. */
   signal(signal: NodeJS.Signals): void {
     if (this.child.pid === undefined) return
@@ -287,7 +293,11 @@ async function closes(stage: Stage): Promise<Verdicts> {
   const first = await connected(stage, settings.connectTimeoutMs)
   out.connects = first
     ? verdict('connects', true, `socket and ${CONTROL(agentId)} joined ${first.openedAt} ms after start`)
-    : verdict('connects', false, `no socket joined ${CONTROL(agentId)} within ${settings.connectTimeoutMs} ms${sim.upgrades.some((u) => u.agentId === agentId) ? '' : ' (no upgrade arrived)'}`)
+    : verdict(
+        'connects',
+        false,
+        `no socket joined ${CONTROL(agentId)} ${agent.gone === null ? `within ${settings.connectTimeoutMs} ms` : `before the agent ${agent.gone}`}${sim.upgrades.some((u) => u.agentId === agentId) ? '' : ' (no upgrade arrived)'}`,
+      )
   if (!first) {
     await agent.stop(settings.stopTimeoutMs)
     return out

@@ -102,12 +102,12 @@ export function expectationOf(snapshot: ConnectionSnapshot): Expectation {
 
 /**
  * Serializes what distinguishes a model state: the state value, the last reason, whether stale
- * events exist, and whether the link has lost a connection (a 409 may then be our own conflict).
+ * events exist, and whether the link has lost a socket the server accepted (a 409 may then be our own conflict).
  */
 export function serializeModel(snapshot: ConnectionSnapshot): string {
   const e = expectationOf(snapshot)
-  const lostLive = snapshot.context.liveLostAt !== null ? '|lost-live' : ''
-  return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostLive}`
+  const lostAccepted = snapshot.context.acceptedLostAt !== null ? '|lost-accepted' : ''
+  return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostAccepted}`
 }
 
 function afterEvent(delay: string, stateId: string): ConnectionEvent {

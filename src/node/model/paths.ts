@@ -109,10 +109,10 @@ export const connectionModel: PathModel<ReturnType<typeof initialModel>, Expecta
   apply: (snapshot, event) => applyModel(snapshot, { name: '', kind: 'auto', event: event as never }),
   stimuli: (snapshot, mode) => stimuliOf(snapshot, mode),
   serialize: serializeModel,
-  // A 409 means one thing before the session's first connection and another after it lost one
+  // A 409 means one thing before the server first accepted a socket of this link and another after it lost one
   // (isOwnConflict): both are edges to cover. No other stimulus reads that context.
   edge: (snapshot, stimulus) =>
-    `${JSON.stringify(snapshot.value)}|${snapshot.context.generation > 1}|${snapshot.context.epoch > 1}|${stimulus}${stimulus === 'upgrade 409' && snapshot.context.liveLostAt !== null ? '|own' : ''}`,
+    `${JSON.stringify(snapshot.value)}|${snapshot.context.generation > 1}|${snapshot.context.epoch > 1}|${stimulus}${stimulus === 'upgrade 409' && snapshot.context.acceptedLostAt !== null ? '|own' : ''}`,
   expect: expectationOf,
 }
 

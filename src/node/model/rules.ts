@@ -34,12 +34,14 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'own-conflict-retries',
-    rule: 'With on_conflict=reject, a 409 within conflictRetryWindowMs (75 s) of losing or closing (disconnect()) one of this link\'s connections may be the platform still holding our own lost socket: retried with backoff. A 409 before the link ever connected, or after the window, is terminal.',
+    rule: 'A 409 (the platform\'s conflict answer under on_conflict=reject; the mode is not read) within conflictRetryWindowMs (75 s) of losing or closing (disconnect()) a socket of this link that the server had accepted, joined or not, may be the platform still holding our own lost socket: retried with backoff. A 409 before the server ever accepted a socket of this link, or after the window, is terminal.',
     tests: [
       ['test/machines/connection.test.ts', 'a 409 within the window after a connected transport was lost -> reconnecting, the reason marked retryable'],
       ['test/machines/connection.test.ts', 'a 409 after the window -> terminated: another instance holds the key'],
-      ['test/machines/connection.test.ts', 'a 409 before the link ever connected -> terminated: another instance holds the key'],
+      ['test/machines/connection.test.ts', 'a 409 before the server ever accepted a socket of this link -> terminated: another instance holds the key'],
+      ['test/machines/connection.test.ts', 'a socket the server accepted counts though it never joined: a 409 within the window after it was lost while joining -> reconnecting'],
       ['test/wire/upgrade.test.ts', 'a 409 from our own lost socket still held by the platform is retried until the platform lets go'],
+      ['test/wire/upgrade.test.ts', "a socket the server accepted counts though it never joined: a first connect() whose control join timed out on a stalled server meets its own socket's 409, retries, and gets in once the platform lets go"],
     ],
   },
   {

@@ -737,7 +737,9 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
-   * Resolves when `check()` is true, re-checking after every recorded change.
+   * Resolves when `check()` is true, re-checking after every recorded change (a connection, a
+   * frame, a close, a refusal: the simulator's own records), not on a timer: for a condition on the
+   * client's side, wait on the link (`link.whenState()`, `link.once()`).
    *
    * @throws {Error} (rejects) naming `what` when `timeoutMs` passes first, or with what `check` threw.
    */
@@ -764,7 +766,13 @@ export class PlatformSimulator extends EventEmitter {
       }
       const timer = setTimeout(() => {
         cleanup()
-        reject(new Error(`simulator: timed out after ${timeoutMs} ms waiting for ${options.what ?? 'a condition'}`))
+        // The condition is re-checked only when the simulator records a change: say so, since a
+        // condition on the client's side (a link's state, a handler's calls) is a common cause.
+        reject(
+          new Error(
+            `simulator: timed out after ${timeoutMs} ms waiting for ${options.what ?? 'a condition'} (re-checked only when the simulator records a change; wait for a link's own state or events with link.whenState() or link.once())`,
+          ),
+        )
       }, timeoutMs)
       const cleanup = () => {
         clearTimeout(timer)

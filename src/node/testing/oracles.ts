@@ -22,6 +22,11 @@ export interface OracleInput<H = unknown> {
   after: StepExpectation
   /** Whether the link reached `connected` before this step, in any session of the path. */
   wasConnected: boolean
+  /**
+   * Whether the server accepted a socket of this link (the link reached `joining` or `connected`)
+   * before this step, in any session of the path: a 409 may then come from that socket.
+   */
+  wasAccepted: boolean
   link: Link
   host: H
   simulator: PlatformSimulator
@@ -80,9 +85,12 @@ function same(a: StepExpectation, b: StepExpectation): boolean {
   return JSON.stringify(a.chartState) === JSON.stringify(b.chartState) && a.reason === b.reason
 }
 
-/** A 409 after the link was connected, during a session: the platform may still hold our own lost socket. */
-function ownConflict({ step, before, wasConnected }: OracleInput): boolean {
-  return step.name === 'upgrade 409' && wasConnected && SESSION.has(before.state)
+/**
+ * A 409 after the server accepted a socket of this link (joined or not), during a session: the
+ * platform may still hold that socket (it tracks the agent from the upgrade on).
+ */
+function ownConflict({ step, before, wasAccepted }: OracleInput): boolean {
+  return step.name === 'upgrade 409' && wasAccepted && SESSION.has(before.state)
 }
 
 /** The lifecycle rules of docs/design.md, each an oracle; the path runner checks them all by default. */
@@ -120,11 +128,11 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = Object.freeze([
   },
   {
     name: 'own-conflict-retries',
-    rule: 'A 409 after the link was connected may be the platform still holding its own lost socket: retried, reported as rejected.',
+    rule: 'A 409 after the server accepted a socket of this link may be the platform still holding that socket: retried, reported as rejected.',
     check: (input) => {
       if (!ownConflict(input)) return null
       const { after } = input
-      return after.state === 'reconnecting' && after.reason === 'rejected' ? null : `upgrade 409 after the link was connected led to ${after.state} (${after.reason})`
+      return after.state === 'reconnecting' && after.reason === 'rejected' ? null : `upgrade 409 after a socket of this link was accepted led to ${after.state} (${after.reason})`
     },
   },
   {

@@ -198,6 +198,7 @@ export class PathKit {
     try {
       let before = observe(link)
       let wasConnected = false
+      let wasAccepted = false
       let group = path.steps[0]
       for (const [index, step] of path.steps.entries()) {
         if (step.stimulus.type !== 'await') group = step
@@ -213,7 +214,7 @@ export class PathKit {
         for (const oracle of oracles) {
           let broken: string | null
           try {
-            broken = oracle.check({ path, index, step: group!, before, after, wasConnected, link, host: built, simulator: sim, agentId })
+            broken = oracle.check({ path, index, step: group!, before, after, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId })
           } catch (error) {
             broken = `the oracle threw: ${error instanceof Error ? error.message : String(error)}`
           }
@@ -221,6 +222,7 @@ export class PathKit {
           if (broken !== null && broken !== undefined) fail(index, `${oracle.name}: ${broken === '' ? '(broken, no message)' : broken}`)
         }
         wasConnected ||= after.state === 'connected'
+        wasAccepted ||= after.state === 'joining' || after.state === 'connected'
         before = after
       }
       // A host that acts on its own after the last step (connect() after a terminal reason, say):
