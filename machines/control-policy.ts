@@ -7,7 +7,13 @@
 
 /** Control delivery policy. */
 export const DEFAULT_CONTROL_POLICY = {
-  /** Correlation ids remembered for deduplication; 0 turns deduplication off. A count. @default 1024 — bounded memory for a days-long session. */
+  /**
+   * Correlation ids remembered for deduplication, the most recent ones (of signals delivered, in the
+   * handler or waiting); 0 turns deduplication off. A count. Keep it above `maxQueued` + 1: the ids
+   * of waiting signals count too, so a smaller window can forget the id of the signal in the
+   * handler while others wait, and a resend of it is then delivered again.
+   * @default 1024 — bounded memory for a days-long session, above the default queue's 1001.
+   */
   dedupeWindow: 1024,
   /**
    * Signals that may wait behind the one in the host's handler; one more arriving is dropped and

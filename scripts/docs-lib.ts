@@ -185,7 +185,7 @@ export function renderReasons(): string {
   parts.push('## Refused upgrades (HTTP status)', '', 'Other 5xx statuses are `rejected (unavailable)`, retryable; anything else is `other`.', '')
   // The one exception the table cannot carry: the connection chart's isOwnConflict (own-conflict-retries).
   const retryable = (r: { cause: string; retryable: boolean }) =>
-    r.retryable ? 'yes, after Retry-After' : r.cause === 'conflict' ? 'no; yes within `conflictRetryWindowMs` of losing or closing one of the link\'s connections (our own socket may still be held)' : 'no'
+    r.retryable ? 'yes, after Retry-After' : r.cause === 'conflict' ? 'no; yes within `conflictRetryWindowMs` of losing or closing a socket of the link that the server had accepted, joined or not (our own socket may still be held)' : 'no'
   parts.push(table(['status', 'reason kind', 'retryable'], Object.entries(UPGRADE_STATUSES).map(([s, r]) => [s, `rejected (${r.cause})`, retryable(r)])), '')
   parts.push('## Control channel join errors (`response.reason`)', '', 'Unlisted reasons are `other`: retried with backoff up to the reconnect policy\'s `maxDelayMs`. A refused join never counts toward the rapid-disconnect limit (only a socket the server accepted and then closed does), so a server that refuses for ever is asked once per `maxDelayMs` for ever, or until `maxAttempts`.', '')
   parts.push(table(['reason', 'reason kind', 'retryable'], Object.entries(JOIN_ERRORS).map(([s, r]) => [`\`${s}\``, `rejected (${r.cause})`, r.retryable ? 'yes' : 'no'])), '')

@@ -543,11 +543,15 @@ export class Link {
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
     // Called from inside the charts' processing (a state listener, an `apiKey` or `params`
-    // function, an inspector), the state read below may be behind events already queued (a
-    // disconnect() just before): decide once they are processed, which is done by the time a
-    // promise callback runs (the processing is synchronous). Otherwise decide now, so host.connect
-    // is sent before connect() returns.
-    if (this.charts.busy) await undefined
+    // function, the control handler, an inspector), the state read below may be behind events
+    // already queued: decide once they are processed, which is done by the time a promise callback
+    // runs (the processing is synchronous). disconnect() and runForever() defer the same way, so
+    // calls made there take effect in the order they were made. Otherwise decide now, so
+    // host.connect is sent before connect() returns.
+    if (this.charts.busy) {
+      await undefined
+      if (signal?.aborted) throw abortError(signal)
+    }
     if (this.state === 'stopping') await this.until((s) => s.state !== 'stopping', signal)
     if (this.state === 'connected') return
     const starting = this.state === 'idle' || this.state === 'stopped' || this.state === 'terminated'
@@ -576,7 +580,10 @@ export class Link {
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
     // As in connect(): inside the charts' processing, decide once the events queued are processed.
-    if (this.charts.busy) await undefined
+    if (this.charts.busy) {
+      await undefined
+      if (signal?.aborted) throw abortError(signal)
+    }
     const starting = this.state === 'idle'
     const epoch = starting ? this.epoch + 1 : this.epoch
     if (starting) this.send({ type: 'host.connect' })
@@ -596,6 +603,9 @@ export class Link {
    * from any other state does; each reported `ignored`).
    */
   async disconnect(): Promise<void> {
+    // As in connect(): inside the charts' processing, act once the events queued are processed, in
+    // the order the host's calls were made.
+    if (this.charts.busy) await undefined
     // Only this session's sockets: a connect() right after must not hold this disconnect() open,
     // so the last generation is read the moment the stop is seen, before any connect() runs.
     let upTo = this.charts.connection.snapshot.context.generation
@@ -864,6 +874,8 @@ export class Link {
    */
   private until(check: (seen: StateSeen) => boolean, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      // A signal that aborted before the wait began (while a caller deferred its decision) ends it at once.
+      if (signal?.aborted) return reject(abortError(signal))
       const onAbort = () => finish(() => reject(abortError(signal!)))
       const finish = (settle: () => void) => {
         // The last watcher gone, the set goes too: an idle link keeps none.
@@ -1051,9 +1063,11 @@ export class Link {
     // The event goes out now, in the order of the chart's decisions: before an `ignored` for a
     // duplicate of this signal read in the same turn.
     this.emitter.emit('control', { signal, sequence: queued.sequence, epoch: queued.epoch })
-    // Run the host's handler outside the charts' processing (the deliver action runs mid-transition).
-    await Promise.resolve()
-    if (abort.aborted) return
+    // The handler is called now, in the control chart's `deliver` action, not a microtask later:
+    // a signal the chart counts as delivered has reached the handler, whatever a listener does in
+    // between (a new session aborts a handler that started; it never skips one that had not). Its
+    // synchronous part runs inside the charts' processing: what it asks of the link is queued
+    // behind the current event, as any call from a listener; a throw becomes a rejection here.
     const handler = this.controlHandler
     if (handler) await handler(signal, { epoch: queued.epoch, sequence: queued.sequence, signal: abort })
   }

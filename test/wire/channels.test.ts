@@ -252,6 +252,35 @@ describe('the control channel', () => {
     expect(ignored.filter((d) => d.includes('c2') && d.includes('dropped'))).toHaveLength(1)
   })
 
+  it('a signal read in the same turn as a control channel crash reaches the handler though a listener restarts the session before the next turn: once, and its resend is a duplicate', async () => {
+    const sim = await world().sim()
+    const handled: string[] = []
+    const link = world().link(sim, { onControl: (signal, { epoch }) => void handled.push(`${signal.correlationId}@${epoch}`) })
+    await link.connect()
+    let restarted = false
+    const off = link.on('state', (e) => {
+      if (restarted || e.previous !== 'connected' || e.state !== 'joining') return
+      restarted = true
+      void link.disconnect()
+      void link.connect()
+    })
+    const topic = controlTopic('agent-1')
+    const connection = sim.live('agent-1')[0]!
+    const joinRef = connection.channels.get(topic)!.joinRef
+    // One TCP read: the signal, then the control channel's crash (its state event reaches the
+    // listener before the handler's turn would have come, were the handler called later).
+    connection.send({ join_ref: joinRef, ref: null, topic, event: 'agent.control', payload: { mode: 'stop', scope: 'agent', agent_id: 'agent-1', correlation_id: 'x' } })
+    connection.send({ join_ref: joinRef, ref: joinRef, topic, event: 'phx_error', payload: {} })
+    const second = next(link, 'connected', { filter: (e) => e.epoch === 2 })
+    await second
+    off()
+    const duplicate = next(link, 'ignored', { filter: (e) => e.detail.includes('duplicate') && e.detail.includes('x') })
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'x' })
+    await duplicate
+    expect(restarted).toBe(true)
+    expect(handled).toEqual(['x@1'])
+  })
+
   it("events come in the order of the link's decisions: a signal's control event before the ignored event for its duplicate read in the same turn", async () => {
     const sim = await world().sim()
     const link = world().link(sim, { onControl: async () => {} })

@@ -182,6 +182,60 @@ describe('restarts and lastDisconnectReason (scenarios 23-25)', () => {
     expect(sim.live('agent-1')).toHaveLength(1)
   })
 
+  it("calls made inside the link's own processing take effect in the order they were made, and an abort right after a call is honoured", async () => {
+    const sim = await world().sim()
+    // connect() then disconnect(): the later disconnect() wins.
+    const ordered = world().link(sim)
+    await ordered.connect()
+    let calls: { connect: Promise<{ ok: boolean; error?: unknown }>; disconnect: Promise<void> } | null = null
+    let sub = ordered.actor.subscribe(() => {
+      if (calls !== null || ordered.state !== 'reconnecting') return
+      calls = { connect: settle(ordered.connect()), disconnect: ordered.disconnect() }
+    })
+    sim.close({ agent: 'agent-1' }, 1000)
+    await untilState(ordered, 'stopped')
+    sub.unsubscribe()
+    await calls!.disconnect
+    expect(await calls!.connect).toMatchObject({ ok: false, error: { reason: { kind: 'graceful' } } })
+    expect(ordered.state).toBe('stopped')
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+
+    // connect({ signal }) and runForever({ signal }) aborted right after the call: both reject AbortError at once.
+    const aborted = world().link(sim)
+    await aborted.connect()
+    let waits: Array<Promise<{ ok: boolean; error?: unknown }>> | null = null
+    sub = aborted.actor.subscribe(() => {
+      if (waits !== null || aborted.state !== 'reconnecting') return
+      const controller = new AbortController()
+      waits = [settle(aborted.connect({ signal: controller.signal })), settle(aborted.runForever({ signal: controller.signal }))]
+      controller.abort()
+    })
+    const lost = next(aborted, 'disconnected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    await lost
+    sub.unsubscribe()
+    for (const wait of await Promise.all(waits!)) expect(wait).toMatchObject({ ok: false, error: { name: 'AbortError' } })
+    // Only the waits ended: the link reconnects.
+    await untilState(aborted, 'connected')
+
+    // connect() then runForever() after a supersede: runForever() waits on the new session, not the ended one.
+    let forever: Promise<{ ok: boolean; error?: unknown }> | null = null
+    let restarted: Promise<{ ok: boolean }> | null = null
+    sub = aborted.actor.subscribe(() => {
+      if (forever !== null || aborted.state !== 'terminated') return
+      restarted = settle(aborted.connect())
+      forever = settle(aborted.runForever())
+    })
+    const superseded = next(aborted, 'disconnected', { filter: (e) => e.terminal })
+    sim.supersede('agent-1', { close: 1000 })
+    await superseded
+    sub.unsubscribe()
+    expect(await restarted!).toMatchObject({ ok: true })
+    await aborted.disconnect()
+    // It ended with the disconnect() of the new session, not at once with the supersede of the old one.
+    expect(await forever!).toMatchObject({ ok: true })
+  })
+
   it('terminated -> connect(): a fresh session that connects normally; the reason stays readable until then', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

@@ -102,6 +102,12 @@ function onlyAuto<S, E>(model: PathModel<S, E>, snapshot: S) {
   return offered.length > 0 && offered.every((s) => s.kind === 'auto') ? offered[0]! : null
 }
 
+/** What a 409 edge depends on: no accepted socket lost yet, or one lost before or after the link first connected. */
+function ownConflictEdge(context: { acceptedLostAt: number | null; connects: number }): string {
+  if (context.acceptedLostAt === null) return ''
+  return context.connects > 0 ? '|own' : '|own-never-connected'
+}
+
 /** The connection chart's model (src/node/model/connection-model.ts) as a PathModel. */
 export const connectionModel: PathModel<ReturnType<typeof initialModel>, Expectation> = {
   machine: initialModel().machine as unknown as AnyStateMachine,
@@ -110,9 +116,10 @@ export const connectionModel: PathModel<ReturnType<typeof initialModel>, Expecta
   stimuli: (snapshot, mode) => stimuliOf(snapshot, mode),
   serialize: serializeModel,
   // A 409 means one thing before the server first accepted a socket of this link and another after it lost one
-  // (isOwnConflict): both are edges to cover. No other stimulus reads that context.
+  // (isOwnConflict): both are edges to cover, and the second both before the link ever connected (a
+  // stalled first join) and after. No other stimulus reads that context.
   edge: (snapshot, stimulus) =>
-    `${JSON.stringify(snapshot.value)}|${snapshot.context.generation > 1}|${snapshot.context.epoch > 1}|${stimulus}${stimulus === 'upgrade 409' && snapshot.context.acceptedLostAt !== null ? '|own' : ''}`,
+    `${JSON.stringify(snapshot.value)}|${snapshot.context.generation > 1}|${snapshot.context.epoch > 1}|${stimulus}${stimulus === 'upgrade 409' ? ownConflictEdge(snapshot.context) : ''}`,
   expect: expectationOf,
 }
 
