@@ -542,8 +542,8 @@ export class Link {
     this.assertUsable()
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
-    // Called from inside the charts' processing (a state listener, an `apiKey` or `params`
-    // function, the control handler, an inspector), the state read below may be behind events
+    // Called from inside the charts' processing (a chart subscriber, an `apiKey` or `params`
+    // function, an inspector), the state read below may be behind events
     // already queued: decide once they are processed, which is done by the time a promise callback
     // runs (the processing is synchronous). disconnect() and runForever() defer the same way, so
     // calls made there take effect in the order they were made. Otherwise decide now, so
@@ -1063,11 +1063,11 @@ export class Link {
     // The event goes out now, in the order of the chart's decisions: before an `ignored` for a
     // duplicate of this signal read in the same turn.
     this.emitter.emit('control', { signal, sequence: queued.sequence, epoch: queued.epoch })
-    // The handler is called now, in the control chart's `deliver` action, not a microtask later:
-    // a signal the chart counts as delivered has reached the handler, whatever a listener does in
-    // between (a new session aborts a handler that started; it never skips one that had not). Its
-    // synchronous part runs inside the charts' processing: what it asks of the link is queued
-    // behind the current event, as any call from a listener; a throw becomes a rejection here.
+    // The handler runs outside the charts' processing, a microtask later. It is called even if a
+    // new session started meanwhile (a listener's disconnect() and connect() in between): the
+    // control chart counts a signal handed over as delivered, so skipping it would lose it (its
+    // resend is a duplicate); the handler then gets an AbortSignal already aborted.
+    await Promise.resolve()
     const handler = this.controlHandler
     if (handler) await handler(signal, { epoch: queued.epoch, sequence: queued.sequence, signal: abort })
   }

@@ -252,10 +252,10 @@ describe('the control channel', () => {
     expect(ignored.filter((d) => d.includes('c2') && d.includes('dropped'))).toHaveLength(1)
   })
 
-  it('a signal read in the same turn as a control channel crash reaches the handler though a listener restarts the session before the next turn: once, and its resend is a duplicate', async () => {
+  it('a signal read in the same turn as a control channel crash reaches the handler though a listener restarts the session before the handler runs: once, its AbortSignal aborted, and its resend is a duplicate', async () => {
     const sim = await world().sim()
     const handled: string[] = []
-    const link = world().link(sim, { onControl: (signal, { epoch }) => void handled.push(`${signal.correlationId}@${epoch}`) })
+    const link = world().link(sim, { onControl: (signal, { epoch, signal: abort }) => void handled.push(`${signal.correlationId}@${epoch}${abort.aborted ? ' aborted' : ''}`) })
     await link.connect()
     let restarted = false
     const off = link.on('state', (e) => {
@@ -267,8 +267,8 @@ describe('the control channel', () => {
     const topic = controlTopic('agent-1')
     const connection = sim.live('agent-1')[0]!
     const joinRef = connection.channels.get(topic)!.joinRef
-    // One TCP read: the signal, then the control channel's crash (its state event reaches the
-    // listener before the handler's turn would have come, were the handler called later).
+    // One TCP read: the signal, then the control channel's crash, whose state event reaches the
+    // listener (which starts a new session) before the handler's microtask.
     connection.send({ join_ref: joinRef, ref: null, topic, event: 'agent.control', payload: { mode: 'stop', scope: 'agent', agent_id: 'agent-1', correlation_id: 'x' } })
     connection.send({ join_ref: joinRef, ref: joinRef, topic, event: 'phx_error', payload: {} })
     const second = next(link, 'connected', { filter: (e) => e.epoch === 2 })
@@ -278,7 +278,7 @@ describe('the control channel', () => {
     sim.control('agent-1', { mode: 'stop', correlation_id: 'x' })
     await duplicate
     expect(restarted).toBe(true)
-    expect(handled).toEqual(['x@1'])
+    expect(handled).toEqual(['x@1 aborted'])
   })
 
   it("events come in the order of the link's decisions: a signal's control event before the ignored event for its duplicate read in the same turn", async () => {
