@@ -300,6 +300,8 @@ export class Link {
   readonly #wiring: AdapterConfig & LinkChartsHost & ChannelHost
   private controlHandler: ControlHandler | undefined
   private lastState: LinkState = 'idle'
+  /** disconnect() calls so far: a connect() or runForever() deferred inside the charts' processing yields to a later one. */
+  private disconnectCalls = 0
   /** Internal waiters, told synchronously of every state change with the snapshot's numbers; null while none. */
   private watchers: Set<(seen: StateSeen) => void> | null = null
   /** When (env.monotonic) the link was last disconnected, for `reconnected.downtimeMs`. */
@@ -543,14 +545,15 @@ export class Link {
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
     // Called from inside the charts' processing (a chart subscriber, an `apiKey` or `params`
-    // function, an inspector), the state read below may be behind events
-    // already queued: decide once they are processed, which is done by the time a promise callback
-    // runs (the processing is synchronous). disconnect() and runForever() defer the same way, so
-    // calls made there take effect in the order they were made. Otherwise decide now, so
-    // host.connect is sent before connect() returns.
+    // function, an AbortSignal's abort listener, an inspector), the state read below may be behind
+    // events already queued: decide once they are processed, which is done by the time a promise
+    // callback runs (the processing is synchronous). A disconnect() called after this connect()
+    // meanwhile wins: this call then waits on the session as it is (and rejects when it stops).
+    // Otherwise decide now, so host.connect is sent before connect() returns.
     if (this.charts.busy) {
+      const stops = this.disconnectCalls
       await undefined
-      if (signal?.aborted) throw abortError(signal)
+      if (this.disconnectCalls > stops && this.state !== 'idle') return this.untilConnected(this.epoch, signal)
     }
     if (this.state === 'stopping') await this.until((s) => s.state !== 'stopping', signal)
     if (this.state === 'connected') return
@@ -559,7 +562,12 @@ export class Link {
     // is busy and handles the event a moment later.
     const epoch = starting ? this.epoch + 1 : this.epoch
     if (starting) this.send({ type: 'host.connect' })
-    await this.until((s) => {
+    await this.untilConnected(epoch, signal)
+  }
+
+  /** Resolves once session `epoch` is connected; rejects AgentDisconnectedError when it ends first, or the signal's reason. */
+  private untilConnected(epoch: number, signal: AbortSignal | undefined): Promise<void> {
+    return this.until((s) => {
       if (s.epoch !== epoch) return false
       if (s.state === 'connected') return true
       if (s.state === 'stopped' || s.state === 'terminated') throw new AgentDisconnectedError(this.lastDisconnectReason!, { redact: (text) => this.redactOutput(text) })
@@ -579,12 +587,15 @@ export class Link {
     this.assertUsable()
     const { signal } = options
     if (signal?.aborted) throw abortError(signal)
-    // As in connect(): inside the charts' processing, decide once the events queued are processed.
+    // As in connect(): inside the charts' processing, decide once the events queued are processed;
+    // a disconnect() called after this call meanwhile wins (the wait ends with the session's stop).
+    let stoppedAfter = false
     if (this.charts.busy) {
+      const stops = this.disconnectCalls
       await undefined
-      if (signal?.aborted) throw abortError(signal)
+      stoppedAfter = this.disconnectCalls > stops
     }
-    const starting = this.state === 'idle'
+    const starting = this.state === 'idle' && !stoppedAfter
     const epoch = starting ? this.epoch + 1 : this.epoch
     if (starting) this.send({ type: 'host.connect' })
     await this.until((s) => {
@@ -603,9 +614,9 @@ export class Link {
    * from any other state does; each reported `ignored`).
    */
   async disconnect(): Promise<void> {
-    // As in connect(): inside the charts' processing, act once the events queued are processed, in
-    // the order the host's calls were made.
-    if (this.charts.busy) await undefined
+    // Read by a connect() or runForever() called earlier inside the charts' processing, which decide
+    // only once the queued events are processed: this later call wins.
+    this.disconnectCalls++
     // Only this session's sockets: a connect() right after must not hold this disconnect() open,
     // so the last generation is read the moment the stop is seen, before any connect() runs.
     let upTo = this.charts.connection.snapshot.context.generation
@@ -1067,8 +1078,9 @@ export class Link {
     // new session started meanwhile (a listener's disconnect() and connect() in between): the
     // control chart counts a signal handed over as delivered, so skipping it would lose it (its
     // resend is a duplicate); the handler then gets an AbortSignal already aborted.
-    await Promise.resolve()
+    // The handler of the moment it is handed over: one set by a listener meanwhile takes the next signal.
     const handler = this.controlHandler
+    await Promise.resolve()
     if (handler) await handler(signal, { epoch: queued.epoch, sequence: queued.sequence, signal: abort })
   }
 }

@@ -281,6 +281,26 @@ describe('the control channel', () => {
     expect(handled).toEqual(['x@1 aborted'])
   })
 
+  it('a handler set (or cleared) by a control listener takes the next signal: the one already handed over finishes with the handler it was handed to', async () => {
+    const sim = await world().sim()
+    const got: string[] = []
+    const link = world().link(sim, { onControl: (signal) => void got.push(`old ${signal.correlationId}`) })
+    await link.connect()
+    const off = link.on('control', (e) => {
+      if (e.signal.correlationId === 'a') link.onControl((signal) => void got.push(`new ${signal.correlationId}`))
+      if (e.signal.correlationId === 'b') link.onControl(undefined)
+    })
+    const third = next(link, 'control', { filter: (e) => e.signal.correlationId === 'c' })
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'a' })
+    await next(link, 'control', { filter: (e) => e.signal.correlationId === 'a' })
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'b' })
+    await next(link, 'control', { filter: (e) => e.signal.correlationId === 'b' })
+    sim.control('agent-1', { mode: 'stop', correlation_id: 'c' })
+    await third
+    off()
+    expect(got).toEqual(['old a', 'new b'])
+  })
+
   it("events come in the order of the link's decisions: a signal's control event before the ignored event for its duplicate read in the same turn", async () => {
     const sim = await world().sim()
     const link = world().link(sim, { onControl: async () => {} })

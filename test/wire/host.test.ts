@@ -5,7 +5,7 @@ import { getEventListeners } from 'node:events'
 import { createServer, type Socket } from 'node:net'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { controlTopic } from '../../src/protocol.js'
-import { next, settle, untilState, useWorld } from '../support/wire.js'
+import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
 
@@ -234,6 +234,56 @@ describe('restarts and lastDisconnectReason (scenarios 23-25)', () => {
     await aborted.disconnect()
     // It ended with the disconnect() of the new session, not at once with the supersede of the old one.
     expect(await forever!).toMatchObject({ ok: true })
+  })
+
+  it("inside the link's processing a disconnect() takes effect at once, before a reconnect() or channel() called after it; an abort right after connect() ends only that wait", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } } })
+    await link.connect()
+    let retried: boolean | null = null
+    let sub = link.actor.subscribe(() => {
+      if (retried !== null || link.state !== 'reconnecting') return
+      void link.disconnect()
+      retried = link.reconnect()
+    })
+    sim.close({ agent: 'agent-1' }, 1000)
+    await untilState(link, 'stopped')
+    sub.unsubscribe()
+    expect(retried).toBe(false)
+    await link.disconnect()
+    expect(link.state).toBe('stopped')
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+
+    // disconnect() then channel() while connected: no join goes out on the session being stopped.
+    await link.connect()
+    let joined = false
+    sub = link.actor.subscribe(() => {
+      if (joined || link.state !== 'connected') return
+      joined = true
+      void link.disconnect()
+      link.channel('room:late')
+    })
+    // A channel of the host's own changes the chart while connected: the subscriber runs inside that processing.
+    link.channel('room:first')
+    await untilState(link, 'stopped')
+    sub.unsubscribe()
+    await link.disconnect()
+    expect(joined).toBe(true)
+    expect(sim.accepted('agent-1').flatMap((c) => framesIn(c, 'phx_join')).filter((f) => f.topic === 'room:late')).toEqual([])
+
+    // connect({ signal }) aborted right after the call, as the link stops: the wait ends, the link connects.
+    await link.connect()
+    let wait: Promise<{ ok: boolean; error?: unknown }> | null = null
+    sub = link.actor.subscribe(() => {
+      if (wait !== null || link.state !== 'stopped') return
+      const controller = new AbortController()
+      wait = settle(link.connect({ signal: controller.signal }))
+      controller.abort()
+    })
+    await link.disconnect()
+    sub.unsubscribe()
+    expect(await wait!).toMatchObject({ ok: false, error: { name: 'AbortError' } })
+    await untilState(link, 'connected')
   })
 
   it('terminated -> connect(): a fresh session that connects normally; the reason stays readable until then', async () => {

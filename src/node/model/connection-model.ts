@@ -102,11 +102,14 @@ export function expectationOf(snapshot: ConnectionSnapshot): Expectation {
 
 /**
  * Serializes what distinguishes a model state: the state value, the last reason, whether stale
- * events exist, and whether the link has lost a socket the server accepted (a 409 may then be our own conflict).
+ * events exist, and whether the link has lost a socket the server accepted (a 409 may then be our own
+ * conflict) and whether this session connected before.
  */
 export function serializeModel(snapshot: ConnectionSnapshot): string {
   const e = expectationOf(snapshot)
-  const lostAccepted = snapshot.context.acceptedLostAt !== null ? '|lost-accepted' : ''
+  // Whether this session connected, for a 409 after a lost socket: retried (our own conflict)
+  // whether or not the session connected first, and both are paths to walk.
+  const lostAccepted = snapshot.context.acceptedLostAt === null ? '' : snapshot.context.connects > 0 ? '|lost-accepted|connected' : '|lost-accepted'
   return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostAccepted}`
 }
 
