@@ -6,7 +6,7 @@
 import type { ConnectionEmitted, ConnectionEvent } from '../machines/connection.js'
 import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
-import type { Env } from '../machines/types.js'
+import { gracefulReason, type Env } from '../machines/types.js'
 import { abortError } from './abort.js'
 import { LONE_SURROGATE_MESSAGE, PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
@@ -553,7 +553,13 @@ export class Link {
     if (this.charts.busy) {
       const stops = this.disconnectCalls
       await undefined
-      if (this.disconnectCalls > stops && this.state !== 'idle') return this.untilConnected(this.epoch, signal)
+      if (this.disconnectCalls > stops) {
+        // At rest (idle, stopped, terminated), the session this call would have started was stopped
+        // by that disconnect() before it began: rejected as graceful, as the same calls made outside
+        // the processing would be. Otherwise the stop is under way in the session this call joins.
+        if (this.state === 'idle' || this.state === 'stopped' || this.state === 'terminated') throw this.stoppedBeforeStart()
+        return this.untilConnected(this.epoch, signal)
+      }
     }
     if (this.state === 'stopping') await this.until((s) => s.state !== 'stopping', signal)
     if (this.state === 'connected') return
@@ -563,6 +569,12 @@ export class Link {
     const epoch = starting ? this.epoch + 1 : this.epoch
     if (starting) this.send({ type: 'host.connect' })
     await this.untilConnected(epoch, signal)
+  }
+
+  /** The error of a connect() whose session a later disconnect() stopped before it began (see connect()). */
+  private stoppedBeforeStart(): AgentDisconnectedError {
+    const reason = gracefulReason(this.charts.connection.snapshot.context.generation, this.env.now()) as DisconnectReason
+    return new AgentDisconnectedError(reason, { redact: (text) => this.redactOutput(text) })
   }
 
   /** Resolves once session `epoch` is connected; rejects AgentDisconnectedError when it ends first, or the signal's reason. */
@@ -589,13 +601,14 @@ export class Link {
     if (signal?.aborted) throw abortError(signal)
     // As in connect(): inside the charts' processing, decide once the events queued are processed;
     // a disconnect() called after this call meanwhile wins (the wait ends with the session's stop).
-    let stoppedAfter = false
     if (this.charts.busy) {
       const stops = this.disconnectCalls
       await undefined
-      stoppedAfter = this.disconnectCalls > stops
+      // From idle, the session this call would have started was stopped before it began: done, as a
+      // stop ends it. (Stopped and terminated are decided below, as outside the processing.)
+      if (this.disconnectCalls > stops && this.state === 'idle') return
     }
-    const starting = this.state === 'idle' && !stoppedAfter
+    const starting = this.state === 'idle'
     const epoch = starting ? this.epoch + 1 : this.epoch
     if (starting) this.send({ type: 'host.connect' })
     await this.until((s) => {

@@ -286,6 +286,27 @@ describe('restarts and lastDisconnectReason (scenarios 23-25)', () => {
     await untilState(link, 'connected')
   })
 
+  it('from an idle link, inside its processing, connect() or runForever() then disconnect(): the stop wins, as outside', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    let waits: { connect: Promise<{ ok: boolean; error?: unknown }>; forever: Promise<{ ok: boolean; error?: unknown }> } | null = null
+    const sub = link.actor.subscribe(() => {
+      if (waits !== null || link.state !== 'idle') return
+      waits = { connect: settle(link.connect()), forever: settle(link.runForever()) }
+      void link.disconnect()
+    })
+    // A channel of the host's own changes the idle chart: the subscriber runs inside that processing.
+    link.channel('room:x')
+    sub.unsubscribe()
+    expect(await waits!.connect).toMatchObject({ ok: false, error: { reason: { kind: 'graceful' } } })
+    expect(await waits!.forever).toMatchObject({ ok: true })
+    expect(link.state).toBe('idle')
+    expect(sim.upgrades).toEqual([])
+    // A later session is not taken for the one stopped: connect() works as ever.
+    await link.connect()
+    expect(link.state).toBe('connected')
+  })
+
   it('terminated -> connect(): a fresh session that connects normally; the reason stays readable until then', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
