@@ -557,18 +557,23 @@ export class Link {
         // At rest (idle, stopped, terminated), the session this call would have started was stopped
         // by that disconnect() before it began: rejected as graceful, as the same calls made outside
         // the processing would be. Otherwise the stop is under way in the session this call joins.
-        if (this.state === 'idle' || this.state === 'stopped' || this.state === 'terminated') throw this.stoppedBeforeStart()
+        if (this.atRest) throw this.stoppedBeforeStart()
         return this.untilConnected(this.epoch, signal)
       }
     }
     if (this.state === 'stopping') await this.until((s) => s.state !== 'stopping', signal)
     if (this.state === 'connected') return
-    const starting = this.state === 'idle' || this.state === 'stopped' || this.state === 'terminated'
+    const starting = this.atRest
     // The session this call waits for: the one host.connect starts (epoch + 1), even if the chart
     // is busy and handles the event a moment later.
     const epoch = starting ? this.epoch + 1 : this.epoch
     if (starting) this.send({ type: 'host.connect' })
     await this.untilConnected(epoch, signal)
+  }
+
+  /** No session runs: idle, stopped or terminated (a connect() starts one). */
+  private get atRest(): boolean {
+    return this.state === 'idle' || this.state === 'stopped' || this.state === 'terminated'
   }
 
   /** The error of a connect() whose session a later disconnect() stopped before it began (see connect()). */
@@ -1087,11 +1092,10 @@ export class Link {
     // The event goes out now, in the order of the chart's decisions: before an `ignored` for a
     // duplicate of this signal read in the same turn.
     this.emitter.emit('control', { signal, sequence: queued.sequence, epoch: queued.epoch })
-    // The handler runs outside the charts' processing, a microtask later. It is called even if a
-    // new session started meanwhile (a listener's disconnect() and connect() in between): the
-    // control chart counts a signal handed over as delivered, so skipping it would lose it (its
+    // The handler of this moment (one set by a listener meanwhile takes the next signal) runs outside
+    // the charts' processing, a microtask later, and runs even if a new session started meanwhile:
+    // the control chart counts a signal handed over as delivered, so skipping it would lose it (its
     // resend is a duplicate); the handler then gets an AbortSignal already aborted.
-    // The handler of the moment it is handed over: one set by a listener meanwhile takes the next signal.
     const handler = this.controlHandler
     await Promise.resolve()
     if (handler) await handler(signal, { epoch: queued.epoch, sequence: queued.sequence, signal: abort })

@@ -128,6 +128,8 @@ interface Settings {
 class Agent {
   private readonly child: ChildProcess
   private text = ''
+  /** How the agent ended, once it has: `could not start …: …` or `exited …`. */
+  private end: string | null = null
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 
   constructor(command: readonly string[], cwd: string, env: NodeJS.ProcessEnv) {
@@ -139,12 +141,14 @@ class Agent {
     this.child.stderr!.on('data', keep)
     this.exited = new Promise((resolve) => {
       this.child.once('error', (error) => {
-        this.text += `\n(could not start ${command[0]}: ${error.message})`
+        this.end = `could not start ${command[0]}: ${error.message}`
+        this.text += `\n(${this.end})`
         resolve({ code: null, signal: null })
       })
       // 'exit', not 'close': a helper the agent left running (setsid) may hold its pipes open for ever.
       this.child.once('exit', (code, signal) => {
-        this.text = `${this.text}\n(exited ${signal ? `on ${signal}` : `with code ${code}`})`.slice(-4000)
+        this.end = `exited ${signal ? `on ${signal}` : `with code ${code}`}`
+        this.text = `${this.text}\n(${this.end})`.slice(-4000)
         this.child.stdout?.destroy()
         this.child.stderr?.destroy()
         resolve({ code, signal })
@@ -162,8 +166,7 @@ class Agent {
 
   /** Null while the agent runs; once it is gone, how: `could not start …: …` or `exited with code N` (`exited on SIGNAL`). */
   get gone(): string | null {
-    if (this.running) return null
-    return /\((could not start [^\n]*|exited [^\n]*)\)\s*$/.exec(this.text)?.[1] ?? 'exited'
+    return this.running ? null : (this.end ?? 'exited')
   }
 
   /** Sends `signal` to the agent's process group. */
