@@ -8,11 +8,10 @@
 /** Control delivery policy. */
 export const DEFAULT_CONTROL_POLICY = {
   /**
-   * Correlation ids remembered for deduplication, the most recent ones (of signals delivered, in the
-   * handler or waiting); 0 turns deduplication off. A count. Keep it above `maxQueued` + 1: the ids
-   * of waiting signals count too, so a smaller window can forget the id of the signal in the
-   * handler while others wait, and a resend of it is then delivered again.
-   * @default 1024 — bounded memory for a days-long session, above the default queue's 1001.
+   * Correlation ids remembered for deduplication, the most recent ones received; a signal whose
+   * id is among them, or is that of the signal in the handler or one waiting (whatever the window),
+   * is reported as a duplicate and not delivered. 0 turns deduplication off. A count.
+   * @default 1024 — bounded memory for a days-long session.
    */
   dedupeWindow: 1024,
   /**

@@ -104,10 +104,15 @@ export const controlMachine = setup({
     input: {} as ControlInput,
   },
   guards: {
-    /** The signal's correlation id was delivered or queued before. */
+    /**
+     * The signal's correlation id is among the `dedupeWindow` most recent ones, or is that of the
+     * signal in the handler or one waiting (whatever the window: a window smaller than the queue
+     * must not let a resend of a queued signal through). A window of 0 turns it off.
+     */
     isDuplicate: ({ context, event }) => {
       const id = correlationOf(enqueued(event).signal)
-      return id !== null && context.seen.includes(id)
+      if (id === null || context.policy.dedupeWindow === 0) return false
+      return context.seen.includes(id) || context.queue.some((queued) => correlationOf(queued.signal) === id)
     },
     /** `maxQueued` signals wait behind the one in the handler (in idle the queue is empty). */
     isQueueFull: ({ context }) => context.queue.length > context.policy.maxQueued,

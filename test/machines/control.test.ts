@@ -130,12 +130,37 @@ describe('control delivery chart details', () => {
     send(3, 'a')
     send(4, 'b')
     send(5, 'c')
-    send(6, 'a') // 'a' left the window of 2
+    await h.idle()
+    send(6, 'a') // 'a' left the window of 2 (and was handled)
     send(7, 'c') // still in it
     await h.idle()
     expect(h.delivered()).toEqual([1, 2, 3, 4, 5, 6])
     expect(h.reports().filter((r) => r.type === 'control.duplicate').map((r) => (r as { sequence: number }).sequence)).toEqual([7])
     expect(h.control.getSnapshot().context.seen).toEqual(['c', 'a'])
+    h.control.stop()
+  })
+
+  it('a window smaller than the queue still refuses a resend of the signal in the handler or of one waiting', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const h = harness(async (q) => {
+      if (q.sequence === 1) await gate
+    }, { ...DEFAULT_CONTROL_POLICY, dedupeWindow: 1 })
+    h.enqueue(1, 'a')
+    h.enqueue(2, 'b')
+    h.enqueue(3, 'c')
+    // The window of 1 holds 'c' only; 'a' is in the handler and 'b' waits.
+    expect(h.control.getSnapshot().context.seen).toEqual(['c'])
+    h.enqueue(4, 'a')
+    h.enqueue(5, 'b')
+    expect(h.reports().filter((r) => r.type === 'control.duplicate').map((r) => (r as { sequence: number }).sequence)).toEqual([4, 5])
+    release()
+    await h.idle()
+    expect(h.delivered()).toEqual([1, 2, 3])
+    // Once handled and out of the window, an id is forgotten: a resend is delivered.
+    h.enqueue(6, 'a')
+    await h.idle()
+    expect(h.delivered()).toEqual([1, 2, 3, 6])
     h.control.stop()
   })
 
