@@ -386,6 +386,7 @@ export class Link {
     }
     changed(): void {
       const { value, context } = this.link.charts.connection.snapshot
+      if (isDeciding(value)) return
       this.link.onSnapshot({ state: linkStateOf(value), generation: context.generation, epoch: context.epoch })
     }
     crashed(chart: string, error: unknown): void {
@@ -1158,3 +1159,15 @@ function checkUrl(url: string, allowInsecure: boolean, keys: readonly string[]):
 }
 
 
+
+/**
+ * Whether the connection chart is in `session.reconnecting.deciding`: waiting for the reconnect
+ * chart's answer, which comes within the same processing. The public state does not change there:
+ * it changes once the answer is in (reconnecting, suspended or terminated), after the
+ * `disconnected` event that says why, so a suspension is not first announced as a reconnect.
+ */
+function isDeciding(value: ChartStateValue): boolean {
+  if (typeof value === 'string') return false
+  const session = value.session
+  return typeof session === 'object' && session !== null && session.reconnecting === 'deciding'
+}

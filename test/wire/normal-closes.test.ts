@@ -157,6 +157,9 @@ describe('reconnect policy on the wire (scenarios 6-8)', () => {
     const link = world().link(sim, {
       policy: { reconnect: { rapidLimit: 10, initialDelayMs: 5, maxDelayMs: 10, suspendInitialDelayMs: 200, suspendMaxDelayMs: 400 } },
     })
+    const log: string[] = []
+    link.on('state', (e) => log.push(`state ${e.state}`))
+    link.on('disconnected', (e) => log.push(`disconnected ${e.reason.kind}`))
     let ended: unknown = null
     void link.runForever().catch((e: unknown) => (ended = e))
     const first = await next(link, 'disconnected', { filter: (e) => e.reason.kind === 'suppressed' })
@@ -164,6 +167,13 @@ describe('reconnect policy on the wire (scenarios 6-8)', () => {
     expect(first.nextDelayMs).toBeGreaterThanOrEqual(100)
     expect(first.nextDelayMs).toBeLessThanOrEqual(200)
     expect(link.state).toBe('suspended')
+    // The state changes once the reconnect decision is in, after the event that says why: each
+    // loss is a disconnected event, then reconnecting (or suspended: never first reconnecting).
+    expect(log.filter((entry) => entry.startsWith('disconnected'))).toHaveLength(10)
+    log.forEach((entry, i) => {
+      if (entry === 'state reconnecting' || entry === 'state suspended') expect(log[i - 1]).toMatch(/^disconnected /)
+    })
+    expect(log.slice(-3)).toEqual(['state joining', 'disconnected suppressed', 'state suspended'])
     expect(sim.accepted('agent-1')).toHaveLength(10)
     // One attempt per cooldown, each longer: the next two are suspended again.
     const second = await next(link, 'disconnected', { filter: (e) => e.reason.kind === 'suppressed' })
@@ -185,11 +195,17 @@ describe('reconnect policy on the wire (scenarios 6-8)', () => {
     const sim = await world().sim()
     sim.on('connection', (c) => c.close(1000))
     const link = world().link(sim, { policy: { reconnect: { rapidLimit: 10, initialDelayMs: 5, maxDelayMs: 10, onRapidLimit: 'give-up' } } })
+    const log: string[] = []
+    link.on('state', (e) => log.push(`state ${e.state}`))
+    link.on('disconnected', (e) => log.push(`disconnected ${e.reason.kind}`))
     const result = link.runForever().catch((e: unknown) => e)
     const error = (await result) as { code: string; reason: { kind: string; cause: string } }
     expect(error.code).toBe('AGENT_DISCONNECTED')
     expect(error.reason).toMatchObject({ kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10, retryable: false })
     expect(link.state).toBe('terminated')
+    // Why, then where it led: the give-up goes from joining to terminated, not through reconnecting.
+    if (log.at(-1) !== 'state terminated') await next(link, 'state', { filter: (e) => e.state === 'terminated' })
+    expect(log.slice(-3)).toEqual(['state joining', 'disconnected suppressed', 'state terminated'])
     expect(sim.accepted('agent-1')).toHaveLength(10)
   })
 
