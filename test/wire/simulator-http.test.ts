@@ -7,6 +7,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
+import { connect } from 'node:net'
+import { once } from 'node:events'
 import { until } from '../support/until.js'
 import { framesIn } from '../support/wire.js'
 import { fileURLToPath } from 'node:url'
@@ -416,5 +418,37 @@ describe('the simulator over HTTP', () => {
     await sim.stop()
     expect(performance.now() - started).toBeLessThan(5_000)
     expect(await pending).toMatchObject({ status: 503, body: { error: { code: 'stopping', message: 'the simulator is stopping' } } })
+  })
+
+  it('stop() ends HTTP requests still arriving (half the headers, half a body) instead of waiting for them', async () => {
+    const sim = await startSimulator()
+    const errors: Array<string | undefined> = []
+    // A whole request answered first on the same connection proves the server holds it.
+    const partial = async (text: string) => {
+      const socket = connect(sim.port, '127.0.0.1')
+      // The server cuts the connection: a reset is what the client may read.
+      socket.on('error', (error: NodeJS.ErrnoException) => errors.push(error.code))
+      await once(socket, 'connect')
+      socket.write('GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
+      const [answer] = (await once(socket, 'data')) as [Buffer]
+      expect(answer.toString()).toMatch(/^HTTP\/1\.1 200/)
+      socket.write(text)
+      return socket
+    }
+    const sockets = [
+      await partial('GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n'),
+      await partial('POST /admin/close HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"tar'),
+    ]
+    const ended = sockets.map((socket) => new Promise((resolve) => socket.once('close', resolve)))
+    let timer: NodeJS.Timeout | undefined
+    const outcome = await Promise.race([
+      sim.stop().then(() => 'stopped'),
+      new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still stopping after 5 s'), 5_000))),
+    ])
+    clearTimeout(timer)
+    expect(outcome).toBe('stopped')
+    await Promise.all(ended)
+    for (const socket of sockets) expect(socket.destroyed).toBe(true)
+    for (const code of errors) expect(code).toBe('ECONNRESET')
   })
 })

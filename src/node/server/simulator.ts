@@ -825,8 +825,11 @@ export class PlatformSimulator extends EventEmitter {
       await new Promise<void>((resolve) => {
         this.wss.close(() => resolve())
       })
-      await new Promise<void>((resolve) => this.http.close(() => resolve()))
+      // Every HTTP connection goes with the server, a request still arriving too (half its headers
+      // or body sent): close() alone waits for it, and stops the check that would time it out.
+      const closed = new Promise<void>((resolve) => this.http.close(() => resolve()))
       this.http.closeAllConnections()
+      await closed
       this.removeAllListeners()
     })()
     return this.stopping
