@@ -9,6 +9,32 @@ import * as z from 'zod/mini'
 import type { ReasonLike } from '../machines/types.js'
 import { SupersedePayload, UpgradeErrorBody } from './protocol.js'
 
+/**
+ * The longest wait a reason reports, in milliseconds: 2^31-1 (about 24.8 days), the longest delay
+ * a JavaScript timer takes (HTML timers, Node's setTimeout). A server's larger `retry_after` or
+ * Retry-After (1e308 seconds, 400 nines) is reported as this, never as Infinity, which JSON
+ * cannot carry (JSON.stringify writes null). The reconnect policy caps the wait far lower
+ * (`maxRetryAfterMs`).
+ */
+export const MAX_RETRY_AFTER_MS = 2 ** 31 - 1
+
+/** A reason's `retryAfterMs`: whole milliseconds in [0, {@link MAX_RETRY_AFTER_MS}], or null. */
+const RetryAfterMs = z.nullable(z.int().check(z.minimum(0), z.maximum(MAX_RETRY_AFTER_MS)))
+
+/**
+ * A wait the server gave in seconds (a finite number >= 0, or a string of digits as HTTP's
+ * delta-seconds), as whole milliseconds capped at {@link MAX_RETRY_AFTER_MS}; null for anything
+ * else (negative, not finite, not a number, junk text).
+ */
+function retryAfterSecondsToMs(value: unknown): number | null {
+  let seconds: number
+  // A number JSON decoded is finite; digits too many for a double read as Infinity: the cap.
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) seconds = value
+  else if (typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value)) seconds = Number(value)
+  else return null
+  return Math.min(MAX_RETRY_AFTER_MS, Math.round(seconds * 1000))
+}
+
 const base = {
   /** Transport generation the reason belongs to. */
   generation: z.int().check(z.nonnegative()),
@@ -47,8 +73,8 @@ export const SupersededReason = z.object({
   /** The payload's `reason`, an open set such as `session.already_connected`; `unknown` when missing. */
   cause: z.string(),
   message: z.nullable(z.string()),
-  /** The payload's `retry_after` in milliseconds (it is sent in seconds); null when missing or malformed. */
-  retryAfterMs: z.nullable(z.number()),
+  /** The payload's `retry_after` in milliseconds (it is sent in seconds), at most {@link MAX_RETRY_AFTER_MS}; null when missing or malformed. */
+  retryAfterMs: RetryAfterMs,
   targetSocketId: z.nullable(z.string()),
   correlationId: z.nullable(z.string()),
   /** The payload as received, odd fields included. */
@@ -70,8 +96,8 @@ export const RejectedReason = z.object({
   errorCode: z.nullable(z.string()),
   message: z.nullable(z.string()),
   requestId: z.nullable(z.string()),
-  /** Retry-After in milliseconds, when the server sent one. */
-  retryAfterMs: z.nullable(z.number()),
+  /** Retry-After in milliseconds, when the server sent one, at most {@link MAX_RETRY_AFTER_MS}. */
+  retryAfterMs: RetryAfterMs,
   ...base,
 })
 
@@ -285,18 +311,17 @@ const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|
  *
  * @param now milliseconds since the Unix epoch (the local wall clock), for a date with no Date header.
  * @param serverDate the response's Date header, if any.
- * @returns milliseconds to wait (0 for a past date), or null when missing or malformed.
+ * @returns milliseconds to wait (0 for a past date; at most {@link MAX_RETRY_AFTER_MS}), or null when missing or malformed.
  */
 export function parseRetryAfter(value: string | null | undefined, now: number, serverDate?: string | null): number | null {
   if (value === null || value === undefined) return null
   const text = value.trim()
-  if (/^\d+$/.test(text)) return Number(text) * 1000
-  if (/^\d+\.\d+$/.test(text)) return Math.round(Number(text) * 1000)
+  if (/^\d+(\.\d+)?$/.test(text)) return retryAfterSecondsToMs(text)
   const date = Date.parse(text)
   if (Number.isNaN(date)) return null
   // Only an IMF-fixdate (RFC 9110 section 5.6.7), the form servers must send: Date.parse reads "0" as the year 2000.
   const sent = serverDate && IMF_FIXDATE.test(serverDate.trim()) ? Date.parse(serverDate) : Number.NaN
-  return Math.max(0, date - (Number.isNaN(sent) ? now : sent))
+  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.round(date - (Number.isNaN(sent) ? now : sent))))
 }
 
 /** Classifies a refused upgrade by {@link UPGRADE_STATUSES}. Never throws. */
@@ -390,7 +415,7 @@ export function classifyJoinError(response: unknown, generation: number, at: num
       at,
     }
   }
-  const retryAfterMs = typeof record.retry_after === 'number' ? record.retry_after * 1000 : null
+  const retryAfterMs = typeof record.retry_after === 'number' ? retryAfterSecondsToMs(record.retry_after) : null
   return {
     kind: 'rejected',
     retryable: row.retryable,
@@ -414,11 +439,7 @@ export function classifySupersede(payload: unknown, generation: number, at: numb
   const raw = payload && typeof payload === 'object' && !Array.isArray(payload) ? (payload as Record<string, unknown>) : { value: payload }
   // Every field of SupersedePayload reads leniently (a wrong type is null), so an object always parses.
   const p = SupersedePayload.parse(raw)
-  let retryAfterMs: number | null = null
-  const retryAfter = raw.retry_after
-  // Number.isFinite is false for anything that is not a number.
-  if (Number.isFinite(retryAfter) && (retryAfter as number) >= 0) retryAfterMs = (retryAfter as number) * 1000
-  else if (typeof retryAfter === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(retryAfter)) retryAfterMs = Number(retryAfter) * 1000
+  const retryAfterMs = retryAfterSecondsToMs(raw.retry_after)
   return {
     kind: 'superseded',
     retryable: false,

@@ -10,6 +10,8 @@ import {
   describeReason,
   heartbeatTimeout,
   parseRetryAfter,
+  DisconnectReason as DisconnectReasonSchema,
+  MAX_RETRY_AFTER_MS,
   type DisconnectReason,
 } from '../../src/reasons.js'
 import { assertMs, gracefulReason, suppressedReason, timedOutReason } from '../../machines/types.js'
@@ -94,6 +96,28 @@ describe('reason fields', () => {
     // A value that only reads as digits once made a string is not one.
     expect(classifySupersede({ retry_after: ['5'] }, 1, 0)).toMatchObject({ retryAfterMs: null })
     expect(classifySupersede({ retry_after: '5' }, 1, 0)).toMatchObject({ retryAfterMs: 5000 })
+  })
+
+  it('a wait too long for a timer (1e308 seconds, 400 nines) is reported as MAX_RETRY_AFTER_MS, never Infinity; a negative join retry_after is null; every such reason passes the schema', () => {
+    const nines = '9'.repeat(400)
+    const reasons: DisconnectReason[] = [
+      classifySupersede({ retry_after: 1e308 }, 1, 0),
+      classifySupersede({ retry_after: nines }, 1, 0),
+      classifyJoinError({ reason: 'rate_limited', retry_after: 1e308 }, 1, 0),
+      classifyUpgrade({ status: 429, retryAfter: nines, body: '' }, 1, 0),
+      classifyUpgrade({ status: 503, retryAfter: 'Fri, 31 Dec 9999 23:59:59 GMT', date: 'Thu, 01 Jan 1970 00:00:00 GMT', body: '' }, 1, 0),
+    ]
+    for (const reason of reasons) {
+      expect(reason).toMatchObject({ retryAfterMs: MAX_RETRY_AFTER_MS })
+      expect(DisconnectReasonSchema.safeParse(reason).success).toBe(true)
+      expect(JSON.parse(JSON.stringify(reason)).retryAfterMs).toBe(MAX_RETRY_AFTER_MS)
+    }
+    expect(MAX_RETRY_AFTER_MS).toBe(2 ** 31 - 1)
+    const negative = classifyJoinError({ reason: 'rate_limited', retry_after: -1 }, 1, 0)
+    expect(negative).toMatchObject({ kind: 'rejected', retryAfterMs: null })
+    expect(DisconnectReasonSchema.safeParse(negative).success).toBe(true)
+    // Fractions of a millisecond round to whole ones.
+    expect(classifyJoinError({ reason: 'rate_limited', retry_after: 0.0004 }, 1, 0)).toMatchObject({ retryAfterMs: 0 })
   })
 
   it('a supersede whose fields have the wrong types is still a supersede, with none of them kept', () => {
