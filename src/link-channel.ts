@@ -150,7 +150,8 @@ export class LinkChannel {
    *
    * @param options.timeoutMs defaults to the transport policy's `pushTimeoutMs` (10000).
    * @throws {PushError} (rejects) `PUSH_TIMEOUT`, `PUSH_REJECTED` (error reply; `response` holds
-   *   it), `TRANSPORT_LOST` (the join ended before a reply), `CHANNEL_CLOSED` (left or dropped,
+   *   it), `PUSH_REPLY_STATUS` (a reply whose status is neither ok nor error; `status` and
+   *   `response` hold it), `TRANSPORT_LOST` (the join ended before a reply), `CHANNEL_CLOSED` (left or dropped,
    *   or the link is not running a session: call connect() first; at once, not after the timeout),
    *   `PUSH_INVALID` (a reserved event name such as phx_join, or a payload that cannot be encoded).
    * @throws {ConfigurationError} (rejects) for a timeoutMs that is not a whole number in [1, 2^31-1].
@@ -180,7 +181,7 @@ export class LinkChannel {
       // The adapter dropped the wait for the reply (the push was on the wire).
       if (signal?.aborted) throw abortError(signal)
       const f = failure as Partial<PushFailure> | null
-      if (f && typeof f.code === 'string') throw new PushError(f.code, this.topic, event, f.response, f.cause)
+      if (f && typeof f.code === 'string') throw new PushError(f.code, this.topic, event, f.response, f.cause, f.status)
       // Anything else thrown on the way out (phoenix.js internals): the push could not be made.
       throw new PushError('PUSH_INVALID', this.topic, event, null, failure)
     }

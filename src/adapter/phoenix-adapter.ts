@@ -125,7 +125,7 @@ interface Attachment {
   /** The `response` of this join's `ok` reply (phoenix.js `join().receive('ok', response)`); undefined until then. */
   joinResponse: unknown
   /** Pushes awaiting a reply, with the function that rejects their promise; null while none was made. */
-  pushes: Map<Push, () => void> | null
+  pushes: Map<Push, (failure: PushFailure) => void> | null
   leavePush: Push | null
 }
 
@@ -146,6 +146,8 @@ class TransportHandle implements TransportHooks {
   /** Set by the encode hook when a push could not be encoded. */
   encodeError: unknown = null
   heartbeatTimedOut = false
+  /** True while phoenix.js dispatches a frame the server sent (so a phx_error is the server's, whatever its payload). */
+  dispatchingServerFrame = false
   ended = false
   wsClosed = false
   teardownDone = false
@@ -366,7 +368,7 @@ class AttachedChannel extends Channel {
     const { attachment } = this
     if (attachment === null) return
     const { adapter } = (this.socket as LinkSocket).handle
-    if (event === CHANNEL_EVENTS.error) adapter.channelErrored(attachment, payload)
+    if (event === CHANNEL_EVENTS.error) adapter.channelErrored(attachment, payload, (this.socket as LinkSocket).handle.dispatchingServerFrame)
     else if (event === CHANNEL_EVENTS.close) adapter.channelClosed(attachment, payload)
     // The reply phoenix.js just took as the join's (its ref event binding is one-shot and stores
     // it as receivedResp), as `join().receive()` saw it: one report per reply.
@@ -768,7 +770,7 @@ export class PhoenixAdapter {
         attachment.pushes?.delete(push)
         reject(failure)
       }
-      ;(attachment.pushes ??= new Map()).set(push, () => fail({ code: 'TRANSPORT_LOST', response: null }))
+      ;(attachment.pushes ??= new Map()).set(push, fail)
       signal?.addEventListener('abort', onAbort, { once: true })
       push
         .receive('ok', (response) => {
@@ -851,8 +853,14 @@ export class PhoenixAdapter {
       if (!this.isExpected(handle, frame)) return
       // Data (any event outside phoenix's phx_ and chan_reply_ names) goes straight to its
       // reader; phoenix.js gets only what its channels run on (replies, phx_error, phx_close).
-      if (isReservedEvent(frame.event)) callback(frame)
-      else this.deliverData(handle, frame)
+      if (isReservedEvent(frame.event)) {
+        handle.dispatchingServerFrame = true
+        try {
+          callback(frame)
+        } finally {
+          handle.dispatchingServerFrame = false
+        }
+      } else this.deliverData(handle, frame)
       return
     }
     // The detail quotes the frame's start, cut between tokens (clipText), so a secret the
@@ -944,11 +952,37 @@ export class PhoenixAdapter {
       if (attachment.leaving && event === CHANNEL_EVENTS.close) return true
       return this.reportUnexpected(handle, `${event} on ${topic} with stale join_ref ${frame.join_ref} (current ${current})`)
     }
-    if (event === CHANNEL_EVENTS.reply && !attachment.channel.bindings.some((b) => b.event === `chan_reply_${ref}`)) {
-      if (attachment.leaving) return false // the leave settled locally before its reply (channel.js leave)
-      return this.reportUnexpected(handle, `phx_reply on ${topic} to ref ${String(ref)}, which no push of this link waits for`)
+    if (event === CHANNEL_EVENTS.reply) {
+      if (!attachment.channel.bindings.some((b) => b.event === `chan_reply_${ref}`)) {
+        if (attachment.leaving) return false // the leave settled locally before its reply (channel.js leave)
+        return this.reportUnexpected(handle, `phx_reply on ${topic} to ref ${String(ref)}, which no push of this link waits for`)
+      }
+      const { status, response } = frame.payload as { status: string; response?: unknown }
+      if (status !== 'ok' && status !== 'error') return this.replyOfOtherStatus(handle, attachment, ref, status, response)
     }
     return true
+  }
+
+  /**
+   * A reply whose status is neither ok nor error, to a ref something waits for. phoenix.js runs
+   * only the hooks of the status it got (push.js matchReceive) after clearing the push's timeout,
+   * and a status of `timeout` runs its own timeout hooks (a join's sends a phx_leave with a timer
+   * of its own), so it never sees one: a join's (answered ok or error by Phoenix.Channel join/3)
+   * is reported and dropped, and the join runs out its timeout; a push's rejects that push with
+   * `PUSH_REPLY_STATUS` (a channel's handle_in/3 may reply with any atom).
+   */
+  private replyOfOtherStatus(handle: TransportHandle, attachment: Attachment, ref: string | null, status: string, response: unknown): false {
+    const { topic, channel } = attachment
+    const shown = JSON.stringify(clipText(status, FRAME_EXCERPT))
+    for (const [push, fail] of attachment.pushes ?? []) {
+      if (push.ref !== ref) continue
+      push.cancelTimeout()
+      push.cancelRefEvent()
+      fail({ code: 'PUSH_REPLY_STATUS', response, status, cause: new Error(`the server replied with status ${shown}, neither ok nor error`) })
+      return false
+    }
+    const what = ref === channel.joinPush.ref ? `the join of ${topic}: a join is answered ok or error (Phoenix.Channel join/3)` : `ref ${String(ref)} on ${topic}, which waits for ok or error`
+    return this.reportUnexpected(handle, `phx_reply with status ${shown} to ${what}`)
   }
 
   /**
@@ -1069,13 +1103,15 @@ export class PhoenixAdapter {
   }
 
   /**
-   * @internal A phx_error of `attachment`'s channel (after phoenix.js's own handling). One the
-   * transport caused (`{source: "transport"}`, phoenix 1.8.10+) is the socket's close, reported
-   * by the socket; only the server's phx_error is the channel's own loss: the channel's server
-   * process crashed, the socket is fine, and the chart rejoins.
+   * @internal A phx_error of `attachment`'s channel (after phoenix.js's own handling). One
+   * phoenix.js raised itself when the transport failed (socket.js triggerChanError,
+   * `{source: "transport"}` in phoenix 1.8.10+) is the socket's close, reported by the socket;
+   * only the server's phx_error (`fromServer`: a frame it sent, whatever its payload, even one that
+   * mimics that marker) is the channel's own loss: the channel's server process crashed, the
+   * socket is fine, and the chart rejoins.
    */
-  channelErrored(attachment: Attachment, payload: unknown): void {
-    if (payload && typeof payload === 'object' && (payload as { source?: unknown }).source === 'transport') return
+  channelErrored(attachment: Attachment, payload: unknown, fromServer: boolean): void {
+    if (!fromServer) return
     const { origin } = attachment
     if (attachment.topic === this.controlTopic) {
       const { generation, epoch } = origin as Origin
@@ -1126,9 +1162,9 @@ export class PhoenixAdapter {
     channel.joinPush.cancelTimeout()
     channel.rejoinTimer.reset()
     attachment.leavePush?.cancelTimeout()
-    for (const [push, rejectLost] of [...(attachment.pushes ?? [])]) {
+    for (const [push, fail] of [...(attachment.pushes ?? [])]) {
       push.cancelTimeout()
-      rejectLost()
+      fail({ code: 'TRANSPORT_LOST', response: null })
     }
     const socket = channel.socket as unknown as Socket
     socket.remove(channel)

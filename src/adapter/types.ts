@@ -8,8 +8,10 @@ export interface Credentials {
 
 /** Rejection of an app channel push. */
 export interface PushFailure {
-  code: 'PUSH_TIMEOUT' | 'PUSH_REJECTED' | 'TRANSPORT_LOST' | 'PUSH_INVALID'
+  code: 'PUSH_TIMEOUT' | 'PUSH_REJECTED' | 'TRANSPORT_LOST' | 'PUSH_INVALID' | 'PUSH_REPLY_STATUS'
   response: unknown
-  /** Why a push could not be encoded, for PUSH_INVALID. */
+  /** Why a push could not be encoded, for PUSH_INVALID; what the reply was, for PUSH_REPLY_STATUS. */
   cause?: unknown
+  /** The reply's status, for PUSH_REPLY_STATUS. */
+  status?: string
 }

@@ -12,6 +12,12 @@ export type PushErrorCode =
   | 'CHANNEL_CLOSED'
   /** The payload could not be encoded (not JSON-serialisable, or a binary field over 255 bytes); `cause` says why. */
   | 'PUSH_INVALID'
+  /**
+   * The server replied with a status other than `ok` or `error` (a Phoenix channel may reply with
+   * any atom: `{:reply, {:accepted, map}, socket}`, Phoenix.Channel handle_in/3); `status` and
+   * `response` hold the reply. phoenix.js would leave such a push unsettled.
+   */
+  | 'PUSH_REPLY_STATUS'
 
 /**
  * A push on an app channel failed; `code` says how. A push made while the channel is not joined
@@ -24,10 +30,12 @@ export class PushError extends PhoenixLinkError {
   readonly topic: string
   /** The pushed event. */
   readonly event: string
-  /** The server's reply payload for `PUSH_REJECTED`. */
+  /** The server's reply payload for `PUSH_REJECTED` and `PUSH_REPLY_STATUS`. */
   readonly response: unknown
+  /** The reply's status when the server replied (`error` for `PUSH_REJECTED`, the status it sent for `PUSH_REPLY_STATUS`); null otherwise. */
+  readonly status: string | null
 
-  constructor(code: PushErrorCode, topic: string, event: string, response: unknown = null, cause?: unknown) {
+  constructor(code: PushErrorCode, topic: string, event: string, response: unknown = null, cause?: unknown, status: string | null = code === 'PUSH_REJECTED' ? 'error' : null) {
     super(
       code,
       `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)} failed: ${code}${cause instanceof Error ? ` (${cause.message})` : ''}`,
@@ -38,6 +46,7 @@ export class PushError extends PhoenixLinkError {
     this.topic = topic
     this.event = event
     this.response = response
+    this.status = status
   }
 }
 

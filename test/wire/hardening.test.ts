@@ -8,7 +8,7 @@ import { inspect } from 'node:util'
 import { describe, expect, it, vi } from 'vitest'
 import { CONTROL_EVENT, PROTOCOL_VSN, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
-import { next, settle, untilState, useWorld } from '../support/wire.js'
+import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
 import { chartOf, chartsOf, waitForChart } from '../../src/chart-of.js'
 
 const world = useWorld()
@@ -657,5 +657,73 @@ describe('strict inputs (second review)', () => {
     await link.connect()
     await later
     await expect(world().sim({ idleTimeoutMs: 1e11 })).rejects.toThrow(/idleTimeoutMs/)
+  })
+})
+
+describe('a hostile server: replies of another status, a phx_error that mimics the client-side marker', () => {
+  /** Sends the reply to the newest phx_join of `topic` on `c`, with `status`. */
+  const replyToJoin = (topic: string, status: string) => (c: { frames: Array<{ dir: string; frame: { event: string; topic: string; join_ref: string | null; ref: string | null } | null }>; sendRaw(text: string): void }) => {
+    const join = framesIn(c, 'phx_join', topic).at(-1)!
+    c.sendRaw(JSON.stringify([join.join_ref, join.join_ref, topic, 'phx_reply', { status, response: {} }]))
+  }
+
+  it('a push answered with a status other than ok or error (accepted, timeout) rejects PUSH_REPLY_STATUS with the status and response, not after its timeout', async () => {
+    const sim = await world().sim()
+    sim.onPush(({ event }) => (event === 'a' ? { status: 'accepted', response: { id: 7 } } : event === 't' ? { status: 'timeout', response: {} } : { status: 'error', response: { no: 1 } }))
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    // A timeout far beyond the test's own: a push left unsettled fails the test.
+    const accepted = await room.push('a', {}, { timeoutMs: 600_000 }).catch((e: unknown) => e)
+    expect(accepted).toMatchObject({ name: 'PushError', code: 'PUSH_REPLY_STATUS', status: 'accepted', response: { id: 7 }, topic: 'room:1', event: 'a' })
+    expect((accepted as Error).message).toMatch(/PUSH_REPLY_STATUS \(the server replied with status "accepted", neither ok nor error\)/)
+    // A server's "timeout" is its reply, not the push's own timeout.
+    expect(await room.push('t', {}, { timeoutMs: 600_000 }).catch((e: unknown) => e)).toMatchObject({ code: 'PUSH_REPLY_STATUS', status: 'timeout' })
+    expect(await room.push('e', {}, { timeoutMs: 600_000 }).catch((e: unknown) => e)).toMatchObject({ code: 'PUSH_REJECTED', status: 'error', response: { no: 1 } })
+    sim.onPush(() => ({ status: 'ok', response: { fine: true } }))
+    expect(await room.push('b')).toEqual({ fine: true })
+    expect(link.state).toBe('connected')
+  })
+
+  it("a join answered with another status is reported and runs out its join timeout (phoenix.js never sees it: its timeout hook would push a phx_leave with a timer of its own); the next attempt joins", async () => {
+    const sim = await world().sim()
+    const control = controlTopic('agent-1')
+    sim.onJoin(control, { reply: 'none', after: replyToJoin(control, 'timeout') }, 1)
+    sim.onJoin('room:1', { reply: 'none', after: replyToJoin('room:1', 'OK') }, 1)
+    const link = world().link(sim, { policy: { connection: { joinTimeoutMs: 300 }, channel: { joinTimeoutMs: 300, rejoinInitialDelayMs: 10, rejoinMaxDelayMs: 20 }, reconnect: { initialDelayMs: 1, maxDelayMs: 5 } } })
+    const ignored: string[] = []
+    link.on('ignored', (e) => ignored.push(e.detail))
+    const lost = next(link, 'disconnected')
+    const connected = link.connect()
+    expect((await lost).reason).toMatchObject({ kind: 'timed-out', phase: 'join' })
+    await connected
+    expect(ignored[0]).toMatch(new RegExp(`phx_reply with status "timeout" to the join of ${control}: a join is answered ok or error`))
+    const first = sim.connections[0]!
+    // phoenix.js's own timeout hook would have left the topic on the wire at once.
+    expect(framesIn(first, 'phx_leave', control)).toHaveLength(0)
+    const room = link.channel('room:1')
+    await room.joined({ signal: AbortSignal.timeout(4000) })
+    expect(ignored.some((detail) => /phx_reply with status "OK" to the join of room:1/.test(detail))).toBe(true)
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:1')).toHaveLength(2)
+    // disconnect() leaves no phoenix.js timer behind (the run's leak check fails the test otherwise).
+    await link.disconnect()
+  })
+
+  it('a phx_error the server sends on an app channel is a channel crash whatever its payload, even {source: "transport"}: the channel rejoins and pushes reach the server again', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { channel: { rejoinInitialDelayMs: 10, rejoinMaxDelayMs: 20 } } })
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const conn = sim.live('agent-1')[0]!
+    const joinRef = conn.channels.get('room:1')!.joinRef
+    const errored = new Promise<void>((resolve) => room.onStatus((status) => status === 'errored' && resolve()))
+    conn.sendRaw(JSON.stringify([joinRef, joinRef, 'room:1', 'phx_error', { source: 'transport' }]))
+    await errored
+    await sim.waitFor(() => framesIn(conn, 'phx_join', 'room:1').length === 2, { what: 'the rejoin' })
+    await room.joined({ signal: AbortSignal.timeout(4000) })
+    expect(await room.push('after', {}, { timeoutMs: 2000 })).toEqual({})
+    expect(framesIn(conn, 'after', 'room:1')).toHaveLength(1)
   })
 })
