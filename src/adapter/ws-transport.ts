@@ -78,6 +78,14 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
    * In Node ws's `closeTimeout` ends the TCP connection and emits the close itself.
    */
   #closing: ReturnType<typeof setTimeout> | boolean = false
+  /**
+   * Node only: the TCP socket of a refused upgrade, until its close event. ws reports that
+   * WebSocket closed on the tick after it destroys the socket (websocket.js abortHandshake), before
+   * the socket's handle has closed (net.js emits close from the handle's close callback; its
+   * `closed` is already true), so the close is waited for: disconnect() resolves once every socket
+   * is closed. `awaited` once ws reported close first.
+   */
+  #refusedSocket: 'open' | 'awaited' | null = null
 
   constructor(hooks: TransportHooks, url: string, protocols: string | string[] | undefined) {
     if (isNodeWs) {
@@ -104,6 +112,15 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
 
   /** ws's `unexpected-response` (Node): the upgrade was answered with another status than 101. */
   private static refused(this: LinkWebSocket, _req: ClientRequest, res: IncomingMessage): void {
+    const socket = res.socket
+    if (socket !== null && !socket.destroyed) {
+      this.#refusedSocket = 'open'
+      socket.once('close', () => {
+        const awaited = this.#refusedSocket === 'awaited'
+        this.#refusedSocket = null
+        if (awaited) this.#hooks.onClosed()
+      })
+    }
     readRefusal(this, res, this.#hooks)
   }
 
@@ -112,6 +129,10 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
     if (this.#closing === true) return
     if (this.#closing !== false) clearTimeout(this.#closing)
     this.#closing = true
+    if (this.#refusedSocket === 'open') {
+      this.#refusedSocket = 'awaited'
+      return
+    }
     this.#hooks.onClosed()
   }
 
@@ -167,6 +188,9 @@ function readRefusal(ws: WebSocket, res: IncomingMessage, hooks: TransportHooks)
     // enough to be the start of a key the server echoed, which a part of would no longer be
     // recognised, and redacted, on output (reasons.ts wholeWordsOf).
     hooks.onRefused({ status, retryAfter, date, body: whole ? text : wholeWordsOf(text) })
+    // A connection the server keeps alive is detached from the request once the response ends, so
+    // ws's abort of the request would leave it open until the http client or the server ends it.
+    res.socket?.destroy()
     ws.terminate()
   }
   const onData = (chunk: Buffer) => {

@@ -197,6 +197,47 @@ describe('the transport reads a refusal once', () => {
   })
 })
 
+describe('a refused upgrade is reported closed once its TCP connection has closed', () => {
+  for (const [name, response] of [
+    ['kept alive, no body (stock Phoenix)', 'HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n'],
+    ['connection: close, a body', 'HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 5\r\n\r\nnope!'],
+  ] as const) {
+    it(name, async () => {
+      const server = await RefusingServer.start(response)
+      servers.push(server)
+      // Whether the refused upgrade's TCP socket had emitted close (its handle closed) when the transport reported closed.
+      let tcpClosed: boolean | null = null
+      let closedWhenReported: boolean | null = null
+      let reported!: () => void
+      const onClosed = new Promise<void>((resolve) => (reported = resolve))
+      const Transport = transportClass({
+        headers: {},
+        maxPayload: 1 << 20,
+        closeTimeout: 100,
+        bodyLimit: 4096,
+        bodyWaitMs: () => 10_000,
+        onCreate: () => {},
+        onClosed: () => {
+          closedWhenReported = tcpClosed
+          reported()
+        },
+        onRefused: () => {},
+        onClientClose: () => {},
+      })
+      const ws = new Transport(`${server.url}/websocket`) as unknown as { on(event: string, listener: (...args: any[]) => void): void }
+      ws.on('error', () => {})
+      ws.on('unexpected-response', (_req: unknown, res: { socket: { prependOnceListener(event: 'close', listener: () => void): void } }) => {
+        tcpClosed = false
+        res.socket.prependOnceListener('close', () => (tcpClosed = true))
+      })
+      await onClosed
+      // disconnect() waits for this report: the link's socket is closed when it resolves.
+      expect(closedWhenReported).toBe(true)
+      await server.closed[0]
+    })
+  }
+})
+
 describe('rule: upgrade rejection is terminal', () => {
   it('a wrong API key: HTTP 403 -> rejected(unauthenticated), connect() rejects, no retry (scenario 17)', async () => {
     const sim = await world().sim()
