@@ -280,7 +280,7 @@ export class Link {
   readonly policy: LinkPolicy
   /**
    * The link's run supervisor: the runs of {@link Link.runSignal}, aborted together when the
-   * session ends for good. `link.runs.onAborted(fn)` hears each abort.
+   * session ends (terminated, or stopped by disconnect()). `link.runs.onAborted(fn)` hears each abort.
    */
   get runs(): RunSupervisor {
     return (this.#runs ??= new RunSupervisor())
@@ -695,8 +695,10 @@ export class Link {
 
   /**
    * An AbortSignal for a unit of the agent's work that only makes sense while this session can
-   * still deliver its result: it aborts (with the DisconnectReason) when the session ends for good
-   * (`terminated`: superseded, rejected, suppressed). Reconnects do not abort it. Call
+   * still deliver its result: it aborts (with the DisconnectReason) when the session ends:
+   * `terminated` (superseded, rejected, suppressed) or `stopped` by {@link Link.disconnect}
+   * (`graceful`). Reconnects do not abort it. A run asked for while the link is idle or stopped
+   * belongs to the next session. Call
    * {@link Link.endRun} with the signal when the work ends normally
    * (`try { await work(signal) } finally { link.endRun(signal) }`).
    *
@@ -934,8 +936,9 @@ export class Link {
     this.lastState = seen.state
     this.log.info(`state ${previous} -> ${seen.state}`)
     if (seen.state === 'stopped' || seen.state === 'terminated') for (const channel of this.channels.values()) channel.failWaiting()
-    // Work whose result this session can no longer deliver is aborted (link.runSignal()).
-    if (seen.state === 'terminated') void this.#runs?.abortPrincipal(this.#agentId, this.lastDisconnectReason)
+    // Work whose result this session can no longer deliver is aborted (link.runSignal()): the session
+    // ended, for a terminal reason or by disconnect(), so a run of it is never left to a later one.
+    if (seen.state === 'terminated' || seen.state === 'stopped') void this.#runs?.abortPrincipal(this.#agentId, this.lastDisconnectReason)
     if (this.watchers !== null) for (const watcher of [...this.watchers]) watcher(seen)
     this.emitter.emit('state', { state: seen.state, previous })
   }

@@ -25,7 +25,7 @@ export interface AgentAborted {
   reason: DisconnectReason | null
   /** What the hook threw, or that it timed out, for `failed`. */
   error: string | null
-  /** Milliseconds since the Unix epoch. */
+  /** When the run's hook settled, on the supervisor's `now` clock: milliseconds since the Unix epoch by default; the simulator's supervisor reads its own (milliseconds since it started, as all its records). */
   at: number
 }
 
@@ -62,7 +62,13 @@ export class RunSupervisor {
   private readonly hookTimeoutMs: number
   private readonly now: () => number
 
+  /**
+   * @throws {TypeError} when `options` is not an object or `now` is not a function.
+   * @throws {RangeError} for a `hookTimeoutMs` that is not a whole number of milliseconds in [0, 2^31-1].
+   */
   constructor(options: RunSupervisorOptions = {}) {
+    if (options === null || typeof options !== 'object') throw new TypeError(`RunSupervisor options must be an object, got ${options === null ? 'null' : typeof options}`)
+    if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError(`RunSupervisor now must be a function returning milliseconds, got ${typeof options.now}`)
     this.hookTimeoutMs = options.hookTimeoutMs ?? 5_000
     if (!Number.isInteger(this.hookTimeoutMs) || this.hookTimeoutMs < 0 || this.hookTimeoutMs > 2 ** 31 - 1) {
       throw new RangeError(`hookTimeoutMs must be a whole number of milliseconds in [0, 2^31-1], got ${String(options.hookTimeoutMs)}`)

@@ -18,8 +18,13 @@ export type { MetricsOptions } from './prometheus.js'
 /** What {@link linkMetrics} returns. */
 export interface LinkMetrics {
   registry: Registry
-  /** Stops following the link; its series stay registered with their last values (connected time stops growing). */
-  stop(): void
+  /**
+   * Stops following the link. Its series stay registered with their last values (connected time
+   * stops growing), and following it again under the same label continues them; with
+   * `{ forget: true }` they are removed instead (and its connected time forgotten), so a host that
+   * follows a link per short-lived agent keeps a bounded number of series.
+   */
+  stop(options?: { forget?: boolean }): void
 }
 
 /** One followed link's connected-time bookkeeping. */
@@ -32,22 +37,30 @@ interface Follower {
   /** Seconds already added to the counter. */
   reported: number
   active: boolean
+  /** Reason kinds this label's reconnects were counted under (its series, for `forget`). */
+  reasons: Set<string>
 }
 
 /** The link metrics of one registry and prefix, shared by every link followed into it. */
 interface Shared {
   state: Gauge<'link' | 'state'>
   reconnects: Counter<'link' | 'reason'>
+  connected: Counter<'link'>
   followers: Map<string, Follower>
 }
 
 const SHARED = new WeakMap<Registry, Map<string, Shared>>()
 
+/**
+ * The link metrics of `registry` under `prefix`, made on first use. A registry cleared since
+ * (`registry.clear()`, a common test teardown) no longer holds them: they are made again, so the
+ * links followed after the clear are exported (links followed before it are not: follow them again).
+ */
 function sharedMetrics(registry: Registry, prefix: string): Shared {
   let byPrefix = SHARED.get(registry)
   if (!byPrefix) SHARED.set(registry, (byPrefix = new Map()))
   const existing = byPrefix.get(prefix)
-  if (existing) return existing
+  if (existing && registry.getSingleMetric(`${prefix}link_state`) === existing.state) return existing
   const followers = new Map<string, Follower>()
   const shared: Shared = {
     followers,
@@ -58,8 +71,9 @@ function sharedMetrics(registry: Registry, prefix: string): Shared {
       labelNames: ['link', 'reason'] as const,
       registers: [registry],
     }),
+    connected: null as unknown as Counter<'link'>,
   }
-  new Counter({
+  shared.connected = new Counter({
     name: `${prefix}link_connected_seconds_total`,
     help: 'Seconds the link spent connected.',
     labelNames: ['link'] as const,
@@ -94,7 +108,7 @@ export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => 
   const shared = sharedMetrics(registry, prefix)
   const previous = shared.followers.get(label)
   if (previous?.active) throw new RangeError(`a link labelled ${JSON.stringify(label)} is already followed into this registry; pass options.label`)
-  const follower: Follower = previous ?? { now, accumulated: 0, since: null, reported: 0, active: true }
+  const follower: Follower = previous ?? { now, accumulated: 0, since: null, reported: 0, active: true, reasons: new Set() }
   follower.now = now
   follower.active = true
   follower.since = link.state === 'connected' ? now() : null
@@ -112,17 +126,25 @@ export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => 
     }
   })
   const offLoss = link.on('disconnected', (e) => {
-    if (e.outcome === 'reconnect') shared.reconnects.inc({ link: label, reason: e.reason.kind })
+    if (e.outcome !== 'reconnect') return
+    follower.reasons.add(e.reason.kind)
+    shared.reconnects.inc({ link: label, reason: e.reason.kind })
   })
   return {
     registry,
-    stop() {
-      if (!follower.active) return
-      offState()
-      offLoss()
-      if (follower.since !== null) follower.accumulated += now() - follower.since
-      follower.since = null
-      follower.active = false
+    stop(stopOptions = {}) {
+      if (follower.active) {
+        offState()
+        offLoss()
+        if (follower.since !== null) follower.accumulated += now() - follower.since
+        follower.since = null
+        follower.active = false
+      }
+      if (stopOptions.forget !== true || shared.followers.get(label) !== follower) return
+      shared.followers.delete(label)
+      for (const state of LINK_STATES) shared.state.remove({ link: label, state })
+      for (const reason of follower.reasons) shared.reconnects.remove({ link: label, reason })
+      shared.connected.remove({ link: label })
     },
   }
 }

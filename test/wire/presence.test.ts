@@ -10,6 +10,7 @@ import { Counter, Gauge, Registry } from 'prom-client'
 import WebSocket from 'ws'
 import { linkMetrics } from '../../src/node/metrics.js'
 import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
+import { RunSupervisor } from '../../src/runs.js'
 import { next, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
@@ -167,6 +168,33 @@ describe('presence on the simulator', () => {
     expect(crossings(sim)).toEqual(['first-connected'])
   })
 
+  it('waitFor hears a last-disconnected that a grace window ends (a timer, no socket event), without waiting for a slow abort hook; each abort is reported as its hook settles; records share the time base', async () => {
+    const sim = await world().sim({ presence: { graceWindowMs: 100 } })
+    const link = world().link(sim)
+    await link.connect()
+    let releaseSlow!: () => void
+    const slowHook = new Promise<void>((resolve) => (releaseSlow = resolve))
+    sim.runs.startRun('agent-1', 'r-slow', { onAbort: () => slowHook })
+    sim.runs.startRun('agent-1', 'r-fast')
+    await link.disconnect()
+    // Resolves on the crossing itself: the slow hook is still pending (and would be for 5 s).
+    await sim.waitFor(() => sim.presence.some((p) => p.kind === 'last-disconnected'), { timeoutMs: 2_000, what: 'last-disconnected' })
+    await sim.waitFor(() => sim.aborts.some((a) => a.runId === 'r-fast'), { timeoutMs: 2_000, what: 'the fast run\'s report' })
+    expect(sim.aborts.map((a) => a.runId)).toEqual(['r-fast'])
+    releaseSlow()
+    await sim.waitFor(() => sim.aborts.length === 2, { what: 'the slow run\'s report' })
+    // Every record's at is milliseconds since the simulator started, on one clock.
+    const opened = sim.accepted('agent-1')[0]!.openedAt
+    const [first, last] = sim.presence
+    expect(first!.at).toBeGreaterThanOrEqual(opened)
+    expect(last!.at).toBeGreaterThanOrEqual(first!.at)
+    expect(last!.at).toBeLessThanOrEqual(sim.now())
+    for (const report of sim.aborts) {
+      expect(report.at).toBeGreaterThanOrEqual(last!.at)
+      expect(report.at).toBeLessThanOrEqual(sim.now())
+    }
+  })
+
   it('stopping the simulator ends an open grace window: last-disconnected reported, runs aborted, metric counted', async () => {
     const sim = await startSimulator({ agents: { 'agent-1': 'key-1' }, presence: { graceWindowMs: 60_000 } })
     const link = world().link(sim)
@@ -287,6 +315,67 @@ describe('presence on the simulator', () => {
     expect(sim.aborts[0]!.outcome).toBe('aborted')
     expect(parseMetrics(await sim.metrics.registry.metrics()).get('phoenix_link_principal_disconnects_total{reason="dropped"}')).toBe(1)
     await link.disconnect()
+  })
+})
+
+describe('the simulator as a test scripts it', () => {
+  it('freeze() and its thaw leave what the test set up: a socket it stalled stays stalled, upgrades its own hold holds stay held; the ones the freeze held are answered', async () => {
+    const sim = await world().sim({ agents: 'any' })
+    const stalledLink = world().link(sim, { agentId: 'stalled-1', apiKey: 'k' })
+    await stalledLink.connect()
+    const stalled = sim.live('stalled-1')[0]!
+    sim.stall(stalled)
+    const release = sim.holdUpgrades(/^held-/)
+    const thaw = sim.freeze()
+    const free = world().link(sim, { agentId: 'free-1', apiKey: 'k' })
+    const held = world().link(sim, { agentId: 'held-1', apiKey: 'k' })
+    const freeConnected = free.connect()
+    let heldConnected = false
+    const heldConnect = held.connect().then(() => (heldConnected = true))
+    await sim.waitFor(() => sim.heldUpgrades === 2, { what: 'both upgrades held' })
+    thaw()
+    await freeConnected
+    expect(stalled.stalled).toBe(true)
+    expect(sim.heldUpgradesOf('held-1')).toBe(1)
+    expect(heldConnected).toBe(false)
+    // The test's own hold ends when the test says so.
+    release()
+    await heldConnect
+    expect(sim.heldUpgrades).toBe(0)
+    stalled.resume()
+  })
+
+  it('the joins count of /admin/wait counts every phx_join received, whatever recordLimit keeps', async () => {
+    const sim = await world().sim({ recordLimit: 0 })
+    const link = world().link(sim)
+    await link.connect()
+    await link.channel('room:1').joined()
+    const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+    const response = await fetch(`${http}/admin/wait`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ until: 'joins', agent: 'agent-1', atLeast: 2, timeoutMs: 1000 }) })
+    expect(response.status).toBe(200)
+    expect(await response.json()).toMatchObject({ count: 2 })
+    expect(sim.accepted('agent-1')[0]!.frames).toEqual([])
+    expect(sim.accepted('agent-1')[0]!.joins).toBe(2)
+  })
+
+  it('options that would misbehave silently are refused, naming the option; so are a waitFor timeout a timer cannot take and a run supervisor clock that is not a function', async () => {
+    for (const [options, message] of [
+      [{ eventStreamKeepAliveMs: 0 }, /eventStreamKeepAliveMs must be a whole number in \[1, 2\^31-1\], got 0/],
+      [{ eventStreamKeepAliveMs: Number.NaN }, /eventStreamKeepAliveMs must be a whole number/],
+      [{ recordLimit: 'x' }, /recordLimit must be a whole number in \[0, /],
+      [{ supersedeCooldownMs: -1 }, /supersedeCooldownMs must be a whole number/],
+      [{ maxFrameBytes: 0 }, /maxFrameBytes must be a whole number in \[1, /],
+      [{ supersedeRetryAfterS: Number.POSITIVE_INFINITY }, /supersedeRetryAfterS must be a finite number of seconds >= 0/],
+      [{ metrics: null }, /metrics must be an object of options, got null/],
+      [{ runs: { now: 'Date.now' } }, /RunSupervisor now must be a function/],
+    ] as const) {
+      await expect(startSimulator(options as never)).rejects.toThrow(message)
+    }
+    expect(() => new RunSupervisor(null as never)).toThrow(new TypeError('RunSupervisor options must be an object, got null'))
+    const sim = await world().sim()
+    for (const timeoutMs of [Number.POSITIVE_INFINITY, 2 ** 31, -1, Number.NaN, 1.5]) {
+      await expect(sim.waitFor(() => false, { timeoutMs })).rejects.toThrow(/waitFor timeoutMs must be a whole number of milliseconds in \[0, 2\^31-1\]/)
+    }
   })
 })
 
@@ -467,6 +556,33 @@ describe('the link\'s metrics and run signals', () => {
     expect(() => linkMetrics(link, { prefix: '9bad' })).toThrow(/prefix/)
   })
 
+  it('a registry cleared (a test teardown) exports the links followed after the clear; stop({ forget: true }) removes a link\'s series', async () => {
+    const sim = await world().sim()
+    const registry = new Registry()
+    const a = world().link(sim)
+    linkMetrics(a, { registry }).stop()
+    registry.clear()
+    const b = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
+    const mb = linkMetrics(b, { registry })
+    await b.connect()
+    const back = next(b, 'reconnected')
+    sim.close({ agent: 'agent-2' }, 1011)
+    await back
+    let parsed = parseMetrics(await registry.metrics())
+    expect(parsed.get('phoenix_link_link_state{link="agent-2",state="connected"}')).toBe(1)
+    expect(parsed.get('phoenix_link_link_reconnects_total{link="agent-2",reason="closed"}')).toBe(1)
+    expect(parsed.has('phoenix_link_link_connected_seconds_total{link="agent-2"}')).toBe(true)
+    mb.stop({ forget: true })
+    parsed = parseMetrics(await registry.metrics())
+    expect([...parsed.keys()].filter((key) => key.includes('agent-2'))).toEqual([])
+    // Followed again, it starts from nothing.
+    const again = linkMetrics(b, { registry })
+    parsed = parseMetrics(await registry.metrics())
+    expect(parsed.get('phoenix_link_link_state{link="agent-2",state="connected"}')).toBe(1)
+    expect(parsed.has('phoenix_link_link_reconnects_total{link="agent-2",reason="closed"}')).toBe(false)
+    again.stop()
+  })
+
   it('several links share one registry, each under its own link label; a label in use is refused', async () => {
     const sim = await world().sim()
     const registry = new Registry()
@@ -484,6 +600,27 @@ describe('the link\'s metrics and run signals', () => {
     expect(parseMetrics(await registry.metrics()).get('phoenix_link_link_state{link="agent-1",state="connected"}')).toBe(1)
     again.stop()
     mb.stop()
+  })
+
+  it('link.runSignal() aborts when disconnect() stops the session (graceful), so no later session can abort it with its own reason', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const signal = link.runSignal('work-1')
+    const reports: string[] = []
+    link.runs.onAborted((report) => reports.push(`${report.runId}:${report.reason?.kind}`))
+    await link.disconnect()
+    await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve())))
+    expect(signal.reason).toMatchObject({ kind: 'graceful' })
+    expect(link.runs.inFlight('agent-1')).toEqual([])
+    // The next session: its supersede aborts only its own run, and the id is free again.
+    await link.connect()
+    const second = link.runSignal('work-1')
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    await new Promise<void>((resolve) => (second.aborted ? resolve() : second.addEventListener('abort', () => resolve())))
+    expect(reports).toEqual(['work-1:graceful', 'work-1:superseded'])
   })
 
   it('link.runSignal() aborts when the session ends for good, not on a reconnect', async () => {

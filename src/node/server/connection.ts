@@ -99,6 +99,8 @@ export class SimConnection {
   readonly frames: RecordedFrame[] = []
   /** Heartbeats answered. */
   heartbeats = 0
+  /** phx_join frames received, every one (the frame record keeps only the most recent `recordLimit` frames). */
+  joins = 0
   /** Inbound frames that could not be decoded, with why. */
   readonly problems: string[] = []
 

@@ -210,7 +210,7 @@ function count(sim: PlatformSimulator, what: z.infer<typeof WaitCondition>, agen
     case 'joined':
       return sim.live(agent).reduce((n, c) => n + c.channels.size, 0)
     case 'joins':
-      return sim.accepted(agent).reduce((n, c) => n + c.frames.filter((f) => f.dir === 'in' && f.frame?.event === 'phx_join').length, 0)
+      return sim.accepted(agent).reduce((n, c) => n + c.joins, 0)
   }
 }
 

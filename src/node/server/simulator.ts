@@ -228,6 +228,9 @@ function httpDate(): string {
  * // ... createLink({ url: sim.url, agentId: 'agent-1', apiKey: 'key-1' }) ...
  * await sim.stop()
  * @throws {Error} (rejects) when the port cannot be bound.
+ * @throws {RangeError} (rejects) for an option out of range (a numeric option that is not a whole
+ *   number in its range, an unknown flavor or rejectMode), naming it.
+ * @throws {TypeError} (rejects) when `presence`, `runs` or `metrics` is not an object.
  */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<PlatformSimulator> {
   const sim = new PlatformSimulator(options)
@@ -335,13 +338,35 @@ export class PlatformSimulator extends EventEmitter {
     if (idle !== null && !(Number.isInteger(idle) && idle >= 1 && idle <= 2 ** 31 - 1)) {
       throw new RangeError(`idleTimeoutMs must be null or a whole number of milliseconds in [1, 2^31-1], got ${String(idle)}`)
     }
+    // Numbers a typo or a unit slip would turn into a silent misbehaviour (a keep-alive comment every
+    // tick, a frame record that never caps) are refused here, naming the option.
+    const whole = (name: keyof SimulatorOptions, value: unknown, min: number, max: number) => {
+      if (!(Number.isInteger(value) && (value as number) >= min && (value as number) <= max)) {
+        throw new RangeError(`${name} must be a whole number in [${min}, ${max === 2 ** 31 - 1 ? '2^31-1' : max}], got ${String(value)}`)
+      }
+    }
+    whole('supersedeCooldownMs', this.options.supersedeCooldownMs, 0, 2 ** 31 - 1)
+    whole('recordLimit', this.options.recordLimit, 0, Number.MAX_SAFE_INTEGER)
+    whole('maxFrameBytes', this.options.maxFrameBytes, 1, Number.MAX_SAFE_INTEGER)
+    whole('eventStreamKeepAliveMs', this.options.eventStreamKeepAliveMs, 1, 2 ** 31 - 1)
+    const retryAfter = this.options.supersedeRetryAfterS
+    if (!(typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0)) {
+      throw new RangeError(`supersedeRetryAfterS must be a finite number of seconds >= 0, got ${String(retryAfter)}`)
+    }
+    for (const name of ['presence', 'runs', 'metrics'] as const) {
+      const value = options[name]
+      if (value !== undefined && (value === null || typeof value !== 'object')) throw new TypeError(`${name} must be an object of options, got ${value === null ? 'null' : typeof value}`)
+    }
     const flavor = SERVER_FLAVORS[this.options.flavor]
     if (!flavor) throw new RangeError(`unknown flavor ${String(options.flavor)}; use one of ${Object.keys(SERVER_FLAVORS).join(', ')}`)
     this.flavor = flavor
     // The host's logger, called as the link calls it (pino's `(fields, message)`, the console's
     // `(message, fields)`); it runs inside socket and presence callbacks, so its errors are swallowed.
     this.logger = redacting(options.logger, () => [])
-    this.runs = new RunSupervisor(options.runs)
+    // Abort reports on the records' time base (milliseconds since start) unless the host gives a clock.
+    this.runs = new RunSupervisor({ now: () => this.now(), ...options.runs })
+    // Each report is recorded as its run's hook settles, not once the slowest of its principal's has.
+    this.runs.onAborted((report) => this.recordAbort(report))
     this.metrics = new ServerMetrics(options.metrics)
     this.tracker = new PresenceTracker((crossing) => this.onCrossing(crossing), options.presence, (what) => this.logger.warn('presence ignored', { what }))
     this.admin = new AdminApi({
@@ -613,12 +638,17 @@ export class PlatformSimulator extends EventEmitter {
    * (heartbeats included), and every upgrade is held unanswered. The returned thaw (SIGCONT)
    * reads again: what clients sent meanwhile (their close frames) is handled first, on this turn
    * of the event loop's reads, and the held upgrades are answered just after (so a client's new
-   * socket does not supersede its old one whose close is still unread).
+   * socket does not supersede its old one whose close is still unread). What the test set up
+   * before the freeze stays: a socket it stalled stays stalled, and an upgrade its
+   * {@link holdUpgrades} holds stays held (the thaw answers only those the freeze alone held).
    */
   freeze(): () => void {
-    const frozen = this.live()
+    const frozen = this.live().filter((c) => !c.stalled)
     for (const c of frozen) this.stallOne(c)
-    const release = this.holdUpgrades()
+    // The test's own hold, if any, comes back at the thaw; meanwhile every upgrade is held.
+    const before = this.held === null ? null : { match: this.holdMatch }
+    this.held ??= []
+    this.holdMatch = null
     return () => {
       for (const c of frozen) {
         c.resume()
@@ -627,7 +657,12 @@ export class PlatformSimulator extends EventEmitter {
       this.changed()
       // After the poll phase that reads what the resumed sockets have buffered.
       setImmediate(() => {
-        release()
+        const held = this.held ?? []
+        if (before === null) this.held = null
+        else this.holdMatch = before.match
+        const answered = before === null ? held.splice(0) : held.filter((h) => before.match !== null && !before.match.test(h.agentId ?? ''))
+        if (this.held !== null) this.held = held.filter((h) => !answered.includes(h))
+        for (const { answer } of answered) answer()
         this.changed()
       })
     }
@@ -742,6 +777,7 @@ export class PlatformSimulator extends EventEmitter {
    * client's side, wait on the link (`link.whenState()`, `link.once()`).
    *
    * @throws {Error} (rejects) naming `what` when `timeoutMs` passes first, or with what `check` threw.
+   * @throws {RangeError} (rejects) for a `timeoutMs` that is not a whole number of milliseconds in [0, 2^31-1].
    */
   waitFor(check: () => boolean, options: { timeoutMs?: number; what?: string } = {}): Promise<void> {
     try {
@@ -750,6 +786,9 @@ export class PlatformSimulator extends EventEmitter {
       return Promise.reject(error)
     }
     const timeoutMs = options.timeoutMs ?? 5000
+    if (!(Number.isInteger(timeoutMs) && timeoutMs >= 0 && timeoutMs <= 2 ** 31 - 1)) {
+      return Promise.reject(new RangeError(`waitFor timeoutMs must be a whole number of milliseconds in [0, 2^31-1], got ${String(timeoutMs)}`))
+    }
     return new Promise((resolve, reject) => {
       const onChange = () => {
         let done: boolean
@@ -863,21 +902,25 @@ export class PlatformSimulator extends EventEmitter {
     if (crossing.kind === 'last-disconnected') {
       this.metrics.principalDisconnects.inc({ reason: crossing.reason?.kind ?? 'unknown' })
       // No connection of this principal is left: nobody will receive its runs' results.
-      const round = this.runs.abortPrincipal(crossing.principal, crossing.reason).then((reports) => {
-        for (const report of reports) {
-          this.aborts.push(report)
-          this.metrics.agentAborts.inc({ outcome: report.outcome })
-          this.admin.publish('agent-aborted', report)
-          this.logger.info('agent aborted', { principal: report.principal, runId: report.runId, outcome: report.outcome })
-          this.emitSafely('agent-aborted', report)
-        }
+      const round = this.runs.abortPrincipal(crossing.principal, crossing.reason).then(() => {
         this.abortsInFlight.delete(round)
-        this.changed()
       })
       this.abortsInFlight.add(round)
     }
     this.logger.info('presence', { principal: crossing.principal, kind: crossing.kind, reason: crossing.reason?.kind })
     this.emitSafely('presence', crossing)
+    // A crossing is a record too (a grace window's end comes from a timer, with no socket event): waits re-check.
+    this.changed()
+  }
+
+  /** An abort report of the simulator's run supervisor: recorded, counted, published, told. */
+  private recordAbort(report: AgentAborted): void {
+    this.aborts.push(report)
+    this.metrics.agentAborts.inc({ outcome: report.outcome })
+    this.admin.publish('agent-aborted', report)
+    this.logger.info('agent aborted', { principal: report.principal, runId: report.runId, outcome: report.outcome })
+    this.emitSafely('agent-aborted', report)
+    this.changed()
   }
 
   /** Emits to the host's listeners; a listener that throws is logged, never thrown into the simulator. */
@@ -1177,12 +1220,12 @@ export class PlatformSimulator extends EventEmitter {
       connection.channels.clear()
       this.logger.info('socket closed', { socket: connection.id, code })
       this.metrics.activeConnections.dec()
-      this.tracker.closed(agentId, connection.id, this.reasonOf(connection), Date.now())
+      this.tracker.closed(agentId, connection.id, this.reasonOf(connection), this.now())
       this.emitSafely('closed', connection)
       this.changed()
     })
     this.metrics.activeConnections.inc()
-    this.tracker.opened(agentId, connection.id, Date.now())
+    this.tracker.opened(agentId, connection.id, this.now())
     this.armIdle(connection)
     // A second socket with the same key supersedes the older ones: push first, then close.
     for (const old of older) this.supersedeOne(old, undefined, undefined)
@@ -1296,7 +1339,10 @@ export class PlatformSimulator extends EventEmitter {
       this.reply(c, frame, 'ok', {}, null)
       return
     }
-    if (frame.event === CHANNEL_EVENTS.join) return this.join(c, frame)
+    if (frame.event === CHANNEL_EVENTS.join) {
+      c.joins++
+      return this.join(c, frame)
+    }
     const channel = c.channels.get(frame.topic)
     if (frame.event === CHANNEL_EVENTS.leave) {
       if (!channel) return this.reply(c, frame, 'ok', {})
