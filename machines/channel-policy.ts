@@ -31,6 +31,12 @@ export const DEFAULT_CHANNEL_POLICY = {
    * dropped. @default 1000
    */
   leaveTimeoutMs: 1_000,
+  /**
+   * Cap on the `retry_after` of a join refused for a cause that passes (rate_limited): the rejoin
+   * waits at least that long, up to this. @default 300000 — five minutes, as the reconnect
+   * policy's `maxRetryAfterMs`: a hostile retry_after must not park a channel for a day.
+   */
+  maxRetryAfterMs: 300_000,
 }
 
 /** App channel policy; see {@link DEFAULT_CHANNEL_POLICY}. */

@@ -5,7 +5,8 @@
  *   detached --transport.up--> attached.live.joining --joinOk--> attached.live.joined
  *   joined --phx_error--> attached.errored --after rejoinDelay--> live.joining (fresh join_ref)
  *   joining --join timeout--> errored (kept: retried on this transport and every later one)
- *   joining --join error--> dropped (final, typed reason);  joined --phx_close--> dropped
+ *   joining --join error--> dropped (final, typed reason), or errored when the refusal passes
+ *     (rate_limited, join crashed: rejoined no sooner than its retry_after);  joined --phx_close--> dropped
  *   any --transport.down--> detached;  joining | joined --host leave--> leaving --> left (final)
  *   detached | errored --host leave--> left (nothing of it is on the server; a timed-out join was left by the adapter)
  *
@@ -110,6 +111,15 @@ export const channelMachine = setup({
      * apart. Named only on adapter events, which all carry an AttachOrigin.
      */
     isCurrentAttempt: ({ context, event }) => (event as unknown as AttachOrigin).attachId === context.attachId,
+    /**
+     * The current attempt's join was refused for a cause that passes (`rejected` and retryable:
+     * rate_limited, too_many_requests, join crashed: src/reasons.ts JOIN_ERRORS). Any other
+     * refusal (unauthorized, an unlisted app reason) is about who may join: the channel is dropped.
+     */
+    isCurrentRetryableRefusal: ({ context, event }) => {
+      const { attachId, reason } = event as unknown as AttachOrigin & { reason: ReasonLike }
+      return attachId === context.attachId && reason.kind === 'rejected' && reason.retryable === true
+    },
   },
   actions: {
     attach: assign({ generation: ({ event }) => (event as Extract<ChannelEvent, { type: 'transport.up' }>).generation }),
@@ -167,7 +177,9 @@ export const channelMachine = setup({
   delays: {
     joinTimeout: ({ context }) => context.policy.joinTimeoutMs,
     leaveTimeout: ({ context }) => context.policy.leaveTimeoutMs,
-    rejoinDelay: ({ context }) => rejoinDelayMs(context.policy, context.rejoins, context.env.random()),
+    // A join refused with a retry_after waits at least that long (capped by maxRetryAfterMs).
+    rejoinDelay: ({ context }) =>
+      Math.max(rejoinDelayMs(context.policy, context.rejoins, context.env.random()), Math.min(context.reason?.retryAfterMs ?? 0, context.policy.maxRetryAfterMs)),
     rejoinStableAfter: ({ context }) => context.policy.rejoinStableAfterMs,
   },
 }).createMachine({
@@ -205,11 +217,15 @@ export const channelMachine = setup({
             joining: {
               on: {
                 'channel.joinOk': { guard: 'isCurrentAttempt', target: 'joined', actions: ['clearReason', 'reportJoined'] },
-                'channel.joinError': {
-                  guard: 'isCurrentAttempt',
-                  target: '#channel.dropped',
-                  actions: ['recordEventReason', 'reportDropped'],
-                },
+                'channel.joinError': [
+                  {
+                    guard: 'isCurrentRetryableRefusal',
+                    target: '#channel.attached.errored',
+                    actions: ['recordEventReason', 'reportErrored'],
+                    meta: { rule: 'retryable-join-refusal-rejoins' },
+                  },
+                  { guard: 'isCurrentAttempt', target: '#channel.dropped', actions: ['recordEventReason', 'reportDropped'] },
+                ],
                 'channel.attachFailed': {
                   guard: 'isCurrentAttempt',
                   target: '#channel.attached.errored',
@@ -252,7 +268,7 @@ export const channelMachine = setup({
         },
         /** phx_error or a join timeout: rejoin on this transport after a delay. */
         errored: {
-          description: 'phx_error or a join timeout: rejoin on this transport after a delay.',
+          description: 'phx_error, a join timeout or a refusal that passes: rejoin on this transport after a delay.',
           entry: 'countRejoin',
           after: { rejoinDelay: { target: 'live' } },
         },

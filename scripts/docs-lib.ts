@@ -187,7 +187,14 @@ export function renderReasons(): string {
   const retryable = (r: { cause: string; retryable: boolean }) =>
     r.retryable ? 'yes, after Retry-After' : r.cause === 'conflict' ? 'no; yes within `conflictRetryWindowMs` of losing or closing a socket of the link that the server had accepted, joined or not (our own socket may still be held)' : 'no'
   parts.push(table(['status', 'reason kind', 'retryable'], Object.entries(UPGRADE_STATUSES).map(([s, r]) => [s, `rejected (${r.cause})`, retryable(r)])), '')
-  parts.push('## Control channel join errors (`response.reason`)', '', 'Unlisted reasons are `other`: retried with backoff up to the reconnect policy\'s `maxDelayMs`. A refused join never counts toward the rapid-disconnect limit (only a socket the server accepted and then closed does), so a server that refuses for ever is asked once per `maxDelayMs` for ever, or until `maxAttempts`.', '')
+  parts.push(
+    '## Join errors (`response.reason`)',
+    '',
+    'Control channel: unlisted reasons are `other`: retried with backoff up to the reconnect policy\'s `maxDelayMs`. A refused join never counts toward the rapid-disconnect limit (only a socket the server accepted and then closed does), so a server that refuses for ever is asked once per `maxDelayMs` for ever, or until `maxAttempts`.',
+    '',
+    'App channels: a refusal whose row says retryable keeps the channel (`errored`, rejoined on the same socket with the rejoin backoff, no sooner than `retry_after`, capped by `channel.maxRetryAfterMs`); any other refusal, unlisted reasons (`other`) included, drops it (rule `retryable-join-refusal-rejoins`).',
+    '',
+  )
   parts.push(table(['reason', 'reason kind', 'retryable'], Object.entries(JOIN_ERRORS).map(([s, r]) => [`\`${s}\``, `rejected (${r.cause})`, r.retryable ? 'yes' : 'no'])), '')
   parts.push(
     '## Other sources',

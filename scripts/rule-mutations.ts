@@ -70,6 +70,13 @@ const MUTATIONS: RuleMutation[] = [
     to: "{ guard: 'isRapidLimitReached', target: 'gaveUp', actions: 'reportRapidGiveUp' },",
   },
   {
+    rule: 'retryable-join-refusal-rejoins',
+    how: 'every refused join drops the channel, whatever its cause',
+    file: 'machines/channel.ts',
+    from: "guard: 'isCurrentRetryableRefusal',",
+    to: "guard: ({ context }) => context.attachId < 0,",
+  },
+  {
     rule: 'leave-leaves-the-server',
     how: 'a join forgotten unanswered (timed out, or left while pending) is not left on the wire',
     file: 'src/adapter/phoenix-adapter.ts',

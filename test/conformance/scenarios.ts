@@ -356,6 +356,20 @@ export function conformance(factory: PeerFactory): void {
         expect(link.state).toBe('connected')
       })
 
+      it('a join refused for a cause that passes ("join crashed") keeps the channel: rejoined on the same socket and joined; the link stays', async () => {
+        const { agent, link, socket } = await connected()
+        const topic = `room:${agent.id}-crashy`
+        await peer.joinOutcome(topic, 'error', { reason: 'join crashed' }, 1)
+        const room = link.channel(topic)
+        const errored = new Promise<unknown>((resolve) => room.onStatus((status, reason) => status === 'errored' && resolve(reason)))
+        expect(await errored).toMatchObject({ kind: 'rejected', cause: 'unavailable', phase: 'join', retryable: true })
+        await channelStatus(room, 'joined')
+        await peer.until(async () => (await peer.joins(agent, topic)).length === 1, 'the accepted rejoin')
+        expect((await peer.joins(agent, topic)).map((j) => j.socket)).toEqual([socket])
+        expect(link.state).toBe('connected')
+        expect(scene().seen(link, 'disconnected')).toEqual([])
+      })
+
       it('phx_error on the control channel rejoins it on the same socket; the link is not lost and its app channels stay (scenario 34)', async () => {
         const { agent, link, socket } = await connected()
         const room = link.channel(`room:${agent.id}`)

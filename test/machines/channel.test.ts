@@ -107,6 +107,34 @@ describe('channel chart', () => {
     h.stop()
   })
 
+  it('a join refused for a cause that passes (rate_limited, join crashed) is rejoined, no sooner than its retry_after (capped by maxRetryAfterMs); an unlisted reason drops it', () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 1 })
+    h.send({ type: 'channel.joinError', reason: classifyJoinError({ reason: 'rate_limited', retry_after: 3 }, 1, 0), ...h.current() })
+    expect(h.reports().at(-1)).toMatchObject({ status: 'errored', reason: { kind: 'rejected', cause: 'rate-limited', retryAfterMs: 3000 } })
+    expect(h.attempts[0]!.stopped).toBe(true)
+    // The backoff alone would rejoin after 750 ms (random 0.5); the retry_after holds it to 3 s.
+    h.clock.increment(2_999)
+    expect(h.attempts).toHaveLength(1)
+    h.clock.increment(1)
+    expect(h.attempts).toHaveLength(2)
+    h.send({ type: 'channel.joinError', reason: classifyJoinError({ reason: 'join crashed' }, 1, 0), ...h.current() })
+    expect(h.reports().at(-1)).toMatchObject({ status: 'errored', reason: { kind: 'rejected', cause: 'unavailable' } })
+    // No retry_after: the backoff, second in a row (ceiling 2000, drawn 1500).
+    h.clock.increment(1_500)
+    expect(h.attempts).toHaveLength(3)
+    // A day's retry_after waits maxRetryAfterMs.
+    h.send({ type: 'channel.joinError', reason: classifyJoinError({ reason: 'rate_limited', retry_after: 86_400 }, 1, 0), ...h.current() })
+    h.clock.increment(DEFAULT_CHANNEL_POLICY.maxRetryAfterMs - 1)
+    expect(h.attempts).toHaveLength(3)
+    h.clock.increment(1)
+    expect(h.attempts).toHaveLength(4)
+    h.send({ type: 'channel.joinError', reason: classifyJoinError({ reason: 'not a member' }, 1, 0), ...h.current() })
+    expect(h.reports().at(-1)).toMatchObject({ status: 'dropped', reason: { kind: 'other' } })
+    expect(h.child().status).toBe('done')
+    h.stop()
+  })
+
   it('drops the channel on phx_close', () => {
     const h = harness()
     h.send({ type: 'transport.up', generation: 1 })

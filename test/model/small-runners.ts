@@ -42,6 +42,7 @@ export function channelRule(stimulus: string, before: ChannelExpectation, after:
       return v === '"dropped"' ? null : `phx_close drops the channel, got ${v}`
     case 'phx_error':
     case 'join timeout':
+    case 'join crashed':
     case 'params throw':
       return v.includes('errored') ? null : `${stimulus} keeps the channel and rejoins, got ${v}`
     case 'transport down':
@@ -155,6 +156,9 @@ async function applyChannel(
       return
     case 'join refused':
       sim.answerHeldJoin(topic, { reply: 'error', response: { reason: 'unauthorized' } }, await fresh())
+      return
+    case 'join crashed':
+      sim.answerHeldJoin(topic, { reply: 'error', response: { reason: 'join crashed' } }, await fresh())
       return
     case 'params throw':
       return

@@ -27,6 +27,23 @@ describe('app channels', () => {
     await expect(a.push('x', {})).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
   })
 
+  it('a join refused for a cause that passes (rate_limited with retry_after) keeps the channel: rejoined on the same socket no sooner than retry_after, then joined', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:busy', { reply: 'error', response: { reason: 'rate_limited', retry_after: 0.3 } }, 1)
+    const link = world().link(sim, { policy: { channel: { rejoinInitialDelayMs: 10, rejoinMaxDelayMs: 20 } } })
+    await link.connect()
+    const errored = next(link, 'channel', { filter: (e) => e.topic === 'room:busy' && e.status === 'errored' })
+    const room = link.channel('room:busy')
+    expect((await errored).reason).toMatchObject({ kind: 'rejected', cause: 'rate-limited', phase: 'join', retryable: true, retryAfterMs: 300 })
+    await room.joined({ signal: AbortSignal.timeout(4000) })
+    const joins = framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:busy')
+    expect(joins).toHaveLength(2)
+    // The frames' `at` is the simulator's clock: the rejoin came after the retry_after, not the 10-20 ms backoff.
+    const times = sim.live('agent-1')[0]!.frames.filter((f) => f.dir === 'in' && f.frame?.event === 'phx_join' && f.frame.topic === 'room:busy').map((f) => f.at)
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(295)
+    expect(link.state).toBe('connected')
+  })
+
   it('a join timeout keeps the channel and retries it (scenario 32)', async () => {
     const sim = await world().sim()
     sim.onJoin('room:slow', { reply: 'none' }, 1)

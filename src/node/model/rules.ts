@@ -61,6 +61,14 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
     ],
   },
   {
+    id: 'retryable-join-refusal-rejoins',
+    rule: 'An app channel whose join is refused for a cause that passes (rate_limited, too_many_requests, join crashed) is kept: rejoined on the same socket with the rejoin backoff, no sooner than the refusal\'s retry_after. Any other refusal (unauthorized, an unlisted reason) drops the channel with its typed reason.',
+    tests: [
+      ['test/machines/channel.test.ts', 'a join refused for a cause that passes (rate_limited, join crashed) is rejoined, no sooner than its retry_after (capped by maxRetryAfterMs); an unlisted reason drops it'],
+      ['test/wire/channels.test.ts', 'a join refused for a cause that passes (rate_limited with retry_after) keeps the channel: rejoined on the same socket no sooner than retry_after, then joined'],
+    ],
+  },
+  {
     id: 'suspend-not-give-up',
     rule: 'Past the rapid-disconnect limit (the server accepted and then closed ten sockets within seconds) the link slows down, it does not give up: suspended, one attempt per cooldown growing to about five minutes, for ever, reported as suppressed (retryable). Only a supersede, an upgrade rejection or a policy give-up (onRapidLimit: give-up, maxAttempts) end a session.',
     tests: [

@@ -54,6 +54,7 @@ export const channelModel: ChartModel<typeof channelMachine, ChannelExpectation>
     if (value.includes('joining')) {
       add('join ok', 'server', { type: 'channel.joinOk', ...origin })
       add('join refused', 'server', { type: 'channel.joinError', reason: classifyJoinError({ reason: 'unauthorized' }, c.generation, 0), ...origin })
+      add('join crashed', 'server', { type: 'channel.joinError', reason: classifyJoinError({ reason: 'join crashed' }, c.generation, 0), ...origin })
       add('join timeout', 'clock', after('joinTimeout', 'channel.attached.live.joining'))
       add('host leave', 'host', { type: 'host.leave' })
       if (c.attachId > 1) add('stale join ok', 'inject', { type: 'channel.joinOk', ...origin, attachId: c.attachId - 1 })
