@@ -1161,8 +1161,6 @@ function checkUrl(url: string, allowInsecure: boolean, keys: readonly string[]):
   return url.replace(/\/websocket\/?$/, '').replace(/\/$/, '')
 }
 
-
-
 /**
  * Whether the connection chart is in `session.reconnecting.deciding`: waiting for the reconnect
  * chart's answer, which comes within the same processing. The public state does not change there:

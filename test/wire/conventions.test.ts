@@ -92,18 +92,20 @@ describe('whenState()', () => {
     await link.connect()
     sim.supersede('agent-1')
     await untilState(link, 'terminated')
-    const again = link.whenState('reconnecting')
+    // Each wait's outcome is taken at once: it may settle while the test awaits something else.
+    const again = link.whenState('reconnecting').catch((e: unknown) => e)
     await link.connect()
     sim.supersede('agent-1')
-    const error = await again.catch((e: unknown) => e)
+    const error = await again
     expect(isAgentDisconnectedError(error) && error.reason.kind).toBe('superseded')
     await link.disconnect()
     sim.refuseUpgrades({ status: 503, retryAfter: '0' })
-    const stopped = link.whenState('connected')
+    const stopped = link.whenState('connected').catch((e: unknown) => e)
     void link.connect().catch(() => {})
     await untilState(link, 'reconnecting')
+    // disconnect() resolves once the refused upgrade's TCP connection has closed, after the wait rejected.
     await link.disconnect()
-    const graceful = await stopped.catch((e: unknown) => e)
+    const graceful = await stopped
     expect(isAgentDisconnectedError(graceful) && graceful.reason.kind).toBe('graceful')
   })
 
