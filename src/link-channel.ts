@@ -13,7 +13,7 @@ import type { Unsubscribe } from './emitter.js'
 
 /**
  * Status of an app channel: `joining` until the first join (or after a transport loss,
- * `detached`), `joined`, `errored` (phx_error or join timeout: rejoining), and the two ends:
+ * `detached`), `joined`, `errored` (phx_error, a join timeout or a refusal that passes such as rate_limited: rejoining), and the two ends:
  * `dropped` (the server refused or closed it; see `reason`) and `left` (the host left it).
  */
 export type ChannelStatus = 'joining' | 'joined' | 'detached' | 'errored' | 'dropped' | 'left'

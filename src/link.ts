@@ -302,6 +302,12 @@ export class Link {
   private lastState: LinkState = 'idle'
   /** disconnect() calls so far: a connect() or runForever() deferred inside the charts' processing yields to a later one. */
   private disconnectCalls = 0
+  /**
+   * A disconnect() sent its stop to a running session and the session has not ended yet: inside
+   * the charts' processing the stop may still be queued behind the event being processed, so a
+   * reconnect() called after it must not read the snapshot as a wait it can cut.
+   */
+  private stopRequested = false
   /** Internal waiters, told synchronously of every state change with the snapshot's numbers; null while none. */
   private watchers: Set<(seen: StateSeen) => void> | null = null
   /** When (env.monotonic) the link was last disconnected, for `reconnected.downtimeMs`. */
@@ -520,7 +526,9 @@ export class Link {
   /** The public state: idle, connecting, joining, connected, reconnecting, stopping, stopped or terminated. */
   get state(): LinkState {
     if (this.crashed) return 'terminated'
-    return linkStateOf(this.charts.connection.snapshot.value)
+    const { value } = this.charts.connection.snapshot
+    // Waiting for the reconnect decision (within this processing): still the state before the loss.
+    return isDeciding(value) ? this.lastState : linkStateOf(value)
   }
 
   /**
@@ -568,7 +576,10 @@ export class Link {
     // The session this call waits for: the one host.connect starts (epoch + 1), even if the chart
     // is busy and handles the event a moment later.
     const epoch = starting ? this.epoch + 1 : this.epoch
-    if (starting) this.send({ type: 'host.connect' })
+    if (starting) {
+      this.stopRequested = false
+      this.send({ type: 'host.connect' })
+    }
     await this.untilConnected(epoch, signal)
   }
 
@@ -616,7 +627,10 @@ export class Link {
     }
     const starting = this.state === 'idle'
     const epoch = starting ? this.epoch + 1 : this.epoch
-    if (starting) this.send({ type: 'host.connect' })
+    if (starting) {
+      this.stopRequested = false
+      this.send({ type: 'host.connect' })
+    }
     await this.until((s) => {
       if (s.epoch !== epoch) return s.epoch > epoch // a later session means this one was stopped
       if (s.state === 'stopped') return true
@@ -647,6 +661,7 @@ export class Link {
     if (this.state === 'terminated') {
       if (!this.crashed && (this.charts.control?.snapshot.context.queue.length ?? 0) > 1) this.send({ type: 'host.disconnect' })
     } else if (!this.crashed && this.state !== 'idle' && this.state !== 'stopped') {
+      this.stopRequested = true
       this.send({ type: 'host.disconnect' })
       await this.until((s) => {
         if (s.state !== 'idle' && s.state !== 'stopped' && s.state !== 'terminated') return false
@@ -830,7 +845,8 @@ export class Link {
    * @returns whether a wait was cut short.
    */
   reconnect(): boolean {
-    if (this.crashed) return false
+    // After a disconnect() (its stop maybe still queued inside the processing) there is no wait to cut.
+    if (this.crashed || this.stopRequested) return false
     const snapshot = this.charts.connection.snapshot
     if (!snapshot.matches({ session: { reconnecting: 'waiting' } }) && !snapshot.matches({ session: { reconnecting: 'suspended' } })) return false
     this.send({ type: 'host.reconnect' })
@@ -935,10 +951,16 @@ export class Link {
     const previous = this.lastState
     this.lastState = seen.state
     this.log.info(`state ${previous} -> ${seen.state}`)
-    if (seen.state === 'stopped' || seen.state === 'terminated') for (const channel of this.channels.values()) channel.failWaiting()
+    if (seen.state === 'stopped' || seen.state === 'terminated') {
+      this.stopRequested = false
+      for (const channel of this.channels.values()) channel.failWaiting()
+    }
     // Work whose result this session can no longer deliver is aborted (link.runSignal()): the session
     // ended, for a terminal reason or by disconnect(), so a run of it is never left to a later one.
-    if (seen.state === 'terminated' || seen.state === 'stopped') void this.#runs?.abortPrincipal(this.#agentId, this.lastDisconnectReason)
+    // Only when some run is in flight: a stop with none is not reported as an abort (nothing-to-abort).
+    if ((seen.state === 'terminated' || seen.state === 'stopped') && (this.#runs?.inFlight(this.#agentId).length ?? 0) > 0) {
+      void this.#runs!.abortPrincipal(this.#agentId, this.lastDisconnectReason)
+    }
     if (this.watchers !== null) for (const watcher of [...this.watchers]) watcher(seen)
     this.emitter.emit('state', { state: seen.state, previous })
   }

@@ -23,7 +23,7 @@ const RetryAfterMs = z.nullable(z.int().check(z.minimum(0), z.maximum(MAX_RETRY_
 
 /**
  * A wait the server gave in seconds (a finite number >= 0, or a string of digits as HTTP's
- * delta-seconds), as whole milliseconds capped at {@link MAX_RETRY_AFTER_MS}; null for anything
+ * delta-seconds), as whole milliseconds (rounded up) capped at {@link MAX_RETRY_AFTER_MS}; null for anything
  * else (negative, not finite, not a number, junk text).
  */
 function retryAfterSecondsToMs(value: unknown): number | null {
@@ -32,7 +32,8 @@ function retryAfterSecondsToMs(value: unknown): number | null {
   if (typeof value === 'number' && Number.isFinite(value) && value >= 0) seconds = value
   else if (typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value)) seconds = Number(value)
   else return null
-  return Math.min(MAX_RETRY_AFTER_MS, Math.round(seconds * 1000))
+  // Rounded up (from whole microseconds, so 1.1 s is 1100 ms, not 1101): never shorter than asked.
+  return Math.min(MAX_RETRY_AFTER_MS, Math.ceil(Math.round(seconds * 1e6) / 1e3))
 }
 
 const base = {
@@ -415,7 +416,7 @@ export function classifyJoinError(response: unknown, generation: number, at: num
       at,
     }
   }
-  const retryAfterMs = typeof record.retry_after === 'number' ? retryAfterSecondsToMs(record.retry_after) : null
+  const retryAfterMs = retryAfterSecondsToMs(record.retry_after)
   return {
     kind: 'rejected',
     retryable: row.retryable,

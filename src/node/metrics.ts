@@ -39,6 +39,8 @@ interface Follower {
   active: boolean
   /** Reason kinds this label's reconnects were counted under (its series, for `forget`). */
   reasons: Set<string>
+  /** The handle of the current follow: an older handle's stop() changes nothing of a later follow. */
+  owner: object
 }
 
 /** The link metrics of one registry and prefix, shared by every link followed into it. */
@@ -108,7 +110,9 @@ export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => 
   const shared = sharedMetrics(registry, prefix)
   const previous = shared.followers.get(label)
   if (previous?.active) throw new RangeError(`a link labelled ${JSON.stringify(label)} is already followed into this registry; pass options.label`)
-  const follower: Follower = previous ?? { now, accumulated: 0, since: null, reported: 0, active: true, reasons: new Set() }
+  const owner = {}
+  const follower: Follower = previous ?? { now, accumulated: 0, since: null, reported: 0, active: true, reasons: new Set(), owner }
+  follower.owner = owner
   follower.now = now
   follower.active = true
   follower.since = link.state === 'connected' ? now() : null
@@ -133,6 +137,8 @@ export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => 
   return {
     registry,
     stop(stopOptions = {}) {
+      // A handle whose label was followed again since (after its stop) owns nothing any more.
+      if (follower.owner !== owner) return
       if (follower.active) {
         offState()
         offLoss()

@@ -45,7 +45,7 @@ describe('describeReason', () => {
 })
 
 describe('reason fields', () => {
-  it('a join error keeps the message and a numeric retry_after', () => {
+  it('a join error keeps the message and a retry_after in seconds (a number, or numeric text as every source reads it)', () => {
     expect(classifyJoinError({ reason: 'rate_limited', message: 'later', retry_after: 3 }, 2, 7)).toEqual({
       kind: 'rejected',
       retryable: true,
@@ -59,7 +59,8 @@ describe('reason fields', () => {
       generation: 2,
       at: 7,
     })
-    expect(classifyJoinError({ reason: 'unauthorized', retry_after: '3', message: 5 }, 1, 0)).toMatchObject({ retryAfterMs: null, message: null })
+    expect(classifyJoinError({ reason: 'unauthorized', retry_after: '3', message: 5 }, 1, 0)).toMatchObject({ retryAfterMs: 3000, message: null })
+    expect(classifyJoinError({ reason: 'unauthorized', retry_after: [3] }, 1, 0)).toMatchObject({ retryAfterMs: null })
     expect(classifyJoinError({ reason: 7 }, 1, 0)).toMatchObject({ kind: 'other', detail: expect.stringContaining('(no reason)') })
     expect(classifyJoinError('text', 1, 0)).toMatchObject({ kind: 'other' })
   })
@@ -116,8 +117,12 @@ describe('reason fields', () => {
     const negative = classifyJoinError({ reason: 'rate_limited', retry_after: -1 }, 1, 0)
     expect(negative).toMatchObject({ kind: 'rejected', retryAfterMs: null })
     expect(DisconnectReasonSchema.safeParse(negative).success).toBe(true)
-    // Fractions of a millisecond round to whole ones.
-    expect(classifyJoinError({ reason: 'rate_limited', retry_after: 0.0004 }, 1, 0)).toMatchObject({ retryAfterMs: 0 })
+    // Fractions of a millisecond round up (a wait never shorter than asked), from whole microseconds.
+    expect(classifyJoinError({ reason: 'rate_limited', retry_after: 0.0004 }, 1, 0)).toMatchObject({ retryAfterMs: 1 })
+    expect(classifyJoinError({ reason: 'rate_limited', retry_after: 1.1 }, 1, 0)).toMatchObject({ retryAfterMs: 1100 })
+    // A join error's retry_after is read as every source's: numeric text too.
+    expect(classifyJoinError({ reason: 'rate_limited', retry_after: '30' }, 1, 0)).toMatchObject({ retryAfterMs: 30_000 })
+    expect(classifyJoinError({ reason: 'rate_limited', retry_after: 'soon' }, 1, 0)).toMatchObject({ retryAfterMs: null })
   })
 
   it('a supersede whose fields have the wrong types is still a supersede, with none of them kept', () => {

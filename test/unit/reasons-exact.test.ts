@@ -99,7 +99,8 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter(' 7 ', 0)).toBe(7_000)
     expect(parseRetryAfter('1.5', 0)).toBe(1_500)
     expect(parseRetryAfter('12.25', 0)).toBe(12_250)
-    expect(parseRetryAfter('0.0004', 0)).toBe(0)
+    // Rounded up: never a shorter wait than the server asked.
+    expect(parseRetryAfter('0.0004', 0)).toBe(1)
   })
 
   it('reads an HTTP-date as the wait from now, a past one as 0', () => {
@@ -180,7 +181,7 @@ describe('classifyUpgrade', () => {
 })
 
 describe('classifyJoinError', () => {
-  it('a listed reason keeps the message and a numeric retry_after in milliseconds', () => {
+  it('a listed reason keeps the message and a retry_after (a number or numeric text) in milliseconds', () => {
     expect(classifyJoinError({ reason: 'too_many_requests', message: 'slow down', retry_after: 2 }, 1, 2)).toEqual({
       kind: 'rejected',
       retryable: true,
@@ -194,7 +195,8 @@ describe('classifyJoinError', () => {
       generation: 1,
       at: 2,
     })
-    expect(classifyJoinError({ reason: 'too_many_requests', retry_after: '2', message: 3 }, 1, 2)).toMatchObject({ retryAfterMs: null, message: null })
+    expect(classifyJoinError({ reason: 'too_many_requests', retry_after: '2', message: 3 }, 1, 2)).toMatchObject({ retryAfterMs: 2_000, message: null })
+    expect(classifyJoinError({ reason: 'too_many_requests', retry_after: '2x' }, 1, 2)).toMatchObject({ retryAfterMs: null })
   })
 
   it('an unlisted, missing or non-text reason is other, naming it, with the response raw', () => {

@@ -160,6 +160,10 @@ describe('reconnect policy on the wire (scenarios 6-8)', () => {
     const log: string[] = []
     link.on('state', (e) => log.push(`state ${e.state}`))
     link.on('disconnected', (e) => log.push(`disconnected ${e.reason.kind}`))
+    // What host code inside the processing reads (a chart subscriber): the state before the loss
+    // until the decision is in, never reconnecting on the way to suspended.
+    const readings: string[] = []
+    const reading = link.actor.subscribe(() => readings.push(link.state))
     let ended: unknown = null
     void link.runForever().catch((e: unknown) => (ended = e))
     const first = await next(link, 'disconnected', { filter: (e) => e.reason.kind === 'suppressed' })
@@ -174,6 +178,10 @@ describe('reconnect policy on the wire (scenarios 6-8)', () => {
       if (entry === 'state reconnecting' || entry === 'state suspended') expect(log[i - 1]).toMatch(/^disconnected /)
     })
     expect(log.slice(-3)).toEqual(['state joining', 'disconnected suppressed', 'state suspended'])
+    reading.unsubscribe()
+    const suspendedAt = readings.indexOf('suspended')
+    expect(suspendedAt).toBeGreaterThan(0)
+    expect(readings[suspendedAt - 1]).toBe('joining')
     expect(sim.accepted('agent-1')).toHaveLength(10)
     // One attempt per cooldown, each longer: the next two are suspended again.
     const second = await next(link, 'disconnected', { filter: (e) => e.reason.kind === 'suppressed' })

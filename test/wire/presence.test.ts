@@ -107,6 +107,30 @@ describe('presence on the simulator', () => {
     })
   }
 
+  it('the presence crossing is told before the abort reports it causes, runs in flight or none; a runs option without a clock keeps the simulator\'s', async () => {
+    const sim = await world().sim({ runs: { hookTimeoutMs: 1000, now: undefined }, recordLimit: Number.POSITIVE_INFINITY })
+    const order: string[] = []
+    sim.on('presence', (p) => order.push(`${p.principal} ${p.kind}`))
+    sim.on('agent-aborted', (a) => order.push(`${a.principal} ${a.outcome}`))
+    const idle = world().link(sim)
+    await idle.connect()
+    await idle.disconnect()
+    const busy = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
+    await busy.connect()
+    sim.runs.startRun('agent-2', 'r')
+    await busy.disconnect()
+    await sim.waitFor(() => sim.aborts.length === 2, { what: 'both abort reports' })
+    expect(order).toEqual([
+      'agent-1 first-connected',
+      'agent-1 last-disconnected',
+      'agent-1 nothing-to-abort',
+      'agent-2 first-connected',
+      'agent-2 last-disconnected',
+      'agent-2 aborted',
+    ])
+    for (const report of sim.aborts) expect(report.at).toBeLessThanOrEqual(sim.now())
+  })
+
   it('first-connected on connect; last-disconnected (graceful) on disconnect, which aborts the agent\'s runs', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
@@ -580,7 +604,18 @@ describe('the link\'s metrics and run signals', () => {
     parsed = parseMetrics(await registry.metrics())
     expect(parsed.get('phoenix_link_link_state{link="agent-2",state="connected"}')).toBe(1)
     expect(parsed.has('phoenix_link_link_reconnects_total{link="agent-2",reason="closed"}')).toBe(false)
+    // Stopped (kept) and followed once more, it continues; the older handle owns nothing of the new follow.
     again.stop()
+    const third = linkMetrics(b, { registry })
+    again.stop({ forget: true })
+    const lostAgain = next(b, 'reconnected')
+    sim.close({ agent: 'agent-2' }, 1011)
+    await lostAgain
+    parsed = parseMetrics(await registry.metrics())
+    expect(parsed.get('phoenix_link_link_reconnects_total{link="agent-2",reason="closed"}')).toBe(1)
+    expect(parsed.get('phoenix_link_link_state{link="agent-2",state="connected"}')).toBe(1)
+    third.stop({ forget: true })
+    expect([...parseMetrics(await registry.metrics()).keys()].filter((key) => key.includes('agent-2'))).toEqual([])
   })
 
   it('several links share one registry, each under its own link label; a label in use is refused', async () => {
@@ -605,10 +640,14 @@ describe('the link\'s metrics and run signals', () => {
   it('link.runSignal() aborts when disconnect() stops the session (graceful), so no later session can abort it with its own reason', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
-    await link.connect()
-    const signal = link.runSignal('work-1')
     const reports: string[] = []
     link.runs.onAborted((report) => reports.push(`${report.runId}:${report.reason?.kind}`))
+    // A session with no run in flight ends with no abort report.
+    await link.connect()
+    await link.disconnect()
+    expect(reports).toEqual([])
+    await link.connect()
+    const signal = link.runSignal('work-1')
     await link.disconnect()
     await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve())))
     expect(signal.reason).toMatchObject({ kind: 'graceful' })

@@ -62,7 +62,7 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'retryable-join-refusal-rejoins',
-    rule: 'An app channel whose join is refused for a cause that passes (rate_limited, too_many_requests, join crashed) is kept: rejoined on the same socket with the rejoin backoff, no sooner than the refusal\'s retry_after. Any other refusal (unauthorized, an unlisted reason) drops the channel with its typed reason.',
+    rule: 'An app channel whose join is refused for a cause that passes (rate_limited, too_many_requests, join crashed) is kept: rejoined on the same socket with the rejoin backoff, no sooner than the refusal\'s retry_after (a new socket joins it at once). Any other refusal (unauthorized, an unlisted reason) drops the channel with its typed reason.',
     tests: [
       ['test/machines/channel.test.ts', 'a join refused for a cause that passes (rate_limited, join crashed) is rejoined, no sooner than its retry_after (capped by maxRetryAfterMs); an unlisted reason drops it'],
       ['test/wire/channels.test.ts', 'a join refused for a cause that passes (rate_limited with retry_after) keeps the channel: rejoined on the same socket no sooner than retry_after, then joined'],

@@ -71,7 +71,7 @@ export interface SimulatorOptions {
   supersedeCooldownMs?: number
   /** `retry_after` (seconds) sent in supersede payloads. @default 30 */
   supersedeRetryAfterS?: number
-  /** Frames kept per socket for assertions. @default 5000 */
+  /** Frames kept per socket for assertions (a whole number, or Infinity for all). @default 5000 */
   recordLimit?: number
   /** Largest inbound frame in bytes; larger ones are closed with 1009 by `ws`. @default 8388608 */
   maxFrameBytes?: number
@@ -346,7 +346,8 @@ export class PlatformSimulator extends EventEmitter {
       }
     }
     whole('supersedeCooldownMs', this.options.supersedeCooldownMs, 0, 2 ** 31 - 1)
-    whole('recordLimit', this.options.recordLimit, 0, Number.MAX_SAFE_INTEGER)
+    // Infinity keeps every frame.
+    if (this.options.recordLimit !== Number.POSITIVE_INFINITY) whole('recordLimit', this.options.recordLimit, 0, Number.MAX_SAFE_INTEGER)
     whole('maxFrameBytes', this.options.maxFrameBytes, 1, Number.MAX_SAFE_INTEGER)
     whole('eventStreamKeepAliveMs', this.options.eventStreamKeepAliveMs, 1, 2 ** 31 - 1)
     const retryAfter = this.options.supersedeRetryAfterS
@@ -364,7 +365,7 @@ export class PlatformSimulator extends EventEmitter {
     // `(message, fields)`); it runs inside socket and presence callbacks, so its errors are swallowed.
     this.logger = redacting(options.logger, () => [])
     // Abort reports on the records' time base (milliseconds since start) unless the host gives a clock.
-    this.runs = new RunSupervisor({ now: () => this.now(), ...options.runs })
+    this.runs = new RunSupervisor({ ...options.runs, now: options.runs?.now ?? (() => this.now()) })
     // Each report is recorded as its run's hook settles, not once the slowest of its principal's has.
     this.runs.onAborted((report) => this.recordAbort(report))
     this.metrics = new ServerMetrics(options.metrics)
@@ -641,6 +642,7 @@ export class PlatformSimulator extends EventEmitter {
    * socket does not supersede its old one whose close is still unread). What the test set up
    * before the freeze stays: a socket it stalled stays stalled, and an upgrade its
    * {@link holdUpgrades} holds stays held (the thaw answers only those the freeze alone held).
+   * Stalls and holds changed while frozen are not tracked: the thaw undoes them with the freeze.
    */
   freeze(): () => void {
     const frozen = this.live().filter((c) => !c.stalled)
@@ -899,16 +901,17 @@ export class PlatformSimulator extends EventEmitter {
     // listeners) last, each guarded, so a host that throws cannot stop an abort.
     this.presence.push(crossing)
     this.admin.publish('principal-presence', crossing)
+    if (crossing.kind === 'last-disconnected') this.metrics.principalDisconnects.inc({ reason: crossing.reason?.kind ?? 'unknown' })
+    this.logger.info('presence', { principal: crossing.principal, kind: crossing.kind, reason: crossing.reason?.kind })
+    this.emitSafely('presence', crossing)
     if (crossing.kind === 'last-disconnected') {
-      this.metrics.principalDisconnects.inc({ reason: crossing.reason?.kind ?? 'unknown' })
-      // No connection of this principal is left: nobody will receive its runs' results.
+      // No connection of this principal is left: nobody will receive its runs' results. Told after
+      // the crossing, so the reports (a nothing-to-abort one comes at once) follow it everywhere.
       const round = this.runs.abortPrincipal(crossing.principal, crossing.reason).then(() => {
         this.abortsInFlight.delete(round)
       })
       this.abortsInFlight.add(round)
     }
-    this.logger.info('presence', { principal: crossing.principal, kind: crossing.kind, reason: crossing.reason?.kind })
-    this.emitSafely('presence', crossing)
     // A crossing is a record too (a grace window's end comes from a timer, with no socket event): waits re-check.
     this.changed()
   }
