@@ -5,7 +5,7 @@
 import { createServer, type Server, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
-import { transportClass, type RefusedUpgrade } from '../../src/adapter/ws-transport.js'
+import { transportClass, type RefusedUpgrade, type TransportHooks } from '../../src/adapter/ws-transport.js'
 import { PROTOCOL_VSN } from '../../src/protocol.js'
 import { rawUpgrade, type RawRefusal } from '../support/raw-http.js'
 import { next, settle, untilState, useWorld } from '../support/wire.js'
@@ -171,22 +171,28 @@ describe('rule: a refused upgrade is classified within one round trip, whatever 
   })
 })
 
+/** A transport's hooks for a test of the transport alone: nothing reported anywhere but where `overrides` says. */
+function hooks(overrides: Partial<TransportHooks>): TransportHooks {
+  return {
+    headers: {},
+    maxPayload: 1 << 20,
+    closeTimeout: 100,
+    bodyLimit: 4096,
+    bodyWaitMs: () => 10_000,
+    onCreate: () => {},
+    onClosed: () => {},
+    onRefused: () => {},
+    onClientClose: () => {},
+    ...overrides,
+  }
+}
+
 describe('the transport reads a refusal once', () => {
   it('a refused upgrade is reported once, though its response both ends and closes, and the socket is released', async () => {
     const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: 5\r\ndate: Tue, 01 Dec 2026 12:00:00 GMT\r\n\r\nnope!')
     servers.push(server)
     const refusals: RefusedUpgrade[] = []
-    const Transport = transportClass({
-      headers: {},
-      maxPayload: 1 << 20,
-      closeTimeout: 100,
-      bodyLimit: 4096,
-      bodyWaitMs: () => 10_000,
-      onCreate: () => {},
-      onClosed: () => {},
-      onRefused: (refusal) => void refusals.push(refusal),
-      onClientClose: () => {},
-    })
+    const Transport = transportClass(hooks({ onRefused: (refusal) => void refusals.push(refusal) }))
     const ws = new Transport(`${server.url}/websocket`) as unknown as { on(event: string, listener: (...args: unknown[]) => void): void }
     ws.on('error', () => {})
     await new Promise<void>((resolve) => ws.on('close', () => resolve()))
@@ -210,20 +216,14 @@ describe('a refused upgrade is reported closed once its TCP connection has close
       let closedWhenReported: boolean | null = null
       let reported!: () => void
       const onClosed = new Promise<void>((resolve) => (reported = resolve))
-      const Transport = transportClass({
-        headers: {},
-        maxPayload: 1 << 20,
-        closeTimeout: 100,
-        bodyLimit: 4096,
-        bodyWaitMs: () => 10_000,
-        onCreate: () => {},
-        onClosed: () => {
-          closedWhenReported = tcpClosed
-          reported()
-        },
-        onRefused: () => {},
-        onClientClose: () => {},
-      })
+      const Transport = transportClass(
+        hooks({
+          onClosed: () => {
+            closedWhenReported = tcpClosed
+            reported()
+          },
+        }),
+      )
       const ws = new Transport(`${server.url}/websocket`) as unknown as { on(event: string, listener: (...args: any[]) => void): void }
       ws.on('error', () => {})
       ws.on('unexpected-response', (_req: unknown, res: { socket: { prependOnceListener(event: 'close', listener: () => void): void } }) => {
