@@ -899,11 +899,16 @@ export class Link {
     this.#adapter.endAll()
     for (const channel of this.channels.values()) channel.failWaiting()
     this.lastState = 'terminated'
-    // Terminal like any other terminal reason: the runs of link.runSignal() are aborted.
-    void this.#runs?.abortPrincipal(this.#agentId, this.crashReason)
+    // Terminal like any other terminal reason: the runs of link.runSignal() in flight are aborted.
+    this.abortRuns(this.crashReason)
     for (const watcher of [...(this.watchers ?? [])]) watcher({ state: 'terminated', generation: -1, epoch: -1 })
     this.emitter.emit('disconnected', { reason: this.crashReason, outcome: 'terminated', nextDelayMs: null, attempt: null, terminal: true })
     this.emitter.emit('state', { state: 'terminated', previous })
+  }
+
+  /** Aborts the runs of link.runSignal() in flight; a session that ends with none reports nothing (no nothing-to-abort). */
+  private abortRuns(reason: DisconnectReason | null): void {
+    if ((this.#runs?.inFlight(this.#agentId).length ?? 0) > 0) void this.#runs!.abortPrincipal(this.#agentId, reason)
   }
 
   private send(event: ConnectionEvent): void {
@@ -942,7 +947,9 @@ export class Link {
       ;(this.watchers ??= new Set()).add(test)
       signal?.addEventListener('abort', onAbort)
       const { generation, epoch } = this.charts.connection.snapshot.context
-      test({ state: this.state, generation, epoch })
+      // While the reconnect decision is pending (inside the processing) the state is not settled:
+      // the wait's first check is the state the decision commits.
+      if (this.crashed || !isDeciding(this.charts.connection.snapshot.value)) test({ state: this.state, generation, epoch })
     })
   }
 
@@ -957,10 +964,7 @@ export class Link {
     }
     // Work whose result this session can no longer deliver is aborted (link.runSignal()): the session
     // ended, for a terminal reason or by disconnect(), so a run of it is never left to a later one.
-    // Only when some run is in flight: a stop with none is not reported as an abort (nothing-to-abort).
-    if ((seen.state === 'terminated' || seen.state === 'stopped') && (this.#runs?.inFlight(this.#agentId).length ?? 0) > 0) {
-      void this.#runs!.abortPrincipal(this.#agentId, this.lastDisconnectReason)
-    }
+    if (seen.state === 'terminated' || seen.state === 'stopped') this.abortRuns(this.lastDisconnectReason)
     if (this.watchers !== null) for (const watcher of [...this.watchers]) watcher(seen)
     this.emitter.emit('state', { state: seen.state, previous })
   }

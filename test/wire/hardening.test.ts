@@ -208,6 +208,27 @@ describe('a chart crash', () => {
     await sim.waitFor(() => sim.live('agent-1').length === 0)
   })
 
+  it('a crash with no run in flight sends the run supervisor no abort report (nothing-to-abort), as a stop does not', async () => {
+    const sim = await world().sim()
+    let broken = false
+    const now = () => {
+      if (!broken) return Date.now()
+      broken = false
+      throw new Error('simulated bug')
+    }
+    const link = world().link(sim, { env: { now } })
+    const reports: string[] = []
+    link.runs.onAborted((report) => reports.push(report.outcome))
+    await link.connect()
+    const ended = next(link, 'disconnected')
+    broken = true
+    chartOf(link).send({ type: 'host.disconnect' })
+    expect(await ended).toMatchObject({ outcome: 'terminated', reason: { kind: 'other' } })
+    expect(link.state).toBe('terminated')
+    expect(reports).toEqual([])
+    await link.disconnect()
+  })
+
   it("a wall clock that throws for good: the crash is still reported whole (a stamp, the host's events), and connect() and disconnect() settle", async () => {
     const sim = await world().sim()
     let broken = false

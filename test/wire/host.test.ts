@@ -236,6 +236,26 @@ describe('restarts and lastDisconnectReason (scenarios 23-25)', () => {
     expect(await forever!).toMatchObject({ ok: true })
   })
 
+  it('a whenState() asked while the reconnect decision is pending (inside the processing) waits for the state that decision commits, not the one before the loss', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { reconnect: { initialDelayMs: 20, maxDelayMs: 40 } } })
+    await link.connect()
+    const seen: string[] = []
+    let wait: Promise<void> | null = null
+    const sub = link.actor.subscribe((snapshot) => {
+      if (wait !== null || !JSON.stringify(snapshot.value).includes('deciding')) return
+      seen.push(`asked in ${link.state}`)
+      wait = link.whenState('connected').then(() => void seen.push(`resolved in ${link.state}`))
+    })
+    const back = next(link, 'reconnected')
+    sim.abort({ agent: 'agent-1' })
+    await back
+    sub.unsubscribe()
+    await wait
+    expect(seen).toEqual(['asked in connected', 'resolved in connected'])
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
   it("inside the link's processing a disconnect() takes effect at once, before a reconnect() or channel() called after it; an abort right after connect() ends only that wait", async () => {
     const sim = await world().sim()
     const link = world().link(sim, { policy: { reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } } })
