@@ -175,25 +175,38 @@ describe('reentrant and concurrent calls', () => {
   })
 })
 
-describe('a chart crash', () => {
-  it('ends every socket, rejects waiters INTERNAL, aborts runs, reads terminated, and disconnect() still resolves', async () => {
-    const sim = await world().sim()
-    // A wall clock that throws once, when told to: the connection chart's next stamp is a throwing assign (a phoenix-link bug's shape).
-    let broken = false
-    const now = () => {
+/**
+ * A wall clock that throws once, when told to: the connection chart's next stamp is then a
+ * throwing assign (a phoenix-link bug's shape). `broken` reads whether the armed throw is still to come.
+ */
+function clockThatThrowsOnce(): { now: () => number; breakNext: () => void; readonly broken: boolean } {
+  let broken = false
+  return {
+    now: () => {
       if (!broken) return Date.now()
       broken = false
       throw new Error('simulated bug')
-    }
-    const link = world().link(sim, { env: { now } })
+    },
+    breakNext: () => void (broken = true),
+    get broken() {
+      return broken
+    },
+  }
+}
+
+describe('a chart crash', () => {
+  it('ends every socket, rejects waiters INTERNAL, aborts runs, reads terminated, and disconnect() still resolves', async () => {
+    const sim = await world().sim()
+    const clock = clockThatThrowsOnce()
+    const link = world().link(sim, { env: { now: clock.now } })
     await link.connect()
     const run = settle(link.runForever())
     const work = link.runSignal('work-1')
     const ended = next(link, 'disconnected')
-    broken = true
+    clock.breakNext()
     // The chart stamps the graceful reason of a stop with the wall clock (recordGraceful): that assign throws.
     chartOf(link).send({ type: 'host.disconnect' })
-    expect(broken).toBe(false)
+    expect(clock.broken).toBe(false)
     expect(await ended).toMatchObject({ outcome: 'terminated', terminal: true, reason: { kind: 'other', detail: 'internal error: simulated bug' } })
     expect(((await run) as { error: { code: string } }).error.code).toBe('INTERNAL')
     // Work the session can no longer deliver is aborted, as on any terminal reason.
@@ -210,18 +223,13 @@ describe('a chart crash', () => {
 
   it('a crash with no run in flight sends the run supervisor no abort report (nothing-to-abort), as a stop does not', async () => {
     const sim = await world().sim()
-    let broken = false
-    const now = () => {
-      if (!broken) return Date.now()
-      broken = false
-      throw new Error('simulated bug')
-    }
-    const link = world().link(sim, { env: { now } })
+    const clock = clockThatThrowsOnce()
+    const link = world().link(sim, { env: { now: clock.now } })
     const reports: string[] = []
     link.runs.onAborted((report) => reports.push(report.outcome))
     await link.connect()
     const ended = next(link, 'disconnected')
-    broken = true
+    clock.breakNext()
     chartOf(link).send({ type: 'host.disconnect' })
     expect(await ended).toMatchObject({ outcome: 'terminated', reason: { kind: 'other' } })
     expect(link.state).toBe('terminated')
