@@ -130,6 +130,12 @@ export const channelMachine = setup({
     countRejoin: assign({ rejoins: ({ context }) => context.rejoins + 1 }),
     // Named on the adapter events that carry a reason: a refused join, phx_close, a failed attempt.
     recordEventReason: assign({ reason: ({ event }) => (event as unknown as { reason: ReasonLike }).reason }),
+    /**
+     * The event's reason, as the chart's verdict on it: `retryable: false`, since the chart does
+     * not rejoin a channel the server refused or closed (whatever the classification said of the
+     * same reason on the control channel, where a phx_close or an unlisted refusal is retried).
+     */
+    recordDropReason: assign({ reason: ({ event }) => ({ ...(event as unknown as { reason: ReasonLike }).reason, retryable: false }) }),
     recordCrash: assign({
       reason: ({ context }) => ({
         kind: 'other',
@@ -224,7 +230,7 @@ export const channelMachine = setup({
                     actions: ['recordEventReason', 'reportErrored'],
                     meta: { rule: 'retryable-join-refusal-rejoins' },
                   },
-                  { guard: 'isCurrentAttempt', target: '#channel.dropped', actions: ['recordEventReason', 'reportDropped'] },
+                  { guard: 'isCurrentAttempt', target: '#channel.dropped', actions: ['recordDropReason', 'reportDropped'] },
                 ],
                 'channel.attachFailed': {
                   guard: 'isCurrentAttempt',
@@ -250,7 +256,7 @@ export const channelMachine = setup({
                 'channel.close': {
                   guard: 'isCurrentAttempt',
                   target: '#channel.dropped',
-                  actions: ['recordEventReason', 'reportDropped'],
+                  actions: ['recordDropReason', 'reportDropped'],
                 },
                 'host.leave': { target: 'leaving' },
               },

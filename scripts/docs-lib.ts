@@ -163,8 +163,15 @@ export function renderReasons(): string {
       ['kind', 'retryable', 'fields'],
       DisconnectReason.def.options.map((o) => {
         const shape = o.def.shape as Record<string, { def?: { type?: string; values?: unknown[] } }>
-        const retry = shape.retryable?.def?.type === 'literal' ? String(shape.retryable.def.values?.[0]) : 'per table'
-        return [`\`${String(o.def.shape.kind.def.values[0])}\``, retry, Object.keys(shape).filter((k) => !['kind', 'retryable', 'generation', 'at'].includes(k)).join(', ')]
+        const kind = String(o.def.shape.kind.def.values[0])
+        // dropped and other are true for the session; the channel chart marks the reason of an app channel it drops false.
+        const retry =
+          shape.retryable?.def?.type === 'literal'
+            ? String(shape.retryable.def.values?.[0])
+            : kind === 'dropped' || kind === 'other'
+              ? 'true; false on an app channel the channel chart dropped'
+              : 'per table'
+        return [`\`${kind}\``, retry, Object.keys(shape).filter((k) => !['kind', 'retryable', 'generation', 'at'].includes(k)).join(', ')]
       }),
     ),
     '',
@@ -192,7 +199,7 @@ export function renderReasons(): string {
     '',
     'Control channel: unlisted reasons are `other`: retried with backoff up to the reconnect policy\'s `maxDelayMs`. A refused join never counts toward the rapid-disconnect limit (only a socket the server accepted and then closed does), so a server that refuses for ever is asked once per `maxDelayMs` for ever, or until `maxAttempts`.',
     '',
-    'App channels: a refusal whose row says retryable keeps the channel (`errored`, rejoined on the same socket with the rejoin backoff, no sooner than `retry_after`, capped by `channel.maxRetryAfterMs`); any other refusal, unlisted reasons (`other`) included, drops it (rule `retryable-join-refusal-rejoins`).',
+    'App channels: a refusal whose row says retryable keeps the channel (`errored`, rejoined on the same socket with the rejoin backoff, no sooner than `retry_after`, capped by `channel.maxRetryAfterMs`); any other refusal, unlisted reasons (`other`) included, drops it (rule `retryable-join-refusal-rejoins`), and the reason the channel reports then says `retryable: false`, as does a phx_close\'s (`dropped`, source `channel`).',
     '',
   )
   parts.push(table(['reason', 'reason kind', 'retryable'], Object.entries(JOIN_ERRORS).map(([s, r]) => [`\`${s}\``, `rejected (${r.cause})`, r.retryable ? 'yes' : 'no'])), '')

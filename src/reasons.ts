@@ -115,11 +115,18 @@ export const ClosedReason = z.object({
   ...base,
 })
 
-/** The transport ended without a close frame (1006), failed to connect, or the control channel died. */
+/**
+ * The transport ended without a close frame (1006), failed to connect, or the control channel
+ * died; on an app channel, the server closed it (phx_close).
+ */
 export const DroppedReason = z.object({
   kind: z.literal('dropped'),
-  retryable: z.literal(true),
-  /** `socket`: the WebSocket itself; `channel`: phx_error or phx_close on the control channel. */
+  /**
+   * True for the session (the link reconnects, or rejoins the control channel); false on an app
+   * channel's `dropped` status, since the channel chart does not rejoin a channel the server closed.
+   */
+  retryable: z.boolean(),
+  /** `socket`: the WebSocket itself; `channel`: phx_error or phx_close on the control channel, or phx_close on an app channel. */
   source: z.enum(['socket', 'channel']),
   detail: z.string(),
   ...base,
@@ -143,10 +150,17 @@ export const SuppressedReason = z.object({
   ...base,
 })
 
-/** Anything unrecognised: diagnostics only, never control flow. Retried with backoff. */
+/**
+ * Anything unrecognised: diagnostics only, never control flow. The session retries it with
+ * backoff; an app channel whose join was refused with an unlisted reason is dropped.
+ */
 export const OtherReason = z.object({
   kind: z.literal('other'),
-  retryable: z.literal(true),
+  /**
+   * True for the session (retried with backoff); false on an app channel's `dropped` status (a
+   * join refused with a reason the join table does not list: the channel chart does not rejoin it).
+   */
+  retryable: z.boolean(),
   detail: z.string(),
   /** The raw text that could not be classified, when there was one. */
   raw: z.optional(z.string()),

@@ -337,7 +337,7 @@ export function conformance(factory: PeerFactory): void {
         await channelStatus(room, 'joined')
         await peer.channelClose(agent, room.topic)
         await channelStatus(room, 'dropped')
-        expect(room.reason).toMatchObject({ kind: 'dropped', source: 'channel' })
+        expect(room.reason).toMatchObject({ kind: 'dropped', source: 'channel', retryable: false })
         await expect(room.push('ping', {})).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
         expect(link.state).toBe('connected')
         expect(await peer.live(agent)).toEqual([socket])
@@ -351,9 +351,20 @@ export function conformance(factory: PeerFactory): void {
         await peer.joinOutcome(`room:${agent.id}-no`, 'error', { reason: 'unauthorized' }, 1)
         const refused = link.channel(`room:${agent.id}-no`)
         await channelStatus(refused, 'dropped')
-        expect(refused.reason).toMatchObject({ kind: 'rejected', cause: 'unauthorized' })
+        expect(refused.reason).toMatchObject({ kind: 'rejected', cause: 'unauthorized', retryable: false })
         expect(good.status).toBe('joined')
         expect(link.state).toBe('connected')
+      })
+
+      it('a join refused with a reason the join table does not list drops that channel, its reason saying it will not be rejoined', async () => {
+        const { agent, link } = await connected()
+        const topic = `room:${agent.id}-club`
+        await peer.joinOutcome(topic, 'error', { reason: 'not a member' }, 1)
+        const refused = link.channel(topic)
+        await channelStatus(refused, 'dropped')
+        expect(refused.reason).toMatchObject({ kind: 'other', retryable: false, detail: expect.stringContaining('not a member') })
+        expect(link.state).toBe('connected')
+        expect(scene().seen(link, 'disconnected')).toEqual([])
       })
 
       it('a join refused for a cause that passes ("join crashed") keeps the channel: rejoined on the same socket and joined; the link stays', async () => {

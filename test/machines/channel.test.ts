@@ -130,7 +130,8 @@ describe('channel chart', () => {
     h.clock.increment(1)
     expect(h.attempts).toHaveLength(4)
     h.send({ type: 'channel.joinError', reason: classifyJoinError({ reason: 'not a member' }, 1, 0), ...h.current() })
-    expect(h.reports().at(-1)).toMatchObject({ status: 'dropped', reason: { kind: 'other' } })
+    // Classified retryable (the session retries an unlisted refusal of the control join); the channel chart's verdict is not.
+    expect(h.reports().at(-1)).toMatchObject({ status: 'dropped', reason: { kind: 'other', retryable: false } })
     expect(h.child().status).toBe('done')
     h.stop()
   })
@@ -140,7 +141,7 @@ describe('channel chart', () => {
     h.send({ type: 'transport.up', generation: 1 })
     h.send({ type: 'channel.joinOk', ...h.current() })
     h.send({ type: 'channel.close', reason: classifyChannelClose({}, 1, 0), ...h.current() })
-    expect(h.reports().at(-1)).toMatchObject({ status: 'dropped', reason: { kind: 'dropped', source: 'channel' } })
+    expect(h.reports().at(-1)).toMatchObject({ status: 'dropped', reason: { kind: 'dropped', source: 'channel', retryable: false } })
     h.stop()
   })
 

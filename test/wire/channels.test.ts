@@ -27,6 +27,19 @@ describe('app channels', () => {
     await expect(a.push('x', {})).rejects.toMatchObject({ code: 'CHANNEL_CLOSED' })
   })
 
+  it('a join refused with a reason the join table does not list drops the channel, and its reason says it will not be rejoined', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:club', { reply: 'error', response: { reason: 'not a member' } })
+    const link = world().link(sim)
+    await link.connect()
+    const dropped = next(link, 'channel', { filter: (e) => e.topic === 'room:club' && e.status === 'dropped' })
+    const room = link.channel('room:club')
+    expect((await dropped).reason).toMatchObject({ kind: 'other', retryable: false, detail: expect.stringContaining('not a member') })
+    expect(room.reason).toMatchObject({ kind: 'other', retryable: false })
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:club')).toHaveLength(1)
+    expect(link.state).toBe('connected')
+  })
+
   it('a join refused for a cause that passes (rate_limited with retry_after) keeps the channel: rejoined on the same socket no sooner than retry_after, then joined', async () => {
     const sim = await world().sim()
     sim.onJoin('room:busy', { reply: 'error', response: { reason: 'rate_limited', retry_after: 0.3 } }, 1)
@@ -74,7 +87,9 @@ describe('app channels', () => {
     expect(sim.accepted('agent-1')).toHaveLength(1)
     const dropped = next(link, 'channel', { filter: (e) => e.status === 'dropped' })
     sim.channelClose({ agent: 'agent-1' }, 'room:1')
-    expect((await dropped).reason).toMatchObject({ kind: 'dropped', source: 'channel' })
+    // The channel is not rejoined, and its reason says so (as a reason an alert reads).
+    expect((await dropped).reason).toMatchObject({ kind: 'dropped', source: 'channel', retryable: false })
+    expect(room.reason).toMatchObject({ kind: 'dropped', retryable: false })
     expect(room.status).toBe('dropped')
     expect(link.state).toBe('connected')
   })
