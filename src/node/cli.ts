@@ -27,6 +27,12 @@ function ms(value: string): number {
   return n
 }
 
+function count(value: string): number {
+  const n = DECIMAL.test(value) ? Number(value) : Number.NaN
+  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError('a whole number >= 0')
+  return n
+}
+
 /** This package's version, from its package.json (three levels up in dist/src/node, two in src/node). */
 function packageVersion(): string {
   for (const relative of ['../../package.json', '../../../package.json']) {
@@ -117,6 +123,7 @@ export function program(): Command {
     .addOption(new Option('--flavor <name>', 'close codes of which web server').choices(Object.keys(SERVER_FLAVORS)).default('phoenix'))
     .option('--agent <id:key>', 'an agent allowed to connect (repeatable); none means any agent with a key', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--idle-timeout <ms>', 'close sockets silent this long', ms, 60_000)
+    .option('--history <n>', 'records kept of each kind, the most recent (closed sockets, upgrades, presence crossings, abort reports), so a server left running keeps its memory bounded', count, 10_000)
     .option('--json', 'one JSON object per line', false)
     .option('--dashboard', 'also serve the visualizer page at / on the same port; its #dashboard view lists who is attached, live', false)
     .addOption(
@@ -124,7 +131,7 @@ export function program(): Command {
         'PHOENIX_LINK_ADMIN_TOKEN',
       ),
     )
-    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; json: boolean; dashboard: boolean; adminToken?: string }) => {
+    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; history: number; json: boolean; dashboard: boolean; adminToken?: string }) => {
       const loaded = await simulatorCommand(() => import('./cli/serve.js'))
       if (loaded === null) return
       process.exitCode = await loaded.runServe({
@@ -133,6 +140,7 @@ export function program(): Command {
         flavor: opts.flavor,
         agents: opts.agent,
         idleTimeoutMs: opts.idleTimeout,
+        historyLimit: opts.history,
         json: opts.json,
         dashboard: opts.dashboard,
         ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),

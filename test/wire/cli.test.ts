@@ -89,12 +89,13 @@ describe('phoenix-link command line', () => {
   })
 
   it('a port or a duration that is not written in decimal digits is refused with exit 1, not read as hex or an exponent', async () => {
-    for (const args of [['serve', '--port', '0x1f90'], ['serve', '--port', '1e3'], ['conform', '--quiet', '1e3', '--', 'true']]) {
+    const expected: Record<string, RegExp> = { '--port': /a port is a whole number in \[0, 65535\]/, '--quiet': /milliseconds, a whole number/, '--history': /--history <n>' argument '-1' is invalid\. a whole number >= 0/ }
+    for (const args of [['serve', '--port', '0x1f90'], ['serve', '--port', '1e3'], ['conform', '--quiet', '1e3', '--', 'true'], ['serve', '--history', '-1']]) {
       const child = cli(args)
       let stderr = ''
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
       expect(await exit(child)).toBe(1)
-      expect(stderr).toMatch(args[1] === '--port' ? /a port is a whole number in \[0, 65535\]/ : /milliseconds, a whole number/)
+      expect(stderr).toMatch(expected[args[1]!]!)
     }
   })
 

@@ -382,11 +382,32 @@ describe('the simulator as a test scripts it', () => {
     expect(sim.accepted('agent-1')[0]!.joins).toBe(2)
   })
 
+  it('historyLimit keeps the most recent closed sockets, upgrades, presence crossings and abort reports; an open socket is always kept', async () => {
+    const sim = await world().sim({ historyLimit: 2 })
+    const link = world().link(sim)
+    const held = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
+    await held.connect()
+    for (let round = 1; round <= 4; round++) {
+      await link.connect()
+      sim.runs.startRun('agent-1', `run-${round}`)
+      await link.disconnect()
+      await sim.waitFor(() => sim.aborts.some((a) => a.runId === `run-${round}`))
+    }
+    await sim.waitFor(() => sim.connections.every((c) => c.agentId !== 'agent-1' || c.state === 'closed'))
+    // agent-2's socket, the oldest, is open: kept; of agent-1's four closed sockets, the last two.
+    expect(sim.connections.map((c) => `${c.agentId} ${c.state}`)).toEqual(['agent-2 open', 'agent-1 closed', 'agent-1 closed'])
+    expect(sim.connections.map((c) => c.id)).toEqual(['sock-1', 'sock-4', 'sock-5'])
+    expect(sim.upgrades).toHaveLength(2)
+    expect(sim.presence.map((p) => p.kind)).toEqual(['first-connected', 'last-disconnected'])
+    expect(sim.aborts.map((a) => a.runId)).toEqual(['run-3', 'run-4'])
+  })
+
   it('options that would misbehave silently are refused, naming the option; so are a waitFor timeout a timer cannot take and a run supervisor clock that is not a function', async () => {
     for (const [options, message] of [
       [{ eventStreamKeepAliveMs: 0 }, /eventStreamKeepAliveMs must be a whole number in \[1, 2\^31-1\], got 0/],
       [{ eventStreamKeepAliveMs: Number.NaN }, /eventStreamKeepAliveMs must be a whole number/],
       [{ recordLimit: 'x' }, /recordLimit must be a whole number in \[0, /],
+      [{ historyLimit: -1 }, /historyLimit must be a whole number in \[0, /],
       [{ supersedeCooldownMs: -1 }, /supersedeCooldownMs must be a whole number/],
       [{ maxFrameBytes: 0 }, /maxFrameBytes must be a whole number in \[1, /],
       [{ supersedeRetryAfterS: Number.POSITIVE_INFINITY }, /supersedeRetryAfterS must be a finite number of seconds >= 0/],

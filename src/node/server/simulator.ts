@@ -73,6 +73,14 @@ export interface SimulatorOptions {
   supersedeRetryAfterS?: number
   /** Frames kept per socket for assertions (a whole number, or Infinity for all). @default 5000 */
   recordLimit?: number
+  /**
+   * How many of each record the simulator keeps, the most recent: closed sockets in
+   * `connections` (open ones are always kept), `upgrades`, `presence` and `aborts`. A whole
+   * number, or Infinity (the default) for all, as a test wants; a long-running server (`phoenix-link
+   * serve` sets 10000) bounds its memory with it. A socket no longer kept is unknown to the admin routes.
+   * @default Infinity
+   */
+  historyLimit?: number
   /** Largest inbound frame in bytes; larger ones are closed with 1009 by `ws`. @default 8388608 */
   maxFrameBytes?: number
   /** Presence policy: the grace window before last-disconnected. @default { graceWindowMs: 0 } */
@@ -272,9 +280,9 @@ function checkRefusal(refusal: UpgradeRefusal): void {
 export class PlatformSimulator extends EventEmitter {
   /** The flavor in use. */
   readonly flavor: ServerFlavor
-  /** Every socket accepted, in order, open or closed. */
+  /** Every socket accepted, in order, open or closed (past `historyLimit`, only the most recent closed ones). */
   readonly connections: SimConnection[] = []
-  /** Every upgrade answered, in order. */
+  /** Every upgrade answered, in order (the most recent `historyLimit`). */
   readonly upgrades: UpgradeRecord[] = []
 
   private readonly http: Server
@@ -286,9 +294,9 @@ export class PlatformSimulator extends EventEmitter {
   readonly runs: RunSupervisor
   /** The metrics `GET /metrics` serves. */
   readonly metrics: ServerMetrics
-  /** Every presence crossing, in order. */
+  /** Every presence crossing, in order (the most recent `historyLimit`). */
   readonly presence: PresenceCrossing[] = []
-  /** Every abort report, in order. */
+  /** Every abort report, in order (the most recent `historyLimit`). */
   readonly aborts: AgentAborted[] = []
   private readonly tracker: PresenceTracker
   private readonly admin: AdminApi
@@ -327,6 +335,7 @@ export class PlatformSimulator extends EventEmitter {
       supersedeCooldownMs: options.supersedeCooldownMs ?? 0,
       supersedeRetryAfterS: options.supersedeRetryAfterS ?? 30,
       recordLimit: options.recordLimit ?? 5000,
+      historyLimit: options.historyLimit ?? Number.POSITIVE_INFINITY,
       maxFrameBytes: options.maxFrameBytes ?? 8 * 1024 * 1024,
       eventStreamKeepAliveMs: options.eventStreamKeepAliveMs ?? 15_000,
       rejectMode: options.rejectMode ?? 'plain',
@@ -348,6 +357,7 @@ export class PlatformSimulator extends EventEmitter {
     whole('supersedeCooldownMs', this.options.supersedeCooldownMs, 0, 2 ** 31 - 1)
     // Infinity keeps every frame.
     if (this.options.recordLimit !== Number.POSITIVE_INFINITY) whole('recordLimit', this.options.recordLimit, 0, Number.MAX_SAFE_INTEGER)
+    if (this.options.historyLimit !== Number.POSITIVE_INFINITY) whole('historyLimit', this.options.historyLimit, 0, Number.MAX_SAFE_INTEGER)
     whole('maxFrameBytes', this.options.maxFrameBytes, 1, Number.MAX_SAFE_INTEGER)
     whole('eventStreamKeepAliveMs', this.options.eventStreamKeepAliveMs, 1, 2 ** 31 - 1)
     const retryAfter = this.options.supersedeRetryAfterS
@@ -900,6 +910,7 @@ export class PlatformSimulator extends EventEmitter {
     // The platform's own bookkeeping first (record, metrics, feed, aborts); host code (logger,
     // listeners) last, each guarded, so a host that throws cannot stop an abort.
     this.presence.push(crossing)
+    this.trimHistory(this.presence)
     this.admin.publish('principal-presence', crossing)
     if (crossing.kind === 'last-disconnected') this.metrics.principalDisconnects.inc({ reason: crossing.reason?.kind ?? 'unknown' })
     this.logger.info('presence', { principal: crossing.principal, kind: crossing.kind, reason: crossing.reason?.kind })
@@ -916,9 +927,30 @@ export class PlatformSimulator extends EventEmitter {
     this.changed()
   }
 
+  /** Drops the oldest entries of a record list past `historyLimit`. */
+  private trimHistory(list: unknown[]): void {
+    const excess = list.length - this.options.historyLimit
+    if (excess > 0) list.splice(0, excess)
+  }
+
+  /** Drops the oldest closed sockets from `connections` past `historyLimit`; open ones stay. */
+  private trimClosedConnections(): void {
+    const limit = this.options.historyLimit
+    if (this.connections.length <= limit) return
+    let excess = this.connections.reduce((n, c) => n + (c.state === 'closed' ? 1 : 0), 0) - limit
+    if (excess <= 0) return
+    for (let i = 0; i < this.connections.length && excess > 0; ) {
+      if (this.connections[i]!.state === 'closed') {
+        this.connections.splice(i, 1)
+        excess--
+      } else i++
+    }
+  }
+
   /** An abort report of the simulator's run supervisor: recorded, counted, published, told. */
   private recordAbort(report: AgentAborted): void {
     this.aborts.push(report)
+    this.trimHistory(this.aborts)
     this.metrics.agentAborts.inc({ outcome: report.outcome })
     this.admin.publish('agent-aborted', report)
     this.logger.info('agent aborted', { principal: report.principal, runId: report.runId, outcome: report.outcome })
@@ -1035,6 +1067,7 @@ export class PlatformSimulator extends EventEmitter {
     }
     const record = { at: this.now(), agentId, status, outcome }
     this.upgrades.push(record)
+    this.trimHistory(this.upgrades)
     this.logger.info('upgrade refused', { status, agentId, outcome })
     this.emitSafely('refused', record)
     this.changed()
@@ -1178,6 +1211,7 @@ export class PlatformSimulator extends EventEmitter {
     const older = this.live(agentId)
     this.connections.push(connection)
     this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id) })
+    this.trimHistory(this.upgrades)
     this.logger.info('socket accepted', { socket: connection.id, agentId })
     ws.on('message', (data, isBinary) => this.receive(connection, data, isBinary))
     // A WebSocket ping or pong is traffic too: Bandit and Cowboy keep a socket that sends only
@@ -1224,6 +1258,7 @@ export class PlatformSimulator extends EventEmitter {
       this.logger.info('socket closed', { socket: connection.id, code })
       this.metrics.activeConnections.dec()
       this.tracker.closed(agentId, connection.id, this.reasonOf(connection), this.now())
+      this.trimClosedConnections()
       this.emitSafely('closed', connection)
       this.changed()
     })
