@@ -19,6 +19,7 @@ export const LINK_STATES = [
   'stopped',
   'terminated',
 ] as const
+Object.freeze(LINK_STATES)
 
 /** A public link state: one of {@link LINK_STATES}. */
 export type LinkState = (typeof LINK_STATES)[number]

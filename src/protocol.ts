@@ -9,15 +9,16 @@
  */
 import * as z from 'zod/mini'
 import { describeIssue } from './zod-issues.js'
+import { deepFreeze } from './freeze.js'
 
 /** Phoenix's reserved channel events (assets/js/phoenix/constants.js CHANNEL_EVENTS). */
-export const CHANNEL_EVENTS = {
+export const CHANNEL_EVENTS = deepFreeze({
   join: 'phx_join',
   leave: 'phx_leave',
   reply: 'phx_reply',
   error: 'phx_error',
   close: 'phx_close',
-} as const
+} as const)
 
 /**
  * Whether `event` is in phoenix.js's own namespaces (`phx_*`, `chan_reply_*`; channel.js,
@@ -225,7 +226,7 @@ export function hasLoneSurrogate(json: string): boolean {
 }
 
 /** Binary frame kinds of the V2 serializer (assets/js/phoenix/serializer.js KINDS). */
-export const BINARY_KINDS = { push: 0, reply: 1, broadcast: 2 } as const
+export const BINARY_KINDS = deepFreeze({ push: 0, reply: 1, broadcast: 2 } as const)
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 

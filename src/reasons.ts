@@ -8,6 +8,7 @@
 import * as z from 'zod/mini'
 import type { ReasonLike } from '../machines/types.js'
 import { SupersedePayload, UpgradeErrorBody } from './protocol.js'
+import { deepFreeze } from './freeze.js'
 
 /**
  * The longest wait a reason reports, in milliseconds: 2^31-1 (about 24.8 days), the longest delay
@@ -182,7 +183,7 @@ export const DisconnectReason = z.discriminatedUnion('kind', [
 export type DisconnectReason = z.infer<typeof DisconnectReason>
 
 /** Every `kind` of DisconnectReason, read from the schema. */
-export const REASON_KINDS = DisconnectReason.def.options.map((o) => o.def.shape.kind.def.values[0]!)
+export const REASON_KINDS: readonly DisconnectReason['kind'][] = deepFreeze(DisconnectReason.def.options.map((o) => o.def.shape.kind.def.values[0]!))
 /** A DisconnectReason kind. */
 export type ReasonKind = DisconnectReason['kind']
 
@@ -206,7 +207,7 @@ export type CloseOutcome =
  * oversized push must not silence an agent for good; a real protocol fault that repeats ends in
  * `suppressed` through the rapid-disconnect window.
  */
-export const CLOSE_CODES: ReadonlyArray<{ from: number; to: number; name: string; outcome: CloseOutcome }> = [
+export const CLOSE_CODES: ReadonlyArray<Readonly<{ from: number; to: number; name: string; outcome: Readonly<CloseOutcome> }>> = deepFreeze([
   { from: 1000, to: 1000, name: 'normal closure', outcome: { kind: 'closed', retryable: true } },
   { from: 1001, to: 1001, name: 'going away', outcome: { kind: 'closed', retryable: true } },
   { from: 1002, to: 1002, name: 'protocol error', outcome: { kind: 'closed', retryable: true } },
@@ -225,7 +226,7 @@ export const CLOSE_CODES: ReadonlyArray<{ from: number; to: number; name: string
   { from: 3000, to: 3999, name: 'registered (libraries and frameworks)', outcome: { kind: 'closed', retryable: true } },
   { from: 4000, to: 4499, name: 'application (retryable)', outcome: { kind: 'closed', retryable: true } },
   { from: 4500, to: 4999, name: 'application (terminal)', outcome: { kind: 'rejected', cause: 'unauthorized' } },
-]
+])
 
 /** The RFC 6455 / IANA name of a close code, or `unknown`. */
 export function closeCodeName(code: number): string {
@@ -295,7 +296,7 @@ export function classifyClose(close: CloseInfo, generation: number, at: number):
  * channel"; Phoenix answers 403 when connect/3 returns :error). Statuses not listed: other 5xx are
  * `unavailable` (retryable), anything else is `other`.
  */
-export const UPGRADE_STATUSES: Readonly<Record<number, { cause: RejectionCause; retryable: boolean }>> = {
+export const UPGRADE_STATUSES: Readonly<Record<number, Readonly<{ cause: RejectionCause; retryable: boolean }>>> = deepFreeze({
   400: { cause: 'protocol-error', retryable: false },
   401: { cause: 'unauthenticated', retryable: false },
   402: { cause: 'quota-exceeded', retryable: false },
@@ -303,7 +304,7 @@ export const UPGRADE_STATUSES: Readonly<Record<number, { cause: RejectionCause; 
   409: { cause: 'conflict', retryable: false },
   429: { cause: 'rate-limited', retryable: true },
   503: { cause: 'unavailable', retryable: true },
-}
+})
 
 /** What a refused upgrade carried. */
 export interface UpgradeRefusal {
@@ -401,7 +402,7 @@ export function classifyUpgrade(refusal: UpgradeRefusal, generation: number, at:
  * the policy's `maxAttempts`. `unmatched topic` is Phoenix's reply to a topic no
  * channel handles; `join crashed` its reply when the channel's join/3 raised.
  */
-export const JOIN_ERRORS: Readonly<Record<string, { cause: RejectionCause; retryable: boolean }>> = {
+export const JOIN_ERRORS: Readonly<Record<string, Readonly<{ cause: RejectionCause; retryable: boolean }>>> = deepFreeze({
   unauthorized: { cause: 'unauthorized', retryable: false },
   forbidden: { cause: 'unauthorized', retryable: false },
   unauthenticated: { cause: 'unauthenticated', retryable: false },
@@ -412,7 +413,7 @@ export const JOIN_ERRORS: Readonly<Record<string, { cause: RejectionCause; retry
   quota_exceeded: { cause: 'quota-exceeded', retryable: false },
   'unmatched topic': { cause: 'protocol-error', retryable: false },
   'join crashed': { cause: 'unavailable', retryable: true },
-}
+})
 
 /** Classifies a join error reply's `response` by {@link JOIN_ERRORS}. Never throws. */
 export function classifyJoinError(response: unknown, generation: number, at: number): DisconnectReason {

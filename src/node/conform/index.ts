@@ -22,9 +22,10 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { startSimulator, type PlatformSimulator, type SimConnection, type SimulatorOptions } from '../server/index.js'
 import { controlTopic, CHANNEL_EVENTS, HEARTBEAT_EVENT } from '../../protocol.js'
+import { deepFreeze } from '../../freeze.js'
 
 /** The rules a conformance run judges, in the order the report lists them. */
-export const CONFORMANCE_RULES = [
+export const CONFORMANCE_RULES = deepFreeze([
   {
     id: 'connects',
     rule: 'Opens a socket and joins its control channel.',
@@ -61,7 +62,7 @@ export const CONFORMANCE_RULES = [
     id: 'stops-heartbeats-after-stop',
     rule: 'Once stopped (SIGTERM) or superseded, closes its socket itself and sends nothing more on it.',
   },
-] as const
+] as const)
 
 /** A rule's id. */
 export type ConformanceRuleId = (typeof CONFORMANCE_RULES)[number]['id']

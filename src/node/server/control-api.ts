@@ -13,6 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { timingSafeEqual } from 'node:crypto'
 import * as z from 'zod/mini'
 import { describeIssue } from '../../zod-issues.js'
+import { deepFreeze } from '../../freeze.js'
 import type { JoinOutcome, PlatformSimulator, Target, UpgradeRefusal } from './simulator.js'
 import { isSendableCloseCode, type SimConnection } from './connection.js'
 
@@ -215,7 +216,7 @@ function count(sim: PlatformSimulator, what: z.infer<typeof WaitCondition>, agen
 }
 
 /** Every route, in the order the OpenAPI document lists them. */
-export const CONTROL_ROUTES: readonly ControlRoute[] = [
+export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
   route({
     method: 'GET',
     path: '/admin/sockets',
@@ -558,7 +559,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = [
       return ok()
     },
   }),
-]
+])
 
 /** Each route path compiled once (`{name}` as a named group), with the routes (methods) it serves. */
 const ROUTE_PATTERNS = [...new Set(CONTROL_ROUTES.map((r) => r.path))].map((path) => ({

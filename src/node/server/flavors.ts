@@ -9,6 +9,7 @@
  * for the "disconnect" broadcast (phoenix PR #6678); it has no reference server here, so only its
  * close codes and its phx_error payload differ from `cowboy`.
  */
+import { deepFreeze } from '../../freeze.js'
 
 /** A web server's behaviour for the platform events the simulator reproduces. */
 export interface ServerFlavor {
@@ -46,7 +47,7 @@ export interface ServerFlavor {
 const CACHE_CONTROL = ['cache-control', 'max-age=0, private, must-revalidate'] as const
 
 /** The flavors the simulator can behave as. */
-export const SERVER_FLAVORS = {
+export const SERVER_FLAVORS = deepFreeze({
   /** Phoenix 1.8.8+ on Cowboy: explicit 1001 "going away" for the disconnect broadcast. */
   phoenix: {
     name: 'Phoenix 1.8 (1001)',
@@ -90,7 +91,7 @@ export const SERVER_FLAVORS = {
     channelErrorPayload: {},
     drainWithoutChannels: { close: 1000 },
   },
-} as const satisfies Record<string, ServerFlavor>
+} as const satisfies Record<string, ServerFlavor>)
 
 /** A flavor name: `phoenix`, `cowboy` or `bandit`. */
 export type FlavorName = keyof typeof SERVER_FLAVORS

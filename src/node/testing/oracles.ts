@@ -9,6 +9,7 @@
 import type { Link } from '../../link.js'
 import type { PlatformSimulator } from '../server/index.js'
 import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
+import { deepFreeze } from '../../freeze.js'
 
 /** What an oracle is given after a step has settled. `H` is what the host factory returned. */
 export interface OracleInput<H = unknown> {
@@ -94,7 +95,7 @@ function ownConflict({ step, before, wasAccepted }: OracleInput): boolean {
 }
 
 /** The lifecycle rules of docs/design.md, each an oracle; the path runner checks them all by default. */
-export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = Object.freeze([
+export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   {
     name: 'late-and-bad-input-change-nothing',
     rule: 'A stale generation, a malformed frame, a control signal and a cancelled wait change no state.',

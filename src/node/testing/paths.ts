@@ -7,6 +7,7 @@ import { connectionPaths, type ModelPath } from '../model/paths.js'
 import { linkStateOf } from '../../../machines/status.js'
 import type { Expectation, StimulusKind } from '../model/connection-model.js'
 import { stimulusOf, type LifecycleStimulus } from './stimuli.js'
+import { deepFreeze } from '../../freeze.js'
 
 /**
  * What a link shows once a step has settled, as the chart says: `state` is `link.state`,
@@ -70,10 +71,3 @@ export function lifecyclePaths(): readonly LifecyclePath[] {
   return cached
 }
 
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const inner of Object.values(value)) deepFreeze(inner)
-  }
-  return value
-}
