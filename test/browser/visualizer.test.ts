@@ -395,6 +395,45 @@ describe.skipIf(!HAVE_CHROMIUM)('phoenix-link demo --trace and --visualize', () 
   }, 120_000)
 
 
+  it('Ctrl-C while demo --visualize waits for the page stops it at once with exit 130', async () => {
+    const { spawn } = await import('node:child_process')
+    const cli = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'demo', '--visualize', '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    try {
+      await until(() => /http:\/\/127\.0\.0\.1:\d+\/#live/.test(out), 60_000, 'the visualizer URL')
+      const stoppedAt = performance.now()
+      child.kill('SIGINT')
+      expect(await exited).toBe(130)
+      // Not the 60 s wait for a viewer, nor the demo after it.
+      expect(performance.now() - stoppedAt).toBeLessThan(5_000)
+      expect(out).toContain('"interrupted"')
+      expect(out).not.toContain('"step"')
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL')
+    }
+  }, 120_000)
+
+  it('an interruption while the demo runs releases every link and server and resolves 130', async () => {
+    const { runDemo } = await import('../../src/node/cli/demo.js')
+    const lines: string[] = []
+    let interrupt!: () => void
+    const holdUntil = new Promise<void>((resolve) => (interrupt = resolve))
+    const code = await runDemo({
+      json: true,
+      visualize: { port: 0, waitForViewerMs: 0, holdUntil },
+      write: (line) => {
+        lines.push(line)
+        if (line.includes('3. the server closes with 1001')) interrupt()
+      },
+    })
+    expect(code).toBe(130)
+    expect(lines.filter((line) => line.includes('"interrupted"'))).toHaveLength(1)
+    expect(lines.join('\n')).not.toContain('4. the server closes with 1011')
+  }, 60_000)
+
   it('waits for the page, streams both links through the whole demo, and stops on SIGINT with exit 0', async () => {
     const { spawn } = await import('node:child_process')
     const cli = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))

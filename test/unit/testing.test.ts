@@ -110,6 +110,25 @@ describe('the runner', () => {
     expect(failure).toMatchObject({ name: 'PathFailure', step: 3, stimulus: 'supersede', detail: 'host-rule: superseded' })
   })
 
+  it('a timeoutMs no timer can take is refused before anything runs; a kit stopped before or during a run rejects saying so', async () => {
+    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    let built = 0
+    for (const timeoutMs of [-5, Number.NaN, 1.5, 0]) {
+      await expect(kit.run(path, (options) => (built++, createLink(options)), { timeoutMs })).rejects.toThrow(
+        new RangeError(`timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(timeoutMs)}`),
+      )
+    }
+    expect(built).toBe(0)
+    const own = await startPathKit({ agentPrefix: 'kit-stop-' })
+    // Stopped as the path's first upgrade arrives: the run is cut short, neither passed nor failed at a step.
+    const run = own.run(path, (options) => createLink(options))
+    await own.simulator.waitFor(() => own.simulator.heldUpgrades === 1)
+    await own.stop()
+    await expect(run).rejects.toThrow(/^the path kit was stopped during path ".+": the run was cut short and is not judged$/)
+    await expect(own.run(path, (options) => (built++, createLink(options)))).rejects.toThrow(/^the path kit has stopped: path ".+" cannot run; start another with startPathKit\(\)$/)
+    expect(built).toBe(0)
+  })
+
   it('rejects a factory that returns no link, and passes a correct host with a report of what the server saw', async () => {
     const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
     await expect(kit.run(path, () => ({}) as never)).rejects.toThrow(/returned no link/)

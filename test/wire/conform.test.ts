@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { until } from '../support/until.js'
 import { CONFORMANCE_RULES, formatConformance, runConformance, type ConformanceReport } from '../../src/node/conform/index.js'
+import { visible } from '../../src/node/cli/conform.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))
@@ -72,6 +73,12 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(report.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail).toMatch(/no close frame \(1006\)/)
   }, 60_000)
 
+  it('a process that exits on a supersede push without closing its socket breaks stops-heartbeats-after-stop: no close frame (1006)', async () => {
+    const report = await runConformance({ command: agent, cwd: REPO, env: { EXIT_ON_SUPERSEDE: '1' }, concurrency: 2 })
+    expect(broken(report)).toEqual(['stops-heartbeats-after-stop'])
+    expect(report.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail).toMatch(/^after the supersede its socket ended with no close frame \(1006\), \d+ ms after the push/)
+  }, 60_000)
+
   it('a double connect at start (both at once, or the second once the first has joined) breaks only one-live-socket; the same agent without its bugs keeps every rule', async () => {
     const [double, late, clean] = await Promise.all([
       runConformance({ command: agent, cwd: REPO, env: { DOUBLE_CONNECT: '1' }, concurrency: 2 }),
@@ -85,8 +92,8 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(broken(clean)).toEqual([])
   }, 90_000)
 
-  it('Ctrl-C stops every agent it started and exits 130', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'conform', '--', process.execPath, 'test/fixtures/conform-agent.mjs'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
+  it('Ctrl-C stops every agent it started and exits 130 at once (a long quiet window cut short), judging nothing after the stop', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'conform', '--quiet', '30000', '--', process.execPath, 'test/fixtures/conform-agent.mjs'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
     let err = ''
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()))
     const agents = () => spawnSync('pgrep', ['-f', 'test/fixtures/conform-agent.mjs'], { encoding: 'utf8' }).stdout.trim().split('\n').filter((p) => p !== '')
@@ -94,9 +101,12 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     try {
       // pgrep is the only view of another process's children: poll it, bounded.
       await until(() => agents().length >= 3, 20_000, 'three agents to run')
+      const stoppedAt = performance.now()
       child.kill('SIGINT')
       expect(await exited).toBe(130)
-      expect(err).toMatch(/stopped by SIGINT; every agent stopped/)
+      // Bounded by the agents' stop (3 s) and the process's own start, not by the 30 s quiet window.
+      expect(performance.now() - stoppedAt).toBeLessThan(10_000)
+      expect(err).toMatch(/stopped by SIGINT; every agent stopped\n$/)
       expect(agents()).toEqual([])
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL')
@@ -106,6 +116,16 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
 })
 
 describe('phoenix-link conform on an agent that is not there', () => {
+  it('a concurrency that is not a whole number >= 1 is refused before anything starts', async () => {
+    for (const concurrency of [Number.NaN, 0, 1.5]) {
+      await expect(runConformance({ command: [process.execPath, 'test/fixtures/conform-agent.mjs'], cwd: REPO, concurrency })).rejects.toThrow(/conform concurrency must be a whole number >= 1/)
+    }
+  })
+
+  it("the agent's output is printed with its control characters shown, so terminal escapes cannot hide the verdicts", () => {
+    expect(visible('ok\x1b[2J\x1b[H\tdone\r\nnext\x07')).toBe('ok\\x1b[2J\\x1b[H\tdone\\x0d\nnext\\x07')
+  })
+
   it('a command that cannot start fails every rule at once, saying why; an empty command is refused', async () => {
     const started = performance.now()
     const report = await runConformance({ command: ['/nonexistent/agent'], cwd: REPO })

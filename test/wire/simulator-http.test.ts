@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest'
 import { createLink } from '../../src/link.js'
 import { CONTROL_ROUTES, PlatformSimulator, adminAccess, isLoopbackAddress, startSimulator, type AdminRequest } from '../../src/node/server/index.js'
 import { isSendableCloseCode } from '../../src/node/server/connection.js'
+import WebSocket from 'ws'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -173,6 +174,12 @@ describe('the simulator over HTTP', () => {
       expect(() => sim.refuseUpgrades({ status: 429, retryAfter: '1\nx: 1' })).toThrow(new TypeError('refusal retryAfter must be an HTTP field value (visible ASCII, spaces and tabs), got "1\\nx: 1"'))
       expect(() => sim.refuseUpgradesOf('a', { status: 302 })).toThrow(new TypeError('refusal status must be a whole number in 400-599, got 302'))
       expect(() => sim.answerHeldUpgrade({ status: 429, retryAfter: '1\r\nx: 1' })).toThrow(/refusal retryAfter must be an HTTP field value/)
+      // A body, connection or message the response could not be written from is refused when scripted, not answered as a 400 later.
+      expect(() => sim.refuseUpgrades({ status: 503, body: 'platfrom' as never })).toThrow(new TypeError("refusal body must be 'none', 'platform' or { text: string }, got \"platfrom\""))
+      expect(() => sim.refuseUpgrades({ status: 503, body: { text: 42 } as never })).toThrow(/refusal body must be 'none', 'platform' or \{ text: string \}/)
+      expect(() => sim.refuseUpgrades({ status: 503, connection: 'klose' as never })).toThrow(new TypeError("refusal connection must be 'keep-alive' or 'close', got \"klose\""))
+      expect(() => sim.refuseUpgrades({ status: 503, message: 7 as never })).toThrow(new TypeError('refusal message must be a string, got 7'))
+      expect(() => sim.refuseUpgrades(null as never)).toThrow(/a refusal is an object/)
       // Keys of a simulator that accepts any agent: a conflict with its configuration, not a crash (500).
       const keys = await call(http, 'POST', '/admin/keys', { agent: 'a', keys: 'k' })
       expect([keys.status, keys.body.error.code]).toEqual([409, 'no_agent_map'])
@@ -418,6 +425,54 @@ describe('the simulator over HTTP', () => {
     await sim.stop()
     expect(performance.now() - started).toBeLessThan(5_000)
     expect(await pending).toMatchObject({ status: 503, body: { error: { code: 'stopping', message: 'the simulator is stopping' } } })
+  })
+
+  it('a refusal scripted with a bad body is never queued: the next upgrade is accepted, and a held upgrade stays held', async () => {
+    const sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
+    try {
+      const release = sim.holdUpgrades()
+      const socket = new WebSocket(`${sim.url}/websocket?vsn=2.0.0&agent_id=agent-1&api_key=key-1`)
+      socket.on('error', () => {})
+      await sim.waitFor(() => sim.heldUpgrades === 1)
+      expect(() => sim.answerHeldUpgrade({ status: 503, body: { text: 42 } as never })).toThrow(/refusal body must be/)
+      expect(sim.heldUpgrades).toBe(1)
+      release()
+      await once(socket, 'open')
+      expect(sim.upgrades.map((u) => u.status)).toEqual([101])
+      socket.close()
+      await once(socket, 'close')
+    } finally {
+      await sim.stop()
+    }
+  })
+
+  it('stop() with a close code no endpoint may send rejects before tearing anything down, and the simulator can still be stopped', async () => {
+    const sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
+    const socket = new WebSocket(`${sim.url}/websocket?vsn=2.0.0&agent_id=agent-1&api_key=key-1`)
+    await once(socket, 'open')
+    await expect(sim.stop({ code: 1006 })).rejects.toThrow(/close code 1006 may not be sent/)
+    // Nothing was touched: the socket is open and the simulator serves.
+    expect(sim.live('agent-1')).toHaveLength(1)
+    const closed = once(socket, 'close')
+    await sim.stop({ code: 4001 })
+    expect((await closed)[0]).toBe(4001)
+  })
+
+  it('after stop(): a pending waitFor rejects as the simulator stops, a new one rejects at once, and scripting calls throw naming the call', async () => {
+    const sim = await startSimulator()
+    const pending = sim.waitFor(() => false, { timeoutMs: 60_000, what: 'a socket that never comes' })
+    const started = performance.now()
+    await sim.stop()
+    await expect(pending).rejects.toThrow('simulator: stopped while waiting for a socket that never comes; it was not met and nothing will change any more')
+    expect(performance.now() - started).toBeLessThan(5_000)
+    await expect(sim.waitFor(() => false, { what: 'x' })).rejects.toThrow(/simulator: stopped while waiting for x/)
+    // A condition already met still resolves.
+    await sim.waitFor(() => true)
+    expect(() => sim.close('all', 1000)).toThrow(/simulator: scripting a socket \(close, abort, push, stall, \.\.\.\) after stop\(\)/)
+    expect(() => sim.refuseUpgrades({ status: 503 })).toThrow(/simulator: refuseUpgrades\(\) after stop\(\)/)
+    expect(() => sim.holdUpgrades()).toThrow(/simulator: holdUpgrades\(\) after stop\(\)/)
+    expect(() => sim.onJoin('room:1', { reply: 'ok' })).toThrow(/simulator: onJoin\(\) after stop\(\)/)
+    expect(() => sim.supersede('a')).toThrow(/simulator: supersede\(\) after stop\(\)/)
   })
 
   it('stop() ends HTTP requests still arriving (half the headers, half a body) instead of waiting for them', async () => {

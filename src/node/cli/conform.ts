@@ -46,8 +46,16 @@ export async function runConform(options: ConformOptions): Promise<number> {
   else {
     write(formatConformance(report))
     for (const [name, text] of Object.entries(report.output)) {
-      if (report.verdicts.some((v) => !v.pass) && text.trim() !== '') write(`\n--- agent output, scenario ${name} (last 4,000 characters)\n${text.trimEnd()}`)
+      if (report.verdicts.some((v) => !v.pass) && text.trim() !== '') write(`\n--- agent output, scenario ${name} (last 4,000 characters)\n${visible(text.trimEnd())}`)
     }
   }
   return report.passed ? 0 : 1
+}
+
+/**
+ * The agent's output with control characters shown as `\xNN` (newlines and tabs kept), so an
+ * agent that prints terminal escapes (a clear screen, a cursor move) cannot hide the verdicts.
+ */
+export function visible(text: string): string {
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
 }

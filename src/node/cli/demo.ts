@@ -21,7 +21,9 @@ export interface DemoOptions {
   /**
    * Serve the visualizer on loopback and stream both links' transitions to it: the demo waits
    * up to `waitForViewerMs` (default 60000) for a page to connect, and after it ends keeps the
-   * page up until `holdUntil` settles (the CLI passes Ctrl-C).
+   * page up until `holdUntil` settles (the CLI passes Ctrl-C). `holdUntil` settling earlier, while
+   * the demo waits for a viewer or runs, interrupts it: every link and server is released and
+   * the demo resolves 130.
    */
   visualize?: { port?: number; waitForViewerMs?: number; holdUntil?: Promise<unknown> }
   /**
@@ -42,6 +44,9 @@ const DEMO_POLICY: LinkPolicyInput = {
 }
 
 class DemoFailure extends Error {}
+
+/** `holdUntil` settled (Ctrl-C) before the demo ended. */
+class DemoInterrupted extends Error {}
 
 function expectThat(ok: boolean, what: string): void {
   if (!ok) throw new DemoFailure(`expected ${what}`)
@@ -93,10 +98,27 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const out = createOutput(options.json ?? false, options.write)
   const traceFile = options.trace ? openTraceFile(options.trace, (error) => out.event('trace', 'failed', { error: error.message }, `the trace stopped: ${error.message}`)) : null
   const viz = options.visualize ? await startVisualizer({ port: options.visualize.port ?? 0 }) : null
+  // Ctrl-C while the demo waits for a viewer or runs: the wait in progress rejects, the rest is released.
+  const hold = options.visualize?.holdUntil
+  let interrupted = false
+  const interruption = hold?.then(() => {
+    interrupted = true
+    throw new DemoInterrupted('interrupted (Ctrl-C)')
+  })
+  interruption?.catch(() => {})
+  const wait = <T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> =>
+    within(interruption ? Promise.race([promise, interruption]) : promise, timeoutMs, what)
   if (viz) {
     const waitMs = options.visualize?.waitForViewerMs ?? 60_000
     out.event('visualizer', 'listening', { url: `${viz.url}#live` }, `open ${viz.url}#live to follow the demo (it starts when the page connects, at most ${Math.round(waitMs / 1000)} s from now)`)
-    await viz.waitForViewer(waitMs)
+    const viewer = viz.waitForViewer(waitMs)
+    await (interruption ? Promise.race([viewer, interruption]) : viewer).catch(() => {})
+    if (interrupted) {
+      await viz.close()
+      await traceFile?.close()
+      out.event('demo', 'interrupted', {}, 'interrupted (Ctrl-C) before the demo started')
+      return 130
+    }
   }
   const stopTraces: Array<() => void> = []
   const trace = (link: Link, label: string) => {
@@ -131,15 +153,15 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     trace(a, 'A')
 
     out.step('1. connect: socket open, control channel agent_control:agent-demo joined, then an app channel')
-    await within(a.connect(), 5_000, 'link A to connect')
+    await wait(a.connect(), 5_000, 'link A to connect')
     const lobby = a.channel('room:lobby')
     lobby.on('message', (payload) => {
       received.push(JSON.stringify(payload))
       out.event('agent A', 'message', { topic: 'room:lobby', payload }, `room:lobby message ${JSON.stringify(payload)}`)
     })
-    await within(lobby.joined(), 5_000, 'room:lobby to join')
+    await wait(lobby.joined(), 5_000, 'room:lobby to join')
     sim.push({ agent: AGENT }, 'room:lobby', 'message', { text: 'hello agent' })
-    await within(
+    await wait(
       new Promise<void>((resolve) => lobby.on('message', () => resolve())),
       5_000,
       'the first room:lobby message',
@@ -164,17 +186,17 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
         })
       })
       disrupt()
-      const d = await within(lost, 5_000, 'the disconnect')
+      const d = await wait(lost, 5_000, 'the disconnect')
       expectThat(d.reason.kind === kind && !d.terminal, `a retryable ${kind} reason, got ${describeReason(d.reason)}`)
-      await within(back, 5_000, 'link A to reconnect')
-      await within(rejoined, 5_000, 'room:lobby to rejoin')
+      await wait(back, 5_000, 'link A to reconnect')
+      await wait(rejoined, 5_000, 'room:lobby to rejoin')
     }
 
     out.step('6. control signals: interrupt, stop, play, delivered once each and in order')
     sim.control(AGENT, { mode: 'interrupt', correlation_id: 'ctl-1' })
     sim.control(AGENT, { mode: 'stop', scope: 'room', room_id: 'room:lobby', correlation_id: 'ctl-2' })
     sim.control(AGENT, { mode: 'play', correlation_id: 'ctl-3' })
-    await within(threeHandled, 5_000, 'three control signals to be handled')
+    await wait(threeHandled, 5_000, 'three control signals to be handled')
     expectThat(handled.map((s) => s.correlationId).join(',') === 'ctl-1,ctl-2,ctl-3', `signals in order, got ${handled.map((s) => s.correlationId)}`)
 
     out.step('7. a second instance with the same key connects: the first is superseded and never reconnects')
@@ -187,8 +209,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
       () => null,
       (error: unknown) => error as { reason?: DisconnectReason },
     )
-    await within(b.connect(), 5_000, 'link B to connect')
-    const error = await within(ended, 5_000, 'link A to end')
+    await wait(b.connect(), 5_000, 'link B to connect')
+    const error = await wait(ended, 5_000, 'link A to end')
     expectThat(error?.reason?.kind === 'superseded', `link A to end superseded, got ${error?.reason ? describeReason(error.reason) : 'no error'}`)
     expectThat(a.state === 'terminated', `link A terminated, it is ${a.state}`)
     await a.disconnect() // sends nothing after a supersede; resolves once every socket of A is closed
@@ -205,9 +227,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     out.step(`8. stop: link B leaves and closes 1000; ${GRACE_MS} ms later the platform sees the agent gone and aborts its run`)
     const runAborted = new Promise<AgentAborted>((resolve) => sim.once('agent-aborted', resolve))
     const run = sim.runs.startRun(AGENT, 'run-demo', { onAbort: () => void out.event('agent', 'run-abort-hook', { runId: 'run-demo' }, 'run-demo: abort hook ran (a model call would be cancelled here)') })
-    await within(b.disconnect(), 5_000, 'link B to stop')
+    await wait(b.disconnect(), 5_000, 'link B to stop')
     expectThat(b.lastDisconnectReason?.kind === 'graceful', 'link B stopped gracefully')
-    const report = await within(runAborted, GRACE_MS + 5_000, 'the run to be aborted')
+    const report = await wait(runAborted, GRACE_MS + 5_000, 'the run to be aborted')
     expectThat(run.aborted && report.outcome === 'aborted' && report.runId === 'run-demo', `run-demo aborted, got ${report.outcome}`)
     const kinds = sim.presence.map((p) => p.kind).join(',')
     expectThat(kinds === 'first-connected,last-disconnected', `one first-connected and one last-disconnected, got ${kinds}`)
@@ -220,6 +242,10 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     out.step(`done in ${out.elapsed()} ms: every step held`)
     return 0
   } catch (error) {
+    if (interrupted) {
+      out.event('demo', 'interrupted', {}, 'interrupted (Ctrl-C): every link and the simulator stopped')
+      return 130
+    }
     const message = error instanceof Error ? error.message : String(error)
     out.event('demo', 'failed', { error: message }, `FAILED: ${message}`)
     return 1
@@ -232,7 +258,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
       out.event('trace', 'written', { path: options.trace }, `trace of links A and B written to ${options.trace} (open it in the visualizer's #replay)`)
     }
     if (viz) {
-      if (options.visualize?.holdUntil) {
+      if (options.visualize?.holdUntil && !interrupted) {
         out.event('visualizer', 'holding', { url: `${viz.url}#live` }, `the page stays at ${viz.url}#live (replay the run with Back/Forward in #replay of a trace); Ctrl-C stops`)
         await options.visualize.holdUntil
       }

@@ -247,6 +247,20 @@ function untilOrExit(sim: PlatformSimulator, check: () => boolean, ms: number, a
   })
 }
 
+/** Resolves after `ms`, or at once when `signal` aborts (never rejects); leaves no timer or listener behind. */
+function quietFor(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve()
+    const done = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal?.addEventListener('abort', done, { once: true })
+  })
+}
+
 function joinsOf(c: SimConnection): Array<{ topic: string; joinRef: string | null }> {
   return c.frames
     .filter((f) => f.dir === 'in' && f.frame?.event === CHANNEL_EVENTS.join)
@@ -396,9 +410,13 @@ async function supersede(stage: Stage): Promise<Verdicts> {
     later.length === 0
       ? verdict('no-reconnect-after-supersede', true, `no upgrade in ${settings.quietMs} ms after the supersede`)
       : verdict('no-reconnect-after-supersede', false, `${later.length} upgrade(s) after the supersede, the first ${later[0]!.at - pushedAt} ms after it (${sim.accepted(agentId).length - sockets} accepted)`)
+  // As after SIGTERM: the agent closes its socket itself, with a close frame; a process that died
+  // (1006, no close frame) did not.
   const supersedeStop = !closedItself
     ? `a superseded socket left open by the server was still open ${settings.stopTimeoutMs} ms after the push${beats > 0 ? `, with ${beats} heartbeat(s)` : ''}`
-    : null
+    : socket.closeSeen?.code === 1006
+      ? `after the supersede its socket ended with no close frame (1006), ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push: the process died without closing it`
+      : null
   out['stops-heartbeats-after-stop'] = supersedeStop
     ? verdict('stops-heartbeats-after-stop', false, supersedeStop)
     : verdict('stops-heartbeats-after-stop', true, `closed its superseded socket ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push`)
@@ -499,7 +517,9 @@ async function sameKey(stage: Stage): Promise<Verdicts> {
     result =
       evictions === 0 && live === 1
         ? verdict(rule, true, `one live socket, no new one in the ${settings.quietMs} ms after the second instance took the key`)
-        : verdict(
+        : evictions === 0 && live === 0
+          ? verdict(rule, false, `no live socket at the end, and no new one in the ${sim.now() - fromAt} ms after the second instance took the key: the instance holding the key let it go (did it exit?)`)
+          : verdict(
             rule,
             false,
             `${evictions} more socket(s) in the ${sim.now() - fromAt} ms after the second instance took the key (each evicting the other), ${live} live at the end`,
@@ -534,6 +554,8 @@ const SCENARIO_RULES: Record<string, ConformanceRuleId[]> = {
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   if (options.command.length === 0 || !options.command[0]) throw new Error('conform needs the agent command, e.g. phoenix-link conform -- python3 agent.py')
+  const concurrency = options.concurrency ?? 3
+  if (!(Number.isInteger(concurrency) && concurrency >= 1)) throw new RangeError(`conform concurrency must be a whole number >= 1, got ${String(options.concurrency)}`)
   const settings: Settings = {
     connectTimeoutMs: options.connectTimeoutMs ?? 15_000,
     reconnectCapMs: options.reconnectCapMs ?? 10_000,
@@ -547,6 +569,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const found: Verdicts[] = []
   const output: Record<string, string> = {}
   const running = new Set<Agent>()
+  let workers: Promise<unknown> | null = null
   let aborted: (() => void) | null = null
   const abortedRun = new Promise<never>((_, reject) => {
     if (!options.signal) return
@@ -583,7 +606,8 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
           },
           // Gives up early once every agent process of the scenario has exited: nothing more will come.
           until: (check, ms) => untilOrExit(sim, check, ms, agents),
-          watch: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+          // A quiet window ends early when the run is stopped: nothing after it is judged.
+          watch: (ms) => quietFor(ms, options.signal),
         }
         let verdicts: Verdicts
         try {
@@ -596,16 +620,26 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
           await agent.stop(settings.stopTimeoutMs)
           running.delete(agent)
         }
+        // A scenario the stop cut short judged nothing: no verdict, no report after the run rejected.
+        if (options.signal?.aborted) return
         output[name] = agents.map((a, i) => (agents.length > 1 ? `[instance ${i + 1}]\n${a.output}` : a.output)).join('\n')
         found.push(verdicts)
         options.onScenario?.(name, Object.values(verdicts))
       }
     }
-    await Promise.race([Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 3) }, worker)), abortedRun])
+    workers = Promise.all(Array.from({ length: concurrency }, worker))
+    await Promise.race([workers, abortedRun])
   } finally {
     if (aborted) options.signal?.removeEventListener('abort', aborted)
     await Promise.all([...running].map((agent) => agent.stop(settings.stopTimeoutMs)))
     await sim.stop()
+    // On a stop, the scenarios still running end now (their agents gone, the simulator stopped, their
+    // quiet windows cut): wait for them, bounded, so nothing of the run happens after it returns.
+    if (workers && options.signal?.aborted) {
+      const bound = new AbortController()
+      await Promise.race([workers.catch(() => {}), quietFor(settings.stopTimeoutMs + EXIT_SETTLE_MS, bound.signal)])
+      bound.abort()
+    }
   }
   const verdicts = CONFORMANCE_RULES.map(({ id }) => {
     const all = found.map((v) => v[id]).filter((v): v is RuleVerdict => v !== undefined)

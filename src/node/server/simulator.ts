@@ -260,16 +260,26 @@ function wsStatusCode(error: Error): number | null {
 /**
  * Throws when a scripted refusal could not be written as the HTTP response it describes: a
  * `retryAfter` with a character outside an HTTP field value (RFC 9110 section 5.5: visible ASCII,
- * space and tab; a CR or LF would end the header early and inject others), or a status outside
- * 400-599.
+ * space and tab; a CR or LF would end the header early and inject others), a status outside
+ * 400-599, a body other than `'none'`, `'platform'` or `{ text: string }`, a connection other than
+ * `'keep-alive'` or `'close'`, or a message that is not a string.
  *
  * @throws {TypeError} naming the field.
  */
 function checkRefusal(refusal: UpgradeRefusal): void {
+  if (refusal === null || typeof refusal !== 'object') throw new TypeError(`a refusal is an object { status, retryAfter?, body?, connection?, message? }, got ${shownAs(refusal)}`)
   if (!Number.isInteger(refusal.status) || refusal.status < 400 || refusal.status > 599) throw new TypeError(`refusal status must be a whole number in 400-599, got ${String(refusal.status)}`)
   if (refusal.retryAfter !== undefined && (typeof refusal.retryAfter !== 'string' || !/^[\t\x20-\x7e]*$/.test(refusal.retryAfter))) {
     throw new TypeError(`refusal retryAfter must be an HTTP field value (visible ASCII, spaces and tabs), got ${JSON.stringify(refusal.retryAfter)}`)
   }
+  const { body } = refusal
+  if (!(body === undefined || body === 'none' || body === 'platform' || (typeof body === 'object' && body !== null && typeof body.text === 'string'))) {
+    throw new TypeError(`refusal body must be 'none', 'platform' or { text: string }, got ${shownAs(body)}`)
+  }
+  if (!(refusal.connection === undefined || refusal.connection === 'keep-alive' || refusal.connection === 'close')) {
+    throw new TypeError(`refusal connection must be 'keep-alive' or 'close', got ${shownAs(refusal.connection)}`)
+  }
+  if (refusal.message !== undefined && typeof refusal.message !== 'string') throw new TypeError(`refusal message must be a string, got ${shownAs(refusal.message)}`)
 }
 
 /**
@@ -320,6 +330,10 @@ export class PlatformSimulator extends EventEmitter {
   private nextSocket = 1
   private boundPort = 0
   private stopping: Promise<void> | null = null
+  /** Set once stop() has finished: a wait can no longer be met by anything the simulator records. */
+  private stopped = false
+  /** Waits of waitFor() still pending: stop() settles each as it finishes (met, or rejected). */
+  private readonly waits = new Set<() => void>()
 
   /** @internal use {@link startSimulator}. */
   constructor(options: SimulatorOptions) {
@@ -328,7 +342,7 @@ export class PlatformSimulator extends EventEmitter {
     this.options = {
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 0,
-      path: (options.path ?? '/socket').replace(/\/$/, ''),
+      path: typeof options.path === 'string' ? options.path.replace(/\/$/, '') : (options.path ?? '/socket'),
       agents: options.agents ?? 'any',
       flavor: options.flavor ?? 'phoenix',
       idleTimeoutMs: options.idleTimeoutMs === undefined ? 60_000 : options.idleTimeoutMs,
@@ -339,6 +353,14 @@ export class PlatformSimulator extends EventEmitter {
       maxFrameBytes: options.maxFrameBytes ?? 8 * 1024 * 1024,
       eventStreamKeepAliveMs: options.eventStreamKeepAliveMs ?? 15_000,
       rejectMode: options.rejectMode ?? 'plain',
+    }
+    // An empty host would listen on every interface (Node's default), a path without its slash would
+    // make a url that is not one: both are typos, refused here.
+    if (typeof this.options.host !== 'string' || this.options.host.trim() === '') {
+      throw new TypeError(`host must be an interface name or address such as '127.0.0.1' (an empty one would listen on every interface), got ${shownAs(options.host)}`)
+    }
+    if (typeof this.options.path !== 'string' || !this.options.path.startsWith('/') || this.options.path.length < 2 || /[\s?#]/.test(this.options.path)) {
+      throw new TypeError(`path must start with '/' and hold no spaces, '?' or '#', such as '/socket'; got ${shownAs(options.path)}`)
     }
     if (!['plain', 'json', 'json_close'].includes(this.options.rejectMode)) {
       throw new RangeError(`rejectMode must be plain, json or json_close, got ${String(options.rejectMode)}`)
@@ -480,6 +502,7 @@ export class PlatformSimulator extends EventEmitter {
    *   `retryAfter` that is not an HTTP field value; none of them is queued.
    */
   refuseUpgrades(...refusals: UpgradeRefusal[]): this {
+    this.assertRunning('refuseUpgrades()')
     for (const refusal of refusals) checkRefusal(refusal)
     this.refusals.push(...refusals)
     return this
@@ -493,6 +516,7 @@ export class PlatformSimulator extends EventEmitter {
    * @throws {TypeError} as {@link refuseUpgrades} does; none of them is queued.
    */
   refuseUpgradesOf(agentId: string, ...refusals: UpgradeRefusal[]): this {
+    this.assertRunning('refuseUpgradesOf()')
     for (const refusal of refusals) checkRefusal(refusal)
     const queue = this.agentRefusals.get(agentId) ?? []
     queue.push(...refusals)
@@ -505,6 +529,7 @@ export class PlatformSimulator extends EventEmitter {
    * always). Later rules take precedence. Without a rule a join succeeds.
    */
   onJoin(match: string | RegExp, outcome: JoinOutcome, times = Number.POSITIVE_INFINITY): this {
+    this.assertRunning('onJoin()')
     this.joinRules.unshift({ match, outcome, times })
     return this
   }
@@ -515,6 +540,7 @@ export class PlatformSimulator extends EventEmitter {
    * with {@link answerHeldUpgrade}; then the held ones are answered as usual.
    */
   holdUpgrades(agents?: RegExp): () => void {
+    this.assertRunning('holdUpgrades()')
     this.held ??= []
     this.holdMatch = agents ?? null
     return () => {
@@ -655,6 +681,7 @@ export class PlatformSimulator extends EventEmitter {
    * Stalls and holds changed while frozen are not tracked: the thaw undoes them with the freeze.
    */
   freeze(): () => void {
+    this.assertRunning('freeze()')
     const frozen = this.live().filter((c) => !c.stalled)
     for (const c of frozen) this.stallOne(c)
     // The test's own hold, if any, comes back at the thaw; meanwhile every upgrade is held.
@@ -692,6 +719,7 @@ export class PlatformSimulator extends EventEmitter {
    * 5 s), as Phoenix's drainer only drains sockets with channels.
    */
   restart(): void {
+    this.assertRunning('restart()')
     for (const c of this.live()) this.drainOne(c, false)
   }
 
@@ -739,6 +767,7 @@ export class PlatformSimulator extends EventEmitter {
    * @returns how many sockets it was sent to.
    */
   broadcast(topic: string, event: string, payload: Payload): number {
+    this.assertRunning('broadcast()')
     let sent = 0
     for (const c of this.live()) {
       if (!c.channels.has(topic)) continue
@@ -753,6 +782,7 @@ export class PlatformSimulator extends EventEmitter {
    * `close: null`) a close with the flavor's code, in the same tick.
    */
   supersede(agentId: string, options: { payload?: Payload; close?: number | null } = {}): number {
+    this.assertRunning('supersede()')
     // A bad close code is refused before anything is pushed or recorded (RangeError, as close()).
     if (typeof options.close === 'number') assertSendableClose(options.close, '')
     const targets = this.live(agentId)
@@ -788,7 +818,9 @@ export class PlatformSimulator extends EventEmitter {
    * frame, a close, a refusal: the simulator's own records), not on a timer: for a condition on the
    * client's side, wait on the link (`link.whenState()`, `link.once()`).
    *
-   * @throws {Error} (rejects) naming `what` when `timeoutMs` passes first, or with what `check` threw.
+   * @throws {Error} (rejects) naming `what` when `timeoutMs` passes first, or with what `check` threw;
+   *   at once when the simulator has stopped (or once it stops, for a wait pending then) and
+   *   `check()` is false, since nothing it records can change any more.
    * @throws {RangeError} (rejects) for a `timeoutMs` that is not a whole number of milliseconds in [0, 2^31-1].
    */
   waitFor(check: () => boolean, options: { timeoutMs?: number; what?: string } = {}): Promise<void> {
@@ -801,7 +833,15 @@ export class PlatformSimulator extends EventEmitter {
     if (!(Number.isInteger(timeoutMs) && timeoutMs >= 0 && timeoutMs <= 2 ** 31 - 1)) {
       return Promise.reject(new RangeError(`waitFor timeoutMs must be a whole number of milliseconds in [0, 2^31-1], got ${String(timeoutMs)}`))
     }
+    const stoppedError = () => new Error(`simulator: stopped while waiting for ${options.what ?? 'a condition'}; it was not met and nothing will change any more`)
+    if (this.stopped) return Promise.reject(stoppedError())
     return new Promise((resolve, reject) => {
+      const settleOnStop = () => {
+        onChange()
+        if (!this.waits.has(settleOnStop)) return
+        cleanup()
+        reject(stoppedError())
+      }
       const onChange = () => {
         let done: boolean
         try {
@@ -828,8 +868,10 @@ export class PlatformSimulator extends EventEmitter {
       const cleanup = () => {
         clearTimeout(timer)
         this.off('change', onChange)
+        this.waits.delete(settleOnStop)
       }
       this.on('change', onChange)
+      this.waits.add(settleOnStop)
     })
   }
 
@@ -840,6 +882,14 @@ export class PlatformSimulator extends EventEmitter {
    */
   stop(options: { code?: number; abort?: boolean } = {}): Promise<void> {
     if (this.stopping) return this.stopping
+    // A code no endpoint may send is refused before anything is torn down, so the host can stop again.
+    if (options.code !== undefined) {
+      try {
+        assertSendableClose(options.code, '')
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    }
     this.stopping = (async () => {
       const held = this.held ?? []
       this.held = null
@@ -881,12 +931,24 @@ export class PlatformSimulator extends EventEmitter {
       const closed = new Promise<void>((resolve) => this.http.close(() => resolve()))
       this.http.closeAllConnections()
       await closed
+      this.stopped = true
+      // Waits still pending are settled now: met, or rejected (nothing will change any more).
+      for (const settle of [...this.waits]) settle()
       this.removeAllListeners()
     })()
     return this.stopping
   }
 
   // ---- private ----------------------------------------------------------------------------
+
+  /**
+   * Scripting a simulator that has stopped (or is stopping) would do nothing: say so.
+   *
+   * @throws {Error} naming the call, once stop() has been called.
+   */
+  private assertRunning(what: string): void {
+    if (this.stopping) throw new Error(`simulator: ${what} after stop(): this simulator has stopped (or is stopping) and scripts nothing more; start another`)
+  }
 
   /**
    * Why a socket ended, as the platform sees it: superseded (a supersede was pushed to it),
@@ -1021,6 +1083,7 @@ export class PlatformSimulator extends EventEmitter {
    *   string, say), naming what was given.
    */
   private resolve(target: Target): SimConnection[] {
+    this.assertRunning('scripting a socket (close, abort, push, stall, ...)')
     if (target === 'all') return this.live()
     if (target instanceof SimConnection) return target.live ? [target] : []
     if (typeof target === 'object' && target !== null) {

@@ -62,9 +62,9 @@ let cached: readonly LifecyclePath[] | null = null
 
 /**
  * The connection chart's lifecycle paths a real link and the simulator can produce on the wire
- * (about 150; every (state, stimulus) edge the wire can reach is the last step of one), shortest
- * first. Generated once per process (about 0.5 s), then shared: the array and its paths are
- * frozen.
+ * (199 with the shipped charts; every (state, stimulus) edge the wire can reach is the last step
+ * of one), shortest first. Generated once per process (about 0.5 s), then shared: the array and
+ * its paths are frozen.
  */
 export function lifecyclePaths(): readonly LifecyclePath[] {
   if (!cached) cached = Object.freeze(connectionPaths('wire').map((p) => deepFreeze(lifecyclePathOf(p))))

@@ -137,6 +137,8 @@ export async function startPathKit(options: PathKitOptions = {}): Promise<PathKi
 /** Runs lifecycle paths against its simulator; see {@link startPathKit}. Runs may go concurrently. */
 export class PathKit {
   private runs = 0
+  /** Set by stop(): a run started after it, or still going then, rejects saying so. */
+  private stopped = false
 
   /** @internal use {@link startPathKit}. */
   constructor(
@@ -151,9 +153,16 @@ export class PathKit {
    *
    * @throws {PathFailure} (rejects) naming the path, the step and what differed from the chart or broke an oracle.
    * @throws {Error} (rejects) when the host factory throws, returns no link, or returns a link
-   *   that connects as another agent than the kit's (that link is disconnected and the host stopped).
+   *   that connects as another agent than the kit's (that link is disconnected and the host stopped);
+   *   when the kit has stopped, or stops during the run (whatever the path saw is not judged).
+   * @throws {RangeError} (rejects) for a `timeoutMs` that is not a whole number of milliseconds in [1, 2^31-1].
    */
   async run<H extends PathHostResult>(path: LifecyclePath, host: PathHost<H>, options: PathRunOptions<NoInfer<H>> = {}): Promise<PathReport> {
+    if (this.stopped) throw new Error(`the path kit has stopped: path "${path.name}" cannot run; start another with startPathKit()`)
+    const requested = options.timeoutMs
+    if (requested !== undefined && !(Number.isInteger(requested) && requested >= 1 && requested <= 2 ** 31 - 1)) {
+      throw new RangeError(`timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(requested)}`)
+    }
     const sim = this.simulator
     const agentId = `${this.prefix}${++this.runs}`
     const oracles = options.oracles ?? (LIFECYCLE_ORACLES as ReadonlyArray<LifecycleOracle<H>>)
@@ -263,6 +272,8 @@ export class PathKit {
       if (failure === null && stopError !== null) failure = stopError
       else if (failure instanceof PathFailure && stopError !== null) failure.hostStopError = stopError
     }
+    // The kit's simulator stopped under the run: neither a pass nor a path failure can be trusted.
+    if (this.stopped) throw new Error(`the path kit was stopped during path "${path.name}": the run was cut short and is not judged`, { cause: failure ?? undefined })
     if (failure !== null) throw failure
     report.sockets = sim.accepted(agentId).length
     // After the path and disconnect(): still no socket the path did not open.
@@ -272,6 +283,7 @@ export class PathKit {
 
   /** Stops the kit's simulator (every socket closed). */
   async stop(): Promise<void> {
+    this.stopped = true
     await this.simulator.stop()
   }
 }

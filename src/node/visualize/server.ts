@@ -129,7 +129,7 @@ export async function startVisualizer(options: { port?: number; host?: string; t
   const dir = ensurePageBuilt()
   const records: TraceRecord[] = []
   const feeds = new Set<ServerResponse>()
-  const viewerWaiters = new Set<() => void>()
+  const viewerWaiters = new Set<(seen?: boolean) => void>()
   const notFound = (res: ServerResponse) => {
     res.writeHead(404, { 'content-type': 'text/plain' })
     res.end('not found')
@@ -145,7 +145,7 @@ export async function startVisualizer(options: { port?: number; host?: string; t
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' })
       for (const record of records) res.write(`data: ${JSON.stringify(record)}\n\n`)
       feeds.add(res)
-      for (const wake of viewerWaiters) wake()
+      for (const wake of [...viewerWaiters]) wake()
       req.on('close', () => feeds.delete(res))
       return
     }
@@ -180,7 +180,7 @@ export async function startVisualizer(options: { port?: number; host?: string; t
           viewerWaiters.delete(wake)
           resolve(seen)
         }
-        const wake = () => done(true)
+        const wake = (seen = true) => done(seen)
         const timer = setTimeout(() => done(false), timeoutMs)
         viewerWaiters.add(wake)
       })
@@ -192,6 +192,8 @@ export async function startVisualizer(options: { port?: number; host?: string; t
       for (const res of feeds) res.write(`data: ${JSON.stringify(record)}\n\n`)
     },
     close() {
+      // A wait for a viewer ends (unmet) with the server, so its timer keeps nothing alive.
+      for (const wake of [...viewerWaiters]) wake(false)
       for (const res of feeds) res.end()
       feeds.clear()
       return new Promise((resolve) => {
