@@ -138,6 +138,9 @@ export interface AttemptInfo {
 }
 
 /** Clocks and random source of a link given no `env`: shared by every such link. */
+/** The fields of a reason a `disconnected` log line carries, when the reason has them (src/reasons.ts). */
+const REASON_LOG_FIELDS = ['closeCode', 'closeName', 'status', 'cause', 'phase', 'source', 'errorCode', 'retryAfterMs', 'requestId', 'correlationId'] as const
+
 const DEFAULT_ENV: Env = Object.freeze({
   now: () => Date.now(),
   monotonic: () => performance.now(),
@@ -957,7 +960,7 @@ export class Link {
     if (seen.state === this.lastState) return
     const previous = this.lastState
     this.lastState = seen.state
-    this.log.info(`state ${previous} -> ${seen.state}`)
+    this.log.info(`state ${previous} -> ${seen.state}`, { state: seen.state, previous })
     if (seen.state === 'stopped' || seen.state === 'terminated') {
       this.stopRequested = false
       for (const channel of this.channels.values()) channel.failWaiting()
@@ -989,7 +992,12 @@ export class Link {
         const reason = event.reason as DisconnectReason
         const outcome = event.nextDelayMs !== null ? 'reconnect' : reason.kind === 'graceful' ? 'stopped' : 'terminated'
         if (this.lostAt === null) this.lostAt = this.monotonic()
-        const fields = { kind: reason.kind, generation: reason.generation, nextDelayMs: event.nextDelayMs }
+        // The reason's own identifying fields as structured fields, for a log query or an alert (never `raw`, `detail` or `message`: text a server chose).
+        const fields: Record<string, unknown> = { kind: reason.kind, retryable: reason.retryable, outcome, generation: reason.generation, attempt: event.attempt, nextDelayMs: event.nextDelayMs }
+        for (const key of REASON_LOG_FIELDS) {
+          const value = (reason as Record<string, unknown>)[key]
+          if (value !== undefined && value !== null) fields[key] = value
+        }
         if (outcome === 'terminated') this.log.warn(`disconnected: ${describeReason(reason)}`, fields)
         else this.log.info(`disconnected: ${describeReason(reason)}`, fields)
         this.emitter.emit('disconnected', {

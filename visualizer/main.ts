@@ -12,6 +12,7 @@ import charts from 'virtual:charts'
 import type { VisualChart, VisualState } from '../src/node/model/visual.js'
 import type { TraceRecord } from '../src/node/visualize/trace.js'
 import { stepLabel } from '../src/node/model/labels.js'
+import { MAX_TRACE_BYTES, parseTrace, statePaths } from '../src/node/visualize/parse-trace.js'
 
 type View = 'charts' | 'live' | 'replay' | 'dashboard'
 type StateValue = string | { [key: string]: StateValue }
@@ -141,11 +142,7 @@ async function drawCharts(): Promise<void> {
 }
 
 /** Every active state path of a state value, ancestors included: `{a: {b: 'c'}}` -> a, a.b, a.b.c. */
-function activePaths(value: StateValue | null, prefix = ''): string[] {
-  if (value === null) return []
-  if (typeof value === 'string') return [prefix + value]
-  return Object.entries(value).flatMap(([key, child]) => [prefix + key, ...activePaths(child, `${prefix}${key}.`)])
-}
+const activePaths = (value: StateValue | null): string[] => statePaths(value)
 
 /** The app channel the channel chart shows: the one chosen in the Channel list (the first topic seen by default). */
 function chosenTopic(): string {
@@ -313,33 +310,6 @@ function chooseReplayLink(): void {
   showStep(0)
 }
 
-/**
- * Parses a trace file (JSON lines of TraceRecord), checking each line's shape.
- * @throws {Error} naming the first bad line (1-based) and what is wrong with it.
- */
-function parseTrace(text: string): TraceRecord[] {
-  const records: TraceRecord[] = []
-  const lines = text.split('\n')
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim()
-    if (line === '') continue
-    let value: unknown
-    try {
-      value = JSON.parse(line)
-    } catch (error) {
-      throw new Error(`line ${i + 1} is not JSON (${(error as Error).message})`)
-    }
-    const r = value as Partial<TraceRecord> | null
-    if (!r || typeof r !== 'object' || typeof r.state !== 'string' || typeof r.seq !== 'number' || !r.charts || typeof r.charts !== 'object' || r.charts.connection === undefined) {
-      throw new Error(`line ${i + 1} is not a trace record (expected seq, state and charts, as phoenix-link connect --trace writes)`)
-    }
-    if (!r.charts.channels || typeof r.charts.channels !== 'object') r.charts.channels = {}
-    records.push(r as TraceRecord)
-  }
-  if (records.length === 0) throw new Error('the trace has no records')
-  return records
-}
-
 function showStep(i: number): void {
   if (trace.length === 0) return
   position = Math.max(0, Math.min(trace.length - 1, i))
@@ -348,10 +318,16 @@ function showStep(i: number): void {
   highlight(trace, position)
 }
 
-/** Loads a trace from its text; a bad file is reported in the replay panel and replaces the previous trace. */
-function loadTrace(text: string): void {
+function tooLarge(bytes: number): string {
+  return `the file is ${Math.round(bytes / 2 ** 20)} MiB; the replay reads traces up to ${MAX_TRACE_BYTES / 2 ** 20} MiB (trace fewer links, or a shorter run)`
+}
+
+/** Loads a trace from its text; a bad file (or `refused`, why it was not read) is reported in the replay panel and replaces the previous trace. */
+function loadTrace(text: string | null, refused?: string): void {
   try {
-    traceAll = parseTrace(text)
+    if (text === null) throw new Error(refused)
+    // Every record's fields, and every state it names against the charts drawn here (a trace of another version is refused).
+    traceAll = parseTrace(text, charts as VisualChart[])
   } catch (error) {
     traceAll = []
     trace = []
@@ -374,12 +350,18 @@ function setupReplay(): void {
   $('trace-file').onchange = () => {
     const file = ($('trace-file') as HTMLInputElement).files?.[0]
     if (!file) return
-    file.text().then(loadTrace, (error: Error) => ($('step-label').textContent = `cannot read the file: ${error.message}`))
+    // Past this a browser reads the file as an empty string (V8's longest string): say so instead.
+    if (file.size > MAX_TRACE_BYTES) return loadTrace(null, tooLarge(file.size))
+    file.text().then((text) => loadTrace(text), (error: Error) => ($('step-label').textContent = `cannot read the file: ${error.message}`))
   }
   if (new URLSearchParams(location.search).has('trace')) {
     fetch('./trace.jsonl')
-      .then((res) => (res.ok ? res.text() : Promise.reject(new Error(`the server answered ${res.status} for trace.jsonl`))))
-      .then(loadTrace, (error: Error) => ($('step-label').textContent = `cannot load the trace: ${error.message}`))
+      .then((res) => {
+        if (!res.ok) return Promise.reject(new Error(`the server answered ${res.status} for trace.jsonl`))
+        const size = Number(res.headers.get('content-length') ?? 0)
+        return size > MAX_TRACE_BYTES ? Promise.reject(new Error(tooLarge(size))) : res.text()
+      })
+      .then((text) => loadTrace(text), (error: Error) => ($('step-label').textContent = `cannot load the trace: ${error.message}`))
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * The `phoenix-link` command: `demo` (the lifecycle on the embedded simulator), `connect` (a
  * link against any platform), `serve` (the simulator standalone), `paths` (the generated
- * lifecycle paths), `export` (the charts for Stately Studio or mermaid), `conform` (the lifecycle
- * rules judged on any agent command) and `--version`.
+ * lifecycle paths), `export` (the charts for Stately Studio or mermaid), `replay` (a trace in the
+ * visualizer), `conform` (the lifecycle rules judged on any agent command) and `--version`.
  */
 import { readFileSync } from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
@@ -10,6 +10,7 @@ import { SERVER_FLAVORS, type FlavorName } from './server/flavors.js'
 import { runConnect } from './cli/connect.js'
 import { runPaths } from './cli/paths.js'
 import { EXPORT_FORMATS, runExport } from './cli/export.js'
+import { runReplay } from './cli/replay.js'
 import { CHARTS, type ChartName } from './model/chart-info.js'
 
 /** Only decimal digits: `Number()` alone would read `0x1f90` as 8080 and `1e3` as 1000. */
@@ -164,6 +165,15 @@ export function program(): Command {
     .addOption(new Option('--format <format>', 'output form').choices([...EXPORT_FORMATS]).default('json'))
     .action((opts: { chart?: ChartName; format: (typeof EXPORT_FORMATS)[number] }) => {
       process.exitCode = runExport({ ...(opts.chart ? { chart: opts.chart } : {}), format: opts.format })
+    })
+  cli
+    .command('replay')
+    .description('serve a recorded trace (connect --trace, demo --trace) in the visualizer\'s #replay on loopback until Ctrl-C; the file is checked first, every state against the shipped charts')
+    .argument('<file>', 'the trace file (JSON lines)')
+    .option('--port <port>', 'port of the page (0 picks one)', port, 0)
+    .option('--json', 'one JSON object per line', false)
+    .action(async (file: string, opts: { port: number; json: boolean }) => {
+      process.exitCode = await runReplay({ file, port: opts.port, json: opts.json, holdUntil: untilSignal() })
     })
   cli
     .command('conform')

@@ -103,6 +103,46 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
     return { page, errors, close: () => context.close() }
   }
 
+  it('phoenix-link replay FILE serves the trace in #replay until Ctrl-C; a file that is not a trace of these charts is one line and exit 1', async () => {
+    const { spawn } = await import('node:child_process')
+    const cli = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))
+    const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-replay-'))
+    const record = { link: 'A', seq: 1, at: 0, event: 'xstate.init', actor: 'connection', state: 'idle', charts: { connection: 'idle', reconnect: null, control: null, channels: {} }, lastReason: null }
+    const good = join(dir, 'good.jsonl')
+    writeFileSync(good, `${JSON.stringify(record)}\n${JSON.stringify({ ...record, seq: 2 })}\n`)
+    const old = join(dir, 'old.jsonl')
+    writeFileSync(old, `${JSON.stringify({ ...record, state: 'connected', charts: { ...record.charts, connection: { session: { online: { attached: 'connected' } } } } })}\n`)
+    const run = (file: string) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', cli, 'replay', file, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] })
+      const io = { out: '', err: '' }
+      child.stdout.on('data', (chunk: Buffer) => (io.out += chunk.toString()))
+      child.stderr.on('data', (chunk: Buffer) => (io.err += chunk.toString()))
+      return { child, io, exited: new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))) }
+    }
+    const refused = run(old)
+    const served = run(good)
+    try {
+      expect(await refused.exited).toBe(1)
+      expect(refused.io.err.trim()).toBe(`phoenix-link: cannot replay ${old}: line 1: the connection chart has no state "session.online.attached.connected": a trace recorded by another version of phoenix-link cannot be replayed on these charts`)
+      await until(() => served.io.out.includes('"replay"'), 30_000, 'the replay URL')
+      const { url, records } = JSON.parse(served.io.out.trim().split('\n').at(-1)!) as { url: string; records: number }
+      expect(records).toBe(2)
+      const { page, errors, close } = await open(url)
+      try {
+        await expect.poll(() => page.locator('[data-testid="step-label"]').innerText()).toBe('step 1 of 2')
+        expect(await page.locator('[data-testid="link-state"]').innerText()).toBe('idle')
+        expect(errors).toEqual([])
+      } finally {
+        await close()
+      }
+      served.child.kill('SIGINT')
+      expect(await served.exited).toBe(0)
+    } finally {
+      for (const { child } of [refused, served]) if (child.exitCode === null) child.kill('SIGKILL')
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 120_000)
+
   it('draws every chart with every state visible, and a click shows its transitions and rules', async () => {
     const viz = await startVisualizer()
     const { page, errors, close } = await open(`${viz.url}#charts`)
@@ -313,11 +353,11 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
 })
 
 describe('the visualizer servers answer odd requests without crashing', () => {
-  it('a directory, a traversal, a malformed target and a missing trace get 4xx; the server keeps serving', async () => {
+  it('a directory, a traversal, a malformed target, a missing trace and a Host that is not loopback (DNS rebinding) get 4xx; the server keeps serving', async () => {
     const { request } = await import('node:http')
-    const raw = (port: number, target: string) =>
+    const raw = (port: number, target: string, host?: string) =>
       new Promise<number>((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port, path: target, method: 'GET' }, (res) => {
+        const req = request({ host: '127.0.0.1', port, path: target, method: 'GET', ...(host ? { headers: { host } } : {}) }, (res) => {
           res.resume()
           resolve(res.statusCode ?? 0)
         })
@@ -338,6 +378,8 @@ describe('the visualizer servers answer odd requests without crashing', () => {
         expect(await raw(p, '/')).toBe(200)
       }
       expect(await raw(port, '/trace.jsonl')).toBe(404)
+      for (const target of ['/', '/events', '/trace.jsonl']) expect(await raw(port, target, 'attacker.example')).toBe(403)
+      expect(await raw(port, '/', `localhost:${port}`)).toBe(200)
     } finally {
       await viz.close()
       await sim.stop()

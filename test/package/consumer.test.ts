@@ -12,7 +12,7 @@
  *   declarations need nothing from Node or from the dependencies' own declarations that a
  *   browser project lacks;
  * - a strict Node consumer (exactOptionalPropertyTypes, noUncheckedIndexedAccess, no
- *   skipLibCheck, nodenext) compiles against `.`, `./server` and `./metrics`;
+ *   skipLibCheck, nodenext) compiles against `.`, `./server`, `./metrics` and `./visualizer`;
  * - esbuild bundles `import { createLink } from 'phoenix-link'` for the browser (minified) with
  *   no warning and no error, and vite builds a page importing it with no warning and no error
  *   (every message its logger gets is recorded);
@@ -41,7 +41,13 @@ let node = ''
 
 beforeAll(async () => {
   const started = performance.now()
-  packed = await packPackage()
+  // A file an earlier build left in dist/ (a module since moved): the pack must not ship it.
+  packed = await packPackage({
+    mutate: (stage) => {
+      mkdirSync(join(stage, 'dist', 'src', 'server'), { recursive: true })
+      writeFileSync(join(stage, 'dist', 'src', 'server', 'simulator.js'), 'export {}\n')
+    },
+  })
   const [webDir, nodeDir] = await Promise.all([
     installProject(packed, 'web', [TYPESCRIPT, 'esbuild@0.28.2', 'vite@8.3.8']),
     installProject(packed, 'node', [TYPESCRIPT, '@types/node@20.19.43', '@types/ws@8.18.2', 'prom-client@15.1.3']),
@@ -87,6 +93,10 @@ describe('the packed package', () => {
     expect(files.filter((f) => /\.(map|png|jpe?g|tsbuildinfo)$/.test(f))).toEqual([])
     expect(files.filter((f) => /^(test|scripts|src|machines|bench|soak|examples|scratch|reports)\//.test(f))).toEqual([])
     expect(files.filter((f) => /^dist\/(test|scripts|bench|soak|visualizer)\//.test(f))).toEqual([])
+    // Nothing of an earlier build (dist/ is emptied first), no pointer to a source map that does not ship, no maintainers' notes.
+    expect(files.filter((f) => f.startsWith('dist/src/server/'))).toEqual([])
+    expect(packed!.files.filter((f) => f.path.endsWith('.js') && f.body.toString('utf8').includes('sourceMappingURL')).map((f) => f.path)).toEqual([])
+    expect(files.filter((f) => /^docs\/(mutation|rule-mutations)\.md$/.test(f))).toEqual([])
 
     // Everything package.json points at is in it.
     const manifest = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
@@ -167,7 +177,7 @@ console.log(seen.length, last?.kind)
     await typecheck(web, 'dom/tsconfig.json')
   }, 60_000)
 
-  it('strict Node: exactOptionalPropertyTypes, noUncheckedIndexedAccess, no skipLibCheck, nodenext; . + ./server + ./metrics', async () => {
+  it('strict Node: exactOptionalPropertyTypes, noUncheckedIndexedAccess, no skipLibCheck, nodenext; . + ./server + ./metrics + ./visualizer', async () => {
     write(join(node, 'strict'), {
       'package.json': '{"type":"module"}\n',
       'tsconfig.json': JSON.stringify({
@@ -188,12 +198,15 @@ console.log(seen.length, last?.kind)
       'main.ts': `import { createLink, type DisconnectReason } from 'phoenix-link'
 import { startSimulator, type PlatformSimulator } from 'phoenix-link/server'
 import { linkMetrics } from 'phoenix-link/metrics'
+import { parseTrace, traceLink, type TraceRecord } from 'phoenix-link/visualizer'
 import { Registry } from 'prom-client'
 
 const sim: PlatformSimulator = await startSimulator({ agents: { 'agent-7': 'key' }, flavor: 'bandit' })
 const link = createLink({ url: sim.url, agentId: 'agent-7', apiKey: 'key', logger: console })
 const registry = new Registry()
 const metrics = linkMetrics(link, { registry, prefix: 'app_' })
+const records: TraceRecord[] = []
+const stopTrace = traceLink(link, 'A', (record) => void records.push(record))
 link.on('disconnected', ({ reason }) => {
   const r: DisconnectReason = reason
   if (r.kind === 'closed') console.log(r.closeCode, r.closeName)
@@ -202,7 +215,8 @@ await link.connect()
 sim.close({ agent: 'agent-7' }, 1000)
 await link.disconnect()
 metrics.stop()
-console.log(await registry.metrics())
+stopTrace()
+console.log(await registry.metrics(), parseTrace(records.map((r) => JSON.stringify(r)).join('\\n')).length)
 await sim.stop()
 `,
     })

@@ -130,6 +130,8 @@ export async function runOk(command: string, args: readonly string[], options: R
 export interface TarEntry {
   path: string
   size: number
+  /** The file's bytes. */
+  body: Buffer
 }
 
 /**
@@ -158,7 +160,7 @@ export function tarEntries(tarball: string): TarEntry[] {
       longName = null
       if (type === '0' || type === '\0') {
         name = name.replace(/^package\//, '')
-        entries.push({ path: name, size })
+        entries.push({ path: name, size, body: Buffer.from(body) })
       }
     }
     at += 512 + Math.ceil(size / 512) * 512

@@ -49,6 +49,9 @@ describe('loggers hosts already run', () => {
     await link.disconnect()
     const withFields = lines.filter((line) => Object.keys(line).some((k) => !['level', 'time', 'pid', 'hostname', 'msg'].includes(k)))
     expect(withFields.length).toBeGreaterThan(0)
+    // A query or an alert reads the outcome and the reason's own fields, not the message text.
+    expect(lines.find((line) => String(line.msg).startsWith('disconnected'))).toMatchObject({ kind: 'dropped', source: 'socket', retryable: true, outcome: 'reconnect', generation: 1, attempt: 1, nextDelayMs: expect.any(Number) })
+    expect(lines.find((line) => line.msg === 'state idle -> connecting')).toMatchObject({ state: 'connecting', previous: 'idle' })
     expect(lines.every((line) => typeof line.msg === 'string' && line.msg !== '')).toBe(true)
     expect(JSON.stringify(lines)).not.toContain(KEY)
   })

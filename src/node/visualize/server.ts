@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { extname, join, normalize, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { TraceRecord } from './trace.js'
+import { isLoopbackHost } from '../server/control-api.js'
 
 /** Records kept for pages that open later (a long `connect --visualize` must not grow without bound). */
 const MAX_KEPT_RECORDS = 5_000
@@ -134,7 +135,17 @@ export async function startVisualizer(options: { port?: number; host?: string; t
     res.writeHead(404, { 'content-type': 'text/plain' })
     res.end('not found')
   }
+  const host = options.host ?? '127.0.0.1'
+  // On loopback, a page of another site can reach the server under a name of its own (DNS
+  // rebinding) and read the feed and the trace: only a loopback Host is answered, as the
+  // simulator's admin routes do.
+  const loopbackOnly = isLoopbackHost(host.includes(':') && !host.startsWith('[') ? `[${host}]` : host)
   const server: Server = createServer((req, res) => {
+    if (loopbackOnly && !isLoopbackHost(req.headers.host)) {
+      res.writeHead(403, { 'content-type': 'text/plain' })
+      res.end(`the visualizer answers only to a loopback Host, not ${JSON.stringify(req.headers.host ?? '')}`)
+      return
+    }
     const path = pathOf(req)
     if (path === null) {
       res.writeHead(400, { 'content-type': 'text/plain' })
@@ -163,7 +174,6 @@ export async function startVisualizer(options: { port?: number; host?: string; t
     if (servePage(dir, req, res)) return
     notFound(res)
   })
-  const host = options.host ?? '127.0.0.1'
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(options.port ?? 0, host, () => resolve())

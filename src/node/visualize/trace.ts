@@ -6,9 +6,8 @@
  * types and typed reasons only, never an event payload, with every key the link used redacted.
  */
 import { createWriteStream, openSync, type WriteStream } from 'node:fs'
-import type { StateValue } from 'xstate'
 import type { Link } from '../../link.js'
-import type { LinkState } from '../../../machines/status.js'
+import type { ChartStateValue as StateValue, LinkState } from '../../../machines/status.js'
 import type { DisconnectReason } from '../../reasons.js'
 import { chartsOf } from '../../chart-of.js'
 import type { RunningChart } from '../../runtime/chart-runner.js'

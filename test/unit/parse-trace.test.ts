@@ -1,0 +1,63 @@
+/**
+ * Reading a trace back (phoenix-link/visualizer `parseTrace`, which the replay page runs): every
+ * field checked, every state checked against the shipped charts, each bad file refused naming its
+ * line, so a damaged trace or one from another version is never replayed wrong.
+ */
+import { describe, expect, it } from 'vitest'
+import { chartsData } from '../../src/node/model/visual.js'
+import { parseTrace } from '../../src/node/visualize/index.js'
+
+const charts = chartsData()
+const good = {
+  link: 'A',
+  seq: 1,
+  at: 0,
+  event: 'socket.open',
+  actor: 'connection',
+  state: 'joining',
+  charts: { connection: { session: { online: { attached: 'joining' } } }, reconnect: { up: { rapidness: 'young', stability: 'settling' } }, control: null, channels: { 'room:1': 'detached' } },
+  lastReason: null,
+}
+const line = (patch: Record<string, unknown>) => JSON.stringify({ ...good, ...patch })
+
+describe('parseTrace', () => {
+  it('reads records as written, blank lines skipped; absent channels and lastReason read as none', () => {
+    const { channels: _, ...noChannels } = good.charts
+    const { lastReason: __, ...noReason } = good
+    const records = parseTrace(`${line({})}\n\n${JSON.stringify({ ...noReason, seq: 2, charts: noChannels })}\n`, charts)
+    expect(records.map((r) => r.seq)).toEqual([1, 2])
+    expect(records[1]).toMatchObject({ lastReason: null, charts: { channels: {} } })
+  })
+
+  it('refuses each missing or mistyped field, naming the line and the field', () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ link: undefined }, 'line 2 is not a trace record: link must be a non-empty string, got nothing'],
+      [{ link: 7 }, 'line 2 is not a trace record: link must be a non-empty string, got 7'],
+      [{ seq: '1' }, 'line 2 is not a trace record: seq must be a number, got "1"'],
+      [{ at: null }, 'line 2 is not a trace record: at must be a number of milliseconds, got null'],
+      [{ event: undefined }, 'line 2 is not a trace record: event must be a string, got nothing'],
+      [{ actor: 1 }, 'line 2 is not a trace record: actor must be a string, got 1'],
+      [{ state: 'online' }, 'line 2 is not a trace record: state must be one of idle, connecting, joining, connected, reconnecting, suspended, stopping, stopped, terminated, got "online"'],
+      [{ charts: [] }, 'line 2 is not a trace record: charts must be an object, got []'],
+      [{ charts: { connection: 'idle' } }, 'line 2 is not a trace record: charts.reconnect must be a state value or null, got nothing'],
+      [{ charts: { ...good.charts, connection: { session: {} } } }, 'line 2 is not a trace record: charts.connection must be a state value, got {"session":{}}'],
+      [{ charts: { ...good.charts, channels: { 'room:1': 3 } } }, 'line 2 is not a trace record: charts.channels must be an object of state values by topic, got {"room:1":3}'],
+      [{ lastReason: 'closed' }, 'line 2 is not a trace record: lastReason must be a reason (an object with a kind) or null, got "closed"'],
+    ]
+    for (const [patch, message] of cases) expect(() => parseTrace(`${line({})}\n${line(patch)}`, charts)).toThrow(new Error(message))
+    expect(() => parseTrace('{"seq": 1', charts)).toThrow(/^line 1 is not JSON/)
+    expect(() => parseTrace('[1,2]', charts)).toThrow(/^line 1 is not a trace record \(expected an object/)
+    expect(() => parseTrace('\n \n', charts)).toThrow(new Error('the trace has no records'))
+  })
+
+  it('refuses a state the shipped charts do not have (a trace of another version), naming chart and state', () => {
+    // attached.connected: the connection chart's leaf before attached.live.connected.
+    const old = line({ charts: { ...good.charts, connection: { session: { online: { attached: 'connected' } } } } })
+    expect(() => parseTrace(old, charts)).toThrow(
+      new Error('line 1: the connection chart has no state "session.online.attached.connected": a trace recorded by another version of phoenix-link cannot be replayed on these charts'),
+    )
+    expect(() => parseTrace(line({ charts: { ...good.charts, channels: { 'room:1': 'joinedd' } } }), charts)).toThrow(/the channel chart has no state "joinedd"/)
+    // Without the charts, shapes only.
+    expect(parseTrace(old)).toHaveLength(1)
+  })
+})
