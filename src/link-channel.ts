@@ -127,7 +127,7 @@ export class LinkChannel {
     const { signal } = options
     if (signal?.aborted) return Promise.reject(abortError(signal))
     // No join is coming once the session ended (as disconnect() rejects the waits already made); before the first connect() it waits.
-    if (!this.active || this.host.isEnded()) return Promise.reject(new PushError('CHANNEL_CLOSED', this.topic, 'phx_join'))
+    if (!this.active || this.host.isEnded()) return Promise.reject(this.closedError('phx_join'))
     if (this.status === 'joined') return Promise.resolve(this.joinReply)
     return this.waitForJoin('phx_join', null, signal).then(() => this.joinReply)
   }
@@ -171,7 +171,7 @@ export class LinkChannel {
     }
     const started = this.host.monotonic()
     // Not sendable now and no join coming: the channel ended, or the link is not running a session.
-    if (!this.active || !this.host.isRunning()) throw new PushError('CHANNEL_CLOSED', this.topic, event)
+    if (!this.active || !this.host.isRunning()) throw this.closedError(event)
     if (!this.host.isJoined(this.topic)) await this.waitForJoin(event, timeoutMs, signal)
     // The wait for the join came out of this push's time: the reply gets what is left, not the whole again.
     const remaining = Math.max(1, Math.round(timeoutMs - (this.host.monotonic() - started)))
@@ -288,6 +288,11 @@ export class LinkChannel {
     })
   }
 
+  /** `CHANNEL_CLOSED` for `event`, with the typed reason when the server refused or closed the channel. */
+  private closedError(event: string): PushError {
+    return new PushError('CHANNEL_CLOSED', this.topic, event, null, undefined, null, this.status === 'dropped' ? this.reason : null)
+  }
+
   private releaseWaiters(failure: 'CHANNEL_CLOSED' | null): void {
     if (this.waiters === null) return
     const waiters = this.waiters
@@ -295,7 +300,7 @@ export class LinkChannel {
     this.waiters = null
     for (const waiter of waiters) {
       clearTimeout(waiter.timer)
-      if (failure) waiter.reject(new PushError(failure, this.topic, waiter.event))
+      if (failure) waiter.reject(this.closedError(waiter.event))
       else waiter.resolve()
     }
   }

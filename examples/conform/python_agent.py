@@ -5,7 +5,9 @@ writes it. It joins the control channel, sends a heartbeat every 30 s, reconnect
 with a backoff of 1 s doubling to 30 s, stops for good on a `supersede` push and on an upgrade
 refused with 400, 401, 403 or 409, and closes its socket with 1000 on SIGTERM.
 
-Run: `npx phoenix-link conform -- python3 examples/conform/python_agent.py`
+Run: `npx phoenix-link conform -- /usr/bin/python3 examples/conform/python_agent.py` (Debian's
+python3, which has python3-websockets; a pyenv or venv `python3` without the websockets module
+fails every scenario with ModuleNotFoundError)
 """
 import asyncio
 import itertools

@@ -1,4 +1,5 @@
 import { PhoenixLinkError } from './base.js'
+import { describeReason, type DisconnectReason } from '../reasons.js'
 
 /** Why a channel push failed. */
 export type PushErrorCode =
@@ -34,19 +35,30 @@ export class PushError extends PhoenixLinkError {
   readonly response: unknown
   /** The reply's status when the server replied (`error` for `PUSH_REJECTED`, the status it sent for `PUSH_REPLY_STATUS`); null otherwise. */
   readonly status: string | null
+  /**
+   * For `CHANNEL_CLOSED` on a channel the server refused or closed (status `dropped`): why, as the
+   * channel's typed reason (`channel.reason`); null otherwise.
+   */
+  readonly reason: DisconnectReason | null
 
-  constructor(code: PushErrorCode, topic: string, event: string, response: unknown = null, cause?: unknown, status: string | null = code === 'PUSH_REJECTED' ? 'error' : null) {
-    super(
-      code,
-      `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)} failed: ${code}${cause instanceof Error ? ` (${cause.message})` : ''}`,
-      cause === undefined ? undefined : { cause },
-    )
+  constructor(
+    code: PushErrorCode,
+    topic: string,
+    event: string,
+    response: unknown = null,
+    cause?: unknown,
+    status: string | null = code === 'PUSH_REJECTED' ? 'error' : null,
+    reason: DisconnectReason | null = null,
+  ) {
+    const why = cause instanceof Error ? ` (${cause.message})` : reason ? ` (the channel was dropped: ${describeReason(reason)})` : ''
+    super(code, `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)} failed: ${code}${why}`, cause === undefined ? undefined : { cause })
     this.name = 'PushError'
     this.code = code
     this.topic = topic
     this.event = event
     this.response = response
     this.status = status
+    this.reason = reason
   }
 }
 

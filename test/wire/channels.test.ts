@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest'
 import { PushError } from '../../src/errors/push-error.js'
 import { controlTopic } from '../../src/protocol.js'
+import { describeReason } from '../../src/reasons.js'
 import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
@@ -34,7 +35,15 @@ describe('app channels', () => {
     await link.connect()
     const dropped = next(link, 'channel', { filter: (e) => e.topic === 'room:club' && e.status === 'dropped' })
     const room = link.channel('room:club')
+    const waited = settle(room.joined())
     expect((await dropped).reason).toMatchObject({ kind: 'other', retryable: false, detail: expect.stringContaining('not a member') })
+    // The wait for the join rejects with the reason in hand, not a bare CHANNEL_CLOSED.
+    const outcome = await waited
+    expect(outcome.ok).toBe(false)
+    const error = (outcome as { error: unknown }).error as PushError
+    expect(error).toMatchObject({ code: 'CHANNEL_CLOSED', reason: { kind: 'other', retryable: false } })
+    expect(error.message).toBe('push "phx_join" on "room:club" failed: CHANNEL_CLOSED (the channel was dropped: ' + describeReason(room.reason!) + ')')
+    await expect(room.push('x', {})).rejects.toMatchObject({ code: 'CHANNEL_CLOSED', reason: room.reason })
     expect(room.reason).toMatchObject({ kind: 'other', retryable: false })
     expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:club')).toHaveLength(1)
     expect(link.state).toBe('connected')

@@ -17,6 +17,8 @@ describe('npm run demo', () => {
       'dropped',
       'superseded',
     ])
+    // The JSON line carries the event's outcome, as the library's event does.
+    expect(of('link A', 'disconnected').map((e) => e.outcome)).toEqual(['reconnect', 'reconnect', 'reconnect', 'reconnect', 'terminated'])
     expect(of('agent A', 'handled').map((e) => e.correlationId)).toEqual(['ctl-1', 'ctl-2', 'ctl-3'])
     expect(of('link A', 'final')[0]).toMatchObject({ state: 'terminated', lastDisconnectReason: { kind: 'superseded' } })
     expect(of('simulator', 'summary')[0]).toMatchObject({ live: 1, accepted: 6 })

@@ -50,7 +50,7 @@ export function describeLinkEvent(event: LinkEvent): { type: string; fields: Rec
       const wait = event.nextDelayMs === null ? '' : `; next attempt in ${event.nextDelayMs} ms`
       return {
         type: 'disconnected',
-        fields: { reason, nextDelayMs: event.nextDelayMs, attempt: event.attempt, terminal: event.terminal },
+        fields: { reason, outcome: event.outcome, nextDelayMs: event.nextDelayMs, attempt: event.attempt, terminal: event.terminal },
         human: `disconnected: ${describeReason(reason)}${wait}`,
       }
     }
