@@ -44,6 +44,8 @@ export interface ChannelHost {
   monotonic(): number
   reportError(error: unknown, where: string): void
   reportUnhandled(topic: string, event: string): void
+  /** The link's key redaction, for text that leaves as output (an error's message). */
+  redact(text: string): string
 }
 
 interface Waiter {
@@ -290,7 +292,8 @@ export class LinkChannel {
 
   /** `CHANNEL_CLOSED` for `event`, with the typed reason when the server refused or closed the channel. */
   private closedError(event: string): PushError {
-    return new PushError('CHANNEL_CLOSED', this.topic, event, null, undefined, null, this.status === 'dropped' ? this.reason : null)
+    // The reason is data, kept as it is; the message is output, redacted (its text may hold what the server sent).
+    return new PushError('CHANNEL_CLOSED', this.topic, event, null, undefined, null, { reason: this.status === 'dropped' ? this.reason : null, redact: (text) => this.host.redact(text) })
   }
 
   private releaseWaiters(failure: 'CHANNEL_CLOSED' | null): void {

@@ -433,6 +433,9 @@ export class Link {
     reportError(error: unknown, where: string): void {
       this.link.log.error(`${where} threw`, { error: errorMessage(error) })
     }
+    redact(text: string): string {
+      return this.link.redactOutput(text)
+    }
     reportUnhandled(topic: string, event: string): void {
       this.link.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${JSON.stringify(event)} on ${topic}` })
     }

@@ -48,10 +48,17 @@ export class PushError extends PhoenixLinkError {
     response: unknown = null,
     cause?: unknown,
     status: string | null = code === 'PUSH_REJECTED' ? 'error' : null,
-    reason: DisconnectReason | null = null,
+    /**
+     * `reason`: the dropped channel's reason (kept as it is: data); `redact`: applied to the
+     * message only (the link passes its key redaction: the message is output, and the reason's
+     * text comes from the server).
+     */
+    options: { reason?: DisconnectReason | null; redact?: (text: string) => string } = {},
   ) {
+    const reason = options.reason ?? null
     const why = cause instanceof Error ? ` (${cause.message})` : reason ? ` (the channel was dropped: ${describeReason(reason)})` : ''
-    super(code, `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)} failed: ${code}${why}`, cause === undefined ? undefined : { cause })
+    const message = `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)} failed: ${code}${why}`
+    super(code, options.redact ? options.redact(message) : message, cause === undefined ? undefined : { cause })
     this.name = 'PushError'
     this.code = code
     this.topic = topic

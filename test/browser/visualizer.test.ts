@@ -353,6 +353,16 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
 })
 
 describe('the visualizer servers answer odd requests without crashing', () => {
+  it('a wait for a viewer ends false when the server closes, and at once once it is closed: no timer outlives it', async () => {
+    const viz = await startVisualizer()
+    const pending = viz.waitForViewer(60_000)
+    const started = performance.now()
+    await viz.close()
+    expect(await pending).toBe(false)
+    expect(await viz.waitForViewer(60_000)).toBe(false)
+    expect(performance.now() - started).toBeLessThan(2_000)
+  })
+
   it('a directory, a traversal, a malformed target, a missing trace and a Host that is not loopback (DNS rebinding) get 4xx; the server keeps serving', async () => {
     const { request } = await import('node:http')
     const raw = (port: number, target: string, host?: string) =>

@@ -93,10 +93,9 @@ describe('the packed package', () => {
     expect(files.filter((f) => /\.(map|png|jpe?g|tsbuildinfo)$/.test(f))).toEqual([])
     expect(files.filter((f) => /^(test|scripts|src|machines|bench|soak|examples|scratch|reports)\//.test(f))).toEqual([])
     expect(files.filter((f) => /^dist\/(test|scripts|bench|soak|visualizer)\//.test(f))).toEqual([])
-    // Nothing of an earlier build (dist/ is emptied first), no pointer to a source map that does not ship, no maintainers' notes.
+    // Nothing of an earlier build (dist/ is emptied first), no pointer to a source map that does not ship.
     expect(files.filter((f) => f.startsWith('dist/src/server/'))).toEqual([])
     expect(packed!.files.filter((f) => f.path.endsWith('.js') && f.body.toString('utf8').includes('sourceMappingURL')).map((f) => f.path)).toEqual([])
-    expect(files.filter((f) => /^docs\/(mutation|rule-mutations)\.md$/.test(f))).toEqual([])
 
     // Everything package.json points at is in it.
     const manifest = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {

@@ -4,10 +4,10 @@
  * line, so a damaged trace or one from another version is never replayed wrong.
  */
 import { describe, expect, it } from 'vitest'
-import { chartsData } from '../../src/node/model/visual.js'
-import { parseTrace } from '../../src/node/visualize/index.js'
+import { parseTrace, shippedChartStates } from '../../src/node/visualize/index.js'
 
-const charts = chartsData()
+// What a host passes in Node: the shipped charts' states, from the public subpath.
+const charts = shippedChartStates()
 const good = {
   link: 'A',
   seq: 1,

@@ -10,8 +10,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { until } from '../support/until.js'
-import { CONFORMANCE_RULES, formatConformance, runConformance, type ConformanceReport } from '../../src/node/conform/index.js'
-import { visible } from '../../src/node/cli/conform.js'
+import { CONFORMANCE_RULES, formatConformance, runConformance, visible, type ConformanceReport } from '../../src/node/conform/index.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))
@@ -124,6 +123,10 @@ describe('phoenix-link conform on an agent that is not there', () => {
 
   it("the agent's output is printed with its control characters shown, so terminal escapes cannot hide the verdicts", () => {
     expect(visible('ok\x1b[2J\x1b[H\tdone\r\nnext\x07')).toBe('ok\\x1b[2J\\x1b[H\tdone\\x0d\nnext\\x07')
+    // A verdict quotes what the agent sent (a topic it joined): the table shows its escapes too.
+    const table = formatConformance({ passed: false, ms: 1, output: {}, verdicts: [{ rule: 'rejoins-with-fresh-join-ref', pass: false, detail: 'room:\x1b[2K\x1b[1APASS' } as never] })
+    expect(table).toContain('room:\\x1b[2K\\x1b[1APASS')
+    expect(table).not.toContain('\x1b')
   })
 
   it('a command that cannot start fails every rule at once, saying why; an empty command is refused', async () => {

@@ -402,6 +402,22 @@ describe('the simulator as a test scripts it', () => {
     expect(sim.aborts.map((a) => a.runId)).toEqual(['run-3', 'run-4'])
   })
 
+  it('a join held on a socket that closes is forgotten with it, so held joins pin no closed socket past historyLimit', async () => {
+    const sim = await world().sim({ historyLimit: 1 })
+    sim.onJoin(/^room:/, { reply: 'hold' })
+    const link = world().link(sim)
+    for (let round = 1; round <= 3; round++) {
+      await link.connect()
+      link.channel(`room:${round}`)
+      await sim.waitFor(() => sim.heldJoins.length === 1, { what: 'the held join' })
+      await link.disconnect()
+      await sim.waitFor(() => sim.live('agent-1').length === 0)
+    }
+    expect(sim.connections).toHaveLength(1)
+    // Internal, read on purpose: what the simulator still holds of the closed sockets' joins.
+    expect((sim as unknown as { heldJoinFrames: unknown[] }).heldJoinFrames).toEqual([])
+  })
+
   it('options that would misbehave silently are refused, naming the option; so are a waitFor timeout a timer cannot take and a run supervisor clock that is not a function', async () => {
     for (const [options, message] of [
       [{ eventStreamKeepAliveMs: 0 }, /eventStreamKeepAliveMs must be a whole number in \[1, 2\^31-1\], got 0/],

@@ -8,6 +8,8 @@ import { createLink } from '../../src/link.js'
 import { ConfigurationError } from '../../src/errors/configuration-error.js'
 import { next, settle, useWorld } from '../support/wire.js'
 import { linkMetrics } from '../../src/node/metrics.js'
+import { parseTrace, traceLink, type TraceRecord } from '../../src/node/visualize/index.js'
+import { chartsData } from '../../src/node/model/visual.js'
 import { get } from 'node:http'
 
 /** GET `url` on loopback and resolve with the body. */
@@ -80,6 +82,23 @@ describe('secrets: redaction is for output, never for values handed to host code
       expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101, 403])
     })
   }
+
+  it("a channel refused with the key in the server's reason: the CHANNEL_CLOSED message is redacted, its reason keeps the server's text", async () => {
+    const sim = await world().sim({ agents: { 'agent-1': KEY } })
+    sim.onJoin('room:k', { reply: 'error', response: { reason: `key ${KEY} may not join` } })
+    const link = world().link(sim, { apiKey: KEY })
+    await link.connect()
+    const room = link.channel('room:k')
+    const outcome = await settle(room.joined())
+    expect(outcome.ok).toBe(false)
+    const error = (outcome as { error: { message: string; stack?: string; reason: { detail: string } } }).error
+    expect(error.message).toContain('CHANNEL_CLOSED (the channel was dropped: ')
+    expect(error.message).toContain('[redacted]')
+    for (const out of [error.message, error.stack ?? '']) expect(out).not.toContain(KEY)
+    expect(error.reason.detail).toContain(`key ${KEY} may not join`)
+    const pushed = await settle(room.push('x', {}))
+    expect((pushed as { error: Error }).error.message).not.toContain(KEY)
+  })
 
   it('a key echoed across the cut of kept server text (refusal body, join error, bad frame) is kept whole or not at all, and redacted whole in output', async () => {
     const sim = await world().sim({ agents: { 'agent-1': KEY } })
@@ -227,9 +246,20 @@ describe('secrets: redaction is for output, never for values handed to host code
     it(`a short key (${JSON.stringify(key)}) that occurs inside event names still connects and is still refused typed`, async () => {
       const sim = await world().sim({ agents: { 'agent-1': key } })
       const link = world().link(sim, { apiKey: key })
+      // Its trace keeps the charts' own state names and event names whole (they are no output of the key), so it replays.
+      const records: TraceRecord[] = []
+      const stopTrace = traceLink(link, `label-${key}`, (record) => void records.push(record))
+      const room = link.channel(`room:${key}`)
       await link.connect()
+      await room.joined()
       expect(link.state).toBe('connected')
       await link.disconnect()
+      stopTrace()
+      expect(parseTrace(records.map((r) => JSON.stringify(r)).join('\n'), chartsData()).at(-1)).toMatchObject({ state: 'stopped' })
+      // Text the host chose is output, redacted: the label, the topic as a channel's name.
+      expect(records[0]!.link).toBe(link.redactOutput(`label-${key}`))
+      expect(records[0]!.link).toMatch(/\[redacted\]$/)
+      expect(Object.keys(records.at(-1)!.charts.channels)).toEqual([link.redactOutput(`room:${key}`)])
       const wrong = world().link(sim, { apiKey: `${key}-wrong` })
       const r = await settle(wrong.connect())
       expect((r as { error: { reason: { kind: string; status: number } } }).error.reason).toMatchObject({ kind: 'rejected', status: 403 })

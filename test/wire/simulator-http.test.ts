@@ -446,6 +446,20 @@ describe('the simulator over HTTP', () => {
     }
   })
 
+  it("a socket mounted at '/' (path '/') serves at /websocket; sim.url names no path", async () => {
+    const sim = await startSimulator({ path: '/', agents: { 'agent-1': 'key-1' } })
+    try {
+      expect(sim.url).toBe(`ws://127.0.0.1:${sim.port}`)
+      const socket = new WebSocket(`${sim.url}/websocket?vsn=2.0.0&agent_id=agent-1&api_key=key-1`)
+      await once(socket, 'open')
+      expect(sim.live('agent-1')).toHaveLength(1)
+      socket.close()
+      await once(socket, 'close')
+    } finally {
+      await sim.stop()
+    }
+  })
+
   it('stop() with a close code no endpoint may send rejects before tearing anything down, and the simulator can still be stopped', async () => {
     const sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
     const socket = new WebSocket(`${sim.url}/websocket?vsn=2.0.0&agent_id=agent-1&api_key=key-1`)
@@ -473,6 +487,14 @@ describe('the simulator over HTTP', () => {
     expect(() => sim.holdUpgrades()).toThrow(/simulator: holdUpgrades\(\) after stop\(\)/)
     expect(() => sim.onJoin('room:1', { reply: 'ok' })).toThrow(/simulator: onJoin\(\) after stop\(\)/)
     expect(() => sim.supersede('a')).toThrow(/simulator: supersede\(\) after stop\(\)/)
+    for (const [name, call] of [
+      ['revoke', () => sim.revoke('a')],
+      ['unrevoke', () => sim.unrevoke('a')],
+      ['onPush', () => sim.onPush(() => null)],
+      ['resetScripts', () => sim.resetScripts()],
+    ] as const) {
+      expect(call, name).toThrow(new RegExp(`simulator: ${name}\\(\\) after stop\\(\\)`))
+    }
   })
 
   it('stop() ends HTTP requests still arriving (half the headers, half a body) instead of waiting for them', async () => {

@@ -1,5 +1,5 @@
 /** `phoenix-link conform -- <command…>`: the lifecycle rules judged on any agent, from what the server saw. */
-import { formatConformance, runConformance, type ConformanceOptions } from '../conform/index.js'
+import { formatConformance, runConformance, visible, type ConformanceOptions } from '../conform/index.js'
 
 /** Options of {@link runConform}: the conformance options, and how to print. */
 export interface ConformOptions extends ConformanceOptions {
@@ -52,10 +52,3 @@ export async function runConform(options: ConformOptions): Promise<number> {
   return report.passed ? 0 : 1
 }
 
-/**
- * The agent's output with control characters shown as `\xNN` (newlines and tabs kept), so an
- * agent that prints terminal escapes (a clear screen, a cursor move) cannot hide the verdicts.
- */
-export function visible(text: string): string {
-  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
-}

@@ -1,7 +1,7 @@
 /** `phoenix-link replay <file>`: a recorded trace in the visualizer's #replay, served on loopback. */
 import { readFileSync, statSync } from 'node:fs'
-import { chartsData } from '../model/visual.js'
 import { MAX_TRACE_BYTES, parseTrace } from '../visualize/parse-trace.js'
+import { shippedChartStates } from '../visualize/index.js'
 import { startVisualizer } from '../visualize/server.js'
 import { createOutput } from './output.js'
 
@@ -35,7 +35,7 @@ export async function runReplay(options: ReplayOptions): Promise<number> {
   }
   let records
   try {
-    records = parseTrace(text, chartsData())
+    records = parseTrace(text, shippedChartStates())
   } catch (error) {
     throw new Error(`cannot replay ${options.file}: ${(error as Error).message}`)
   }

@@ -650,11 +650,24 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   return { verdicts, passed: verdicts.every((v) => v.pass), output, ms: Math.round(performance.now() - started) }
 }
 
-/** The report as a fixed-width table, one line per rule: `PASS|FAIL  rule  detail`. */
+/**
+ * The report as a fixed-width table, one line per rule: `PASS|FAIL  rule  detail`. A detail quotes
+ * what the agent sent (a topic, a join_ref): its control characters are shown as `\xNN`
+ * ({@link visible}), so an agent cannot rewrite the table on a terminal.
+ */
 export function formatConformance(report: ConformanceReport): string {
   const width = Math.max(...report.verdicts.map((v) => v.rule.length))
-  const lines = report.verdicts.map((v) => `${v.pass ? 'PASS' : 'FAIL'}  ${v.rule.padEnd(width)}  ${v.detail}`)
+  const lines = report.verdicts.map((v) => `${v.pass ? 'PASS' : 'FAIL'}  ${v.rule.padEnd(width)}  ${visible(v.detail)}`)
   const failed = report.verdicts.filter((v) => !v.pass).length
   lines.push(`${report.verdicts.length - failed} of ${report.verdicts.length} rules held (${(report.ms / 1000).toFixed(1)} s)`)
   return lines.join('\n')
+}
+
+/**
+ * Text an agent chose (its output, a topic it joined) with control characters shown as `\xNN`
+ * (newlines and tabs kept), so terminal escapes (a clear screen, a cursor move) cannot hide or
+ * forge the verdicts.
+ */
+export function visible(text: string): string {
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
 }

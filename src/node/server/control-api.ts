@@ -70,7 +70,9 @@ const Answered = z.strictObject({ answered: z.boolean() })
  * What `POST /admin/wait` can wait for: a count of the agent's (or every agent's) records
  * reaching `atLeast`. Counts of what holds now: `live` (open sockets), `joined` (channels joined
  * on open sockets), `heldUpgrades`, `heldJoins`. Counts that only grow: `accepted` (sockets ever
- * accepted), `upgrades` (answered), `refused`, `closed`, `joins` (phx_join frames received).
+ * accepted), `upgrades` (answered), `refused`, `closed`, `joins` (phx_join frames received); with a
+ * `historyLimit` (`serve` sets 10,000) they count the records kept, at most that many: wait for
+ * `live`, or on a fresh agent id, not for a total since the start.
  */
 const WaitCondition = z.enum(['live', 'joined', 'heldUpgrades', 'heldJoins', 'accepted', 'upgrades', 'refused', 'closed', 'joins'])
 

@@ -359,7 +359,9 @@ export class PlatformSimulator extends EventEmitter {
     if (typeof this.options.host !== 'string' || this.options.host.trim() === '') {
       throw new TypeError(`host must be an interface name or address such as '127.0.0.1' (an empty one would listen on every interface), got ${shownAs(options.host)}`)
     }
-    if (typeof this.options.path !== 'string' || !this.options.path.startsWith('/') || this.options.path.length < 2 || /[\s?#]/.test(this.options.path)) {
+    // '/' mounts the socket at the root (its path normalizes to '', the upgrade route is /websocket).
+    const rawPath = options.path ?? '/socket'
+    if (typeof rawPath !== 'string' || !rawPath.startsWith('/') || /[\s?#]/.test(rawPath)) {
       throw new TypeError(`path must start with '/' and hold no spaces, '?' or '#', such as '/socket'; got ${shownAs(options.path)}`)
     }
     if (!['plain', 'json', 'json_close'].includes(this.options.rejectMode)) {
@@ -607,6 +609,7 @@ export class PlatformSimulator extends EventEmitter {
    * (answered as usual) and supersede cooldowns. Sockets and records stay.
    */
   resetScripts(): this {
+    this.assertRunning('resetScripts()')
     this.refusals.length = 0
     this.agentRefusals.clear()
     this.joinRules.length = 0
@@ -620,6 +623,7 @@ export class PlatformSimulator extends EventEmitter {
 
   /** Replaces the handler of client pushes on app channels (default: reply ok with `{}`). */
   onPush(handler: PushHandler): this {
+    this.assertRunning('onPush()')
     this.pushHandler = handler
     return this
   }
@@ -650,6 +654,7 @@ export class PlatformSimulator extends EventEmitter {
    * @throws {Error} when the simulator accepts any agent (`agents: 'any'`): there are no keys to change.
    */
   setKeys(agentId: string, keys: string | readonly string[]): this {
+    this.assertRunning('setKeys()')
     if (this.options.agents === 'any') throw new Error("setKeys needs an agents map; this simulator accepts any agent (agents: 'any')")
     this.options.agents[agentId] = typeof keys === 'string' ? keys : [...keys]
     return this
@@ -660,12 +665,14 @@ export class PlatformSimulator extends EventEmitter {
    * up (disconnect them to force a reconnect). Undone by {@link unrevoke}.
    */
   revoke(agentId: string): this {
+    this.assertRunning('revoke()')
     this.revoked.add(agentId)
     return this
   }
 
   /** Accepts the agent's upgrades again after {@link revoke}. */
   unrevoke(agentId: string): this {
+    this.assertRunning('unrevoke()')
     this.revoked.delete(agentId)
     return this
   }
@@ -1321,6 +1328,8 @@ export class PlatformSimulator extends EventEmitter {
       this.logger.info('socket closed', { socket: connection.id, code })
       this.metrics.activeConnections.dec()
       this.tracker.closed(agentId, connection.id, this.reasonOf(connection), this.now())
+      // A join held on this socket can no longer be answered: forget it (and the frames behind it).
+      for (let i = this.heldJoinFrames.length - 1; i >= 0; i--) if (this.heldJoinFrames[i]!.connection === connection) this.heldJoinFrames.splice(i, 1)
       this.trimClosedConnections()
       this.emitSafely('closed', connection)
       this.changed()

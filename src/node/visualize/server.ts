@@ -111,7 +111,8 @@ export interface VisualizerServer {
   /** Pages following the live feed right now. */
   viewers(): number
   /**
-   * Resolves true once a page follows the live feed, or false after `timeoutMs`.
+   * Resolves true once a page follows the live feed, or false after `timeoutMs` (milliseconds),
+   * or false as soon as the server is closed (a wait pending at `close()` too).
    */
   waitForViewer(timeoutMs: number): Promise<boolean>
   /** Sends a record to every open page (and to pages that open later). */
@@ -184,6 +185,8 @@ export async function startVisualizer(options: { port?: number; host?: string; t
     viewers: () => feeds.size,
     waitForViewer(timeoutMs) {
       if (feeds.size > 0) return Promise.resolve(true)
+      // No page can connect to a closed server: nothing to wait for.
+      if (!server.listening) return Promise.resolve(false)
       return new Promise((resolve) => {
         const done = (seen: boolean) => {
           clearTimeout(timer)

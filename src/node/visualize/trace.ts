@@ -83,8 +83,22 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
     const key = JSON.stringify([charts, lastReason])
     if (key === last) return
     last = key
-    // A trace is output: every key the link used is redacted (topics and reasons may echo one).
-    onRecord(link.redactOutput({ link: label, seq: ++seq, at: Math.round(performance.now() - started), event, actor, state: link.state, charts, lastReason }))
+    // A trace is output: every key the link used is redacted where text from the host or the
+    // server can hold one (the label, topics, the reason). State values and event names are the
+    // charts' own identifiers: redacting a short key inside them (a key `e` in `idle`) would make
+    // a trace no chart can replay.
+    const text = (value: string) => link.redactOutput(value)
+    const topicOf = (name: string) => (name.startsWith('channel:') ? `channel:${text(name.slice(8))}` : name)
+    onRecord({
+      link: text(label),
+      seq: ++seq,
+      at: Math.round(performance.now() - started),
+      event,
+      actor: topicOf(actor),
+      state: link.state,
+      charts: { ...charts, channels: Object.fromEntries(Object.entries(channels).map(([topic, value]) => [text(topic), value])) },
+      lastReason: link.redactOutput(lastReason),
+    })
   }
   emit('(start)', 'connection')
   return all.observe((e) => {
