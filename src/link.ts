@@ -137,10 +137,10 @@ export interface AttemptInfo {
   signal: AbortSignal
 }
 
-/** Clocks and random source of a link given no `env`: shared by every such link. */
 /** The fields of a reason a `disconnected` log line carries, when the reason has them (src/reasons.ts). */
 const REASON_LOG_FIELDS = ['closeCode', 'closeName', 'status', 'cause', 'phase', 'source', 'errorCode', 'retryAfterMs', 'requestId', 'correlationId'] as const
 
+/** Clocks and random source of a link given no `env`: shared by every such link. */
 const DEFAULT_ENV: Env = Object.freeze({
   now: () => Date.now(),
   monotonic: () => performance.now(),

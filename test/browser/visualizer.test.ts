@@ -447,22 +447,28 @@ describe.skipIf(!HAVE_CHROMIUM)('phoenix-link demo --trace and --visualize', () 
   }, 120_000)
 
 
-  it('Ctrl-C while demo --visualize waits for the page stops it at once with exit 130', async () => {
+  /** `phoenix-link demo --visualize --json` in a child process: its stdout so far, and its exit. */
+  async function demoVisualize() {
     const { spawn } = await import('node:child_process')
     const cli = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))
     const child = spawn(process.execPath, ['--import', 'tsx', cli, 'demo', '--visualize', '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    return { child, exited, out: () => out }
+  }
+
+  it('Ctrl-C while demo --visualize waits for the page stops it at once with exit 130', async () => {
+    const { child, exited, out } = await demoVisualize()
     try {
-      await until(() => /http:\/\/127\.0\.0\.1:\d+\/#live/.test(out), 60_000, 'the visualizer URL')
+      await until(() => /http:\/\/127\.0\.0\.1:\d+\/#live/.test(out()), 60_000, 'the visualizer URL')
       const stoppedAt = performance.now()
       child.kill('SIGINT')
       expect(await exited).toBe(130)
       // Not the 60 s wait for a viewer, nor the demo after it.
       expect(performance.now() - stoppedAt).toBeLessThan(5_000)
-      expect(out).toContain('"interrupted"')
-      expect(out).not.toContain('"step"')
+      expect(out()).toContain('"interrupted"')
+      expect(out()).not.toContain('"step"')
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL')
     }
@@ -487,20 +493,15 @@ describe.skipIf(!HAVE_CHROMIUM)('phoenix-link demo --trace and --visualize', () 
   }, 60_000)
 
   it('waits for the page, streams both links through the whole demo, and stops on SIGINT with exit 0', async () => {
-    const { spawn } = await import('node:child_process')
-    const cli = fileURLToPath(new URL('../../src/node/cli.ts', import.meta.url))
-    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'demo', '--visualize', '--json'], { stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    const { child, exited, out } = await demoVisualize()
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] })
     try {
-      await until(() => /http:\/\/127\.0\.0\.1:\d+\/#live/.test(out), 60_000, 'the visualizer URL')
-      const url = /(http:\/\/127\.0\.0\.1:\d+\/)#live/.exec(out)![1]!
-      expect(out).not.toContain('"step"') // the demo waits for the page before its first step
+      await until(() => /http:\/\/127\.0\.0\.1:\d+\/#live/.test(out()), 60_000, 'the visualizer URL')
+      const url = /(http:\/\/127\.0\.0\.1:\d+\/)#live/.exec(out())![1]!
+      expect(out()).not.toContain('"step"') // the demo waits for the page before its first step
       const page = await browser.newPage()
       await page.goto(`${url}#live`)
-      await until(() => out.includes('every step held'), 60_000, 'the demo to finish')
+      await until(() => out().includes('every step held'), 60_000, 'the demo to finish')
       await expect.poll(() => page.locator('[data-testid="link-select"] option').allInnerTexts()).toEqual(['A', 'B'])
       await page.locator('[data-testid="link-select"]').selectOption('A')
       await expect.poll(() => page.locator('[data-testid="link-state"]').innerText()).toBe('terminated')
