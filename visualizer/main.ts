@@ -141,8 +141,6 @@ async function drawCharts(): Promise<void> {
   statusText(`${charts.length} charts drawn`)
 }
 
-/** Every active state path of a state value, ancestors included: `{a: {b: 'c'}}` -> a, a.b, a.b.c. */
-const activePaths = (value: StateValue | null): string[] => statePaths(value)
 
 /** The app channel the channel chart shows: the one chosen in the Channel list (the first topic seen by default). */
 function chosenTopic(): string {
@@ -182,8 +180,8 @@ function chartValues(record: TraceRecord): Record<string, StateValue | null> {
  * one of after; among several, the one labelled with the step's event. Null when nothing moved.
  */
 function lastArrow(chart: VisualChart, before: StateValue | null, after: StateValue | null, event: string): number | null {
-  const was = new Set(activePaths(before))
-  const is = new Set(activePaths(after))
+  const was = new Set(statePaths(before))
+  const is = new Set(statePaths(after))
   if ([...was].every((p) => is.has(p)) && [...is].every((p) => was.has(p))) return null
   const candidates = chart.edges
     .map((edge, index) => ({ edge, index }))
@@ -222,7 +220,7 @@ function highlight(records: readonly TraceRecord[], index: number): void {
   for (const [chart, value] of Object.entries(values)) {
     const byPath = nodes.get(chart)
     if (!byPath) continue
-    const active = activePaths(value)
+    const active = statePaths(value)
     for (const path of active) byPath.get(path)?.classList.add('active')
     revealState(byPath.get(active.at(-1) ?? ''))
     const drawn = (charts as VisualChart[]).find((c) => c.name === chart)

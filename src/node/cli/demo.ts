@@ -45,9 +45,6 @@ const DEMO_POLICY: LinkPolicyInput = {
 
 class DemoFailure extends Error {}
 
-/** `holdUntil` settled (Ctrl-C) before the demo ended. */
-class DemoInterrupted extends Error {}
-
 function expectThat(ok: boolean, what: string): void {
   if (!ok) throw new DemoFailure(`expected ${what}`)
 }
@@ -103,16 +100,15 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
   let interrupted = false
   const interruption = hold?.then(() => {
     interrupted = true
-    throw new DemoInterrupted('interrupted (Ctrl-C)')
+    throw new Error('interrupted (Ctrl-C)')
   })
   interruption?.catch(() => {})
-  const wait = <T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> =>
-    within(interruption ? Promise.race([promise, interruption]) : promise, timeoutMs, what)
+  const orInterrupted = <T>(promise: Promise<T>): Promise<T> => (interruption ? Promise.race([promise, interruption]) : promise)
+  const wait = <T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> => within(orInterrupted(promise), timeoutMs, what)
   if (viz) {
     const waitMs = options.visualize?.waitForViewerMs ?? 60_000
     out.event('visualizer', 'listening', { url: `${viz.url}#live` }, `open ${viz.url}#live to follow the demo (it starts when the page connects, at most ${Math.round(waitMs / 1000)} s from now)`)
-    const viewer = viz.waitForViewer(waitMs)
-    await (interruption ? Promise.race([viewer, interruption]) : viewer).catch(() => {})
+    await orInterrupted(viz.waitForViewer(waitMs)).catch(() => {})
     if (interrupted) {
       await viz.close()
       await traceFile?.close()

@@ -12,8 +12,8 @@ export interface ServeOptions {
   /** `id:key` pairs; empty means any agent with a non-empty key. */
   agents: string[]
   idleTimeoutMs: number | null
-  /** Records kept of each kind, the most recent (the simulator's `historyLimit`). @default 10000 */
-  historyLimit?: number
+  /** Records kept of each kind, the most recent (the simulator's `historyLimit`; the CLI's `--history`, 10000 unless given). */
+  historyLimit: number
   json: boolean
   /** Also serve the visualizer page at `/` on the simulator's port (`#dashboard`). */
   dashboard?: boolean
@@ -43,7 +43,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     flavor: options.flavor,
     agents: Object.keys(agents).length > 0 ? agents : 'any',
     idleTimeoutMs: options.idleTimeoutMs,
-    historyLimit: options.historyLimit ?? 10_000,
+    historyLimit: options.historyLimit,
     ...(options.adminToken ? { adminToken: options.adminToken } : {}),
   })
   const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
