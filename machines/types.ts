@@ -126,8 +126,19 @@ export function assertMs(name: string, value: unknown, min = 0): asserts value i
 /**
  * The text of what an actor threw, for the detail of an `other` reason: its `message` when it has
  * a string one (an Error of any realm, or a plain object), else the value as `String()` makes it.
+ * Never throws: a value that cannot be made text (a null-prototype object, a `toString` or a
+ * `message` getter that throws) reads `an unprintable <type>`.
  */
 export function thrownText(error: unknown): string {
-  const message = (error as { message?: unknown } | null | undefined)?.message
-  return typeof message === 'string' ? message : String(error)
+  try {
+    const message = (error as { message?: unknown } | null | undefined)?.message
+    if (typeof message === 'string') return message
+  } catch {
+    // a message getter that throws: fall through to the value itself
+  }
+  try {
+    return String(error)
+  } catch {
+    return `an unprintable ${error === null ? 'null' : typeof error}`
+  }
 }

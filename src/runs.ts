@@ -4,6 +4,7 @@
  * ends for good (the client, `link.runSignal()`), so no one keeps paying for a run whose result
  * nobody will receive. Every abort is reported with its outcome.
  */
+import { thrownText } from '../machines/types.js'
 import type { DisconnectReason } from './reasons.js'
 
 /** How an abort went. */
@@ -33,7 +34,7 @@ export interface AgentAborted {
 export interface RunSupervisorOptions {
   /** Longest wait for a run's abort hook to settle, in milliseconds. @default 5000 */
   hookTimeoutMs?: number
-  /** Clock for reports. @default Date.now */
+  /** Clock for reports, in milliseconds; one that throws stamps that report with `Date.now()` instead. @default Date.now */
   now?: () => number
 }
 
@@ -129,9 +130,11 @@ export class RunSupervisor {
   }
 
   /**
-   * The principals with at least one run in flight, in the order the first of their current runs
-   * started. A principal whose last run ended or was aborted is not among them: the supervisor
-   * keeps nothing for it (a host with a principal per task stays flat over days).
+   * The principals with at least one run in flight, in the order each came to have one: a
+   * principal keeps its place while any of its runs is in flight (its first run may have ended
+   * since), and goes to the end when it starts a run again after a time with none. A principal
+   * whose last run ended or was aborted is not among them: the supervisor keeps nothing for it
+   * (a host with a principal per task stays flat over days).
    */
   principals(): string[] {
     return [...this.runs.keys()]
@@ -150,7 +153,7 @@ export class RunSupervisor {
     const runs = this.runs.get(principal)
     this.runs.delete(principal)
     if (!runs || runs.size === 0) {
-      const report: AgentAborted = { type: 'agent-aborted', principal, runId: null, outcome: 'nothing-to-abort', reason, error: null, at: this.now() }
+      const report: AgentAborted = { type: 'agent-aborted', principal, runId: null, outcome: 'nothing-to-abort', reason, error: null, at: this.stamp() }
       this.report(report)
       return [report]
     }
@@ -165,13 +168,22 @@ export class RunSupervisor {
           outcome: error === null ? 'aborted' : 'failed',
           reason,
           error,
-          at: this.now(),
+          at: this.stamp(),
         }
         this.report(report)
         return report
       }),
     )
     return reports
+  }
+
+  /** The report's time: the supervisor's clock, or the wall clock when a host's `now` throws (an abort round never rejects). */
+  private stamp(): number {
+    try {
+      return this.now()
+    } catch {
+      return Date.now()
+    }
   }
 
   private report(report: AgentAborted): void {
@@ -196,7 +208,7 @@ export class RunSupervisor {
       ])
       return null
     } catch (error) {
-      return error instanceof Error ? error.message : String(error)
+      return thrownText(error)
     } finally {
       clearTimeout(timer)
     }

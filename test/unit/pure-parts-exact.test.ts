@@ -9,6 +9,7 @@ import { Emitter } from '../../src/emitter.js'
 import { redact, redacting } from '../../src/logger.js'
 import { RunSupervisor, type AgentAborted } from '../../src/runs.js'
 import { PresenceTracker, type PresenceCrossing } from '../../src/node/server/presence.js'
+import { thrownText } from '../../machines/types.js'
 import { decodeTextFrame } from '../../src/protocol.js'
 import { classifyClose } from '../../src/reasons.js'
 
@@ -327,3 +328,23 @@ describe('the last survivors of the unit mutation run', () => {
   })
 })
 
+
+describe('thrownText, exactly', () => {
+  it("gives a thrown value's message, else its String(), and never throws itself", () => {
+    expect(thrownText(new Error('boom'))).toBe('boom')
+    expect(thrownText({ message: 'plain' })).toBe('plain')
+    expect(thrownText({ message: 7 })).toBe('[object Object]')
+    expect(thrownText('text')).toBe('text')
+    expect(thrownText(null)).toBe('null')
+    expect(thrownText(undefined)).toBe('undefined')
+    expect(thrownText(Symbol('s'))).toBe('Symbol(s)')
+    expect(thrownText(Object.create(null))).toBe('an unprintable object')
+    const getterThrows = Object.defineProperty({}, 'message', {
+      get() {
+        throw new Error('getter')
+      },
+    })
+    expect(thrownText(getterThrows)).toBe('[object Object]')
+    expect(thrownText({ toString: () => { throw new Error('toString') } })).toBe('an unprintable object')
+  })
+})

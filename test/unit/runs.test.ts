@@ -85,6 +85,44 @@ describe('run supervisor', () => {
     })
   })
 
+  it('a hook that rejects with a value no String() can print, or a clock that throws, still ends in a report: abortPrincipal never rejects', async () => {
+    const runs = new RunSupervisor({
+      now: () => {
+        throw new Error('clock bug')
+      },
+    })
+    const unprintable = Object.create(null) as object
+    const badMessage = Object.defineProperty(new Error('x'), 'message', {
+      get() {
+        throw new Error('message getter bug')
+      },
+    })
+    runs.startRun('p', 'null-prototype', { onAbort: () => Promise.reject(unprintable) })
+    runs.startRun('p', 'message-getter', { onAbort: () => Promise.reject(badMessage) })
+    const before = Date.now()
+    const reports = await runs.abortPrincipal('p', reason)
+    expect(Object.fromEntries(reports.map((r) => [r.runId, [r.outcome, r.error]]))).toEqual({
+      'null-prototype': ['failed', 'an unprintable object'],
+      'message-getter': ['failed', 'an unprintable object'],
+    })
+    for (const r of reports) expect(r.at).toBeGreaterThanOrEqual(before)
+    const [none] = await runs.abortPrincipal('q', null)
+    expect(none).toMatchObject({ outcome: 'nothing-to-abort' })
+    expect(none!.at).toBeGreaterThanOrEqual(before)
+  })
+
+  it('principals() lists each principal from when it came to have a run in flight, not from its earliest run still running', () => {
+    const runs = new RunSupervisor()
+    const r1 = runs.startRun('p', 'r1')
+    runs.startRun('q', 's1')
+    runs.startRun('p', 'r2')
+    runs.endRun('p', 'r1', r1)
+    expect(runs.principals()).toEqual(['p', 'q'])
+    runs.endRun('p', 'r2')
+    runs.startRun('p', 'r3')
+    expect(runs.principals()).toEqual(['q', 'p'])
+  })
+
   it('refuses a run id already in flight and a bad hook bound', () => {
     const runs = new RunSupervisor()
     runs.startRun('p', 'a')

@@ -1,6 +1,6 @@
 /** The simulator's Prometheus metrics: names, help, labels, the zeroed abort outcomes, the prefix check. */
 import { describe, expect, it } from 'vitest'
-import { Registry } from 'prom-client'
+import { Gauge, Registry } from 'prom-client'
 import { ServerMetrics } from '../../src/node/server/metrics.js'
 
 describe('ServerMetrics', () => {
@@ -26,5 +26,12 @@ describe('ServerMetrics', () => {
     expect(metrics.registry).toBe(registry)
     expect(registry.getMetricsAsArray().map((m) => m.name).sort()).toEqual(['sim_active_connections', 'sim_agent_aborts_total', 'sim_principal_disconnects_total'])
     expect(() => new ServerMetrics({ prefix: '9bad' })).toThrow(RangeError)
+  })
+
+  it("a registry holding one of the names in another kind is refused before any metric is registered: the host's registry is left as it was", () => {
+    const registry = new Registry()
+    new Gauge({ name: 'phoenix_link_principal_disconnects_total', help: 'not ours', registers: [registry] })
+    expect(() => new ServerMetrics({ registry })).toThrow(/already holds phoenix_link_principal_disconnects_total, not as the simulator's counter with the label reason/)
+    expect(registry.getMetricsAsArray().map((m) => m.name)).toEqual(['phoenix_link_principal_disconnects_total'])
   })
 })

@@ -233,6 +233,51 @@ describe('presence on the simulator', () => {
     expect(parseMetrics(await sim.metrics.registry.metrics()).get('phoenix_link_principal_disconnects_total{reason="graceful"}')).toBe(1)
   })
 
+  it('stopping the simulator aborts runs started while their agent had no connection (before it connected, or after its last-disconnected), reason null', async () => {
+    const sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
+    const early = sim.runs.startRun('agent-9', 'never-connected')
+    const link = world().link(sim)
+    await link.connect()
+    await link.disconnect()
+    await sim.waitFor(() => sim.aborts.length === 1) // agent-1's last-disconnected: nothing to abort
+    const late = sim.runs.startRun('agent-1', 'after-it-left')
+    expect([early.aborted, late.aborted]).toEqual([false, false])
+    await sim.stop()
+    expect([early.aborted, late.aborted]).toEqual([true, true])
+    expect(sim.aborts.map((a) => [a.principal, a.runId, a.outcome, a.reason])).toEqual([
+      ['agent-1', null, 'nothing-to-abort', { kind: 'graceful', retryable: false, generation: 0, at: expect.any(Number) }],
+      ['agent-9', 'never-connected', 'aborted', null],
+      ['agent-1', 'after-it-left', 'aborted', null],
+    ])
+    expect(sim.runs.principals()).toEqual([])
+  })
+
+  it('an abort hook that rejects with a value no String() can print is reported failed: the abort is recorded and counted, and stop() still tears everything down', async () => {
+    const sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
+    const link = world().link(sim)
+    await link.connect()
+    sim.runs.startRun('agent-1', 'run-z', { onAbort: () => Promise.reject(Object.create(null)) })
+    sim.abort({ agent: 'agent-1' })
+    await sim.waitFor(() => sim.aborts.length === 1)
+    expect(sim.aborts[0]).toMatchObject({ runId: 'run-z', outcome: 'failed', error: 'an unprintable object' })
+    expect(parseMetrics(await sim.metrics.registry.metrics()).get('phoenix_link_agent_aborts_total{outcome="failed"}')).toBe(1)
+    await link.disconnect()
+    await sim.stop()
+    const served = await new Promise<boolean>((resolve) => get({ host: '127.0.0.1', port: sim.port, path: '/metrics' }, () => resolve(true)).on('error', () => resolve(false)))
+    expect(served).toBe(false)
+  })
+
+  it("link.runSignal(): a hook that rejects with a value no String() can print is reported failed when the session ends, and nothing escapes", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const reported = new Promise<unknown>((resolve) => link.runs.onAborted(resolve))
+    const signal = link.runSignal('run-u', { onAbort: () => Promise.reject(Object.create(null)) })
+    await link.disconnect()
+    expect(signal.aborted).toBe(true)
+    expect(await reported).toMatchObject({ runId: 'run-u', outcome: 'failed', error: 'an unprintable object' })
+  })
+
   it('a frame ws refuses is answered with its close (1009) alone: the socket is closing at once, and nothing scripted after it sends another', async () => {
     const sim = await world().sim({ maxFrameBytes: 1024 })
     const client = await closingClient(sim, 'agent-1', 'key-1', 1000)

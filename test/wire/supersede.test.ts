@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
+import { rawUpgrade } from '../support/raw-http.js'
 import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
@@ -131,6 +132,30 @@ describe('rule: supersede is terminal', () => {
     expect(first.state).toBe('connected')
     expect(sim.live('agent-1')).toHaveLength(1)
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 409])
+  })
+
+  it("the simulator's supersede cooldown: 429 with Retry-After for that agent until it runs out, then accepted; a cooldown that ran out is forgotten", async () => {
+    const sim = await world().sim({ supersedeCooldownMs: 150, rejectMode: 'json' })
+    const first = world().link(sim)
+    await first.connect()
+    const ended = next(first, 'disconnected', { filter: (e) => e.terminal })
+    sim.supersede('agent-1')
+    expect((await ended).reason).toMatchObject({ kind: 'superseded' })
+    const refused = await rawUpgrade(sim.port, { vsn: '2.0.0', agent_id: 'agent-1', api_key: 'key-1' })
+    expect(refused.statusLine).toBe('HTTP/1.1 429 Too Many Requests')
+    expect(refused.headers).toContainEqual(['retry-after', '1'])
+    const cooling = (sim as unknown as { cooldowns: Map<string, number> }).cooldowns
+    expect([...cooling.keys()]).toEqual(['agent-1'])
+    // The stimulus: the cooldown's 150 ms pass.
+    await new Promise((resolve) => setTimeout(resolve, 160))
+    const other = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
+    await other.connect()
+    sim.supersede('agent-2')
+    await untilState(other, 'terminated')
+    expect([...cooling.keys()]).toEqual(['agent-2']) // agent-1's, run out, went when agent-2's was set
+    const again = world().link(sim)
+    await again.connect()
+    expect(sim.upgrades.filter((u) => u.agentId === 'agent-1').map((u) => u.status)).toEqual([101, 429, 101])
   })
 
   it('after superseded, disconnect() succeeds, sends no leave, logs no warning (scenario 14)', async () => {

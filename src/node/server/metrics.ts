@@ -26,15 +26,19 @@ export class ServerMetrics {
   constructor(options: MetricsOptions = {}) {
     const prefix = checkPrefix(options.prefix ?? DEFAULT_METRICS_PREFIX)
     const registry = (this.registry = options.registry ?? new Registry())
-    this.activeConnections = shared(registry, Gauge, [], () => new Gauge({ name: `${prefix}active_connections`, help: 'Open agent sockets.', registers: [registry] }), `${prefix}active_connections`)
-    this.agentAborts = shared(registry, Counter, ['outcome'], () =>
+    // Every name is checked before any is registered: a conflict leaves the host's registry as it was.
+    assertFits(registry, Gauge, [], `${prefix}active_connections`)
+    assertFits(registry, Counter, ['outcome'], `${prefix}agent_aborts_total`)
+    assertFits(registry, Counter, ['reason'], `${prefix}principal_disconnects_total`)
+    this.activeConnections = shared(registry, () => new Gauge({ name: `${prefix}active_connections`, help: 'Open agent sockets.', registers: [registry] }), `${prefix}active_connections`)
+    this.agentAborts = shared(registry, () =>
       new Counter({
         name: `${prefix}agent_aborts_total`,
         help: 'Aborts of a principal\'s in-flight runs after its last connection ended, by outcome.',
         labelNames: ['outcome'],
         registers: [registry],
       }), `${prefix}agent_aborts_total`) as Counter<'outcome'>
-    this.principalDisconnects = shared(registry, Counter, ['reason'], () =>
+    this.principalDisconnects = shared(registry, () =>
       new Counter({
         name: `${prefix}principal_disconnects_total`,
         help: 'Principals whose last connection ended, by the reason kind of that close.',
@@ -45,11 +49,20 @@ export class ServerMetrics {
   }
 }
 
-/** The metric `name` already in `registry` when it is of `kind` with `labels`, else a new one from `make`. */
-function shared<M extends Gauge | Counter>(registry: Registry, kind: abstract new (...args: never[]) => M, labels: string[], make: () => M, name: string): M {
+/**
+ * Checks that `registry` holds no metric `name`, or holds it as the simulator's `kind` with `labels`.
+ *
+ * @throws {Error} naming the metric, when it is there in another kind or with other labels.
+ */
+function assertFits(registry: Registry, kind: abstract new (...args: never[]) => Gauge | Counter, labels: string[], name: string): void {
   const existing = registry.getSingleMetric(name)
-  if (existing === undefined) return make()
+  if (existing === undefined) return
   const labelNames = (existing as unknown as { labelNames?: string[] }).labelNames ?? []
-  if (existing instanceof kind && labelNames.join() === labels.join()) return existing
+  if (existing instanceof kind && labelNames.join() === labels.join()) return
   throw new Error(`the metrics registry already holds ${name}, not as the simulator's ${kind.name.toLowerCase()}${labels.length > 0 ? ` with the label ${labels.join(', ')}` : ''}: give the simulator another registry or prefix`)
+}
+
+/** The metric `name` already in `registry` (checked by {@link assertFits}), else a new one from `make`. */
+function shared<M extends Gauge | Counter>(registry: Registry, make: () => M, name: string): M {
+  return (registry.getSingleMetric(name) as M | undefined) ?? make()
 }

@@ -31,9 +31,18 @@ export class PresenceTracker {
     this.actorOf(principal).send({ type: 'presence.opened', connectionId, at })
   }
 
-  /** A socket of `principal` closed for `reason`. */
+  /**
+   * A socket of `principal` closed for `reason`. The close of a principal with no chart (never
+   * opened here, or forgotten since: a duplicate or late close) changes nothing and is reported to
+   * `onIgnored`; no chart is made for it, so such closes keep nothing.
+   */
   closed(principal: string, connectionId: string, reason: DisconnectReason, at: number): void {
-    this.actorOf(principal).send({ type: 'presence.closed', connectionId, reason, at })
+    const actor = this.actors.get(principal)
+    if (actor === undefined) {
+      this.onIgnored(`presence.closed of unknown connection ${connectionId} (${principal})`)
+      return
+    }
+    actor.send({ type: 'presence.closed', connectionId, reason, at })
   }
 
   /** Principals with a chart: those with a live connection or an open grace window (the others are forgotten). */

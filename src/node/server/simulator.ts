@@ -300,7 +300,11 @@ export class PlatformSimulator extends EventEmitter {
   private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents' | 'presence' | 'runs' | 'metrics' | 'routes' | 'adminToken'>> & {
     agents: Record<string, string | readonly string[]> | 'any'
   }
-  /** The run supervisor: start runs per agent; they are aborted when the agent's last connection ends. */
+  /**
+   * The run supervisor: start runs per agent; they are aborted when the agent's last connection
+   * ends. A run started while the agent has no connection waits for its next last-disconnected;
+   * `stop()` aborts every run still registered (reason `null`).
+   */
   readonly runs: RunSupervisor
   /** The metrics `GET /metrics` serves. */
   readonly metrics: ServerMetrics
@@ -885,7 +889,9 @@ export class PlatformSimulator extends EventEmitter {
   /**
    * Stops as a Phoenix endpoint drains on SIGTERM: closes every socket (with `code`, default the
    * flavor's 1012 service restart, no reason text; or aborts them with `abort: true`), stops
-   * listening, and resolves when every socket and the server are closed.
+   * listening, and resolves when every socket and the server are closed. Grace windows still open
+   * end (each principal's last-disconnected, its runs aborted), then every run still registered is
+   * aborted with reason `null`, each abort reported.
    */
   stop(options: { code?: number; abort?: boolean } = {}): Promise<void> {
     if (this.stopping) return this.stopping
@@ -928,6 +934,9 @@ export class PlatformSimulator extends EventEmitter {
       // and the event streams still hear it.
       this.tracker.flush()
       await Promise.all(this.abortsInFlight)
+      // Runs started while their principal had no connection (before it ever connected, or after
+      // its last-disconnected) had no crossing to end them: nobody will receive them now either.
+      await Promise.all(this.runs.principals().map((principal) => this.runs.abortPrincipal(principal, null)))
       this.admin.stop()
       this.tracker.stop()
       await new Promise<void>((resolve) => {
@@ -1363,7 +1372,13 @@ export class PlatformSimulator extends EventEmitter {
       payload: sent,
     })
     // Monotonic: a wall-clock step must not lengthen or end a cooldown.
-    if (this.options.supersedeCooldownMs > 0) this.cooldowns.set(c.agentId, performance.now() + this.options.supersedeCooldownMs)
+    if (this.options.supersedeCooldownMs > 0) {
+      const now = performance.now()
+      // Cooldowns that have run out are forgotten here, so a simulator that sees many agents
+      // superseded over its life keeps an entry only for those still cooling down.
+      for (const [agentId, until] of this.cooldowns) if (until <= now) this.cooldowns.delete(agentId)
+      this.cooldowns.set(c.agentId, now + this.options.supersedeCooldownMs)
+    }
     if (close !== null) c.close(close ?? this.flavor.supersede, '', 'supersede')
     this.changed()
   }
