@@ -2,7 +2,8 @@
  * The link's typed event emitter. Listeners run outside the chart's processing: events are
  * queued and delivered in order on a microtask, so a listener that calls connect() or
  * disconnect() sees a chart at rest, never one mid-transition with earlier commands still queued.
- * Listener errors are caught and reported, never thrown into the link.
+ * Listener errors are caught and reported, never thrown into the link: a throw, and the rejection
+ * of a promise a listener returns (an `async` listener), alike.
  */
 
 /** Removes the listener it was returned for. */
@@ -91,9 +92,9 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
     this.draining = false
   }
 
-  private call(fn: () => void, type: keyof Events): void {
+  private call(fn: () => unknown, type: keyof Events): void {
     try {
-      fn()
+      settleReported(fn(), (error) => this.onListenerError(error, type))
     } catch (error) {
       this.onListenerError(error, type)
     }
@@ -107,29 +108,27 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
   iterate(options: { signal?: AbortSignal; until?: (event: Tagged<Events>) => boolean } = {}): AsyncIterableIterator<Tagged<Events>> {
     const { signal, until } = options
     const buffer: Array<Tagged<Events>> = []
-    let waiting: ((result: IteratorResult<Tagged<Events>>) => void) | null = null
+    // next() calls not yet answered, oldest first: each gets the next event (or the end) in turn.
+    const waiting: Array<(result: IteratorResult<Tagged<Events>>) => void> = []
     let finished = false
     const finish = () => {
       if (finished) return
       finished = true
       off()
       signal?.removeEventListener('abort', finish)
-      waiting?.({ value: undefined, done: true })
-      waiting = null
+      for (const resolve of waiting.splice(0)) resolve({ value: undefined, done: true })
     }
     const off = this.onAny((event) => {
       if (finished) return
-      if (waiting) {
-        const resolve = waiting
-        waiting = null
-        resolve({ value: event, done: false })
-      } else {
-        buffer.push(event)
-      }
+      const resolve = waiting.shift()
+      if (resolve) resolve({ value: event, done: false })
+      else buffer.push(event)
       if (until?.(event)) {
         finished = true
         off()
         signal?.removeEventListener('abort', finish)
+        // Calls made beyond the last event end at once, as calls made after it do.
+        for (const rest of waiting.splice(0)) rest({ value: undefined, done: true })
       }
     })
     if (signal?.aborted) finish()
@@ -138,7 +137,7 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
       next: () => {
         if (buffer.length > 0) return Promise.resolve({ value: buffer.shift()!, done: false })
         if (finished) return Promise.resolve({ value: undefined, done: true })
-        return new Promise((resolve) => (waiting = resolve))
+        return new Promise((resolve) => waiting.push(resolve))
       },
       return: () => {
         buffer.length = 0
@@ -148,5 +147,19 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
       [Symbol.asyncIterator]: () => iterator,
     }
     return iterator
+  }
+}
+
+/**
+ * When `result` is a promise (or any thenable), reports its rejection to `report`; anything else
+ * is left alone. Never throws: a `then` that throws is reported too.
+ */
+export function settleReported(result: unknown, report: (error: unknown) => void): void {
+  if ((typeof result !== 'object' || result === null) && typeof result !== 'function') return
+  try {
+    const then = (result as { then?: unknown }).then
+    if (typeof then === 'function') (then as (ok: unknown, fail: (error: unknown) => void) => unknown).call(result, undefined, report)
+  } catch (error) {
+    report(error)
   }
 }

@@ -9,7 +9,7 @@ import { PushError } from './errors/push-error.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 
 import type { PushFailure } from './adapter/types.js'
-import type { Unsubscribe } from './emitter.js'
+import { settleReported, type Unsubscribe } from './emitter.js'
 
 /**
  * Status of an app channel: `joining` until the first join (or after a transport loss,
@@ -24,7 +24,11 @@ export interface MessageMeta {
   generation: number
 }
 
-/** Handler of one event on an app channel. Binary pushes arrive as an ArrayBuffer. */
+/**
+ * Handler of one event on an app channel. Binary pushes arrive as an ArrayBuffer. It may be
+ * `async`: what it throws, or the promise it returns rejects with, is logged (`error`) and never
+ * thrown into the link.
+ */
 export type MessageHandler = (payload: Payload | ArrayBuffer, meta: MessageMeta) => void
 
 /** What a handle needs from its link. */
@@ -205,22 +209,26 @@ export class LinkChannel {
       this.host.reportUnhandled(this.topic, event)
       return
     }
+    // Over a copy, as the link's emitter does: a handler added while this message is delivered
+    // (one that removes and adds itself again included) gets the next message, not this one.
     if (set) {
-      for (const handler of set) {
+      const where = `handler of ${event} on ${this.topic}`
+      for (const handler of [...set]) {
         try {
-          handler(payload, meta)
+          settleReported(handler(payload, meta), (error) => this.host.reportError(error, where))
         } catch (error) {
-          this.host.reportError(error, `handler of ${event} on ${this.topic}`)
+          this.host.reportError(error, where)
         }
       }
     }
     // Guarded: iterating even an empty Set allocates an iterator, on every inbound message.
     if (any === null || any.size === 0) return
-    for (const handler of any) {
+    const where = `any-handler on ${this.topic}`
+    for (const handler of [...any]) {
       try {
-        handler(event, payload, meta)
+        settleReported(handler(event, payload, meta), (error) => this.host.reportError(error, where))
       } catch (error) {
-        this.host.reportError(error, `any-handler on ${this.topic}`)
+        this.host.reportError(error, where)
       }
     }
   }
@@ -245,11 +253,12 @@ export class LinkChannel {
     if (this.statusListeners === null || this.statusListeners.size === 0) return
     const listeners = [...this.statusListeners]
     queueMicrotask(() => {
+      const where = `status listener on ${this.topic}`
       for (const listener of listeners) {
         try {
-          listener(status, reason)
+          settleReported(listener(status, reason), (error) => this.host.reportError(error, where))
         } catch (error) {
-          this.host.reportError(error, `status listener on ${this.topic}`)
+          this.host.reportError(error, where)
         }
       }
     })

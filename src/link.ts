@@ -108,7 +108,8 @@ export interface LinkOptions {
    * Clocks and random source; tests pass their own, any part of them. `now`: wall time (ms since
    * the epoch), only for the `at` stamps of reasons; `monotonic`: ms on a clock that never steps,
    * for every elapsed time the link decides on or reports (the own-conflict window,
-   * `reconnected.downtimeMs`); `random`: [0, 1) for jitter.
+   * `reconnected.downtimeMs`); `random`: [0, 1) for jitter (a draw outside it is read as a throw:
+   * the reconnect chart's crash, terminated with reason `other`).
    * @default { now: Date.now, monotonic: performance.now, random: Math.random }
    */
   env?: Partial<Env>
@@ -146,6 +147,20 @@ const DEFAULT_ENV: Env = Object.freeze({
   monotonic: () => performance.now(),
   random: () => Math.random(),
 })
+
+/**
+ * The host's `env.random`, each draw checked to lie in [0, 1): one outside it (NaN, a negative or
+ * a too-large number, not a number at all) throws a RangeError naming it, where a throwing
+ * `random` would throw: in the reconnect chart's backoff, that chart's crash (state terminated,
+ * reason `other`), instead of a delay of NaN or past `maxDelayMs`.
+ */
+function inUnitRange(random: () => number): () => number {
+  return () => {
+    const r: unknown = random()
+    if (typeof r === 'number' && r >= 0 && r < 1) return r
+    throw new RangeError(`env.random() must return a number in [0, 1), got ${typeof r === 'number' ? String(r) : `a ${r === null ? 'null' : typeof r}`}`)
+  }
+}
 
 /** Most keys a link remembers for redaction: a key rotated hourly for six weeks. */
 const MAX_REMEMBERED_KEYS = 1000
@@ -442,8 +457,9 @@ export class Link {
   }
 
   /** @internal use {@link createLink}. */
-  constructor(options: LinkOptions) {
-    checkOptions(options)
+  constructor(given: LinkOptions) {
+    // Read once and checked: later reads (credentials of each attempt) see what was checked.
+    const options = checkOptions(given)
     const { url, agentId, apiKey } = options
     this.#agentId = agentId
     // An array literal of its size: a pushed-to empty array keeps room for 16.
@@ -457,7 +473,7 @@ export class Link {
         : {
             now: env.now ?? DEFAULT_ENV.now,
             monotonic: env.monotonic ?? DEFAULT_ENV.monotonic,
-            random: env.random ?? DEFAULT_ENV.random,
+            random: env.random === undefined ? DEFAULT_ENV.random : inUnitRange(env.random),
           }
     this.log = redacting(options.logger, () => this.#keys)
     this.controlHandler = options.onControl
@@ -755,7 +771,11 @@ export class Link {
     this.controlHandler = handler
   }
 
-  /** Calls `listener` for each `type` event; returns the function that removes it. */
+  /**
+   * Calls `listener` for each `type` event, on a microtask after the link's decision; returns the
+   * function that removes it. The listener may be `async`: what it throws, or its promise rejects
+   * with, is logged (`error`: "a link event listener threw") and never thrown into the link.
+   */
   on<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): Unsubscribe {
     return this.emitter.on(type, listener)
   }
@@ -886,7 +906,8 @@ export class Link {
   /**
    * A chart stopped with an error (a phoenix-link bug: a throwing guard or assign, an action the
    * runtime does not run). No lifecycle can continue: every chart and socket is stopped, waiters
-   * reject INTERNAL, the state reads terminated with an `other` reason, and disconnect() still resolves.
+   * reject INTERNAL, every channel is dropped with the same reason (its waits reject CHANNEL_CLOSED,
+   * leave() resolves), the state reads terminated with an `other` reason, and disconnect() still resolves.
    */
   private onCrash(chart: string, error: unknown): void {
     if (this.crashed) return
@@ -903,7 +924,9 @@ export class Link {
     this.log.error(`${chart} chart crashed`, { error: errorMessage(error) })
     this.charts.stopAll()
     this.#adapter.endAll()
-    for (const channel of this.channels.values()) channel.failWaiting()
+    // No chart is left to join or leave them: every channel is dropped with the crash's reason, so
+    // its status says so, its waits reject CHANNEL_CLOSED and leave() resolves at once.
+    for (const channel of this.channels.values()) channel.setStatus('dropped', this.crashReason)
     this.lastState = 'terminated'
     // Terminal like any other terminal reason: the runs of link.runSignal() in flight are aborted.
     this.abortRuns(this.crashReason)

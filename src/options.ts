@@ -5,6 +5,7 @@
 import * as z from 'zod/mini'
 import { ConfigurationError } from './errors/configuration-error.js'
 import { describeIssue } from './zod-issues.js'
+import { thrownText } from '../machines/types.js'
 
 const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`)
 
@@ -38,13 +39,17 @@ export const LinkOptionsSchema = z.strictObject({
 })
 
 /**
- * Checks createLink() options.
+ * Checks createLink() options and returns them as read, once: a plain object with each option's
+ * value (own or inherited, getters read once), so what was checked is what the link uses, whatever
+ * the host's object does later (a getter that changes, a field reassigned).
  *
- * @throws {ConfigurationError} naming the first option that is missing, unknown or of the wrong type.
+ * @throws {ConfigurationError} naming the first option that is missing, unknown or of the wrong
+ *   type, or whose read threw (a getter, a Proxy).
  */
-export function checkOptions(options: unknown): void {
-  const parsed = LinkOptionsSchema.safeParse(options, { reportInput: true })
-  if (parsed.success) return
+export function checkOptions<T>(options: T): T {
+  const read = readOnce(options)
+  const parsed = LinkOptionsSchema.safeParse(read, { reportInput: true })
+  if (parsed.success) return read
   const issue = parsed.error.issues[0]!
   const where = issue.path.length > 0 ? issue.path.join('.') : 'options'
   const message =
@@ -54,4 +59,20 @@ export function checkOptions(options: unknown): void {
         ? describeIssue(issue)
         : `${where}: ${describeIssue(issue)}`
   throw new ConfigurationError(message)
+}
+
+/** The options object as a plain copy, each option read once; anything but an object is returned as it is, for the schema to refuse. */
+function readOnce<T>(options: T): T {
+  if (options === null || typeof options !== 'object') return options
+  const copy: Record<string, unknown> = {}
+  let key = ''
+  try {
+    for (key of new Set([...Object.keys(options), ...Object.keys(LinkOptionsSchema.shape)])) {
+      if (key in options) copy[key] = (options as Record<string, unknown>)[key]
+    }
+  } catch (error) {
+    const what = key === '' ? 'the options object' : `option ${key}`
+    throw new ConfigurationError(`reading ${what} threw: ${thrownText(error)}`, { cause: error })
+  }
+  return copy as T
 }

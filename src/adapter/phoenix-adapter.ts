@@ -154,7 +154,11 @@ class TransportHandle implements TransportHooks {
   /** phoenix.js teardowns of this socket still polling for its close (see connect()). */
   teardowns = 0
   readonly attachments = new Map<string, Attachment>()
-  /** Topics this link left on this transport: the join_ref left and how many tail frames (leave reply, phx_close) may still come; null while none. */
+  /**
+   * Joins this link left on this transport, by {@link leftKey} (topic and join_ref: a topic left
+   * and joined again has one entry per join left): how many tail frames (leave reply, phx_close,
+   * a pending join's reply) may still come; null while none.
+   */
   leftTopics: Map<string, { joinRef: string | null; tails: number }> | null = null
   /**
    * Upgrade headers of this attempt (Node: the `x-api-key`), behind an accessor: `util.inspect`
@@ -917,6 +921,25 @@ export class PhoenixAdapter {
   }
 
   /**
+   * Whether `frame` is the expected tail of a join this link left on this transport (its leave's
+   * reply or phx_close, or the pending join's own reply); counts it, and once all came, nothing
+   * of that join is kept.
+   */
+  private isLeaveTail(handle: TransportHandle, frame: Frame): boolean {
+    const { event } = frame
+    if (event !== CHANNEL_EVENTS.close && event !== CHANNEL_EVENTS.reply) return false
+    const key = leftKey(frame.topic, frame.join_ref)
+    const left = handle.leftTopics?.get(key)
+    if (left === undefined) return false
+    // A refused join (its reply: ref = join_ref, status not ok) leaves no channel to close, so the
+    // phx_close counted for it never comes (Phoenix answers the leave of an unjoined topic ok).
+    const refusedJoin = event === CHANNEL_EVENTS.reply && frame.ref === left.joinRef && (frame.payload as { status?: unknown } | null)?.status !== 'ok'
+    left.tails -= refusedJoin ? 2 : 1
+    if (left.tails <= 0) handle.leftTopics!.delete(key)
+    return true
+  }
+
+  /**
    * Checks a decoded frame against what this transport expects before phoenix.js dispatches it,
    * because phoenix.js drops the rest silently (channel.js isMember, a reply with no pending
    * push). Reported (`socket.malformed`) and dropped: a frame for a topic with no join or with a
@@ -932,16 +955,7 @@ export class PhoenixAdapter {
     }
     const attachment = handle.attachments.get(topic)
     if (!attachment) {
-      const left = handle.leftTopics?.get(topic)
-      if (left && (event === CHANNEL_EVENTS.close || event === CHANNEL_EVENTS.reply) && frame.join_ref === left.joinRef) {
-        // The expected tail of our own leave; once all came, nothing of the topic is kept. A
-        // refused join (its reply: ref = join_ref, status not ok) leaves no channel to close, so
-        // the phx_close counted for it never comes (Phoenix answers the leave of an unjoined topic ok).
-        const refusedJoin = event === CHANNEL_EVENTS.reply && frame.ref === left.joinRef && (frame.payload as { status?: unknown } | null)?.status !== 'ok'
-        left.tails -= refusedJoin ? 2 : 1
-        if (left.tails <= 0) handle.leftTopics!.delete(topic)
-        return false
-      }
+      if (this.isLeaveTail(handle, frame)) return false
       return this.reportUnexpected(handle, `${event} for topic ${JSON.stringify(topic)}, which this link has not joined on this transport`)
     }
     if (isReservedEvent(event) && !SERVER_EVENTS.has(event)) {
@@ -950,6 +964,8 @@ export class PhoenixAdapter {
     const current = attachment.channel.joinRef()
     if (frame.join_ref !== null && current !== null && frame.join_ref !== current) {
       if (attachment.leaving && event === CHANNEL_EVENTS.close) return true
+      // The topic was left and joined again: the earlier join's tail may still come.
+      if (this.isLeaveTail(handle, frame)) return false
       return this.reportUnexpected(handle, `${event} on ${topic} with stale join_ref ${frame.join_ref} (current ${current})`)
     }
     if (event === CHANNEL_EVENTS.reply) {
@@ -1174,13 +1190,19 @@ export class PhoenixAdapter {
       // The frames still to come for this join: the leave's reply and phx_close, and the join's
       // own reply when it was still pending.
       const tails = joinPending ? 3 : 2
-      if (attachment.leaving) (handle.leftTopics ??= new Map()).set(attachment.topic, { joinRef: channel.joinRef(), tails })
+      const key = leftKey(attachment.topic, channel.joinRef())
+      if (attachment.leaving) (handle.leftTopics ??= new Map()).set(key, { joinRef: channel.joinRef(), tails })
       else if (joinPending && !handle.ended && socket.isConnected()) {
         socket.push({ topic: attachment.topic, event: CHANNEL_EVENTS.leave, payload: {}, ref: socket.makeRef(), join_ref: channel.joinRef() })
-        ;(handle.leftTopics ??= new Map()).set(attachment.topic, { joinRef: channel.joinRef(), tails })
-      } else handle.leftTopics?.delete(attachment.topic)
+        ;(handle.leftTopics ??= new Map()).set(key, { joinRef: channel.joinRef(), tails })
+      }
     }
   }
+}
+
+/** The key of a join left on a transport, in `TransportHandle.leftTopics`: its topic and join_ref. */
+function leftKey(topic: string, joinRef: string | null): string {
+  return `${joinRef ?? ''}\u0000${topic}`
 }
 
 /** settleInput() of a value given at once: checked, then used, or failed with what is wrong. */

@@ -71,4 +71,41 @@ describe('Emitter', () => {
     expect(seen).toEqual([7])
     expect(errors).toHaveLength(1)
   })
+
+  it("an async listener's rejection is reported as a throw is, and escapes nowhere", async () => {
+    const errors: unknown[] = []
+    let reportedOne!: () => void
+    const reported = new Promise<void>((resolve) => (reportedOne = resolve))
+    const e = new Emitter<Events>((error) => {
+      errors.push(error)
+      reportedOne()
+    })
+    e.on('a', async () => {
+      await Promise.resolve()
+      throw new Error('async listener bug')
+    })
+    e.emit('a', { n: 1 })
+    await reported
+    expect(errors).toEqual([new Error('async listener bug')])
+  })
+
+  it('concurrent next() calls on an iterator are answered in order, each with its own event, and all end on return()', async () => {
+    const e = new Emitter<Events>(() => {})
+    const it = e.iterate()
+    const first = it.next()
+    const second = it.next()
+    const third = it.next()
+    e.emit('a', { n: 1 })
+    e.emit('b', { n: 2 })
+    expect(await first).toEqual({ value: { type: 'a', n: 1 }, done: false })
+    expect(await second).toEqual({ value: { type: 'b', n: 2 }, done: false })
+    await it.return!()
+    expect(await third).toEqual({ value: undefined, done: true })
+    const until = e.iterate({ until: (event) => event.type === 'a' })
+    const [one, two] = [until.next(), until.next()]
+    e.emit('a', { n: 3 })
+    expect(await one).toEqual({ value: { type: 'a', n: 3 }, done: false })
+    expect(await two).toEqual({ value: undefined, done: true })
+    expect(e.listenerCount()).toBe(0)
+  })
 })

@@ -1,5 +1,5 @@
 /** SCENARIOS 31-35 on the real wire: app channels and the control channel. */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { PushError } from '../../src/errors/push-error.js'
 import { controlTopic } from '../../src/protocol.js'
 import { describeReason } from '../../src/reasons.js'
@@ -145,6 +145,31 @@ describe('app channels', () => {
     sim.close({ agent: 'agent-1' }, 1000)
     await r
     expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:1')).toEqual([])
+  })
+
+  it('a topic left and joined again, round after round: the server\'s answers to the earlier leaves are expected, never reported as malformed', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const malformed: string[] = []
+    link.on('ignored', (e) => void (e.event === 'socket.malformed' && malformed.push(e.detail)))
+    await link.connect()
+    for (let i = 0; i < 5; i++) {
+      const room = link.channel('room:again')
+      await room.joined()
+      await room.leave()
+    }
+    const last = link.channel('room:again')
+    await last.joined()
+    const conn = sim.live('agent-1')[0]!
+    // Every leave was answered (reply and phx_close) before the last join's reply came back.
+    const closes = () => conn.frames.filter((f) => f.dir === 'out' && f.frame?.event === 'phx_close' && f.frame.topic === 'room:again')
+    expect(closes()).toHaveLength(5)
+    // A push after them all: once the link has it, it has read every frame before it.
+    const after = new Promise<unknown>((resolve) => last.on('ping', resolve))
+    sim.push({ agent: 'agent-1' }, 'room:again', 'ping', { n: 1 })
+    await after
+    expect(malformed).toEqual([])
+    expect(last.status).toBe('joined')
   })
 
   it('leave() while the join params are still being asked, then channel() of the topic at once: a new handle that joins with its own params', async () => {
@@ -382,6 +407,59 @@ describe('the control channel', () => {
     const after = next(link, 'control', { filter: (e) => e.signal.correlationId === 'after' })
     sim.control('agent-1', { mode: 'interrupt', correlation_id: 'after' })
     await after
+  })
+})
+
+describe('channel handlers', () => {
+  it('a handler that removes and adds itself again while a message is delivered runs once for it; one added meanwhile gets the next message, not this one', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const calls: string[] = []
+    const other = () => void calls.push('other')
+    const late = (p: unknown) => void calls.push(`late ${(p as { n: number }).n}`)
+    const self = (p: unknown) => {
+      calls.push(`self ${(p as { n: number }).n}`)
+      if (calls.length > 20) return // bounded, so a dispatch over the live set fails here rather than spinning for ever
+      room.off('tick', self)
+      room.on('tick', self)
+      if ((p as { n: number }).n === 1) room.on('tick', late)
+    }
+    room.on('tick', self)
+    room.on('tick', other)
+    const second = new Promise<void>((resolve) => room.on('done', () => resolve()))
+    sim.push({ agent: 'agent-1' }, 'room:1', 'tick', { n: 1 })
+    sim.push({ agent: 'agent-1' }, 'room:1', 'tick', { n: 2 })
+    sim.push({ agent: 'agent-1' }, 'room:1', 'done', {})
+    await second
+    expect(calls).toEqual(['self 1', 'other', 'other', 'self 2', 'late 2'])
+  })
+
+  it('async handlers, any-handlers, status and link listeners that reject are logged as a throw is; nothing escapes', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const fail = (what: string) => async () => {
+      await Promise.resolve()
+      throw new Error(`${what} bug`)
+    }
+    link.on('connected', fail('listener'))
+    await link.connect()
+    const room = link.channel('room:1')
+    room.onStatus(fail('status'))
+    room.on('tick', fail('handler'))
+    room.onAny(fail('any'))
+    await room.joined()
+    sim.push({ agent: 'agent-1' }, 'room:1', 'tick', {})
+    const errors = () => world().captured.get(link)!.lines.filter((l) => l.level === 'error').map((l) => `${l.message}: ${(l.fields as { error: string }).error}`)
+    await vi.waitFor(() => expect(errors()).toHaveLength(4), { timeout: 2000 })
+    expect(errors().sort()).toEqual([
+      'a link event listener threw: listener bug',
+      'any-handler on room:1 threw: any bug',
+      'handler of tick on room:1 threw: handler bug',
+      'status listener on room:1 threw: status bug',
+    ])
   })
 })
 

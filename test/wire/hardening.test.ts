@@ -221,6 +221,40 @@ describe('a chart crash', () => {
     await sim.waitFor(() => sim.live('agent-1').length === 0)
   })
 
+  it("drops every channel with the crash's reason: its status says so, its waits reject CHANNEL_CLOSED, leave() resolves", async () => {
+    const sim = await world().sim()
+    const clock = clockThatThrowsOnce()
+    const link = world().link(sim, { env: { now: clock.now } })
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const statuses: string[] = []
+    room.onStatus((status) => void statuses.push(status))
+    const ended = next(link, 'disconnected')
+    clock.breakNext()
+    chartOf(link).send({ type: 'host.disconnect' })
+    await ended
+    expect(room.status).toBe('dropped')
+    expect(room.reason).toMatchObject({ kind: 'other', detail: 'internal error: simulated bug' })
+    expect(await settle(room.joined())).toMatchObject({ ok: false, error: { code: 'CHANNEL_CLOSED' } })
+    await room.leave()
+    await Promise.resolve()
+    expect(statuses).toEqual(['dropped'])
+    await link.disconnect()
+  })
+
+  it('env.random() drawing outside [0, 1) (NaN here) is read as a throw: the reconnect chart crashes with a reason naming it, no delay of NaN is used', async () => {
+    const sim = await world().sim()
+    let draws = 0
+    const link = world().link(sim, { env: { random: () => (++draws > 0 ? Number.NaN : 0) } })
+    await link.connect()
+    const ended = next(link, 'disconnected', { filter: (e) => e.terminal })
+    sim.close({ agent: 'agent-1' }, 1011)
+    expect(await ended).toMatchObject({ outcome: 'terminated', nextDelayMs: null, reason: { kind: 'other', detail: 'internal error: env.random() must return a number in [0, 1), got NaN' } })
+    expect(link.state).toBe('terminated')
+    expect(sim.upgrades).toHaveLength(1)
+  })
+
   it('a crash with no run in flight sends the run supervisor no abort report (nothing-to-abort), as a stop does not', async () => {
     const sim = await world().sim()
     const clock = clockThatThrowsOnce()

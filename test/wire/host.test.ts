@@ -4,6 +4,8 @@ import { SimulatedClock } from 'xstate'
 import { getEventListeners } from 'node:events'
 import { createServer, type Socket } from 'node:net'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
+import { ConfigurationError } from '../../src/errors/configuration-error.js'
+import { createLink, type LinkOptions } from '../../src/link.js'
 import { controlTopic } from '../../src/protocol.js'
 import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
 
@@ -406,5 +408,50 @@ describe('rule: disconnect() always succeeds (scenario 27)', () => {
     await link.disconnect()
     expect(link.state).toBe('stopped')
     expect(sim.accepted('agent-1')).toHaveLength(1)
+  })
+})
+
+describe('options are read once, at createLink()', () => {
+  it('what was checked is what the link uses: a getter that changes later, or a field reassigned, changes nothing', async () => {
+    const sim = await world().sim({ agents: 'any', rejectMode: 'json' })
+    let reads = 0
+    const options = {
+      url: sim.url,
+      get agentId() {
+        return ++reads === 1 ? 'agent-A' : 'agent-B'
+      },
+      apiKey: 'k',
+      onConflict: 'reject' as 'reject' | 'supersede',
+    }
+    const link = createLink(options)
+    try {
+      ;(options as { onConflict: string }).onConflict = 'bogus'
+      await link.connect()
+      expect(reads).toBe(1)
+      expect(link.agentId).toBe('agent-A')
+      expect(sim.live('agent-A')).toHaveLength(1)
+      expect(sim.live('agent-B')).toHaveLength(0)
+      expect(sim.upgrades.map((u) => u.status)).toEqual([101])
+    } finally {
+      await link.disconnect()
+    }
+  })
+
+  it('an option whose read throws (a getter, a Proxy) is a ConfigurationError naming it', () => {
+    const getter = {
+      url: 'ws://127.0.0.1:1/socket',
+      agentId: 'a',
+      get apiKey(): string {
+        throw new Error('vault unavailable')
+      },
+    }
+    expect(() => createLink(getter)).toThrow(ConfigurationError)
+    expect(() => createLink(getter)).toThrow('reading option apiKey threw: vault unavailable')
+    const proxy = new Proxy({}, {
+      ownKeys() {
+        throw new Error('trap bug')
+      },
+    }) as LinkOptions
+    expect(() => createLink(proxy)).toThrow('reading the options object threw: trap bug')
   })
 })
