@@ -6,7 +6,7 @@
 import type { ConnectionEmitted, ConnectionEvent } from '../machines/connection.js'
 import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
-import { gracefulReason, type Env } from '../machines/types.js'
+import { gracefulReason, thrownText, type Env } from '../machines/types.js'
 import { abortError } from './abort.js'
 import { LONE_SURROGATE_MESSAGE, PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
@@ -1190,7 +1190,7 @@ function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
 }
 
 function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
+  return thrownText(error)
 }
 
 /**

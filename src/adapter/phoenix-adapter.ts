@@ -11,7 +11,7 @@
 import { Channel, Serializer, Socket, type Push, type SocketOptions } from 'phoenix'
 import type { AttachOrigin, ChannelEvent } from '../../machines/channel.js'
 import type { ConnectionEvent } from '../../machines/connection.js'
-import type { Origin } from '../../machines/types.js'
+import { thrownText, type Origin } from '../../machines/types.js'
 import {
   AGENT_ID_PARAM,
   API_KEY_HEADER,
@@ -383,14 +383,23 @@ class AttachedChannel extends Channel {
   }
 }
 
+/**
+ * The text of a socket or transport error: ws's ErrorEvent carries the Error in `error`, a
+ * browser's has only `type`. Never throws (a getter that throws, a value with no text: see
+ * `thrownText`).
+ */
 function errorText(error: unknown): string {
-  if (error && typeof error === 'object') {
-    const e = error as { message?: unknown; error?: { message?: unknown; code?: unknown }; type?: unknown }
-    if (e.error && typeof e.error.message === 'string') return e.error.code ? `${e.error.code}: ${e.error.message}` : e.error.message
-    if (typeof e.message === 'string') return e.message
-    if (typeof e.type === 'string') return e.type
+  try {
+    if (error && typeof error === 'object') {
+      const e = error as { message?: unknown; error?: { message?: unknown; code?: unknown }; type?: unknown }
+      if (e.error && typeof e.error.message === 'string') return e.error.code ? `${String(e.error.code)}: ${e.error.message}` : e.error.message
+      if (typeof e.message === 'string') return e.message
+      if (typeof e.type === 'string') return e.type
+    }
+  } catch {
+    // a getter or a code that throws: the value's own text, below
   }
-  return String(error)
+  return thrownText(error)
 }
 
 /** The reserved events a Phoenix server sends to a channel (phoenix constants.js CHANNEL_EVENTS). */

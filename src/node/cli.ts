@@ -12,6 +12,7 @@ import { runPaths } from './cli/paths.js'
 import { EXPORT_FORMATS, runExport } from './cli/export.js'
 import { runReplay } from './cli/replay.js'
 import { CHARTS, type ChartName } from './model/chart-info.js'
+import { thrownText } from '../../machines/types.js'
 
 /** Only decimal digits: `Number()` alone would read `0x1f90` as 8080 and `1e3` as 1000. */
 const DECIMAL = /^\s*\d+\s*$/
@@ -215,7 +216,7 @@ export async function main(argv: string[] = process.argv): Promise<void> {
   try {
     await program().parseAsync(argv)
   } catch (error) {
-    process.stderr.write(`phoenix-link: ${error instanceof Error ? error.message : String(error)}\n`)
+    process.stderr.write(`phoenix-link: ${thrownText(error)}\n`)
     process.exitCode = 1
   }
 }

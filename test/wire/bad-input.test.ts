@@ -4,7 +4,7 @@
  * Both directions: a misbehaving server against the link, a misbehaving client against the
  * simulator.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import { controlTopic, encodeBinaryToClient } from '../../src/protocol.js'
 import { framesIn, next, untilState, useWorld } from '../support/wire.js'
@@ -154,6 +154,68 @@ describe('a misbehaving server against the link', () => {
     const logged = world().captured.get(link)!.lines.filter((l) => l.level === 'error' && l.message.includes('listener threw'))
     // The line names the event and what the listener threw.
     expect(logged).toEqual([{ level: 'error', message: 'a link event listener threw', fields: { event: 'connected', error: 'listener bug' } }])
+  })
+
+  it('a listener or handler that throws a value no String() can print is logged as such; the link goes on', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    link.on('connected', () => {
+      throw Object.create(null)
+    })
+    await link.connect()
+    const room = link.channel('room:1')
+    room.on('tick', () => {
+      throw Object.create(null)
+    })
+    await room.joined()
+    const after = new Promise<void>((resolve) => room.on('tock', () => resolve()))
+    sim.push({ agent: 'agent-1' }, 'room:1', 'tick', {})
+    sim.push({ agent: 'agent-1' }, 'room:1', 'tock', {})
+    await after
+    const logged = world().captured.get(link)!.lines.filter((l) => l.level === 'error')
+    expect(logged.map((l) => [l.message, (l.fields as { error: string }).error])).toEqual([
+      ['a link event listener threw', 'an unprintable object'],
+      ['handler of tick on room:1 threw', 'an unprintable object'],
+    ])
+    expect(link.state).toBe('connected')
+  })
+})
+
+describe('a misbehaving host of the simulator', () => {
+  it('a push handler that throws null crashes that channel (phx_error), as a channel process would; the simulator serves on', async () => {
+    const sim = await world().sim()
+    sim.onPush(() => {
+      throw null
+    })
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const errored = next(link, 'channel', { filter: (e) => e.topic === 'room:1' && e.status === 'errored' })
+    void room.push('work', {}).catch(() => {})
+    await errored
+    expect(sim.live('agent-1')[0]!.problems).toContain('handler error on room:1 work: null')
+    await room.joined()
+  })
+
+  it('simulator event listeners are each on their own: one that throws or rejects is logged, the ones after it still hear the event', async () => {
+    const warnings: string[] = []
+    // A pino-style logger, called `(fields, message)`.
+    const warn = (...line: unknown[]) => void warnings.push(`${String(line[1])}: ${String((line[0] as { error?: string } | undefined)?.error)}`)
+    const sim = await world().sim({ logger: { info: () => {}, warn } })
+    sim.on('presence', () => {
+      throw Object.create(null)
+    })
+    sim.on('presence', async () => {
+      await Promise.resolve()
+      throw new Error('async listener bug')
+    })
+    const heard = new Promise<string>((resolve) => sim.once('presence', (p: { kind: string }) => resolve(p.kind)))
+    const link = world().link(sim)
+    await link.connect()
+    expect(await heard).toBe('first-connected')
+    await vi.waitFor(() => expect(warnings).toHaveLength(2), { timeout: 2000 })
+    expect(warnings).toEqual(['a simulator event listener threw: an unprintable object', 'a simulator event listener threw: async listener bug'])
   })
 })
 

@@ -13,6 +13,7 @@ import { createOutput, describeLinkEvent, type Output } from './output.js'
 import { startVisualizer } from '../visualize/server.js'
 import { openTraceFile, traceLink } from '../visualize/trace.js'
 import { within } from './within.js'
+import { thrownText } from '../../../machines/types.js'
 
 /** Options of {@link runDemo}. */
 export interface DemoOptions {
@@ -242,7 +243,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
       out.event('demo', 'interrupted', {}, 'interrupted (Ctrl-C): every link and the simulator stopped')
       return 130
     }
-    const message = error instanceof Error ? error.message : String(error)
+    const message = thrownText(error)
     out.event('demo', 'failed', { error: message }, `FAILED: ${message}`)
     return 1
   } finally {

@@ -23,6 +23,7 @@ import { randomBytes } from 'node:crypto'
 import { startSimulator, type PlatformSimulator, type SimConnection, type SimulatorOptions } from '../server/index.js'
 import { controlTopic, CHANNEL_EVENTS, HEARTBEAT_EVENT } from '../../protocol.js'
 import { deepFreeze } from '../../freeze.js'
+import { thrownText } from '../../../machines/types.js'
 
 /** The rules a conformance run judges, in the order the report lists them. */
 export const CONFORMANCE_RULES = deepFreeze([
@@ -613,7 +614,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
         try {
           verdicts = await SCENARIOS[name]!(stage)
         } catch (error) {
-          const why = `not judged: the ${name} scenario failed (${error instanceof Error ? error.message : String(error)})`
+          const why = `not judged: the ${name} scenario failed (${thrownText(error)})`
           verdicts = Object.fromEntries(SCENARIO_RULES[name]!.map((rule) => [rule, verdict(rule, false, why)]))
         }
         for (const agent of agents) {

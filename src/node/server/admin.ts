@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ServerMetrics } from './metrics.js'
 import { json, type ControlApi } from './control-api.js'
+import { thrownText } from '../../../machines/types.js'
 
 /** One attached socket as the admin API lists it. */
 export interface AttachedConnection {
@@ -67,7 +68,7 @@ export class AdminApi {
           res.writeHead(200, { 'content-type': this.sources.metrics.registry.contentType })
           res.end(text)
         },
-        (error: Error) => json(res, 500, { error: { code: 'metrics_failed', message: error.message } }),
+        (error: unknown) => json(res, 500, { error: { code: 'metrics_failed', message: thrownText(error) } }),
       )
       return
     }

@@ -16,6 +16,7 @@ import { describeIssue } from '../../zod-issues.js'
 import { deepFreeze } from '../../freeze.js'
 import type { JoinOutcome, PlatformSimulator, Target, UpgradeRefusal } from './simulator.js'
 import { isSendableCloseCode, type SimConnection } from './connection.js'
+import { thrownText } from '../../../machines/types.js'
 
 /** Largest request body, bytes. */
 export const MAX_CONTROL_BODY_BYTES = 1_048_576
@@ -757,7 +758,7 @@ export class ControlApi {
         const answer = await r.run(Object.assign(ctx, { query, params, signal: controller.signal }), body.value as never)
         return answer
       })
-      .catch((error: unknown) => ({ status: 500, body: { error: { code: 'control_failed', message: error instanceof Error ? error.message : String(error) } } }))
+      .catch((error: unknown) => ({ status: 500, body: { error: { code: 'control_failed', message: thrownText(error) } } }))
       .then((answer) => {
         if (!res.writableEnded && !res.destroyed) json(res, answer.status, answer.body)
       })

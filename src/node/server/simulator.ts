@@ -42,6 +42,8 @@ import { RunSupervisor, type AgentAborted, type RunSupervisorOptions } from '../
 import { classifyClose, classifySupersede, clipText, heartbeatTimeout, type DisconnectReason } from '../../reasons.js'
 import type { PresencePolicy } from '../../../machines/presence-policy.js'
 import { redacting, type LinkLog, type Logger } from '../../logger.js'
+import { thrownText } from '../../../machines/types.js'
+import { settleReported } from '../../emitter.js'
 
 /** Where the simulator logs; defaults to silence. */
 export type SimulatorLogger = Pick<Logger, 'info' | 'warn'>
@@ -429,7 +431,7 @@ export class PlatformSimulator extends EventEmitter {
         if (routes?.(req, res)) return
       } catch (error) {
         // A host's route must not take the simulator (and every attached agent) down.
-        this.logger.warn('an extra HTTP route threw', { url: req.url, error: error instanceof Error ? error.message : String(error) })
+        this.logger.warn('an extra HTTP route threw', { url: req.url, error: thrownText(error) })
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
         res.end(JSON.stringify({ error: { code: 'route_failed', message: 'the route threw' } }))
         return
@@ -1036,12 +1038,20 @@ export class PlatformSimulator extends EventEmitter {
     this.changed()
   }
 
-  /** Emits to the host's listeners; a listener that throws is logged, never thrown into the simulator. */
+  /**
+   * Emits to the host's listeners, each on its own: one that throws, or whose promise rejects (an
+   * `async` listener), is logged and never thrown into the simulator, and the listeners after it
+   * still hear the event.
+   */
   private emitSafely(event: string, payload: unknown): void {
-    try {
-      this.emit(event, payload)
-    } catch (error) {
-      this.logger.warn('a simulator event listener threw', { event, error: error instanceof Error ? error.message : String(error) })
+    const report = (error: unknown) => this.logger.warn('a simulator event listener threw', { event, error: thrownText(error) })
+    // rawListeners: once() listeners come wrapped, and remove themselves when called.
+    for (const listener of this.rawListeners(event)) {
+      try {
+        settleReported((listener as (payload: unknown) => unknown).call(this, payload), report)
+      } catch (error) {
+        report(error)
+      }
     }
   }
 
@@ -1438,8 +1448,9 @@ export class PlatformSimulator extends EventEmitter {
     } catch (error) {
       // A join hook that throws is Phoenix's crashed join/3 (an error reply, "join crashed"); a
       // push handler that throws is the channel process crashing (phx_error, the join forgotten).
-      c.problems.push(`handler error on ${frame.topic} ${frame.event}: ${(error as Error).message}`)
-      this.logger.warn('handler threw', { socket: c.id, topic: frame.topic, error: (error as Error).message })
+      const text = thrownText(error)
+      c.problems.push(`handler error on ${frame.topic} ${frame.event}: ${text}`)
+      this.logger.warn('handler threw', { socket: c.id, topic: frame.topic, error: text })
       if (frame.event === CHANNEL_EVENTS.join) this.reply(c, frame, 'error', { reason: 'join crashed' })
       else this.crashChannel(c, frame.topic)
     }

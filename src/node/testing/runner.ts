@@ -19,6 +19,7 @@ import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '.
 import { LIFECYCLE_ORACLES, type LifecycleOracle } from './oracles.js'
 import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
 import type { ChartDelay } from './stimuli.js'
+import { thrownText } from '../../../machines/types.js'
 
 /**
  * Policy of path runs: heartbeats real and short (a stalled server is detected in about 200 ms:
@@ -214,7 +215,7 @@ export class PathKit {
         try {
           await world.apply(step)
         } catch (error) {
-          fail(index, (error as Error).message)
+          fail(index, thrownText(error))
         }
         if (step.stimulus.type === 'upgrade.accept') opens++
         if (path.steps[index + 1]?.stimulus.type === 'await') continue
@@ -225,7 +226,7 @@ export class PathKit {
           try {
             broken = oracle.check({ path, index, step: group!, before, after, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId })
           } catch (error) {
-            broken = `the oracle threw: ${error instanceof Error ? error.message : String(error)}`
+            broken = `the oracle threw: ${thrownText(error)}`
           }
           // Any string is a broken rule, even an empty one; only null (or undefined) holds.
           if (broken !== null && broken !== undefined) fail(index, `${oracle.name}: ${broken === '' ? '(broken, no message)' : broken}`)
