@@ -7,6 +7,7 @@
  * Redaction is for output only: log lines, error messages, traces and inspection events. Values
  * handed to host code (payloads, control signals, reasons) are never rewritten.
  */
+import { settleReported } from './emitter.js'
 
 /**
  * One level of a host's logger, called the way pino and bunyan take structured lines: `(fields,
@@ -260,9 +261,12 @@ export function redacting(logger: Logger | undefined, secrets: string | (() => r
     try {
       const keys = current()
       // No second argument when there are no fields: console.log would print `undefined`.
-      if (fields === undefined) fn.call(logger, redact(message, keys))
-      else if (messageFirst) fn.call(logger, redact(message, keys), redact(fields, keys))
-      else fn.call(logger, redact(fields, keys), redact(message, keys))
+      let result: unknown
+      if (fields === undefined) result = fn.call(logger, redact(message, keys))
+      else if (messageFirst) result = fn.call(logger, redact(message, keys), redact(fields, keys))
+      else result = fn.call(logger, redact(fields, keys), redact(message, keys))
+      // An async logger's rejection is dropped as its throw is: it has nowhere else to be told.
+      settleReported(result, () => {})
     } catch {
       // A host's logger must not take the link down.
     }

@@ -6,6 +6,7 @@
  */
 import { thrownText } from '../machines/types.js'
 import type { DisconnectReason } from './reasons.js'
+import { settleReported } from './emitter.js'
 
 /** How an abort went. */
 export type AbortOutcome =
@@ -91,7 +92,7 @@ export class RunSupervisor {
     return controller.signal
   }
 
-  /** Calls `listener` with every abort report; returns the function that removes it. Listener errors are swallowed. */
+  /** Calls `listener` with every abort report; returns the function that removes it. Listener errors (a throw, an `async` listener's rejection) are swallowed. */
   onAborted(listener: (report: AgentAborted) => void): () => void {
     ;(this.listeners ??= new Set()).add(listener)
     return () => this.listeners!.delete(listener)
@@ -189,7 +190,8 @@ export class RunSupervisor {
   private report(report: AgentAborted): void {
     for (const listener of [...(this.listeners ?? [])]) {
       try {
-        listener(report)
+        // An async listener's rejection is its own too: never an unhandled rejection.
+        settleReported(listener(report), () => {})
       } catch {
         // a listener's failure is its own
       }

@@ -27,6 +27,33 @@ describe('redacting logger', () => {
     expect(calls).toBe(1)
   })
 
+  it('an async logger whose promise rejects raises no unhandled rejection', async () => {
+    let rejected!: () => void
+    const settled = new Promise<void>((resolve) => (rejected = resolve))
+    const log = redacting(
+      {
+        error: async () => {
+          await Promise.resolve()
+          queueMicrotask(rejected)
+          throw new Error('async logger bug')
+        },
+      },
+      'k',
+    )
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      log.error('x', { a: 1 })
+      await settled
+      // A turn past the rejection: an unhandled one has been reported by now.
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
+    expect(unhandled).toEqual([])
+  })
+
   it('redacts the key percent-encoded and form-encoded too, as a server echoing the api_key param would send it', () => {
     const key = 'sk+live/SECRET== x'
     const echoed = { kind: 'closed', closeReason: `bad api_key=${encodeURIComponent(key)}`, body: `api_key=${new URLSearchParams({ k: key }).toString().slice(2)}` }

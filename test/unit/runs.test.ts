@@ -111,6 +111,20 @@ describe('run supervisor', () => {
     expect(none!.at).toBeGreaterThanOrEqual(before)
   })
 
+  it('an async onAborted listener that rejects raises no unhandled rejection; the others still hear the report', async () => {
+    const runs = new RunSupervisor()
+    const heard: string[] = []
+    runs.onAborted(async () => {
+      await Promise.resolve()
+      throw new Error('listener bug')
+    })
+    runs.onAborted((r) => void heard.push(r.outcome))
+    runs.startRun('p', 'r')
+    await runs.abortPrincipal('p', reason)
+    expect(heard).toEqual(['aborted'])
+    await new Promise((resolve) => setImmediate(resolve))
+  })
+
   it('principals() lists each principal from when it came to have a run in flight, not from its earliest run still running', () => {
     const runs = new RunSupervisor()
     const r1 = runs.startRun('p', 'r1')
