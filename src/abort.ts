@@ -2,3 +2,46 @@
 export function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('The operation was aborted.', 'AbortError')
 }
+
+/** phoenix-link's waits on one signal: the callbacks, and the one `abort` listener that calls them. */
+interface SignalWaits {
+  callbacks: Set<() => void>
+  listener: () => void
+}
+
+/** Every signal some wait of phoenix-link is watching (weak: a signal nobody holds goes with its entry). */
+const watched = new WeakMap<AbortSignal, SignalWaits>()
+
+/**
+ * Calls `callback` once when `signal` aborts; returns the function that stops watching. All of
+ * phoenix-link's waits on one signal (every link's pushes, joins and state waits that a host gives
+ * the same signal, such as `link.runSignal()`'s) share one `abort` listener on it, added with the
+ * first and removed with the last, so a signal shared by many waits at once stays under Node's
+ * listener warning (`MaxListenersExceededWarning` past 10 listeners of one EventTarget) and
+ * keeps no listener once none waits. Callbacks run in the order they were added; one removed
+ * while the abort is being told (by a callback before it) is not called.
+ *
+ * Call it for a signal that has not aborted yet (a callback added after the abort never runs).
+ */
+export function onAbort(signal: AbortSignal, callback: () => void): () => void {
+  let waits = watched.get(signal)
+  if (waits === undefined) {
+    const callbacks = new Set<() => void>()
+    const listener = () => {
+      watched.delete(signal)
+      for (const next of [...callbacks]) {
+        if (callbacks.delete(next)) next()
+      }
+    }
+    waits = { callbacks, listener }
+    watched.set(signal, waits)
+    signal.addEventListener('abort', listener, { once: true })
+  }
+  const { callbacks, listener } = waits
+  callbacks.add(callback)
+  return () => {
+    if (!callbacks.delete(callback) || callbacks.size > 0) return
+    if (watched.get(signal)?.callbacks === callbacks) watched.delete(signal)
+    signal.removeEventListener('abort', listener)
+  }
+}

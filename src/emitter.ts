@@ -5,6 +5,7 @@
  * Listener errors are caught and reported, never thrown into the link: a throw, and the rejection
  * of a promise a listener returns (an `async` listener), alike.
  */
+import { onAbort } from './abort.js'
 
 /** Removes the listener it was returned for. */
 export type Unsubscribe = () => void
@@ -111,11 +112,12 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
     // next() calls not yet answered, oldest first: each gets the next event (or the end) in turn.
     const waiting: Array<(result: IteratorResult<Tagged<Events>>) => void> = []
     let finished = false
+    let unwatch: (() => void) | null = null
     const finish = () => {
       if (finished) return
       finished = true
       off()
-      signal?.removeEventListener('abort', finish)
+      unwatch?.()
       for (const resolve of waiting.splice(0)) resolve({ value: undefined, done: true })
     }
     const off = this.onAny((event) => {
@@ -126,13 +128,13 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
       if (until?.(event)) {
         finished = true
         off()
-        signal?.removeEventListener('abort', finish)
+        unwatch?.()
         // Calls made beyond the last event end at once, as calls made after it do.
         for (const rest of waiting.splice(0)) rest({ value: undefined, done: true })
       }
     })
     if (signal?.aborted) finish()
-    else signal?.addEventListener('abort', finish)
+    else if (signal) unwatch = onAbort(signal, finish)
     const iterator: AsyncIterableIterator<Tagged<Events>> = {
       next: () => {
         if (buffer.length > 0) return Promise.resolve({ value: buffer.shift()!, done: false })

@@ -4,7 +4,7 @@
  */
 import { isReservedEvent, type Payload } from './protocol.js'
 import type { DisconnectReason } from './reasons.js'
-import { abortError } from './abort.js'
+import { abortError, onAbort } from './abort.js'
 import { PushError } from './errors/push-error.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 
@@ -275,12 +275,13 @@ export class LinkChannel {
    */
   private waitForJoin(event: string, timeoutMs: number | null, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
+      const aborted = () => {
         clearTimeout(waiter.timer)
         this.waiters?.delete(waiter)
         reject(abortError(signal!))
       }
-      const done = () => signal?.removeEventListener('abort', onAbort)
+      let unwatch: (() => void) | undefined
+      const done = () => unwatch?.()
       const waiter: Waiter = {
         resolve: () => (done(), resolve()),
         reject: (error) => (done(), reject(error)),
@@ -295,7 +296,7 @@ export class LinkChannel {
               }, timeoutMs),
       }
       ;(this.waiters ??= new Set()).add(waiter)
-      signal?.addEventListener('abort', onAbort, { once: true })
+      if (signal) unwatch = onAbort(signal, aborted)
     })
   }
 

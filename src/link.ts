@@ -7,7 +7,7 @@ import type { ConnectionEmitted, ConnectionEvent } from '../machines/connection.
 import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import { gracefulReason, thrownText, type Env } from '../machines/types.js'
-import { abortError } from './abort.js'
+import { abortError, onAbort } from './abort.js'
 import { LONE_SURROGATE_MESSAGE, PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
@@ -802,15 +802,16 @@ export class Link {
     const signal = listenerOrOptions?.signal
     if (signal?.aborted) return Promise.reject(abortError(signal))
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        off()
-        reject(abortError(signal!))
-      }
       const off = this.emitter.once(type, (payload) => {
-        signal?.removeEventListener('abort', onAbort)
+        unwatch?.()
         resolve(payload)
       })
-      signal?.addEventListener('abort', onAbort, { once: true })
+      const unwatch = signal
+        ? onAbort(signal, () => {
+            off()
+            reject(abortError(signal))
+          })
+        : undefined
     })
   }
 
@@ -958,11 +959,11 @@ export class Link {
     return new Promise<void>((resolve, reject) => {
       // A signal that aborted before the wait began (while a caller deferred its decision) ends it at once.
       if (signal?.aborted) return reject(abortError(signal))
-      const onAbort = () => finish(() => reject(abortError(signal!)))
+      let unwatch: (() => void) | undefined
       const finish = (settle: () => void) => {
         // The last watcher gone, the set goes too: an idle link keeps none.
         if (this.watchers?.delete(test) && this.watchers.size === 0) this.watchers = null
-        signal?.removeEventListener('abort', onAbort)
+        unwatch?.()
         settle()
       }
       const test = (seen: StateSeen) => {
@@ -974,7 +975,7 @@ export class Link {
         }
       }
       ;(this.watchers ??= new Set()).add(test)
-      signal?.addEventListener('abort', onAbort)
+      if (signal) unwatch = onAbort(signal, () => finish(() => reject(abortError(signal))))
       const { generation, epoch } = this.charts.connection.snapshot.context
       // While the reconnect decision is pending (inside the processing) the state is not settled:
       // the wait's first check is the state the decision commits.

@@ -44,6 +44,7 @@ import { isHeaderValue, transportClass, SUPPORTS_UPGRADE_HEADERS, type RefusedUp
 import type WebSocket from 'isomorphic-ws'
 import type { TransportPolicy } from './transport-policy.js'
 import type { Credentials, PushFailure } from './types.js'
+import { onAbort } from '../abort.js'
 
 export { DEFAULT_TRANSPORT_POLICY, validateTransportPolicy, type TransportPolicy } from './transport-policy.js'
 export type { Credentials, PushFailure } from './types.js'
@@ -772,22 +773,22 @@ export class PhoenixAdapter {
         return
       }
       // The host stopped waiting: drop this push's reply timer and binding at once, not after its timeout.
-      const onAbort = () => {
+      const aborted = () => {
         push.cancelTimeout()
         push.cancelRefEvent()
         attachment.pushes?.delete(push)
         reject(signal!.reason)
       }
       const fail = (failure: PushFailure) => {
-        signal?.removeEventListener('abort', onAbort)
+        unwatch?.()
         attachment.pushes?.delete(push)
         reject(failure)
       }
       ;(attachment.pushes ??= new Map()).set(push, fail)
-      signal?.addEventListener('abort', onAbort, { once: true })
+      const unwatch = signal ? onAbort(signal, aborted) : undefined
       push
         .receive('ok', (response) => {
-          signal?.removeEventListener('abort', onAbort)
+          unwatch?.()
           attachment.pushes?.delete(push)
           resolve(response)
         })

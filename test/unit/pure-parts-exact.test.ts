@@ -10,6 +10,7 @@ import { redact, redacting } from '../../src/logger.js'
 import { RunSupervisor, type AgentAborted } from '../../src/runs.js'
 import { PresenceTracker, type PresenceCrossing } from '../../src/node/server/presence.js'
 import { thrownText } from '../../machines/types.js'
+import { onAbort } from '../../src/abort.js'
 import { decodeTextFrame } from '../../src/protocol.js'
 import { classifyClose } from '../../src/reasons.js'
 
@@ -260,15 +261,19 @@ describe('PresenceTracker, exactly', () => {
 describe('the last survivors of the unit mutation run', () => {
   it('an iterator ended by return() or by until leaves no listener on the host\'s AbortSignal', async () => {
     const e = new Emitter<Events>(() => {})
-    const controller = new AbortController()
-    const returned = e.iterate({ signal: controller.signal })
-    const until = e.iterate({ signal: controller.signal, until: () => true })
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(2)
+    // A signal each: waits on one signal share one listener (src/abort.ts onAbort).
+    const first = new AbortController().signal
+    const second = new AbortController().signal
+    const returned = e.iterate({ signal: first })
+    const until = e.iterate({ signal: second, until: () => true })
+    expect(getEventListeners(first, 'abort')).toHaveLength(1)
+    expect(getEventListeners(second, 'abort')).toHaveLength(1)
     await returned.return!()
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1)
+    expect(getEventListeners(first, 'abort')).toHaveLength(0)
+    expect(getEventListeners(second, 'abort')).toHaveLength(1)
     e.emit('a', { n: 1 })
     await turn()
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0)
+    expect(getEventListeners(second, 'abort')).toHaveLength(0)
     expect(await until.next()).toEqual({ value: { type: 'a', n: 1 }, done: false })
   })
 
@@ -346,5 +351,37 @@ describe('thrownText, exactly', () => {
     })
     expect(thrownText(getterThrows)).toBe('[object Object]')
     expect(thrownText({ toString: () => { throw new Error('toString') } })).toBe('an unprintable object')
+  })
+})
+
+describe('onAbort, exactly', () => {
+  it('one listener per signal for every wait; in order; a callback removed by an earlier one is not called; the last removal removes the listener', () => {
+    const controller = new AbortController()
+    const { signal } = controller
+    const calls: string[] = []
+    const offA = onAbort(signal, () => {
+      calls.push('a')
+      offC()
+    })
+    const offB = onAbort(signal, () => calls.push('b'))
+    const offC = onAbort(signal, () => calls.push('c'))
+    expect(getEventListeners(signal, 'abort')).toHaveLength(1)
+    offB()
+    expect(getEventListeners(signal, 'abort')).toHaveLength(1)
+    controller.abort()
+    expect(calls).toEqual(['a'])
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0)
+    offA() // after the abort: nothing to remove, nothing thrown
+
+    const quiet = new AbortController().signal
+    const off1 = onAbort(quiet, () => {})
+    const off2 = onAbort(quiet, () => {})
+    off1()
+    off2()
+    off2()
+    expect(getEventListeners(quiet, 'abort')).toHaveLength(0)
+    const again: string[] = []
+    onAbort(quiet, () => again.push('again'))
+    expect(getEventListeners(quiet, 'abort')).toHaveLength(1)
   })
 })

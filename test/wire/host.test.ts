@@ -107,6 +107,45 @@ describe('waits leave nothing on the host\'s AbortSignal', () => {
     expect((await settle(link.connect({ signal: refusedSignal }))).ok).toBe(false)
     expect(getEventListeners(refusedSignal, 'abort')).toHaveLength(0)
   })
+
+  it('one signal shared by many waits at once (pushes, joins, state waits, events of several links) holds one listener, no Node listener warning; its abort ends them all', async () => {
+    const sim = await world().sim({ agents: 'any' })
+    sim.onPush(() => null) // no reply: the pushes wait until the abort
+    const warnings: string[] = []
+    const onWarning = (w: Error) => void warnings.push(w.name)
+    process.on('warning', onWarning)
+    try {
+      const links = [world().link(sim, { agentId: 'a-1', apiKey: 'k' }), world().link(sim, { agentId: 'a-2', apiKey: 'k' })]
+      await Promise.all(links.map((l) => l.connect()))
+      const rooms = links.map((l) => l.channel('room:1'))
+      await Promise.all(rooms.map((r) => r.joined()))
+      const controller = new AbortController()
+      const { signal } = controller
+      const waits = [
+        ...rooms.flatMap((room) => Array.from({ length: 12 }, (_, i) => room.push('work', { i }, { signal, timeoutMs: 60_000 }))),
+        ...links.map((l) => l.whenState('terminated', { signal })),
+        ...links.map((l) => l.once('reconnected', { signal })),
+        ...links.map((l) => l.channel('room:later').joined({ signal })), // aborted in the same turn: before their replies
+      ]
+      const iterator = links[0]!.events({ signal })
+      const next = iterator.next()
+      expect(getEventListeners(signal, 'abort')).toHaveLength(1)
+      controller.abort(new Error('host shutdown'))
+      const results = await Promise.allSettled(waits)
+      expect(results.filter((r) => r.status === 'rejected' && (r.reason as Error).message === 'host shutdown')).toHaveLength(waits.length)
+      expect(await next).toMatchObject({ done: true })
+      expect(getEventListeners(signal, 'abort')).toHaveLength(0)
+      // Waits that settle on their own leave none either.
+      const other = new AbortController().signal
+      const replied = Array.from({ length: 12 }, () => links[0]!.whenState('connected', { signal: other }))
+      await Promise.all(replied)
+      expect(getEventListeners(other, 'abort')).toHaveLength(0)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings).toEqual([])
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
 })
 
 describe('a simulated clock drives the chart delays', () => {
