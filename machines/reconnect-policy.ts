@@ -53,7 +53,8 @@ export const DEFAULT_RECONNECT_POLICY = {
   /** The largest cooldown while suspended. @default 300000 — a fixed server is found within five minutes. */
   suspendMaxDelayMs: 300_000,
   /**
-   * Consecutive losses after which the chart gives up with `suppressed`; `null` never gives up.
+   * Reconnect attempts allowed in a row: the chart gives up with `suppressed` at the next loss (with
+   * 2, the third consecutive loss ends the session, `attempts: 3`; with 0, the first); `null` never gives up.
    * A count. @default null — an agent keeps trying through any outage.
    */
   maxAttempts: null as number | null,

@@ -210,7 +210,8 @@ export function renderReasons(): string {
       ['what happened', 'reason'],
       [
         ['`supersede` push on the control channel, any payload', '`superseded`, terminal; payload fields read leniently, the payload kept in `raw`'],
-        ['phx_error or phx_close on the control channel', '`dropped` (source `channel`), retried'],
+        ['phx_error on the control channel (its server process crashed)', 'no loss reported: the control channel is rejoined on the same socket with the rejoin backoff (state `joining`); a refused rejoin is sorted by the join table (terminal only if refused for good)'],
+        ['phx_close on the control channel', '`dropped` (source `channel`), reconnect'],
         ['no heartbeat reply within one interval', '`timed-out` (heartbeat), retried'],
         ['no control channel join reply within `connection.joinTimeoutMs`', '`timed-out` (join), retried'],
         ['the socket did not open within `connection.connectTimeoutMs`', '`timed-out` (connect), retried'],

@@ -125,11 +125,12 @@ function secretForms(secret: string): string[] {
 export const SHORT_KEY = 8
 
 /**
- * Fields that in the link's own typed values (reason kinds and causes, states, close names) hold
+ * Fields that in the link's own typed values (reason kinds, causes, phases and sources, states,
+ * close names, the names of ignored events, channel statuses) hold
  * identifiers from this code: a short key that happens to occur inside `superseded` must not turn
  * a reason kind into `sup[redacted]rs[redacted]d` (see {@link SHORT_KEY}).
  */
-const IDENTIFIER_FIELDS = new Set(['kind', 'cause', 'phase', 'closeName', 'outcome', 'state', 'previous', 'type'])
+const IDENTIFIER_FIELDS = new Set(['kind', 'cause', 'phase', 'source', 'closeName', 'outcome', 'state', 'previous', 'type', 'event', 'status'])
 const IDENTIFIER = /^[a-z][a-z0-9_.\- ]{0,47}$/i
 
 function isPlain(value: object): boolean {

@@ -66,6 +66,9 @@ describe('redacting logger', () => {
   it('a short key never rewrites the identifiers of a typed reason; free text is still redacted', () => {
     const reason = { kind: 'rejected', cause: 'unauthenticated', closeName: 'policy violation', detail: 'e is the key' }
     expect(redact(reason, 'e')).toEqual({ kind: 'rejected', cause: 'unauthenticated', closeName: 'policy violation', detail: '[redacted] is th[redacted] k[redacted]y' })
+    // A dropped reason's source, an ignored event's name and a channel's status, as the CLI prints them.
+    const printed = { reason: { kind: 'dropped', source: 'socket' }, ignored: { event: 'socket.malformed', detail: 'k' }, channel: { status: 'joined' } }
+    expect(redact(printed, 'k')).toEqual({ reason: { kind: 'dropped', source: 'socket' }, ignored: { event: 'socket.malformed', detail: '[redacted]' }, channel: { status: 'joined' } })
   })
 
   it('redacts the key JSON-escaped too, and in identifier fields once it is 8 characters or more', () => {

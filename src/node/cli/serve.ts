@@ -80,7 +80,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     process.once('SIGINT', resolve)
     process.once('SIGTERM', resolve)
   })
-  await sim.stop() // a drain, as a Phoenix endpoint on SIGTERM: every socket closed 1012
+  await sim.stop() // a drain, as a Phoenix endpoint on SIGTERM: every socket with a channel closed 1012
   out.event('simulator', 'stopped', {}, 'stopped')
   return 0
 }
