@@ -163,7 +163,7 @@ describe('presence on the simulator', () => {
 
   it('each way a connection ends reaches last-disconnected with its reason kind', async () => {
     const sim = await world().sim({ idleTimeoutMs: 300, agents: 'any' })
-    const cases: Array<[string, (agent: string) => void | Promise<void>, string]> = [
+    const cases: Array<[string, (agent: string) => unknown, string]> = [
       ['superseded', (agent) => void sim.supersede(agent, { close: null }), 'superseded'],
       ['closed', (agent) => sim.close({ agent }, 1011), 'closed'],
       ['rejected', (agent) => sim.close({ agent }, 1008), 'rejected'],
@@ -231,6 +231,27 @@ describe('presence on the simulator', () => {
     expect(signal.aborted).toBe(true)
     expect(sim.aborts.map((a) => a.outcome)).toEqual(['aborted'])
     expect(parseMetrics(await sim.metrics.registry.metrics()).get('phoenix_link_principal_disconnects_total{reason="graceful"}')).toBe(1)
+  })
+
+  it('each control of target sockets returns how many it acted on: 0 for an agent between sockets', async () => {
+    const sim = await world().sim({ agents: 'any' })
+    const link = world().link(sim, { agentId: 'counted', apiKey: 'k' })
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    expect(sim.channelError({ agent: 'counted' }, 'room:none')).toBe(0)
+    const rejoined = next(link, 'channel', { filter: (e) => e.topic === 'room:1' && e.status === 'joined' })
+    expect(sim.channelError({ agent: 'counted' }, 'room:1')).toBe(1)
+    await rejoined
+    expect(sim.channelClose('all', 'room:1')).toBe(1)
+    expect(sim.stall({ agent: 'nobody' })).toBe(0)
+    const lost = next(link, 'disconnected')
+    expect(sim.close({ agent: 'counted' }, 1000)).toBe(1)
+    await lost
+    // Between sockets (the link reconnecting): nothing to close, abort or disconnect.
+    expect([sim.close({ agent: 'counted' }, 1000), sim.abort({ agent: 'counted' }), sim.disconnect({ agent: 'counted' })]).toEqual([0, 0, 0])
+    await untilState(link, 'connected')
+    expect(sim.disconnect('all')).toBe(1)
   })
 
   it('stopping the simulator aborts runs started while their agent had no connection (before it connected, or after its last-disconnected), reason null', async () => {

@@ -7,7 +7,7 @@ import { next, settle, useWorld, type World } from '../support/wire.js'
 
 const world = useWorld()
 
-type Scenario = (w: World) => Promise<{ link: Link; sim: PlatformSimulator; cause: () => void | Promise<void> }>
+type Scenario = (w: World) => Promise<{ link: Link; sim: PlatformSimulator; cause: () => unknown }>
 
 const connected = async (w: World, options = {}) => {
   const sim = await w.sim()

@@ -80,8 +80,10 @@ describe('the simulator over HTTP', () => {
 
         // A close 1000 over HTTP: the link reconnects; the server's records say so.
         const reconnected = link.once('reconnected')
-        expect((await post('/admin/close', { target: { agent }, code: 1000, reason: 'bye' })).body).toEqual({ ok: true })
+        expect((await post('/admin/close', { target: { agent }, code: 1000, reason: 'bye' })).body).toEqual({ ok: true, sockets: 1 })
         await reconnected
+        // A control of an agent with no socket open acts on none, and says so.
+        expect((await post('/admin/abort', { target: { agent: 'nobody' } })).body).toEqual({ ok: true, sockets: 0 })
         expect((await post('/admin/wait', { until: 'accepted', agent, atLeast: 2, timeoutMs: 5000 })).body).toEqual({ count: 2 })
         const sockets = (await call(http, 'GET', `/admin/sockets?agent=${agent}`)).body.sockets as Array<{ id: string; closeSent: unknown; channels: Array<{ topic: string }> }>
         expect(sockets).toHaveLength(2)

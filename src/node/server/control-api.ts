@@ -64,6 +64,8 @@ const CloseCode = z.number().check(
   z.refine(isSendableCloseCode, { error: 'expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)' }),
 )
 const Ok = z.strictObject({ ok: z.literal(true) })
+/** The answer of a control of target sockets: how many sockets it acted on (0 when the target has none open now). */
+const Acted = z.strictObject({ ok: z.literal(true), sockets: z.number() })
 const Sent = z.strictObject({ sent: z.number() })
 const Answered = z.strictObject({ answered: z.boolean() })
 
@@ -165,17 +167,14 @@ function route<S extends z.ZodMiniType | undefined>(
 const target = (t: z.infer<typeof TargetSchema>): Target => t as Target
 
 /** A POST route whose body is only `{ target }`, calling one simulator control on it. */
-function targetRoute(path: string, summary: string, control: (sim: PlatformSimulator, target: Target) => void): ControlRoute {
+function targetRoute(path: string, summary: string, control: (sim: PlatformSimulator, target: Target) => number): ControlRoute {
   return route({
     method: 'POST',
     path,
     summary,
     body: z.strictObject({ target: TargetSchema }),
-    response: Ok,
-    run: ({ sim }, body) => {
-      control(sim, target(body.target))
-      return ok()
-    },
+    response: Acted,
+    run: ({ sim }, body) => ok({ ok: true, sockets: control(sim, target(body.target)) }),
   })
 }
 
@@ -431,11 +430,8 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
       code: CloseCode,
       reason: z.optional(z.string().check(z.refine((r) => Buffer.byteLength(r) <= 123, { error: 'expected at most 123 bytes of UTF-8 (RFC 6455 section 5.5)' }))),
     }),
-    response: Ok,
-    run: ({ sim }, body) => {
-      sim.close(target(body.target), body.code, body.reason ?? '')
-      return ok()
-    },
+    response: Acted,
+    run: ({ sim }, body) => ok({ ok: true, sockets: sim.close(target(body.target), body.code, body.reason ?? '') }),
   }),
   targetRoute('/admin/abort', 'Ends the target sockets with no close frame (the client sees 1006).', (sim, t) => sim.abort(t)),
   targetRoute('/admin/disconnect', 'The platform disconnects the target sockets (the "disconnect" broadcast: the flavor\'s close code).', (sim, t) => sim.disconnect(t)),
@@ -545,22 +541,16 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     path: '/admin/channel-error',
     summary: 'The server-side channel of `topic` crashes on the target sockets (phx_error); the socket stays up.',
     body: z.strictObject({ target: TargetSchema, topic: z.string() }),
-    response: Ok,
-    run: ({ sim }, body) => {
-      sim.channelError(target(body.target), body.topic)
-      return ok()
-    },
+    response: Acted,
+    run: ({ sim }, body) => ok({ ok: true, sockets: sim.channelError(target(body.target), body.topic) }),
   }),
   route({
     method: 'POST',
     path: '/admin/channel-close',
     summary: 'The server ends the channel of `topic` on the target sockets (phx_close).',
     body: z.strictObject({ target: TargetSchema, topic: z.string() }),
-    response: Ok,
-    run: ({ sim }, body) => {
-      sim.channelClose(target(body.target), body.topic)
-      return ok()
-    },
+    response: Acted,
+    run: ({ sim }, body) => ok({ ok: true, sockets: sim.channelClose(target(body.target), body.topic) }),
   }),
 ])
 

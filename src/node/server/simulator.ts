@@ -635,22 +635,26 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
-   * Closes the target sockets with `code` and `reason`.
+   * Closes the target sockets with `code` and `reason`; returns how many it closed. Like every
+   * control of a target, it acts on the sockets open now: an agent between sockets (its link
+   * reconnecting) has none, and 0 is returned (wait with `waitFor(() => sim.live(id).length > 0)`).
    *
    * @throws {RangeError} for a code an endpoint may not send (1004-1006, 1015, 1016-2999, outside 1000-4999) or a reason over 123 bytes (RFC 6455 sections 5.5 and 7.4.1); no socket is closed then.
    */
-  close(target: Target, code: number, reason = ''): void {
-    this.closeWith(target, code, reason, 'scripted')
+  close(target: Target, code: number, reason = ''): number {
+    return this.closeWith(target, code, reason, 'scripted')
   }
 
-  /** Ends the target sockets without a close frame (the client sees 1006). */
-  abort(target: Target): void {
-    for (const c of this.resolve(target)) c.abort()
+  /** Ends the target sockets without a close frame (the client sees 1006); returns how many. */
+  abort(target: Target): number {
+    const sockets = this.resolve(target)
+    for (const c of sockets) c.abort()
+    return sockets.length
   }
 
-  /** The platform's `"disconnect"` broadcast: closes with the flavor's code (1001, 1000 or 1011), no reason text. */
-  disconnect(target: Target): void {
-    this.closeWith(target, this.flavor.disconnect, '', 'disconnect')
+  /** The platform's `"disconnect"` broadcast: closes with the flavor's code (1001, 1000 or 1011), no reason text; returns how many sockets. */
+  disconnect(target: Target): number {
+    return this.closeWith(target, this.flavor.disconnect, '', 'disconnect')
   }
 
   /**
@@ -720,9 +724,11 @@ export class PlatformSimulator extends EventEmitter {
     }
   }
 
-  /** Stops answering heartbeats and reading on the target sockets; they never close by themselves. */
-  stall(target: Target): void {
-    for (const c of this.resolve(target)) this.stallOne(c)
+  /** Stops answering heartbeats and reading on the target sockets; they never close by themselves. Returns how many. */
+  stall(target: Target): number {
+    const sockets = this.resolve(target)
+    for (const c of sockets) this.stallOne(c)
+    return sockets.length
   }
 
   /**
@@ -806,24 +812,31 @@ export class PlatformSimulator extends EventEmitter {
   /**
    * The server-side channel of `topic` crashes on the target sockets: phx_error with the join's
    * join_ref as join_ref and ref, payload as the flavor's Phoenix sends it; the join is forgotten
-   * and the socket stays up.
+   * and the socket stays up. Returns how many sockets had `topic` joined.
    */
-  channelError(target: Target, topic: string): void {
+  channelError(target: Target, topic: string): number {
+    let sockets = 0
     for (const c of this.resolve(target)) {
-      if (c.channels.has(topic)) this.crashChannel(c, topic)
+      if (!c.channels.has(topic)) continue
+      this.crashChannel(c, topic)
+      sockets++
     }
     this.changed()
+    return sockets
   }
 
-  /** Sends phx_close on `topic` to the target sockets (the server ended the channel) and forgets the join. */
-  channelClose(target: Target, topic: string): void {
+  /** Sends phx_close on `topic` to the target sockets (the server ended the channel) and forgets the join. Returns how many sockets had `topic` joined. */
+  channelClose(target: Target, topic: string): number {
+    let sockets = 0
     for (const c of this.resolve(target)) {
       const channel = c.channels.get(topic)
       if (!channel) continue
       c.channels.delete(topic)
       c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic, event: CHANNEL_EVENTS.close, payload: {} })
+      sockets++
     }
     this.changed()
+    return sockets
   }
 
   /**
@@ -1082,10 +1095,12 @@ export class PlatformSimulator extends EventEmitter {
     }, bare.abortAfterMs)
   }
 
-  private closeWith(target: Target, code: number, reason: string, cause: CloseCause): void {
+  private closeWith(target: Target, code: number, reason: string, cause: CloseCause): number {
     // Checked once before any socket is touched, so a bad code closes none of them.
     assertSendableClose(code, reason)
-    for (const c of this.resolve(target)) c.close(code, reason, cause)
+    const sockets = this.resolve(target)
+    for (const c of sockets) c.close(code, reason, cause)
+    return sockets.length
   }
 
   private stallOne(c: SimConnection): void {

@@ -410,11 +410,14 @@ class World {
         return
       }
       case 'server.close':
-        return sim.close({ agent }, s.code)
+        sim.close({ agent }, s.code)
+        return
       case 'server.drop':
-        return sim.abort({ agent })
+        sim.abort({ agent })
+        return
       case 'server.stall':
-        return sim.stall({ agent })
+        sim.stall({ agent })
+        return
       case 'server.supersede':
         sim.supersede(agent, { close: null })
         return
@@ -424,9 +427,11 @@ class World {
         return reported
       }
       case 'channel.error':
-        return sim.channelError({ agent }, topic)
+        sim.channelError({ agent }, topic)
+        return
       case 'channel.close':
-        return sim.channelClose({ agent }, topic)
+        sim.channelClose({ agent }, topic)
+        return
       case 'control.signal':
         return this.signal(s.delivery)
     }
