@@ -21,16 +21,32 @@ const watched = new WeakMap<AbortSignal, SignalWaits>()
  * keeps no listener once none waits. Callbacks run in the order they were added; one removed
  * while the abort is being told (by a callback before it) is not called.
  *
- * Call it for a signal that has not aborted yet (a callback added after the abort never runs).
+ * A signal that has aborted already is not watched: the callback never runs (check `aborted`
+ * first). A callback that throws does not keep the others from running; what it threw is
+ * re-thrown on a microtask, as an EventTarget reports a listener's throw.
+ *
+ * @throws {TypeError} when `signal` is not an AbortSignal (or an object with `aborted` and
+ *   `addEventListener`, as a signal of another realm).
  */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
+  if (signal === null || typeof signal !== 'object' || typeof (signal as { addEventListener?: unknown }).addEventListener !== 'function') {
+    throw new TypeError(`signal must be an AbortSignal, got ${signal === null ? 'null' : typeof signal}`)
+  }
+  if (signal.aborted) return () => {}
   let waits = watched.get(signal)
   if (waits === undefined) {
     const callbacks = new Set<() => void>()
     const listener = () => {
       watched.delete(signal)
       for (const next of [...callbacks]) {
-        if (callbacks.delete(next)) next()
+        if (!callbacks.delete(next)) continue
+        try {
+          next()
+        } catch (error) {
+          queueMicrotask(() => {
+            throw error
+          })
+        }
       }
     }
     waits = { callbacks, listener }

@@ -83,10 +83,13 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
     const queue = this.queue!
     for (let event = queue.shift(); event; event = queue.shift()) {
       const set = this.listeners?.get(event.type)
+      // Over a copy: a listener added meanwhile hears the next event; one removed meanwhile (by a
+      // listener before it) is not called.
       if (set) {
-        for (const listener of [...set]) this.call(() => (listener as (payload: object) => void)(event), event.type)
+        for (const listener of [...set]) if (set.has(listener)) this.call(() => (listener as (payload: object) => void)(event), event.type)
       }
-      if (this.anyListeners !== null) for (const listener of [...this.anyListeners]) this.call(() => listener(event), event.type)
+      const any = this.anyListeners
+      if (any !== null) for (const listener of [...any]) if (any.has(listener)) this.call(() => listener(event), event.type)
     }
     // Drained: the link keeps no queue between bursts of events.
     this.queue = null

@@ -210,10 +210,12 @@ export class LinkChannel {
       return
     }
     // Over a copy, as the link's emitter does: a handler added while this message is delivered
-    // (one that removes and adds itself again included) gets the next message, not this one.
+    // (one that removes and adds itself again included) gets the next message, not this one; one
+    // removed meanwhile (by a handler before it) is not called.
     if (set) {
       const where = `handler of ${event} on ${this.topic}`
       for (const handler of [...set]) {
+        if (!set.has(handler)) continue
         try {
           settleReported(handler(payload, meta), (error) => this.host.reportError(error, where))
         } catch (error) {
@@ -225,6 +227,7 @@ export class LinkChannel {
     if (any === null || any.size === 0) return
     const where = `any-handler on ${this.topic}`
     for (const handler of [...any]) {
+      if (!any.has(handler)) continue
       try {
         settleReported(handler(event, payload, meta), (error) => this.host.reportError(error, where))
       } catch (error) {

@@ -927,7 +927,11 @@ export class Link {
     this.#adapter.endAll()
     // No chart is left to join or leave them: every channel is dropped with the crash's reason, so
     // its status says so, its waits reject CHANNEL_CLOSED and leave() resolves at once.
-    for (const channel of this.channels.values()) channel.setStatus('dropped', this.crashReason)
+    for (const channel of [...this.channels.values()]) {
+      if (!channel.active) continue
+      channel.setStatus('dropped', this.crashReason)
+      this.emitter.emit('channel', { topic: channel.topic, status: 'dropped', reason: this.crashReason })
+    }
     this.lastState = 'terminated'
     // Terminal like any other terminal reason: the runs of link.runSignal() in flight are aborted.
     this.abortRuns(this.crashReason)

@@ -131,6 +131,13 @@ export const SHORT_KEY = 8
  * a reason kind into `sup[redacted]rs[redacted]d` (see {@link SHORT_KEY}).
  */
 const IDENTIFIER_FIELDS = new Set(['kind', 'cause', 'phase', 'source', 'closeName', 'outcome', 'state', 'previous', 'type', 'event', 'status'])
+
+/**
+ * Fields whose value is the server's (or a host's) data, kept as it came: a supersede's or a
+ * control signal's `raw` payload, a frame's `payload`, a reply's `response`. Inside them no field
+ * is an identifier of this code, whatever its name: a short key is redacted there as in any text.
+ */
+const FOREIGN_FIELDS = new Set(['raw', 'payload', 'response'])
 const IDENTIFIER = /^[a-z][a-z0-9_.\- ]{0,47}$/i
 
 function isPlain(value: object): boolean {
@@ -201,7 +208,7 @@ function replaceSecret<T>(root: T, forms: readonly SecretForm[]): T {
   const longForms = forms.filter((f) => f.long)
   const shortForms = forms.filter((f) => !f.long)
   const copies = new Map<object, unknown>()
-  const copyOf = (value: unknown): unknown => {
+  const copyOf = (value: unknown, foreign: boolean): unknown => {
     if (typeof value === 'string') return redactText(value, forms)
     if (!value || typeof value !== 'object') return value
     if (value instanceof Error) {
@@ -216,17 +223,22 @@ function replaceSecret<T>(root: T, forms: readonly SecretForm[]): T {
     if (existing) return existing
     const copy: unknown = Array.isArray(value) ? [] : Object.create(Object.getPrototypeOf(value) as object | null)
     copies.set(value, copy)
-    work.push([value, copy as Record<string, unknown>])
+    work.push([value, copy as Record<string, unknown>, foreign])
     return copy
   }
-  const work: Array<[object, Record<string, unknown>]> = []
-  const result = copyOf(root)
+  const work: Array<[object, Record<string, unknown>, boolean]> = []
+  const result = copyOf(root, false)
   while (work.length > 0) {
-    const [source, target] = work.pop()!
+    const [source, target, foreign] = work.pop()!
     for (const [k, v] of Object.entries(source)) {
       // A short key leaves the identifiers of typed values alone unless one is the key whole; a
-      // long one is redacted there too.
-      const value = IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v) ? (shortForms.some((f) => f.form === v) ? REDACTED : redactText(v, longForms)) : copyOf(v)
+      // long one is redacted there too. Server data (FOREIGN_FIELDS) has no identifiers of ours.
+      const value =
+        !foreign && IDENTIFIER_FIELDS.has(k) && typeof v === 'string' && IDENTIFIER.test(v)
+          ? shortForms.some((f) => f.form === v)
+            ? REDACTED
+            : redactText(v, longForms)
+          : copyOf(v, foreign || FOREIGN_FIELDS.has(k))
       // Property names are structure (`kind`, `reason`) that a short key must not rename, but a
       // name may be server text (a payload keyed by a key, a map keyed by topic): a long key is
       // redacted there.

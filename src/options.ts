@@ -61,6 +61,9 @@ export function checkOptions<T>(options: T): T {
   throw new ConfigurationError(message)
 }
 
+/** Options the link calls as methods of the host's object, as it always has: they stay bound to it (a class with private state). */
+const METHODS = new Set(['apiKey', 'params'])
+
 /** The options object as a plain copy, each option read once; anything but an object is returned as it is, for the schema to refuse. */
 function readOnce<T>(options: T): T {
   if (options === null || typeof options !== 'object') return options
@@ -68,7 +71,15 @@ function readOnce<T>(options: T): T {
   let key = ''
   try {
     for (key of new Set([...Object.keys(options), ...Object.keys(LinkOptionsSchema.shape)])) {
-      if (key in options) copy[key] = (options as Record<string, unknown>)[key]
+      if (!(key in options)) continue
+      const value = (options as Record<string, unknown>)[key]
+      // Defined, not assigned: an own `__proto__` key stays a key (refused as unknown), never the copy's prototype.
+      Object.defineProperty(copy, key, {
+        value: METHODS.has(key) && typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(options) : value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      })
     }
   } catch (error) {
     const what = key === '' ? 'the options object' : `option ${key}`

@@ -160,7 +160,7 @@ class TransportHandle implements TransportHooks {
    * and joined again has one entry per join left): how many tail frames (leave reply, phx_close,
    * a pending join's reply) may still come; null while none.
    */
-  leftTopics: Map<string, { joinRef: string | null; tails: number }> | null = null
+  leftTopics: Map<string, LeftJoin> | null = null
   /**
    * Upgrade headers of this attempt (Node: the `x-api-key`), behind an accessor: `util.inspect`
    * of a link shows no field that holds the key.
@@ -941,10 +941,17 @@ export class PhoenixAdapter {
     const key = leftKey(frame.topic, frame.join_ref)
     const left = handle.leftTopics?.get(key)
     if (left === undefined) return false
-    // A refused join (its reply: ref = join_ref, status not ok) leaves no channel to close, so the
-    // phx_close counted for it never comes (Phoenix answers the leave of an unjoined topic ok).
-    const refusedJoin = event === CHANNEL_EVENTS.reply && frame.ref === left.joinRef && (frame.payload as { status?: unknown } | null)?.status !== 'ok'
-    left.tails -= refusedJoin ? 2 : 1
+    let counted = 1 // phx_close, the leave's reply, or the join's own reply
+    if (event === CHANNEL_EVENTS.reply && frame.ref === left.joinRef) {
+      // A refused join (its reply: ref = join_ref, status not ok) leaves no channel to close, so
+      // the phx_close counted for it never comes (Phoenix answers the leave of an unjoined topic ok).
+      if ((frame.payload as { status?: unknown } | null)?.status !== 'ok') counted = 2
+    } else if (event === CHANNEL_EVENTS.reply && left.leaveRef !== null && frame.ref !== left.leaveRef) {
+      // The reply to a push of that join still in flight when it was left (failed then): it
+      // belongs to the join, but is not one of the frames that end it.
+      counted = 0
+    }
+    left.tails -= counted
     if (left.tails <= 0) handle.leftTopics!.delete(key)
     return true
   }
@@ -1200,14 +1207,37 @@ export class PhoenixAdapter {
       // The frames still to come for this join: the leave's reply and phx_close, and the join's
       // own reply when it was still pending.
       const tails = joinPending ? 3 : 2
-      const key = leftKey(attachment.topic, channel.joinRef())
-      if (attachment.leaving) (handle.leftTopics ??= new Map()).set(key, { joinRef: channel.joinRef(), tails })
+      if (attachment.leaving) rememberLeft(handle, attachment.topic, { joinRef: channel.joinRef(), leaveRef: attachment.leavePush?.ref ?? null, tails })
       else if (joinPending && !handle.ended && socket.isConnected()) {
-        socket.push({ topic: attachment.topic, event: CHANNEL_EVENTS.leave, payload: {}, ref: socket.makeRef(), join_ref: channel.joinRef() })
-        ;(handle.leftTopics ??= new Map()).set(key, { joinRef: channel.joinRef(), tails })
+        const leaveRef = socket.makeRef()
+        socket.push({ topic: attachment.topic, event: CHANNEL_EVENTS.leave, payload: {}, ref: leaveRef, join_ref: channel.joinRef() })
+        rememberLeft(handle, attachment.topic, { joinRef: channel.joinRef(), leaveRef, tails })
       }
     }
   }
+}
+
+/** A join this link left on a transport, whose last frames may still come (`TransportHandle.leftTopics`). */
+interface LeftJoin {
+  joinRef: string | null
+  /** The ref of its phx_leave, when it went out: its reply is a tail, other replies of the join are not. */
+  leaveRef: string | null
+  /** Frames still to come: phx_close, the leave's reply, and the join's reply when it was pending. */
+  tails: number
+}
+
+/**
+ * Most left joins a transport remembers: a server that never answers some of them (a join it
+ * never replied to, left on its timeout) cannot grow the map for the socket's life. The oldest
+ * goes first; its frames, if they ever come, are then reported as for a topic not joined.
+ */
+const MAX_LEFT_JOINS = 64
+
+/** Remembers a join left on `handle`, forgetting the oldest past {@link MAX_LEFT_JOINS}. */
+function rememberLeft(handle: TransportHandle, topic: string, left: LeftJoin): void {
+  const map = (handle.leftTopics ??= new Map())
+  map.set(leftKey(topic, left.joinRef), left)
+  if (map.size > MAX_LEFT_JOINS) map.delete(map.keys().next().value!)
 }
 
 /** The key of a join left on a transport, in `TransportHandle.leftTopics`: its topic and join_ref. */

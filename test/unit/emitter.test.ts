@@ -72,6 +72,27 @@ describe('Emitter', () => {
     expect(errors).toHaveLength(1)
   })
 
+  it('a listener removed while an event is delivered (by one before it) is not called for it; one added meanwhile hears the next', async () => {
+    const e = new Emitter<Events>(() => {})
+    const seen: string[] = []
+    const b = (p: { n: number }) => void seen.push(`b ${p.n}`)
+    const c = (p: { n: number }) => void seen.push(`c ${p.n}`)
+    e.on('a', (p) => {
+      seen.push(`a ${p.n}`)
+      if (p.n === 1) {
+        e.off('a', b)
+        e.on('a', c)
+      }
+    })
+    e.on('a', b)
+    const offAny = e.onAny(() => void seen.push('any'))
+    e.onAny(() => offAny())
+    e.emit('a', { n: 1 })
+    e.emit('a', { n: 2 })
+    await Promise.resolve()
+    expect(seen).toEqual(['a 1', 'any', 'a 2', 'c 2'])
+  })
+
   it("an async listener's rejection is reported as a throw is, and escapes nowhere", async () => {
     const errors: unknown[] = []
     let reportedOne!: () => void

@@ -69,6 +69,9 @@ describe('redacting logger', () => {
     // A dropped reason's source, an ignored event's name and a channel's status, as the CLI prints them.
     const printed = { reason: { kind: 'dropped', source: 'socket' }, ignored: { event: 'socket.malformed', detail: 'k' }, channel: { status: 'joined' } }
     expect(redact(printed, 'k')).toEqual({ reason: { kind: 'dropped', source: 'socket' }, ignored: { event: 'socket.malformed', detail: '[redacted]' }, channel: { status: 'joined' } })
+    // Inside the server's data (a signal's or a supersede's raw payload, a reply's response), no field is ours: redacted as any text.
+    const signal = { type: 'control.signal', signal: { mode: 'stop', raw: { status: 'key Zq7 revoked', nested: { type: 'Zq7 x' } } }, response: { kind: 'Zq7' } }
+    expect(redact(signal, 'Zq7')).toEqual({ type: 'control.signal', signal: { mode: 'stop', raw: { status: 'key [redacted] revoked', nested: { type: '[redacted] x' } } }, response: { kind: '[redacted]' } })
   })
 
   it('redacts the key JSON-escaped too, and in identifier fields once it is 8 characters or more', () => {
@@ -109,7 +112,9 @@ describe('redacting logger', () => {
     expect(redact(`frame starts "7f${hex}00"`, key)).toBe('frame starts "7f[redacted]00"')
     expect(redact({ channels: { [`room:${key}`]: 'joined', lobby: 'joined' } }, key)).toEqual({ channels: { 'room:[redacted]': 'joined', lobby: 'joined' } })
     // A short key renames no property (they are structure) and leaves identifiers alone unless it is one whole.
-    expect(redact({ e: 'kept', raw: { state: 'hunter2', type: 'superseded', cause: 'hunter2x' } }, 'hunter2')).toEqual({ e: 'kept', raw: { state: '[redacted]', type: 'superseded', cause: 'hunter2x' } })
+    expect(redact({ e: 'kept', reason: { state: 'hunter2', type: 'superseded', cause: 'hunter2x' } }, 'hunter2')).toEqual({ e: 'kept', reason: { state: '[redacted]', type: 'superseded', cause: 'hunter2x' } })
+    // The server's own data (raw) has no identifiers of this code: redacted as any text.
+    expect(redact({ raw: { cause: 'hunter2x' } }, 'hunter2')).toEqual({ raw: { cause: '[redacted]x' } })
     expect(redact({ e: { kind: 'e' } }, 'e')).toEqual({ e: { kind: '[redacted]' } })
   })
 

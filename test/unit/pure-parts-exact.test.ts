@@ -383,5 +383,10 @@ describe('onAbort, exactly', () => {
     const again: string[] = []
     onAbort(quiet, () => again.push('again'))
     expect(getEventListeners(quiet, 'abort')).toHaveLength(1)
+
+    // An aborted signal is not watched (no listener that could never fire); a non-signal is refused.
+    onAbort(signal, () => calls.push('late'))
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0)
+    expect(() => onAbort('stop' as unknown as AbortSignal, () => {})).toThrow(new TypeError('signal must be an AbortSignal, got string'))
   })
 })

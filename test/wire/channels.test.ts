@@ -172,6 +172,29 @@ describe('app channels', () => {
     expect(last.status).toBe('joined')
   })
 
+  it("a push in flight when its channel is left: its reply is not counted as the leave's, so the leave's phx_close is expected too, never reported malformed", async () => {
+    const sim = await world().sim()
+    sim.onPush(() => ({ status: 'ok', response: {} }))
+    const link = world().link(sim)
+    const malformed: string[] = []
+    link.on('ignored', (e) => void (e.event === 'socket.malformed' && malformed.push(e.detail)))
+    await link.connect()
+    for (const rejoin of [false, true]) {
+      const room = link.channel('room:p')
+      await room.joined()
+      const inFlight = settle(room.push('work', {}))
+      await room.leave()
+      expect(await inFlight).toMatchObject({ ok: false })
+      if (rejoin) await link.channel('room:p').joined()
+    }
+    // A push after every frame of those joins: once it is read, they were all read.
+    const tick = new Promise<void>((resolve) => link.channel('room:tick').on('tick', () => resolve()))
+    await link.channel('room:tick').joined()
+    sim.push({ agent: 'agent-1' }, 'room:tick', 'tick', {})
+    await tick
+    expect(malformed).toEqual([])
+  })
+
   it('leave() while the join params are still being asked, then channel() of the topic at once: a new handle that joins with its own params', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
@@ -435,6 +458,30 @@ describe('channel handlers', () => {
     sim.push({ agent: 'agent-1' }, 'room:1', 'done', {})
     await second
     expect(calls).toEqual(['self 1', 'other', 'other', 'self 2', 'late 2'])
+  })
+
+  it('a handler removed while a message is delivered (by a handler before it) is not called for it', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const calls: string[] = []
+    const removed = () => void calls.push('removed')
+    const removedAny = () => void calls.push('removed any')
+    room.on('tick', () => {
+      calls.push('first')
+      room.off('tick', removed)
+      offAny()
+    })
+    room.on('tick', removed)
+    room.onAny(() => void calls.push('any'))
+    const offAny = room.onAny(removedAny)
+    const done = new Promise<void>((resolve) => room.on('done', () => resolve()))
+    sim.push({ agent: 'agent-1' }, 'room:1', 'tick', {})
+    sim.push({ agent: 'agent-1' }, 'room:1', 'done', {})
+    await done
+    expect(calls).toEqual(['first', 'any', 'any'])
   })
 
   it('async handlers, any-handlers, status and link listeners that reject are logged as a throw is; nothing escapes', async () => {

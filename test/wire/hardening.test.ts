@@ -230,6 +230,7 @@ describe('a chart crash', () => {
     await room.joined()
     const statuses: string[] = []
     room.onStatus((status) => void statuses.push(status))
+    const told = next(link, 'channel', { filter: (e) => e.topic === 'room:1' && e.status === 'dropped' })
     const ended = next(link, 'disconnected')
     clock.breakNext()
     chartOf(link).send({ type: 'host.disconnect' })
@@ -240,6 +241,7 @@ describe('a chart crash', () => {
     await room.leave()
     await Promise.resolve()
     expect(statuses).toEqual(['dropped'])
+    expect((await told).reason).toMatchObject({ kind: 'other', detail: 'internal error: simulated bug' })
     await link.disconnect()
   })
 

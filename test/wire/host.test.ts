@@ -476,6 +476,35 @@ describe('options are read once, at createLink()', () => {
     }
   })
 
+  it('options given as a class instance: apiKey and params are called on it (its private state reachable), as before', async () => {
+    const sim = await world().sim()
+    class AgentConfig {
+      readonly #vault = new Map([['agent-1', 'key-1']])
+      readonly url = sim.url
+      readonly agentId = 'agent-1'
+      apiKey(): string {
+        return this.#vault.get(this.agentId)!
+      }
+      params(): Record<string, string> {
+        return { region: this.#vault.size === 1 ? 'eu' : 'none' }
+      }
+    }
+    const link = createLink(new AgentConfig() as unknown as LinkOptions)
+    try {
+      await link.connect()
+      expect(sim.accepted('agent-1')[0]!.params).toMatchObject({ region: 'eu' })
+    } finally {
+      await link.disconnect()
+    }
+  })
+
+  it('an own __proto__ key (JSON-parsed config) is refused as unknown, never read as the options\' prototype', () => {
+    const config = JSON.parse('{"agentId":"a","apiKey":"k","__proto__":{"url":"ws://127.0.0.1:1/socket"}}') as LinkOptions
+    expect(() => createLink(config)).toThrow(ConfigurationError)
+    const withUrl = JSON.parse('{"url":"ws://127.0.0.1:1/socket","agentId":"a","apiKey":"k","__proto__":{"allowInsecureTransport":true}}') as LinkOptions
+    expect(() => createLink(withUrl)).toThrow('unknown option "__proto__"')
+  })
+
   it('an option whose read throws (a getter, a Proxy) is a ConfigurationError naming it', () => {
     const getter = {
       url: 'ws://127.0.0.1:1/socket',

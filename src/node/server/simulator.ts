@@ -906,7 +906,8 @@ export class PlatformSimulator extends EventEmitter {
    * flavor's 1012 service restart, no reason text; or aborts them with `abort: true`), stops
    * listening, and resolves when every socket and the server are closed. Grace windows still open
    * end (each principal's last-disconnected, its runs aborted), then every run still registered is
-   * aborted with reason `null`, each abort reported.
+   * aborted with reason `null`, each abort reported; stop() waits for their abort hooks, each at
+   * most `runs.hookTimeoutMs` (5 s by default).
    */
   stop(options: { code?: number; abort?: boolean } = {}): Promise<void> {
     if (this.stopping) return this.stopping
