@@ -434,12 +434,24 @@ describe('the control channel', () => {
 })
 
 describe('channel handlers', () => {
-  it('a handler that removes and adds itself again while a message is delivered runs once for it; one added meanwhile gets the next message, not this one', async () => {
+  /** A link connected to a fresh simulator, with `room:1` joined, and a way to deliver pushes to it in order and wait until the last is read. */
+  async function joinedRoom() {
     const sim = await world().sim()
     const link = world().link(sim)
     await link.connect()
     const room = link.channel('room:1')
     await room.joined()
+    const deliver = async (...events: Array<[string, Record<string, unknown>]>) => {
+      const done = new Promise<void>((resolve) => room.on('done', () => resolve()))
+      for (const [event, payload] of events) sim.push({ agent: 'agent-1' }, 'room:1', event, payload)
+      sim.push({ agent: 'agent-1' }, 'room:1', 'done', {})
+      await done
+    }
+    return { room, deliver }
+  }
+
+  it('a handler that removes and adds itself again while a message is delivered runs once for it; one added meanwhile gets the next message, not this one', async () => {
+    const { room, deliver } = await joinedRoom()
     const calls: string[] = []
     const other = () => void calls.push('other')
     const late = (p: unknown) => void calls.push(`late ${(p as { n: number }).n}`)
@@ -452,20 +464,12 @@ describe('channel handlers', () => {
     }
     room.on('tick', self)
     room.on('tick', other)
-    const second = new Promise<void>((resolve) => room.on('done', () => resolve()))
-    sim.push({ agent: 'agent-1' }, 'room:1', 'tick', { n: 1 })
-    sim.push({ agent: 'agent-1' }, 'room:1', 'tick', { n: 2 })
-    sim.push({ agent: 'agent-1' }, 'room:1', 'done', {})
-    await second
+    await deliver(['tick', { n: 1 }], ['tick', { n: 2 }])
     expect(calls).toEqual(['self 1', 'other', 'other', 'self 2', 'late 2'])
   })
 
   it('a handler removed while a message is delivered (by a handler before it) is not called for it', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    const room = link.channel('room:1')
-    await room.joined()
+    const { room, deliver } = await joinedRoom()
     const calls: string[] = []
     const removed = () => void calls.push('removed')
     const removedAny = () => void calls.push('removed any')
@@ -477,10 +481,7 @@ describe('channel handlers', () => {
     room.on('tick', removed)
     room.onAny(() => void calls.push('any'))
     const offAny = room.onAny(removedAny)
-    const done = new Promise<void>((resolve) => room.on('done', () => resolve()))
-    sim.push({ agent: 'agent-1' }, 'room:1', 'tick', {})
-    sim.push({ agent: 'agent-1' }, 'room:1', 'done', {})
-    await done
+    await deliver(['tick', {}])
     expect(calls).toEqual(['first', 'any', 'any'])
   })
 
