@@ -128,13 +128,8 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
       const resolve = waiting.shift()
       if (resolve) resolve({ value: event, done: false })
       else buffer.push(event)
-      if (until?.(event)) {
-        finished = true
-        off()
-        unwatch?.()
-        // Calls made beyond the last event end at once, as calls made after it do.
-        for (const rest of waiting.splice(0)) rest({ value: undefined, done: true })
-      }
+      // The last event: what is buffered stays readable; calls made beyond it end at once.
+      if (until?.(event)) finish()
     })
     if (signal?.aborted) finish()
     else if (signal) unwatch = onAbort(signal, finish)

@@ -212,28 +212,35 @@ export class LinkChannel {
     // Over a copy, as the link's emitter does: a handler added while this message is delivered
     // (one that removes and adds itself again included) gets the next message, not this one; one
     // removed meanwhile (by a handler before it) is not called.
+    // A handler's result is looked at only when it returned something (an async handler's promise):
+    // the common handler returns nothing, and this runs for every inbound message.
     if (set) {
-      const where = `handler of ${event} on ${this.topic}`
       for (const handler of [...set]) {
         if (!set.has(handler)) continue
         try {
-          settleReported(handler(payload, meta), (error) => this.host.reportError(error, where))
+          const result: unknown = handler(payload, meta)
+          if (result !== undefined) settleReported(result, (error) => this.handlerFailed(error, event))
         } catch (error) {
-          this.host.reportError(error, where)
+          this.handlerFailed(error, event)
         }
       }
     }
     // Guarded: iterating even an empty Set allocates an iterator, on every inbound message.
     if (any === null || any.size === 0) return
-    const where = `any-handler on ${this.topic}`
     for (const handler of [...any]) {
       if (!any.has(handler)) continue
       try {
-        settleReported(handler(event, payload, meta), (error) => this.host.reportError(error, where))
+        const result: unknown = handler(event, payload, meta)
+        if (result !== undefined) settleReported(result, (error) => this.handlerFailed(error, null))
       } catch (error) {
-        this.host.reportError(error, where)
+        this.handlerFailed(error, null)
       }
     }
+  }
+
+  /** Reports what a handler of `event` (an any-handler for null) threw or rejected with. */
+  private handlerFailed(error: unknown, event: string | null): void {
+    this.host.reportError(error, event === null ? `any-handler on ${this.topic}` : `handler of ${event} on ${this.topic}`)
   }
 
   /** @internal The chart reported a status. */

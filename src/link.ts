@@ -405,7 +405,7 @@ export class Link {
       try {
         this.link.onChartEmitted(event)
       } catch (error) {
-        this.link.log.error('publishing a chart event failed', { event: event.type, error: errorMessage(error) })
+        this.link.log.error('publishing a chart event failed', { event: event.type, error: thrownText(error) })
       }
     }
     changed(): void {
@@ -417,10 +417,10 @@ export class Link {
       this.link.onCrash(chart, error)
     }
     actionFailed(chart: string, action: string, error: unknown): void {
-      this.link.log.error(`the ${action} action of the ${chart} chart failed`, { error: errorMessage(error) })
+      this.link.log.error(`the ${action} action of the ${chart} chart failed`, { error: thrownText(error) })
     }
     listenerFailed(chart: string, error: unknown): void {
-      this.link.log.error(`a listener of the ${chart} chart threw`, { error: errorMessage(error) })
+      this.link.log.error(`a listener of the ${chart} chart threw`, { error: thrownText(error) })
     }
 
     // ---- ChannelHost (src/link-channel.ts)
@@ -446,7 +446,7 @@ export class Link {
       return this.link.policy.transport.pushTimeoutMs
     }
     reportError(error: unknown, where: string): void {
-      this.link.log.error(`${where} threw`, { error: errorMessage(error) })
+      this.link.log.error(`${where} threw`, { error: thrownText(error) })
     }
     redact(text: string): string {
       return this.link.redactOutput(text)
@@ -478,7 +478,7 @@ export class Link {
     this.log = redacting(options.logger, () => this.#keys)
     this.controlHandler = options.onControl
     this.emitter = new Emitter<LinkEvents>((error, type) =>
-      this.log.error('a link event listener threw', { event: String(type), error: errorMessage(error) }),
+      this.log.error('a link event listener threw', { event: String(type), error: thrownText(error) }),
     )
     const apiKeyIn = options.apiKeyIn ?? (SUPPORTS_UPGRADE_HEADERS ? 'header' : 'param')
     if (apiKeyIn === 'header' && !SUPPORTS_UPGRADE_HEADERS) {
@@ -512,7 +512,7 @@ export class Link {
               const viewed = { ...event, actorRef: this.#inspectedRef(event.actorRef), sourceRef: this.#inspectedRef(event.sourceRef) }
               observe(this.redactOutput(viewed))
             } catch (error) {
-              this.log.error('the inspect observer threw', { error: errorMessage(error) })
+              this.log.error('the inspect observer threw', { error: thrownText(error) })
             }
           }
         : null,
@@ -715,7 +715,7 @@ export class Link {
       try {
         JSON.stringify(params)
       } catch (error) {
-        throw new ConfigurationError(`channel ${topic}: params must be JSON (${errorMessage(error)})`)
+        throw new ConfigurationError(`channel ${topic}: params must be JSON (${thrownText(error)})`)
       }
       if (params === null || typeof params !== 'object' || Array.isArray(params)) {
         throw new ConfigurationError(`channel ${topic}: params must be an object or a function returning one`)
@@ -913,16 +913,16 @@ export class Link {
   private onCrash(chart: string, error: unknown): void {
     if (this.crashed) return
     const previous = this.state
-    this.crashed = new PhoenixLinkError('INTERNAL', `the ${chart} chart stopped with an error: ${errorMessage(error)}`, { cause: error })
+    this.crashed = new PhoenixLinkError('INTERNAL', `the ${chart} chart stopped with an error: ${thrownText(error)}`, { cause: error })
     this.crashReason = {
       kind: 'other',
       retryable: true,
-      detail: `internal error: ${errorMessage(error)}`,
+      detail: `internal error: ${thrownText(error)}`,
       generation: this.charts.connection.snapshot?.context.generation ?? 0,
       // The host's env.now may be what crashed the chart: the stamp then falls back to Date.now().
       at: this.stamp(),
     }
-    this.log.error(`${chart} chart crashed`, { error: errorMessage(error) })
+    this.log.error(`${chart} chart crashed`, { error: thrownText(error) })
     this.charts.stopAll()
     this.#adapter.endAll()
     // No chart is left to join or leave them: every channel is dropped with the crash's reason, so
@@ -1080,7 +1080,7 @@ export class Link {
         return
       }
       case 'link.controlFailed':
-        this.log.error('control handler failed', { sequence: event.sequence, error: errorMessage(event.error) })
+        this.log.error('control handler failed', { sequence: event.sequence, error: thrownText(event.error) })
         return
     }
   }
@@ -1111,7 +1111,7 @@ export class Link {
     } catch (error) {
       if (!(this.#envFaults ??= new Set()).has(name)) {
         this.#envFaults.add(name)
-        this.log.error(`env.${name} threw; phoenix-link reads its own clock instead where it only stamps or measures`, { error: errorMessage(error) })
+        this.log.error(`env.${name} threw; phoenix-link reads its own clock instead where it only stamps or measures`, { error: thrownText(error) })
       }
       return name === 'now' ? Date.now() : performance.now()
     }
@@ -1194,9 +1194,6 @@ function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function'
 }
 
-function errorMessage(error: unknown): string {
-  return thrownText(error)
-}
 
 /**
  * Checks the endpoint URL and returns it without a trailing `/websocket` (phoenix.js appends it).
