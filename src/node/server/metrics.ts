@@ -26,25 +26,28 @@ export class ServerMetrics {
   constructor(options: MetricsOptions = {}) {
     const prefix = checkPrefix(options.prefix ?? DEFAULT_METRICS_PREFIX)
     const registry = (this.registry = options.registry ?? new Registry())
+    const active = `${prefix}active_connections`
+    const aborts = `${prefix}agent_aborts_total`
+    const disconnects = `${prefix}principal_disconnects_total`
     // Every name is checked before any is registered: a conflict leaves the host's registry as it was.
-    assertFits(registry, Gauge, [], `${prefix}active_connections`)
-    assertFits(registry, Counter, ['outcome'], `${prefix}agent_aborts_total`)
-    assertFits(registry, Counter, ['reason'], `${prefix}principal_disconnects_total`)
-    this.activeConnections = shared(registry, () => new Gauge({ name: `${prefix}active_connections`, help: 'Open agent sockets.', registers: [registry] }), `${prefix}active_connections`)
-    this.agentAborts = shared(registry, () =>
+    assertFits(registry, Gauge, [], active)
+    assertFits(registry, Counter, ['outcome'], aborts)
+    assertFits(registry, Counter, ['reason'], disconnects)
+    this.activeConnections = shared(registry, active, () => new Gauge({ name: active, help: 'Open agent sockets.', registers: [registry] }))
+    this.agentAborts = shared(registry, aborts, () =>
       new Counter({
-        name: `${prefix}agent_aborts_total`,
+        name: aborts,
         help: 'Aborts of a principal\'s in-flight runs after its last connection ended, by outcome.',
         labelNames: ['outcome'],
         registers: [registry],
-      }), `${prefix}agent_aborts_total`) as Counter<'outcome'>
-    this.principalDisconnects = shared(registry, () =>
+      })) as Counter<'outcome'>
+    this.principalDisconnects = shared(registry, disconnects, () =>
       new Counter({
-        name: `${prefix}principal_disconnects_total`,
+        name: disconnects,
         help: 'Principals whose last connection ended, by the reason kind of that close.',
         labelNames: ['reason'],
         registers: [registry],
-      }), `${prefix}principal_disconnects_total`) as Counter<'reason'>
+      })) as Counter<'reason'>
     for (const outcome of ['aborted', 'nothing-to-abort', 'failed'] satisfies AbortOutcome[]) this.agentAborts.inc({ outcome }, 0)
   }
 }
@@ -63,6 +66,6 @@ function assertFits(registry: Registry, kind: abstract new (...args: never[]) =>
 }
 
 /** The metric `name` already in `registry` (checked by {@link assertFits}), else a new one from `make`. */
-function shared<M extends Gauge | Counter>(registry: Registry, make: () => M, name: string): M {
+function shared<M extends Gauge | Counter>(registry: Registry, name: string, make: () => M): M {
   return (registry.getSingleMetric(name) as M | undefined) ?? make()
 }

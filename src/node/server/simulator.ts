@@ -32,7 +32,7 @@ import {
   type Frame,
   type Payload,
 } from '../../protocol.js'
-import { SimConnection, assertSendableClose, type CloseCause } from './connection.js'
+import { SimConnection, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { PresenceTracker, type PresenceCrossing } from './presence.js'
@@ -647,9 +647,7 @@ export class PlatformSimulator extends EventEmitter {
 
   /** Ends the target sockets without a close frame (the client sees 1006); returns how many. */
   abort(target: Target): number {
-    const sockets = this.resolve(target)
-    for (const c of sockets) c.abort()
-    return sockets.length
+    return this.each(target, (c) => c.abort())
   }
 
   /** The platform's `"disconnect"` broadcast: closes with the flavor's code (1001, 1000 or 1011), no reason text; returns how many sockets. */
@@ -726,9 +724,7 @@ export class PlatformSimulator extends EventEmitter {
 
   /** Stops answering heartbeats and reading on the target sockets; they never close by themselves. Returns how many. */
   stall(target: Target): number {
-    const sockets = this.resolve(target)
-    for (const c of sockets) this.stallOne(c)
-    return sockets.length
+    return this.each(target, (c) => this.stallOne(c))
   }
 
   /**
@@ -815,28 +811,15 @@ export class PlatformSimulator extends EventEmitter {
    * and the socket stays up. Returns how many sockets had `topic` joined.
    */
   channelError(target: Target, topic: string): number {
-    let sockets = 0
-    for (const c of this.resolve(target)) {
-      if (!c.channels.has(topic)) continue
-      this.crashChannel(c, topic)
-      sockets++
-    }
-    this.changed()
-    return sockets
+    return this.eachJoined(target, topic, (c) => this.crashChannel(c, topic))
   }
 
   /** Sends phx_close on `topic` to the target sockets (the server ended the channel) and forgets the join. Returns how many sockets had `topic` joined. */
   channelClose(target: Target, topic: string): number {
-    let sockets = 0
-    for (const c of this.resolve(target)) {
-      const channel = c.channels.get(topic)
-      if (!channel) continue
+    return this.eachJoined(target, topic, (c, channel) => {
       c.channels.delete(topic)
       c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic, event: CHANNEL_EVENTS.close, payload: {} })
-      sockets++
-    }
-    this.changed()
-    return sockets
+    })
   }
 
   /**
@@ -1099,9 +1082,27 @@ export class PlatformSimulator extends EventEmitter {
   private closeWith(target: Target, code: number, reason: string, cause: CloseCause): number {
     // Checked once before any socket is touched, so a bad code closes none of them.
     assertSendableClose(code, reason)
+    return this.each(target, (c) => c.close(code, reason, cause))
+  }
+
+  /** Runs `act` on each target socket open now; returns how many. */
+  private each(target: Target, act: (c: SimConnection) => void): number {
     const sockets = this.resolve(target)
-    for (const c of sockets) c.close(code, reason, cause)
+    for (const c of sockets) act(c)
     return sockets.length
+  }
+
+  /** Runs `act` on each target socket that has `topic` joined, then records the change; returns how many. */
+  private eachJoined(target: Target, topic: string, act: (c: SimConnection, channel: SimChannel) => void): number {
+    let sockets = 0
+    for (const c of this.resolve(target)) {
+      const channel = c.channels.get(topic)
+      if (!channel) continue
+      act(c, channel)
+      sockets++
+    }
+    this.changed()
+    return sockets
   }
 
   private stallOne(c: SimConnection): void {

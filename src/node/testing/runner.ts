@@ -410,14 +410,11 @@ class World {
         return
       }
       case 'server.close':
-        sim.close({ agent }, s.code)
-        return
+        return void sim.close({ agent }, s.code)
       case 'server.drop':
-        sim.abort({ agent })
-        return
+        return void sim.abort({ agent })
       case 'server.stall':
-        sim.stall({ agent })
-        return
+        return void sim.stall({ agent })
       case 'server.supersede':
         sim.supersede(agent, { close: null })
         return
@@ -427,11 +424,9 @@ class World {
         return reported
       }
       case 'channel.error':
-        sim.channelError({ agent }, topic)
-        return
+        return void sim.channelError({ agent }, topic)
       case 'channel.close':
-        sim.channelClose({ agent }, topic)
-        return
+        return void sim.channelClose({ agent }, topic)
       case 'control.signal':
         return this.signal(s.delivery)
     }
