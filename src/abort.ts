@@ -1,6 +1,32 @@
+import { ConfigurationError } from './errors/configuration-error.js'
+
 /** What a wait rejects with when its AbortSignal aborts: the signal's reason, else an `AbortError` DOMException (as fetch and Node's APIs do). */
 export function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('The operation was aborted.', 'AbortError')
+}
+
+/**
+ * Checks the `signal` option a host passed to one of the link's calls, before the call does
+ * anything: absent (`undefined`, or `null` as `fetch` accepts) or an AbortSignal (an object with a
+ * boolean `aborted` and `addEventListener`, so a signal of another realm passes). Checked first so a
+ * wrong value registers no listener, timer or push that the rejected call would leave behind.
+ *
+ * @param where the call, for the message, e.g. `link.once`.
+ * @throws {ConfigurationError} (`INVALID_OPTIONS`) `<where>: options.signal must be an AbortSignal, got <type>`.
+ */
+export function checkSignal(signal: unknown, where: string): asserts signal is AbortSignal | null | undefined {
+  if (signal === undefined || signal === null || isSignal(signal)) return
+  throw new ConfigurationError(`${where}: options.signal must be an AbortSignal, got ${typeof signal === 'object' ? 'an object that is not one' : typeof signal}`)
+}
+
+/** Whether `value` looks like an AbortSignal (of this realm or another). */
+function isSignal(value: unknown): value is AbortSignal {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { aborted?: unknown }).aborted === 'boolean' &&
+    typeof (value as { addEventListener?: unknown }).addEventListener === 'function'
+  )
 }
 
 /** phoenix-link's waits on one signal: the callbacks, and the one `abort` listener that calls them. */

@@ -4,7 +4,7 @@
  */
 import { isReservedEvent, type Payload } from './protocol.js'
 import type { DisconnectReason } from './reasons.js'
-import { abortError, onAbort } from './abort.js'
+import { abortError, checkSignal, onAbort } from './abort.js'
 import { PushError } from './errors/push-error.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 
@@ -128,9 +128,15 @@ export class LinkChannel {
    *   channel is no longer active or the session ended (stopped, terminated: connect() first).
    *   Called before the first connect(), it waits for the join that connect() brings.
    * @throws the signal's reason (an AbortError) when `signal` aborts; the channel is unaffected.
+   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
    */
   joined(options: { signal?: AbortSignal } = {}): Promise<unknown> {
     const { signal } = options
+    try {
+      checkSignal(signal, 'channel.joined')
+    } catch (error) {
+      return Promise.reject(error)
+    }
     if (signal?.aborted) return Promise.reject(abortError(signal))
     // No join is coming once the session ended (as disconnect() rejects the waits already made); before the first connect() it waits.
     if (!this.active || this.host.isEnded()) return Promise.reject(this.closedError('phx_join'))
@@ -164,9 +170,11 @@ export class LinkChannel {
    * @throws the signal's reason (an AbortError) when `signal` aborts: before the push is sent
    *   nothing goes out; after, the link stops waiting for the reply (the server may still act on
    *   it, as with a timeout).
+   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
    */
   async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<unknown> {
     const { signal } = options
+    checkSignal(signal, 'channel.push')
     if (signal?.aborted) throw abortError(signal)
     const timeoutMs = options.timeoutMs ?? this.host.pushTimeoutMs
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {

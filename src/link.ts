@@ -7,7 +7,7 @@ import type { ConnectionEmitted, ConnectionEvent } from '../machines/connection.
 import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import { gracefulReason, thrownText, type Env } from '../machines/types.js'
-import { abortError, onAbort } from './abort.js'
+import { abortError, checkSignal, onAbort } from './abort.js'
 import { LONE_SURROGATE_MESSAGE, PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
@@ -570,10 +570,12 @@ export class Link {
    * @throws {AgentDisconnectedError} (rejects) when the session ends first: a terminal reason,
    *   or `graceful` when disconnect() is called meanwhile.
    * @throws the signal's reason (an AbortError) when `signal` aborts; the link keeps connecting.
+   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
    */
   async connect(options: { signal?: AbortSignal } = {}): Promise<void> {
     this.assertUsable()
     const { signal } = options
+    checkSignal(signal, 'link.connect')
     if (signal?.aborted) throw abortError(signal)
     // Called from inside the charts' processing (a chart subscriber, an `apiKey` or `params`
     // function, an AbortSignal's abort listener, an inspector), the state read below may be behind
@@ -633,10 +635,12 @@ export class Link {
    * @throws {AgentDisconnectedError} (rejects) on a terminal reason (superseded, rejected,
    *   suppressed); at once if the link already ended with one.
    * @throws the signal's reason when `signal` aborts: only this waiter ends; the link stays up.
+   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
    */
   async runForever(options: { signal?: AbortSignal } = {}): Promise<void> {
     this.assertUsable()
     const { signal } = options
+    checkSignal(signal, 'link.runForever')
     if (signal?.aborted) throw abortError(signal)
     // As in connect(): inside the charts' processing, decide once the events queued are processed;
     // a disconnect() called after this call meanwhile wins (the wait ends with the session's stop).
@@ -791,6 +795,7 @@ export class Link {
    * `events.once(emitter, type)` in Node, Ably's `once()`).
    *
    * @throws the signal's reason (an AbortError; rejects) when `options.signal` aborts first.
+   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
    */
   once<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): Unsubscribe
   once<K extends keyof LinkEvents>(type: K, options?: { signal?: AbortSignal }): Promise<LinkEvents[K]>
@@ -800,6 +805,11 @@ export class Link {
   ): Unsubscribe | Promise<LinkEvents[K]> {
     if (typeof listenerOrOptions === 'function') return this.emitter.once(type, listenerOrOptions)
     const signal = listenerOrOptions?.signal
+    try {
+      checkSignal(signal, 'link.once')
+    } catch (error) {
+      return Promise.reject(error)
+    }
     if (signal?.aborted) return Promise.reject(abortError(signal))
     return new Promise((resolve, reject) => {
       const off = this.emitter.once(type, (payload) => {
@@ -829,6 +839,7 @@ export class Link {
    *   disconnect(), before reaching the state: the link moved to `terminated` or `stopped` after
    *   this call and that is not a state waited for.
    * @throws the signal's reason (an AbortError; rejects) when `signal` aborts; the link is unaffected.
+   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
    * @throws {ConfigurationError} for a name that is not a link state, or an empty list.
    */
   async whenState(state: LinkState | readonly LinkState[], options: { signal?: AbortSignal } = {}): Promise<LinkState> {
@@ -840,6 +851,7 @@ export class Link {
       }
     }
     const { signal } = options
+    checkSignal(signal, 'link.whenState')
     if (signal?.aborted) throw abortError(signal)
     // A crashed chart reads terminated for good: wait for nothing else.
     if (this.crashed && wanted.includes('terminated')) return 'terminated'
@@ -886,8 +898,10 @@ export class Link {
    * the session (stopped or terminated). Events wait in memory until read.
    *
    * @example for await (const e of link.events({ signal })) if (e.type === 'disconnected') alert(e.reason)
+   * @throws {ConfigurationError} when `options.signal` is given and is not an AbortSignal (nothing is registered).
    */
   events(options: { signal?: AbortSignal; untilSessionEnds?: boolean } = {}): AsyncIterableIterator<LinkEvent> {
+    checkSignal(options.signal, 'link.events')
     return this.emitter.iterate({
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.untilSessionEnds ? { until: (e: LinkEvent) => e.type === 'disconnected' && e.outcome !== 'reconnect' } : {}),

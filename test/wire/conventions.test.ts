@@ -251,6 +251,40 @@ describe('channels: the join reply, joined(), off(), push(…, { signal })', () 
   })
 })
 
+describe('a signal option that is not an AbortSignal', () => {
+  it('every call that takes one rejects (events() throws) ConfigurationError before doing anything: no session, no push, no listener, no timer', async () => {
+    const sim = await world().sim()
+    sim.onPush(() => ({ status: 'ok', response: {} }))
+    const link = world().link(sim)
+    const room = link.channel('room:1')
+    const bogus = { signal: { aborted: false } as unknown as AbortSignal }
+    const invalid = (where: string) => ({ name: 'ConfigurationError', code: 'INVALID_OPTIONS', message: expect.stringContaining(`${where}: options.signal must be an AbortSignal`) })
+    const listeners = () => (link as unknown as { emitter: { listenerCount(): number } }).emitter.listenerCount()
+    const idleListeners = listeners()
+    await expect(link.connect(bogus)).rejects.toMatchObject(invalid('link.connect'))
+    await expect(link.runForever(bogus)).rejects.toMatchObject(invalid('link.runForever'))
+    expect(link.state).toBe('idle') // neither call started a session
+    await expect(link.whenState('connected', bogus)).rejects.toMatchObject(invalid('link.whenState'))
+    await expect(link.once('connected', bogus)).rejects.toMatchObject(invalid('link.once'))
+    expect(() => link.events(bogus)).toThrow(expect.objectContaining(invalid('link.events')))
+    await expect(room.joined(bogus)).rejects.toMatchObject(invalid('channel.joined'))
+    expect(listeners()).toBe(idleListeners)
+    await link.connect()
+    await room.joined()
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+    const timers = () => (process as unknown as { getActiveResourcesInfo(): string[] }).getActiveResourcesInfo().filter((h) => h === 'Timeout').length
+    const before = timers()
+    await expect(room.push('bogus', {}, { ...bogus, timeoutMs: 60_000 })).rejects.toMatchObject(invalid('channel.push'))
+    expect(timers()).toBe(before)
+    // Nothing went out: the next push is the first this socket carried on room:1.
+    expect(await room.push('after', {})).toEqual({})
+    expect(framesIn(sim.live('agent-1')[0]!, 'bogus')).toEqual([])
+    expect(framesIn(sim.live('agent-1')[0]!, 'after', 'room:1')).toHaveLength(1)
+    // null is no signal, as fetch() reads it.
+    expect(await room.push('nulled', {}, { signal: null as unknown as AbortSignal })).toEqual({})
+  })
+})
+
 describe('reconnect(): retry now after a long backoff', () => {
   it('cuts a backoff short (the next attempt starts at once); returns false while connected, stopped or terminated', async () => {
     const sim = await world().sim()
