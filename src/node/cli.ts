@@ -145,7 +145,7 @@ export function program(): Command {
         historyLimit: opts.history,
         json: opts.json,
         dashboard: opts.dashboard,
-        ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
+        ...(opts.adminToken !== undefined ? { adminToken: opts.adminToken } : {}),
       })
     })
   cli

@@ -315,8 +315,8 @@ describe('the simulator over HTTP', () => {
       sendRaw: 'POST /admin/raw', control: 'POST /admin/control', broadcast: 'POST /admin/broadcast', supersede: 'POST /admin/supersede',
       channelError: 'POST /admin/channel-error', channelClose: 'POST /admin/channel-close', now: 'GET /admin/clock',
     }
-    // Not controls: the process's own lifecycle (serve starts and stops it) and its address (serve prints it).
-    const notControls = new Set(['constructor', 'listen', 'stop', 'port', 'url'])
+    // Not controls: the process's own lifecycle (serve starts and stops it; a stopping simulator answers every POST 503) and its address (serve prints it).
+    const notControls = new Set(['constructor', 'listen', 'stop', 'isStopping', 'port', 'url'])
     const source = readFileSync(new URL('../../src/node/server/simulator.ts', import.meta.url), 'utf8')
     const publicNames = Object.getOwnPropertyNames(PlatformSimulator.prototype).filter(
       (name) => !notControls.has(name) && !new RegExp(`\\n  private (get )?${name}\\(`).test(source),
@@ -459,6 +459,92 @@ describe('the simulator over HTTP', () => {
       await once(socket, 'close')
     } finally {
       await sim.stop()
+    }
+  })
+
+  it('an admin token that is not a non-empty string of visible ASCII is refused at start, naming it; a token with a space inside works', async () => {
+    for (const token of [1234, '', ' sesame', 'ses\name', null]) {
+      const started = startSimulator({ adminToken: token as unknown as string })
+      await expect(started, JSON.stringify(token)).rejects.toBeInstanceOf(TypeError)
+      await expect(started, JSON.stringify(token)).rejects.toThrow(/^adminToken must be a non-empty string of visible ASCII/)
+    }
+    // serve: an empty --admin-token (or PHOENIX_LINK_ADMIN_TOKEN set empty) is said, not dropped.
+    const child = serve(['--admin-token', ''])
+    let errors = ''
+    child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()))
+    expect(await exited(child)).toBe(1)
+    expect(errors).toMatch(/adminToken must be a non-empty string of visible ASCII/)
+    const sim = await startSimulator({ adminToken: 'open sesame' })
+    try {
+      const http = httpOf(sim)
+      expect((await call(http, 'GET', '/admin/clock', undefined, { authorization: 'Bearer open sesame' })).status).toBe(200)
+      expect((await call(http, 'GET', '/admin/clock?token=')).status).toBe(401)
+      expect((await call(http, 'GET', '/admin/clock', undefined, { authorization: 'Bearer 1234' })).status).toBe(401)
+    } finally {
+      await sim.stop()
+    }
+  })
+
+  it('a payload is carried exactly, an own __proto__ key included; /admin/raw counts the sockets it wrote to; a wrong method on the OpenAPI document is 405', async () => {
+    const sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
+    const link = createLink({ url: sim.url, agentId: 'agent-1', apiKey: 'key-1' })
+    try {
+      const http = httpOf(sim)
+      expect((await call(http, 'POST', '/admin/raw', { target: 'all', data: '[not json' })).body).toEqual({ ok: true, sockets: 0 })
+      const room = link.channel('room:1')
+      await link.connect()
+      await room.joined()
+      const got: string[] = []
+      const arrived = new Promise<void>((resolve) =>
+        room.on('news', (payload) => {
+          got.push(JSON.stringify(payload))
+          resolve()
+        }),
+      )
+      const answer = await call(http, 'POST', '/admin/push', '{"target":"all","topic":"room:1","event":"news","payload":{"__proto__":{"x":1},"a":1}}')
+      expect(answer.body).toEqual({ sent: 1 })
+      await arrived
+      expect(got).toEqual(['{"__proto__":{"x":1},"a":1}'])
+      // What went out on the wire, as the simulator recorded its text.
+      const sent = sim.live('agent-1')[0]!.frames.filter((f) => f.dir === 'out' && f.frame?.event === 'news')
+      expect(sent.map((f) => f.raw.replace(/^\["\d+"/, '["<join_ref>"'))).toEqual(['["<join_ref>",null,"room:1","news",{"__proto__":{"x":1},"a":1}]'])
+      const problems = link.once('ignored')
+      expect((await call(http, 'POST', '/admin/raw', { target: { agent: 'agent-1' }, data: '[not json' })).body).toEqual({ ok: true, sockets: 1 })
+      expect((await problems).detail).toMatch(/not-json|not JSON/)
+      const put = await fetch(`${http}/admin/openapi.json`, { method: 'PUT' })
+      expect([put.status, put.headers.get('allow'), ((await put.json()) as { error: { code: string } }).error.code]).toEqual([405, 'GET', 'method_not_allowed'])
+      const doc = (await call(http, 'GET', '/admin/openapi.json')).body
+      expect(Object.keys(doc.paths['/admin/close'].post.responses).sort()).toEqual(['200', '400', '401', '403', '405', '413', '415', '500', '503'])
+      expect(Object.keys(doc.paths['/admin/sockets/{id}/frames'].get.responses).sort()).toEqual(['200', '401', '403', '404', '405', '500'])
+      expect((await call(http, 'GET', '/admin/sockets/nope/frames')).status).toBe(404)
+    } finally {
+      await link.disconnect()
+      await sim.stop()
+    }
+  })
+
+  it('while stop() drains a socket whose client never answers the close, a control is 503 stopping, not a 500', async () => {
+    const sim = await startSimulator({ agents: 'any' })
+    const socket = new WebSocket(`${sim.url}/websocket?vsn=2.0.0&agent_id=a1&api_key=k`)
+    socket.on('error', () => {})
+    await once(socket, 'open')
+    socket.send(JSON.stringify(['1', '1', 'agent_control:a1', 'phx_join', {}]))
+    await sim.waitFor(() => sim.live('a1')[0]?.channels.size === 1, { what: 'the control join' })
+    // The client stops reading: it never answers the server's close frame, so stop() waits for it.
+    ;(socket as unknown as { _socket: { pause(): void } })._socket.pause()
+    const stopping = sim.stop()
+    expect(sim.isStopping).toBe(true)
+    try {
+      const http = httpOf(sim)
+      for (const [path, body] of [['/admin/close', { target: 'all', code: 1000 }], ['/admin/revoke', { agent: 'a1' }], ['/admin/wait', { until: 'live' }]] as const) {
+        const answer = await call(http, 'POST', path, body)
+        expect([path, answer.status, answer.body.error.code]).toEqual([path, 503, 'stopping'])
+      }
+      // The records are still read.
+      expect((await call(http, 'GET', '/admin/sockets')).body.sockets).toHaveLength(1)
+    } finally {
+      await stopping
+      socket.terminate()
     }
   })
 

@@ -44,7 +44,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     agents: Object.keys(agents).length > 0 ? agents : 'any',
     idleTimeoutMs: options.idleTimeoutMs,
     historyLimit: options.historyLimit,
-    ...(options.adminToken ? { adminToken: options.adminToken } : {}),
+    ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
   })
   const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
   out.event(
@@ -57,10 +57,10 @@ export async function runServe(options: ServeOptions): Promise<number> {
       connections: `${http}/admin/connections`,
       events: `${http}/admin/events`,
       openapi: `${http}/admin/openapi.json`,
-      adminAccess: options.adminToken ? 'token' : 'loopback',
+      adminAccess: options.adminToken !== undefined ? 'token' : 'loopback',
       flavor: sim.flavor.name,
     },
-    `listening on ${sim.url} (${sim.flavor.name}); metrics ${http}/metrics; the control routes (${options.adminToken ? 'Authorization: Bearer <token>' : 'loopback callers only'}) in ${http}/admin/openapi.json; Ctrl-C stops`,
+    `listening on ${sim.url} (${sim.flavor.name}); metrics ${http}/metrics; the control routes (${options.adminToken !== undefined ? 'Authorization: Bearer <token>' : 'loopback callers only'}) in ${http}/admin/openapi.json; Ctrl-C stops`,
   )
   if (page) out.event('simulator', 'dashboard', { url: `${http}/#dashboard` }, `dashboard at ${http}/#dashboard`)
   sim.on('connection', (c: SimConnection) => out.event('simulator', 'accepted', { socket: c.id, agentId: c.agentId }, `accepted ${c.id} for ${c.agentId}`))

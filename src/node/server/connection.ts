@@ -146,11 +146,12 @@ export class SimConnection {
     this.ws.send(text)
   }
 
-  /** Sends raw text or bytes (a malformed frame, for fuzzing a client). */
-  sendRaw(data: string | Uint8Array): void {
-    if (this.state !== 'open') return
+  /** Sends raw text or bytes (a malformed frame, for fuzzing a client); false (nothing sent) once the socket is closing. */
+  sendRaw(data: string | Uint8Array): boolean {
+    if (this.state !== 'open') return false
     this.record('out', null, typeof data === 'string' ? data : `<binary ${data.byteLength} bytes>`)
     this.ws.send(data)
+    return true
   }
 
   /**

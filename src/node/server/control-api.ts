@@ -499,13 +499,10 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
   route({
     method: 'POST',
     path: '/admin/raw',
-    summary: 'Sends `data` as a text frame, exactly, to the target sockets (for malformed frames).',
+    summary: 'Sends `data` as a text frame, exactly, to the target sockets (for malformed frames); `sockets` counts those it was sent to.',
     body: z.strictObject({ target: TargetSchema, data: z.string() }),
-    response: Ok,
-    run: ({ sim }, body) => {
-      sim.sendRaw(target(body.target), body.data)
-      return ok()
-    },
+    response: Acted,
+    run: ({ sim }, body) => ok({ ok: true, sockets: sim.sendRaw(target(body.target), body.data) }),
   }),
   route({
     method: 'POST',
@@ -577,10 +574,20 @@ function schemaOf(schema: z.ZodMiniType): unknown {
 export function simulatorOpenApi(version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {}
   const errorBody = { type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } }, required: ['code', 'message'] } } }
+  const error = (description: string) => ({ description, content: { 'application/json': { schema: errorBody } } })
+  // What every route may answer besides its own (the access rule, a wrong method, a simulator fault).
   const errors = {
-    '400': { description: 'The body is not JSON or not what the route takes; `message` names the field.', content: { 'application/json': { schema: errorBody } } },
-    '401': { description: 'An admin token is set and the request does not carry it.', content: { 'application/json': { schema: errorBody } } },
-    '403': { description: 'No admin token is set and the caller is not on loopback.', content: { 'application/json': { schema: errorBody } } },
+    '401': error('An admin token is set and the request does not carry it.'),
+    '403': error('No admin token is set and the caller is not on loopback (the peer address, the Host header or the Origin).'),
+    '405': error('The path takes another method; the `Allow` header names it.'),
+    '500': error('The simulator failed to carry out the request (a phoenix-link bug); `message` says what was thrown.'),
+  }
+  // What a POST may answer besides: its body refused, or the simulator stopping.
+  const postErrors = {
+    '400': error('The body is not JSON or not what the route takes; `message` names the field.'),
+    '413': error(`The body is over ${MAX_CONTROL_BODY_BYTES} bytes.`),
+    '415': error('The body was not sent as content-type: application/json.'),
+    '503': error('The simulator is stopping (stop() was called): it scripts nothing more; a pending wait ends so too.'),
   }
   for (const r of CONTROL_ROUTES) {
     const parameters = [
@@ -598,13 +605,17 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
           '200': { description: 'Done.', content: { 'application/json': { schema: schemaOf(r.response) } } },
           ...(r.path === '/admin/wait' ? { '408': { description: 'The count did not reach atLeast within timeoutMs.', content: { 'application/json': { schema: errorBody } } } } : {}),
           ...(r.path === '/admin/keys' ? { '409': { description: "The simulator accepts any agent (agents: 'any'): it holds no keys to set.", content: { 'application/json': { schema: errorBody } } } } : {}),
+          ...(r.path.includes('{') ? { '404': error('No record has that id.') } : {}),
+          ...(r.method === 'POST' ? postErrors : {}),
           ...errors,
         },
       },
     }
   }
   for (const r of ADMIN_ROUTES) {
-    paths[r.path] = { [r.method.toLowerCase()]: { summary: r.summary, responses: { '200': { description: 'Done.' } } } }
+    // /metrics is outside /admin: not behind the access rule (it carries no principal label).
+    const access = r.path.startsWith('/admin/') ? { '401': errors['401'], '403': errors['403'] } : {}
+    paths[r.path] = { [r.method.toLowerCase()]: { summary: r.summary, responses: { '200': { description: 'Done.' }, ...access, '405': errors['405'], ...(r.path === '/metrics' ? { '500': errors['500'] } : {}) } } }
   }
   return {
     openapi: '3.1.0',
@@ -640,6 +651,8 @@ export function isLoopbackHost(host: string | undefined): boolean {
 }
 
 function sameToken(given: string, want: string): boolean {
+  // The simulator checks its token at start (a non-empty string); a caller of adminAccess may not have.
+  if (typeof want !== 'string' || want === '') return false
   const a = Buffer.from(given)
   const b = Buffer.from(want)
   return a.length === b.length && timingSafeEqual(a, b)
@@ -719,7 +732,12 @@ export class ControlApi {
       json(res, denied.status, denied.body)
       return true
     }
-    if (path === '/admin/openapi.json' && req.method === 'GET') {
+    if (path === '/admin/openapi.json') {
+      if (req.method !== 'GET') {
+        res.setHeader('allow', 'GET')
+        json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes GET` } })
+        return true
+      }
       this.document ??= simulatorOpenApi(this.version)
       json(res, 200, this.document)
       return true
@@ -731,6 +749,12 @@ export class ControlApi {
     if (!r) {
       res.setHeader('allow', candidates.map((c) => c.method).join(', '))
       json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes ${candidates.map((c) => c.method).join(', ')}` } })
+      return true
+    }
+    // A stopping simulator scripts nothing more (its controls throw so): said as what it is, not as a fault.
+    if (r.method === 'POST' && (this.stopped || this.ctx.sim.isStopping)) {
+      req.resume()
+      json(res, 503, { error: { code: 'stopping', message: 'the simulator is stopping: it scripts nothing more' } })
       return true
     }
     const controller = new AbortController()
@@ -835,7 +859,11 @@ export class ControlApi {
           const at = issue.path.length > 0 ? issue.path.join('.') : 'body'
           return resolve({ error: { status: 400, body: { error: { code: 'bad_request', message: `${at}: ${describeIssue(issue)}`, issues: parsed.error.issues.map((i) => ({ path: i.path, message: describeIssue(i) })) } } } })
         }
-        resolve({ value: parsed.data })
+        // The checked input itself, not zod's copy of it: a record or loose object is copied by
+        // assignment, which turns an own `__proto__` key (JSON.parse keeps it as data, as Phoenix's
+        // JSON would carry it) into a prototype and drops it from the payload. The schemas only
+        // check (no defaults, no transforms), so the input is what they passed.
+        resolve({ value })
       })
     })
   }

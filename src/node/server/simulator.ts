@@ -45,6 +45,9 @@ import { redacting, type LinkLog, type Logger } from '../../logger.js'
 import { thrownText } from '../../../machines/types.js'
 import { settleReported } from '../../emitter.js'
 
+/** What an admin token may be: visible ASCII, spaces inside it allowed (an HTTP field value without CR, LF or control characters, RFC 9110 section 5.5). */
+const ADMIN_TOKEN = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/
+
 /** Where the simulator logs; defaults to silence. */
 export type SimulatorLogger = Pick<Logger, 'info' | 'warn'>
 
@@ -109,7 +112,9 @@ export interface SimulatorOptions {
   /**
    * A token for the HTTP admin routes (src/node/server/control-api.ts): with one, every
    * `/admin/*` request must send `Authorization: Bearer <token>`, from any address; without one,
-   * only loopback callers are served. @default none
+   * only loopback callers are served. A non-empty string of visible ASCII (spaces inside it
+   * allowed), as an HTTP header carries it; anything else is refused at start, since an empty
+   * token would open every GET route to any address. @default none
    */
   adminToken?: string
   logger?: SimulatorLogger
@@ -240,7 +245,8 @@ function httpDate(): string {
  * @throws {Error} (rejects) when the port cannot be bound.
  * @throws {RangeError} (rejects) for an option out of range (a numeric option that is not a whole
  *   number in its range, an unknown flavor or rejectMode), naming it.
- * @throws {TypeError} (rejects) when `presence`, `runs` or `metrics` is not an object.
+ * @throws {TypeError} (rejects) when `presence`, `runs` or `metrics` is not an object, or
+ *   `adminToken` is not a non-empty string of visible ASCII.
  */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<PlatformSimulator> {
   const sim = new PlatformSimulator(options)
@@ -394,6 +400,12 @@ export class PlatformSimulator extends EventEmitter {
     if (!(typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0)) {
       throw new RangeError(`supersedeRetryAfterS must be a finite number of seconds >= 0, got ${String(retryAfter)}`)
     }
+    const token: unknown = options.adminToken
+    if (token !== undefined && !(typeof token === 'string' && ADMIN_TOKEN.test(token))) {
+      throw new TypeError(
+        `adminToken must be a non-empty string of visible ASCII (spaces inside it allowed), as an Authorization header carries it; got ${typeof token === 'string' ? (token === '' ? 'an empty string' : 'a string with other characters, or spaces at an end') : token === null ? 'null' : typeof token}`,
+      )
+    }
     for (const name of ['presence', 'runs', 'metrics'] as const) {
       const value = options[name]
       if (value !== undefined && (value === null || typeof value !== 'object')) throw new TypeError(`${name} must be an object of options, got ${value === null ? 'null' : typeof value}`)
@@ -436,7 +448,15 @@ export class PlatformSimulator extends EventEmitter {
         res.end(JSON.stringify({ error: { code: 'route_failed', message: 'the route threw' } }))
         return
       }
-      this.admin.handle(req, res)
+      try {
+        this.admin.handle(req, res)
+      } catch (error) {
+        // The admin routes answer every request themselves; what one throws is a simulator bug,
+        // answered 500, not a crash of the simulator and every attached agent.
+        this.logger.warn('an admin route threw', { url: req.url, error: thrownText(error) })
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ error: { code: 'admin_failed', message: thrownText(error) } }))
+      }
     })
     this.wss = new WebSocketServer({ noServer: true, maxPayload: this.options.maxFrameBytes, clientTracking: false })
     this.http.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
@@ -559,6 +579,11 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /** Upgrades held by {@link holdUpgrades}, not yet answered. */
+  /** Whether stop() has been called (the simulator is stopping or has stopped): it scripts nothing more. */
+  get isStopping(): boolean {
+    return this.stopping !== null
+  }
+
   get heldUpgrades(): number {
     return this.held?.length ?? 0
   }
@@ -753,9 +778,15 @@ export class PlatformSimulator extends EventEmitter {
     return sent
   }
 
-  /** Sends raw text or bytes to the target sockets (malformed frames, for fuzzing). */
-  sendRaw(target: Target, data: string | Uint8Array): void {
-    for (const c of this.resolve(target)) c.sendRaw(data)
+  /**
+   * Sends raw text or bytes to the target sockets (malformed frames, for fuzzing).
+   *
+   * @returns how many sockets it was sent to (a socket already closing gets nothing).
+   */
+  sendRaw(target: Target, data: string | Uint8Array): number {
+    let sent = 0
+    for (const c of this.resolve(target)) if (c.sendRaw(data)) sent++
+    return sent
   }
 
   /**
