@@ -195,6 +195,13 @@ describe('the runner sees what a host does on its own', () => {
     expect((throws as Error).message).toMatch(/throws: the oracle threw: not an Error/)
     const empty = await failureOf(kit.run(path, (options) => createLink(options), { oracles: [{ name: 'empty', rule: 'x', check: () => '' }] }))
     expect((empty as Error).message).toMatch(/empty: \(broken, no message\)/)
+    // A JavaScript caller's async check, or one that answers true/false: named as the oracle's defect.
+    const later = await failureOf(
+      kit.run(path, (options) => createLink(options), { oracles: [{ name: 'async', rule: 'x', check: (async () => Promise.reject(new Error('late'))) as never }] }),
+    )
+    expect((later as Error).message).toMatch(/async: the oracle returned a Promise: oracles are synchronous/)
+    const yes = await failureOf(kit.run(path, (options) => createLink(options), { oracles: [{ name: 'bool', rule: 'x', check: (() => true) as never }] }))
+    expect((yes as Error).message).toMatch(/bool: the oracle returned boolean true: return a string for a broken rule, null when it holds/)
   })
 
   it('waits as long as the host\'s own heartbeat needs to see a stalled server', async () => {

@@ -228,6 +228,7 @@ export class PathKit {
           } catch (error) {
             broken = `the oracle threw: ${thrownText(error)}`
           }
+          broken = unlessAnswer(broken)
           // Any string is a broken rule, even an empty one; only null (or undefined) holds.
           if (broken !== null && broken !== undefined) fail(index, `${oracle.name}: ${broken === '' ? '(broken, no message)' : broken}`)
         }
@@ -511,4 +512,19 @@ async function stopHost(built: unknown, timeoutMs: number): Promise<void> {
   } finally {
     clearTimeout(timer)
   }
+}
+
+/**
+ * An oracle's answer as the runner reads it: a string (broken; even empty), or null/undefined
+ * (holds). Anything else is an oracle defect, named as one: a Promise (an `async` check, which
+ * JavaScript callers can write though the type forbids it: its outcome would come too late to
+ * judge this step; a rejection of it is let go, having been reported here), a boolean, a number.
+ */
+function unlessAnswer(answer: unknown): string | null {
+  if (answer === null || answer === undefined || typeof answer === 'string') return answer ?? null
+  if (typeof (answer as { then?: unknown }).then === 'function') {
+    ;(answer as Promise<unknown>).then(undefined, () => {})
+    return 'the oracle returned a Promise: oracles are synchronous (return a string for a broken rule, null when it holds)'
+  }
+  return `the oracle returned ${typeof answer} ${thrownText(answer)}: return a string for a broken rule, null when it holds`
 }
