@@ -63,6 +63,8 @@ export class RunSupervisor {
   private listeners: Set<(report: AgentAborted) => void> | null = null
   private readonly hookTimeoutMs: number
   private readonly now: () => number
+  /** Why no run may start any more (set by {@link close}); null while runs may start. */
+  private closedBecause: string | null = null
 
   /**
    * @throws {TypeError} when `options` is not an object or `now` is not a function.
@@ -81,15 +83,32 @@ export class RunSupervisor {
   /**
    * Registers a run and returns the signal that aborts when the principal's runs are aborted.
    *
-   * @throws {Error} when a run with this id is already in flight for the principal.
+   * @throws {Error} when a run with this id is already in flight for the principal, or the
+   *   supervisor was closed ({@link close}: a run started then would never be aborted).
    */
   startRun(principal: string, runId: string, options: RunOptions = {}): AbortSignal {
+    if (this.closedBecause !== null) throw new Error(`RunSupervisor: startRun(${JSON.stringify(principal)}, ${JSON.stringify(runId)}) after close(): ${this.closedBecause}`)
     let runs = this.runs.get(principal)
     if (!runs) this.runs.set(principal, (runs = new Map()))
     if (runs.has(runId)) throw new Error(`run ${JSON.stringify(runId)} of ${JSON.stringify(principal)} is already in flight`)
     const controller = new AbortController()
     runs.set(runId, { controller, onAbort: options.onAbort })
     return controller.signal
+  }
+
+  /**
+   * No run starts from now on: every later startRun() throws, naming `why`. Runs in flight stay
+   * registered (abort them with {@link abortPrincipal}; end them with {@link endRun}). For an
+   * owner that stops (the simulator's stop()), after which nothing would abort a new run. Idempotent:
+   * the first `why` is kept.
+   */
+  close(why = 'this supervisor is closed'): void {
+    this.closedBecause ??= why
+  }
+
+  /** Whether {@link close} was called. */
+  get isClosed(): boolean {
+    return this.closedBecause !== null
   }
 
   /** Calls `listener` with every abort report; returns the function that removes it. Listener errors (a throw, an `async` listener's rejection) are swallowed. */

@@ -27,6 +27,20 @@ describe('run supervisor', () => {
     expect(runs.inFlight('q')).toEqual(['c'])
   })
 
+  it('after close() no run starts (naming why); the runs in flight stay until aborted or ended', async () => {
+    const runs = new RunSupervisor()
+    const before = runs.startRun('p', 'a')
+    expect(runs.isClosed).toBe(false)
+    runs.close('the owner stopped')
+    runs.close('a second reason is not kept')
+    expect(runs.isClosed).toBe(true)
+    expect(() => runs.startRun('p', 'b')).toThrow(new Error('RunSupervisor: startRun("p", "b") after close(): the owner stopped'))
+    expect(runs.inFlight('p')).toEqual(['a'])
+    await runs.abortPrincipal('p', null)
+    expect(before.aborted).toBe(true)
+    expect(() => new RunSupervisor().startRun('p', 'b')).not.toThrow()
+  })
+
   it('a run that ended normally leaves the registry', async () => {
     const runs = new RunSupervisor()
     const signal = runs.startRun('p', 'a')

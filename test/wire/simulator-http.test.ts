@@ -575,6 +575,8 @@ describe('the simulator over HTTP', () => {
     expect(() => sim.holdUpgrades()).toThrow(/simulator: holdUpgrades\(\) after stop\(\)/)
     expect(() => sim.onJoin('room:1', { reply: 'ok' })).toThrow(/simulator: onJoin\(\) after stop\(\)/)
     expect(() => sim.supersede('a')).toThrow(/simulator: supersede\(\) after stop\(\)/)
+    // A run started now would never be aborted: nothing connects to a stopped simulator.
+    expect(() => sim.runs.startRun('agent-1', 'run-1')).toThrow(/startRun\("agent-1", "run-1"\) after close\(\): the simulator has stopped/)
     for (const [name, call] of [
       ['revoke', () => sim.revoke('a')],
       ['unrevoke', () => sim.unrevoke('a')],

@@ -311,7 +311,8 @@ export class PlatformSimulator extends EventEmitter {
   /**
    * The run supervisor: start runs per agent; they are aborted when the agent's last connection
    * ends. A run started while the agent has no connection waits for its next last-disconnected;
-   * `stop()` aborts every run still registered (reason `null`).
+   * `stop()` aborts every run still registered (reason `null`), and once it is called `startRun()`
+   * throws (the supervisor is closed: nothing would abort a run started then).
    */
   readonly runs: RunSupervisor
   /** The metrics `GET /metrics` serves. */
@@ -933,6 +934,8 @@ export class PlatformSimulator extends EventEmitter {
         return Promise.reject(error)
       }
     }
+    // A run started from now on would have no connection left to end it, and stop() aborts those already started.
+    this.runs.close('the simulator has stopped (or is stopping) and aborts its runs; start another simulator')
     this.stopping = (async () => {
       const held = this.held ?? []
       this.held = null
