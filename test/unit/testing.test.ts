@@ -200,6 +200,13 @@ describe('the runner sees what a host does on its own', () => {
       kit.run(path, (options) => createLink(options), { oracles: [{ name: 'async', rule: 'x', check: (async () => Promise.reject(new Error('late'))) as never }] }),
     )
     expect((later as Error).message).toMatch(/async: the oracle returned a Promise: oracles are synchronous/)
+    const thenThrows = await failureOf(
+      kit.run(path, (options) => createLink(options), {
+        oracles: [{ name: 'thenable', rule: 'x', check: (() => ({ then: () => { throw new Error('then exploded') } })) as never }],
+      }),
+    )
+    expect(thenThrows).toBeInstanceOf(PathFailure)
+    expect((thenThrows as Error).message).toMatch(/thenable: the oracle threw: then exploded/)
     const yes = await failureOf(kit.run(path, (options) => createLink(options), { oracles: [{ name: 'bool', rule: 'x', check: (() => true) as never }] }))
     expect((yes as Error).message).toMatch(/bool: the oracle returned boolean true: return a string for a broken rule, null when it holds/)
   })

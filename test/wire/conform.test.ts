@@ -119,6 +119,13 @@ describe('phoenix-link conform on an agent that is not there', () => {
     for (const concurrency of [Number.NaN, 0, 1.5]) {
       await expect(runConformance({ command: [process.execPath, 'test/fixtures/conform-agent.mjs'], cwd: REPO, concurrency })).rejects.toThrow(/conform concurrency must be a whole number >= 1/)
     }
+    // A signal that is not one: refused before the simulator starts or an agent is spawned (the leak check would see either).
+    for (const signal of [{}, 'stop', { aborted: false }]) {
+      await expect(runConformance({ command: [process.execPath, 'test/fixtures/conform-agent.mjs'], cwd: REPO, signal: signal as unknown as AbortSignal })).rejects.toMatchObject({
+        name: 'ConfigurationError',
+        message: expect.stringMatching(/^runConformance: options.signal must be an AbortSignal/),
+      })
+    }
   })
 
   it("the agent's output is printed with its control characters shown, so terminal escapes cannot hide the verdicts", () => {

@@ -532,6 +532,19 @@ describe('the simulator over HTTP', () => {
     await sim.waitFor(() => sim.live('a1')[0]?.channels.size === 1, { what: 'the control join' })
     // The client stops reading: it never answers the server's close frame, so stop() waits for it.
     ;(socket as unknown as { _socket: { pause(): void } })._socket.pause()
+    // A control whose body is still arriving when stop() begins.
+    const late = connect(sim.port, '127.0.0.1')
+    await once(late, 'connect')
+    const body = JSON.stringify({ target: 'all', code: 1000 })
+    // The server has the request (its route chosen) before stop() begins: its HTTP server's own event says so.
+    const received = once((sim as unknown as { http: NodeJS.EventEmitter }).http, 'request')
+    late.write(`POST /admin/close HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.slice(0, 5)}`)
+    await received
+    const lateAnswer = new Promise<string>((resolve) => {
+      let text = ''
+      late.on('data', (chunk: Buffer) => (text += chunk.toString()))
+      late.on('close', () => resolve(text))
+    })
     const stopping = sim.stop()
     expect(sim.isStopping).toBe(true)
     try {
@@ -542,6 +555,8 @@ describe('the simulator over HTTP', () => {
       }
       // The records are still read.
       expect((await call(http, 'GET', '/admin/sockets')).body.sockets).toHaveLength(1)
+      late.write(body.slice(5))
+      expect(await lateAnswer).toMatch(/^HTTP\/1\.1 503[^]*"code":"stopping"/)
     } finally {
       await stopping
       socket.terminate()

@@ -24,6 +24,7 @@ import { startSimulator, type PlatformSimulator, type SimConnection, type Simula
 import { controlTopic, CHANNEL_EVENTS, HEARTBEAT_EVENT } from '../../protocol.js'
 import { deepFreeze } from '../../freeze.js'
 import { thrownText } from '../../../machines/types.js'
+import { checkSignal } from '../../abort.js'
 
 /** The rules a conformance run judges, in the order the report lists them. */
 export const CONFORMANCE_RULES = deepFreeze([
@@ -552,9 +553,12 @@ const SCENARIO_RULES: Record<string, ConformanceRuleId[]> = {
  *
  * @returns the verdicts (it resolves whether or not they pass).
  * @throws {Error} (rejects) when the command is empty or the simulator cannot listen.
+ * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal
+ *   (before the simulator starts or any agent is spawned).
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
-  if (options.command.length === 0 || !options.command[0]) throw new Error('conform needs the agent command, e.g. phoenix-link conform -- python3 agent.py')
+  if (!Array.isArray(options.command) || options.command.length === 0 || !options.command[0]) throw new Error('conform needs the agent command, e.g. phoenix-link conform -- python3 agent.py')
+  checkSignal(options.signal, 'runConformance')
   const concurrency = options.concurrency ?? 3
   if (!(Number.isInteger(concurrency) && concurrency >= 1)) throw new RangeError(`conform concurrency must be a whole number >= 1, got ${String(options.concurrency)}`)
   const settings: Settings = {

@@ -158,6 +158,9 @@ export interface ControlRoute {
 
 const ok = (body: unknown = { ok: true }): Answer => ({ status: 200, body })
 
+/** What every POST answers once the simulator is stopping. */
+const STOPPING: Answer = { status: 503, body: { error: { code: 'stopping', message: 'the simulator is stopping: it scripts nothing more' } } }
+
 function route<S extends z.ZodMiniType | undefined>(
   spec: Omit<ControlRoute, 'run' | 'body'> & { body?: S; run: (ctx: Context, body: S extends z.ZodMiniType ? z.infer<S> : undefined) => Answer | Promise<Answer> },
 ): ControlRoute {
@@ -754,7 +757,7 @@ export class ControlApi {
     // A stopping simulator scripts nothing more (its controls throw so): said as what it is, not as a fault.
     if (r.method === 'POST' && (this.stopped || this.ctx.sim.isStopping)) {
       req.resume()
-      json(res, 503, { error: { code: 'stopping', message: 'the simulator is stopping: it scripts nothing more' } })
+      json(res, STOPPING.status, STOPPING.body)
       return true
     }
     const controller = new AbortController()
@@ -768,6 +771,8 @@ export class ControlApi {
     void this.body(req, r)
       .then(async (body) => {
         if ('error' in body) return body.error
+        // stop() may have begun while the body was arriving.
+        if (r.method === 'POST' && (this.stopped || this.ctx.sim.isStopping)) return STOPPING
         const ctx = this.ctx as Context
         const answer = await r.run(Object.assign(ctx, { query, params, signal: controller.signal }), body.value as never)
         return answer

@@ -579,12 +579,12 @@ export class PlatformSimulator extends EventEmitter {
     }
   }
 
-  /** Upgrades held by {@link holdUpgrades}, not yet answered. */
   /** Whether stop() has been called (the simulator is stopping or has stopped): it scripts nothing more. */
   get isStopping(): boolean {
     return this.stopping !== null
   }
 
+  /** Upgrades held by {@link holdUpgrades}, not yet answered. */
   get heldUpgrades(): number {
     return this.held?.length ?? 0
   }

@@ -224,11 +224,11 @@ export class PathKit {
         for (const oracle of oracles) {
           let broken: string | null
           try {
-            broken = oracle.check({ path, index, step: group!, before, after, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId })
+            broken = unlessAnswer(oracle.check({ path, index, step: group!, before, after, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId }))
           } catch (error) {
+            // The check threw, or its answer did when read (a `then` that throws).
             broken = `the oracle threw: ${thrownText(error)}`
           }
-          broken = unlessAnswer(broken)
           // Any string is a broken rule, even an empty one; only null (or undefined) holds.
           if (broken !== null && broken !== undefined) fail(index, `${oracle.name}: ${broken === '' ? '(broken, no message)' : broken}`)
         }
