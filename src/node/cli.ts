@@ -13,6 +13,7 @@ import { EXPORT_FORMATS, runExport } from './cli/export.js'
 import { runReplay } from './cli/replay.js'
 import { CHARTS, type ChartName } from './model/chart-info.js'
 import { thrownText } from '../../machines/types.js'
+import { visible } from './visible.js'
 
 /** Only decimal digits: `Number()` alone would read `0x1f90` as 8080 and `1e3` as 1000. */
 const DECIMAL = /^\s*\d+\s*$/
@@ -216,7 +217,8 @@ export async function main(argv: string[] = process.argv): Promise<void> {
   try {
     await program().parseAsync(argv)
   } catch (error) {
-    process.stderr.write(`phoenix-link: ${thrownText(error)}\n`)
+    // An error may quote a file or a server (a trace's line, a refusal's body): no terminal escapes get through.
+    process.stderr.write(`phoenix-link: ${visible(thrownText(error))}\n`)
     process.exitCode = 1
   }
 }

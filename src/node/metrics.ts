@@ -63,6 +63,12 @@ function sharedMetrics(registry: Registry, prefix: string): Shared {
   if (!byPrefix) SHARED.set(registry, (byPrefix = new Map()))
   const existing = byPrefix.get(prefix)
   if (existing && registry.getSingleMetric(`${prefix}link_state`) === existing.state) return existing
+  // Every name is checked before any is registered: a registry holding one of them already (the
+  // host's own metric, or a part of a link's made before a clear) gets nothing half-made.
+  const taken = [`${prefix}link_state`, `${prefix}link_reconnects_total`, `${prefix}link_connected_seconds_total`].filter((name) => registry.getSingleMetric(name) !== undefined)
+  if (taken.length > 0) {
+    throw new Error(`the metrics registry already holds ${taken.join(', ')}, not as a link's metrics: give linkMetrics another registry or prefix`)
+  }
   const followers = new Map<string, Follower>()
   const shared: Shared = {
     followers,
@@ -101,8 +107,21 @@ function sharedMetrics(registry: Registry, prefix: string): Shared {
  *
  * @throws {RangeError} for a prefix Prometheus would refuse, or a label another link being
  *   followed into the same registry already uses (pass `label`).
+ * @throws {TypeError} for a `prefix` or `label` that is not a string (a label must not be empty),
+ *   a `now` that is not a function, or a `registry` that is not a prom-client Registry.
+ * @throws {Error} when the registry already holds one of the three metric names as something else
+ *   (nothing is registered then: pass another registry or prefix).
  */
 export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => number; label?: string } = {}): LinkMetrics {
+  if (options === null || typeof options !== 'object') throw new TypeError(`linkMetrics options must be an object, got ${options === null ? 'null' : typeof options}`)
+  if (options.prefix !== undefined && typeof options.prefix !== 'string') throw new TypeError(`linkMetrics prefix must be a string, got ${typeof options.prefix}`)
+  if (options.label !== undefined && (typeof options.label !== 'string' || options.label === '')) {
+    throw new TypeError(`linkMetrics label must be a non-empty string (the link label of every series), got ${typeof options.label === 'string' ? 'an empty string' : typeof options.label}`)
+  }
+  if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError(`linkMetrics now must be a function returning monotonic milliseconds, got ${typeof options.now}`)
+  if (options.registry !== undefined && typeof (options.registry as { getSingleMetric?: unknown } | null)?.getSingleMetric !== 'function') {
+    throw new TypeError('linkMetrics registry must be a prom-client Registry')
+  }
   const prefix = checkPrefix(options.prefix ?? DEFAULT_METRICS_PREFIX)
   const registry = options.registry ?? new Registry()
   const now = options.now ?? (() => link.monotonic())

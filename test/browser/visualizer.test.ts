@@ -363,7 +363,7 @@ describe('the visualizer servers answer odd requests without crashing', () => {
     expect(performance.now() - started).toBeLessThan(2_000)
   })
 
-  it('a directory, a traversal, a malformed target, a missing trace and a Host that is not loopback (DNS rebinding) get 4xx; the server keeps serving', async () => {
+  it('a directory, a traversal, a malformed target, no trace and a Host that is not loopback (DNS rebinding) get 4xx; the server keeps serving', async () => {
     const { request } = await import('node:http')
     const raw = (port: number, target: string, host?: string) =>
       new Promise<number>((resolve, reject) => {
@@ -375,7 +375,9 @@ describe('the visualizer servers answer odd requests without crashing', () => {
         req.end()
       })
     const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-viz-'))
-    const viz = await startVisualizer({ trace: join(dir, 'gone.jsonl') })
+    // A trace file is read when the server starts (it serves what it read): a missing one is refused then.
+    await expect(startVisualizer({ trace: join(dir, 'gone.jsonl') })).rejects.toThrow(/ENOENT/)
+    const viz = await startVisualizer()
     const port = Number(new URL(viz.url).port)
     const sim = await startSimulator({ routes: (req: IncomingMessage, res: ServerResponse) => servePage(ensurePageBuilt(), req, res) })
     const simPort = sim.port

@@ -59,5 +59,13 @@ describe('parseTrace', () => {
     expect(() => parseTrace(line({ charts: { ...good.charts, channels: { 'room:1': 'joinedd' } } }), charts)).toThrow(/the channel chart has no state "joinedd"/)
     // Without the charts, shapes only.
     expect(parseTrace(old)).toHaveLength(1)
+    // The drawn chart's root node is no state a link is in.
+    expect(() => parseTrace(line({ charts: { ...good.charts, connection: '(root)' } }), charts)).toThrow(/the connection chart has no state "\(root\)"/)
+  })
+
+  it('a field nested deeper than JSON.stringify can write back is refused naming its line, not with a stack overflow', () => {
+    const deep = `${'['.repeat(20_000)}1${']'.repeat(20_000)}`
+    const text = `${line({})}\n${line({ link: '__DEEP__' }).replace('"__DEEP__"', deep)}`
+    expect(() => parseTrace(text, charts)).toThrow(new Error('line 2 is not a trace record: link must be a non-empty string, got a value nested too deeply to show'))
   })
 })

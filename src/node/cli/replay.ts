@@ -1,8 +1,7 @@
 /** `phoenix-link replay <file>`: a recorded trace in the visualizer's #replay, served on loopback. */
-import { readFileSync, statSync } from 'node:fs'
 import { MAX_TRACE_BYTES, parseTrace } from '../visualize/parse-trace.js'
 import { shippedChartStates } from '../visualize/index.js'
-import { startVisualizer } from '../visualize/server.js'
+import { readTraceFile, startVisualizer } from '../visualize/server.js'
 import { createOutput } from './output.js'
 
 /** Options of {@link runReplay}. */
@@ -20,16 +19,16 @@ export interface ReplayOptions {
 /**
  * Checks the trace (every record, every state against the shipped charts), serves the
  * visualizer with it at `/?trace#replay` until `holdUntil` settles, and resolves with the exit code.
+ * The page gets the text that was checked, read once.
  *
- * @throws {Error} (rejects) naming the file when it cannot be read, is over {@link MAX_TRACE_BYTES},
- *   or is not a trace of these charts (the line and what is wrong); or when the port cannot be bound.
+ * @throws {Error} (rejects) naming the file when it cannot be read, is not a regular file (a pipe,
+ *   a device: save the trace to a file first), is over {@link MAX_TRACE_BYTES}, or is not a trace of
+ *   these charts (the line and what is wrong); or when the port cannot be bound.
  */
 export async function runReplay(options: ReplayOptions): Promise<number> {
   let text: string
   try {
-    const size = statSync(options.file).size
-    if (size > MAX_TRACE_BYTES) throw new Error(`it is ${Math.round(size / 2 ** 20)} MiB; the replay reads traces up to ${MAX_TRACE_BYTES / 2 ** 20} MiB`)
-    text = readFileSync(options.file, 'utf8')
+    text = readTraceFile(options.file)
   } catch (error) {
     throw new Error(`cannot read the trace ${options.file}: ${(error as Error).message}`)
   }
@@ -40,7 +39,7 @@ export async function runReplay(options: ReplayOptions): Promise<number> {
     throw new Error(`cannot replay ${options.file}: ${(error as Error).message}`)
   }
   const out = createOutput(options.json, options.write)
-  const viz = await startVisualizer({ port: options.port, trace: options.file })
+  const viz = await startVisualizer({ port: options.port, traceText: text })
   try {
     const links = [...new Set(records.map((r) => r.link))]
     const url = `${viz.url}?trace#replay`

@@ -25,6 +25,7 @@ import { controlTopic, CHANNEL_EVENTS, HEARTBEAT_EVENT } from '../../protocol.js
 import { deepFreeze } from '../../freeze.js'
 import { thrownText } from '../../../machines/types.js'
 import { checkSignal } from '../../abort.js'
+import { visible } from '../visible.js'
 
 /** The rules a conformance run judges, in the order the report lists them. */
 export const CONFORMANCE_RULES = deepFreeze([
@@ -668,11 +669,4 @@ export function formatConformance(report: ConformanceReport): string {
   return lines.join('\n')
 }
 
-/**
- * Text an agent chose (its output, a topic it joined) with control characters shown as `\xNN`
- * (newlines and tabs kept), so terminal escapes (a clear screen, a cursor move) cannot hide or
- * forge the verdicts.
- */
-export function visible(text: string): string {
-  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
-}
+export { visible }

@@ -51,7 +51,8 @@ const LINK_STATE_SET: ReadonlySet<string> = new Set(LINK_STATES)
  *   records` for a file without one.
  */
 export function parseTrace(text: string, charts?: readonly TraceChartStates[]): TraceRecord[] {
-  const known = charts ? new Map(charts.map((c) => [c.name, new Set(c.states.map((s) => s.path))])) : null
+  // The drawn chart's root node ("(root)") is no state a link can be in.
+  const known = charts ? new Map(charts.map((c) => [c.name, new Set(c.states.map((s) => s.path).filter((path) => path !== '(root)'))])) : null
   const records: TraceRecord[] = []
   const lines = text.split('\n')
   for (let i = 0; i < lines.length; i++) {
@@ -116,6 +117,12 @@ function shown(record: Record<string, unknown>, path: string): string {
   let value: unknown = record
   for (const key of path.split('.')) value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined
   if (value === undefined) return 'nothing'
-  const text = JSON.stringify(value) ?? String(value)
+  let text: string
+  try {
+    text = JSON.stringify(value) ?? String(value)
+  } catch {
+    // Nested deeper than the stack holds (JSON.parse reads deeper than stringify writes back).
+    return 'a value nested too deeply to show'
+  }
   return text.length > 60 ? `${text.slice(0, 60)}…` : text
 }

@@ -4,15 +4,52 @@
  * far). `GET /trace.jsonl` serves a recorded trace for replay when one is given.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { closeSync, constants, existsSync, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { extname, join, normalize, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { TraceRecord } from './trace.js'
+import { MAX_TRACE_BYTES } from './parse-trace.js'
 import { isLoopbackHost } from '../server/control-api.js'
 
 /** Records kept for pages that open later (a long `connect --visualize` must not grow without bound). */
 const MAX_KEPT_RECORDS = 5_000
+
+/**
+ * Bytes a page's live feed may have waiting to be sent: a page that stops reading (a tab in the
+ * background, a stalled connection) is cut off past it rather than buffered without bound; it
+ * gets every kept record again when it reconnects.
+ */
+export const MAX_FEED_BUFFER_BYTES = 8 * 1024 * 1024
+
+/**
+ * Reads a trace file whole, as the replay serves it: a regular file of at most
+ * {@link MAX_TRACE_BYTES}. Opened without blocking, so a named pipe is refused at once rather than
+ * waited on, and read with a byte limit, so a file that grows while it is read is refused too.
+ *
+ * @returns the file's text (UTF-8).
+ * @throws {Error} when it cannot be opened, is not a regular file (a pipe, a device, a directory:
+ *   save the trace to a file first), or is over {@link MAX_TRACE_BYTES}.
+ */
+export function readTraceFile(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0))
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error('it is not a regular file (a pipe, a device or a directory): save the trace to a file and replay that')
+    const chunks: Buffer[] = []
+    const chunk = Buffer.allocUnsafe(1 << 20)
+    let total = 0
+    for (;;) {
+      const read = readSync(fd, chunk, 0, chunk.length, null)
+      if (read === 0) break
+      total += read
+      if (total > MAX_TRACE_BYTES) throw new Error(`it is over ${MAX_TRACE_BYTES / 2 ** 20} MiB, the most the replay reads`)
+      chunks.push(Buffer.from(chunk.subarray(0, read)))
+    }
+    return Buffer.concat(chunks).toString('utf8')
+  } finally {
+    closeSync(fd)
+  }
+}
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -113,6 +150,8 @@ export interface VisualizerServer {
   /**
    * Resolves true once a page follows the live feed, or false after `timeoutMs` (milliseconds),
    * or false as soon as the server is closed (a wait pending at `close()` too).
+   *
+   * @throws {RangeError} (rejects) for a timeoutMs that is not a whole number in [0, 2^31-1].
    */
   waitForViewer(timeoutMs: number): Promise<boolean>
   /** Sends a record to every open page (and to pages that open later). */
@@ -122,12 +161,33 @@ export interface VisualizerServer {
 }
 
 /**
- * Starts the visualizer server on loopback.
+ * Starts the visualizer server on loopback: it answers only to a loopback Host (a page of another
+ * site reaching it under a name of its own, DNS rebinding, gets 403).
  *
- * @param options.port 0 picks a free port. @param options.trace a JSON-lines trace file to serve at /trace.jsonl.
- * @throws {Error} (rejects) when the page cannot be built or the port cannot be bound.
+ * @param options.port 0 (default) picks a free port.
+ * @param options.host a loopback address (default `127.0.0.1`; `::1`, `localhost`, any of
+ *   127.0.0.0/8): the feed carries a link's states and reasons, which only this machine may read.
+ * @param options.trace a JSON-lines trace file to serve at `/trace.jsonl`, read once now
+ *   ({@link readTraceFile}): what the page replays is what was read, whatever happens to the file.
+ * @param options.traceText the trace's text itself (instead of `trace`), served as it is: the
+ *   replay passes the text it checked.
+ * @throws {TypeError} (rejects) for options of the wrong type.
+ * @throws {RangeError} (rejects) for a port outside [0, 65535] or a host that is not loopback.
+ * @throws {Error} (rejects) when the page cannot be built, the trace file cannot be read
+ *   ({@link readTraceFile}), or the port cannot be bound.
  */
-export async function startVisualizer(options: { port?: number; host?: string; trace?: string } = {}): Promise<VisualizerServer> {
+export async function startVisualizer(options: { port?: number; host?: string; trace?: string; traceText?: string } = {}): Promise<VisualizerServer> {
+  if (options === null || typeof options !== 'object') throw new TypeError(`startVisualizer options must be an object, got ${options === null ? 'null' : typeof options}`)
+  const port = options.port ?? 0
+  if (!(Number.isInteger(port) && port >= 0 && port <= 65_535)) throw new RangeError(`startVisualizer port must be a whole number in [0, 65535], got ${String(options.port)}`)
+  const host = options.host ?? '127.0.0.1'
+  if (typeof host !== 'string' || !isLoopbackHost(host.includes(':') && !host.startsWith('[') ? `[${host}]` : host)) {
+    throw new RangeError(`startVisualizer host must be a loopback address (127.0.0.1, ::1, localhost): the feed is for this machine only; got ${JSON.stringify(host)}`)
+  }
+  for (const name of ['trace', 'traceText'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'string') throw new TypeError(`startVisualizer ${name} must be a string, got ${typeof options[name]}`)
+  }
+  const trace = options.traceText ?? (options.trace !== undefined ? readTraceFile(options.trace) : null)
   const dir = ensurePageBuilt()
   const records: TraceRecord[] = []
   const feeds = new Set<ServerResponse>()
@@ -136,13 +196,11 @@ export async function startVisualizer(options: { port?: number; host?: string; t
     res.writeHead(404, { 'content-type': 'text/plain' })
     res.end('not found')
   }
-  const host = options.host ?? '127.0.0.1'
-  // On loopback, a page of another site can reach the server under a name of its own (DNS
-  // rebinding) and read the feed and the trace: only a loopback Host is answered, as the
-  // simulator's admin routes do.
-  const loopbackOnly = isLoopbackHost(host.includes(':') && !host.startsWith('[') ? `[${host}]` : host)
   const server: Server = createServer((req, res) => {
-    if (loopbackOnly && !isLoopbackHost(req.headers.host)) {
+    // On loopback, a page of another site can reach the server under a name of its own (DNS
+    // rebinding) and read the feed and the trace: only a loopback Host is answered, as the
+    // simulator's admin routes do.
+    if (!isLoopbackHost(req.headers.host)) {
       res.writeHead(403, { 'content-type': 'text/plain' })
       res.end(`the visualizer answers only to a loopback Host, not ${JSON.stringify(req.headers.host ?? '')}`)
       return
@@ -161,15 +219,9 @@ export async function startVisualizer(options: { port?: number; host?: string; t
       req.on('close', () => feeds.delete(res))
       return
     }
-    if (path === '/trace.jsonl' && options.trace) {
-      let body: Buffer
-      try {
-        body = readFileSync(options.trace)
-      } catch {
-        return notFound(res) // the trace file went away
-      }
-      res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
-      res.end(body)
+    if (path === '/trace.jsonl' && trace !== null) {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store' })
+      res.end(trace)
       return
     }
     if (servePage(dir, req, res)) return
@@ -177,13 +229,16 @@ export async function startVisualizer(options: { port?: number; host?: string; t
   })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
-    server.listen(options.port ?? 0, host, () => resolve())
+    server.listen(port, host, () => resolve())
   })
-  const port = (server.address() as { port: number }).port
+  const bound = (server.address() as { port: number }).port
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/`,
     viewers: () => feeds.size,
     waitForViewer(timeoutMs) {
+      if (!(Number.isInteger(timeoutMs) && timeoutMs >= 0 && timeoutMs <= 2 ** 31 - 1)) {
+        return Promise.reject(new RangeError(`waitForViewer timeoutMs must be a whole number of milliseconds in [0, 2^31-1], got ${String(timeoutMs)}`))
+      }
       if (feeds.size > 0) return Promise.resolve(true)
       // No page can connect to a closed server: nothing to wait for.
       if (!server.listening) return Promise.resolve(false)
@@ -202,7 +257,14 @@ export async function startVisualizer(options: { port?: number; host?: string; t
       records.push(record)
       // A page that opens late gets the most recent records, not an unbounded history.
       if (records.length > MAX_KEPT_RECORDS) records.splice(0, records.length - MAX_KEPT_RECORDS)
-      for (const res of feeds) res.write(`data: ${JSON.stringify(record)}\n\n`)
+      const frame = `data: ${JSON.stringify(record)}\n\n`
+      for (const res of feeds) {
+        if (res.writableLength > MAX_FEED_BUFFER_BYTES) {
+          // The page stopped reading: cut off, not buffered without bound (it reconnects to the kept records).
+          feeds.delete(res)
+          res.destroy()
+        } else res.write(frame)
+      }
     },
     close() {
       // A wait for a viewer ends (unmet) with the server, so its timer keeps nothing alive.

@@ -57,8 +57,14 @@ function childValue(chart: RunningChart | null): StateValue | null {
  * the last reason (plus one record at once for the current state).
  *
  * @returns a function that stops following.
+ *
+ * @throws {TypeError} when `label` is not a non-empty string (a trace names every record's link
+ *   by it; the replay refuses a record without one).
  */
 export function traceLink(link: Link, label: string, onRecord: (record: TraceRecord) => void): () => void {
+  if (typeof label !== 'string' || label === '') {
+    throw new TypeError(`a trace label must be a non-empty string (it names the link in every record), got ${typeof label === 'string' ? 'an empty string' : typeof label}`)
+  }
   const started = performance.now()
   let seq = 0
   let last = ''
@@ -109,7 +115,14 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
 
 /** A trace file several links write to: see {@link openTraceFile}. */
 export interface TraceFile {
-  /** Follows `link`, writing its records labelled `label`; returns a function that stops following it. */
+  /**
+   * Follows `link`, writing its records labelled `label`; returns a function that stops following it.
+   *
+   * @throws {TypeError} when `label` is not a non-empty string.
+   * @throws {RangeError} when another link is being followed into this file under `label` (the
+   *   replay would read both as one link).
+   * @throws {Error} after close(), or once a write failed (nothing more is written).
+   */
   follow(link: Link, label: string): () => void
   /** Stops following every link and resolves once the file is flushed and closed. */
   close(): Promise<void>
@@ -131,10 +144,13 @@ export function openTraceFile(path: string, onError: (error: Error) => void = ()
     throw new Error(`cannot write the trace to ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
   }
   const out: WriteStream = createWriteStream(path, { fd })
-  const stops = new Set<() => void>()
+  // The stop of each link being followed, by label.
+  const stops = new Map<string, () => void>()
   let failed = false
+  let closed = false
+  let closing: Promise<void> | null = null
   const stopAll = () => {
-    for (const stop of stops) stop()
+    for (const stop of stops.values()) stop()
     stops.clear()
   }
   out.on('error', (error) => {
@@ -145,19 +161,24 @@ export function openTraceFile(path: string, onError: (error: Error) => void = ()
   })
   return {
     follow(link, label) {
+      if (closed) throw new Error(`the trace file ${path} is closed: open another to follow more links`)
+      if (failed) throw new Error(`the trace file ${path} failed to write: nothing more is recorded`)
+      if (stops.has(label)) throw new RangeError(`a link labelled ${JSON.stringify(label)} is already followed into ${path}: give each link its own label`)
       const stop = traceLink(link, label, (record) => {
         if (!failed) out.write(`${JSON.stringify(record)}\n`)
       })
-      stops.add(stop)
+      stops.set(label, stop)
       return () => {
         stop()
-        stops.delete(stop)
+        if (stops.get(label) === stop) stops.delete(label)
       }
     },
     close() {
+      if (closing) return closing
+      closed = true
       stopAll()
-      if (failed) return Promise.resolve()
-      return new Promise((resolve) => out.end(() => resolve()))
+      closing = failed ? Promise.resolve() : new Promise((resolve) => out.end(() => resolve()))
+      return closing
     },
   }
 }

@@ -1,0 +1,171 @@
+/**
+ * The Node-side tools around the charts, given what a host or a shell may hand them: the replay's
+ * trace file (a pipe, a device, a file changed after it was checked), the visualizer's options and
+ * a page that stops reading its feed, trace labels, and a prom-client registry that already holds
+ * one of the link metrics' names. Each is refused with an error naming it, or served as checked;
+ * none hangs, crashes or half-registers.
+ */
+import { spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Counter, Registry } from 'prom-client'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createLink } from '../../src/index.js'
+import { linkMetrics } from '../../src/node/metrics.js'
+import { openTraceFile, startVisualizer, traceToFile, type TraceRecord } from '../../src/node/visualize/index.js'
+import { readTraceFile } from '../../src/node/visualize/server.js'
+import { until } from '../support/until.js'
+import { createOutput } from '../../src/node/cli/output.js'
+
+const dirs: string[] = []
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+})
+const scratch = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-tools-'))
+  dirs.push(dir)
+  return dir
+}
+/** A link that never connects (nothing goes on the wire): what the tools follow. */
+const idleLink = (agentId = 'agent-1') => createLink({ url: 'ws://127.0.0.1:9/socket', agentId, apiKey: 'key-1' })
+
+describe('the replay reads a trace file once, as a regular file', () => {
+  it('a named pipe, a device and a directory are refused at once; a file over the limit is refused while read', () => {
+    const dir = scratch()
+    const fifo = join(dir, 'trace.fifo')
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0)
+    const started = performance.now()
+    // No writer ever opens the pipe: a blocking open would wait for ever.
+    expect(() => readTraceFile(fifo)).toThrow(/not a regular file \(a pipe, a device or a directory\)/)
+    expect(() => readTraceFile('/dev/zero')).toThrow(/not a regular file/)
+    expect(() => readTraceFile(dir)).toThrow(/not a regular file/)
+    expect(performance.now() - started).toBeLessThan(1_000)
+    expect(() => readTraceFile(join(dir, 'missing.jsonl'))).toThrow(/ENOENT/)
+    const small = join(dir, 'small.jsonl')
+    writeFileSync(small, 'héllo\n')
+    expect(readTraceFile(small)).toBe('héllo\n')
+  })
+
+  it('the page gets the text read at start, whatever happens to the file after', async () => {
+    const dir = scratch()
+    const file = join(dir, 'trace.jsonl')
+    writeFileSync(file, '{"first":true}\n')
+    const viz = await startVisualizer({ trace: file })
+    const given = await startVisualizer({ traceText: '{"given":true}\n' })
+    try {
+      writeFileSync(file, '{"changed":true}\n')
+      expect(await (await fetch(`${viz.url}trace.jsonl`)).text()).toBe('{"first":true}\n')
+      rmSync(file)
+      expect(await (await fetch(`${viz.url}trace.jsonl`)).text()).toBe('{"first":true}\n')
+      expect(await (await fetch(`${given.url}trace.jsonl`)).text()).toBe('{"given":true}\n')
+    } finally {
+      await viz.close()
+      await given.close()
+    }
+    await expect(startVisualizer({ trace: join(dir, 'gone.jsonl') })).rejects.toThrow(/ENOENT/)
+  })
+})
+
+describe('startVisualizer', () => {
+  it('refuses a host that is not loopback, a port out of range and a wait of no whole timeout, naming each', async () => {
+    for (const host of ['0.0.0.0', '::', '192.0.2.1', 'example.com']) {
+      await expect(startVisualizer({ host }), host).rejects.toThrow(new RangeError(`startVisualizer host must be a loopback address (127.0.0.1, ::1, localhost): the feed is for this machine only; got ${JSON.stringify(host)}`))
+    }
+    for (const port of ['abc', -1, 65_536, 1.5]) {
+      await expect(startVisualizer({ port: port as number }), String(port)).rejects.toThrow(/startVisualizer port must be a whole number in \[0, 65535\]/)
+    }
+    await expect(startVisualizer({ trace: 7 as unknown as string })).rejects.toThrow(new TypeError('startVisualizer trace must be a string, got number'))
+    const viz = await startVisualizer({ host: '::1' })
+    try {
+      expect(viz.url).toMatch(/^http:\/\/\[::1\]:\d+\/$/)
+      for (const timeoutMs of [Number.NaN, 3e9, -1, 'x']) {
+        await expect(viz.waitForViewer(timeoutMs as number), String(timeoutMs)).rejects.toThrow(/waitForViewer timeoutMs must be a whole number of milliseconds/)
+      }
+    } finally {
+      await viz.close()
+    }
+  })
+
+  it('a page that stops reading its live feed is cut off past the buffer limit, not buffered without bound', async () => {
+    const viz = await startVisualizer()
+    const socket = connect(Number(new URL(viz.url).port), '127.0.0.1')
+    try {
+      await once(socket, 'connect')
+      socket.pause() // the page reads nothing, ever
+      socket.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)
+      await until(() => viz.viewers() === 1, 5_000, 'the page to follow the feed')
+      const record = (seq: number) => ({ link: 'A', seq, at: 0, event: 'x'.repeat(1 << 20), actor: 'connection', state: 'idle', charts: { connection: 'idle', reconnect: null, control: null, channels: {} }, lastReason: null }) as TraceRecord
+      let published = 0
+      // 64 MiB at most: the kernel's socket buffers take a few, the limit 8 more.
+      while (viz.viewers() > 0 && published < 64) viz.publish(record(++published))
+      expect(viz.viewers()).toBe(0)
+      expect(published).toBeLessThan(64)
+    } finally {
+      socket.destroy()
+      await viz.close()
+    }
+  })
+})
+
+describe('trace files', () => {
+  it('a label must be a non-empty string; two links under one label are refused; follow after close says so; close twice is once', async () => {
+    const dir = scratch()
+    const a = idleLink('agent-1')
+    const b = idleLink('agent-2')
+    expect(() => traceToFile(a, '', join(dir, 'x.jsonl'))).toThrow(new TypeError('a trace label must be a non-empty string (it names the link in every record), got an empty string'))
+    expect(() => traceToFile(a, 42 as unknown as string, join(dir, 'y.jsonl'))).toThrow(/got number/)
+    const path = join(dir, 'trace.jsonl')
+    const file = openTraceFile(path)
+    const stopA = file.follow(a, 'A')
+    expect(() => file.follow(b, 'A')).toThrow(new RangeError(`a link labelled "A" is already followed into ${path}: give each link its own label`))
+    file.follow(b, 'B')
+    // A label whose link stopped being followed may be used again.
+    stopA()
+    file.follow(a, 'A')
+    await Promise.all([file.close(), file.close()])
+    expect(() => file.follow(a, 'C')).toThrow(`the trace file ${path} is closed: open another to follow more links`)
+    const links = readFileSync(path, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as TraceRecord).link)
+    expect(links).toEqual(['A', 'B', 'A'])
+    await a.disconnect()
+    await b.disconnect()
+  })
+})
+
+describe('linkMetrics', () => {
+  it('a registry that already holds one of its names gets none of them (the error names it and the fix); bad options are refused', async () => {
+    const link = idleLink()
+    const registry = new Registry()
+    new Counter({ name: 'phoenix_link_link_reconnects_total', help: 'the host’s own', registers: [registry] })
+    expect(() => linkMetrics(link, { registry })).toThrow(
+      new Error('the metrics registry already holds phoenix_link_link_reconnects_total, not as a link\'s metrics: give linkMetrics another registry or prefix'),
+    )
+    expect(registry.getSingleMetric('phoenix_link_link_state')).toBeUndefined()
+    // Another prefix works in the same registry, and the first failure left nothing to trip on.
+    linkMetrics(link, { registry, prefix: 'agent_' }).stop()
+    expect(registry.getSingleMetric('agent_link_state')).toBeDefined()
+    for (const [options, message] of [
+      [{ label: '' }, /label must be a non-empty string/],
+      [{ label: {} }, /label must be a non-empty string .*got object/],
+      [{ prefix: true }, /prefix must be a string, got boolean/],
+      [{ now: 'x' }, /now must be a function/],
+      [{ registry: {} }, /registry must be a prom-client Registry/],
+    ] as const) {
+      expect(() => linkMetrics(link, options as never), JSON.stringify(options)).toThrow(message)
+    }
+    await link.disconnect()
+  })
+})
+
+describe('the command line prints what comes from outside without terminal escapes', () => {
+  it('a human line shows control characters as \\xNN; JSON lines escape them already', () => {
+    const lines: string[] = []
+    createOutput(false, (l) => lines.push(l)).event('visualizer', 'replay', {}, 'links \u001b]0;pwned\u0007\u001b[2J A\tB')
+    createOutput(true, (l) => lines.push(l)).event('visualizer', 'replay', { links: ['\u001b[2J'] }, '')
+    expect(lines[0]).toMatch(/links \\x1b\]0;pwned\\x07\\x1b\[2J A\tB$/)
+    expect(lines[1]).toContain('"links":["\\u001b[2J"]')
+    expect(lines.join('')).not.toContain('\u001b')
+  })
+})
