@@ -6,7 +6,7 @@ import { chartsData } from '../model/visual.js'
 import type { TraceChartStates } from './parse-trace.js'
 
 export { openTraceFile, traceLink, traceToFile, type TraceFile, type TraceRecord } from './trace.js'
-export { startVisualizer, type VisualizerServer } from './server.js'
+export { readTraceFile, startVisualizer, type VisualizerServer } from './server.js'
 export { MAX_TRACE_BYTES, parseTrace, statePaths, type TraceChartStates } from './parse-trace.js'
 
 /**
