@@ -63,6 +63,13 @@ describe('parseTrace', () => {
     expect(() => parseTrace(line({ charts: { ...good.charts, connection: '(root)' } }), charts)).toThrow(/the connection chart has no state "\(root\)"/)
   })
 
+  it('a record of another format (a later phoenix-link) is refused naming it; format 1 or none reads', () => {
+    expect(parseTrace(`${line({ format: 1 })}\n${line({ seq: 2 })}`, charts)).toHaveLength(2)
+    expect(() => parseTrace(`${line({ format: 1 })}\n${line({ format: 2 })}`, charts)).toThrow(
+      new Error('line 2 is a trace record of format 2, written by another version of phoenix-link; this one reads format 1'),
+    )
+  })
+
   it('a field nested deeper than JSON.stringify can write back is refused naming its line, not with a stack overflow', () => {
     const deep = `${'['.repeat(20_000)}1${']'.repeat(20_000)}`
     const text = `${line({})}\n${line({ link: '__DEEP__' }).replace('"__DEEP__"', deep)}`

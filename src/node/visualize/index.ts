@@ -7,7 +7,7 @@ import type { TraceChartStates } from './parse-trace.js'
 
 export { openTraceFile, traceLink, traceToFile, type TraceFile, type TraceRecord } from './trace.js'
 export { readTraceFile, startVisualizer, type VisualizerServer } from './server.js'
-export { MAX_TRACE_BYTES, parseTrace, statePaths, type TraceChartStates } from './parse-trace.js'
+export { MAX_TRACE_BYTES, parseTrace, statePaths, TRACE_FORMAT, type TraceChartStates } from './parse-trace.js'
 
 /**
  * The shipped charts' states (connection, channel, reconnect, control, presence), by dotted path,

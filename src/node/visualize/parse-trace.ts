@@ -11,6 +11,9 @@ import type { TraceRecord } from './trace.js'
 /** A chart state value as a trace holds it: a state name, or nested regions. */
 type TraceStateValue = TraceRecord['charts']['connection']
 
+/** The format of the trace records this version writes and reads (see {@link TraceRecord.format}). */
+export const TRACE_FORMAT = 1
+
 /** The largest trace the replay reads, in bytes (256 MiB): a browser cannot hold a string of much more. */
 export const MAX_TRACE_BYTES = 256 * 1024 * 1024
 
@@ -71,6 +74,9 @@ export function parseTrace(text: string, charts?: readonly TraceChartStates[]): 
     const r = value as Record<string, unknown>
     const bad = (field: string, expected: string): never => {
       throw new Error(`${where} is not a trace record: ${field} must be ${expected}, got ${shown(r, field)}`)
+    }
+    if (r.format !== undefined && r.format !== TRACE_FORMAT) {
+      throw new Error(`${where} is a trace record of format ${shown(r, 'format')}, written by another version of phoenix-link; this one reads format ${TRACE_FORMAT}`)
     }
     if (typeof r.link !== 'string' || r.link === '') bad('link', 'a non-empty string')
     if (typeof r.seq !== 'number' || !Number.isFinite(r.seq)) bad('seq', 'a number')

@@ -11,9 +11,16 @@ import type { ChartStateValue as StateValue, LinkState } from '../../../machines
 import type { DisconnectReason } from '../../reasons.js'
 import { chartsOf } from '../../chart-of.js'
 import type { RunningChart } from '../../runtime/chart-runner.js'
+import { TRACE_FORMAT } from './parse-trace.js'
 
 /** One step of a link's lifecycle. */
 export interface TraceRecord {
+  /**
+   * The record format, {@link TRACE_FORMAT} (1). A reader refuses a record of another format (one
+   * written by a later phoenix-link) rather than replay it wrong; a record without it (written
+   * before the field existed) is format 1.
+   */
+  format?: number
   /** Which link (a label the host chose, e.g. `A`). */
   link: string
   /** Counts records of this link from 1. */
@@ -96,6 +103,7 @@ export function traceLink(link: Link, label: string, onRecord: (record: TraceRec
     const text = (value: string) => link.redactOutput(value)
     const topicOf = (name: string) => (name.startsWith('channel:') ? `channel:${text(name.slice(8))}` : name)
     onRecord({
+      format: TRACE_FORMAT,
       link: text(label),
       seq: ++seq,
       at: Math.round(performance.now() - started),
