@@ -8,3 +8,11 @@
 export function visible(text: string): string {
   return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
 }
+
+/**
+ * {@link visible} for text printed as one line (an event line, an error): a line break (`\n`,
+ * `\r`) is shown as `\xNN` too, so text from outside cannot start a line of its own and forge one.
+ */
+export function visibleLine(text: string): string {
+  return visible(text).replace(/[\n\r]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+}

@@ -70,9 +70,13 @@ describe('parseTrace', () => {
     )
   })
 
-  it('a field nested deeper than JSON.stringify can write back is refused naming its line, not with a stack overflow', () => {
+  it('a record nested deeper than a written one can be (which the page could not show) is refused naming its line, not with a stack overflow', () => {
     const deep = `${'['.repeat(20_000)}1${']'.repeat(20_000)}`
     const text = `${line({})}\n${line({ link: '__DEEP__' }).replace('"__DEEP__"', deep)}`
-    expect(() => parseTrace(text, charts)).toThrow(new Error('line 2 is not a trace record: link must be a non-empty string, got a value nested too deeply to show'))
+    expect(() => parseTrace(text, charts)).toThrow(new Error('line 2 is not a trace record: it nests deeper than 64 levels'))
+    // A reason is only checked for its kind: its depth is what the page stringifies.
+    const reason = line({ lastReason: '__DEEP__' }).replace('"__DEEP__"', `${'{"kind":"closed","x":'.repeat(100)}1${'}'.repeat(100)}`)
+    expect(() => parseTrace(reason, charts)).toThrow(new Error('line 1 is not a trace record: it nests deeper than 64 levels'))
+    expect(parseTrace(line({ lastReason: { kind: 'closed', closeCode: 1000, nested: { a: [1, { b: 2 }] } } }), charts)).toHaveLength(1)
   })
 })

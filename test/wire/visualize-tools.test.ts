@@ -8,6 +8,7 @@
 import { spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -89,6 +90,37 @@ describe('startVisualizer', () => {
     }
   })
 
+  it('a page reconnecting with Last-Event-ID is sent only the records after it; [::1] is listened on as ::1', async () => {
+    const viz = await startVisualizer({ host: '[::1]' })
+    try {
+      expect(viz.url).toMatch(/^http:\/\/\[::1\]:\d+\/$/)
+      for (let seq = 1; seq <= 3; seq++) viz.publish({ link: 'A', seq, at: 0, event: 'e', actor: 'connection', state: 'idle', charts: { connection: 'idle', reconnect: null, control: null, channels: {} }, lastReason: null })
+      const read = (lastEventId: string | null) =>
+        new Promise<string>((resolve, reject) => {
+          const req = request(`${viz.url}events`, { headers: lastEventId === null ? {} : { 'last-event-id': lastEventId } }, (res) => {
+            let text = ''
+            res.setEncoding('utf8')
+            res.on('data', (chunk: string) => {
+              text += chunk
+              // The kept records come in one write each; the last one ends the read.
+              if (text.includes('"seq":3')) {
+                req.destroy()
+                resolve(text)
+              }
+            })
+          })
+          req.on('error', (error) => (text === '' ? reject(error) : undefined))
+          req.end()
+        })
+      const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+      expect(ids(await read(null))).toEqual([1, 2, 3])
+      expect(ids(await read('2'))).toEqual([3])
+      expect(ids(await read('not a number'))).toEqual([1, 2, 3])
+    } finally {
+      await viz.close()
+    }
+  })
+
   it('a page that stops reading its live feed is cut off past the buffer limit, not buffered without bound', async () => {
     const viz = await startVisualizer()
     const socket = connect(Number(new URL(viz.url).port), '127.0.0.1')
@@ -117,6 +149,11 @@ describe('trace files', () => {
     const b = idleLink('agent-2')
     expect(() => traceToFile(a, '', join(dir, 'x.jsonl'))).toThrow(new TypeError('a trace label must be a non-empty string (it names the link in every record), got an empty string'))
     expect(() => traceToFile(a, 42 as unknown as string, join(dir, 'y.jsonl'))).toThrow(/got number/)
+    // Checked before the file is opened: an earlier trace at that path is left as it was.
+    const earlier = join(dir, 'earlier.jsonl')
+    writeFileSync(earlier, '{"kept":true}\n')
+    expect(() => traceToFile(a, '', earlier)).toThrow(TypeError)
+    expect(readFileSync(earlier, 'utf8')).toBe('{"kept":true}\n')
     const path = join(dir, 'trace.jsonl')
     const file = openTraceFile(path)
     const stopA = file.follow(a, 'A')
@@ -162,9 +199,10 @@ describe('linkMetrics', () => {
 describe('the command line prints what comes from outside without terminal escapes', () => {
   it('a human line shows control characters as \\xNN; JSON lines escape them already', () => {
     const lines: string[] = []
-    createOutput(false, (l) => lines.push(l)).event('visualizer', 'replay', {}, 'links \u001b]0;pwned\u0007\u001b[2J A\tB')
+    createOutput(false, (l) => lines.push(l)).event('visualizer', 'replay', {}, 'links \u001b]0;pwned\u0007\u001b[2J A\tB\n     7 ms  visualizer forged')
     createOutput(true, (l) => lines.push(l)).event('visualizer', 'replay', { links: ['\u001b[2J'] }, '')
-    expect(lines[0]).toMatch(/links \\x1b\]0;pwned\\x07\\x1b\[2J A\tB$/)
+    // No line of its own either: a line break from outside is shown, not printed.
+    expect(lines[0]).toMatch(/links \\x1b\]0;pwned\\x07\\x1b\[2J A\tB\\x0a     7 ms  visualizer forged$/)
     expect(lines[1]).toContain('"links":["\\u001b[2J"]')
     expect(lines.join('')).not.toContain('\u001b')
   })

@@ -4,7 +4,7 @@
  */
 import type { LinkEvent } from '../../link.js'
 import { describeReason, type DisconnectReason } from '../../reasons.js'
-import { visible } from '../visible.js'
+import { visibleLine } from '../visible.js'
 
 /** A line printer shared by the CLI commands. */
 export interface Output {
@@ -24,8 +24,9 @@ export function createOutput(json: boolean, write: (line: string) => void = (l) 
     elapsed,
     event(source, type, fields, human) {
       if (json) write(JSON.stringify({ t: elapsed(), source, type, ...fields }))
-      // What a line quotes may come from outside (a trace's labels, a server's reason): no terminal escapes get through.
-      else write(`${String(elapsed()).padStart(6)} ms  ${source.padEnd(10)} ${visible(human)}`)
+      // What a line quotes may come from outside (a trace's labels, an agent id, a server's reason):
+      // no terminal escape and no line break of its own get through.
+      else write(`${String(elapsed()).padStart(6)} ms  ${visibleLine(source.padEnd(10))} ${visibleLine(human)}`)
     },
     step(title) {
       if (json) write(JSON.stringify({ t: elapsed(), source: 'demo', type: 'step', title }))

@@ -17,6 +17,27 @@ export const TRACE_FORMAT = 1
 /** The largest trace the replay reads, in bytes (256 MiB): a browser cannot hold a string of much more. */
 export const MAX_TRACE_BYTES = 256 * 1024 * 1024
 
+/**
+ * Deepest nesting of arrays and objects a record may have: a written record nests a few levels (a
+ * reason's fields, a state value's regions); the page shows a record with `JSON.stringify`, which
+ * a value nested thousands deep would overflow.
+ */
+export const MAX_RECORD_DEPTH = 64
+
+/** How deeply arrays and objects nest in a parsed JSON value, counted up to just past `limit` (iterative: no stack). */
+function depthOf(value: unknown, limit: number): number {
+  let deepest = 0
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!
+    if (item === null || typeof item !== 'object') continue
+    deepest = Math.max(deepest, depth + 1)
+    if (deepest > limit) return deepest
+    for (const inner of Object.values(item)) stack.push([inner, depth + 1])
+  }
+  return deepest
+}
+
 /** The states of one chart, by dotted path (`session.online.attached`), as the visualizer draws them. */
 export interface TraceChartStates {
   /** `connection`, `reconnect`, `control` or `channel`. */
@@ -71,6 +92,7 @@ export function parseTrace(text: string, charts?: readonly TraceChartStates[]): 
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       throw new Error(`${where} is not a trace record (expected an object with link, seq, state and charts, as phoenix-link connect --trace writes)`)
     }
+    if (depthOf(value, MAX_RECORD_DEPTH) > MAX_RECORD_DEPTH) throw new Error(`${where} is not a trace record: it nests deeper than ${MAX_RECORD_DEPTH} levels`)
     const r = value as Record<string, unknown>
     const bad = (field: string, expected: string): never => {
       throw new Error(`${where} is not a trace record: ${field} must be ${expected}, got ${shown(r, field)}`)

@@ -14,11 +14,14 @@ import { isLoopbackHost } from '../server/control-api.js'
 
 /** Records kept for pages that open later (a long `connect --visualize` must not grow without bound). */
 const MAX_KEPT_RECORDS = 5_000
+/** Bytes of kept records at most (a link with many channels writes long records): the oldest go first. */
+const MAX_KEPT_BYTES = 4 * 1024 * 1024
 
 /**
- * Bytes a page's live feed may have waiting to be sent: a page that stops reading (a tab in the
- * background, a stalled connection) is cut off past it rather than buffered without bound; it
- * gets every kept record again when it reconnects.
+ * Bytes a page's live feed may have waiting to be sent beyond what it was sent on opening (the
+ * kept records, at most 4 MiB): a page that stops reading (a tab in the background, a stalled
+ * connection) is cut off past it rather than buffered without bound. Each record goes with its
+ * `id:`, so the page's EventSource reconnects with `Last-Event-ID` and is sent only what it missed.
  */
 export const MAX_FEED_BUFFER_BYTES = 8 * 1024 * 1024
 
@@ -180,16 +183,21 @@ export async function startVisualizer(options: { port?: number; host?: string; t
   if (options === null || typeof options !== 'object') throw new TypeError(`startVisualizer options must be an object, got ${options === null ? 'null' : typeof options}`)
   const port = options.port ?? 0
   if (!(Number.isInteger(port) && port >= 0 && port <= 65_535)) throw new RangeError(`startVisualizer port must be a whole number in [0, 65535], got ${String(options.port)}`)
-  const host = options.host ?? '127.0.0.1'
-  if (typeof host !== 'string' || !isLoopbackHost(host.includes(':') && !host.startsWith('[') ? `[${host}]` : host)) {
-    throw new RangeError(`startVisualizer host must be a loopback address (127.0.0.1, ::1, localhost): the feed is for this machine only; got ${JSON.stringify(host)}`)
+  const given = options.host ?? '127.0.0.1'
+  if (typeof given !== 'string' || !isLoopbackHost(given.includes(':') && !given.startsWith('[') ? `[${given}]` : given)) {
+    throw new RangeError(`startVisualizer host must be a loopback address (127.0.0.1, ::1, localhost): the feed is for this machine only; got ${JSON.stringify(given)}`)
   }
+  // `[::1]` as a URL writes it: listened on as `::1`.
+  const host = given.startsWith('[') && given.endsWith(']') ? given.slice(1, -1) : given
   for (const name of ['trace', 'traceText'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'string') throw new TypeError(`startVisualizer ${name} must be a string, got ${typeof options[name]}`)
   }
   const trace = options.traceText ?? (options.trace !== undefined ? readTraceFile(options.trace) : null)
   const dir = ensurePageBuilt()
-  const records: TraceRecord[] = []
+  // Kept records as the frames sent (`id:` and `data:` lines), oldest first, with their ids.
+  const kept: Array<{ id: number; frame: string }> = []
+  let keptBytes = 0
+  let lastId = 0
   const feeds = new Set<ServerResponse>()
   const viewerWaiters = new Set<(seen?: boolean) => void>()
   const notFound = (res: ServerResponse) => {
@@ -213,7 +221,10 @@ export async function startVisualizer(options: { port?: number; host?: string; t
     }
     if (path === '/events') {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' })
-      for (const record of records) res.write(`data: ${JSON.stringify(record)}\n\n`)
+      // A reconnecting EventSource says what it saw last: only what came after is sent again.
+      const header = req.headers['last-event-id']
+      const seen = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : 0
+      for (const { id, frame } of kept) if (id > seen) res.write(frame)
       feeds.add(res)
       for (const wake of [...viewerWaiters]) wake()
       req.on('close', () => feeds.delete(res))
@@ -254,12 +265,14 @@ export async function startVisualizer(options: { port?: number; host?: string; t
       })
     },
     publish(record) {
-      records.push(record)
+      const frame = `id: ${++lastId}\ndata: ${JSON.stringify(record)}\n\n`
+      kept.push({ id: lastId, frame })
+      keptBytes += frame.length
       // A page that opens late gets the most recent records, not an unbounded history.
-      if (records.length > MAX_KEPT_RECORDS) records.splice(0, records.length - MAX_KEPT_RECORDS)
-      const frame = `data: ${JSON.stringify(record)}\n\n`
+      while (kept.length > MAX_KEPT_RECORDS || (keptBytes > MAX_KEPT_BYTES && kept.length > 1)) keptBytes -= kept.shift()!.frame.length
       for (const res of feeds) {
-        if (res.writableLength > MAX_FEED_BUFFER_BYTES) {
+        // What waits beyond the kept records sent on opening: a page still reading those is not cut off.
+        if (res.writableLength > MAX_FEED_BUFFER_BYTES + MAX_KEPT_BYTES) {
           // The page stopped reading: cut off, not buffered without bound (it reconnects to the kept records).
           feeds.delete(res)
           res.destroy()

@@ -59,6 +59,13 @@ function childValue(chart: RunningChart | null): StateValue | null {
   return chart?.isStopped === false && snapshot?.status === 'active' && snapshot.value !== undefined ? snapshot.value : null
 }
 
+/** @throws {TypeError} when `label` is not a non-empty string. */
+function checkLabel(label: unknown): asserts label is string {
+  if (typeof label !== 'string' || label === '') {
+    throw new TypeError(`a trace label must be a non-empty string (it names the link in every record), got ${typeof label === 'string' ? 'an empty string' : typeof label}`)
+  }
+}
+
 /**
  * Follows `link` and calls `onRecord` after every chart event that changed a chart's state or
  * the last reason (plus one record at once for the current state).
@@ -69,9 +76,7 @@ function childValue(chart: RunningChart | null): StateValue | null {
  *   by it; the replay refuses a record without one).
  */
 export function traceLink(link: Link, label: string, onRecord: (record: TraceRecord) => void): () => void {
-  if (typeof label !== 'string' || label === '') {
-    throw new TypeError(`a trace label must be a non-empty string (it names the link in every record), got ${typeof label === 'string' ? 'an empty string' : typeof label}`)
-  }
+  checkLabel(label)
   const started = performance.now()
   let seq = 0
   let last = ''
@@ -200,7 +205,14 @@ export function openTraceFile(path: string, onError: (error: Error) => void = ()
  * @throws {Error} when `path` cannot be opened for writing (ENOENT, EISDIR, EACCES), naming it.
  */
 export function traceToFile(link: Link, label: string, path: string, onError: (error: Error) => void = () => {}): () => Promise<void> {
+  // Checked before the file is opened (and so emptied): a bad label leaves an earlier trace there as it was.
+  checkLabel(label)
   const file = openTraceFile(path, onError)
-  file.follow(link, label)
+  try {
+    file.follow(link, label)
+  } catch (error) {
+    void file.close()
+    throw error
+  }
   return () => file.close()
 }
