@@ -95,21 +95,32 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'conform', '--quiet', '30000', '--', process.execPath, 'test/fixtures/conform-agent.mjs'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
     let err = ''
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()))
-    const agents = () => spawnSync('pgrep', ['-f', 'test/fixtures/conform-agent.mjs'], { encoding: 'utf8' }).stdout.trim().split('\n').filter((p) => p !== '')
+    // This conform's own agents (its children), not another run's on the machine.
+    const agents = () => spawnSync('pgrep', ['-P', String(child.pid), '-f', 'test/fixtures/conform-agent.mjs'], { encoding: 'utf8' }).stdout.trim().split('\n').filter((p) => p !== '')
+    const alive = (pid: string) => {
+      try {
+        process.kill(Number(pid), 0)
+        return true
+      } catch {
+        return false
+      }
+    }
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+    let started: string[] = []
     try {
       // pgrep is the only view of another process's children: poll it, bounded.
-      await until(() => agents().length >= 3, 20_000, 'three agents to run')
+      await until(() => (started = agents()).length >= 3, 20_000, 'three agents to run')
       const stoppedAt = performance.now()
       child.kill('SIGINT')
       expect(await exited).toBe(130)
       // Bounded by the agents' stop (3 s) and the process's own start, not by the 30 s quiet window.
       expect(performance.now() - stoppedAt).toBeLessThan(10_000)
       expect(err).toMatch(/stopped by SIGINT; every agent stopped\n$/)
-      expect(agents()).toEqual([])
+      // Once conform exits its agents would belong to init: each one seen running is gone.
+      expect(started.filter(alive)).toEqual([])
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL')
-      for (const pid of agents()) process.kill(Number(pid), 'SIGKILL')
+      for (const pid of started.filter(alive)) process.kill(Number(pid), 'SIGKILL')
     }
   }, 60_000)
 })
