@@ -32,7 +32,7 @@ const WHY: Record<string, string> = {
   'src/emitter.ts#Emitter.once':
     "the `original` a once() wrapper carries for off(): killed since by test/unit/emitter.test.ts \"off() removes a listener added with on() or once()…\" (added after the run)",
   'src/emitter.ts#Emitter.off':
-    "no unit test called off(): killed since by test/unit/emitter.test.ts \"off() removes a listener added with on() or once()…\" (added after the run)",
+    "no unit test called off(): killed since by test/unit/emitter.test.ts \"off() removes a listener added with on() or once()…\" and, for the `?.` of an emitter that never had a listener, \"off() on an emitter that never had a listener does nothing\" (added after the run)",
   'machines/types.ts#thrownText':
     'killed since by test/machines/connection.test.ts "without a transport provided…" (a thrown null; added after the run)',
   'src/node/server/admin.ts#AdminApi.openStream':
@@ -106,7 +106,7 @@ const WHY: Record<string, string> = {
   'src/logger.ts#containsSecret':
     "equivalent: the `typeof value !== object` half (a number or boolean is not a plain object, so it is skipped anyway)",
   'src/logger.ts#replaceSecret':
-    'equivalent: the `typeof value !== object` half of the early return: a number or boolean is neither an Error nor a plain object, so the checks after it return it unchanged. The `!value` half (a null would throw in isPlain and drop the whole line) is killed by test/unit/loggers.test.ts "fields beside a redacted one keep their values…"',
+    'equivalent: the `typeof value !== object` half of the early return: a number or boolean is neither an Error nor a plain object, so the checks after it return it unchanged. The `!value` half (a null would throw in isPlain and drop the whole line) is killed by test/unit/loggers.test.ts "fields beside a redacted one keep their values…". `shortForms` holding the long forms too (`forms` for the filter): an identifier field that is a long key\'s form whole is `[redacted]` through redactText(v, longForms) as well. `longForms.length > 0` made true or `>= 0`: redactText with no forms finds no span and returns the name as it is',
   'src/emitter.ts#Emitter.emit':
     'equivalent: the draining flag only saves a microtask; a second drain finds the queue empty',
   'src/logger.ts#minimumRun':
@@ -115,10 +115,20 @@ const WHY: Record<string, string> = {
     "equivalent: with no forms containsSecret finds nothing, so the early return only saves a walk",
   'src/protocol.ts#isReservedEvent':
     'equivalent: the first-character test only saves a startsWith on every frame; startsWith decides',
+  'src/runs.ts#RunSupervisor.report':
+    "equivalent: the `?? []` of a supervisor that never had a listener: a non-empty array in its place is called as a listener, which throws inside the try that swallows a listener's failure",
+  'src/node/server/metrics.ts#assertFits':
+    "equivalent: the `?? []` for a metric without labelNames (prom-client gives every Gauge and Counter an array; a Gauge without one cannot even be constructed), and the separator of the label list in the message (each of the simulator's metrics has one label at most)",
+  'src/protocol.ts#hasLoneSurrogate':
+    "equivalent: the fast exit (made false, or `includes('')`: text with no `\\u` and no surrogate holds no escape of a code unit for the scan to find either), and reading at or past the end (`<=` in the loop, the `next >= json.length` check made false or `>`): a position past the end reads NaN, which is neither a high nor a low surrogate",
+  'src/logger.ts#formsOf':
+    'equivalent: the check made false and the copy of the keys emptied only stop the cached forms from being used: they are built again, the same forms. The check that the list still holds the keys it was built from is killed by test/unit/logger.test.ts "a key list changed in place is read again…"',
+  'src/logger.ts#sameKeys':
+    "equivalent: each only has a list that holds the same keys read as changed (the length check made true, the key check made true, the last `true` made false, the body emptied), so its forms are built again, the same forms; or compares one place past both ends (`<=`: undefined with undefined)",
   'src/runs.ts#RunSupervisor.abortPrincipal':
     "equivalent: the `size === 0` half (endRun forgets a principal with no runs, so an empty map is never found)",
   'src/logger.ts#redacting':
-    "equivalent: the missing-level check (without it the call throws inside the try that keeps a host's logger from breaking the link) and `consoleRef?.` (every runtime the link runs in has a console)",
+    "equivalent: the missing-level check (without it the call throws inside the try that keeps a host's logger from breaking the link), `consoleRef?.` (every runtime the link runs in has a console), and `surface !== undefined` made true (an undefined logger returned the silent log before it; a null one throws there either way, and createLink refuses it first)",
   'src/protocol.ts#decodeTextFrame':
     'equivalent: a payload that is a string or number has no string `status`, so the `typeof reply !== object` half changes nothing',
   'src/protocol.ts#notJsonDetail':

@@ -56,17 +56,28 @@ export function redact<T>(value: T, secret: string | readonly string[]): T {
   return replaceSecret(value, forms)
 }
 
-/** The forms of a key list, kept while the list holds the same keys (a link's list only grows, or drops its oldest). */
-const FORMS = new WeakMap<readonly string[], { count: number; first: string | undefined; last: string | undefined; forms: SecretForm[] }>()
+/**
+ * The forms of a key list, with a copy of the keys they were built from: kept while the list holds
+ * those keys in that order. Every key is compared, not only the count and the ends: a link's list
+ * only grows or drops its oldest, but a host's list given to redact() may have a key replaced anywhere.
+ */
+const FORMS = new WeakMap<readonly string[], { keys: readonly string[]; forms: SecretForm[] }>()
 
-/** Every form of every key (see secretForms), built once per key list. */
+/** Every form of every key (see secretForms), built once per key list while it holds the same keys. */
 function formsOf(secret: string | readonly string[]): SecretForm[] {
   if (typeof secret === 'string') return buildForms([secret])
   const cached = FORMS.get(secret)
-  if (cached !== undefined && cached.count === secret.length && cached.first === secret[0] && cached.last === secret[secret.length - 1]) return cached.forms
+  if (cached !== undefined && sameKeys(cached.keys, secret)) return cached.forms
   const forms = buildForms(secret)
-  FORMS.set(secret, { count: secret.length, first: secret[0], last: secret[secret.length - 1], forms })
+  FORMS.set(secret, { keys: [...secret], forms })
   return forms
+}
+
+/** Whether two key lists hold the same keys in the same order. */
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }
 
 function buildForms(secrets: readonly string[]): SecretForm[] {

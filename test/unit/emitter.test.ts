@@ -1,6 +1,6 @@
 /** The link's event emitter: order, once, and iterators that leave nothing registered when they end. */
 import { describe, expect, it } from 'vitest'
-import { Emitter } from '../../src/emitter.js'
+import { Emitter, settleReported } from '../../src/emitter.js'
 
 type Events = { a: { n: number }; b: { n: number } }
 
@@ -128,5 +128,61 @@ describe('Emitter', () => {
     expect(await one).toEqual({ value: { type: 'a', n: 3 }, done: false })
     expect(await two).toEqual({ value: undefined, done: true })
     expect(e.listenerCount()).toBe(0)
+  })
+
+  it('off() on an emitter that never had a listener does nothing', () => {
+    const e = new Emitter<Events>(() => {})
+    expect(() => e.off('a', () => {})).not.toThrow()
+    expect(e.listenerCount()).toBe(0)
+  })
+
+  it('a catch-all listener removed by an earlier one while an event is delivered is not called for it', async () => {
+    const e = new Emitter<Events>(() => {})
+    const seen: string[] = []
+    let offSecond = () => {}
+    e.onAny((ev) => {
+      seen.push(`first ${ev.n}`)
+      offSecond()
+    })
+    offSecond = e.onAny((ev) => void seen.push(`second ${ev.n}`))
+    e.emit('a', { n: 1 })
+    await Promise.resolve()
+    expect(seen).toEqual(['first 1'])
+  })
+
+  it('a listener returning null, a number, an object without then or an object whose then is not a function is not an error', async () => {
+    const errors: unknown[] = []
+    const e = new Emitter<Events>((error) => errors.push(error))
+    for (const value of [null, 7, {}, { then: 'later' }]) e.on('a', () => value as never)
+    e.emit('a', { n: 1 })
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(errors).toEqual([])
+  })
+
+  it("settleReported reports the rejection of any thenable, a function with a then included, and a then that throws as it is read or called", async () => {
+    const reported: unknown[] = []
+    const report = (error: unknown) => void reported.push(error)
+    const thenableFunction = Object.assign(() => {}, { then: (_ok: unknown, fail: (error: unknown) => void) => fail(new Error('function thenable')) })
+    settleReported(thenableFunction, report)
+    settleReported(
+      Object.defineProperty({}, 'then', {
+        get() {
+          throw new Error('then getter')
+        },
+      }),
+      report,
+    )
+    settleReported(
+      {
+        then() {
+          throw new Error('then call')
+        },
+      },
+      report,
+    )
+    settleReported(Promise.reject(new Error('rejected')), report)
+    for (const value of [undefined, null, 0, 'text', {}, { then: 1 }, () => {}]) settleReported(value, report)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(reported).toEqual([new Error('function thenable'), new Error('then getter'), new Error('then call'), new Error('rejected')])
   })
 })

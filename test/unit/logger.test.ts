@@ -155,4 +155,53 @@ describe('redacting logger', () => {
     expect(out).not.toContain('live-0123456789')
     expect(out).toContain('[redacted]')
   })
+
+  it('a key list changed in place is read again: a key inserted in the middle, or one replaced first, last, in the middle or all at once', () => {
+    const keys = ['key-aaaa-0000', 'key-bbbb-1111']
+    expect(redact('key-aaaa-0000 key-bbbb-1111', keys)).toBe('[redacted] [redacted]')
+    keys.splice(1, 0, 'key-cccc-2222')
+    expect(redact('key-cccc-2222', keys)).toBe('[redacted]')
+    keys[0] = 'key-dddd-3333'
+    expect(redact('key-dddd-3333 key-aaaa-0000', keys)).toBe('[redacted] key-aaaa-0000')
+    keys[2] = 'key-eeee-4444'
+    expect(redact('key-eeee-4444 key-bbbb-1111', keys)).toBe('[redacted] key-bbbb-1111')
+    keys[1] = 'key-ffff-5555'
+    expect(redact('key-ffff-5555 key-cccc-2222', keys)).toBe('[redacted] key-cccc-2222')
+    keys.splice(0, 3, 'key-gggg-6666', 'key-hhhh-7777', 'key-iiii-8888')
+    expect(redact('key-gggg-6666 key-hhhh-7777 key-iiii-8888 key-ffff-5555', keys)).toBe('[redacted] [redacted] [redacted] key-ffff-5555')
+    keys.push('key-jjjj-9999')
+    expect(redact('key-jjjj-9999', keys)).toBe('[redacted]')
+    // The same list unchanged gives the same redaction again.
+    expect(redact('key-jjjj-9999 key-gggg-6666', keys)).toBe('[redacted] [redacted]')
+  })
+
+  it('a key of exactly SHORT_KEY (8) characters is redacted inside identifier fields, in property names and as hex; a shorter one in none of them', () => {
+    const key = 'abcd1234'
+    const hex = '6162636431323334'
+    expect(redact({ kind: `${key}-x`, [`room:${key}`]: 1 }, key)).toEqual({ kind: '[redacted]-x', 'room:[redacted]': 1 })
+    expect(redact(`frame ${hex}`, key)).toBe('frame [redacted]')
+    const short = 'abcd123'
+    expect(redact({ kind: `${short}-x`, [`room:${short}`]: 1 }, short)).toEqual({ kind: `${short}-x`, [`room:${short}`]: 1 })
+    expect(redact('frame 61626364313233', short)).toBe('frame 61626364313233')
+    expect(redact('code 6162', 'ab')).toBe('code 6162')
+  })
+
+  it('the hex form of a key writes every byte as two digits (a byte under 0x10 with its leading 0)', () => {
+    const key = '\tsk-live-0001'
+    const hex = [...new TextEncoder().encode(key)].map((b) => b.toString(16).padStart(2, '0')).join('')
+    expect(hex.startsWith('09')).toBe(true)
+    expect(redact(`frame 7f${hex}00`, key)).toBe('frame 7f[redacted]00')
+  })
+
+  it('a value where a short key is only in a property name is returned as it is, not copied (a short key renames no property)', () => {
+    const value = { e: 1, list: [2] }
+    expect(redact(value, 'e')).toBe(value)
+  })
+
+  it('with no logger, every link shares one silent log, which does nothing', () => {
+    const silent = redacting(undefined, 'key-a')
+    expect(redacting(undefined, () => ['key-b'])).toBe(silent)
+    expect(Object.isFrozen(silent)).toBe(true)
+    expect(() => silent.error('no logger', { k: 1 })).not.toThrow()
+  })
 })

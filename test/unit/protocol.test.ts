@@ -125,4 +125,23 @@ describe('hasLoneSurrogate', () => {
     expect(hasLoneSurrogate(JSON.stringify({ text: `\\${half}` }))).toBe(true)
     expect(hasLoneSurrogate('["1","1","room:1","say",{}]')).toBe(false)
   })
+
+  it('the surrogate ranges exactly: D800-DBFF high, DC00-DFFF low, neither E000 nor FFFD', () => {
+    // The first and last low surrogates, alone and after a high one.
+    expect(hasLoneSurrogate('"\\uDC00"')).toBe(true)
+    expect(hasLoneSurrogate('"\\uDFFF"')).toBe(true)
+    expect(hasLoneSurrogate('"\\uD800\\uDC00"')).toBe(false)
+    expect(hasLoneSurrogate('"\\uDBFF\\uDFFF"')).toBe(false)
+    // Characters past the surrogates (private use, the replacement character), escaped or raw, alone or after a high one.
+    expect(hasLoneSurrogate('"\\uE000 \\uFFFD \uE000"')).toBe(false)
+    expect(hasLoneSurrogate('"\\uD83D\\uE000"')).toBe(true)
+  })
+
+  it('a backslash or a u that is not an escape of a code unit is text: a u after a character, hex after an escaped backslash', () => {
+    // `au` then four hex digits: not an escape, so no low surrogate.
+    expect(hasLoneSurrogate('"\\u0041 audc00"')).toBe(false)
+    // A high surrogate, then an escaped backslash and `dc00`: text, so the high one is alone.
+    expect(hasLoneSurrogate('"\\uD83D\\\\dc00"')).toBe(true)
+    expect(hasLoneSurrogate(JSON.stringify({ text: `${'😀'.slice(0, 1)}\\dc00` }))).toBe(true)
+  })
 })

@@ -157,4 +157,28 @@ describe('run supervisor', () => {
     expect(() => runs.startRun('p', 'a')).toThrow(/already in flight/)
     expect(() => new RunSupervisor({ hookTimeoutMs: -1 })).toThrow(/hookTimeoutMs/)
   })
+
+  it('refuses options that are not an object and a now that is not a function, naming what arrived', () => {
+    expect(() => new RunSupervisor(null as never)).toThrow(new TypeError('RunSupervisor options must be an object, got null'))
+    expect(() => new RunSupervisor(5 as never)).toThrow(new TypeError('RunSupervisor options must be an object, got number'))
+    expect(() => new RunSupervisor('fast' as never)).toThrow(new TypeError('RunSupervisor options must be an object, got string'))
+    expect(() => new RunSupervisor({ now: 5 as never })).toThrow(new TypeError('RunSupervisor now must be a function returning milliseconds, got number'))
+    expect(() => new RunSupervisor(undefined)).not.toThrow()
+    expect(() => new RunSupervisor({ now: undefined })).not.toThrow()
+  })
+
+  it('close() without a why says the supervisor is closed', () => {
+    const runs = new RunSupervisor()
+    runs.close()
+    expect(() => runs.startRun('p', 'a')).toThrow(new Error('RunSupervisor: startRun("p", "a") after close(): this supervisor is closed'))
+  })
+
+  it('endRun() with a signal, for an id not in flight, ends nothing (the principal keeps its other runs)', () => {
+    const runs = new RunSupervisor()
+    const signal = runs.startRun('p', 'a')
+    runs.endRun('p', 'gone', signal)
+    expect(runs.inFlight('p')).toEqual(['a'])
+    runs.endRun('p', 'a', signal)
+    expect(runs.principals()).toEqual([])
+  })
 })

@@ -1,6 +1,6 @@
 /** The simulator's Prometheus metrics: names, help, labels, the zeroed abort outcomes, the prefix check. */
 import { describe, expect, it } from 'vitest'
-import { Gauge, Registry } from 'prom-client'
+import { Counter, Gauge, Registry } from 'prom-client'
 import { ServerMetrics } from '../../src/node/server/metrics.js'
 
 describe('ServerMetrics', () => {
@@ -33,5 +33,40 @@ describe('ServerMetrics', () => {
     new Gauge({ name: 'phoenix_link_principal_disconnects_total', help: 'not ours', registers: [registry] })
     expect(() => new ServerMetrics({ registry })).toThrow(/already holds phoenix_link_principal_disconnects_total, not as the simulator's counter with the label reason/)
     expect(registry.getMetricsAsArray().map((m) => m.name)).toEqual(['phoenix_link_principal_disconnects_total'])
+  })
+
+  it('a second simulator given the same registry and prefix shares the metrics: its counters go on counting, the gauge is one', async () => {
+    const registry = new Registry()
+    const first = new ServerMetrics({ registry })
+    first.agentAborts.inc({ outcome: 'aborted' })
+    first.principalDisconnects.inc({ reason: 'closed' })
+    const second = new ServerMetrics({ registry })
+    expect(second.activeConnections).toBe(first.activeConnections)
+    expect(second.agentAborts).toBe(first.agentAborts)
+    expect(second.principalDisconnects).toBe(first.principalDisconnects)
+    second.agentAborts.inc({ outcome: 'aborted' })
+    second.activeConnections.set(3)
+    const text = await registry.metrics()
+    expect(text).toContain('phoenix_link_agent_aborts_total{outcome="aborted"} 2')
+    expect(text).toContain('phoenix_link_principal_disconnects_total{reason="closed"} 1')
+    expect(text).toContain('phoenix_link_active_connections 3')
+    // A host's own gauge of that name, with no labels, is shared too.
+    const hosts = new Registry()
+    const gauge = new Gauge({ name: 'phoenix_link_active_connections', help: "the host's", registers: [hosts] })
+    expect(new ServerMetrics({ registry: hosts }).activeConnections).toBe(gauge)
+  })
+
+  it('a metric of the right kind with other labels, or of the other kind with the same labels, is refused, the message naming what the simulator needs', () => {
+    const relabelled = new Registry()
+    new Counter({ name: 'phoenix_link_agent_aborts_total', help: 'not ours', labelNames: ['reason'], registers: [relabelled] })
+    expect(() => new ServerMetrics({ registry: relabelled })).toThrow(
+      new Error("the metrics registry already holds phoenix_link_agent_aborts_total, not as the simulator's counter with the label outcome: give the simulator another registry or prefix"),
+    )
+    const counted = new Registry()
+    new Counter({ name: 'phoenix_link_active_connections', help: 'not ours', registers: [counted] })
+    expect(() => new ServerMetrics({ registry: counted })).toThrow(
+      new Error("the metrics registry already holds phoenix_link_active_connections, not as the simulator's gauge: give the simulator another registry or prefix"),
+    )
+    expect(counted.getMetricsAsArray().map((m) => m.name)).toEqual(['phoenix_link_active_connections'])
   })
 })

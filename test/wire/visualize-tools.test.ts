@@ -97,8 +97,8 @@ describe('startVisualizer', () => {
       for (let seq = 1; seq <= 3; seq++) viz.publish({ link: 'A', seq, at: 0, event: 'e', actor: 'connection', state: 'idle', charts: { connection: 'idle', reconnect: null, control: null, channels: {} }, lastReason: null })
       const read = (lastEventId: string | null) =>
         new Promise<string>((resolve, reject) => {
+          let text = ''
           const req = request(`${viz.url}events`, { headers: lastEventId === null ? {} : { 'last-event-id': lastEventId } }, (res) => {
-            let text = ''
             res.setEncoding('utf8')
             res.on('data', (chunk: string) => {
               text += chunk
