@@ -17,25 +17,12 @@ import { deepFreeze } from '../../freeze.js'
 import type { JoinOutcome, PlatformSimulator, Target, UpgradeRefusal } from './simulator.js'
 import { isSendableCloseCode, type SimConnection } from './connection.js'
 import { thrownText } from '../../../machines/types.js'
+import { jsonDepth } from '../../json-depth.js'
 
 /** Largest request body, bytes. */
 export const MAX_CONTROL_BODY_BYTES = 1_048_576
 /** Deepest nesting of arrays and objects a body may have (a payload is encoded again to be sent). */
 export const MAX_BODY_DEPTH = 64
-
-/** How deeply arrays and objects nest in a parsed JSON value (iterative: any depth, no stack). */
-function depthOf(value: unknown): number {
-  let deepest = 0
-  const stack: Array<[unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [item, depth] = stack.pop()!
-    if (item === null || typeof item !== 'object') continue
-    deepest = Math.max(deepest, depth + 1)
-    if (deepest > MAX_BODY_DEPTH) return deepest
-    for (const inner of Object.values(item)) stack.push([inner, depth + 1])
-  }
-  return deepest
-}
 
 /** Longest long-poll wait, milliseconds. */
 export const MAX_WAIT_MS = 120_000
@@ -850,7 +837,7 @@ export class ControlApi {
         } catch (error) {
           return resolve({ error: { status: 400, body: { error: { code: 'bad_json', message: `the body is not JSON: ${(error as Error).message}` } } } })
         }
-        if (depthOf(value) > MAX_BODY_DEPTH) {
+        if (jsonDepth(value, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) {
           return resolve({ error: { status: 400, body: { error: { code: 'bad_request', message: `the body is nested deeper than ${MAX_BODY_DEPTH} levels` } } } })
         }
         let parsed: ReturnType<typeof schema.safeParse>

@@ -7,6 +7,7 @@
  */
 import { LINK_STATES } from '../../../machines/status.js'
 import type { TraceRecord } from './trace.js'
+import { jsonDepth } from '../../json-depth.js'
 
 /** A chart state value as a trace holds it: a state name, or nested regions. */
 type TraceStateValue = TraceRecord['charts']['connection']
@@ -23,20 +24,6 @@ export const MAX_TRACE_BYTES = 256 * 1024 * 1024
  * a value nested thousands deep would overflow.
  */
 export const MAX_RECORD_DEPTH = 64
-
-/** How deeply arrays and objects nest in a parsed JSON value, counted up to just past `limit` (iterative: no stack). */
-function depthOf(value: unknown, limit: number): number {
-  let deepest = 0
-  const stack: Array<[unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [item, depth] = stack.pop()!
-    if (item === null || typeof item !== 'object') continue
-    deepest = Math.max(deepest, depth + 1)
-    if (deepest > limit) return deepest
-    for (const inner of Object.values(item)) stack.push([inner, depth + 1])
-  }
-  return deepest
-}
 
 /** The states of one chart, by dotted path (`session.online.attached`), as the visualizer draws them. */
 export interface TraceChartStates {
@@ -92,7 +79,7 @@ export function parseTrace(text: string, charts?: readonly TraceChartStates[]): 
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       throw new Error(`${where} is not a trace record (expected an object with link, seq, state and charts, as phoenix-link connect --trace writes)`)
     }
-    if (depthOf(value, MAX_RECORD_DEPTH) > MAX_RECORD_DEPTH) throw new Error(`${where} is not a trace record: it nests deeper than ${MAX_RECORD_DEPTH} levels`)
+    if (jsonDepth(value, MAX_RECORD_DEPTH) > MAX_RECORD_DEPTH) throw new Error(`${where} is not a trace record: it nests deeper than ${MAX_RECORD_DEPTH} levels`)
     const r = value as Record<string, unknown>
     const bad = (field: string, expected: string): never => {
       throw new Error(`${where} is not a trace record: ${field} must be ${expected}, got ${shown(r, field)}`)
