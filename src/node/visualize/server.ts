@@ -273,7 +273,7 @@ export async function startVisualizer(options: { port?: number; host?: string; t
       for (const res of feeds) {
         // What waits beyond the kept records sent on opening: a page still reading those is not cut off.
         if (res.writableLength > MAX_FEED_BUFFER_BYTES + MAX_KEPT_BYTES) {
-          // The page stopped reading: cut off, not buffered without bound (it reconnects to the kept records).
+          // The page stopped reading: cut off, not buffered without bound (it reconnects for what it missed).
           feeds.delete(res)
           res.destroy()
         } else res.write(frame)
