@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ServerMetrics } from './metrics.js'
-import { json, type ControlApi } from './control-api.js'
+import { json, methodNotAllowed, type ControlApi } from './control-api.js'
 import { thrownText } from '../../../machines/types.js'
 
 /** One attached socket as the admin API lists it. */
@@ -58,10 +58,7 @@ export class AdminApi {
     if (this.sources.control?.handle(req, res, path)) return
     const gets = ['/metrics', '/admin/connections', '/admin/events']
     if (!gets.includes(path)) return json(res, 404, { error: { code: 'not_found', message: `no route ${req.method ?? 'GET'} ${path}` } })
-    if (req.method !== 'GET') {
-      res.setHeader('allow', 'GET')
-      return json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes GET` } })
-    }
+    if (req.method !== 'GET') return methodNotAllowed(res, path, ['GET'])
     if (path === '/metrics') {
       this.sources.metrics.registry.metrics().then(
         (text) => {

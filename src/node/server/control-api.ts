@@ -724,8 +724,7 @@ export class ControlApi {
     }
     if (path === '/admin/openapi.json') {
       if (req.method !== 'GET') {
-        res.setHeader('allow', 'GET')
-        json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes GET` } })
+        methodNotAllowed(res, path, ['GET'])
         return true
       }
       this.document ??= simulatorOpenApi(this.version)
@@ -737,14 +736,7 @@ export class ControlApi {
     const { candidates, params } = matched
     const r = candidates.find((c) => c.method === req.method)
     if (!r) {
-      res.setHeader('allow', candidates.map((c) => c.method).join(', '))
-      json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes ${candidates.map((c) => c.method).join(', ')}` } })
-      return true
-    }
-    // A stopping simulator scripts nothing more (its controls throw so): said as what it is, not as a fault.
-    if (r.method === 'POST' && (this.stopped || this.ctx.sim.isStopping)) {
-      req.resume()
-      json(res, STOPPING.status, STOPPING.body)
+      methodNotAllowed(res, path, candidates.map((c) => c.method))
       return true
     }
     const controller = new AbortController()
@@ -758,8 +750,9 @@ export class ControlApi {
     void this.body(req, r)
       .then(async (body) => {
         if ('error' in body) return body.error
-        // stop() may have begun while the body was arriving.
-        if (r.method === 'POST' && (this.stopped || this.ctx.sim.isStopping)) return STOPPING
+        // A stopping simulator scripts nothing more (its controls throw so): said as what it is, not
+        // as a fault, whether stop() began before the request or while its body was arriving.
+        if (r.method === 'POST' && this.ctx.sim.isStopping) return STOPPING
         const ctx = this.ctx as Context
         const answer = await r.run(Object.assign(ctx, { query, params, signal: controller.signal }), body.value as never)
         return answer
@@ -859,6 +852,12 @@ export class ControlApi {
       })
     })
   }
+}
+
+/** Answers 405 with `Allow`: `path` takes only `methods` (RFC 9110 section 15.5.6). */
+export function methodNotAllowed(res: ServerResponse, path: string, methods: readonly string[]): void {
+  res.setHeader('allow', methods.join(', '))
+  json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes ${methods.join(', ')}` } })
 }
 
 /** Writes a JSON answer (every admin route answers this way). */

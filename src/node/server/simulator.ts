@@ -440,23 +440,17 @@ export class PlatformSimulator extends EventEmitter {
     })
     const routes = options.routes
     this.http = createServer((req, res) => {
+      // What a host's route or an admin route throws must not take the simulator (and every
+      // attached agent) down: it is answered 500. A host's error is its own, so not echoed.
+      let hostRoute = true
       try {
         if (routes?.(req, res)) return
-      } catch (error) {
-        // A host's route must not take the simulator (and every attached agent) down.
-        this.logger.warn('an extra HTTP route threw', { url: req.url, error: thrownText(error) })
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
-        res.end(JSON.stringify({ error: { code: 'route_failed', message: 'the route threw' } }))
-        return
-      }
-      try {
+        hostRoute = false
         this.admin.handle(req, res)
       } catch (error) {
-        // The admin routes answer every request themselves; what one throws is a simulator bug,
-        // answered 500, not a crash of the simulator and every attached agent.
-        this.logger.warn('an admin route threw', { url: req.url, error: thrownText(error) })
+        this.logger.warn(hostRoute ? 'an extra HTTP route threw' : 'an admin route threw', { url: req.url, error: thrownText(error) })
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
-        res.end(JSON.stringify({ error: { code: 'admin_failed', message: thrownText(error) } }))
+        res.end(JSON.stringify({ error: hostRoute ? { code: 'route_failed', message: 'the route threw' } : { code: 'admin_failed', message: thrownText(error) } }))
       }
     })
     this.wss = new WebSocketServer({ noServer: true, maxPayload: this.options.maxFrameBytes, clientTracking: false })

@@ -224,7 +224,7 @@ export class PathKit {
         for (const oracle of oracles) {
           let broken: string | null
           try {
-            broken = unlessAnswer(oracle.check({ path, index, step: group!, before, after, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId }))
+            broken = readAnswer(oracle.check({ path, index, step: group!, before, after, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId }))
           } catch (error) {
             // The check threw, or its answer did when read (a `then` that throws).
             broken = `the oracle threw: ${thrownText(error)}`
@@ -520,7 +520,7 @@ async function stopHost(built: unknown, timeoutMs: number): Promise<void> {
  * JavaScript callers can write though the type forbids it: its outcome would come too late to
  * judge this step; a rejection of it is let go, having been reported here), a boolean, a number.
  */
-function unlessAnswer(answer: unknown): string | null {
+function readAnswer(answer: unknown): string | null {
   if (answer === null || answer === undefined || typeof answer === 'string') return answer ?? null
   if (typeof (answer as { then?: unknown }).then === 'function') {
     ;(answer as Promise<unknown>).then(undefined, () => {})

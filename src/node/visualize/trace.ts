@@ -160,7 +160,7 @@ export function openTraceFile(path: string, onError: (error: Error) => void = ()
   // The stop of each link being followed, by label.
   const stops = new Map<string, () => void>()
   let failed = false
-  let closed = false
+  // Set by close(): the file takes no more links.
   let closing: Promise<void> | null = null
   const stopAll = () => {
     for (const stop of stops.values()) stop()
@@ -174,7 +174,7 @@ export function openTraceFile(path: string, onError: (error: Error) => void = ()
   })
   return {
     follow(link, label) {
-      if (closed) throw new Error(`the trace file ${path} is closed: open another to follow more links`)
+      if (closing) throw new Error(`the trace file ${path} is closed: open another to follow more links`)
       if (failed) throw new Error(`the trace file ${path} failed to write: nothing more is recorded`)
       if (stops.has(label)) throw new RangeError(`a link labelled ${JSON.stringify(label)} is already followed into ${path}: give each link its own label`)
       const stop = traceLink(link, label, (record) => {
@@ -188,7 +188,6 @@ export function openTraceFile(path: string, onError: (error: Error) => void = ()
     },
     close() {
       if (closing) return closing
-      closed = true
       stopAll()
       closing = failed ? Promise.resolve() : new Promise((resolve) => out.end(() => resolve()))
       return closing
