@@ -180,6 +180,35 @@ describe('leave() in any state leaves the server without the topic', () => {
     expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored' && e.detail.includes('room:task'))).toHaveLength(1)
   })
 
+  it('a socket remembers at most 64 joins left pending: past that the oldest is forgotten, so a server that never answers them cannot grow the link for the socket\'s life', async () => {
+    const sim = await world().sim()
+    sim.onJoin(/^room:/, { reply: 'hold' })
+    const link = world().link(sim)
+    await link.connect()
+    const topics = Array.from({ length: 65 }, (_, i) => `room:${i}`)
+    for (const topic of topics) link.channel(topic)
+    await sim.waitFor(() => sim.heldJoins.length === 65, { what: 'the 65 joins' })
+    for (const topic of topics) link.channel(topic).leave()
+    const socket = sim.live('agent-1')[0]!
+    await sim.waitFor(() => framesIn(socket, 'phx_leave').length === 65, { what: 'the 65 leaves' })
+    // The oldest left join is forgotten: its late accept is reported as for a topic not joined.
+    const reported = next(link, 'ignored', { filter: (e) => e.detail.includes('room:0"') })
+    sim.answerHeldJoin('room:0', { reply: 'ok' })
+    expect((await reported).detail).toMatch(/for topic "room:0", which this link has not joined/)
+    // The 64 newer ones are still remembered: their whole tails pass unreported.
+    for (const topic of topics.slice(1)) sim.answerHeldJoin(topic, { reply: 'ok' })
+    await sim.waitFor(() => socket.frames.filter((f) => f.dir === 'out' && f.frame?.event === 'phx_close').length === 65, { what: 'every tail' })
+    // A frame behind the tails, on the same socket: once it is reported, the link has read them all.
+    const marker = next(link, 'ignored', { filter: (e) => e.detail.includes('marker:end') })
+    sim.sendRaw({ agent: 'agent-1' }, JSON.stringify([null, null, 'marker:end', 'news', {}]))
+    await marker
+    const reportedTopics = world()
+      .captured.get(link)!
+      .events.flatMap((e) => (e.type === 'ignored' ? [/"(room:\d+)"/.exec(e.detail)?.[1]] : []))
+      .filter((topic) => topic !== undefined)
+    expect(new Set(reportedTopics)).toEqual(new Set(['room:0']))
+  })
+
   it('a join that timed out is left on the wire before the rejoin, so a late accept keeps nothing', async () => {
     const sim = await world().sim()
     sim.onJoin('room:slow', { reply: 'hold' }, 2)
