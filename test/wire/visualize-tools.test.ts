@@ -72,7 +72,7 @@ describe('the replay reads a trace file once, as a regular file', () => {
 
 describe('startVisualizer', () => {
   it('refuses a host that is not loopback, a port out of range and a wait of no whole timeout, naming each', async () => {
-    for (const host of ['0.0.0.0', '::', '192.0.2.1', 'example.com']) {
+    for (const host of ['0.0.0.0', '::', '192.0.2.1', 'example.com', '127.256.0.1', '127.0.0.1.example.com', '::ffff:192.0.2.1']) {
       await expect(startVisualizer({ host }), host).rejects.toThrow(new RangeError(`startVisualizer host must be a loopback address (127.0.0.1, ::1, localhost): the feed is for this machine only; got ${JSON.stringify(host)}`))
     }
     for (const port of ['abc', -1, 65_536, 1.5]) {
@@ -85,6 +85,18 @@ describe('startVisualizer', () => {
       for (const timeoutMs of [Number.NaN, 3e9, -1, 'x']) {
         await expect(viz.waitForViewer(timeoutMs as number), String(timeoutMs)).rejects.toThrow(/waitForViewer timeoutMs must be a whole number of milliseconds/)
       }
+    } finally {
+      await viz.close()
+    }
+  })
+
+  it('an IPv4-mapped loopback host is loopback: listened on, and its page served under that Host', async () => {
+    const viz = await startVisualizer({ host: '::ffff:127.0.0.1' })
+    try {
+      expect(viz.url).toMatch(/^http:\/\/\[::ffff:127\.0\.0\.1\]:\d+\/$/)
+      const res = await fetch(viz.url)
+      expect(res.status).toBe(200)
+      await res.arrayBuffer()
     } finally {
       await viz.close()
     }

@@ -11,6 +11,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { timingSafeEqual } from 'node:crypto'
+import { isIPv4 } from 'node:net'
 import * as z from 'zod/mini'
 import { describeIssue } from '../../zod-issues.js'
 import { deepFreeze } from '../../freeze.js'
@@ -633,11 +634,16 @@ export interface AdminRequest {
   queryToken: string | null
 }
 
-/** Whether a Host header (or an Origin's host) names this machine's loopback: 127.0.0.0/8, ::1 or localhost. */
+/**
+ * Whether a Host header (or an Origin's host) names this machine's loopback: an IPv4 address in
+ * 127.0.0.0/8 (each part at most 255), `::1`, the IPv4-mapped form of a 127.0.0.0/8 address
+ * (`[::ffff:127.0.0.1]`, or `[::ffff:7f00:1]` as a URL serializes it), or `localhost`; a port
+ * after it is allowed.
+ */
 export function isLoopbackHost(host: string | undefined): boolean {
   if (!host) return false
   const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '')
-  return name === 'localhost' || name === '::1' || /^127(?:\.\d{1,3}){3}$/.test(name)
+  return name === 'localhost' || isLoopbackAddress(name)
 }
 
 function sameToken(given: string, want: string): boolean {
@@ -688,11 +694,20 @@ export function adminAccess(req: AdminRequest, token: string | null): { status: 
   return null
 }
 
-/** Whether a peer address is loopback (127.0.0.0/8, ::1, or IPv4-mapped loopback). */
+/**
+ * Whether a peer address is loopback: an IPv4 address in 127.0.0.0/8, `::1`, or a 127.0.0.0/8
+ * address IPv4-mapped into IPv6 (RFC 4291 section 2.5.5.2), dotted (`::ffff:127.0.0.1`, as
+ * Node reports a peer) or in hex (`::ffff:7f00:1`, as the WHATWG URL serializer writes it).
+ */
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (!address) return false
-  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address
-  return v4.startsWith('127.') || address === '::1'
+  if (address === '::1') return true
+  const lower = address.toLowerCase()
+  if (!lower.startsWith('::ffff:')) return isIPv4(address) && address.startsWith('127.')
+  const mapped = lower.slice(7)
+  if (isIPv4(mapped)) return mapped.startsWith('127.')
+  const hex = /^([0-9a-f]{1,4}):[0-9a-f]{1,4}$/.exec(mapped)
+  return hex !== null && Number.parseInt(hex[1]!, 16) >> 8 === 0x7f
 }
 
 /** Serves {@link CONTROL_ROUTES} for one simulator. */
