@@ -119,7 +119,11 @@ export function validateReconnectPolicy(policy: ReconnectPolicy): ReconnectPolic
     throw new RangeError(`reconnect.maxAttempts must be null or a whole number >= 0, got ${policy.maxAttempts}`)
   }
   for (const name of ['goingAwayFloorMs', 'serviceRestartFloorMs', 'tryAgainLaterFloorMs'] as const) {
-    const [lo, hi] = policy[name]
+    const range: unknown = policy[name]
+    if (!Array.isArray(range) || range.length !== 2) {
+      throw new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got ${Array.isArray(range) ? `an array of ${range.length}` : JSON.stringify(range) ?? typeof range}`)
+    }
+    const [lo, hi] = range as [number, number]
     assertMs(`reconnect.${name}[0]`, lo)
     assertMs(`reconnect.${name}[1]`, hi)
     if (lo > hi) throw new RangeError(`reconnect.${name} must be [low, high] with low <= high, got [${lo}, ${hi}]`)

@@ -10,6 +10,7 @@
 export {
   createLink,
   Link,
+  LINK_EVENT_TYPES,
   type LinkOptions,
   type LinkEvents,
   type LinkEvent,

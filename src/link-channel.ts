@@ -5,6 +5,7 @@
 import { isReservedEvent, type Payload } from './protocol.js'
 import type { DisconnectReason } from './reasons.js'
 import { abortError, checkSignal, onAbort } from './abort.js'
+import { callOptions, checkFunction } from './call-checks.js'
 import { PushError } from './errors/push-error.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 
@@ -98,8 +99,15 @@ export class LinkChannel {
     return this.status !== 'dropped' && this.status !== 'left'
   }
 
-  /** Calls `handler` for every `event` pushed or broadcast on this channel's current join. */
+  /**
+   * Calls `handler` for every `event` pushed or broadcast on this channel's current join.
+   *
+   * @throws {ConfigurationError} when `event` is not a non-empty string or `handler` is not a
+   *   function (nothing is registered).
+   */
   on(event: string, handler: MessageHandler): Unsubscribe {
+    if (typeof event !== 'string' || event === '') throw new ConfigurationError(`channel ${this.topic}: on() needs an event name (a non-empty string), got ${event === '' ? 'an empty string' : event === null ? 'null' : typeof event}`)
+    checkFunction(handler, `channel ${this.topic}: the handler of ${JSON.stringify(event)}`)
     const handlers = (this.handlers ??= new Map())
     let set = handlers.get(event)
     if (!set) handlers.set(event, (set = new Set()))
@@ -128,11 +136,13 @@ export class LinkChannel {
    *   channel is no longer active or the session ended (stopped, terminated: connect() first).
    *   Called before the first connect(), it waits for the join that connect() brings.
    * @throws the signal's reason (an AbortError) when `signal` aborts; the channel is unaffected.
-   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
+   * @throws {ConfigurationError} (rejects) when `options` is not an object, or `options.signal` is
+   *   given and is not an AbortSignal.
    */
-  joined(options: { signal?: AbortSignal } = {}): Promise<unknown> {
-    const { signal } = options
+  joined(options: { signal?: AbortSignal } | null = {}): Promise<unknown> {
+    let signal: AbortSignal | undefined
     try {
+      signal = callOptions(options, 'channel.joined').signal
       checkSignal(signal, 'channel.joined')
     } catch (error) {
       return Promise.reject(error)
@@ -144,14 +154,24 @@ export class LinkChannel {
     return this.waitForJoin('phx_join', null, signal).then(() => this.joinReply)
   }
 
-  /** Calls `handler` for every event on this channel. */
+  /**
+   * Calls `handler` for every event on this channel.
+   *
+   * @throws {ConfigurationError} when `handler` is not a function (nothing is registered).
+   */
   onAny(handler: (event: string, payload: Payload | ArrayBuffer, meta: MessageMeta) => void): Unsubscribe {
+    checkFunction(handler, `channel ${this.topic}: the onAny handler`)
     ;(this.anyHandlers ??= new Set()).add(handler)
     return () => this.anyHandlers!.delete(handler)
   }
 
-  /** Calls `listener` on every status change, with the reason for `errored` and `dropped`. */
+  /**
+   * Calls `listener` on every status change, with the reason for `errored` and `dropped`.
+   *
+   * @throws {ConfigurationError} when `listener` is not a function (nothing is registered).
+   */
   onStatus(listener: (status: ChannelStatus, reason: DisconnectReason | null) => void): Unsubscribe {
+    checkFunction(listener, `channel ${this.topic}: the onStatus listener`)
     ;(this.statusListeners ??= new Set()).add(listener)
     return () => this.statusListeners!.delete(listener)
   }
@@ -170,9 +190,11 @@ export class LinkChannel {
    * @throws the signal's reason (an AbortError) when `signal` aborts: before the push is sent
    *   nothing goes out; after, the link stops waiting for the reply (the server may still act on
    *   it, as with a timeout).
-   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
+   * @throws {ConfigurationError} (rejects) when `options` is not an object, or `options.signal` is
+   *   given and is not an AbortSignal.
    */
-  async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<unknown> {
+  async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number; signal?: AbortSignal } | null = {}): Promise<unknown> {
+    options = callOptions(options, 'channel.push')
     const { signal } = options
     checkSignal(signal, 'channel.push')
     if (signal?.aborted) throw abortError(signal)

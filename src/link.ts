@@ -8,6 +8,7 @@ import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import { gracefulReason, thrownText, type Env } from '../machines/types.js'
 import { abortError, checkSignal, onAbort } from './abort.js'
+import { callOptions, checkFunction } from './call-checks.js'
 import { LONE_SURROGATE_MESSAGE, PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
@@ -20,9 +21,9 @@ import { PhoenixLinkError } from './errors/base.js'
 import { LinkChannel, type ChannelHost, type ChannelStatus } from './link-channel.js'
 import { redact, redacting, type LinkLog, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
-import { RunSupervisor, type RunOptions } from './runs.js'
+import { RunSupervisor, runProblem, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
-import { HEARTBEAT_TOPIC, hasLoneSurrogate, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
+import { HEARTBEAT_TOPIC, hasLoneSurrogate, isWellFormedText, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 import { traceSpans, type TracerLike } from './tracing.js'
 
@@ -192,6 +193,20 @@ export interface LinkEvents {
   /** Something arrived that changed nothing: a stale or late event, a malformed frame, an unhandled message. */
   ignored: { event: string; detail: string }
 }
+
+/** The name of every {@link LinkEvents} event, as on(), once() and off() accept them. */
+export const LINK_EVENT_TYPES = Object.freeze(['state', 'connected', 'reconnected', 'disconnected', 'control', 'channel', 'ignored'] as const) satisfies ReadonlyArray<keyof LinkEvents>
+// Every event of LinkEvents is listed (a compile error names one left out).
+const everyEventListed: Exclude<keyof LinkEvents, (typeof LINK_EVENT_TYPES)[number]> extends never ? true : never = true
+void everyEventListed
+
+/** Throws unless `type` names a link event: a misspelt name would register a listener that never runs. */
+function checkEventType(type: unknown, where: string): void {
+  if (!(LINK_EVENT_TYPES as readonly unknown[]).includes(type)) {
+    throw new ConfigurationError(`${where}: ${typeof type === 'string' ? JSON.stringify(type) : `a ${type === null ? 'null' : typeof type}`} is not a link event; use one of ${LINK_EVENT_TYPES.join(', ')}`)
+  }
+}
+
 
 /**
  * An XState inspection event as the link passes it to `inspect` (xstate's `InspectionEvent`:
@@ -572,9 +587,9 @@ export class Link {
    * @throws the signal's reason (an AbortError) when `signal` aborts; the link keeps connecting.
    * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
    */
-  async connect(options: { signal?: AbortSignal } = {}): Promise<void> {
+  async connect(options: { signal?: AbortSignal } | null = {}): Promise<void> {
     this.assertUsable()
-    const { signal } = options
+    const { signal } = callOptions(options, 'link.connect')
     checkSignal(signal, 'link.connect')
     if (signal?.aborted) throw abortError(signal)
     // Called from inside the charts' processing (a chart subscriber, an `apiKey` or `params`
@@ -637,9 +652,9 @@ export class Link {
    * @throws the signal's reason when `signal` aborts: only this waiter ends; the link stays up.
    * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
    */
-  async runForever(options: { signal?: AbortSignal } = {}): Promise<void> {
+  async runForever(options: { signal?: AbortSignal } | null = {}): Promise<void> {
     this.assertUsable()
-    const { signal } = options
+    const { signal } = callOptions(options, 'link.runForever')
     checkSignal(signal, 'link.runForever')
     if (signal?.aborted) throw abortError(signal)
     // As in connect(): inside the charts' processing, decide once the events queued are processed;
@@ -744,10 +759,16 @@ export class Link {
    * (`try { await work(signal) } finally { link.endRun(signal) }`).
    *
    * @param runId a name for the run; by default `run-N`, skipping ids already in flight.
+   * @param options `{ onAbort? }` (called when the run is aborted); `null` is no options.
    * @returns a signal already aborted when the link is terminated.
    * @throws {Error} when a run with this (explicit) id is already in flight.
+   * @throws {ConfigurationError} for a runId that is not a non-empty string, options that are not
+   *   an object, or an `onAbort` that is not a function (no run is registered).
    */
-  runSignal(runId?: string, options: RunOptions = {}): AbortSignal {
+  runSignal(runId?: string, options: RunOptions | null = {}): AbortSignal {
+    const problem = runProblem(this.#agentId, runId ?? 'run', options)
+    if (problem !== null) throw new ConfigurationError(`link.runSignal: ${problem}`)
+    options ??= {}
     if (runId === undefined) {
       const inFlight = new Set(this.runs.inFlight(this.#agentId))
       do runId = `run-${this.#nextRun++}`
@@ -770,22 +791,39 @@ export class Link {
     this.#runs?.endRunOf(this.#agentId, signal)
   }
 
-  /** Sets (or clears) the control signal handler. Signals already being handled finish with the old one. */
-  onControl(handler: ControlHandler | undefined): void {
-    this.controlHandler = handler
+  /**
+   * Sets (or, with `undefined` or `null`, clears) the control signal handler. Signals already
+   * being handled finish with the old one.
+   *
+   * @throws {ConfigurationError} when `handler` is anything else but a function (the handler in
+   *   place stays), so no signal is handed to something that cannot take it.
+   */
+  onControl(handler: ControlHandler | undefined | null): void {
+    if (handler !== undefined && handler !== null) checkFunction(handler, 'link.onControl: the handler')
+    this.controlHandler = handler ?? undefined
   }
 
   /**
    * Calls `listener` for each `type` event, on a microtask after the link's decision; returns the
    * function that removes it. The listener may be `async`: what it throws, or its promise rejects
    * with, is logged (`error`: "a link event listener threw") and never thrown into the link.
+   *
+   * @throws {ConfigurationError} when `type` is not one of {@link LINK_EVENT_TYPES} or `listener`
+   *   is not a function (nothing is registered).
    */
   on<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): Unsubscribe {
+    checkEventType(type, 'link.on')
+    checkFunction(listener, 'link.on: the listener')
     return this.emitter.on(type, listener)
   }
 
-  /** Calls `listener` for every event, as `{ type, ...payload }`. */
+  /**
+   * Calls `listener` for every event, as `{ type, ...payload }`.
+   *
+   * @throws {ConfigurationError} when `listener` is not a function (nothing is registered).
+   */
   onAny(listener: (event: LinkEvent) => void): Unsubscribe {
+    checkFunction(listener, 'link.onAny: the listener')
     return this.emitter.onAny(listener as never)
   }
 
@@ -795,17 +833,24 @@ export class Link {
    * `events.once(emitter, type)` in Node, Ably's `once()`).
    *
    * @throws the signal's reason (an AbortError; rejects) when `options.signal` aborts first.
-   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
+   * @throws {ConfigurationError} when `type` is not one of {@link LINK_EVENT_TYPES} (thrown with a
+   *   listener; rejects without one), and (rejects) when the second argument is neither a
+   *   function nor an options object, or `options.signal` is given and is not an AbortSignal.
    */
   once<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): Unsubscribe
-  once<K extends keyof LinkEvents>(type: K, options?: { signal?: AbortSignal }): Promise<LinkEvents[K]>
+  once<K extends keyof LinkEvents>(type: K, options?: { signal?: AbortSignal } | null): Promise<LinkEvents[K]>
   once<K extends keyof LinkEvents>(
     type: K,
-    listenerOrOptions?: ((payload: LinkEvents[K]) => void) | { signal?: AbortSignal },
+    listenerOrOptions?: ((payload: LinkEvents[K]) => void) | { signal?: AbortSignal } | null,
   ): Unsubscribe | Promise<LinkEvents[K]> {
-    if (typeof listenerOrOptions === 'function') return this.emitter.once(type, listenerOrOptions)
-    const signal = listenerOrOptions?.signal
+    if (typeof listenerOrOptions === 'function') {
+      checkEventType(type, 'link.once')
+      return this.emitter.once(type, listenerOrOptions)
+    }
+    let signal: AbortSignal | undefined
     try {
+      checkEventType(type, 'link.once')
+      signal = callOptions(listenerOrOptions, 'link.once').signal
       checkSignal(signal, 'link.once')
     } catch (error) {
       return Promise.reject(error)
@@ -825,8 +870,15 @@ export class Link {
     })
   }
 
-  /** Removes `listener` of `type`, registered with on() or once() (as the function they returned does). Does nothing when it is not registered. */
+  /**
+   * Removes `listener` of `type`, registered with on() or once() (as the function they returned
+   * does). Does nothing when it is not registered.
+   *
+   * @throws {ConfigurationError} when `type` is not one of {@link LINK_EVENT_TYPES} (a misspelt
+   *   name would leave the listener registered).
+   */
   off<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): void {
+    checkEventType(type, 'link.off')
     this.emitter.off(type, listener)
   }
 
@@ -840,17 +892,21 @@ export class Link {
    *   this call and that is not a state waited for.
    * @throws the signal's reason (an AbortError; rejects) when `signal` aborts; the link is unaffected.
    * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
-   * @throws {ConfigurationError} for a name that is not a link state, or an empty list.
+   * @throws {ConfigurationError} (rejects) for a name that is not a link state, an empty list,
+   *   anything but a name or an array of names, or options that are not an object.
    */
-  async whenState(state: LinkState | readonly LinkState[], options: { signal?: AbortSignal } = {}): Promise<LinkState> {
+  async whenState(state: LinkState | readonly LinkState[], options: { signal?: AbortSignal } | null = {}): Promise<LinkState> {
+    if (typeof state !== 'string' && !Array.isArray(state)) {
+      throw new ConfigurationError(`whenState: name a link state or an array of them (${LINK_STATES.join(', ')}), got ${state === null ? 'null' : typeof state}`)
+    }
     const wanted: readonly LinkState[] = typeof state === 'string' ? [state] : state
     if (wanted.length === 0) throw new ConfigurationError('whenState: name at least one link state')
     for (const name of wanted) {
       if (!(LINK_STATES as readonly string[]).includes(name)) {
-        throw new ConfigurationError(`whenState: ${JSON.stringify(name)} is not a link state; use one of ${LINK_STATES.join(', ')}`)
+        throw new ConfigurationError(`whenState: ${typeof name === 'string' ? JSON.stringify(name) : `a ${name === null ? 'null' : typeof name}`} is not a link state; use one of ${LINK_STATES.join(', ')}`)
       }
     }
-    const { signal } = options
+    const { signal } = callOptions(options, 'link.whenState')
     checkSignal(signal, 'link.whenState')
     if (signal?.aborted) throw abortError(signal)
     // A crashed chart reads terminated for good: wait for nothing else.
@@ -898,9 +954,11 @@ export class Link {
    * the session (stopped or terminated). Events wait in memory until read.
    *
    * @example for await (const e of link.events({ signal })) if (e.type === 'disconnected') alert(e.reason)
-   * @throws {ConfigurationError} when `options.signal` is given and is not an AbortSignal (nothing is registered).
+   * @throws {ConfigurationError} when `options` is not an object, or `options.signal` is given and
+   *   is not an AbortSignal (nothing is registered).
    */
-  events(options: { signal?: AbortSignal; untilSessionEnds?: boolean } = {}): AsyncIterableIterator<LinkEvent> {
+  events(options: { signal?: AbortSignal; untilSessionEnds?: boolean } | null = {}): AsyncIterableIterator<LinkEvent> {
+    options = callOptions(options, 'link.events')
     checkSignal(options.signal, 'link.events')
     return this.emitter.iterate({
       ...(options.signal ? { signal: options.signal } : {}),
@@ -1165,7 +1223,9 @@ export class Link {
   }
 
   private rememberKey(key: unknown): void {
-    if (typeof key !== 'string' || key === '' || this.#keys.includes(key)) return
+    // A key holding half of a character is refused before it is sent (never echoed back), and
+    // could not be percent-encoded for redaction.
+    if (typeof key !== 'string' || key === '' || !isWellFormedText(key) || this.#keys.includes(key)) return
     this.#keys.push(key)
     if (this.#keys.length > MAX_REMEMBERED_KEYS) this.#keys.shift()
   }

@@ -8,6 +8,7 @@
  * handed to host code (payloads, control signals, reasons) are never rewritten.
  */
 import { settleReported } from './emitter.js'
+import { isWellFormedText } from './protocol.js'
 
 /**
  * One level of a host's logger, called the way pino and bunyan take structured lines: `(fields,
@@ -118,7 +119,10 @@ function minimumRun(secret: string, form: string): number {
  */
 function secretForms(secret: string): string[] {
   const json = JSON.stringify(secret).slice(1, -1)
-  const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ k: secret }).toString().slice(2), json, JSON.stringify(json).slice(1, -1)])
+  // A key with half of a character has no percent-encoding (encodeURIComponent throws URIError)
+  // and is never sent in a URL; URLSearchParams would write U+FFFD for the half, not the key.
+  const inUrl = isWellFormedText(secret) ? [encodeURIComponent(secret), new URLSearchParams({ k: secret }).toString().slice(2)] : []
+  const forms = new Set([secret, ...inUrl, json, JSON.stringify(json).slice(1, -1)])
   // Not for a short key: the hex of `e` is `65`, found in any number.
   if (secret.length >= SHORT_KEY) {
     let hex = ''

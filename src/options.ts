@@ -6,14 +6,17 @@ import * as z from 'zod/mini'
 import { ConfigurationError } from './errors/configuration-error.js'
 import { describeIssue } from './zod-issues.js'
 import { thrownText } from '../machines/types.js'
+import { isWellFormedText, LONE_SURROGATE_CANNOT_GO_IN } from './protocol.js'
+
+const wellFormed = (what: string, carrier = 'a URL') => z.refine<string>(isWellFormedText, `${what} cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} ${carrier}`)
 
 const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`)
 
 /** createLink() options, as checked (the policy is checked field by field by resolvePolicy). */
 export const LinkOptionsSchema = z.strictObject({
   url: z.string({ error: 'url must be a string such as wss://platform.example/socket' }),
-  agentId: z.string({ error: 'agentId must be a string' }).check(z.minLength(1, 'agentId must be a non-empty string')),
-  apiKey: z.union([z.string().check(z.minLength(1, 'apiKey must be a non-empty string')), fn('apiKey')], {
+  agentId: z.string({ error: 'agentId must be a string' }).check(z.minLength(1, 'agentId must be a non-empty string'), wellFormed('agentId')),
+  apiKey: z.union([z.string().check(z.minLength(1, 'apiKey must be a non-empty string'), wellFormed('apiKey', 'a URL or an HTTP header')), fn('apiKey')], {
     error: (issue) => (typeof issue.input === 'string' ? 'apiKey must be a non-empty string' : 'apiKey must be a string or a function returning one'),
   }),
   policy: z.optional(z.record(z.string(), z.unknown())),
@@ -30,7 +33,9 @@ export const LinkOptionsSchema = z.strictObject({
   apiKeyIn: z.optional(z.enum(['header', 'param'])),
   onConflict: z.optional(z.enum(['supersede', 'reject'])),
   params: z.optional(
-    z.union([z.record(z.string(), z.string()), fn('params')], { error: 'params must be an object of string values, or a function returning one' }),
+    z.union([z.record(z.string().check(wellFormed('a params key')), z.string().check(wellFormed('a params value'))), fn('params')], {
+      error: 'params must be an object of string values, or a function returning one',
+    }),
   ),
   allowInsecureTransport: z.optional(z.boolean()),
   env: z.optional(z.strictObject({ now: z.optional(fn('env.now')), monotonic: z.optional(fn('env.monotonic')), random: z.optional(fn('env.random')) })),

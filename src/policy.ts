@@ -43,7 +43,8 @@ Object.freeze(DEFAULT_LINK_POLICY)
  * too; a concern with no override is the default object itself, so links on the defaults share
  * one policy (a link's heap holds no copy of it).
  *
- * @throws {ConfigurationError} naming the field for an unknown concern or field, or a value out of range.
+ * @throws {ConfigurationError} naming the field for an unknown concern or field, a concern that
+ *   is not an object, or a value of the wrong type or out of range.
  */
 export function resolvePolicy(input: LinkPolicyInput = {}): LinkPolicy {
   for (const [concern, fields] of Object.entries(input)) {
@@ -51,7 +52,12 @@ export function resolvePolicy(input: LinkPolicyInput = {}): LinkPolicy {
     if (!defaults) {
       throw new ConfigurationError(`policy.${concern} is not a policy concern; use one of ${Object.keys(DEFAULT_LINK_POLICY).join(', ')}`)
     }
-    for (const field of Object.keys(fields ?? {})) {
+    if (fields === undefined) continue
+    if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
+      const got = fields === null ? 'null' : Array.isArray(fields) ? 'an array' : `${typeof fields} ${JSON.stringify(fields) ?? ''}`.trim()
+      throw new ConfigurationError(`policy.${concern} must be an object of ${concern} policy fields, got ${got}`)
+    }
+    for (const field of Object.keys(fields)) {
       if (!(field in defaults)) {
         throw new ConfigurationError(`policy.${concern}.${field} is not a policy field; use one of ${Object.keys(defaults).join(', ')}`)
       }

@@ -225,6 +225,17 @@ export function hasLoneSurrogate(json: string): boolean {
   return false
 }
 
+/**
+ * Why text that goes into the socket URL (the agent id, the key sent as a param, the params) or
+ * an HTTP header (the key sent as one) cannot be sent: `encodeURIComponent` throws `URIError: URI
+ * malformed` on half of a character, and a header value holds Latin-1 only (RFC 9110 section
+ * 5.5), so every attempt would fail the same way, for ever. Ends with the carrier, e.g. `a URL`.
+ */
+export const LONE_SURROGATE_CANNOT_GO_IN = 'it holds a lone UTF-16 surrogate (half of a character such as an emoji, cut by a slice()), which cannot go in'
+
+/** Whether `text` is whole UTF-16: no lone surrogate. */
+export const isWellFormedText = (text: string): boolean => !hasLoneSurrogate(JSON.stringify(text))
+
 /** Binary frame kinds of the V2 serializer (assets/js/phoenix/serializer.js KINDS). */
 export const BINARY_KINDS = deepFreeze({ push: 0, reply: 1, broadcast: 2 } as const)
 

@@ -45,6 +45,21 @@ export interface RunOptions {
   onAbort?: (reason: DisconnectReason | null) => void | Promise<void>
 }
 
+/**
+ * What is wrong with a run's arguments (a `principal` or `runId` that is not a non-empty string,
+ * options that are not an object, an `onAbort` that is not a function), or null when nothing is.
+ */
+export function runProblem(principal: unknown, runId: unknown, options: unknown): string | null {
+  for (const [name, value] of [['principal', principal], ['runId', runId]] as const) {
+    if (typeof value !== 'string' || value === '') return `${name} must be a non-empty string, got ${value === '' ? 'an empty string' : value === null ? 'null' : typeof value}`
+  }
+  if (options === undefined || options === null) return null
+  if (typeof options !== 'object') return `options must be an object, got ${typeof options}`
+  const { onAbort } = options as { onAbort?: unknown }
+  if (onAbort !== undefined && typeof onAbort !== 'function') return `options.onAbort must be a function, got ${onAbort === null ? 'null' : typeof onAbort}`
+  return null
+}
+
 interface Run {
   controller: AbortController
   onAbort: RunOptions['onAbort']
@@ -83,10 +98,16 @@ export class RunSupervisor {
   /**
    * Registers a run and returns the signal that aborts when the principal's runs are aborted.
    *
+   * @param options `{ onAbort? }`; `null` is no options.
+   * @throws {TypeError} when `principal` or `runId` is not a non-empty string, `options` is not an
+   *   object, or `options.onAbort` is given and is not a function (nothing is registered).
    * @throws {Error} when a run with this id is already in flight for the principal, or the
    *   supervisor was closed ({@link close}: a run started then would never be aborted).
    */
-  startRun(principal: string, runId: string, options: RunOptions = {}): AbortSignal {
+  startRun(principal: string, runId: string, options: RunOptions | null = {}): AbortSignal {
+    const problem = runProblem(principal, runId, options)
+    if (problem !== null) throw new TypeError(`RunSupervisor: startRun(): ${problem}`)
+    options ??= {}
     if (this.closedBecause !== null) throw new Error(`RunSupervisor: startRun(${JSON.stringify(principal)}, ${JSON.stringify(runId)}) after close(): ${this.closedBecause}`)
     let runs = this.runs.get(principal)
     if (!runs) this.runs.set(principal, (runs = new Map()))

@@ -23,6 +23,8 @@ import {
   decodeTextFrame,
   HEARTBEAT_TOPIC,
   hasLoneSurrogate,
+  isWellFormedText,
+  LONE_SURROGATE_CANNOT_GO_IN,
   isReservedEvent,
   parseControlSignal,
   SUPERSEDE_EVENT,
@@ -547,8 +549,16 @@ export class PhoenixAdapter {
       fail(`${what}: the function threw: ${errorText(error)}`)
       return controller
     }
-    if (!isThenable(asked)) settleValue(asked, what, check, use, fail)
-    else this.settleLater(controller, asked, what, check, use, fail)
+    let thenable: boolean
+    try {
+      thenable = isThenable(asked)
+    } catch (error) {
+      // A `then` getter that throws: the answer cannot be read.
+      fail(`${what}: reading the function's answer threw: ${errorText(error)}`)
+      return controller
+    }
+    if (!thenable) settleValue(asked, what, check, use, fail)
+    else this.settleLater(controller, asked as Promise<T>, what, check, use, fail)
     return controller
   }
 
@@ -570,7 +580,9 @@ export class PhoenixAdapter {
       controller.abort(new Error(`timed out after ${ms} ms`))
       fail(`${what}: the function did not settle within ${ms} ms (transport.credentialsTimeoutMs)`)
     }, ms)
-    asked.then(
+    // Promise.resolve() takes a host's thenable whose then() throws as a rejection, not a throw here
+    // (which would leave the timer armed and the attempt failed as an internal error).
+    Promise.resolve(asked).then(
       (value) => {
         if (settled) return
         settled = true
@@ -601,6 +613,9 @@ export class PhoenixAdapter {
     if (!c.params || typeof c.params !== 'object' || Array.isArray(c.params) || Object.values(c.params).some((v) => typeof v !== 'string')) {
       return `params must be an object of string values, got ${describeValue(c.params)}`
     }
+    if (!isWellFormedText(c.apiKey)) return `the API key cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} a URL or an HTTP header`
+    const broken = Object.entries(c.params).find(([k, v]) => !isWellFormedText(k) || !isWellFormedText(v))
+    if (broken) return `params ${isWellFormedText(broken[0]) ? `value of ${JSON.stringify(broken[0])}` : 'key'} cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} a URL`
     return null
   }
 
@@ -1247,7 +1262,13 @@ function leftKey(topic: string, joinRef: string | null): string {
 
 /** settleInput() of a value given at once: checked, then used, or failed with what is wrong. */
 function settleValue<T>(value: unknown, what: string, check: (value: unknown) => string | null, use: (value: T) => void, fail: (detail: string) => void): void {
-  const problem = check(value)
+  let problem: string | null
+  try {
+    problem = check(value)
+  } catch (error) {
+    // A getter or a Proxy in the host's answer that throws when read.
+    problem = `reading the function's answer threw: ${errorText(error)}`
+  }
   if (problem) fail(`${what}: ${problem}`)
   else use(value as T)
 }

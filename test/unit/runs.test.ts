@@ -167,6 +167,19 @@ describe('run supervisor', () => {
     expect(() => new RunSupervisor({ now: undefined })).not.toThrow()
   })
 
+  it('startRun() refuses a principal or run id that is not a non-empty string, options that are not an object and a hook that is not a function, registering nothing', () => {
+    const runs = new RunSupervisor()
+    expect(() => runs.startRun('', 'a')).toThrow(new TypeError('RunSupervisor: startRun(): principal must be a non-empty string, got an empty string'))
+    expect(() => runs.startRun('p', 7 as never)).toThrow(new TypeError('RunSupervisor: startRun(): runId must be a non-empty string, got number'))
+    expect(() => runs.startRun('p', 'a', 'x' as never)).toThrow(new TypeError('RunSupervisor: startRun(): options must be an object, got string'))
+    expect(() => runs.startRun('p', 'a', { onAbort: null as never })).toThrow(new TypeError('RunSupervisor: startRun(): options.onAbort must be a function, got null'))
+    expect(runs.principals()).toEqual([])
+    // null options are no options.
+    const signal = runs.startRun('p', 'a', null)
+    expect(runs.inFlight('p')).toEqual(['a'])
+    runs.endRun('p', 'a', signal)
+  })
+
   it('close() without a why says the supervisor is closed', () => {
     const runs = new RunSupervisor()
     runs.close()

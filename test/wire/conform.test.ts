@@ -158,5 +158,6 @@ describe('phoenix-link conform on an agent that is not there', () => {
     // The scenarios give up as soon as the agent has exited, not after their timeouts.
     expect(performance.now() - started).toBeLessThan(10_000)
     await expect(runConformance({ command: [] })).rejects.toThrow(/conform needs the agent command/)
+    await expect(runConformance(null as never)).rejects.toThrow(new TypeError('runConformance needs an options object with the agent command, got null'))
   })
 })

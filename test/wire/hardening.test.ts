@@ -9,6 +9,7 @@ import { describe, expect, it, vi } from 'vitest'
 import { CONTROL_EVENT, PROTOCOL_VSN, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
 import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
+import { createLink } from '../../src/link.js'
 import { chartOf, chartsOf, waitForChart } from '../../src/chart-of.js'
 
 const world = useWorld()
@@ -790,5 +791,145 @@ describe('a hostile server: replies of another status, a phx_error that mimics t
     await room.joined({ signal: AbortSignal.timeout(4000) })
     expect(await room.push('after', {}, { timeoutMs: 2000 })).toEqual({})
     expect(framesIn(conn, 'after', 'room:1')).toHaveLength(1)
+  })
+})
+
+describe('strict inputs (third review)', () => {
+  const broken = 'key-1\ud800' // half of a character, as a slice() through an emoji leaves
+
+  it('options holding half of a character are refused at configuration; a function that answers one fails that attempt typed, and the next answer connects', async () => {
+    const sim = await world().sim()
+    for (const [options, message] of [
+      [{ agentId: 'agent-1\ud800' }, /^agentId cannot be sent: it holds a lone UTF-16 surrogate .*cannot go in a URL$/],
+      [{ apiKey: broken, apiKeyIn: 'param' }, /^apiKey cannot be sent: .*cannot go in a URL or an HTTP header$/],
+      [{ params: { tenant: '\udc00x' } }, /^params.tenant: a params value cannot be sent: .*cannot go in a URL$/],
+    ] as const) {
+      expect(() => world().link(sim, options as never), JSON.stringify(options)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringMatching(message) }))
+    }
+    const keys = [broken, 'key-1']
+    const params = [{ tenant: '\ud800' }, { tenant: 't' }]
+    const link = world().link(sim, { apiKeyIn: 'param', apiKey: () => keys.shift() ?? 'key-1', params: () => (keys.length === 0 ? params.shift() ?? {} : {}) })
+    const reasons: string[] = []
+    link.on('disconnected', ({ reason }) => void reasons.push(`${reason.kind}:${reason.retryable}:${(reason as { detail?: string }).detail ?? ''}`))
+    await link.connect()
+    expect(reasons).toEqual([
+      expect.stringMatching(/^other:true:.*the API key cannot be sent: it holds a lone UTF-16 surrogate .*cannot go in a URL or an HTTP header$/),
+      expect.stringMatching(/^other:true:.*params value of "tenant" cannot be sent: .*cannot go in a URL$/),
+    ])
+    // Nothing went out before a usable answer: one upgrade, accepted.
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101])
+  })
+
+  it('a policy concern that is not an object, and a floor range that is not a [low, high] pair, are refused naming the field', () => {
+    const options = { url: 'ws://127.0.0.1:9/socket', agentId: 'a', apiKey: 'k' }
+    for (const [policy, message] of [
+      [{ reconnect: 5 }, 'invalid options: policy.reconnect must be an object of reconnect policy fields, got number 5'],
+      [{ reconnect: true }, 'policy.reconnect must be an object of reconnect policy fields, got boolean true'],
+      [{ channel: null }, 'policy.channel must be an object of channel policy fields, got null'],
+      [{ transport: [] }, 'policy.transport must be an object of transport policy fields, got an array'],
+      [{ reconnect: { goingAwayFloorMs: 5 } }, 'reconnect.goingAwayFloorMs must be a [low, high] pair of milliseconds, got 5'],
+      [{ reconnect: { serviceRestartFloorMs: [1, 2, 3] } }, 'reconnect.serviceRestartFloorMs must be a [low, high] pair of milliseconds, got an array of 3'],
+    ] as const) {
+      expect(() => createLink({ ...options, policy: policy as never }), JSON.stringify(policy)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining(message.replace('invalid options: ', '')) }))
+    }
+    // A concern left undefined is a concern not given.
+    expect(createLink({ ...options, policy: { reconnect: undefined } }).policy).toBe(createLink(options).policy)
+  })
+
+  it('whenState, on, once, off, onControl and the channel listeners refuse what is not a name or a function, registering nothing; the handler in place keeps its signals', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    for (const state of [42, null, undefined, { state: 'connected' }]) {
+      await expect(link.whenState(state as never), String(state)).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: expect.stringMatching(/^whenState: name a link state or an array of them/) })
+    }
+    await expect(link.whenState([7] as never)).rejects.toThrow('whenState: a number is not a link state')
+    const listeners = () => (link as unknown as { emitter: { listenerCount(): number } }).emitter.listenerCount()
+    const before = listeners()
+    const notEvent = /^link\.(on|once|off): "conected" is not a link event; use one of state, connected, reconnected, disconnected, control, channel, ignored$/
+    expect(() => link.on('conected' as never, () => {})).toThrow(notEvent)
+    expect(() => link.once('conected' as never, () => {})).toThrow(notEvent)
+    await expect(link.once('conected' as never)).rejects.toThrow(notEvent)
+    expect(() => link.off('conected' as never, () => {})).toThrow(notEvent)
+    expect(() => link.on('state', 5 as never)).toThrow('link.on: the listener must be a function, got number')
+    expect(() => link.onAny(null as never)).toThrow('link.onAny: the listener must be a function, got null')
+    await expect(link.once('state', 5 as never)).rejects.toThrow('link.once: options must be an object, got number')
+    expect(listeners()).toBe(before)
+
+    const handled: string[] = []
+    link.onControl((signal) => void handled.push(signal.correlationId ?? ''))
+    expect(() => link.onControl(5 as never)).toThrow('link.onControl: the handler must be a function, got number')
+    await link.connect()
+    const room = link.channel('room:1')
+    expect(() => room.on('news', 'handler' as never)).toThrow('channel room:1: the handler of "news" must be a function, got string')
+    expect(() => room.on('', () => {})).toThrow('channel room:1: on() needs an event name (a non-empty string), got an empty string')
+    expect(() => room.onAny(undefined as never)).toThrow('channel room:1: the onAny handler must be a function, got undefined')
+    expect(() => room.onStatus([] as never)).toThrow('channel room:1: the onStatus listener must be a function, got an array')
+    const delivered = next(link, 'control')
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c1' })
+    await delivered
+    await vi.waitFor(() => expect(handled).toEqual(['c1']), { timeout: 2000 })
+    // null clears the handler, as undefined does.
+    link.onControl(null)
+    const unhandled = next(link, 'control')
+    sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c2' })
+    await unhandled
+    expect(handled).toEqual(['c1'])
+  })
+
+  it('null options are no options (as fetch reads them); anything else that is not an object is a ConfigurationError naming the call', async () => {
+    const sim = await world().sim()
+    sim.onPush(({ event }) => (event === 'ping' ? { status: 'ok', response: { pong: true } } : null))
+    const link = world().link(sim)
+    await expect(link.connect(5 as never)).rejects.toThrow('link.connect: options must be an object, got number')
+    await expect(link.runForever('x' as never)).rejects.toThrow('link.runForever: options must be an object, got string')
+    expect(() => link.events(7 as never)).toThrow('link.events: options must be an object, got number')
+    expect(link.state).toBe('idle')
+    await link.connect(null)
+    expect(await link.whenState('connected', null)).toBe('connected')
+    const room = link.channel('room:1')
+    await room.joined(null)
+    await expect(room.joined(1 as never)).rejects.toThrow('channel.joined: options must be an object, got number')
+    expect(await room.push('ping', {}, null)).toEqual({ pong: true })
+    await expect(room.push('ping', {}, 3 as never)).rejects.toThrow('channel.push: options must be an object, got number')
+    const events = link.events(null)
+    await events.return!()
+    const run = link.runSignal(undefined, null)
+    expect(run.aborted).toBe(false)
+    link.endRun(run)
+    expect(() => link.runSignal('', {})).toThrow('link.runSignal: runId must be a non-empty string, got an empty string')
+    expect(() => link.runSignal(5 as never)).toThrow('link.runSignal: runId must be a non-empty string, got number')
+    expect(() => link.runSignal('r', { onAbort: 'stop' as never })).toThrow('link.runSignal: options.onAbort must be a function, got string')
+    expect(() => link.runSignal('r', 9 as never)).toThrow('link.runSignal: options must be an object, got number')
+    expect(link.runs.inFlight('agent-1')).toEqual([])
+  })
+
+  it('join params whose then() throws, or whose then getter throws, fail that join attempt typed and leave no timer; the next attempt joins', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { channel: { rejoinInitialDelayMs: 10, rejoinMaxDelayMs: 20 } } })
+    await link.connect()
+    const answers: unknown[] = [
+      {
+        then() {
+          throw new Error('then threw')
+        },
+      },
+      {
+        get then() {
+          throw new Error('getter threw')
+        },
+      },
+      {},
+    ]
+    const room = link.channel('room:1', (() => answers.shift()) as never)
+    const reasons: string[] = []
+    room.onStatus((status, reason) => status === 'errored' && reasons.push(`${reason!.kind}:${(reason as { detail?: string }).detail ?? ''}`))
+    await room.joined({ signal: AbortSignal.timeout(4000) })
+    expect(reasons).toEqual([
+      expect.stringMatching(/^other:.*the function rejected: then threw/),
+      expect.stringMatching(/^other:.*reading the function's answer threw: getter threw/),
+    ])
+    expect(world().captured.get(link)!.lines.filter((l) => l.level === 'error')).toEqual([])
+    // The leak check after this test fails on a credentialsTimeoutMs timer (5 s) left armed.
+    await link.disconnect()
   })
 })

@@ -553,11 +553,13 @@ const SCENARIO_RULES: Record<string, ConformanceRuleId[]> = {
  * Runs every scenario against the agent `options.command` and judges every rule.
  *
  * @returns the verdicts (it resolves whether or not they pass).
+ * @throws {TypeError} (rejects) when `options` is not an object.
  * @throws {Error} (rejects) when the command is empty or the simulator cannot listen.
  * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal
  *   (before the simulator starts or any agent is spawned).
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
+  if (options === null || typeof options !== 'object') throw new TypeError(`runConformance needs an options object with the agent command, got ${options === null ? 'null' : typeof options}`)
   if (!Array.isArray(options.command) || options.command.length === 0 || !options.command[0]) throw new Error('conform needs the agent command, e.g. phoenix-link conform -- python3 agent.py')
   checkSignal(options.signal, 'runConformance')
   const concurrency = options.concurrency ?? 3
