@@ -96,6 +96,11 @@ describe('validateReconnectPolicy', () => {
     expect(reconnect({ [name]: [-1, 10] })).toThrow(new RangeError(`reconnect.${name}[0] must be a whole number of milliseconds in [0, 2^31-1], got -1`))
     expect(reconnect({ [name]: [0, -1] })).toThrow(new RangeError(`reconnect.${name}[1] must be a whole number of milliseconds in [0, 2^31-1], got -1`))
     expect(reconnect({ [name]: [2, 1] })).toThrow(new RangeError(`reconnect.${name} must be [low, high] with low <= high, got [2, 1]`))
+    expect(reconnect({ [name]: 5 })).toThrow(new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got 5`))
+    expect(reconnect({ [name]: null })).toThrow(new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got null`))
+    expect(reconnect({ [name]: undefined })).toThrow(new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got undefined`))
+    expect(reconnect({ [name]: [1, 2, 3] })).toThrow(new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got an array of 3`))
+    expect(reconnect({ [name]: [1] })).toThrow(new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got an array of 1`))
   })
 })
 
