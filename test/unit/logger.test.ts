@@ -63,6 +63,15 @@ describe('redacting logger', () => {
     expect(out).toContain('[redacted]')
   })
 
+  it('a key holding half of a character (no percent-encoding exists for it) is redacted verbatim and JSON-escaped, and nothing throws', () => {
+    const key = 'sk-live-SECRET-\ud800'
+    const out = redact({ detail: `key ${key}`, json: JSON.stringify({ key }), ok: 'fine' }, key) as Record<string, string>
+    expect(out).toEqual({ detail: 'key [redacted]', json: '{"key":"[redacted]"}', ok: 'fine' })
+    // A whole key right beside it keeps its percent-encoded form redacted.
+    const whole = 'sk live/SECRET'
+    expect(redact(`api_key=${encodeURIComponent(whole)}`, [key, whole])).toBe('api_key=[redacted]')
+  })
+
   it('a short key never rewrites the identifiers of a typed reason; free text is still redacted', () => {
     const reason = { kind: 'rejected', cause: 'unauthenticated', closeName: 'policy violation', detail: 'e is the key' }
     expect(redact(reason, 'e')).toEqual({ kind: 'rejected', cause: 'unauthenticated', closeName: 'policy violation', detail: '[redacted] is th[redacted] k[redacted]y' })

@@ -9,6 +9,7 @@ import {
   encodeBinaryToServer,
   encodeTextFrame,
   hasLoneSurrogate,
+  isWellFormedText,
   parseControlSignal,
   TextFrame,
 } from '../../src/protocol.js'
@@ -103,6 +104,14 @@ describe('agent.control payloads', () => {
     // Each problem names its field and what arrived there; a payload that is no object, itself.
     expect(parseControlSignal({ mode: 'stop', scope: 'agent', agent_id: 7 })).toEqual({ ok: false, issues: ['agent_id: expected string, received number'] })
     expect(parseControlSignal('stop')).toEqual({ ok: false, issues: ['(payload): expected object, received string'] })
+  })
+})
+
+describe('isWellFormedText', () => {
+  it('is false for text holding half of a character anywhere, true for whole text (backslashes and escapes as text included)', () => {
+    const half = '😀'.slice(0, 1)
+    expect(['', 'agent-7', '😀', 'a\\ud800', '\\u0041', 'ключ'].map(isWellFormedText)).toEqual([true, true, true, true, true, true])
+    expect([half, `a${half}`, `${half}z`, '😀'.slice(1), `😀${half}`, '\udc00\ud800'].map(isWellFormedText)).toEqual([false, false, false, false, false, false])
   })
 })
 
