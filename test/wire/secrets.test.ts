@@ -11,6 +11,7 @@ import { linkMetrics } from '../../src/node/metrics.js'
 import { parseTrace, traceLink, type TraceRecord } from '../../src/node/visualize/index.js'
 import { chartsData } from '../../src/node/model/visual.js'
 import { get } from 'node:http'
+import { inspect } from 'node:util'
 
 /** GET `url` on loopback and resolve with the body. */
 function fetchText(url: string): Promise<string> {
@@ -265,6 +266,15 @@ describe('secrets: redaction is for output, never for values handed to host code
       expect((r as { error: { reason: { kind: string; status: number } } }).error.reason).toMatchObject({ kind: 'rejected', status: 403 })
     })
   }
+
+  it("logging the simulator (what a chained control returns) shows where it listens, never an agent's key or the admin token", async () => {
+    const sim = await world().sim({ agents: { 'agent-1': KEY }, adminToken: 'admin-token-sesame' })
+    const link = world().link(sim, { apiKey: KEY })
+    await link.connect()
+    const shown = inspect(sim.refuseUpgrades({ status: 503 }), { depth: 8 })
+    expect(shown).toBe(`PlatformSimulator { url: '${sim.url}', flavor: '${sim.flavor.name}', running, live sockets: 1, upgrades seen: 1 }`)
+    expect(inspect(sim.connections, { depth: 8 })).not.toContain(KEY)
+  })
 
   it('a configuration error never echoes the key', () => {
     let error: unknown

@@ -578,6 +578,16 @@ export class PlatformSimulator extends EventEmitter {
     return this.stopping !== null
   }
 
+  /**
+   * What `util.inspect()` and `console.log()` show of the simulator: where it listens and what it
+   * holds, never its agents' API keys or its admin token (the default inspection printed the keys
+   * at depth 2, so logging what a chained control such as `refuseUpgrades()` returns leaked them).
+   */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    const state = this.stopping !== null ? 'stopping or stopped' : 'running'
+    return `PlatformSimulator { url: '${this.url}', flavor: '${this.flavor.name}', ${state}, live sockets: ${this.live().length}, upgrades seen: ${this.upgrades.length} }`
+  }
+
   /** Upgrades held by {@link holdUpgrades}, not yet answered. */
   get heldUpgrades(): number {
     return this.held?.length ?? 0
