@@ -121,7 +121,8 @@ export function validateReconnectPolicy(policy: ReconnectPolicy): ReconnectPolic
   for (const name of ['goingAwayFloorMs', 'serviceRestartFloorMs', 'tryAgainLaterFloorMs'] as const) {
     const range: unknown = policy[name]
     if (!Array.isArray(range) || range.length !== 2) {
-      throw new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got ${Array.isArray(range) ? `an array of ${range.length}` : JSON.stringify(range) ?? typeof range}`)
+      const got = Array.isArray(range) ? `an array of ${range.length}` : typeof range === 'bigint' ? `${range}n` : range === null ? 'null' : typeof range === 'object' ? 'an object' : typeof range === 'function' ? 'a function' : String(range)
+      throw new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got ${got}`)
     }
     const [lo, hi] = range as [number, number]
     assertMs(`reconnect.${name}[0]`, lo)

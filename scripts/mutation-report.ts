@@ -115,6 +115,10 @@ const WHY: Record<string, string> = {
     "equivalent: with no forms containsSecret finds nothing, so the early return only saves a walk",
   'src/protocol.ts#isReservedEvent':
     'equivalent: the first-character test only saves a startsWith on every frame; startsWith decides',
+  'src/runs.ts#runProblem':
+    'the `null` in the messages for a null run id or hook (made `"got object"`, or the hook\'s test made true), and the `undefined` half of the no-options check (equivalent through startRun() and runSignal(), whose default parameter turns undefined into `{}`): killed since by test/unit/runs.test.ts "runProblem() names what is wrong…" (added after the run)',
+  'src/logger.ts#secretForms':
+    "equivalent: the empty list of URL forms for a key holding half of a character, made a list holding Stryker's own text: that text becomes one more form to redact, and no test's output holds it",
   'src/runs.ts#RunSupervisor.report':
     "equivalent: the `?? []` of a supervisor that never had a listener: a non-empty array in its place is called as a listener, which throws inside the try that swallows a listener's failure",
   'src/node/server/metrics.ts#assertFits':

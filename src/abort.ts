@@ -15,12 +15,12 @@ export function abortError(signal: AbortSignal): unknown {
  * @throws {ConfigurationError} (`INVALID_OPTIONS`) `<where>: options.signal must be an AbortSignal, got <type>`.
  */
 export function checkSignal(signal: unknown, where: string): asserts signal is AbortSignal | null | undefined {
-  if (signal === undefined || signal === null || isSignal(signal)) return
+  if (signal === undefined || signal === null || isAbortSignal(signal)) return
   throw new ConfigurationError(`${where}: options.signal must be an AbortSignal, got ${typeof signal === 'object' ? 'an object that is not one' : typeof signal}`)
 }
 
-/** Whether `value` looks like an AbortSignal (of this realm or another). */
-function isSignal(value: unknown): value is AbortSignal {
+/** Whether `value` looks like an AbortSignal (of this realm or another): an object with a boolean `aborted` and `addEventListener`. */
+export function isAbortSignal(value: unknown): value is AbortSignal {
   return (
     typeof value === 'object' &&
     value !== null &&

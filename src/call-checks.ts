@@ -4,6 +4,19 @@
  * later, far from the mistake. The `signal` option's check is `checkSignal` (src/abort.ts).
  */
 import { ConfigurationError } from './errors/configuration-error.js'
+import { isAbortSignal } from './abort.js'
+
+/**
+ * A host's argument as an error message names it: a string quoted (`"conected"`), `null`,
+ * `undefined`, `an array`, `an object`, `a function`, or `a <type>` (`a number`, `a bigint`).
+ */
+export function describeArgument(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (value === null || value === undefined) return String(value)
+  if (Array.isArray(value)) return 'an array'
+  const type = typeof value
+  return `${type === 'object' ? 'an' : 'a'} ${type}`
+}
 
 /**
  * The options object of one of the link's calls, as WebIDL reads a dictionary (as `fetch(url,
@@ -11,11 +24,15 @@ import { ConfigurationError } from './errors/configuration-error.js'
  *
  * @param where the call, for the message, e.g. `link.connect`.
  * @throws {ConfigurationError} (`INVALID_OPTIONS`) `<where>: options must be an object, got <type>`
- *   for anything else (a number, a string, a function).
+ *   for anything else (a number, a string, a function); for an AbortSignal given as the options
+ *   object, a message saying to pass it as `{ signal }`.
  */
 export function callOptions<T extends object>(options: T | null | undefined, where: string): Partial<T> {
   if (options === undefined || options === null) return {}
   if (typeof options !== 'object') throw new ConfigurationError(`${where}: options must be an object, got ${typeof options}`)
+  // A signal passed where its options go (`whenState('connected', signal)`) would be read as
+  // options with no signal, and the wait would never end.
+  if (isAbortSignal(options)) throw new ConfigurationError(`${where}: pass the AbortSignal as { signal }, not as the options object`)
   return options
 }
 

@@ -8,7 +8,7 @@ import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import { gracefulReason, thrownText, type Env } from '../machines/types.js'
 import { abortError, checkSignal, onAbort } from './abort.js'
-import { callOptions, checkFunction } from './call-checks.js'
+import { callOptions, checkFunction, describeArgument } from './call-checks.js'
 import { LONE_SURROGATE_MESSAGE, PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
@@ -23,7 +23,7 @@ import { redact, redacting, type LinkLog, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { RunSupervisor, runProblem, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
-import { HEARTBEAT_TOPIC, hasLoneSurrogate, isWellFormedText, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
+import { HEARTBEAT_TOPIC, hasLoneSurrogate, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 import { traceSpans, type TracerLike } from './tracing.js'
 
@@ -203,7 +203,7 @@ void everyEventListed
 /** Throws unless `type` names a link event: a misspelt name would register a listener that never runs. */
 function checkEventType(type: unknown, where: string): void {
   if (!(LINK_EVENT_TYPES as readonly unknown[]).includes(type)) {
-    throw new ConfigurationError(`${where}: ${typeof type === 'string' ? JSON.stringify(type) : `a ${type === null ? 'null' : typeof type}`} is not a link event; use one of ${LINK_EVENT_TYPES.join(', ')}`)
+    throw new ConfigurationError(`${where}: ${describeArgument(type)} is not a link event; use one of ${LINK_EVENT_TYPES.join(', ')}`)
   }
 }
 
@@ -287,7 +287,13 @@ class InspectedChart {
 /** One event of {@link Link.events}: `{ type, ...payload }`. */
 export type LinkEvent = { [K in keyof LinkEvents]: { type: K } & LinkEvents[K] }[keyof LinkEvents]
 
-const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[?::1\]?)$/i
+/**
+ * A loopback host as the WHATWG URL parser writes a URL's hostname (it has checked and
+ * normalized the address): `localhost`, an IPv4 address in 127.0.0.0/8, `[::1]`, or a 127.0.0.0/8
+ * address IPv4-mapped into IPv6 (RFC 4291 section 2.5.5.2), which the parser writes in hex
+ * (`[::ffff:127.0.0.1]` becomes `[::ffff:7f00:1]`).
+ */
+const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\]|\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\])$/i
 
 /**
  * Creates a link. Nothing connects until `connect()` or `runForever()`.
@@ -766,7 +772,8 @@ export class Link {
    *   an object, or an `onAbort` that is not a function (no run is registered).
    */
   runSignal(runId?: string, options: RunOptions | null = {}): AbortSignal {
-    const problem = runProblem(this.#agentId, runId ?? 'run', options)
+    // Only a runId left out is named here; null or any other value is checked as given.
+    const problem = runProblem(this.#agentId, runId === undefined ? 'run' : runId, options)
     if (problem !== null) throw new ConfigurationError(`link.runSignal: ${problem}`)
     options ??= {}
     if (runId === undefined) {
@@ -897,13 +904,13 @@ export class Link {
    */
   async whenState(state: LinkState | readonly LinkState[], options: { signal?: AbortSignal } | null = {}): Promise<LinkState> {
     if (typeof state !== 'string' && !Array.isArray(state)) {
-      throw new ConfigurationError(`whenState: name a link state or an array of them (${LINK_STATES.join(', ')}), got ${state === null ? 'null' : typeof state}`)
+      throw new ConfigurationError(`link.whenState: name a link state or an array of them (${LINK_STATES.join(', ')}), got ${describeArgument(state)}`)
     }
     const wanted: readonly LinkState[] = typeof state === 'string' ? [state] : state
-    if (wanted.length === 0) throw new ConfigurationError('whenState: name at least one link state')
+    if (wanted.length === 0) throw new ConfigurationError('link.whenState: name at least one link state')
     for (const name of wanted) {
       if (!(LINK_STATES as readonly string[]).includes(name)) {
-        throw new ConfigurationError(`whenState: ${typeof name === 'string' ? JSON.stringify(name) : `a ${name === null ? 'null' : typeof name}`} is not a link state; use one of ${LINK_STATES.join(', ')}`)
+        throw new ConfigurationError(`link.whenState: ${describeArgument(name)} is not a link state; use one of ${LINK_STATES.join(', ')}`)
       }
     }
     const { signal } = callOptions(options, 'link.whenState')
@@ -1223,9 +1230,7 @@ export class Link {
   }
 
   private rememberKey(key: unknown): void {
-    // A key holding half of a character is refused before it is sent (never echoed back), and
-    // could not be percent-encoded for redaction.
-    if (typeof key !== 'string' || key === '' || !isWellFormedText(key) || this.#keys.includes(key)) return
+    if (typeof key !== 'string' || key === '' || this.#keys.includes(key)) return
     this.#keys.push(key)
     if (this.#keys.length > MAX_REMEMBERED_KEYS) this.#keys.shift()
   }

@@ -33,7 +33,7 @@ export const LinkOptionsSchema = z.strictObject({
   apiKeyIn: z.optional(z.enum(['header', 'param'])),
   onConflict: z.optional(z.enum(['supersede', 'reject'])),
   params: z.optional(
-    z.union([z.record(z.string().check(wellFormed('a params key')), z.string().check(wellFormed('a params value'))), fn('params')], {
+    z.union([z.record(z.string(), z.string().check(wellFormed('a params value'))).check(z.refine((params) => Object.keys(params).every(isWellFormedText), `a params key cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} a URL`)), fn('params')], {
       error: 'params must be an object of string values, or a function returning one',
     }),
   ),

@@ -10,6 +10,7 @@ import { DEFAULT_CONTROL_POLICY, type ControlPolicy } from '../machines/control-
 import { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, type ReconnectPolicy } from '../machines/reconnect-policy.js'
 import { DEFAULT_TRANSPORT_POLICY, validateTransportPolicy, type TransportPolicy } from './adapter/transport-policy.js'
 import { ConfigurationError } from './errors/configuration-error.js'
+import { describeArgument } from './call-checks.js'
 
 /** A link's policy, by concern. Milliseconds unless a field says otherwise. */
 export interface LinkPolicy {
@@ -54,8 +55,7 @@ export function resolvePolicy(input: LinkPolicyInput = {}): LinkPolicy {
     }
     if (fields === undefined) continue
     if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
-      const got = fields === null ? 'null' : Array.isArray(fields) ? 'an array' : `${typeof fields} ${JSON.stringify(fields) ?? ''}`.trim()
-      throw new ConfigurationError(`policy.${concern} must be an object of ${concern} policy fields, got ${got}`)
+      throw new ConfigurationError(`policy.${concern} must be an object of ${concern} policy fields, got ${describeArgument(fields)}`)
     }
     for (const field of Object.keys(fields)) {
       if (!(field in defaults)) {

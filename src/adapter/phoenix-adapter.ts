@@ -607,13 +607,14 @@ export class PhoenixAdapter {
     const c = value as Partial<Credentials> | null
     if (!c || typeof c !== 'object') return `expected { apiKey, params }, got ${typeof value}`
     if (typeof c.apiKey !== 'string' || c.apiKey === '') return `the API key must be a non-empty string, got ${c.apiKey === '' ? 'an empty string' : typeof c.apiKey}`
+    // Before the header check: a key holding half of a character goes neither in a header nor in the URL.
+    if (!isWellFormedText(c.apiKey)) return `the API key cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} a URL or an HTTP header`
     if (this.config.apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS && !isHeaderValue(c.apiKey)) {
       return "the API key has characters an HTTP header cannot carry; pass apiKeyIn: 'param'"
     }
     if (!c.params || typeof c.params !== 'object' || Array.isArray(c.params) || Object.values(c.params).some((v) => typeof v !== 'string')) {
       return `params must be an object of string values, got ${describeValue(c.params)}`
     }
-    if (!isWellFormedText(c.apiKey)) return `the API key cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} a URL or an HTTP header`
     const broken = Object.entries(c.params).find(([k, v]) => !isWellFormedText(k) || !isWellFormedText(v))
     if (broken) return `params ${isWellFormedText(broken[0]) ? `value of ${JSON.stringify(broken[0])}` : 'key'} cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} a URL`
     return null
@@ -1262,13 +1263,7 @@ function leftKey(topic: string, joinRef: string | null): string {
 
 /** settleInput() of a value given at once: checked, then used, or failed with what is wrong. */
 function settleValue<T>(value: unknown, what: string, check: (value: unknown) => string | null, use: (value: T) => void, fail: (detail: string) => void): void {
-  let problem: string | null
-  try {
-    problem = check(value)
-  } catch (error) {
-    // A getter or a Proxy in the host's answer that throws when read.
-    problem = `reading the function's answer threw: ${errorText(error)}`
-  }
+  const problem = check(value)
   if (problem) fail(`${what}: ${problem}`)
   else use(value as T)
 }

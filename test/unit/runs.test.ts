@@ -1,6 +1,6 @@
 /** The run supervisor: abort outcomes, repeats, normal ends, hooks that throw or hang. */
 import { describe, expect, it } from 'vitest'
-import { RunSupervisor, type AgentAborted } from '../../src/runs.js'
+import { RunSupervisor, runProblem, type AgentAborted } from '../../src/runs.js'
 import { classifyClose } from '../../src/reasons.js'
 
 const reason = classifyClose({ code: 1006, reason: '' }, 1, 0)
@@ -178,6 +178,14 @@ describe('run supervisor', () => {
     const signal = runs.startRun('p', 'a', null)
     expect(runs.inFlight('p')).toEqual(['a'])
     runs.endRun('p', 'a', signal)
+  })
+
+  it('runProblem() names what is wrong with a run\'s arguments, and nothing for what is right', () => {
+    expect([runProblem('p', 'r', undefined), runProblem('p', 'r', null), runProblem('p', 'r', {}), runProblem('p', 'r', { onAbort: undefined }), runProblem('p', 'r', { onAbort: () => {} })]).toEqual([null, null, null, null, null])
+    expect(runProblem('p', null, {})).toBe('runId must be a non-empty string, got null')
+    expect(runProblem(undefined, 'r', {})).toBe('principal must be a non-empty string, got undefined')
+    expect(runProblem('p', 'r', { onAbort: 1 })).toBe('options.onAbort must be a function, got number')
+    expect(runProblem('p', 'r', true)).toBe('options must be an object, got boolean')
   })
 
   it('close() without a why says the supervisor is closed', () => {

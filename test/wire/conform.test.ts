@@ -159,5 +159,6 @@ describe('phoenix-link conform on an agent that is not there', () => {
     expect(performance.now() - started).toBeLessThan(10_000)
     await expect(runConformance({ command: [] })).rejects.toThrow(/conform needs the agent command/)
     await expect(runConformance(null as never)).rejects.toThrow(new TypeError('runConformance needs an options object with the agent command, got null'))
+    await expect(runConformance('python3 agent.py' as never)).rejects.toThrow(new TypeError('runConformance needs an options object with the agent command, got string'))
   })
 })

@@ -289,6 +289,13 @@ describe('secrets: redaction is for output, never for values handed to host code
 
   it('plain ws:// to a host that is not loopback is refused unless allowed explicitly', () => {
     expect(() => createLink({ url: 'ws://platform.example/socket', agentId: 'a', apiKey: 'k' })).toThrow(/not loopback/)
+    // Loopback as the URL parser writes it: 127.0.0.0/8, [::1], and a 127.0.0.0/8 address IPv4-mapped (hex).
+    for (const host of ['localhost', '127.0.0.1', '127.9.8.7', '[::1]', '[::ffff:127.0.0.1]', '[::ffff:7f01:203]']) {
+      expect(() => createLink({ url: `ws://${host}:4000/socket`, agentId: 'a', apiKey: 'k' }), host).not.toThrow()
+    }
+    for (const host of ['[::ffff:10.0.0.1]', '[::ffff:8000:1]', '[::2]', '128.0.0.1', 'localhost.example']) {
+      expect(() => createLink({ url: `ws://${host}:4000/socket`, agentId: 'a', apiKey: 'k' }), host).toThrow(/which is not loopback/)
+    }
     expect(() => createLink({ url: 'ws://platform.example/socket', agentId: 'a', apiKey: 'k', allowInsecureTransport: true })).not.toThrow()
     expect(() => createLink({ url: 'wss://platform.example/socket', agentId: 'a', apiKey: 'k' })).not.toThrow()
     expect(() => createLink({ url: 'http://platform.example/socket', agentId: 'a', apiKey: 'k' })).toThrow(/ws:\/\/ or wss:\/\//)
