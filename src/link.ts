@@ -207,7 +207,6 @@ function checkEventType(type: unknown, where: string): void {
   }
 }
 
-
 /**
  * An XState inspection event as the link passes it to `inspect` (xstate's `InspectionEvent`:
  * `@xstate.actor`, `@xstate.event`, `@xstate.snapshot`, `@xstate.microstep`), restated loosely so
@@ -591,7 +590,8 @@ export class Link {
    * @throws {AgentDisconnectedError} (rejects) when the session ends first: a terminal reason,
    *   or `graceful` when disconnect() is called meanwhile.
    * @throws the signal's reason (an AbortError) when `signal` aborts; the link keeps connecting.
-   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
+   * @throws {ConfigurationError} (rejects) when `options` is not an object (`null` is no options),
+   *   or `options.signal` is given and is not an AbortSignal.
    */
   async connect(options: { signal?: AbortSignal } | null = {}): Promise<void> {
     this.assertUsable()
@@ -656,7 +656,8 @@ export class Link {
    * @throws {AgentDisconnectedError} (rejects) on a terminal reason (superseded, rejected,
    *   suppressed); at once if the link already ended with one.
    * @throws the signal's reason when `signal` aborts: only this waiter ends; the link stays up.
-   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
+   * @throws {ConfigurationError} (rejects) when `options` is not an object (`null` is no options),
+   *   or `options.signal` is given and is not an AbortSignal.
    */
   async runForever(options: { signal?: AbortSignal } | null = {}): Promise<void> {
     this.assertUsable()
@@ -898,7 +899,8 @@ export class Link {
    *   disconnect(), before reaching the state: the link moved to `terminated` or `stopped` after
    *   this call and that is not a state waited for.
    * @throws the signal's reason (an AbortError; rejects) when `signal` aborts; the link is unaffected.
-   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal.
+   * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal
+   *   (`null` options are no options).
    * @throws {ConfigurationError} (rejects) for a name that is not a link state, an empty list,
    *   anything but a name or an array of names, or options that are not an object.
    */
