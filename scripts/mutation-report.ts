@@ -115,6 +115,8 @@ const WHY: Record<string, string> = {
     "equivalent: with no forms containsSecret finds nothing, so the early return only saves a walk",
   'src/protocol.ts#isReservedEvent':
     'equivalent: the first-character test only saves a startsWith on every frame; startsWith decides',
+  'src/link.ts#Link.untilConnected':
+    'the redaction handed to the AgentDisconnectedError of connect() emptied: no test read that error\'s message with a key in its reason; killed since by test/wire/secrets.test.ts "the AgentDisconnectedError of connect(), runForever() and whenState() is redacted…" (added after the run)',
   'src/runs.ts#runProblem':
     'the `null` in the messages for a null run id or hook (made `"got object"`, or the hook\'s test made true), and the `undefined` half of the no-options check (equivalent through startRun() and runSignal(), whose default parameter turns undefined into `{}`): killed since by test/unit/runs.test.ts "runProblem() names what is wrong…" (added after the run)',
   'src/logger.ts#secretForms':

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import type { InspectionEvent } from 'xstate'
 import { createLink } from '../../src/link.js'
 import { ConfigurationError } from '../../src/errors/configuration-error.js'
+import type { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { next, settle, useWorld } from '../support/wire.js'
 import { linkMetrics } from '../../src/node/metrics.js'
 import { parseTrace, traceLink, type TraceRecord } from '../../src/node/visualize/index.js'
@@ -274,6 +275,20 @@ describe('secrets: redaction is for output, never for values handed to host code
     const shown = inspect(sim.refuseUpgrades({ status: 503 }), { depth: 8 })
     expect(shown).toBe(`PlatformSimulator { url: '${sim.url}', flavor: '${sim.flavor.name}', running, live sockets: 1, upgrades seen: 1 }`)
     expect(inspect(sim.connections, { depth: 8 })).not.toContain(KEY)
+  })
+
+  it("the AgentDisconnectedError of connect(), runForever() and whenState() is redacted in its message; its reason keeps the server's text", async () => {
+    const sim = await world().sim({ agents: { 'agent-1': KEY } })
+    sim.refuseUpgrades({ status: 403, body: { text: JSON.stringify({ error: { code: 'bad_key', message: `key ${KEY} revoked` } }) } })
+    const link = world().link(sim, { apiKey: KEY })
+    const waits = [link.whenState('connected'), link.connect(), link.runForever()]
+    const errors = await Promise.all(waits.map((wait) => wait.then(() => null, (error: unknown) => error as AgentDisconnectedError)))
+    expect(errors.map((e) => e?.code)).toEqual(['AGENT_DISCONNECTED', 'AGENT_DISCONNECTED', 'AGENT_DISCONNECTED'])
+    for (const error of errors) {
+      expect(error!.message).toContain('[redacted]')
+      expect(error!.message).not.toContain(KEY)
+      expect(JSON.stringify(error!.reason)).toContain(KEY)
+    }
   })
 
   it('a configuration error never echoes the key', () => {
