@@ -406,6 +406,23 @@ describe('the simulator under a failing host route, and keys it must not take', 
 })
 
 describe('reentrant host code (second review)', () => {
+  it('runForever() of a session that disconnect() and connect() replaced in one turn resolves when its session stops, before the next one connects', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    let outcome: Awaited<ReturnType<typeof settle>> | 'pending' = 'pending'
+    const run = settle(link.runForever()).then((settled) => (outcome = settled))
+    const stopped = link.disconnect()
+    const restarted = link.connect()
+    await stopped
+    await restarted
+    expect(link.state).toBe('connected')
+    // Settled when its session stopped, before the next one began (long before it connected): it
+    // does not wait on the next session.
+    expect(outcome).toEqual({ ok: true, value: undefined })
+    await run
+  })
+
   it('connect() from a stop listener: the disconnect() that stopped it still resolves', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
