@@ -68,6 +68,23 @@ describe('host input', () => {
     })
   }
 
+  it('a throwing subscriber of link.actor is logged with its error and changes nothing', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    let calls = 0
+    const subscription = link.actor.subscribe(() => {
+      calls++
+      throw new Error('subscriber bug')
+    })
+    await link.connect()
+    subscription.unsubscribe()
+    expect(link.state).toBe('connected')
+    expect(calls).toBeGreaterThan(0)
+    const logged = world().captured.get(link)!.lines.filter((l) => l.level === 'error' && l.message === 'a listener of the connection chart threw')
+    expect(logged).toHaveLength(calls)
+    expect(logged[0]!.fields).toEqual({ error: expect.stringContaining('subscriber bug') })
+  })
+
   it('a throwing inspect observer is logged and changes nothing', async () => {
     const sim = await world().sim()
     let calls = 0
@@ -126,6 +143,8 @@ describe('reentrant and concurrent calls', () => {
     await link.connect()
     const stopped = link.disconnect()
     await link.connect()
+    // connect() resolved for its own session, connected: not on a state of the one being stopped.
+    expect(link.state).toBe('connected')
     await stopped
     expect(link.state).toBe('connected')
     expect(sim.live('agent-1')).toHaveLength(1)
