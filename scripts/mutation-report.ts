@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import ts from 'typescript'
 import type { SampledResults } from './lib-mutations.js'
+import { sameCode } from './same-code.js'
 
 interface Mutant {
   mutatorName: string
@@ -321,8 +322,9 @@ function strykerSection(report: StrykerReport, goal: (file: string) => number, i
     const all = killed + timeout + survived + noCoverage
     total = { all: total.all + all, detected: total.detected + killed + timeout, killed: total.killed + killed, timeout: total.timeout + timeout, survived: total.survived + survived, noCoverage: total.noCoverage + noCoverage }
     const score = (killed + timeout) / Math.max(1, all)
-    // A row measured on an older source says so (Stryker's report keeps the source it mutated).
-    const stale = existsSync(file) && readFileSync(file, 'utf8') === data.source ? '' : ' (source changed since this run)'
+    // A row measured on an older source says so (Stryker's report keeps the source it mutated); a
+    // change to comments alone, every token still in its place, leaves its mutants as they were.
+    const stale = existsSync(file) && sameCode(file, readFileSync(file, 'utf8'), data.source) ? '' : ' (source changed since this run)'
     // A file Stryker finds nothing to mutate in (constants only) has no score, and is not below its goal.
     const shown = all === 0 ? '– (no mutants)' : `${percent(killed + timeout, all)}${score * 100 >= goal(file) ? '' : ' (below)'}`
     lines.push(`| ${file}${stale} | ${all} | ${killed} | ${timeout} | ${survived} | ${noCoverage} | ${shown} | ${goal(file)}% |`)
@@ -354,7 +356,8 @@ function sampledSection(results: SampledResults, goal: number): string[] {
     "servers' constants) and the index files (re-exports). A survivor whose why says \"killed since\"",
     'has a test added after the run that the run has not judged yet (`--survivors` runs them again;',
     'a changed source draws its sample anew). A row marked "source changed since this run" was',
-    "measured on an earlier version of the file: its figures are the last measured, not the file's now.",
+    "measured on an earlier version of the file: its figures are the last measured, not the file's now",
+    '(a change to comments alone, every token of code still at its line and column, does not count).',
     '',
     '| file | mutants | sampled | killed | timeout | survived | runtime error | score (95% interval) | goal |',
     '|---|---|---|---|---|---|---|---|---|',
@@ -371,9 +374,10 @@ function sampledSection(results: SampledResults, goal: number): string[] {
     t = { population: t.population + data.population, sampled: t.sampled + data.mutants.length, killed: t.killed + killed, timeout: t.timeout + timeout, survived: t.survived + survived, runtime: t.runtime + runtime }
     const below = ((killed + timeout) / Math.max(1, n)) * 100 < goal ? ' (below)' : ''
     const pending = data.mutants.length < data.sampleSize ? ` (${data.sampleSize - data.mutants.length} not run yet)` : ''
-    // A row measured on an older source says so: its mutants are not the file's mutants now.
-    const current = existsSync(file) ? createHash('sha256').update(readFileSync(file, 'utf8')).digest('hex') : null
-    const stale = current === data.sourceHash ? '' : ' (source changed since this run)'
+    // A row measured on an older source says so: its mutants are not the file's mutants now (a
+    // change to comments alone, every token still in its place, leaves them as they were).
+    const current = existsSync(file) ? readFileSync(file, 'utf8') : null
+    const stale = current !== null && (createHash('sha256').update(current).digest('hex') === data.sourceHash || sameCode(file, current, data.source)) ? '' : ' (source changed since this run)'
     lines.push(`| ${file}${stale} | ${data.population} | ${data.mutants.length}${pending} | ${killed} | ${timeout} | ${survived} | ${runtime} | ${percent(killed + timeout, n)} (${wilson(killed + timeout, n)})${below} | ${goal}% |`)
     for (const m of data.mutants) {
       if (m.status !== 'Survived') continue
@@ -479,7 +483,8 @@ const out = [
   'socket-level parts with the wire tests. Goals: 90% on machines/ and src/reasons.ts, 85% elsewhere.',
   'In every section, a row marked "source changed since this run" was measured on an earlier version',
   'of its file (the report keeps the source it mutated): its figures are the last measured, not the',
-  "file's now.",
+  "file's now. A change to comments alone, every token of code still at its line and column, leaves",
+  "a file's mutants as they were and does not mark its row (scripts/same-code.ts).",
   '',
   ...section(
     'charts',

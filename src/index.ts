@@ -5,7 +5,9 @@
  * This entry is the client alone and runs in browsers, Web Workers and Node: nothing under
  * src/node/ is reachable from it. The Node-only parts are subpaths: `phoenix-link/server` (the
  * platform simulator), `phoenix-link/metrics` (Prometheus, needs the optional peer `prom-client`),
- * `phoenix-link/visualizer` (trace writer and chart page server) and the `phoenix-link` command.
+ * `phoenix-link/visualizer` (trace writer and chart page server), `phoenix-link/testing` (the generated
+ * lifecycle paths, their runner and the rule oracles) and the `phoenix-link` command;
+ * `phoenix-link/machines` holds the pure charts, as browser-safe as this entry.
  */
 export {
   createLink,

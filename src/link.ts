@@ -209,7 +209,7 @@ function checkEventType(type: unknown, where: string): void {
 
 /**
  * An XState inspection event as the link passes it to `inspect` (xstate's `InspectionEvent`:
- * `@xstate.actor`, `@xstate.event`, `@xstate.snapshot`, `@xstate.microstep`), restated loosely so
+ * `@xstate.actor`, `@xstate.event`, `@xstate.snapshot`, `@xstate.microstep`, `@xstate.action`), restated loosely so
  * the package's public types import no XState (a DOM-only or strict consumer compiles them
  * without XState's own declarations). `actorRef` and `sourceRef` are read-only views of the
  * charts (`id`, `sessionId`, `logic`, `_parent`, `getSnapshot()`: what an inspector such as
@@ -565,7 +565,7 @@ export class Link {
     return this.#agentId
   }
 
-  /** The public state: idle, connecting, joining, connected, reconnecting, stopping, stopped or terminated. */
+  /** The public state: idle, connecting, joining, connected, reconnecting, suspended, stopping, stopped or terminated. */
   get state(): LinkState {
     if (this.crashed) return 'terminated'
     const { value } = this.charts.connection.snapshot

@@ -133,7 +133,7 @@ let shuttingDown: Promise<void> | null = null
 function shutdown(why: string): Promise<void> {
   shuttingDown ??= (async () => {
     log.info({ why }, 'shutting down')
-    await link.disconnect() // leaves the channels, closes with 1000; never rejects
+    await link.disconnect() // leaves the control channel, closes with 1000 (the server drops the app channels with the socket); never rejects
     metrics.stop()
     await new Promise<void>((resolve) => metricsServer.close(() => resolve()))
     await simulator?.stop()

@@ -8,7 +8,7 @@
  * 1000 is a normal close (the link reconnects and rejoins its channels), and a supersede (a newer
  * instance of the agent took its key) ends the session for good.
  *
- * Run: `npx vitest run` (dependencies: phoenix-link, vitest).
+ * Run: `npx vitest run` (dependencies: phoenix-link, vitest, and prom-client for phoenix-link/server).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createLink, isAgentDisconnectedError, type Link } from 'phoenix-link'

@@ -46,7 +46,7 @@ export const DEFAULT_TRANSPORT_POLICY = {
 export type TransportPolicy = typeof DEFAULT_TRANSPORT_POLICY
 
 /**
- * Checks the transport policy: whole numbers; heartbeatIntervalMs, pushTimeoutMs and refusalBodyTimeoutMs at least 1,
+ * Checks the transport policy: whole numbers; heartbeatIntervalMs, pushTimeoutMs, refusalBodyTimeoutMs and credentialsTimeoutMs at least 1,
  * maxFrameBytes at least 1024.
  *
  * @throws {RangeError} naming the first field that is out of range.

@@ -22,8 +22,8 @@ export type PushErrorCode =
 
 /**
  * A push on an app channel failed; `code` says how. A push made while the channel is not joined
- * waits for the join up to its timeout. Fix: for `TRANSPORT_LOST`, push again after the
- * `joined` event if the operation is idempotent.
+ * waits for the join up to its timeout. Fix: for `TRANSPORT_LOST`, push again once the channel
+ * is joined again (`await channel.joined()`, or its `joined` status) if the operation is idempotent.
  */
 export class PushError extends PhoenixLinkError {
   override readonly code: PushErrorCode

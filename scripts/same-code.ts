@@ -1,0 +1,38 @@
+/**
+ * Whether two versions of a TypeScript source hold the same code at the same places: every token
+ * (identifier, keyword, literal, punctuation) equal and at the same line and column, comments and
+ * JSDoc ignored. Mutants are made of code at positions (Stryker never mutates a comment), so a
+ * mutation result measured on one version holds for the other, survivors' line numbers included.
+ * Used by scripts/mutation-report.ts (a row is not marked "source changed" for a comment edit)
+ * and scripts/lib-mutations.ts (a rerun keeps the results of a file whose comments alone changed).
+ */
+import ts from 'typescript'
+
+/** The code tokens of a source, each as `line:column:text` (0-based), comments and JSDoc left out. */
+export function codeTokens(fileName: string, text: string): string[] {
+  const sf = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
+  const tokens: string[] = []
+  const visit = (node: ts.Node): void => {
+    // JSDoc nodes are children of the nodes they document (the language service's getChildren).
+    if (node.kind >= ts.SyntaxKind.FirstJSDocNode && node.kind <= ts.SyntaxKind.LastJSDocNode) return
+    const children = node.getChildren(sf)
+    if (children.length === 0) {
+      if (node.kind === ts.SyntaxKind.EndOfFileToken) return
+      const start = node.getStart(sf)
+      const { line, character } = sf.getLineAndCharacterOfPosition(start)
+      tokens.push(`${line}:${character}:${text.slice(start, node.getEnd())}`)
+      return
+    }
+    for (const child of children) visit(child)
+  }
+  visit(sf)
+  return tokens
+}
+
+/** True when `a` and `b` differ at most in comments and in whitespace that moves no token. */
+export function sameCode(fileName: string, a: string, b: string): boolean {
+  if (a === b) return true
+  const x = codeTokens(fileName, a)
+  const y = codeTokens(fileName, b)
+  return x.length === y.length && x.every((token, i) => token === y[i])
+}
