@@ -27,6 +27,8 @@ export function describeIssue(issue: core.$ZodIssue): string {
   const input = 'input' in issue ? (issue as { input?: unknown }).input : undefined
   switch (issue.code) {
     case 'invalid_type':
+      // JSON.parse reads 1e309 as Infinity: a number, but not one a schema of numbers takes.
+      if (issue.expected === 'number' && typeof input === 'number') return `expected a finite number, received ${String(input)}`
       return `expected ${issue.expected}, received ${typeName(input)}`
     case 'invalid_value':
       return `expected ${issue.values.length === 1 ? '' : 'one of '}${issue.values.map((v) => JSON.stringify(v)).join(' | ')}`

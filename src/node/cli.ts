@@ -30,6 +30,12 @@ function ms(value: string): number {
   return n
 }
 
+/** A file path argument: an empty one (`--trace ''`, an unset shell variable) is refused, not ignored. */
+function filePath(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('a file path, not an empty string')
+  return value
+}
+
 function count(value: string): number {
   const n = DECIMAL.test(value) ? Number(value) : Number.NaN
   if (!Number.isSafeInteger(n)) throw new InvalidArgumentError('a whole number >= 0')
@@ -85,13 +91,13 @@ export function program(): Command {
     .option('--json', 'one JSON object per line', false)
     .option('--visualize', 'serve the visualizer on loopback and stream the links to it; waits for the page, then keeps it up until Ctrl-C', false)
     .option('--visualize-port <port>', 'port of the visualizer (0 picks one)', port, 0)
-    .option('--trace <file>', 'write both links\' transitions to <file> as JSON lines, for the visualizer\'s #replay (the API key is never written)')
+    .option('--trace <file>', 'write both links\' transitions to <file> as JSON lines, for the visualizer\'s #replay (the API key is never written)', filePath)
     .action(async (opts: { json: boolean; visualize: boolean; visualizePort: number; trace?: string }) => {
       const loaded = await simulatorCommand(() => import('./cli/demo.js'))
       if (loaded === null) return
       process.exitCode = await loaded.runDemo({
         json: opts.json,
-        ...(opts.trace ? { trace: opts.trace } : {}),
+        ...(opts.trace !== undefined ? { trace: opts.trace } : {}),
         ...(opts.visualize ? { visualize: { port: opts.visualizePort, holdUntil: untilSignal() } } : {}),
       })
     })
@@ -111,7 +117,7 @@ export function program(): Command {
     .option('--json', 'one JSON object per line', false)
     .option('--visualize', 'serve the visualizer on loopback and stream the link to it', false)
     .option('--visualize-port <port>', 'port of the visualizer (0 picks one)', port, 0)
-    .option('--trace <file>', 'write every transition to <file> as JSON lines (the API key is never written)')
+    .option('--trace <file>', 'write every transition to <file> as JSON lines (the API key is never written)', filePath)
     .action(
       async (opts: { url: string; agentId: string; apiKey: string; onConflict?: 'supersede' | 'reject'; allowInsecure: boolean; json: boolean; visualize: boolean; visualizePort: number; trace?: string }) => {
         const { visualize, visualizePort, ...rest } = opts
@@ -122,9 +128,9 @@ export function program(): Command {
     .command('serve')
     .description('run the platform simulator until Ctrl-C')
     .option('--port <port>', 'port to listen on (0 picks one)', port, 4000)
-    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--host <host>', 'interface to listen on (one that is not loopback needs --admin-token)', '127.0.0.1')
     .addOption(new Option('--flavor <name>', 'close codes of which web server').choices(Object.keys(SERVER_FLAVORS)).default('phoenix'))
-    .option('--agent <id:key>', 'an agent allowed to connect (repeatable); none means any agent with a key', (v: string, all: string[]) => [...all, v], [] as string[])
+    .option('--agent <id:key>', 'an agent allowed to connect (repeatable; an agent given twice keeps both keys, as during a rotation); none means any agent with a key', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--idle-timeout <ms>', 'close sockets silent this long', ms, 60_000)
     .option('--history <n>', 'records kept of each kind, the most recent (closed sockets, upgrades, presence crossings, abort reports), so a server left running keeps its memory bounded', count, 10_000)
     .option('--json', 'one JSON object per line', false)
@@ -209,10 +215,12 @@ export function program(): Command {
 
 /** Runs the program on `argv`; errors print one line and set exit code 1. */
 export async function main(argv: string[] = process.argv): Promise<void> {
-  // `phoenix-link paths | head`: a reader that stops early is not an error.
+  // `phoenix-link paths | head`: a reader that stops early is not an error. Any other failure to
+  // write the output (a full disk, ENOSPC) ends the command with one line, not a stack trace.
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'EPIPE') process.exit(0)
-    throw error
+    process.stderr.write(`phoenix-link: cannot write the output: ${visible(thrownText(error))}\n`)
+    process.exit(1)
   })
   try {
     await program().parseAsync(argv)

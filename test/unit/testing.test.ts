@@ -3,7 +3,7 @@
  * serializable), the runner's verdicts on a host that breaks a rule, on a failing oracle of the
  * host's own and on a factory that returns no link, each named by path, step and stimulus.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createLink } from '../../src/link.js'
 import { connectionPaths } from '../../src/node/model/paths.js'
 import {
@@ -216,6 +216,139 @@ describe('the runner sees what a host does on its own', () => {
     const report = await kit.run(path, (options) => createLink({ ...options, policy: { ...options.policy, transport: { heartbeatIntervalMs: 1200, closeTimeoutMs: 150 } } }))
     expect(report.sockets).toBe(1)
   }, 15_000)
+})
+
+describe('the runner refuses what it cannot carry out, and leaves nothing behind', () => {
+  /** A copy of a path the test may edit (the shipped paths are frozen). */
+  const editable = (start: string, length: number): LifecyclePath => structuredClone(pathFrom(start, length)) as LifecyclePath
+  it('an edited path, a host or options it cannot use are refused before anything runs, naming the step and the field', async () => {
+    const base = 'host connect > open > join ok > close 1000 > backoff chosen'
+    const upgradesBefore = kit.simulator.upgrades.length
+    let built = 0
+    const host = (options: Parameters<Parameters<PathKit['run']>[1]>[0]) => (built++, createLink(options))
+    const cases: Array<[what: string, edit: (p: LifecyclePath & { steps: Array<Record<string, unknown>> }) => void, message: RegExp]> = [
+      ['an unknown stimulus type', (p) => ((p.steps[1]!.stimulus as object) = { type: 'server.explode' }), /step 2 \(open\): stimulus\.type: expected one of "upgrade\.accept" \| .*"await"$/],
+      ['an unknown delivery', (p) => ((p.steps[3]!.stimulus as object) = { type: 'control.signal', delivery: 'bogus' }), /step 4 \(close 1000\): stimulus\.delivery: expected one of "once" \| "duplicate" \| "handler-throws" \| "queued"$/],
+      ['an unknown delay', (p) => ((p.steps[4]!.stimulus as object) = { type: 'clock.advance', delay: 'typo', ms: null }), /step 5 \(backoff chosen\): stimulus\.delay: expected one of "backoff"/],
+      ['a field the runner would not read', (p) => ((p.steps[2]!.stimulus as object) = { type: 'join.reply', topic: 'room:1', status: 'ok' }), /step 3 \(join ok\): stimulus\.topic: expected "control"/],
+      ['a close code no server may send', (p) => ((p.steps[3]!.stimulus as object) = { type: 'server.close', code: 1006 }), /step 4 \(close 1000\): stimulus\.code: expected a close code a server may send/],
+      ['a step with no expectation', (p) => ((p.steps[4]!.expect as unknown) = null), /step 5 \(backoff chosen\): expect: expected object, received null$/],
+      ['a state that is not a link state', (p) => ((p.steps[1]!.expect as { state: string }).state = 'online'), /step 2 \(open\): expect\.state: expected one of "idle"/],
+      ['no steps', (p) => (p.steps = []), /^path ".+": steps: expected at least one step$/],
+    ]
+    for (const [what, edit, message] of cases) {
+      const path = editable(base, 5)
+      edit(path as never)
+      await expect(kit.run(path, host), what).rejects.toThrow(new RegExp(message.source.startsWith('^') ? message.source : `^path "${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}", ${message.source}`))
+      await expect(kit.run(path, host), what).rejects.toBeInstanceOf(TypeError)
+    }
+    const path = pathFrom(base, 5)
+    await expect(kit.run(null as never, host)).rejects.toThrow(new TypeError('the path must be a lifecycle path object ({ name, steps }, from lifecyclePaths()), got null'))
+    await expect(kit.run(path, 'createLink' as never)).rejects.toThrow(/^the path host must be a function that builds the link .*, got string$/)
+    await expect(kit.run(path, host, 5 as never)).rejects.toThrow(new TypeError('the run options must be an object, got number'))
+    await expect(kit.run(path, host, { oracles: 5 as never })).rejects.toThrow(/^oracles must be an array of \{ name, check \}.*, got number$/)
+    await expect(kit.run(path, host, { oracles: [...LIFECYCLE_ORACLES, null as never] })).rejects.toThrow(`oracles[${LIFECYCLE_ORACLES.length}] must be an object with a string name and a check function, got null`)
+    // Nothing ran: no host built, no upgrade seen.
+    expect(built).toBe(0)
+    expect(kit.simulator.upgrades.length).toBe(upgradesBefore)
+    // null options are no options, as the link's calls read them.
+    await expect(kit.run(path, host, null)).resolves.toMatchObject({ sockets: 1 })
+    expect(built).toBe(1)
+  })
+
+  it('a wait whose stimulus throws (the kit stopped under it) ends with the run: no timer left behind, no unhandled rejection', async () => {
+    // The run's waits are the timers of its timeoutMs (59,999 ms here): each must be cleared or
+    // have fired when the run settles.
+    const WAIT_MS = 59_999
+    const live = new Set<unknown>()
+    let made = 0
+    const realSet = globalThis.setTimeout
+    const realClear = globalThis.clearTimeout
+    const setSpy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+      const timer = realSet(() => {
+        live.delete(timer)
+        fn(...args)
+      }, ms)
+      if (ms === WAIT_MS) (made++, live.add(timer))
+      return timer
+    }) as typeof setTimeout)
+    const clearSpy = vi.spyOn(globalThis, 'clearTimeout').mockImplementation(((timer?: ReturnType<typeof setTimeout>) => {
+      live.delete(timer)
+      realClear(timer)
+    }) as typeof clearTimeout)
+    let unhandled: unknown = null
+    const onUnhandled = (reason: unknown) => (unhandled = reason)
+    process.on('unhandledRejection', onUnhandled)
+    const own = await startPathKit({ agentPrefix: 'kit-orphan-' })
+    try {
+      const path = pathFrom('host connect > open > join ok > control signal', 4)
+      // The kit stops as the join is judged; the next step's signal then has no simulator to go to.
+      const stopper = { name: 'stops-the-kit', rule: 'The kit stops under the run.', check: ({ step }: OracleInput) => (step.name === 'join ok' && void own.stop(), null) }
+      await expect(own.run(path, (options) => createLink(options), { oracles: [stopper], timeoutMs: WAIT_MS })).rejects.toThrow(/^the path kit was stopped during path ".+"/)
+      // The signal's wait was made (then its stimulus threw), and it ended with the run.
+      expect(made).toBeGreaterThan(0)
+      expect(live.size).toBe(0)
+    } finally {
+      setSpy.mockRestore()
+      clearSpy.mockRestore()
+      for (const timer of live) realClear(timer as ReturnType<typeof setTimeout>)
+      process.off('unhandledRejection', onUnhandled)
+      await own.stop()
+    }
+    expect(unhandled).toBe(null)
+  })
+
+  it('a host factory that never settles is bounded by timeoutMs and by the kit\'s stop; one that settles late is released', async () => {
+    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    await expect(kit.run(path, () => new Promise<never>(() => {}), { timeoutMs: 200 })).rejects.toThrow(`the path host did not return a link within 200 ms (path "${path.name}")`)
+    // Settling after the bound: its link is disconnected and its stop() called.
+    let settle!: () => void
+    let stopped!: () => void
+    const hostStopped = new Promise<void>((resolve) => (stopped = resolve))
+    let late: ReturnType<typeof createLink> | null = null
+    const run = kit.run(
+      path,
+      (options) =>
+        new Promise<{ link: ReturnType<typeof createLink>; stop: () => void }>((resolve) => {
+          settle = () => {
+            late = createLink(options)
+            void late.connect().catch(() => {})
+            resolve({ link: late, stop: () => stopped() })
+          }
+        }),
+      { timeoutMs: 200 },
+    )
+    await expect(run).rejects.toThrow(/did not return a link within 200 ms/)
+    settle()
+    await hostStopped
+    await late!.whenState(['stopped', 'idle'])
+    const own = await startPathKit({ agentPrefix: 'kit-build-' })
+    const building = own.run(path, () => new Promise<never>(() => {}))
+    await own.stop()
+    await expect(building).rejects.toThrow(`the path kit was stopped while the host of path "${path.name}" was being built`)
+  })
+
+  it('a host result that holds no Link of this copy is refused with what it returned released', async () => {
+    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    let stops = 0
+    await expect(kit.run(path, () => ({ link: 3, stop: () => void stops++ }) as never)).rejects.toThrow('the path host returned no link: return the Link, or { link, stop? }')
+    expect(stops).toBe(1)
+    // A Link of another copy of phoenix-link (the source beside a build): it has the shape, not the class.
+    let disconnects = 0
+    const foreign = { agentId: 'x', connect: async () => {}, disconnect: async () => void disconnects++ }
+    await expect(kit.run(path, () => foreign as never)).rejects.toThrow(/^the path host returned a Link of another copy of phoenix-link/)
+    await expect(kit.run(path, () => ({ link: foreign, stop: () => void stops++ }) as never)).rejects.toThrow(/another copy of phoenix-link/)
+    expect(disconnects).toBe(2)
+    expect(stops).toBe(2)
+  })
+
+  it('startPathKit refuses options it cannot use', async () => {
+    await expect(startPathKit(5 as never)).rejects.toThrow(new TypeError('startPathKit: options must be an object, got number'))
+    await expect(startPathKit({ agentPrefix: 5 as never })).rejects.toThrow(new TypeError('startPathKit: agentPrefix must be a non-empty string, got number'))
+    await expect(startPathKit({ agentPrefix: '' })).rejects.toThrow(new TypeError('startPathKit: agentPrefix must be a non-empty string, got an empty string'))
+    await expect(startPathKit({ simulator: { agents: { x: 'y' } } })).rejects.toThrow(/^startPathKit: simulator\.agents must be 'any'/)
+    await expect(startPathKit({ simulator: { host: '0.0.0.0' } })).rejects.toThrow(/^host "0\.0\.0\.0" is not a loopback interface/)
+  })
 })
 
 describe('every lifecycle oracle breaks on the step it guards', () => {

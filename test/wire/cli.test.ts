@@ -3,7 +3,7 @@
  * Ctrl-C (SIGINT) or SIGTERM, with the exit codes the README promises.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { next, useWorld } from '../support/wire.js'
@@ -116,6 +116,45 @@ describe('phoenix-link command line', () => {
     expect(await exit(child)).toBe(1)
     expect(stderr).toMatch(/cannot write the trace to \/nonexistent-dir\/t\.jsonl: ENOENT/)
     expect(sim.accepted()).toHaveLength(0)
+  })
+
+  it.skipIf(!existsSync('/dev/full'))('output that cannot be written (a full disk) ends a command with one line and exit 1, not a stack trace', async () => {
+    const full = openSync('/dev/full', 'w')
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/node/cli.ts', 'paths', '--json'], { cwd: root, stdio: ['ignore', full, 'pipe'] })
+      let stderr = ''
+      child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+      expect(code).toBe(1)
+      expect(stderr).toBe('phoenix-link: cannot write the output: ENOSPC: no space left on device, write\n')
+    } finally {
+      closeSync(full)
+    }
+  })
+
+  it.skipIf(!existsSync('/dev/full'))('demo --trace to a file that fails as it is written: the failure reported once, the trace never said written, exit 1', async () => {
+    const child = cli(['demo', '--json', '--trace', '/dev/full'])
+    let stdout = ''
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    expect(await exit(child)).toBe(1)
+    const events = stdout
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { source: string; type: string; error?: string })
+    expect(events.filter((e) => e.source === 'trace').map((e) => e.type)).toEqual(['failed'])
+    // The demo's own steps held; its last line says the trace is what failed.
+    expect(events.filter((e) => e.source === 'demo' && e.type === 'failed').map((e) => e.error)).toEqual([expect.stringMatching(/^the trace was not written: .*ENOSPC/)])
+  })
+
+  it('an empty --trace is refused with exit 1 before anything runs, not ignored', async () => {
+    for (const command of [['demo'], ['connect', '--url', 'ws://127.0.0.1:9/socket', '--agent-id', 'a', '--api-key', 'k']]) {
+      const child = cli([...command, '--trace', ''])
+      let stderr = ''
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+      expect(await exit(child), command[0]).toBe(1)
+      expect(stderr).toMatch(/option '--trace <file>' argument '' is invalid\. a file path, not an empty string/)
+    }
   })
 
   it('serve runs the simulator until Ctrl-C', async () => {

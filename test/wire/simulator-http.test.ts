@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { createLink } from '../../src/link.js'
 import { CONTROL_ROUTES, PlatformSimulator, adminAccess, isLoopbackAddress, startSimulator, type AdminRequest } from '../../src/node/server/index.js'
-import { isLoopbackHost } from '../../src/node/server/control-api.js'
+import { isLoopbackHost, isLoopbackInterface } from '../../src/node/server/control-api.js'
 import { isSendableCloseCode } from '../../src/node/server/connection.js'
 import WebSocket from 'ws'
 
@@ -132,7 +132,7 @@ describe('the simulator over HTTP', () => {
       const http = httpOf(sim)
       const wrong = await call(http, 'POST', '/admin/close', { target: { agent: 'a' }, code: 'x' })
       expect(wrong.status).toBe(400)
-      expect(wrong.body.error).toMatchObject({ code: 'bad_request', message: 'code: expected number, received string' })
+      expect(wrong.body.error).toMatchObject({ code: 'bad_request', message: 'code: expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)' })
       const missing = await call(http, 'POST', '/admin/supersede', {})
       expect(missing.body.error.message).toBe('agent: expected string, received undefined')
       const badCode = await call(http, 'POST', '/admin/close', { target: 'all', code: 999 })
@@ -476,7 +476,7 @@ describe('the simulator over HTTP', () => {
     let errors = ''
     child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()))
     expect(await exited(child)).toBe(1)
-    expect(errors).toMatch(/adminToken must be a non-empty string of visible ASCII/)
+    expect(errors).toMatch(/^phoenix-link: --admin-token \(or PHOENIX_LINK_ADMIN_TOKEN\) must be a non-empty string of visible ASCII/)
     const sim = await startSimulator({ adminToken: 'open sesame' })
     try {
       const http = httpOf(sim)
@@ -635,5 +635,142 @@ describe('the simulator over HTTP', () => {
     await Promise.all(ended)
     for (const socket of sockets) expect(socket.destroyed).toBe(true)
     for (const code of errors) expect(code).toBe('ECONNRESET')
+  })
+
+  it('an upload past the body limit is answered 413 as the limit is passed, and the rest is not read: the connection closes', async () => {
+    const sim = await startSimulator()
+    try {
+      const socket = connect(sim.port, '127.0.0.1')
+      await once(socket, 'connect')
+      // A chunked body with no end: the answer cannot wait for it.
+      socket.write('POST /admin/raw HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n')
+      let answer = ''
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString()))
+      socket.on('error', () => {})
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+      const chunk = `10000\r\n${'x'.repeat(0x10000)}\r\n`
+      let sent = 0
+      // Writes 64 KiB chunks until the server answers or ends the connection, at most 24 MiB (more
+      // than the limit and every kernel buffer between the two ends of a loopback connection).
+      const cap = 24 * 1024 * 1024
+      while (!answer.includes('\r\n\r\n') && !socket.destroyed && sent < cap) {
+        // (not events.once: it rejects on the EPIPE the server's close may cause)
+        if (!socket.write(chunk)) await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), closed])
+        sent += 0x10000
+      }
+      // A server still reading after 24 MiB has not answered: end the upload and fail below.
+      if (!answer.includes('\r\n\r\n')) socket.destroy()
+      await closed
+      expect(answer).toMatch(/^HTTP\/1\.1 413 /)
+      expect(answer.toLowerCase()).toContain('connection: close')
+      expect(answer).toContain('"too_large"')
+      // Answered while the upload was still going.
+      expect(sent).toBeLessThan(cap)
+      // The simulator serves on.
+      expect((await call(httpOf(sim), 'GET', '/admin/clock')).status).toBe(200)
+    } finally {
+      await sim.stop()
+    }
+  })
+
+  it('a request target that begins with // is read as a path, not as a host; a number JSON cannot hold is named as such', async () => {
+    const sim = await startSimulator()
+    try {
+      const socket = connect(sim.port, '127.0.0.1')
+      await once(socket, 'connect')
+      socket.write('GET //admin/clock HTTP/1.1\r\nHost: 127.0.0.1\r\nconnection: close\r\n\r\n')
+      let answer = ''
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString()))
+      await once(socket, 'close')
+      expect(answer).toMatch(/^HTTP\/1\.1 404 /)
+      expect(answer).toContain('no route GET //admin/clock')
+      const huge = await call(httpOf(sim), 'POST', '/admin/wait', '{"until":"live","atLeast":1,"timeoutMs":1e309}')
+      expect([huge.status, huge.body.error.message]).toEqual([400, 'timeoutMs: expected a finite number, received Infinity'])
+    } finally {
+      await sim.stop()
+    }
+  })
+
+  it('the OpenAPI document states what the server checks: the close codes a server may send, a reason of at most 123, and which bodies may be left out', async () => {
+    const sim = await startSimulator()
+    try {
+      const doc = (await call(httpOf(sim), 'GET', '/admin/openapi.json')).body
+      const close = doc.paths['/admin/close'].post.requestBody
+      expect(close.required).toBe(true)
+      expect(close.content['application/json'].schema.properties.code).toEqual({
+        anyOf: [
+          { type: 'integer', minimum: 1000, maximum: 1003 },
+          { type: 'integer', minimum: 1007, maximum: 1014 },
+          { type: 'integer', minimum: 3000, maximum: 4999 },
+        ],
+      })
+      expect(close.content['application/json'].schema.properties.reason).toEqual({ type: 'string', maxLength: 123 })
+      // A route whose every field is optional takes an empty body (read as {}): its body is not required.
+      expect(doc.paths['/admin/reset'].post.requestBody.required).toBe(false)
+      const emptied = await fetch(`${httpOf(sim)}/admin/reset`, { method: 'POST', headers: { 'content-type': 'application/json' } })
+      expect(emptied.status).toBe(200)
+      await emptied.text()
+      for (const r of CONTROL_ROUTES) {
+        if (!r.body) continue
+        const required = doc.paths[r.path][r.method.toLowerCase()].requestBody.required
+        const answer = await call(httpOf(sim), r.method as 'POST', r.path, '')
+        // An empty body is refused exactly where the document says a body is required.
+        expect(answer.status === 400, `${r.path}: required ${required}, empty body answered ${answer.status}`).toBe(required)
+      }
+    } finally {
+      await sim.stop()
+    }
+  })
+
+  it('a simulator listens beyond loopback only with an admin token', async () => {
+    for (const host of ['127.0.0.1', '127.8.9.10', '::1', '[::1]', 'localhost', 'LOCALHOST', '::ffff:127.0.0.1']) expect(isLoopbackInterface(host), host).toBe(true)
+    for (const host of ['0.0.0.0', '::', '[::]', '192.0.2.1', 'example.com', '127.0.0.1.example.com', '::ffff:192.0.2.1']) expect(isLoopbackInterface(host), host).toBe(false)
+    await expect(startSimulator({ host: '0.0.0.0' })).rejects.toThrow(
+      new RangeError(`host "0.0.0.0" is not a loopback interface: listening there lets other machines connect as any agent and read /metrics; set adminToken to listen beyond loopback, or use '127.0.0.1'`),
+    )
+    expect(() => new PlatformSimulator({ host: '::' })).toThrow(RangeError)
+    // With a token the rule lets it through to listen (a documentation address no interface holds: the bind fails, not the rule).
+    const bind = await startSimulator({ host: '192.0.2.1', adminToken: 'secret-token' }).then(
+      (sim) => sim.stop().then(() => 'listened'),
+      (error: Error) => error,
+    )
+    expect(bind).not.toBeInstanceOf(RangeError)
+    const ipv6 = await startSimulator({ host: '::1' }).catch((error: NodeJS.ErrnoException) => error)
+    if (ipv6 instanceof PlatformSimulator) {
+      expect(ipv6.url).toMatch(/^ws:\/\/\[::1\]:\d+\/socket$/)
+      await ipv6.stop()
+    } else expect(ipv6.code, 'a machine without IPv6 loopback cannot bind ::1').toBe('EADDRNOTAVAIL')
+  })
+
+  it('serve: a host beyond loopback without --admin-token, or an empty --admin-token, is refused naming the flag; one agent given twice keeps both keys', async () => {
+    const open = serve(['--host', '0.0.0.0'])
+    let err = ''
+    open.stderr.on('data', (c: Buffer) => (err += c.toString()))
+    expect(await exited(open)).toBe(1)
+    expect(err.trim()).toBe(`phoenix-link: --host "0.0.0.0" is not a loopback interface: listening there lets other machines connect as any agent and read /metrics; pass --admin-token to listen beyond loopback, or use '127.0.0.1'`)
+    const empty = serve(['--admin-token', ''])
+    let emptyErr = ''
+    empty.stderr.on('data', (c: Buffer) => (emptyErr += c.toString()))
+    expect(await exited(empty)).toBe(1)
+    expect(emptyErr).toMatch(/^phoenix-link: --admin-token \(or PHOENIX_LINK_ADMIN_TOKEN\) must be a non-empty string of visible ASCII/)
+    const child = serve(['--agent', 'rotating:key-1', '--agent', 'rotating:key-2'])
+    try {
+      const { url } = await listening(child)
+      for (const apiKey of ['key-1', 'key-2']) {
+        const link = createLink({ url, agentId: 'rotating', apiKey })
+        try {
+          await link.connect()
+          expect(link.state, apiKey).toBe('connected')
+        } finally {
+          await link.disconnect()
+        }
+      }
+      const wrong = createLink({ url, agentId: 'rotating', apiKey: 'key-3' })
+      await expect(wrong.connect()).rejects.toMatchObject({ reason: { kind: 'rejected' } })
+      await wrong.disconnect()
+    } finally {
+      child.kill('SIGINT')
+      await exited(child)
+    }
   })
 })

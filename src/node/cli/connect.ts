@@ -45,7 +45,7 @@ export async function runConnect(options: ConnectOptions): Promise<number> {
     if (line) out.event('link', line.type, line.fields, line.human)
   })
   // Opened before anything starts: an unwritable path fails here with a clear error.
-  const stopTrace = options.trace
+  const stopTrace = options.trace !== undefined
     ? traceToFile(link, options.agentId, options.trace, (error) => out.event('trace', 'failed', { error: error.message }, `the trace stopped: ${error.message}`))
     : null
   const viz = options.visualizePort !== undefined ? await startVisualizer({ port: options.visualizePort }) : null

@@ -94,7 +94,23 @@ function watchLink(link: Link, name: string, out: Output): void {
  */
 export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const out = createOutput(options.json ?? false, options.write)
-  const traceFile = options.trace ? openTraceFile(options.trace, (error) => out.event('trace', 'failed', { error: error.message }, `the trace stopped: ${error.message}`)) : null
+  // A trace that fails to write (a full disk) is reported when it fails; the demo's steps go on,
+  // the trace is not said to be written, and the run exits 1.
+  const trace: { error: Error | null } = { error: null }
+  const code = await demo(options, out, trace)
+  if (code !== 0 || trace.error === null) return code
+  out.event('demo', 'failed', { error: `the trace was not written: ${trace.error.message}` }, `FAILED: every step held, but the trace was not written (${trace.error.message})`)
+  return 1
+}
+
+async function demo(options: DemoOptions, out: Output, traced: { error: Error | null }): Promise<number> {
+  const traceFile =
+    options.trace !== undefined
+      ? openTraceFile(options.trace, (error) => {
+          traced.error = error
+          out.event('trace', 'failed', { error: error.message }, `the trace stopped: ${error.message}`)
+        })
+      : null
   const viz = options.visualize ? await startVisualizer({ port: options.visualize.port ?? 0 }) : null
   // Ctrl-C while the demo waits for a viewer or runs: the wait in progress rejects, the rest is released.
   const hold = options.visualize?.holdUntil
@@ -120,7 +136,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
   const stopTraces: Array<() => void> = []
   const trace = (link: Link, label: string) => {
     if (viz) stopTraces.push(traceLink(link, label, (record) => viz.publish(record)))
-    if (traceFile) stopTraces.push(traceFile.follow(link, label))
+    if (traceFile && traced.error === null) stopTraces.push(traceFile.follow(link, label))
   }
   const apiKey = `demo-${randomBytes(12).toString('hex')}`
   // Presence waits out a grace window, so the reconnects of steps 2-5 are not reported as the
@@ -252,7 +268,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     for (const stop of stopTraces) stop()
     if (traceFile) {
       await traceFile.close()
-      out.event('trace', 'written', { path: options.trace }, `trace of links A and B written to ${options.trace} (open it in the visualizer's #replay)`)
+      if (traced.error === null) out.event('trace', 'written', { path: options.trace }, `trace of links A and B written to ${options.trace} (open it in the visualizer's #replay)`)
     }
     if (viz) {
       if (options.visualize?.holdUntil && !interrupted) {

@@ -25,14 +25,19 @@ export interface ServeOptions {
  * Starts the simulator and logs every socket until SIGINT or SIGTERM.
  *
  * @returns the exit code once stopped.
- * @throws {Error} (rejects) when an `--agent` value is not `id:key` or the port cannot be bound.
+ * @throws {Error} (rejects) when an `--agent` value is not `id:key` or the port cannot be bound;
+ *   for a `--host` that is not loopback without `--admin-token`, or an empty `--admin-token`,
+ *   naming the flag.
  */
 export async function runServe(options: ServeOptions): Promise<number> {
-  const agents: Record<string, string> = {}
+  // One agent given twice keeps both keys (valid at once, as during a key rotation).
+  const agents: Record<string, string[]> = {}
   for (const pair of options.agents) {
     const at = pair.indexOf(':')
     if (at <= 0 || at === pair.length - 1) throw new Error(`--agent takes id:key, got ${JSON.stringify(pair.replace(/:.*/, ':…'))}`)
-    agents[pair.slice(0, at)] = pair.slice(at + 1)
+    const id = pair.slice(0, at)
+    const key = pair.slice(at + 1)
+    agents[id] = [...(agents[id] ?? []).filter((k) => k !== key), key]
   }
   const out = createOutput(options.json)
   const page = options.dashboard ? ensurePageBuilt() : null
@@ -45,6 +50,10 @@ export async function runServe(options: ServeOptions): Promise<number> {
     idleTimeoutMs: options.idleTimeoutMs,
     historyLimit: options.historyLimit,
     ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
+  }).catch((error: unknown) => {
+    // The simulator names its options; on the command line they are flags.
+    if (error instanceof Error) error.message = error.message.replace(/^adminToken\b/, '--admin-token (or PHOENIX_LINK_ADMIN_TOKEN)').replace(/^host\b/, '--host').replace(/set adminToken\b/, 'pass --admin-token')
+    throw error
   })
   const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
   out.event(

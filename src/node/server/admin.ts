@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ServerMetrics } from './metrics.js'
-import { json, methodNotAllowed, type ControlApi } from './control-api.js'
+import { json, methodNotAllowed, requestUrl, type ControlApi } from './control-api.js'
 import { thrownText } from '../../../machines/types.js'
 
 /** One attached socket as the admin API lists it. */
@@ -51,7 +51,7 @@ export class AdminApi {
   handle(req: IncomingMessage, res: ServerResponse): void {
     let path = ''
     try {
-      path = new URL(req.url ?? '/', 'http://simulator').pathname
+      path = requestUrl(req.url).pathname
     } catch {
       path = ''
     }

@@ -47,10 +47,17 @@ const JoinReply = z.union([z.strictObject({ reply: z.literal('ok'), response: z.
 const JoinRuleOutcome = z.union([JoinReply, z.strictObject({ reply: z.literal('none') }), z.strictObject({ reply: z.literal('hold') })], {
   error: 'expected {"reply": "ok" | "error" | "none" | "hold"} ("error" with a "response")',
 })
-const CloseCode = z.number().check(
-  z.int(),
-  z.refine(isSendableCloseCode, { error: 'expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)' }),
-)
+/** A whole number in [from, to]: one range of {@link CloseCode}. */
+const codeRange = (from: number, to: number) => z.number().check(z.int(), z.gte(from), z.lte(to))
+/**
+ * A close code a server may send (RFC 6455 section 7.4.1): the ranges as a union, so the OpenAPI
+ * document states them (`anyOf`), and isSendableCloseCode (connection.ts) as the check that decides.
+ */
+const CloseCode = z
+  .union([codeRange(1000, 1003), codeRange(1007, 1014), codeRange(3000, 4999)], {
+    error: 'expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)',
+  })
+  .check(z.refine(isSendableCloseCode, { error: 'expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)' }))
 const Ok = z.strictObject({ ok: z.literal(true) })
 /** The answer of a control of target sockets: how many sockets it acted on (0 when the target has none open now). */
 const Acted = z.strictObject({ ok: z.literal(true), sockets: z.number() })
@@ -115,6 +122,8 @@ function socketRecord(c: SimConnection): SocketRecord {
 interface Answer {
   status: number
   body: unknown
+  /** Close the connection after the answer: the request's body is still arriving and is not read. */
+  close?: boolean
 }
 
 /** The state a route runs against: the simulator and the release functions of its holds. */
@@ -388,7 +397,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     path: '/admin/push-reply',
     summary: 'How client pushes on app channels are answered: a reply with `status` and `response`, or none (`{ "none": true }`).',
     body: z.union([z.strictObject({ status: z.string(), response: z.optional(PayloadObject) }), z.strictObject({ none: z.literal(true) })], {
-      error: 'expected {"status": "ok" | "error", "response"?: {...}} or {"none": true}',
+      error: 'expected {"status": <any reply status, e.g. "ok" or "error">, "response"?: {...}} or {"none": true}',
     }),
     response: Ok,
     run: ({ sim }, body) => {
@@ -419,7 +428,13 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     body: z.strictObject({
       target: TargetSchema,
       code: CloseCode,
-      reason: z.optional(z.string().check(z.refine((r) => Buffer.byteLength(r) <= 123, { error: 'expected at most 123 bytes of UTF-8 (RFC 6455 section 5.5)' }))),
+      // At most 123 characters in the document (JSON Schema counts characters); the check counts bytes.
+      reason: z.optional(
+        z.string().check(
+          z.maxLength(123, { error: 'expected at most 123 bytes of UTF-8 (RFC 6455 section 5.5)' }),
+          z.refine((r) => Buffer.byteLength(r) <= 123, { error: 'expected at most 123 bytes of UTF-8 (RFC 6455 section 5.5)' }),
+        ),
+      ),
     }),
     response: Acted,
     run: ({ sim }, body) => ok({ ok: true, sockets: sim.close(target(body.target), body.code, body.reason ?? '') }),
@@ -591,7 +606,8 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
         summary: r.summary,
         operationId: r.path.replace(/^\/admin\//, '').replace(/\/\{\w+\}\//g, '-').replace(/[^a-z]+(.)/g, (_, c: string) => c.toUpperCase()) + (r.method === 'GET' ? 'Get' : ''),
         ...(parameters.length > 0 ? { parameters } : {}),
-        ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(r.body) } } } } : {}),
+        // An empty body is read as `{}`: a route whose schema takes `{}` may be sent none.
+        ...(r.body ? { requestBody: { required: !r.body.safeParse({}).success, content: { 'application/json': { schema: schemaOf(r.body) } } } } : {}),
         responses: {
           '200': { description: 'Done.', content: { 'application/json': { schema: schemaOf(r.response) } } },
           ...(r.path === '/admin/wait' ? { '408': { description: 'The count did not reach atLeast within timeoutMs.', content: { 'application/json': { schema: errorBody } } } } : {}),
@@ -695,6 +711,28 @@ export function adminAccess(req: AdminRequest, token: string | null): { status: 
 }
 
 /**
+ * The URL of an HTTP request target (RFC 9112 section 3.2). An origin-form target (`/path?query`)
+ * is read as a path even when it begins with `//`, which the WHATWG URL parser would take for a
+ * host (`//admin/clock` would read as host `admin`, path `/clock`).
+ *
+ * @throws {TypeError} for a target that is not a URL.
+ */
+export function requestUrl(target: string | undefined): URL {
+  const t = target ?? '/'
+  return new URL(t.startsWith('/') ? `http://simulator${t}` : t, 'http://simulator')
+}
+
+/**
+ * Whether an interface a server listens on is loopback: `localhost`, or a loopback address
+ * ({@link isLoopbackAddress}), bracketed or not (`[::1]`, `::1`). `0.0.0.0` and `::` (every
+ * interface) are not.
+ */
+export function isLoopbackInterface(host: string): boolean {
+  const name = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host
+  return name.toLowerCase() === 'localhost' || isLoopbackAddress(name)
+}
+
+/**
  * Whether a peer address is loopback: an IPv4 address in 127.0.0.0/8, `::1`, or a 127.0.0.0/8
  * address IPv4-mapped into IPv6 (RFC 4291 section 2.5.5.2), dotted (`::ffff:127.0.0.1`, as
  * Node reports a peer) or in hex (`::ffff:7f00:1`, as the WHATWG URL serializer writes it).
@@ -761,7 +799,7 @@ export class ControlApi {
     const stop = () => controller.abort('stopping')
     this.pending.add(stop)
     res.on('close', () => this.pending.delete(stop))
-    const query = new URL(req.url ?? '/', 'http://simulator').searchParams
+    const query = requestUrl(req.url).searchParams
     void this.body(req, r)
       .then(async (body) => {
         if ('error' in body) return body.error
@@ -774,7 +812,11 @@ export class ControlApi {
       })
       .catch((error: unknown) => ({ status: 500, body: { error: { code: 'control_failed', message: thrownText(error) } } }))
       .then((answer) => {
-        if (!res.writableEnded && !res.destroyed) json(res, answer.status, answer.body)
+        if (res.writableEnded || res.destroyed) return
+        // Node's server ends a `connection: close` exchange once the answer is written, which
+        // stops an upload still arriving instead of reading it to its end.
+        if ((answer as Answer).close === true) res.setHeader('connection', 'close')
+        json(res, answer.status, answer.body)
       })
     return true
   }
@@ -786,7 +828,7 @@ export class ControlApi {
     }
     let queryToken: string | null = null
     try {
-      queryToken = new URL(req.url ?? '/', 'http://simulator').searchParams.get('token')
+      queryToken = requestUrl(req.url).searchParams.get('token')
     } catch {
       queryToken = null
     }
@@ -829,15 +871,20 @@ export class ControlApi {
     return new Promise((resolve) => {
       const chunks: Buffer[] = []
       let size = 0
-      let over = false
-      req.on('data', (chunk: Buffer) => {
+      const onData = (chunk: Buffer) => {
         size += chunk.length
-        if (size > MAX_CONTROL_BODY_BYTES) over = true
-        else chunks.push(chunk)
-      })
+        if (size <= MAX_CONTROL_BODY_BYTES) return void chunks.push(chunk)
+        // Answered as soon as the limit is passed, not once a body of any length has arrived; the
+        // rest is not read (the connection closes after the answer).
+        req.off('data', onData)
+        req.pause()
+        chunks.length = 0
+        resolve({ error: { status: 413, close: true, body: { error: { code: 'too_large', message: `the body is over ${MAX_CONTROL_BODY_BYTES} bytes` } } } })
+      }
+      req.on('data', onData)
       req.on('error', () => resolve({ error: { status: 400, body: { error: { code: 'bad_request', message: 'the request body could not be read' } } } }))
       req.on('end', () => {
-        if (over) return resolve({ error: { status: 413, body: { error: { code: 'too_large', message: `the body is over ${MAX_CONTROL_BODY_BYTES} bytes` } } } })
+        if (size > MAX_CONTROL_BODY_BYTES) return
         const text = Buffer.concat(chunks).toString('utf8')
         let value: unknown
         try {

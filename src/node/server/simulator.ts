@@ -37,7 +37,7 @@ import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { PresenceTracker, type PresenceCrossing } from './presence.js'
 import { AdminApi } from './admin.js'
-import { ControlApi } from './control-api.js'
+import { ControlApi, isLoopbackInterface, requestUrl } from './control-api.js'
 import { RunSupervisor, type AgentAborted, type RunSupervisorOptions } from '../../runs.js'
 import { classifyClose, classifySupersede, clipText, heartbeatTimeout, type DisconnectReason } from '../../reasons.js'
 import type { PresencePolicy } from '../../../machines/presence-policy.js'
@@ -56,7 +56,12 @@ export const SIMULATOR_API_VERSION = '1.0.0'
 
 /** Options of {@link startSimulator}. */
 export interface SimulatorOptions {
-  /** Interface to listen on. @default '127.0.0.1' — loopback only. */
+  /**
+   * Interface to listen on. @default '127.0.0.1' — loopback only. A host that is not loopback
+   * (`0.0.0.0`, a LAN address, a name other than `localhost`) needs `adminToken`: without one the
+   * simulator would let any machine that reaches it connect as any agent (`agents: 'any'`) and
+   * read `/metrics`, so it refuses to start.
+   */
   host?: string
   /** Port; 0 picks a free one. @default 0 */
   port?: number
@@ -247,6 +252,7 @@ function httpDate(): string {
  *   number in its range, an unknown flavor or rejectMode), naming it.
  * @throws {TypeError} (rejects) when `presence`, `runs` or `metrics` is not an object, or
  *   `adminToken` is not a non-empty string of visible ASCII.
+ * @throws {RangeError} (rejects) for a `host` that is not loopback when no `adminToken` is set.
  */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<PlatformSimulator> {
   const sim = new PlatformSimulator(options)
@@ -405,6 +411,13 @@ export class PlatformSimulator extends EventEmitter {
     if (token !== undefined && !(typeof token === 'string' && ADMIN_TOKEN.test(token))) {
       throw new TypeError(
         `adminToken must be a non-empty string of visible ASCII (spaces inside it allowed), as an Authorization header carries it; got ${typeof token === 'string' ? (token === '' ? 'an empty string' : 'a string with other characters, or spaces at an end') : token === null ? 'null' : typeof token}`,
+      )
+    }
+    // Reachable from other machines, the simulator would take any agent and show its metrics to
+    // anyone: that takes a token, as its HTTP routes do to serve a caller that is not loopback.
+    if (token === undefined && !isLoopbackInterface(this.options.host)) {
+      throw new RangeError(
+        `host ${JSON.stringify(this.options.host)} is not a loopback interface: listening there lets other machines connect as any agent and read /metrics; set adminToken to listen beyond loopback, or use '127.0.0.1'`,
       )
     }
     for (const name of ['presence', 'runs', 'metrics'] as const) {
@@ -1249,7 +1262,7 @@ export class PlatformSimulator extends EventEmitter {
     }
     let agentId: string | null = null
     try {
-      agentId = new URL(req.url ?? '/', 'http://simulator').searchParams.get(AGENT_ID_PARAM)
+      agentId = requestUrl(req.url).searchParams.get(AGENT_ID_PARAM)
     } catch {
       // answered (400) below
     }
@@ -1289,7 +1302,7 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   private answerUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const url = new URL(req.url ?? '/', 'http://simulator')
+    const url = requestUrl(req.url)
     if (url.pathname !== `${this.options.path}/websocket`) {
       this.refuse(socket, { status: 404, body: { text: JSON.stringify({ error: { code: 'not_found', message: `no socket at ${url.pathname}` } }) } }, null, 'no such path', head)
       return

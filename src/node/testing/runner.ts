@@ -20,6 +20,7 @@ import { LIFECYCLE_ORACLES, type LifecycleOracle } from './oracles.js'
 import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
 import type { ChartDelay } from './stimuli.js'
 import { thrownText } from '../../../machines/types.js'
+import { checkPath } from './check-path.js'
 
 /**
  * Policy of path runs: heartbeats real and short (a stalled server is detected in about 200 ms:
@@ -126,10 +127,23 @@ function escape(text: string): string {
  * control-channel join of the kit's agents until a path answers it.
  *
  * @throws {Error} (rejects) when the simulator cannot listen.
+ * @throws {TypeError} (rejects) for options that are not an object (`null` is none), an
+ *   `agentPrefix` that is not a non-empty string, `simulator` options that are not an object or
+ *   whose `agents` is not `'any'`; the simulator's own errors for its options (a `host` that is
+ *   not loopback without an `adminToken`: a RangeError).
  */
-export async function startPathKit(options: PathKitOptions = {}): Promise<PathKit> {
-  const prefix = options.agentPrefix ?? 'path-'
-  const simulator = await startSimulator({ agents: 'any', recordLimit: 200, ...options.simulator })
+export async function startPathKit(options: PathKitOptions | null = {}): Promise<PathKit> {
+  const given: PathKitOptions = options ?? {}
+  if (typeof given !== 'object') throw new TypeError(`startPathKit: options must be an object, got ${typeof given}`)
+  const prefix = given.agentPrefix ?? 'path-'
+  if (typeof prefix !== 'string' || prefix === '') throw new TypeError(`startPathKit: agentPrefix must be a non-empty string, got ${prefix === '' ? 'an empty string' : typeof prefix}`)
+  const sim = given.simulator ?? {}
+  if (sim === null || typeof sim !== 'object') throw new TypeError(`startPathKit: simulator must be an object of simulator options, got ${sim === null ? 'null' : typeof sim}`)
+  // The kit's runs connect as agents it names (`<prefix><n>`) with its own key: a map of agents would refuse them.
+  if (sim.agents !== undefined && sim.agents !== 'any') {
+    throw new TypeError("startPathKit: simulator.agents must be 'any' (or left out): the kit's runs connect as agents it names, with its own key")
+  }
+  const simulator = await startSimulator({ agents: 'any', recordLimit: 200, ...sim })
   simulator.holdUpgrades(new RegExp(`^${escape(prefix)}`))
   simulator.onJoin(new RegExp(`^${escape(controlTopic(prefix))}`), { reply: 'hold' })
   return new PathKit(simulator, prefix)
@@ -140,36 +154,59 @@ export class PathKit {
   private runs = 0
   /** Set by stop(): a run started after it, or still going then, rejects saying so. */
   private stopped = false
+  /** Resolves when stop() is called: a run waiting on a host factory stops waiting. */
+  private readonly stopping: Promise<void>
+  private signalStop!: () => void
 
   /** @internal use {@link startPathKit}. */
   constructor(
     /** The kit's simulator: read what it saw (`accepted(agentId)`, `closesSent`, ...) from oracles. */
     readonly simulator: PlatformSimulator,
     private readonly prefix: string,
-  ) {}
+  ) {
+    this.stopping = new Promise<void>((resolve) => (this.signalStop = resolve))
+  }
 
   /**
    * Runs `path` with a fresh agent id on a host `host` builds, and resolves with what it saw.
    * The link is disconnected (and `stop()` of the host called) before it settles, pass or fail.
    *
    * @throws {PathFailure} (rejects) naming the path, the step and what differed from the chart or broke an oracle.
-   * @throws {Error} (rejects) when the host factory throws, returns no link, or returns a link
-   *   that connects as another agent than the kit's (that link is disconnected and the host stopped);
-   *   when the kit has stopped, or stops during the run (whatever the path saw is not judged).
+   * @throws {Error} (rejects) when the host factory throws, does not settle within `timeoutMs`
+   *   (10000 unless given), returns no link (or a Link of another copy of phoenix-link), or returns a
+   *   link that connects as another agent than the kit's (what it returned is disconnected and its
+   *   `stop()` called); when the kit has stopped, or stops during the run (whatever the path saw is
+   *   not judged).
+   * @throws {TypeError} (rejects) before anything runs, for a path that is not a lifecycle path the
+   *   runner can carry out (checkPath: the step and the field named), a host that is not a
+   *   function, options that are not an object (`null` is none), or oracles that are not an array
+   *   of `{ name, check }`.
    * @throws {RangeError} (rejects) for a `timeoutMs` that is not a whole number of milliseconds in [1, 2^31-1].
    */
-  async run<H extends PathHostResult>(path: LifecyclePath, host: PathHost<H>, options: PathRunOptions<NoInfer<H>> = {}): Promise<PathReport> {
-    if (this.stopped) throw new Error(`the path kit has stopped: path "${path.name}" cannot run; start another with startPathKit()`)
-    const requested = options.timeoutMs
+  async run<H extends PathHostResult>(path: LifecyclePath, host: PathHost<H>, options: PathRunOptions<NoInfer<H>> | null = {}): Promise<PathReport> {
+    const named = typeof (path as { name?: unknown } | null)?.name === 'string' ? path.name : '(unnamed)'
+    if (this.stopped) throw new Error(`the path kit has stopped: path "${named}" cannot run; start another with startPathKit()`)
+    checkPath(path)
+    if (typeof host !== 'function') throw new TypeError(`the path host must be a function that builds the link from the options it is given (options => createLink({ ...options })), got ${host === null ? 'null' : typeof host}`)
+    const given: PathRunOptions<NoInfer<H>> = options ?? {}
+    if (typeof given !== 'object') throw new TypeError(`the run options must be an object, got ${typeof given}`)
+    const requested = given.timeoutMs
     if (requested !== undefined && !(Number.isInteger(requested) && requested >= 1 && requested <= 2 ** 31 - 1)) {
       throw new RangeError(`timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(requested)}`)
     }
+    const oracles = given.oracles ?? (LIFECYCLE_ORACLES as ReadonlyArray<LifecycleOracle<H>>)
+    if (!Array.isArray(oracles)) throw new TypeError(`oracles must be an array of { name, check } (e.g. [...LIFECYCLE_ORACLES, mine]), got ${oracles === null ? 'null' : typeof oracles}`)
+    for (const [i, oracle] of oracles.entries()) {
+      const o = oracle as Partial<LifecycleOracle<H>> | null
+      if (o === null || typeof o !== 'object' || typeof o.name !== 'string' || typeof o.check !== 'function') {
+        throw new TypeError(`oracles[${i}] must be an object with a string name and a check function, got ${o === null ? 'null' : typeof o !== 'object' ? typeof o : `{ ${Object.keys(o).join(', ')} }`}`)
+      }
+    }
     const sim = this.simulator
     const agentId = `${this.prefix}${++this.runs}`
-    const oracles = options.oracles ?? (LIFECYCLE_ORACLES as ReadonlyArray<LifecycleOracle<H>>)
     const clock = new SimulatedClock()
     const report: PathReport = { path: path.name, agentId, sockets: 0, transitions: new Set(), states: new Set() }
-    const built = await host({
+    const built = await this.build(host, requested ?? 10_000, path.name, {
       url: sim.url,
       agentId,
       apiKey: 'path-key',
@@ -182,18 +219,25 @@ export class PathKit {
         for (const node of (event.snapshot as { _nodes?: Array<{ id: string }> })._nodes ?? []) report.states.add(node.id)
       },
     })
-    const link = built instanceof Link ? built : (built as { link?: unknown })?.link
-    if (!(link instanceof Link)) throw new Error('the path host returned no link: return the Link, or { link, stop? }')
+    const held = built instanceof Link ? built : built !== null && typeof built === 'object' ? (built as { link?: unknown }).link : undefined
+    if (!(held instanceof Link)) {
+      await release(built)
+      throw new Error(
+        looksLikeLink(held) || looksLikeLink(built)
+          ? 'the path host returned a Link of another copy of phoenix-link (phoenix-link and phoenix-link/testing resolved to different files, e.g. one from source and one built): build it with the createLink of the package the kit comes from'
+          : 'the path host returned no link: return the Link, or { link, stop? }',
+      )
+    }
+    const link: Link = held
     // A link of another agent would be judged on nothing this path did (the simulator records it apart).
     if (link.agentId !== agentId) {
-      await link.disconnect()
-      await stopHost(built, 5000).catch(() => {})
+      await release(built)
       throw new Error(`the path host's link connects as ${JSON.stringify(link.agentId)}, not as the kit's ${JSON.stringify(agentId)}: build the link from the options the kit passes (url, agentId, apiKey, clock, env, policy, inspect)`)
     }
     // A host's own policy may detect a stalled server later: wait long enough for two heartbeat
     // intervals and a close handshake (phoenix.js's heartbeat timeout is one interval after a send).
     const { transport } = link.policy
-    const timeoutMs = options.timeoutMs ?? Math.max(3000, 2 * transport.heartbeatIntervalMs + transport.closeTimeoutMs + 1000)
+    const timeoutMs = requested ?? Math.max(3000, 2 * transport.heartbeatIntervalMs + transport.closeTimeoutMs + 1000)
     const fail = (index: number, detail: string): never => {
       throw new PathFailure(path.name, index, path.steps[index]?.name ?? '(end)', detail)
     }
@@ -283,9 +327,37 @@ export class PathKit {
     return report
   }
 
+  /**
+   * Calls the host factory, bounded by `timeoutMs` and by the kit's stop. What a factory that
+   * settles too late returns is released then (its link disconnected, its `stop()` called).
+   *
+   * @throws {Error} (rejects) what the factory threw, or that it did not settle in time, or that the kit stopped.
+   */
+  private async build<H extends PathHostResult>(host: PathHost<H>, timeoutMs: number, name: string, options: PathHostOptions): Promise<H> {
+    const building = new Promise<H>((resolve) => resolve(host(options)))
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let late = false
+    const bound = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the path host did not return a link within ${timeoutMs} ms (path "${name}")`)), timeoutMs)
+    })
+    const stopped = this.stopping.then((): never => {
+      throw new Error(`the path kit was stopped while the host of path "${name}" was being built`)
+    })
+    try {
+      return await Promise.race([building, bound, stopped])
+    } catch (error) {
+      late = true
+      throw error
+    } finally {
+      clearTimeout(timer)
+      if (late) building.then(release, () => {})
+    }
+  }
+
   /** Stops the kit's simulator (every socket closed). */
   async stop(): Promise<void> {
     this.stopped = true
+    this.signalStop()
     await this.simulator.stop()
   }
 }
@@ -322,6 +394,8 @@ async function expectStep(link: Link, step: LifecycleStep, timeoutMs: number, fa
 class World {
   private readonly handled: string[] = []
   private readonly waiters = new Set<() => void>()
+  /** The cancel of each event wait still pending: release() ends them all, so no timer or listener outlives the run. */
+  private readonly pending = new Set<() => void>()
   private readonly gate: { promise: Promise<void>; resolve: () => void }
   private readonly topic: string
   private signals = 0
@@ -348,26 +422,50 @@ class World {
     })
   }
 
+  /** Ends the run's world: the slow handler let go, every wait still pending cancelled (its timer and listener removed). */
   release(): void {
     this.gate.resolve()
+    for (const cancel of [...this.pending]) cancel()
   }
 
   private held(what: string, check: () => boolean): Promise<void> {
     return this.sim.waitFor(check, { timeoutMs: this.timeoutMs, what: `${what} (${this.agent})` })
   }
 
+  /**
+   * Waits for an event of the link, bounded by the run's timeout. Made before the stimulus that
+   * causes it (so it cannot be missed); if that stimulus throws, the wait is left behind: it is
+   * marked handled here (its rejection never reaches the process as unhandled) and release()
+   * cancels it with the run, so its timer and listener end with the run too.
+   */
   private event<T>(what: string, subscribe: (done: (value: T) => void) => () => void): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    const waiting = new Promise<T>((resolve, reject) => {
+      let off: (() => void) | null = null
+      let ended = false
+      const end = () => {
+        ended = true
+        clearTimeout(timer)
+        off?.()
+        this.pending.delete(cancel)
+      }
+      const cancel = () => {
+        end()
+        reject(new Error(`the run ended while waiting for ${what}`))
+      }
       const timer = setTimeout(() => {
-        off()
+        end()
         reject(new Error(`timed out after ${this.timeoutMs} ms waiting for ${what}`))
       }, this.timeoutMs)
-      const off = subscribe((value) => {
-        clearTimeout(timer)
-        off()
+      this.pending.add(cancel)
+      off = subscribe((value) => {
+        end()
         resolve(value)
       })
+      // Told during subscribe(): its unsubscribe arrived only now.
+      if (ended) off()
     })
+    waiting.catch(() => {})
+    return waiting
   }
 
   async apply(step: LifecycleStep): Promise<void> {
@@ -430,6 +528,11 @@ class World {
         return void sim.channelClose({ agent }, topic)
       case 'control.signal':
         return this.signal(s.delivery)
+      default: {
+        // checkPath() refuses any other type before a run starts.
+        const unknown: never = s
+        throw new Error(`no world action for stimulus type ${JSON.stringify((unknown as { type?: unknown }).type)}`)
+      }
     }
   }
 
@@ -447,6 +550,11 @@ class World {
         return policy.connection.joinTimeoutMs
       case 'leaveTimeout':
         return policy.connection.leaveTimeoutMs
+      default: {
+        // checkPath() refuses any other delay before a run starts.
+        const unknown: never = delay
+        throw new Error(`no chart delay ${JSON.stringify(unknown)}`)
+      }
     }
   }
 
@@ -495,14 +603,37 @@ class World {
   }
 }
 
+/** Whether a value has a Link's shape (of this copy of phoenix-link or another). */
+function looksLikeLink(value: unknown): value is { disconnect(): Promise<void> } {
+  const v = value as { connect?: unknown; disconnect?: unknown; agentId?: unknown } | null
+  return v !== null && typeof v === 'object' && typeof v.connect === 'function' && typeof v.disconnect === 'function' && typeof v.agentId === 'string'
+}
+
 /**
- * Calls the `stop()` of a host that returned `{ link, stop }` (nothing for a bare Link), bounded.
+ * Releases what a host factory returned and the run will not use: its link disconnected (any
+ * copy's), its `stop()` called; each bounded (5 s), what they throw ignored.
+ */
+async function release(built: unknown): Promise<void> {
+  const link = looksLikeLink(built) ? built : built !== null && typeof built === 'object' ? (built as { link?: unknown }).link : undefined
+  if (looksLikeLink(link)) {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    await Promise.race([Promise.resolve().then(() => link.disconnect()), new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)))]).catch(() => {})
+    clearTimeout(timer)
+  }
+  await stopHost(built, 5000).catch(() => {})
+}
+
+/**
+ * Calls the `stop()` of a host that returned `{ link, stop }` (nothing for a bare Link, or for
+ * anything without a `stop` function), bounded.
  *
  * @throws what `stop()` threw or rejected with, or an Error when it did not settle within `timeoutMs`.
  */
 async function stopHost(built: unknown, timeoutMs: number): Promise<void> {
-  if (built instanceof Link) return
-  const stopping = Promise.resolve((built as { stop?: () => void | Promise<void> }).stop?.())
+  if (built === null || typeof built !== 'object' || looksLikeLink(built)) return
+  const stop = (built as { stop?: unknown }).stop
+  if (typeof stop !== 'function') return
+  const stopping = new Promise<unknown>((resolve) => resolve((stop as () => unknown).call(built)))
   let timer: ReturnType<typeof setTimeout> | undefined
   const bound = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`the host's stop() did not settle within ${timeoutMs} ms`)), timeoutMs)
