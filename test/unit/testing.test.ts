@@ -342,6 +342,41 @@ describe('the runner refuses what it cannot carry out, and leaves nothing behind
     expect(stops).toBe(2)
   })
 
+  it("a host of the user's own that has a link's shape (connect, disconnect, agentId) still has its stop() called", async () => {
+    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    class AgentHost {
+      stopped = 0
+      constructor(readonly link: ReturnType<typeof createLink>) {}
+      get agentId(): string {
+        return this.link.agentId
+      }
+      connect(): Promise<void> {
+        return this.link.connect()
+      }
+      disconnect(): Promise<void> {
+        return this.link.disconnect()
+      }
+      stop(): void {
+        this.stopped++
+      }
+    }
+    let host: AgentHost | null = null
+    await kit.run(path, (options) => (host = new AgentHost(createLink(options))))
+    expect(host!.stopped).toBe(1)
+  })
+
+  it('a line of `phoenix-link paths --json` (the path with its chart, mode and index beside it) is a path the kit runs; a bad step or status is named', async () => {
+    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    const line = JSON.parse(JSON.stringify({ chart: 'connection', mode: 'wire', index: 7, ...path })) as LifecyclePath
+    await expect(kit.run(line, (options) => createLink(options))).resolves.toMatchObject({ path: path.name, sockets: 1 })
+    const nullStep = structuredClone(path) as LifecyclePath
+    ;(nullStep.steps as unknown[])[0] = null
+    await expect(kit.run(nullStep, (options) => createLink(options))).rejects.toThrow(new TypeError(`path "${path.name}", step 1: expected object, received null`))
+    const status = structuredClone(path) as LifecyclePath
+    ;(status.steps[2]!.stimulus as unknown) = { type: 'join.reply', topic: 'control', status: 'maybe' }
+    await expect(kit.run(status, (options) => createLink(options))).rejects.toThrow(new TypeError(`path "${path.name}", step 3 (join ok): stimulus.status: expected status "ok", or "error" with a reason`))
+  })
+
   it('startPathKit refuses options it cannot use', async () => {
     await expect(startPathKit(5 as never)).rejects.toThrow(new TypeError('startPathKit: options must be an object, got number'))
     await expect(startPathKit({ agentPrefix: 5 as never })).rejects.toThrow(new TypeError('startPathKit: agentPrefix must be a non-empty string, got number'))

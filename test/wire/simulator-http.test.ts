@@ -723,10 +723,12 @@ describe('the simulator over HTTP', () => {
   })
 
   it('a simulator listens beyond loopback only with an admin token', async () => {
-    for (const host of ['127.0.0.1', '127.8.9.10', '::1', '[::1]', 'localhost', 'LOCALHOST', '::ffff:127.0.0.1']) expect(isLoopbackInterface(host), host).toBe(true)
-    for (const host of ['0.0.0.0', '::', '[::]', '192.0.2.1', 'example.com', '127.0.0.1.example.com', '::ffff:192.0.2.1']) expect(isLoopbackInterface(host), host).toBe(false)
+    for (const host of ['127.0.0.1', '127.8.9.10', '::1', '[::1]', '0:0:0:0:0:0:0:1', '0000::1', 'localhost', 'LOCALHOST', '::ffff:127.0.0.1', '::FFFF:7F00:1']) expect(isLoopbackInterface(host), host).toBe(true)
+    for (const host of ['0.0.0.0', '::', '[::]', '192.0.2.1', 'example.com', '127.0.0.1.example.com', '::ffff:192.0.2.1', 'fe80::1']) expect(isLoopbackInterface(host), host).toBe(false)
     await expect(startSimulator({ host: '0.0.0.0' })).rejects.toThrow(
-      new RangeError(`host "0.0.0.0" is not a loopback interface: listening there lets other machines connect as any agent and read /metrics; set adminToken to listen beyond loopback, or use '127.0.0.1'`),
+      new RangeError(
+        `host "0.0.0.0" is not a loopback interface: other machines could reach the simulator there (its socket endpoint takes any agent unless agents lists them, and /metrics is open to all); set adminToken to listen beyond loopback anyway (the /admin routes then require it), or use '127.0.0.1'`,
+      ),
     )
     expect(() => new PlatformSimulator({ host: '::' })).toThrow(RangeError)
     // With a token the rule lets it through to listen (a documentation address no interface holds: the bind fails, not the rule).
@@ -735,11 +737,43 @@ describe('the simulator over HTTP', () => {
       (error: Error) => error,
     )
     expect(bind).not.toBeInstanceOf(RangeError)
-    const ipv6 = await startSimulator({ host: '::1' }).catch((error: NodeJS.ErrnoException) => error)
-    if (ipv6 instanceof PlatformSimulator) {
-      expect(ipv6.url).toMatch(/^ws:\/\/\[::1\]:\d+\/socket$/)
-      await ipv6.stop()
-    } else expect(ipv6.code, 'a machine without IPv6 loopback cannot bind ::1').toBe('EADDRNOTAVAIL')
+    // An IPv6 loopback, as written or bracketed as a URL writes it.
+    for (const host of ['::1', '[::1]']) {
+      const ipv6 = await startSimulator({ host }).catch((error: NodeJS.ErrnoException) => error)
+      if (ipv6 instanceof PlatformSimulator) {
+        expect(ipv6.url, host).toMatch(/^ws:\/\/\[::1\]:\d+\/socket$/)
+        await ipv6.stop()
+      } else expect(ipv6.code, 'a machine without IPv6 loopback cannot bind ::1').toBe('EADDRNOTAVAIL')
+    }
+  })
+
+  it("agents: a map is checked at start, copied (setKeys changes the simulator's, not the caller's), and any text is an agent id, constructor and __proto__ too", async () => {
+    expect(() => new PlatformSimulator({ agents: 5 as never })).toThrow(new TypeError("agents must be 'any' or a map of agent id to an API key (or a list of keys), got a number"))
+    expect(() => new PlatformSimulator({ agents: ['a'] as never })).toThrow(/got an array$/)
+    // The error names the agent and the type, never the value (it may hold a key).
+    expect(() => new PlatformSimulator({ agents: { 'agent-1': ['key-1', 7] } as never })).toThrow(new TypeError('agents["agent-1"] must be an API key or a list of keys, got a list holding a number'))
+    const given: Record<string, string> = { 'agent-1': 'key-1', constructor: 'key-c' }
+    const sim = await startSimulator({ agents: given })
+    try {
+      sim.setKeys('agent-1', ['key-1', 'key-2'])
+      expect(given).toEqual({ 'agent-1': 'key-1', constructor: 'key-c' })
+      for (const [agentId, apiKey, ok] of [
+        ['constructor', 'key-c', true],
+        ['toString', 'anything', false],
+        ['__proto__', 'anything', false],
+        ['agent-1', 'key-2', true],
+      ] as const) {
+        const link = createLink({ url: sim.url, agentId, apiKey })
+        try {
+          if (ok) await expect(link.connect(), agentId).resolves.toBeUndefined()
+          else await expect(link.connect(), agentId).rejects.toMatchObject({ reason: { kind: 'rejected', cause: 'unauthenticated' } })
+        } finally {
+          await link.disconnect()
+        }
+      }
+    } finally {
+      await sim.stop()
+    }
   })
 
   it('serve: a host beyond loopback without --admin-token, or an empty --admin-token, is refused naming the flag; one agent given twice keeps both keys', async () => {
@@ -747,17 +781,19 @@ describe('the simulator over HTTP', () => {
     let err = ''
     open.stderr.on('data', (c: Buffer) => (err += c.toString()))
     expect(await exited(open)).toBe(1)
-    expect(err.trim()).toBe(`phoenix-link: --host "0.0.0.0" is not a loopback interface: listening there lets other machines connect as any agent and read /metrics; pass --admin-token to listen beyond loopback, or use '127.0.0.1'`)
+    expect(err.trim()).toBe(
+      `phoenix-link: --host "0.0.0.0" is not a loopback interface: other machines could reach the simulator there (its socket endpoint takes any agent unless --agent lists them, and /metrics is open to all); pass --admin-token to listen beyond loopback anyway (the /admin routes then require it), or use '127.0.0.1'`,
+    )
     const empty = serve(['--admin-token', ''])
     let emptyErr = ''
     empty.stderr.on('data', (c: Buffer) => (emptyErr += c.toString()))
     expect(await exited(empty)).toBe(1)
     expect(emptyErr).toMatch(/^phoenix-link: --admin-token \(or PHOENIX_LINK_ADMIN_TOKEN\) must be a non-empty string of visible ASCII/)
-    const child = serve(['--agent', 'rotating:key-1', '--agent', 'rotating:key-2'])
+    const child = serve(['--agent', 'rotating:key-1', '--agent', 'rotating:key-2', '--agent', 'constructor:key-c'])
     try {
       const { url } = await listening(child)
-      for (const apiKey of ['key-1', 'key-2']) {
-        const link = createLink({ url, agentId: 'rotating', apiKey })
+      for (const [agentId, apiKey] of [['rotating', 'key-1'], ['rotating', 'key-2'], ['constructor', 'key-c']] as const) {
+        const link = createLink({ url, agentId, apiKey })
         try {
           await link.connect()
           expect(link.state, apiKey).toBe('connected')

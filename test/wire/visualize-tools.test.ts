@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -180,6 +180,17 @@ describe('trace files', () => {
     expect(links).toEqual(['A', 'B', 'A'])
     await a.disconnect()
     await b.disconnect()
+  })
+
+  it.skipIf(!existsSync('/dev/full'))('close() of a trace whose writes fail (a full disk) resolves only once onError was told, so no caller reports it written', async () => {
+    const errors: string[] = []
+    const file = openTraceFile('/dev/full', (error) => errors.push(error.message))
+    const link = createLink({ url: 'ws://127.0.0.1:9/socket', agentId: 'agent-1', apiKey: 'key-1' })
+    // Following writes the link's first record; close() ends the file while that write is in flight.
+    file.follow(link, 'A')
+    await file.close()
+    expect(errors).toEqual([expect.stringContaining('ENOSPC')])
+    await link.disconnect()
   })
 })
 

@@ -30,15 +30,17 @@ export interface ServeOptions {
  *   naming the flag.
  */
 export async function runServe(options: ServeOptions): Promise<number> {
-  // One agent given twice keeps both keys (valid at once, as during a key rotation).
-  const agents: Record<string, string[]> = {}
+  // One agent given twice keeps both keys (valid at once, as during a key rotation). A Map: an
+  // agent id may be any text, `constructor` or `__proto__` too.
+  const keysOf = new Map<string, string[]>()
   for (const pair of options.agents) {
     const at = pair.indexOf(':')
     if (at <= 0 || at === pair.length - 1) throw new Error(`--agent takes id:key, got ${JSON.stringify(pair.replace(/:.*/, ':…'))}`)
     const id = pair.slice(0, at)
     const key = pair.slice(at + 1)
-    agents[id] = [...(agents[id] ?? []).filter((k) => k !== key), key]
+    keysOf.set(id, [...(keysOf.get(id) ?? []).filter((k) => k !== key), key])
   }
+  const agents = Object.fromEntries(keysOf)
   const out = createOutput(options.json)
   const page = options.dashboard ? ensurePageBuilt() : null
   const sim = await startSimulator({
@@ -52,7 +54,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
   }).catch((error: unknown) => {
     // The simulator names its options; on the command line they are flags.
-    if (error instanceof Error) error.message = error.message.replace(/^adminToken\b/, '--admin-token (or PHOENIX_LINK_ADMIN_TOKEN)').replace(/^host\b/, '--host').replace(/set adminToken\b/, 'pass --admin-token')
+    if (error instanceof Error) error.message = error.message.replace(/^adminToken\b/, '--admin-token (or PHOENIX_LINK_ADMIN_TOKEN)').replace(/^host\b/, '--host').replace(/set adminToken\b/, 'pass --admin-token').replace(/unless agents lists them/, 'unless --agent lists them')
     throw error
   })
   const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')

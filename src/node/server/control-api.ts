@@ -11,7 +11,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { timingSafeEqual } from 'node:crypto'
-import { isIPv4 } from 'node:net'
+import { isIPv4, isIPv6 } from 'node:net'
 import * as z from 'zod/mini'
 import { describeIssue } from '../../zod-issues.js'
 import { deepFreeze } from '../../freeze.js'
@@ -724,12 +724,16 @@ export function requestUrl(target: string | undefined): URL {
 
 /**
  * Whether an interface a server listens on is loopback: `localhost`, or a loopback address
- * ({@link isLoopbackAddress}), bracketed or not (`[::1]`, `::1`). `0.0.0.0` and `::` (every
- * interface) are not.
+ * ({@link isLoopbackAddress}), bracketed or not (`[::1]`, `::1`), an IPv6 one in any of its
+ * written forms (`0:0:0:0:0:0:0:1`, `::ffff:127.0.0.1`). `0.0.0.0` and `::` (every interface)
+ * are not.
  */
 export function isLoopbackInterface(host: string): boolean {
   const name = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host
-  return name.toLowerCase() === 'localhost' || isLoopbackAddress(name)
+  if (name.toLowerCase() === 'localhost' || isLoopbackAddress(name)) return true
+  if (!isIPv6(name)) return false
+  // The WHATWG URL parser writes an IPv6 address in its one compressed form (RFC 5952).
+  return isLoopbackAddress(new URL(`http://[${name}]`).hostname.slice(1, -1))
 }
 
 /**

@@ -58,9 +58,11 @@ export const SIMULATOR_API_VERSION = '1.0.0'
 export interface SimulatorOptions {
   /**
    * Interface to listen on. @default '127.0.0.1' — loopback only. A host that is not loopback
-   * (`0.0.0.0`, a LAN address, a name other than `localhost`) needs `adminToken`: without one the
-   * simulator would let any machine that reaches it connect as any agent (`agents: 'any'`) and
-   * read `/metrics`, so it refuses to start.
+   * (`0.0.0.0`, a LAN address, a name other than `localhost`) needs `adminToken`, as the caller's
+   * word that other machines may reach it: the token guards the `/admin` routes, while the socket
+   * endpoint takes any agent unless `agents` lists them and `/metrics` stays open to all. Without
+   * one the simulator refuses to start. A bracketed IPv6 address (`[::1]`) is read without its
+   * brackets.
    */
   host?: string
   /** Port; 0 picks a free one. @default 0 */
@@ -222,7 +224,26 @@ const CLOSING_LINGER_MS = 1_000
 
 /** Whether `key` is one of an agent's valid keys. */
 function keyMatches(valid: string | readonly string[] | undefined, key: string): boolean {
-  return typeof valid === 'string' ? valid === key : valid !== undefined && valid.includes(key)
+  return typeof valid === 'string' ? valid === key : Array.isArray(valid) && valid.includes(key)
+}
+
+/**
+ * Throws unless `agents` is left out, `'any'`, or a map of agent id to a key or a list of keys: a
+ * map of anything else would refuse every agent, far from the mistake.
+ *
+ * @throws {TypeError} naming the option, or the agent whose keys are not a key or a list of them.
+ */
+function checkAgents(agents: unknown): void {
+  if (agents === undefined || agents === 'any') return
+  if (agents === null || typeof agents !== 'object' || Array.isArray(agents)) {
+    throw new TypeError(`agents must be 'any' or a map of agent id to an API key (or a list of keys), got ${agents === null ? 'null' : Array.isArray(agents) ? 'an array' : typeof agents === 'string' ? JSON.stringify(agents) : `a ${typeof agents}`}`)
+  }
+  for (const [id, keys] of Object.entries(agents)) {
+    if (typeof keys === 'string' || (Array.isArray(keys) && keys.every((k) => typeof k === 'string'))) continue
+    // Its type, never its value: the value may hold a key.
+    const got = Array.isArray(keys) ? `a list holding a ${typeof keys.find((k) => typeof k !== 'string')}` : keys === null ? 'null' : `a ${typeof keys}`
+    throw new TypeError(`agents[${JSON.stringify(id)}] must be an API key or a list of keys, got ${got}`)
+  }
 }
 
 /** Whether `text` parses as JSON. */
@@ -358,11 +379,15 @@ export class PlatformSimulator extends EventEmitter {
   constructor(options: SimulatorOptions) {
     super()
     this.setMaxListeners(0)
+    checkAgents(options.agents)
     this.options = {
-      host: options.host ?? '127.0.0.1',
+      // `[::1]` as a URL writes it is the address `::1` to listen on.
+      host: typeof options.host === 'string' && /^\[[^\]]*\]$/.test(options.host) ? options.host.slice(1, -1) : (options.host ?? '127.0.0.1'),
       port: options.port ?? 0,
       path: typeof options.path === 'string' ? options.path.replace(/\/$/, '') : (options.path ?? '/socket'),
-      agents: options.agents ?? 'any',
+      // A copy with no prototype: an agent id is any text (`constructor`, `__proto__` too), and
+      // setKeys() changes the simulator's keys, not the caller's object.
+      agents: options.agents === undefined || options.agents === 'any' ? 'any' : Object.assign(Object.create(null) as Record<string, string | readonly string[]>, options.agents),
       flavor: options.flavor ?? 'phoenix',
       idleTimeoutMs: options.idleTimeoutMs === undefined ? 60_000 : options.idleTimeoutMs,
       supersedeCooldownMs: options.supersedeCooldownMs ?? 0,
@@ -417,7 +442,7 @@ export class PlatformSimulator extends EventEmitter {
     // anyone: that takes a token, as its HTTP routes do to serve a caller that is not loopback.
     if (token === undefined && !isLoopbackInterface(this.options.host)) {
       throw new RangeError(
-        `host ${JSON.stringify(this.options.host)} is not a loopback interface: listening there lets other machines connect as any agent and read /metrics; set adminToken to listen beyond loopback, or use '127.0.0.1'`,
+        `host ${JSON.stringify(this.options.host)} is not a loopback interface: other machines could reach the simulator there (its socket endpoint takes any agent unless agents lists them, and /metrics is open to all); set adminToken to listen beyond loopback anyway (the /admin routes then require it), or use '127.0.0.1'`,
       )
     }
     for (const name of ['presence', 'runs', 'metrics'] as const) {

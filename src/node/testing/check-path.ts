@@ -28,10 +28,14 @@ const Stimulus = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('server.supersede') }),
   z.strictObject({ type: z.literal('server.malformed'), data: z.string() }),
   // One `type`, two shapes: told apart by `status`.
-  z.discriminatedUnion('status', [
-    z.strictObject({ type: z.literal('join.reply'), topic: Topic, status: z.literal('ok') }),
-    z.strictObject({ type: z.literal('join.reply'), topic: Topic, status: z.literal('error'), reason: z.string() }),
-  ]),
+  z.discriminatedUnion(
+    'status',
+    [
+      z.strictObject({ type: z.literal('join.reply'), topic: Topic, status: z.literal('ok') }),
+      z.strictObject({ type: z.literal('join.reply'), topic: Topic, status: z.literal('error'), reason: z.string() }),
+    ],
+    { error: 'expected status "ok", or "error" with a reason' },
+  ),
   z.strictObject({ type: z.literal('channel.error'), topic: Topic }),
   z.strictObject({ type: z.literal('channel.close'), topic: Topic }),
   z.strictObject({ type: z.literal('control.signal'), delivery: z.enum(['once', 'duplicate', 'handler-throws', 'queued']) }),
@@ -68,7 +72,9 @@ const Expectation = z.strictObject({
   epoch: Whole(0),
 })
 
-const Path = z.strictObject({
+// Loose at the top: `phoenix-link paths --json` prints each path with `chart`, `mode` and `index`
+// beside it, and such a line is a path the kit runs. Its steps are strict.
+const Path = z.looseObject({
   name: z.string(),
   steps: z.array(z.strictObject({ name: z.string(), stimulus: Stimulus, expect: Expectation })).check(z.minLength(1, { error: 'expected at least one step' })),
 })
@@ -102,6 +108,10 @@ export function checkPath(path: unknown): asserts path is LifecyclePath {
   }
   // A discriminated union names no field when the discriminator itself is unknown.
   const unknownType = issue.code === 'invalid_union' && field[0] === 'stimulus' && (field.length === 1 || (field.length === 2 && field[1] === 'type'))
-  const message = unknownType ? `stimulus.type: expected one of ${TYPES.map((t) => JSON.stringify(t)).join(' | ')}` : `${at || 'path'}: ${describeIssue(issue)}`
+  const message = unknownType
+    ? `stimulus.type: expected one of ${TYPES.map((t) => JSON.stringify(t)).join(' | ')}`
+    : at === ''
+      ? describeIssue(issue) // the step itself, or the path itself, is what is wrong
+      : `${at}: ${describeIssue(issue)}`
   throw new TypeError(`${where}: ${message}`)
 }

@@ -630,7 +630,9 @@ async function release(built: unknown): Promise<void> {
  * @throws what `stop()` threw or rejected with, or an Error when it did not settle within `timeoutMs`.
  */
 async function stopHost(built: unknown, timeoutMs: number): Promise<void> {
-  if (built === null || typeof built !== 'object' || looksLikeLink(built)) return
+  // A host of the user's own may have a link's shape (connect, disconnect, agentId) and a stop():
+  // only a Link itself is passed over.
+  if (built === null || typeof built !== 'object' || built instanceof Link) return
   const stop = (built as { stop?: unknown }).stop
   if (typeof stop !== 'function') return
   const stopping = new Promise<unknown>((resolve) => resolve((stop as () => unknown).call(built)))

@@ -189,7 +189,16 @@ export function openTraceFile(path: string, onError: (error: Error) => void = ()
     close() {
       if (closing) return closing
       stopAll()
-      closing = failed ? Promise.resolve() : new Promise((resolve) => out.end(() => resolve()))
+      // Settled by the stream's own end, 'finish' or 'error', not by end()'s callback, which Node
+      // calls before the 'error' of a last write that fails (a full disk): a close that resolves
+      // has told onError of every failure.
+      closing = failed
+        ? Promise.resolve()
+        : new Promise((resolve) => {
+            out.once('finish', () => resolve())
+            out.once('error', () => resolve())
+            out.end()
+          })
       return closing
     },
   }
