@@ -30,6 +30,10 @@ function readReport<T>(name: string): T | null {
 
 /** Why the mutants of a declaration survive, by `file#declaration`. */
 const WHY: Record<string, string> = {
+  'src/adapter/phoenix-adapter.ts#PhoenixAdapter.dropTopic':
+    "equivalent from outside: the phx_leave of a crashed channel chart's topic when the server had accepted its join (`true` made `false`). A channel chart crashes only when one of its transitions throws, and the only ones that can (an injected env.now or env.random that throws) run on a phx_error, a phx_close, a join timeout or a failed join attempt, each after the adapter marked the attachment not joined; a joined attachment is left on the wire by this leave only after a phoenix-link bug in a transition of the joined state. A crash with the join still pending is covered: test/wire/hardening.test.ts \"a channel chart's crash drops that channel alone\u2026\"",
+  'src/adapter/phoenix-adapter.ts#PhoenixAdapter.push':
+    "equivalent: `attachment.pushes?.delete` for `.delete` in the ok reply: the push registered itself in `pushes` (created with `??=`) just before it was sent, and nothing sets `pushes` back to null, so it is always there when the reply comes",
   'src/emitter.ts#Emitter.once':
     "the `original` a once() wrapper carries for off(): killed since by test/unit/emitter.test.ts \"off() removes a listener added with on() or once()…\" (added after the run)",
   'src/emitter.ts#Emitter.off':
@@ -43,11 +47,11 @@ const WHY: Record<string, string> = {
   'src/node/server/connection.ts#assertSendableClose':
     "the RangeError's message: killed since by test/wire/simulator-http.test.ts \"bad requests…\" (both messages checked; added after the run)",
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.openTransport':
-    "unreachable from a link: the detail of a socket that could not be opened (ws throws synchronously only on a URL or a header value the link refuses before it opens anything: checkUrl at configuration, the key's characters at each attempt)",
+    "equivalent: the `!handle.ended` check before opening the socket with settled credentials, made true: a transport that ends aborts its credentials wait (end() calls abort(), whose onGiveUp marks the wait settled, so a late answer is dropped before this callback), and a synchronous answer settles inside openTransport(), before anything can end the transport (a disconnect() the credentials function calls is queued behind the transition in progress). Earlier: the detail of a socket that could not be opened, unreachable from a link (ws throws synchronously only on a URL or a header value the link refuses before it opens anything)",
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.isExpected':
     "the heartbeat reply let through (`return true` for a reply to the pending heartbeat): killed since by test/wire/long-life.test.ts \"heartbeats hold an idle connection\" (ten answered on one socket at a 30 ms interval; added after the run)",
   'src/adapter/phoenix-adapter.ts#errorText':
-    "an event-like object's `type`: killed since by test/wire/long-life.test.ts \"whatever a params function throws is described in the reason…\" (added after the run)",
+    "equivalent: the object test made true: for anything that is not an object (a string, a number, null) every field read finds nothing (or throws into the catch), and the function falls through to thrownText(), as it does with the test in place. Earlier: an event-like object's `type`, killed by test/wire/long-life.test.ts \"whatever a params function throws is described in the reason\u2026\"",
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.runAttachment':
     "the `channel.left` report of a leave before the join params settled (without it the chart waits out its leave timeout): killed since by test/wire/long-life.test.ts \"leave() settles at once (not after the leave timeout)…\" (added after the run)",
   'src/node/server/connection.ts#isSendableCloseCode':

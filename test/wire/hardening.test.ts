@@ -372,17 +372,19 @@ function answerOf(port: number, path: string, headers: Record<string, string> = 
 }
 
 describe('the simulator under bad requests', () => {
-  // '//%' is no URL at all (the request handler throws, and the simulator logs why); a bad
-  // percent-escape in a query value parses, and is refused as any upgrade without `vsn` is.
-  for (const { path, thrown } of [
-    { path: '//%', thrown: true },
-    { path: '/socket/websocket?agent_id=%zz', thrown: false },
+  // 'http://%/…' is no URL at all (an absolute-form target whose host cannot be read: the request
+  // handler throws, and the simulator logs why); a bad percent-escape in a query value parses, and
+  // is refused as any upgrade without `vsn` is; '//%' is a path (origin-form), with no socket at it.
+  for (const { path, thrown, answer } of [
+    { path: 'http://%/socket/websocket', thrown: true, answer: 400 },
+    { path: '/socket/websocket?agent_id=%zz', thrown: false, answer: 400 },
+    { path: '//%', thrown: false, answer: 404 },
   ]) {
-    it(`answers an unparsable upgrade (${path}) with 400${thrown ? ', logs why,' : ''} and keeps serving`, async () => {
+    it(`answers an unparsable upgrade (${path}) with ${answer}${thrown ? ', logs why,' : ''} and keeps serving`, async () => {
       const { logger, warnings } = warningsLogger()
       const sim = await world().sim({ logger })
       const { status } = await answerOf(sim.port, path, { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' })
-      expect(status).toBe(400)
+      expect(status).toBe(answer)
       // The line a host's logger gets names the request's fault, whichever argument order it takes.
       const why = warnings.filter((line) => line.includes('bad upgrade request'))
       expect(why).toHaveLength(thrown ? 1 : 0)
