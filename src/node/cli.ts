@@ -4,7 +4,7 @@
  * lifecycle paths), `export` (the charts for Stately Studio or mermaid), `replay` (a trace in the
  * visualizer), `conform` (the lifecycle rules judged on any agent command) and `--version`.
  */
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeSync } from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { SERVER_FLAVORS, type FlavorName } from './server/flavors.js'
 import { runConnect } from './cli/connect.js'
@@ -81,8 +81,21 @@ function untilSignal(): Promise<void> {
 }
 
 /** Builds the command-line program. */
+/** Writes help or version text to stdout at once; a reader gone early (EPIPE) is not an error. @throws {Error} when the text cannot be written. */
+function writeOutNow(text: string): void {
+  try {
+    writeSync(1, text)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EPIPE') process.exit(0)
+    throw new Error(`cannot write the output: ${thrownText(error)}`)
+  }
+}
+
 export function program(): Command {
   const cli = new Command('phoenix-link')
+    // Help and version text written at once: commander exits right after writing it, so a write
+    // that fails (a full disk) must throw here, to be said and exit 1, not be lost with exit 0.
+    .configureOutput({ writeOut: writeOutNow })
     .description('Keeps an AI agent connected to a Phoenix Channels platform and makes every lifecycle decision visible.')
     .version(packageVersion())
   cli

@@ -40,6 +40,15 @@ describe('sameCode', () => {
     }
   })
 
+  it('fails for what is not a comment though it is not a token either: a shebang, a conflict marker, a Stryker directive', () => {
+    const script = `#!/usr/bin/env node\n${SOURCE}`
+    expect(sameCode('a.ts', script, script.replace('node', 'bun'))).toBe(false)
+    expect(sameCode('a.ts', SOURCE, SOURCE.replace('  // the fast path', '  // Stryker disable next-line all'))).toBe(false)
+    expect(sameCode('a.ts', SOURCE, SOURCE.replace('  // the fast path', '<<<<<<< HEAD'))).toBe(false)
+    // A JSDoc-style type written in code is code.
+    expect(sameCode('a.ts', 'let a: ?string\n', 'let a: ?number\n')).toBe(false)
+  })
+
   it('fails when code moves: a comment line added above it, or a column shifted by an inline comment', () => {
     expect(sameCode('a.ts', SOURCE, SOURCE.replace('/** Doubles', '/**\n * Doubles'))).toBe(false)
     expect(sameCode('a.ts', SOURCE, SOURCE.replace('  return x', '  /* hot */ return x'))).toBe(false)

@@ -121,12 +121,15 @@ describe('phoenix-link command line', () => {
   it.skipIf(!existsSync('/dev/full'))('output that cannot be written (a full disk) ends a command with one line and exit 1, not a stack trace', async () => {
     const full = openSync('/dev/full', 'w')
     try {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/node/cli.ts', 'paths', '--json'], { cwd: root, stdio: ['ignore', full, 'pipe'] })
-      let stderr = ''
-      child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
-      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-      expect(code).toBe(1)
-      expect(stderr).toBe('phoenix-link: cannot write the output: ENOSPC: no space left on device, write\n')
+      // A command's own output, and the help text commander writes before it exits.
+      for (const args of [['paths', '--json'], ['--help']]) {
+        const child = spawn(process.execPath, ['--import', 'tsx', 'src/node/cli.ts', ...args], { cwd: root, stdio: ['ignore', full, 'pipe'] })
+        let stderr = ''
+        child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
+        const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+        expect(code, args.join(' ')).toBe(1)
+        expect(stderr, args.join(' ')).toBe('phoenix-link: cannot write the output: ENOSPC: no space left on device, write\n')
+      }
     } finally {
       closeSync(full)
     }
