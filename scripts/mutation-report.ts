@@ -30,6 +30,10 @@ function readReport<T>(name: string): T | null {
 
 /** Why the mutants of a declaration survive, by `file#declaration`. */
 const WHY: Record<string, string> = {
+  'src/link-channel.ts#LinkChannel.waitForJoin':
+    "the code of a push whose join never came (`PUSH_TIMEOUT` emptied): the tests timed pushes out only after their join; killed since by test/wire/channels.test.ts \"a push whose join never comes ends PUSH_TIMEOUT at its own timeout\u2026\" (added after the run)",
+  'src/link-channel.ts#LinkChannel.setStatus':
+    "equivalent: the guard that drops a status reported to a handle already ended (`if (!this.active) return` made false): the link forgets a handle in the very call that ends it (its `link.channel` report, link.ts) and a crash ends only the handles still active, so no status ever reaches an ended handle; a new handle of the topic is another object",
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.dropTopic':
     "equivalent from outside: the phx_leave of a crashed channel chart's topic when the server had accepted its join (`true` made `false`). A channel chart crashes only when one of its transitions throws, and the only ones that can (an injected env.now or env.random that throws) run on a phx_error, a phx_close, a join timeout or a failed join attempt, each after the adapter marked the attachment not joined; a joined attachment is left on the wire by this leave only after a phoenix-link bug in a transition of the joined state. A crash with the join still pending is covered: test/wire/hardening.test.ts \"a channel chart's crash drops that channel alone\u2026\"",
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.push':
@@ -85,7 +89,7 @@ const WHY: Record<string, string> = {
   'src/link.ts#Link.constructor':
     "equivalent: the browser's default key place `'param'` emptied: the place is only ever compared with `'header'` (the adapter's upgrade request, the header-value checks), so any other value sends the key as a param. The sampled run is Node's, which takes the `'header'` branch; test/browser/link.test.ts's Web Worker scenario leaves apiKeyIn out and proves the browser default on the wire. The header check made `apiKeyIn !== 'header'`: in Node, which sends upgrade headers, the check is false either way; in a browser the mutant refuses every key place but 'header', and test/browser/link.test.ts's page and Web Worker (apiKeyIn left out, and 'param') would not connect",
   'src/link-channel.ts#LinkChannel.joined':
-    'killed since by test/wire/conventions.test.ts "joined() rejects CHANNEL_CLOSED at once once the session ended…" (the error\'s topic and event checked, not only its code; added after the run)',
+    "the check of a signal already aborted made false: on a channel already joined, joined() resolved instead of rejecting AbortError; killed since by test/wire/channels.test.ts \"joined() with a signal already aborted rejects AbortError\u2026\" (added after the run)",
   'src/link-channel.ts#LinkChannel.onStatus':
     'no wire test called the unsubscribe onStatus() returns: killed since by test/wire/conventions.test.ts "onStatus() returns an unsubscribe…" (added after the run)',
   'src/link.ts#Link.onChartEmitted':
@@ -123,7 +127,7 @@ const WHY: Record<string, string> = {
   'src/link.ts#Link.#Wiring':
     'the log line of a chart listener that threw (link.actor.subscribe) emptied: no test subscribed a listener that throws; killed since by test/wire/hardening.test.ts "a throwing subscriber of link.actor is logged with its error…" (added after the run)',
   'src/link.ts#Link.untilConnected':
-    'the redaction handed to the AgentDisconnectedError of connect() emptied: no test read that error\'s message with a key in its reason; killed since by test/wire/secrets.test.ts "the AgentDisconnectedError of connect(), runForever() and whenState() is redacted…" (added after the run). Equivalent: the check for a state of another session made `return true`: connect() sends host.connect outside the charts\' processing (called inside it, it first waits for the processing to end), so the runtime handles it at once and the first state the wait sees already carries its epoch; a later session begins only after this one ended through `stopped` or `terminated`, which reject the wait first (test/wire/hardening.test.ts "disconnect() immediately followed by connect()" reads the state the moment connect() resolves)',
+    'equivalent: the check for a state of another session made `return true`: connect() sends host.connect outside the charts\' processing (called inside it, it first waits for the processing to end), so the runtime handles it at once and the first state the wait sees already carries its epoch; a later session begins only after this one ended through `stopped` or `terminated`, which reject the wait first (test/wire/hardening.test.ts "disconnect() immediately followed by connect()" reads the state the moment connect() resolves)',
   'src/runs.ts#runProblem':
     'the `null` in the messages for a null run id or hook (made `"got object"`, or the hook\'s test made true), and the `undefined` half of the no-options check (equivalent through startRun() and runSignal(), whose default parameter turns undefined into `{}`): killed since by test/unit/runs.test.ts "runProblem() names what is wrong…" (added after the run)',
   'src/logger.ts#secretForms':

@@ -529,6 +529,44 @@ describe('pushes', () => {
     expect(performance.now() - started).toBeLessThan(5_000)
   })
 
+  it('a push whose join never comes ends PUSH_TIMEOUT at its own timeout, naming the topic and the event; nothing was sent', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:held', { reply: 'hold' }, 1)
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:held')
+    await sim.waitFor(() => sim.heldJoins.length === 1, { what: 'the join' })
+    const r = await settle(room.push('work', { n: 1 }, { timeoutMs: 150 }))
+    expect((r as { error: PushError }).error).toBeInstanceOf(PushError)
+    expect((r as { error: PushError }).error).toMatchObject({ code: 'PUSH_TIMEOUT', topic: 'room:held', event: 'work' })
+    // It never left the link: the server saw no push of it.
+    expect(framesIn(sim.live('agent-1')[0]!, 'work')).toHaveLength(0)
+    await link.disconnect()
+  })
+
+  it('joined() of a channel the host left rejects CHANNEL_CLOSED at once while the session goes on', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    await room.leave()
+    expect(link.state).toBe('connected')
+    await expect(room.joined()).rejects.toMatchObject({ code: 'CHANNEL_CLOSED', topic: 'room:1', event: 'phx_join' })
+    await link.disconnect()
+  })
+
+  it('joined() with a signal already aborted rejects AbortError, though the channel is joined (as fetch does with one)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await expect(room.joined()).resolves.toEqual({})
+    const signal = AbortSignal.abort()
+    await expect(room.joined({ signal })).rejects.toMatchObject({ name: 'AbortError' })
+    await link.disconnect()
+  })
+
   it('a push that waited for its join gets what is left of its timeout, not the whole of it again', async () => {
     const sim = await world().sim()
     sim.onJoin('room:slow', { reply: 'hold' }, 1)
