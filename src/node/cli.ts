@@ -80,7 +80,6 @@ function untilSignal(): Promise<void> {
   })
 }
 
-/** Builds the command-line program. */
 /** Writes help or version text to stdout at once; a reader gone early (EPIPE) is not an error. @throws {Error} when the text cannot be written. */
 function writeOutNow(text: string): void {
   try {
@@ -91,6 +90,7 @@ function writeOutNow(text: string): void {
   }
 }
 
+/** Builds the command-line program. */
 export function program(): Command {
   const cli = new Command('phoenix-link')
     // Help and version text written at once: commander exits right after writing it, so a write

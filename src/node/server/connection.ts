@@ -4,6 +4,7 @@
  */
 import type { WebSocket } from 'ws'
 import { encodeTextFrame, type Frame } from '../../protocol.js'
+import { deepFreeze } from '../../freeze.js'
 
 /** A frame the simulator saw or sent on one socket. */
 export interface RecordedFrame {
@@ -38,12 +39,25 @@ export interface CloseRecord {
 export type CloseCause = 'scripted' | 'disconnect' | 'supersede' | 'idle' | 'restart' | 'stop' | 'malformed' | 'protocol'
 
 /**
- * Whether an endpoint may send `code` in a close frame (RFC 6455 section 7.4.1 and 7.4.2):
- * 1000-1003 and 1007-1014 (1004 is reserved; 1005, 1006 and 1015 must never be sent), or
- * 3000-4999 (registered and private use); 1016-2999 are reserved for the protocol.
+ * The close codes an endpoint may send in a close frame (RFC 6455 section 7.4.1 and 7.4.2), as
+ * `[low, high]` ranges, both ends included: 1000-1003 and 1007-1014 (1004 is reserved; 1005, 1006
+ * and 1015 must never be sent), and 3000-4999 (registered and private use); 1016-2999 are
+ * reserved for the protocol.
  */
+export const SENDABLE_CLOSE_RANGES: ReadonlyArray<readonly [number, number]> = deepFreeze([
+  [1000, 1003],
+  [1007, 1014],
+  [3000, 4999],
+])
+
+/** {@link SENDABLE_CLOSE_RANGES} as a message writes them: `1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)`. */
+export const SENDABLE_CLOSE_CODES_TEXT = `${SENDABLE_CLOSE_RANGES.map(([low, high]) => `${low}-${high}`)
+  .join(', ')
+  .replace(/, (?=[^,]*$)/, ' or ')} (RFC 6455 section 7.4.1)`
+
+/** Whether an endpoint may send `code` in a close frame: a whole number in one of {@link SENDABLE_CLOSE_RANGES}. */
 export function isSendableCloseCode(code: number): boolean {
-  return Number.isInteger(code) && ((code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999))
+  return Number.isInteger(code) && SENDABLE_CLOSE_RANGES.some(([low, high]) => code >= low && code <= high)
 }
 
 /**
@@ -51,7 +65,7 @@ export function isSendableCloseCode(code: number): boolean {
  *   (RFC 6455 section 5.5: a control frame's payload is at most 125 bytes, 2 of them the code).
  */
 export function assertSendableClose(code: number, reason: string): void {
-  if (!isSendableCloseCode(code)) throw new RangeError(`close code ${code} may not be sent: use 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)`)
+  if (!isSendableCloseCode(code)) throw new RangeError(`close code ${code} may not be sent: use ${SENDABLE_CLOSE_CODES_TEXT}`)
   if (Buffer.byteLength(reason) > 123) throw new RangeError(`a close reason is at most 123 bytes (RFC 6455 section 5.5), got ${Buffer.byteLength(reason)}`)
 }
 

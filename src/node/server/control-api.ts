@@ -16,7 +16,7 @@ import * as z from 'zod/mini'
 import { describeIssue } from '../../zod-issues.js'
 import { deepFreeze } from '../../freeze.js'
 import type { JoinOutcome, PlatformSimulator, Target, UpgradeRefusal } from './simulator.js'
-import { isSendableCloseCode, type SimConnection } from './connection.js'
+import { SENDABLE_CLOSE_CODES_TEXT, SENDABLE_CLOSE_RANGES, type SimConnection } from './connection.js'
 import { thrownText } from '../../../machines/types.js'
 import { jsonDepth } from '../../json-depth.js'
 
@@ -47,17 +47,17 @@ const JoinReply = z.union([z.strictObject({ reply: z.literal('ok'), response: z.
 const JoinRuleOutcome = z.union([JoinReply, z.strictObject({ reply: z.literal('none') }), z.strictObject({ reply: z.literal('hold') })], {
   error: 'expected {"reply": "ok" | "error" | "none" | "hold"} ("error" with a "response")',
 })
-/** A whole number in [from, to]: one range of {@link CloseCode}. */
-const codeRange = (from: number, to: number) => z.number().check(z.int(), z.gte(from), z.lte(to))
 /**
- * A close code a server may send (RFC 6455 section 7.4.1): the ranges as a union, so the OpenAPI
- * document states them (`anyOf`), and isSendableCloseCode (connection.ts) as the check that decides.
+ * A close code a server may send: a whole number in one of SENDABLE_CLOSE_RANGES (connection.ts),
+ * the ranges as a union so the OpenAPI document states them (`anyOf`). The path kit's path check
+ * (src/node/testing/check-path.ts) takes the same schema.
  */
-const CloseCode = z
-  .union([codeRange(1000, 1003), codeRange(1007, 1014), codeRange(3000, 4999)], {
-    error: 'expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)',
-  })
-  .check(z.refine(isSendableCloseCode, { error: 'expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)' }))
+export const SendableCloseCode = z.union(
+  SENDABLE_CLOSE_RANGES.map(([low, high]) => z.number().check(z.int(), z.gte(low), z.lte(high))),
+  { error: `expected a close code a server may send: ${SENDABLE_CLOSE_CODES_TEXT}` },
+)
+/** The message of a close reason over 123 bytes, the schema's two checks of it (characters for the document, bytes). */
+const REASON_TOO_LONG = 'expected at most 123 bytes of UTF-8 (RFC 6455 section 5.5)'
 const Ok = z.strictObject({ ok: z.literal(true) })
 /** The answer of a control of target sockets: how many sockets it acted on (0 when the target has none open now). */
 const Acted = z.strictObject({ ok: z.literal(true), sockets: z.number() })
@@ -427,12 +427,12 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     summary: 'Closes the target sockets with an RFC 6455 close code (section 7.4) and reason.',
     body: z.strictObject({
       target: TargetSchema,
-      code: CloseCode,
+      code: SendableCloseCode,
       // At most 123 characters in the document (JSON Schema counts characters); the check counts bytes.
       reason: z.optional(
         z.string().check(
-          z.maxLength(123, { error: 'expected at most 123 bytes of UTF-8 (RFC 6455 section 5.5)' }),
-          z.refine((r) => Buffer.byteLength(r) <= 123, { error: 'expected at most 123 bytes of UTF-8 (RFC 6455 section 5.5)' }),
+          z.maxLength(123, { error: REASON_TOO_LONG }),
+          z.refine((r) => Buffer.byteLength(r) <= 123, { error: REASON_TOO_LONG }),
         ),
       ),
     }),
@@ -534,7 +534,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     method: 'POST',
     path: '/admin/supersede',
     summary: 'Supersedes the agent\'s open sockets: the supersede push, then (unless close is null) a close with the flavor\'s code or `close`.',
-    body: z.strictObject({ agent: z.string().check(z.minLength(1)), payload: z.optional(PayloadObject), close: z.optional(z.nullable(CloseCode)) }),
+    body: z.strictObject({ agent: z.string().check(z.minLength(1)), payload: z.optional(PayloadObject), close: z.optional(z.nullable(SendableCloseCode)) }),
     response: Sent,
     run: ({ sim }, body) =>
       ok({ sent: sim.supersede(body.agent, { ...(body.payload ? { payload: body.payload as never } : {}), ...(body.close !== undefined ? { close: body.close } : {}) }) }),

@@ -43,6 +43,7 @@ import { classifyClose, classifySupersede, clipText, heartbeatTimeout, type Disc
 import type { PresencePolicy } from '../../../machines/presence-policy.js'
 import { redacting, type LinkLog, type Logger } from '../../logger.js'
 import { thrownText } from '../../../machines/types.js'
+import { describeArgument } from '../../call-checks.js'
 import { settleReported } from '../../emitter.js'
 
 /** What an admin token may be: visible ASCII, spaces inside it allowed (an HTTP field value without CR, LF or control characters, RFC 9110 section 5.5). */
@@ -236,7 +237,7 @@ function keyMatches(valid: string | readonly string[] | undefined, key: string):
 function checkAgents(agents: unknown): void {
   if (agents === undefined || agents === 'any') return
   if (agents === null || typeof agents !== 'object' || Array.isArray(agents)) {
-    throw new TypeError(`agents must be 'any' or a map of agent id to an API key (or a list of keys), got ${agents === null ? 'null' : Array.isArray(agents) ? 'an array' : typeof agents === 'string' ? JSON.stringify(agents) : `a ${typeof agents}`}`)
+    throw new TypeError(`agents must be 'any' or a map of agent id to an API key (or a list of keys), got ${describeArgument(agents)}`)
   }
   for (const [id, keys] of Object.entries(agents)) {
     if (typeof keys === 'string' || (Array.isArray(keys) && keys.every((k) => typeof k === 'string'))) continue

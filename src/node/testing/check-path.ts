@@ -7,7 +7,7 @@
 import * as z from 'zod/mini'
 import { LINK_STATES } from '../../../machines/status.js'
 import { describeIssue } from '../../zod-issues.js'
-import { isSendableCloseCode } from '../server/connection.js'
+import { SendableCloseCode } from '../server/control-api.js'
 import type { LifecyclePath } from './paths.js'
 import type { LifecycleStimulus } from './stimuli.js'
 
@@ -19,10 +19,7 @@ const Stimulus = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('upgrade.accept') }),
   z.strictObject({ type: z.literal('upgrade.refuse'), status: Whole(400, 599), retryAfterS: z.optional(Whole(0)) }),
   z.strictObject({ type: z.literal('upgrade.drop') }),
-  z.strictObject({
-    type: z.literal('server.close'),
-    code: z.number().check(z.refine(isSendableCloseCode, { error: 'expected a close code a server may send: 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)' })),
-  }),
+  z.strictObject({ type: z.literal('server.close'), code: SendableCloseCode }),
   z.strictObject({ type: z.literal('server.drop') }),
   z.strictObject({ type: z.literal('server.stall') }),
   z.strictObject({ type: z.literal('server.supersede') }),
