@@ -122,6 +122,46 @@ export function conformance(factory: PeerFactory): void {
       })
     })
 
+    describe('a server that accepts and closes', () => {
+      it('each socket closed just after it joined: `suspended` at the rapid limit, one attempt per cooldown, and connected again once the server holds the socket (scenario 6)', async () => {
+        const rapidLimit = 4
+        const agent = peer.agent()
+        const link = scene().link(peer, agent, {
+          policy: { reconnect: { rapidLimit, rapidWindowMs: 5_000, suspendInitialDelayMs: 300, suspendMaxDelayMs: 600 } },
+        })
+        await link.connect()
+        // The server closes each socket as soon as its control channel joined: `rapidLimit` in a
+        // row, every one accepted and closed by the server within the rapid window.
+        for (let k = 1; k <= rapidLimit; k++) {
+          const lost = next(link, 'disconnected')
+          const back = k < rapidLimit ? next(link, 'reconnected') : null
+          await peer.disconnect(agent)
+          const { reason, outcome } = await lost
+          if (k < rapidLimit) {
+            expect(reason).toMatchObject({ kind: 'closed', closeCode: peer.flavor.disconnect, retryable: true })
+            expect(outcome).toBe('reconnect')
+            await back
+          } else {
+            expect(reason).toMatchObject({ kind: 'suppressed', cause: 'rapid-disconnects', retryable: true })
+            expect(outcome).toBe('reconnect')
+          }
+        }
+        expect(link.state).toBe('suspended')
+        const [suppressed] = scene().seen(link, 'disconnected').filter((d) => d.reason.kind === 'suppressed')
+        expect(suppressed!.nextDelayMs).toBeGreaterThanOrEqual(150)
+        expect(suppressed!.nextDelayMs).toBeLessThanOrEqual(300)
+        // The server now holds the socket: the attempt after the cooldown stays connected.
+        await next(link, 'reconnected', { timeoutMs: 3_000 })
+        expect(link.state).toBe('connected')
+        await peer.until(async () => (await peer.live(agent)).length === 1, 'one live socket after the cooldown')
+        // The first connect and one upgrade per loss, the last after the cooldown: the gap between
+        // the last rapid upgrade and it holds a join, a close and the whole cooldown.
+        const upgrades = await peer.upgrades(agent)
+        expect(upgrades.map((u) => u.status)).toEqual(Array.from({ length: rapidLimit + 1 }, () => 101))
+        expect(upgrades[rapidLimit]!.at - upgrades[rapidLimit - 1]!.at).toBeGreaterThanOrEqual(suppressed!.nextDelayMs! - 5)
+      })
+    })
+
     describe('a drain', () => {
       it('SIGTERM closes every socket with 1012; the link waits at least the 1012 floor and reconnects to the restarted server (scenario 2)', async () => {
         const own = await scene().fresh(factory)
@@ -174,6 +214,28 @@ export function conformance(factory: PeerFactory): void {
         expect((await link.disconnect(), link.state)).toBe('terminated')
         expect(await statuses(peer, agent)).toEqual([101])
       })
+      it('a supersede pushed with no close behind it: the link closes the socket itself and ends `superseded`, odd payload fields kept raw; no new upgrade (scenarios 10, 16)', async () => {
+        const { agent, link, socket } = await connected()
+        const ended = settle(link.runForever())
+        // The platform's own supersede is a push then the "disconnect"; this one is the push alone,
+        // with a numeric-text retry_after, a null correlation_id, a reason no table lists and extra fields.
+        const payload = { reason: 'session.moved', retry_after: '7', correlation_id: null, target_socket_id: socket, region: 'eu-west', extra: { n: 1 } }
+        expect(await peer.push(agent, controlTopic(agent.id), 'supersede', payload)).toBe(1)
+        expect(reasonOf(await ended)).toMatchObject({
+          kind: 'superseded',
+          retryable: false,
+          cause: 'session.moved',
+          retryAfterMs: 7000,
+          correlationId: null,
+          targetSocketId: socket,
+          raw: payload,
+        })
+        expect(link.state).toBe('terminated')
+        // Nothing on the server closed it: the link did.
+        await peer.until(async () => (await peer.live(agent)).length === 0, 'the superseded socket closed by the link')
+        expect(scene().seen(link, 'disconnected').map((d) => [d.reason.kind, d.outcome])).toEqual([['superseded', 'terminated']])
+        expect(await statuses(peer, agent)).toEqual([101])
+      })
     })
 
     describe('upgrade rejection', () => {
@@ -189,6 +251,35 @@ export function conformance(factory: PeerFactory): void {
         expect(link.state).toBe('terminated')
         expect(await untilUpgrades(peer, agent, 1)).toEqual([403])
       })
+
+      // Issue 12: a refusal is classified within one round trip whatever the server does with the
+      // connection. Stock Phoenix keeps it alive with no body; the platform's body with
+      // `Connection: close` is the other end (Cowboy closes the connection, Bandit keeps it).
+      const TERMINAL_REFUSALS = [
+        { status: 400, cause: 'protocol-error', errorCode: 'invalid_on_conflict' },
+        { status: 401, cause: 'unauthenticated', errorCode: 'unauthenticated' },
+        { status: 402, cause: 'quota-exceeded', errorCode: 'error' },
+        { status: 403, cause: 'unauthenticated', errorCode: 'unauthenticated' },
+        { status: 409, cause: 'conflict', errorCode: 'connection_conflict' },
+      ] as const
+      for (const { status, cause, errorCode } of TERMINAL_REFUSALS) {
+        for (const body of ['none', 'platform'] as const) {
+          const how = body === 'none' ? 'kept alive, no body' : 'the platform body, Connection: close'
+          it(`${status} (${how}) on the first connect: \`rejected(${cause})\` within one round trip, terminal, one attempt (scenarios 17, 18)`, async () => {
+            const agent = peer.agent()
+            await peer.refuse({ status, body, connectionClose: body === 'platform' })
+            const link = scene().link(peer, agent, { policy: { connection: { connectTimeoutMs: 30_000 } } })
+            const started = performance.now()
+            const reason = reasonOf(await settle(link.connect()))
+            const elapsed = performance.now() - started
+            expect(reason).toMatchObject({ kind: 'rejected', cause, phase: 'upgrade', status, retryable: false, errorCode: body === 'none' ? null : errorCode })
+            expect(elapsed).toBeLessThan(1_000)
+            expect(link.state).toBe('terminated')
+            expect(scene().seen(link, 'disconnected').map((d) => d.outcome)).toEqual(['terminated'])
+            expect(await untilUpgrades(peer, agent, 1)).toEqual([status])
+          })
+        }
+      }
 
       it('a key revoked mid-session ends `terminated` after exactly one refused attempt (scenario 20)', async () => {
         const { agent, link } = await connected()

@@ -81,6 +81,20 @@ describe('rule: a refused upgrade is classified within one round trip, whatever 
     expect(server.closed).toHaveLength(1)
   })
 
+  it('a body that never ends, cut by the time limit inside a long word: that word is dropped, as it may be the start of a key the server echoed', async () => {
+    // Stopped 16 hex digits into what could be a longer key: the part that came must not reach a
+    // reason whole, since redaction recognises a key only from enough of it (reasons.ts wholeWordsOf).
+    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\nthe key was revoked: 4f9c2b7e1d8a6350')
+    servers.push(server)
+    const sim = await world().sim()
+    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyTimeoutMs: 150 }, connection: { connectTimeoutMs: 30_000 } } })
+    const r = await settle(link.connect())
+    const reason = (r as { error: AgentDisconnectedError }).error.reason
+    expect(reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403 })
+    expect((reason as { message: string }).message).toMatch(/^the key was revoked:\s*$/)
+    await server.closed[0]
+  })
+
   it('a body over refusalBodyLimitBytes: classified at once from the first bytes; a kept-alive connection is released', async () => {
     const body = JSON.stringify({ error: { code: 'too_many_requests', message: 'slow down' } }) + ' '.repeat(64 * 1024)
     const server = await RefusingServer.start(`HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
