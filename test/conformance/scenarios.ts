@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import type { Link } from '../../src/link.js'
 import type { LinkChannel, ChannelStatus } from '../../src/link-channel.js'
-import { controlTopic } from '../../src/protocol.js'
+import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import type { DisconnectReason } from '../../src/reasons.js'
 import { FAST, next, settle, untilState } from '../support/wire.js'
 import { banditClosedFirst, useScene } from './harness.js'
@@ -505,6 +505,44 @@ export function conformance(factory: PeerFactory): void {
         await back
         expect(link.state).toBe('connected')
         await peer.until(async () => (await peer.joins(agent, controlTopic(agent.id))).length === 2, 'the control channel joined again')
+      })
+
+      it('a supersede while a slow control handler runs: terminated at once; the signals before it delivered in order after the handler, the one after it never (scenario 12)', async () => {
+        const agent = peer.agent()
+        const delivered: string[] = []
+        let release!: () => void
+        const gate = new Promise<void>((resolve) => (release = resolve))
+        let lastEnded!: () => void
+        const lastDone = new Promise<void>((resolve) => (lastEnded = resolve))
+        const link = scene().link(peer, agent, {
+          onControl: async (signal) => {
+            delivered.push(`start ${signal.correlationId}`)
+            if (signal.correlationId === 's1') await gate
+            delivered.push(`end ${signal.correlationId}`)
+            if (signal.correlationId === 's3') lastEnded()
+          },
+        })
+        await link.connect()
+        const topic = controlTopic(agent.id)
+        const signal = (id: string) => ({ mode: 'interrupt', scope: 'agent', agent_id: agent.id, execution_id: `exec-${id}`, correlation_id: id })
+        const firstStarted = next(link, 'control')
+        expect(await peer.push(agent, topic, CONTROL_EVENT, signal('s1'))).toBe(1)
+        await firstStarted
+        const terminated = untilState(link, 'terminated')
+        // All through the control channel's process, so the server sends them in this order.
+        for (const id of ['s2', 's3']) await peer.push(agent, topic, CONTROL_EVENT, signal(id))
+        await peer.push(agent, topic, SUPERSEDE_EVENT, { reason: 'session.already_connected' })
+        await peer.push(agent, topic, CONTROL_EVENT, signal('s4')) // 0 channels when the link closed its socket already
+        await terminated
+        // Terminated while the handler is still inside s1.
+        expect(delivered).toEqual(['start s1'])
+        expect(link.lastDisconnectReason).toMatchObject({ kind: 'superseded', cause: 'session.already_connected' })
+        release()
+        await lastDone
+        await link.disconnect()
+        expect(delivered).toEqual(['start s1', 'end s1', 'start s2', 'end s2', 'start s3', 'end s3'])
+        await peer.until(async () => (await peer.live(agent)).length === 0, 'the superseded socket closed by the link')
+        expect(await statuses(peer, agent)).toEqual([101])
       })
 
       it('control signals arrive once each, in order, through the channel and as broadcasts (scenario 35)', async () => {
