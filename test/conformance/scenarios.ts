@@ -10,7 +10,7 @@ import type { Link } from '../../src/link.js'
 import type { LinkChannel, ChannelStatus } from '../../src/link-channel.js'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import type { DisconnectReason } from '../../src/reasons.js'
-import { FAST, next, settle, untilState } from '../support/wire.js'
+import { FAST, gatedControl, next, settle, untilState } from '../support/wire.js'
 import { banditClosedFirst, useScene } from './harness.js'
 import type { Agent, Peer, PeerFactory } from './peer.js'
 
@@ -509,19 +509,8 @@ export function conformance(factory: PeerFactory): void {
 
       it('a supersede while a slow control handler runs: terminated at once; the signals before it delivered in order after the handler, the one after it never (scenario 12)', async () => {
         const agent = peer.agent()
-        const delivered: string[] = []
-        let release!: () => void
-        const gate = new Promise<void>((resolve) => (release = resolve))
-        let lastEnded!: () => void
-        const lastDone = new Promise<void>((resolve) => (lastEnded = resolve))
-        const link = scene().link(peer, agent, {
-          onControl: async (signal) => {
-            delivered.push(`start ${signal.correlationId}`)
-            if (signal.correlationId === 's1') await gate
-            delivered.push(`end ${signal.correlationId}`)
-            if (signal.correlationId === 's3') lastEnded()
-          },
-        })
+        const { onControl, delivered, release, lastDone } = gatedControl('s1', 's3')
+        const link = scene().link(peer, agent, { onControl })
         await link.connect()
         const topic = controlTopic(agent.id)
         const signal = (id: string) => ({ mode: 'interrupt', scope: 'agent', agent_id: agent.id, execution_id: `exec-${id}`, correlation_id: id })

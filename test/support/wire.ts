@@ -114,6 +114,31 @@ export function untilState(link: Link, state: LinkState, timeoutMs = 4000): Prom
   return next(link, 'state', { timeoutMs, filter: (e) => e.state === state }).then(() => undefined)
 }
 
+/**
+ * A slow control handler: records `start <id>` and `end <id>` of each signal in `delivered`,
+ * holds the signal `gateId` until `release()` is called, and resolves `lastDone` once the signal
+ * `lastId` has ended. For scenario 12 (a supersede while a slow handler runs).
+ */
+export function gatedControl(gateId: string, lastId: string): {
+  onControl: NonNullable<LinkOptions['onControl']>
+  delivered: string[]
+  release: () => void
+  lastDone: Promise<void>
+} {
+  const delivered: string[] = []
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  let lastEnded!: () => void
+  const lastDone = new Promise<void>((resolve) => (lastEnded = resolve))
+  const onControl: NonNullable<LinkOptions['onControl']> = async (signal) => {
+    delivered.push(`start ${signal.correlationId}`)
+    if (signal.correlationId === gateId) await gate
+    delivered.push(`end ${signal.correlationId}`)
+    if (signal.correlationId === lastId) lastEnded()
+  }
+  return { onControl, delivered, release, lastDone }
+}
+
 /** Resolves when `promise` settles and returns how; never rejects. */
 export async function settle<T>(promise: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
   try {

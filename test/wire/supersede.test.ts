@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
-import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
+import { framesIn, gatedControl, next, settle, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
 
@@ -72,19 +72,8 @@ describe('rule: supersede is terminal', () => {
 
   it('supersede while a slow control handler runs: terminated at once; earlier signals delivered in order; later ones never (scenario 12)', async () => {
     const sim = await world().sim()
-    const delivered: string[] = []
-    let release!: () => void
-    const gate = new Promise<void>((resolve) => (release = resolve))
-    let s3ended!: () => void
-    const s3done = new Promise<void>((resolve) => (s3ended = resolve))
-    const link = world().link(sim, {
-      onControl: async (signal) => {
-        delivered.push(`start ${signal.correlationId}`)
-        if (signal.correlationId === 's1') await gate
-        delivered.push(`end ${signal.correlationId}`)
-        if (signal.correlationId === 's3') s3ended()
-      },
-    })
+    const { onControl, delivered, release, lastDone: s3done } = gatedControl('s1', 's3')
+    const link = world().link(sim, { onControl })
     await link.connect()
     const firstStarted = next(link, 'control')
     sim.control('agent-1', { mode: 'interrupt', correlation_id: 's1' })

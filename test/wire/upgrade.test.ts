@@ -6,7 +6,9 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { transportClass, type RefusedUpgrade, type TransportHooks } from '../../src/adapter/ws-transport.js'
+import type { LinkPolicyInput } from '../../src/policy.js'
 import { PROTOCOL_VSN } from '../../src/protocol.js'
+import type { DisconnectReason } from '../../src/reasons.js'
 import { rawUpgrade, type RawRefusal } from '../support/raw-http.js'
 import { next, settle, untilState, useWorld } from '../support/wire.js'
 
@@ -67,16 +69,34 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.stop()))
 })
 
+/**
+ * Connects a link to a {@link RefusingServer} answering `response` (parts `gapMs` apart when
+ * several), with `transport` policy and a connect timeout of `connectTimeoutMs` (30 s unless
+ * given, so only the refusal can end the attempt): the reason connect() rejected with, how long
+ * it took in milliseconds, and the server.
+ */
+async function refusedConnect(
+  response: string | string[],
+  transport: NonNullable<LinkPolicyInput['transport']>,
+  connectTimeoutMs = 30_000,
+): Promise<{ reason: DisconnectReason; elapsedMs: number; server: RefusingServer }> {
+  const server = await RefusingServer.start(response)
+  servers.push(server)
+  const sim = await world().sim()
+  const link = world().link(sim, { url: server.url, policy: { transport, connection: { connectTimeoutMs } } })
+  const started = performance.now()
+  const r = await settle(link.connect())
+  const elapsedMs = performance.now() - started
+  if (r.ok) throw new Error('expected connect() to reject with AgentDisconnectedError, it resolved')
+  expect(r.error).toBeInstanceOf(AgentDisconnectedError)
+  return { reason: (r.error as AgentDisconnectedError).reason, elapsedMs, server }
+}
+
 describe('rule: a refused upgrade is classified within one round trip, whatever the server does with the connection', () => {
   it('a body that never ends: classified after refusalBodyTimeoutMs from what arrived, and the connection is released', async () => {
-    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\nthe key is not')
-    servers.push(server)
-    const sim = await world().sim()
-    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyTimeoutMs: 150 }, connection: { connectTimeoutMs: 30_000 } } })
-    const started = performance.now()
-    const r = await settle(link.connect())
-    expect(performance.now() - started).toBeLessThan(5_000)
-    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403, message: 'the key is not' })
+    const { reason, elapsedMs, server } = await refusedConnect('HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\nthe key is not', { refusalBodyTimeoutMs: 150 })
+    expect(elapsedMs).toBeLessThan(5_000)
+    expect(reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403, message: 'the key is not' })
     await server.closed[0]
     expect(server.closed).toHaveLength(1)
   })
@@ -84,12 +104,7 @@ describe('rule: a refused upgrade is classified within one round trip, whatever 
   it('a body that never ends, cut by the time limit inside a long word: that word is dropped, as it may be the start of a key the server echoed', async () => {
     // Stopped 16 hex digits into what could be a longer key: the part that came must not reach a
     // reason whole, since redaction recognises a key only from enough of it (reasons.ts wholeWordsOf).
-    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\nthe key was revoked: 4f9c2b7e1d8a6350')
-    servers.push(server)
-    const sim = await world().sim()
-    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyTimeoutMs: 150 }, connection: { connectTimeoutMs: 30_000 } } })
-    const r = await settle(link.connect())
-    const reason = (r as { error: AgentDisconnectedError }).error.reason
+    const { reason, server } = await refusedConnect('HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\nthe key was revoked: 4f9c2b7e1d8a6350', { refusalBodyTimeoutMs: 150 })
     expect(reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403 })
     expect((reason as { message: string }).message).toMatch(/^the key was revoked:\s*$/)
     await server.closed[0]
@@ -112,36 +127,22 @@ describe('rule: a refused upgrade is classified within one round trip, whatever 
   })
 
   it('a body slower than the connect timeout: still rejected, not a retryable connect timeout (the body wait ends before it)', async () => {
-    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 100\r\n\r\nabc')
-    servers.push(server)
-    const sim = await world().sim()
-    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyTimeoutMs: 5_000 }, connection: { connectTimeoutMs: 1_000 } } })
-    const r = await settle(link.connect())
-    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403, message: 'abc' })
+    const { reason, server } = await refusedConnect('HTTP/1.1 403 Forbidden\r\ncontent-length: 100\r\n\r\nabc', { refusalBodyTimeoutMs: 5_000 }, 1_000)
+    expect(reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403, message: 'abc' })
     expect(server.closed).toHaveLength(1)
   })
 
   it('the body wait is refusalBodyTimeoutMs, not the close timeout', async () => {
-    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 100\r\n\r\nabc')
-    servers.push(server)
-    const sim = await world().sim()
-    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyTimeoutMs: 100, closeTimeoutMs: 10_000 }, connection: { connectTimeoutMs: 30_000 } } })
-    const started = performance.now()
-    const r = await settle(link.connect())
-    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', status: 403 })
-    expect(performance.now() - started).toBeLessThan(5_000)
+    const { reason, elapsedMs } = await refusedConnect('HTTP/1.1 403 Forbidden\r\ncontent-length: 100\r\n\r\nabc', { refusalBodyTimeoutMs: 100, closeTimeoutMs: 10_000 })
+    expect(reason).toMatchObject({ kind: 'rejected', status: 403 })
+    expect(elapsedMs).toBeLessThan(5_000)
   })
 
   it('a body that reaches refusalBodyLimitBytes ends the read there, cut to the limit (the rest is never read or kept)', async () => {
     // A whole JSON error body of 1.5 KiB, with a content-length that promises far more: only the
     // byte limit can end this read before the 20 s body wait, and a body cut to 1 KiB is not JSON.
     const body = JSON.stringify({ error: { code: 'too_big', message: 'm'.repeat(1400) } })
-    const server = await RefusingServer.start(`HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\n${body}`)
-    servers.push(server)
-    const sim = await world().sim()
-    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyLimitBytes: 1024, refusalBodyTimeoutMs: 20_000 }, connection: { connectTimeoutMs: 30_000 } } })
-    const r = await settle(link.connect())
-    const reason = (r as { error: AgentDisconnectedError }).error.reason
+    const { reason } = await refusedConnect(`HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\n${body}`, { refusalBodyLimitBytes: 1024, refusalBodyTimeoutMs: 20_000 })
     expect(reason).toMatchObject({ kind: 'rejected', status: 403, errorCode: null })
     expect((reason as { message: string }).message.startsWith('{"error":{"code":"too_big"')).toBe(true)
   })
@@ -150,37 +151,32 @@ describe('rule: a refused upgrade is classified within one round trip, whatever 
     // 600 bytes, then 900 more: the second read may add only the 424 bytes left under the limit.
     const body = JSON.stringify({ error: { code: 'too_big', message: 'm'.repeat(1459) } })
     expect(body.length).toBe(1500)
-    const server = await RefusingServer.start([`HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\n${body.slice(0, 600)}`, body.slice(600)])
-    servers.push(server)
-    const sim = await world().sim()
-    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyLimitBytes: 1024, refusalBodyTimeoutMs: 20_000 }, connection: { connectTimeoutMs: 30_000 } } })
-    const r = await settle(link.connect())
+    const refused = await refusedConnect([`HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\n${body.slice(0, 600)}`, body.slice(600)], {
+      refusalBodyLimitBytes: 1024,
+      refusalBodyTimeoutMs: 20_000,
+    })
     // Cut to 1024 bytes the body is not JSON: no error code. Read whole, it would be 'too_big'.
-    const reason = (r as { error: AgentDisconnectedError }).error.reason as { kind: string; errorCode: unknown; message: string }
+    const reason = refused.reason as { kind: string; errorCode: unknown; message: string }
     expect({ kind: reason.kind, errorCode: reason.errorCode }).toEqual({ kind: 'rejected', errorCode: null })
     expect(reason.message.startsWith('{"error":{"code":"too_big"')).toBe(true)
   })
 
   it('a body of exactly refusalBodyLimitBytes, the response never ending: the read ends at the limit, not after the body wait', async () => {
     const body = 'stop '.repeat(204) + 'stop' // 1024 bytes
-    const server = await RefusingServer.start(`HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\n${body}`)
-    servers.push(server)
-    const sim = await world().sim()
-    const link = world().link(sim, { url: server.url, policy: { transport: { refusalBodyLimitBytes: 1024, refusalBodyTimeoutMs: 20_000 }, connection: { connectTimeoutMs: 30_000 } } })
-    const started = performance.now()
-    const r = await settle(link.connect())
-    expect(performance.now() - started).toBeLessThan(5_000)
-    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', status: 403, message: expect.stringMatching(/^stop stop /) })
+    const { reason, elapsedMs, server } = await refusedConnect(`HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\n${body}`, {
+      refusalBodyLimitBytes: 1024,
+      refusalBodyTimeoutMs: 20_000,
+    })
+    expect(elapsedMs).toBeLessThan(5_000)
+    expect(reason).toMatchObject({ kind: 'rejected', status: 403, message: expect.stringMatching(/^stop stop /) })
     await server.closed[0]
   })
 
   it('no body and the connection kept open (stock Phoenix): rejected at once, the connection released', async () => {
-    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\ncache-control: max-age=0, private, must-revalidate\r\n\r\n')
-    servers.push(server)
-    const sim = await world().sim()
-    const link = world().link(sim, { url: server.url, policy: { connection: { connectTimeoutMs: 30_000 }, transport: { refusalBodyTimeoutMs: 20_000 } } })
-    const r = await settle(link.connect())
-    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403, message: null })
+    const { reason, server } = await refusedConnect('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\ncache-control: max-age=0, private, must-revalidate\r\n\r\n', {
+      refusalBodyTimeoutMs: 20_000,
+    })
+    expect(reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status: 403, message: null })
     await server.closed[0]
   })
 })
