@@ -101,6 +101,35 @@ describe('app channels', () => {
     expect(room.reason).toMatchObject({ kind: 'dropped', retryable: false })
     expect(room.status).toBe('dropped')
     expect(link.state).toBe('connected')
+    // Dropped for good: the next socket does not join it; channel() of the topic is a new handle that does.
+    const back = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    await back
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:1')).toEqual([])
+    expect(room.status).toBe('dropped')
+    const again = link.channel('room:1')
+    expect(again).not.toBe(room)
+    await again.joined()
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:1')).toHaveLength(1)
+    expect(room.status).toBe('dropped')
+  })
+
+  it("a lost socket's channels report detached (reason null) as it is lost, before the link's disconnected that carries the reason, then the state it led to", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    link.channel('room:1')
+    await next(link, 'channel', { filter: joined('room:1') })
+    const seen: string[] = []
+    link.onAny((e) => {
+      if (e.type === 'channel') seen.push(`channel ${e.status} ${e.reason === null ? 'null' : e.reason.kind}`)
+      else if (e.type === 'disconnected') seen.push(`disconnected ${e.reason.kind}`)
+      else if (e.type === 'state') seen.push(`state ${e.state}`)
+    })
+    const back = next(link, 'channel', { filter: joined('room:1') })
+    sim.close({ agent: 'agent-1' }, 1000)
+    await back
+    expect(seen.slice(0, 3)).toEqual(['channel detached null', 'disconnected closed', 'state reconnecting'])
   })
 
   it('pushes get the reply; a push made while not joined waits for the join; an error reply rejects', async () => {
@@ -254,6 +283,8 @@ describe('the control channel', () => {
     expect(joins).toHaveLength(2)
     expect(joins[1]!.join_ref).not.toBe(joins[0]!.join_ref)
     expect(world().captured.get(link)!.events.filter((e) => e.type === 'disconnected')).toEqual([])
+    // No socket was lost: no reason is recorded; the state events are what shows the crash.
+    expect(link.lastDisconnectReason).toBeNull()
   })
 
   it('phx_close on the control channel is a session-level loss: reconnect, never half-connected (scenario 34)', async () => {
