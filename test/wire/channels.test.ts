@@ -8,6 +8,16 @@ import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js
 const world = useWorld()
 const joined = (topic: string) => (e: { topic: string; status: string }) => e.topic === topic && e.status === 'joined'
 
+/** A link connected to a fresh simulator, with `room:1` joined (its `channel` event delivered). */
+async function connectedWithRoom() {
+  const sim = await world().sim()
+  const link = world().link(sim)
+  await link.connect()
+  const room = link.channel('room:1')
+  await next(link, 'channel', { filter: joined('room:1') })
+  return { sim, link, room }
+}
+
 describe('app channels', () => {
   it('a join rejected on a rejoin drops that channel with a typed reason; the link and other channels stay (scenario 31)', async () => {
     const sim = await world().sim()
@@ -80,11 +90,7 @@ describe('app channels', () => {
   })
 
   it('phx_error rejoins on the same transport with a fresh join_ref; phx_close drops (scenario 33)', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    const room = link.channel('room:1')
-    await next(link, 'channel', { filter: joined('room:1') })
+    const { sim, link, room } = await connectedWithRoom()
     const errored = next(link, 'channel', { filter: (e) => e.status === 'errored' })
     const rejoined = next(link, 'channel', { filter: joined('room:1') })
     sim.channelError({ agent: 'agent-1' }, 'room:1')
@@ -115,11 +121,7 @@ describe('app channels', () => {
   })
 
   it("a lost socket's channels report detached (reason null) as it is lost, before the link's disconnected that carries the reason, then the state it led to", async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    link.channel('room:1')
-    await next(link, 'channel', { filter: joined('room:1') })
+    const { sim, link } = await connectedWithRoom()
     const seen: string[] = []
     link.onAny((e) => {
       if (e.type === 'channel') seen.push(`channel ${e.status} ${e.reason === null ? 'null' : e.reason.kind}`)
@@ -161,11 +163,7 @@ describe('app channels', () => {
   })
 
   it('leave() sends phx_leave and ends the channel; it is not rejoined on the next transport', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    const room = link.channel('room:1')
-    await next(link, 'channel', { filter: joined('room:1') })
+    const { sim, link, room } = await connectedWithRoom()
     await room.leave()
     expect(room.status).toBe('left')
     const conn = sim.live('agent-1')[0]!
@@ -248,11 +246,7 @@ describe('app channels', () => {
   })
 
   it('app channels are rejoined after disconnect() and connect()', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    link.channel('room:1')
-    await next(link, 'channel', { filter: joined('room:1') })
+    const { sim, link } = await connectedWithRoom()
     await link.disconnect()
     const back = next(link, 'channel', { filter: joined('room:1') })
     await link.connect()
