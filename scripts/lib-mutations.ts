@@ -194,16 +194,23 @@ function runTests(tests: string[], timeoutMs: number): Promise<Outcome> {
     let stderr = ''
     child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)))
     let timedOut = false
-    const timer = setTimeout(() => {
-      timedOut = true
+    // The whole process group: vitest, its workers, and what tests spawned (simulator children,
+    // the leak checks' processes). A --bail ends vitest with tests still in flight, whose children
+    // would otherwise outlive it (found after a run: six such processes, an hour old).
+    const killGroup = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL')
       } catch {
         // already gone
       }
+    }
+    const timer = setTimeout(() => {
+      timedOut = true
+      killGroup()
     }, timeoutMs)
     child.on('exit', (code) => {
       clearTimeout(timer)
+      killGroup()
       const durationMs = Math.round(performance.now() - started)
       if (timedOut) return resolve({ status: 'Timeout', durationMs })
       if (!existsSync(outputFile)) {
