@@ -134,6 +134,19 @@ describe('app channels', () => {
     expect(seen.slice(0, 3)).toEqual(['channel detached null', 'disconnected closed', 'state reconnecting'])
   })
 
+  it("after disconnect() the channels' detached events come last, after stopped; their status already reads detached while the state events are delivered", async () => {
+    const { link, room } = await connectedWithRoom()
+    const seen: string[] = []
+    link.onAny((e) => {
+      if (e.type === 'channel') seen.push(`channel ${e.status}`)
+      else if (e.type === 'disconnected') seen.push(`disconnected ${e.reason.kind}`)
+      else if (e.type === 'state') seen.push(`state ${e.state} (room ${room.status})`)
+    })
+    await link.disconnect()
+    if (seen.length < 4) await next(link, 'channel')
+    expect(seen).toEqual(['state stopping (room detached)', 'disconnected graceful', 'state stopped (room detached)', 'channel detached'])
+  })
+
   it('pushes get the reply; a push made while not joined waits for the join; an error reply rejects', async () => {
     const sim = await world().sim()
     sim.onPush(({ event, payload }) => (event === 'bad' ? { status: 'error', response: { reason: 'nope' } } : { status: 'ok', response: { got: payload as Record<string, unknown> } }))
