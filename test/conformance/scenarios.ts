@@ -220,7 +220,7 @@ export function conformance(factory: PeerFactory): void {
         // The platform's own supersede is a push then the "disconnect"; this one is the push alone,
         // with a numeric-text retry_after, a null correlation_id, a reason no table lists and extra fields.
         const payload = { reason: 'session.moved', retry_after: '7', correlation_id: null, target_socket_id: socket, region: 'eu-west', extra: { n: 1 } }
-        expect(await peer.push(agent, controlTopic(agent.id), 'supersede', payload)).toBe(1)
+        expect(await peer.push(agent, controlTopic(agent.id), SUPERSEDE_EVENT, payload)).toBe(1)
         expect(reasonOf(await ended)).toMatchObject({
           kind: 'superseded',
           retryable: false,
