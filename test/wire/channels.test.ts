@@ -583,11 +583,7 @@ describe('pushes', () => {
   })
 
   it('joined() of a channel the host left rejects CHANNEL_CLOSED at once while the session goes on', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    const room = link.channel('room:1')
-    await room.joined()
+    const { link, room } = await connectedWithRoom()
     await room.leave()
     expect(link.state).toBe('connected')
     await expect(room.joined()).rejects.toMatchObject({ code: 'CHANNEL_CLOSED', topic: 'room:1', event: 'phx_join' })
@@ -595,10 +591,7 @@ describe('pushes', () => {
   })
 
   it('joined() with a signal already aborted rejects AbortError, though the channel is joined (as fetch does with one)', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    const room = link.channel('room:1')
+    const { link, room } = await connectedWithRoom()
     await expect(room.joined()).resolves.toEqual({})
     const signal = AbortSignal.abort()
     await expect(room.joined({ signal })).rejects.toMatchObject({ name: 'AbortError' })
