@@ -788,24 +788,26 @@ export class PhoenixAdapter {
         handle.encodeError = null
         return
       }
+      // The attachment's pushes in flight, made on its first push (an idle channel holds no map).
+      const pushes = (attachment.pushes ??= new Map())
       // The host stopped waiting: drop this push's reply timer and binding at once, not after its timeout.
       const aborted = () => {
         push.cancelTimeout()
         push.cancelRefEvent()
-        attachment.pushes?.delete(push)
+        pushes.delete(push)
         reject(signal!.reason)
       }
       const fail = (failure: PushFailure) => {
         unwatch?.()
-        attachment.pushes?.delete(push)
+        pushes.delete(push)
         reject(failure)
       }
-      ;(attachment.pushes ??= new Map()).set(push, fail)
+      pushes.set(push, fail)
       const unwatch = signal ? onAbort(signal, aborted) : undefined
       push
         .receive('ok', (response) => {
           unwatch?.()
-          attachment.pushes?.delete(push)
+          pushes.delete(push)
           resolve(response)
         })
         .receive('error', (response) => fail({ code: 'PUSH_REJECTED', response }))

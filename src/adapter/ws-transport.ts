@@ -72,12 +72,14 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
   readonly #hooks: TransportHooks
   /**
    * Browser only: the timer that stops waiting for the close event `closeTimeout` ms after
-   * close() (false before close(), true once the close was reported). A browser's WebSocket
-   * takes no close timeout and waits for the peer's close frame on its own clock (Chromium 60 s,
-   * measured against a stalled server), so without it a host's disconnect() would wait as long.
-   * In Node ws's `closeTimeout` ends the TCP connection and emits the close itself.
+   * close() (undefined until close()). A browser's WebSocket takes no close timeout and waits for
+   * the peer's close frame on its own clock (Chromium 60 s, measured against a stalled server), so
+   * without it a host's disconnect() would wait as long. In Node ws's `closeTimeout` ends the TCP
+   * connection and emits the close itself.
    */
-  #closing: ReturnType<typeof setTimeout> | boolean = false
+  #closeBound: ReturnType<typeof setTimeout> | undefined = undefined
+  /** The close was reported (once: the browser's bound and the close event both report it). */
+  #reported = false
   /**
    * Node only: the TCP socket of a refused upgrade, until its close event. ws reports that
    * WebSocket closed on the tick after it destroys the socket (websocket.js abortHandshake), before
@@ -112,23 +114,22 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
 
   /** ws's `unexpected-response` (Node): the upgrade was answered with another status than 101. */
   private static refused(this: LinkWebSocket, _req: ClientRequest, res: IncomingMessage): void {
-    const socket = res.socket
-    if (socket !== null && !socket.destroyed) {
-      this.#refusedSocket = 'open'
-      socket.once('close', () => {
-        const awaited = this.#refusedSocket === 'awaited'
-        this.#refusedSocket = null
-        if (awaited) this.#hooks.onClosed()
-      })
-    }
+    // ws emits unexpected-response from the http client's parse of the response head, inside the
+    // TCP socket's own data event (websocket.js initAsClient), so the socket is there and still open.
+    this.#refusedSocket = 'open'
+    res.socket.once('close', () => {
+      const awaited = this.#refusedSocket === 'awaited'
+      this.#refusedSocket = null
+      if (awaited) this.#hooks.onClosed()
+    })
     readRefusal(this, res, this.#hooks)
   }
 
   /** The close event: ws and a browser's WebSocket emit it once; reported once, the browser's bound cleared. */
   private static closed(this: LinkWebSocket): void {
-    if (this.#closing === true) return
-    if (this.#closing !== false) clearTimeout(this.#closing)
-    this.#closing = true
+    if (this.#reported) return
+    this.#reported = true
+    clearTimeout(this.#closeBound)
     if (this.#refusedSocket === 'open') {
       this.#refusedSocket = 'awaited'
       return
@@ -144,7 +145,7 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
   override close(code?: number, reason?: string): void {
     this.#hooks.onClientClose(code, reason)
     super.close(code, reason)
-    if (!isNodeWs && this.#closing === false) this.#closing = setTimeout(LinkWebSocket.abandoned, this.#hooks.closeTimeout, this)
+    if (!isNodeWs && !this.#reported) this.#closeBound ??= setTimeout(LinkWebSocket.abandoned, this.#hooks.closeTimeout, this)
   }
 }
 
@@ -202,7 +203,8 @@ function readRefusal(ws: WebSocket, res: IncomingMessage, hooks: TransportHooks)
   }
   const timer = setTimeout(() => finish(false), hooks.bodyWaitMs())
   res.on('data', onData)
-  res.once('end', () => finish(true))
-  res.once('error', () => finish(false))
+  // The response's close ends the read (Node 20: emitted after 'end' for a whole body, and for a
+  // body cut short by the peer, when `complete` stays false; node lib/_http_incoming.js). An
+  // 'error' listener is not needed: IncomingMessage emits an error only to a listener.
   res.once('close', () => finish(res.complete))
 }
