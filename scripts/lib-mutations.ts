@@ -38,7 +38,11 @@ const EXCLUDE = [
   'test/unit/no-leaks.test.ts',
   'test/unit/docs.test.ts',
 ]
-/** The ws transport has a browser branch, which only the link's tests in headless Chromium run (they skip without it). */
+/**
+ * The ws transport, the adapter and the link have browser branches (the transport's close bound,
+ * the adapter's Socket made without page listeners, the link's default key place), which only
+ * the link's tests in headless Chromium run (they skip without it).
+ */
 const BROWSER_AND_WIRE = [...WIRE, 'test/browser/link.test.ts']
 /** The simulator is judged by the wire tests too (they read what it saw) and by its conformance scenarios. */
 const SERVER = [...WIRE, 'test/conformance/simulator.test.ts']
@@ -63,9 +67,9 @@ interface Target {
  * doubles every sample (the first draws stay the same, so results already in hand are kept).
  */
 export const TARGETS: Target[] = [
-  { file: 'src/adapter/phoenix-adapter.ts', sample: 25, tests: WIRE },
+  { file: 'src/adapter/phoenix-adapter.ts', sample: 25, tests: BROWSER_AND_WIRE },
   { file: 'src/adapter/ws-transport.ts', sample: 15, tests: BROWSER_AND_WIRE },
-  { file: 'src/link.ts', sample: 25, tests: WIRE },
+  { file: 'src/link.ts', sample: 25, tests: BROWSER_AND_WIRE },
   { file: 'src/link-channel.ts', sample: 15, tests: WIRE },
   { file: 'src/node/server/simulator.ts', sample: 25, tests: SERVER },
   { file: 'src/node/server/connection.ts', sample: 12, tests: SERVER },

@@ -402,6 +402,39 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
     expect(await pageState()).toEqual({ listeners: [], ownAddEventListener: false })
   })
 
+  it("on a page whose window has an addEventListener of its own (a library wrapped it): each Socket leaves that same function in place, and it hears no page listener", async () => {
+    const { sim, call, page } = await open('page', () => {
+      // An own property over EventTarget's, as a page script that wraps window.addEventListener makes.
+      const seen: string[] = []
+      const g = globalThis as unknown as { pageListeners: string[]; ownAdd: unknown }
+      g.pageListeners = seen
+      const add = EventTarget.prototype.addEventListener
+      // Playwright's own page scripts add input listeners; only the page lifecycle and the probe count.
+      const own = function (this: EventTarget, type: string, ...rest: [never, never]) {
+        if (['pagehide', 'pageshow', 'visibilitychange', 'resume', 'message'].includes(type)) seen.push(type)
+        return add.call(this, type, ...rest)
+      }
+      g.ownAdd = own
+      Object.defineProperty(globalThis, 'addEventListener', { value: own, configurable: true, writable: true, enumerable: false })
+    })
+    const pageState = () =>
+      page.evaluate(() => {
+        const g = globalThis as unknown as { pageListeners: string[]; ownAdd: unknown }
+        const d = Object.getOwnPropertyDescriptor(globalThis, 'addEventListener')
+        return { listeners: [...g.pageListeners], same: d?.value === g.ownAdd, writable: d?.writable, enumerable: d?.enumerable }
+      })
+    expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY })).toBe('idle')
+    expect(await call('connect')).toBe('connected')
+    sim.close(sim.live(AGENT)[0]!, 1000)
+    await call('until', { state: 'connected', events: { type: 'reconnected', count: 1 }, timeoutMs: 5_000 })
+    expect(sim.upgrades.filter((u) => u.agentId === AGENT && u.outcome === 'accepted')).toHaveLength(2)
+    // Two Sockets made: the page's own function is back, as it was, and phoenix.js added nothing through it.
+    expect(await pageState()).toEqual({ listeners: [], same: true, writable: true, enumerable: false })
+    // And it still serves the page.
+    await page.evaluate(() => (globalThis as unknown as EventTarget).addEventListener('message', () => {}))
+    expect((await pageState()).listeners).toEqual(['message'])
+  })
+
   it('on a page where reading sessionStorage throws (as in a sandboxed iframe without allow-same-origin): connects, reconnects', async () => {
     const { sim, call, page } = await open('page', () => {
       Object.defineProperty(globalThis, 'sessionStorage', {

@@ -213,6 +213,30 @@ describe('the transport reads a refusal once', () => {
   })
 })
 
+describe('a refusal cut short is reported once, though its response closes after the cut', () => {
+  // The read ends at the byte limit or the time limit; ending the WebSocket then destroys the TCP
+  // socket, and the response emits close (its body incomplete), which must not report it again.
+  for (const [name, limits] of [
+    ['cut by the byte limit', { bodyLimit: 8, bodyWaitMs: () => 10_000 }],
+    ['cut by the time limit', { bodyLimit: 4096, bodyWaitMs: () => 50 }],
+  ] as const) {
+    it(name, async () => {
+      const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\nnope nope nope')
+      servers.push(server)
+      const refusals: RefusedUpgrade[] = []
+      const Transport = transportClass(hooks({ ...limits, onRefused: (refusal) => void refusals.push(refusal) }))
+      const ws = new Transport(`${server.url}/websocket`) as unknown as { on(event: string, listener: (...args: unknown[]) => void): void }
+      ws.on('error', () => {})
+      await new Promise<void>((resolve) => ws.on('close', () => resolve()))
+      await server.closed[0]
+      // Whatever the response emits after the cut (its close) has run by now.
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      expect(refusals).toHaveLength(1)
+      expect(refusals[0]).toMatchObject({ status: 403, retryAfter: null })
+    })
+  }
+})
+
 describe('a refused upgrade is reported closed once its TCP connection has closed', () => {
   for (const [name, response] of [
     ['kept alive, no body (stock Phoenix)', 'HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n'],
