@@ -197,40 +197,38 @@ function hooks(overrides: Partial<TransportHooks>): TransportHooks {
   }
 }
 
+/**
+ * What one transport reported of a refused upgrade (`response`, the raw HTTP answer) once it has
+ * closed, the server has seen its TCP connection end, and whatever the response emits after its
+ * end or its cut (its close) has run.
+ */
+async function refusalsOf(response: string, limits: Partial<TransportHooks> = {}): Promise<RefusedUpgrade[]> {
+  const server = await RefusingServer.start(response)
+  servers.push(server)
+  const refusals: RefusedUpgrade[] = []
+  const Transport = transportClass(hooks({ ...limits, onRefused: (refusal) => void refusals.push(refusal) }))
+  const ws = new Transport(`${server.url}/websocket`) as unknown as { on(event: string, listener: (...args: unknown[]) => void): void }
+  ws.on('error', () => {})
+  await new Promise<void>((resolve) => ws.on('close', () => resolve()))
+  await server.closed[0]
+  await new Promise<void>((resolve) => setImmediate(resolve))
+  return refusals
+}
+
 describe('the transport reads a refusal once', () => {
   it('a refused upgrade is reported once, though its response both ends and closes, and the socket is released', async () => {
-    const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: 5\r\ndate: Tue, 01 Dec 2026 12:00:00 GMT\r\n\r\nnope!')
-    servers.push(server)
-    const refusals: RefusedUpgrade[] = []
-    const Transport = transportClass(hooks({ onRefused: (refusal) => void refusals.push(refusal) }))
-    const ws = new Transport(`${server.url}/websocket`) as unknown as { on(event: string, listener: (...args: unknown[]) => void): void }
-    ws.on('error', () => {})
-    await new Promise<void>((resolve) => ws.on('close', () => resolve()))
-    await server.closed[0]
-    // Whatever the response emits after its end (its close) has run by now.
-    await new Promise<void>((resolve) => setImmediate(resolve))
+    const refusals = await refusalsOf('HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: 5\r\ndate: Tue, 01 Dec 2026 12:00:00 GMT\r\n\r\nnope!')
     expect(refusals).toEqual([{ status: 403, retryAfter: null, date: 'Tue, 01 Dec 2026 12:00:00 GMT', body: 'nope!' }])
   })
-})
 
-describe('a refusal cut short is reported once, though its response closes after the cut', () => {
   // The read ends at the byte limit or the time limit; ending the WebSocket then destroys the TCP
   // socket, and the response emits close (its body incomplete), which must not report it again.
   for (const [name, limits] of [
     ['cut by the byte limit', { bodyLimit: 8, bodyWaitMs: () => 10_000 }],
     ['cut by the time limit', { bodyLimit: 4096, bodyWaitMs: () => 50 }],
   ] as const) {
-    it(name, async () => {
-      const server = await RefusingServer.start('HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\nnope nope nope')
-      servers.push(server)
-      const refusals: RefusedUpgrade[] = []
-      const Transport = transportClass(hooks({ ...limits, onRefused: (refusal) => void refusals.push(refusal) }))
-      const ws = new Transport(`${server.url}/websocket`) as unknown as { on(event: string, listener: (...args: unknown[]) => void): void }
-      ws.on('error', () => {})
-      await new Promise<void>((resolve) => ws.on('close', () => resolve()))
-      await server.closed[0]
-      // Whatever the response emits after the cut (its close) has run by now.
-      await new Promise<void>((resolve) => setImmediate(resolve))
+    it(`a refusal cut short is reported once, though its response closes after the cut: ${name}`, async () => {
+      const refusals = await refusalsOf('HTTP/1.1 403 Forbidden\r\ncontent-length: 100000\r\n\r\nnope nope nope', limits)
       expect(refusals).toHaveLength(1)
       expect(refusals[0]).toMatchObject({ status: 403, retryAfter: null })
     })
