@@ -8,13 +8,16 @@
  *   online --loss--> lost --[isOwnConflict]--> reconnecting
  *                         --[isTerminalLoss]--> terminated | reconnecting --due--> online (n+1)
  *   reconnecting.deciding --reconnect.suspended--> reconnecting.suspended --due--> online (n+1)
- *   session --control.supersede (this session)--> terminated
+ *   session --control.supersede (the newest transport)--> terminated
  *
  * The rules of docs/lifecycle.md, each a guard or transition below:
  * - normal close reconnects: a loss goes to `lost`; only `isTerminalLoss` (a non-retryable
  *   reason from src/reasons.ts's tables) ends the session, and no close code is terminal there.
- * - supersede is terminal: `control.supersede` of this session ends it from every session state,
- *   including the backoff; leaving `online` runs `endTransport`, so the socket is ended, not flagged.
+ * - supersede is terminal: `control.supersede` read on the newest transport of the session ends it
+ *   from every session state, including the backoff after that transport was lost; leaving
+ *   `online` runs `endTransport`, so the socket is ended, not flagged. One read on an older
+ *   transport once a newer one opened may be the platform superseding that socket because of our
+ *   own newer one: stale, ignored.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
  * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing or closing a socket
@@ -26,8 +29,8 @@
  * - giving up is not the default: past the rapid-disconnect limit the reconnect chart suspends
  *   (one attempt per cooldown, for ever, `reconnecting.suspended`); only supersede, an upgrade
  *   rejection or a policy give-up end a session.
- * - stale generations change nothing: `isCurrentTransport` / `isCurrentSession` guard every
- *   adapter event; a stale one falls through to the root and is reported as ignored.
+ * - stale generations change nothing: `isCurrentTransport` guards every adapter event; a stale
+ *   one falls through to the root and is reported as ignored.
  * - cancelling a wait is not a stop: waits live in the link; only `host.disconnect` stops.
  * - disconnect() always succeeds: `host.disconnect` is handled in every state.
  * - control signals in order without holding up a supersede or close: they go to the
@@ -174,8 +177,6 @@ export const connectionMachine = setup({
      * only on adapter events, which carry an Origin.
      */
     isCurrentTransport: ({ context, event }) => (event as unknown as Origin).generation === context.generation,
-    /** The event comes from this session, from any of its transports (a supersede read late still counts). */
-    isCurrentSession: ({ context, event }) => (event as unknown as Origin).epoch === context.epoch,
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
@@ -392,7 +393,9 @@ export const connectionMachine = setup({
             ? `from a stale transport (generation ${event.generation}, current ${context.generation})`
             : event.type === 'socket.malformed'
               ? event.detail
-              : 'not handled in this state'
+              : event.type === 'control.signal'
+                ? `an agent.control signal (correlation_id ${JSON.stringify(event.signal.correlationId ?? null)}) read while disconnect() stops the session: not delivered`
+                : 'not handled in this state'
       enqueue.emit({ type: 'link.ignored', event: event.type, detail })
     }),
   },
@@ -459,14 +462,20 @@ export const connectionMachine = setup({
       on: {
         'host.connect': {},
         'host.disconnect': { target: 'stopped', actions: 'recordGraceful', meta: { rule: 'disconnect-always-succeeds' } },
-        // Terminal in every session state, the backoff included: a late read still means a
-        // newer instance of this agent holds the key, and reconnecting would evict it.
+        // Terminal in every session state, the backoff included: read on the newest transport
+        // (during the backoff, the one just lost, which the adapter still reads until it has
+        // closed), it means another instance of this agent holds the key, and reconnecting would
+        // evict it. Read on an older transport once a newer one opened, it may be the platform
+        // superseding that socket because our newer one connected: stale, ignored.
         'control.supersede': {
-          guard: 'isCurrentSession',
+          guard: 'isCurrentTransport',
           target: 'terminated',
           actions: 'recordLoss',
           meta: { rule: 'supersede-is-terminal' },
         },
+        // A signal read on the newest transport is delivered, during the backoff after its loss
+        // too (read before its close completed): the platform sent it to this agent.
+        'control.signal': { guard: 'isCurrentTransport', actions: 'enqueueControlSignal', meta: { rule: 'control-in-order' } },
       },
       states: {
         /** A transport of this session exists (opening, open, or closing on our side). */
@@ -486,7 +495,6 @@ export const connectionMachine = setup({
               meta: { rule: 'upgrade-rejection-is-terminal' },
             },
             'socket.heartbeatTimeout': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
-            'control.signal': { guard: 'isCurrentTransport', actions: 'enqueueControlSignal', meta: { rule: 'control-in-order' } },
           },
           states: {
             /** Transport `generation` is opening. */
@@ -579,7 +587,8 @@ export const connectionMachine = setup({
                       target: '#connection.stopped',
                       actions: 'recordGraceful',
                     },
-                    'control.signal': {},
+                    // The host asked to stop: a signal read now is not delivered, and says so.
+                    'control.signal': { actions: 'reportIgnored' },
                     // The host asked to stop: an I/O fault on the way (a phoenix-link bug) still stops it.
                     'io.failed': { target: '#connection.stopped', actions: 'recordGraceful' },
                   },

@@ -31,8 +31,8 @@ const MUTATIONS: RuleMutation[] = [
     rule: 'supersede-is-terminal',
     how: 'remove the session-level supersede transition',
     file: 'machines/connection.ts',
-    from: "'control.supersede': {\n          guard: 'isCurrentSession',",
-    to: "'control.supersede.removed': {\n          guard: 'isCurrentSession',",
+    from: "'control.supersede': {\n          guard: 'isCurrentTransport',",
+    to: "'control.supersede.removed': {\n          guard: 'isCurrentTransport',",
   },
   {
     rule: 'upgrade-rejection-is-terminal',

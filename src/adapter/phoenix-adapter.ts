@@ -152,6 +152,8 @@ class TransportHandle implements TransportHooks {
   /** True while phoenix.js dispatches a frame the server sent (so a phx_error is the server's, whatever its payload). */
   dispatchingServerFrame = false
   ended = false
+  /** The control channel's join_ref when end() released it (null: it had none): frames read after that are checked against it. */
+  controlJoinRef: string | null = null
   wsClosed = false
   teardownDone = false
   /** phoenix.js teardowns of this socket still polling for its close (see connect()). */
@@ -874,14 +876,14 @@ export class PhoenixAdapter {
    * transport does not expect, is reported as `socket.malformed` and dropped.
    */
   decodeFrame(handle: TransportHandle, raw: string | ArrayBuffer, callback: (decoded: unknown) => void): void {
-    // A transport the chart ended only finishes closing: what still arrives on it (a
-    // supersede of this very socket, pushed because our next one connected) belongs to a
-    // conversation the link already left, and would reach the chart as a stale event.
-    if (handle.ended) return
     const { maxFrameBytes } = this.config.policy
     const decoded = typeof raw === 'string' ? decodeTextFrame(raw, maxFrameBytes) : decodeBinaryFromServer(raw, maxFrameBytes)
     if (decoded.ok) {
       const { frame } = decoded
+      if (handle.ended) {
+        this.readLate(handle, frame)
+        return
+      }
       if (!this.isExpected(handle, frame)) return
       // Data (any event outside phoenix's phx_ and chan_reply_ names) goes straight to its
       // reader; phoenix.js gets only what its channels run on (replies, phx_error, phx_close).
@@ -1059,6 +1061,30 @@ export class PhoenixAdapter {
     }
   }
 
+  /**
+   * A frame read on a transport the chart already ended, before its close completed (phoenix.js
+   * keeps reading until the socket has closed: socket.js teardown waits for the close, and its
+   * onmessage stays set). Its channels were released at end(), so nothing of it reaches phoenix.js.
+   * A `supersede` or an `agent.control` signal on the control channel, with the join_ref that
+   * channel had (or none: a broadcast), goes to the chart with this transport's generation, and the chart decides
+   * (machines/connection.ts): read during the backoff after this transport, a supersede ends the
+   * session (another instance holds the key) and a signal is delivered; once a newer transport
+   * opened, either is stale (the supersede may be the platform evicting this very socket because
+   * our newer one connected) and reported as ignored. Anything else is reported (`socket.malformed`).
+   */
+  private readLate(handle: TransportHandle, frame: Frame): void {
+    const { topic, event } = frame
+    // The tail of a leave this link sent on the transport (the control channel's on disconnect()).
+    if (this.isLeaveTail(handle, frame)) return
+    // join_ref null: an endpoint broadcast (fastlane), as isExpected() lets through.
+    const ofControl = topic === this.controlTopic && handle.controlJoinRef !== null && (frame.join_ref === null || frame.join_ref === handle.controlJoinRef)
+    if (ofControl && !isReservedEvent(event)) {
+      this.deliverData(handle, frame)
+      return
+    }
+    this.reportUnexpected(handle, `${event} on ${JSON.stringify(topic)} read after the link ended this transport (generation ${handle.origin.generation}), while its socket closed`)
+  }
+
   /** Reports a frame isExpected() drops; a method rather than a closure, as it sits on every frame's path. */
   private reportUnexpected(handle: TransportHandle, detail: string): false {
     this.emit({ type: 'socket.malformed', detail, generation: handle.origin.generation, epoch: handle.origin.epoch })
@@ -1068,6 +1094,8 @@ export class PhoenixAdapter {
   private end(handle: TransportHandle): void {
     if (handle.ended) return
     handle.ended = true
+    // What a supersede or a control signal still read on this socket must carry (readLate()).
+    handle.controlJoinRef = handle.attachments.get(this.controlTopic)?.channel.joinRef() ?? null
     for (const attachment of handle.attachments.values()) this.release(attachment)
     const finish = () => {
       handle.teardownDone = true

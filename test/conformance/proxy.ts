@@ -6,7 +6,10 @@
  * - `blackhole()`: the current connections stop carrying bytes in either direction and stay
  *   open, as a silent network path does. The client's close never reaches the server, so the
  *   server keeps "our lost socket" until its idle timeout (60 s) or until `release()`.
- * - `release()`: ends the server side of blackholed connections (the server sees the TCP
+ * - `stallUplink()`: the current connections stop carrying the client's bytes and stay open, while
+ *   the server's still reach the client, as a congested or one-way-broken uplink does: the
+ *   client's heartbeats and its close never reach the server, which goes on pushing.
+ * - `release()`: ends the server side of blackholed or stalled connections (the server sees the TCP
  *   connection end, as when its idle timeout finally fires).
  * - `cut()`: ends both sides of the current connections with no close frame (RST).
  */
@@ -72,7 +75,18 @@ export class FaultProxy {
     }
   }
 
-  /** Ends the server side of every blackholed connection, as an idle timeout would. */
+  /** Stops carrying the client's bytes on every current connection (the server's still flow); both sides stay open. Later connections flow. */
+  stallUplink(): void {
+    for (const pair of this.pairs) {
+      if (pair.holed) continue
+      pair.holed = true
+      pair.client.unpipe(pair.upstream)
+      // Discard what the client sends meanwhile (its heartbeats, its close) instead of buffering it.
+      pair.client.on('data', () => {})
+    }
+  }
+
+  /** Ends the server side of every blackholed or stalled connection, as an idle timeout would. */
   release(): void {
     for (const pair of this.pairs) if (pair.holed) this.end(pair)
   }

@@ -238,6 +238,77 @@ export function conformance(factory: PeerFactory): void {
       })
     })
 
+    describe('what the link reads on a socket it gave up', () => {
+      // The uplink stalls: the heartbeat times out and the link ends the socket, whose close never
+      // reaches the server; the server's frames still reach the link until that close completes.
+      const stalling = { transport: { heartbeatIntervalMs: 200, closeTimeoutMs: 5_000 } }
+      const longBackoff = { ...stalling, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
+
+      it('a supersede read during the backoff (another instance connected) ends the link `superseded`: no reconnect, the newer instance keeps the key', async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const older = scene().link(peer, agent, { url: proxy.url, policy: longBackoff, env: { random: () => 0.99 } })
+        await older.connect()
+        const [olderSocket] = await peer.live(agent)
+        const lost = next(older, 'disconnected')
+        proxy.stallUplink()
+        expect((await lost).reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+        expect(older.state).toBe('reconnecting')
+        const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+        const newer = scene().link(peer, agent)
+        await newer.connect()
+        expect((await ended).reason).toMatchObject({ kind: 'superseded', targetSocketId: olderSocket, generation: 1 })
+        expect(older.state).toBe('terminated')
+        expect(newer.state).toBe('connected')
+        proxy.release()
+        await peer.until(async () => {
+          const live = await peer.live(agent)
+          return live.length === 1 && live[0] !== olderSocket
+        }, 'only the newer socket live')
+        expect(await statuses(peer, agent)).toEqual([101, 101])
+      })
+
+      it("the server superseding the link's own lost socket because its next one connected changes nothing: reported as ignored, the link stays connected", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const link = scene().link(peer, agent, { url: proxy.url, policy: stalling })
+        await link.connect()
+        const [old] = await peer.live(agent)
+        const back = next(link, 'reconnected', { timeoutMs: 8_000 })
+        const stale = next(link, 'ignored', { timeoutMs: 8_000, filter: (e) => e.event === 'control.supersede' })
+        proxy.stallUplink()
+        await back
+        expect((await stale).detail).toBe('from a stale transport (generation 1, current 2)')
+        expect(link.state).toBe('connected')
+        proxy.release()
+        await peer.until(async () => {
+          const live = await peer.live(agent)
+          return live.length === 1 && live[0] !== old
+        }, 'the old socket superseded, the new one live')
+        expect(link.state).toBe('connected')
+        expect(await statuses(peer, agent)).toEqual([101, 101])
+      })
+
+      it('a control signal the server sends during the backoff is delivered once', async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const delivered: unknown[] = []
+        const link = scene().link(peer, agent, { url: proxy.url, policy: longBackoff, env: { random: () => 0.99 }, onControl: (s) => void delivered.push(s.correlationId) })
+        await link.connect()
+        const lost = next(link, 'disconnected')
+        proxy.stallUplink()
+        await lost
+        const control = next(link, 'control')
+        const ids = await peer.control(agent, { n: 1, via: 'push', tag: 'late' })
+        expect(ids).toHaveLength(1)
+        expect((await control).signal.correlationId).toBe(ids[0])
+        expect(delivered).toEqual(ids)
+        expect(link.state).toBe('reconnecting')
+        expect(await statuses(peer, agent)).toEqual([101])
+        proxy.release()
+      })
+    })
+
     describe('upgrade rejection', () => {
       it('a wrong key on the first connect rejects `rejected(unauthenticated)` within one round trip, after exactly one attempt (scenario 17)', async () => {
         const agent = peer.agent()

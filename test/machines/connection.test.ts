@@ -100,12 +100,22 @@ describe('rule: supersede is terminal', () => {
     })
   }
 
-  it('a supersede read late from the previous transport of this session still terminates', () => {
-    let s = waiting()
-    s = run(s, { type: 'reconnect.due' })
-    expect(s.context.generation).toBe(2)
+  it('a supersede read during the backoff on the transport just lost (still closing) terminates: no newer socket of ours can have caused it', () => {
+    const s = waiting()
+    expect(s.context.generation).toBe(1)
     const r = step(s, supersedeEvent({ generation: 1, epoch: s.context.epoch }))
     expect(state(r.s)).toBe('terminated')
+    expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
+  })
+
+  it('a supersede read on an older transport once a newer one opened is ignored and reported: our newer socket may have caused it', () => {
+    const s = run(waiting(), { type: 'reconnect.due' })
+    expect(s.context.generation).toBe(2)
+    const r = step(s, supersedeEvent({ generation: 1, epoch: s.context.epoch }))
+    expect(state(r.s)).toBe('connecting')
+    expect(r.s.context.lastReason?.kind).not.toBe('superseded')
+    expect(r.io).toEqual([])
+    expect(r.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 2)' }])
   })
 
   it('no close code after the supersede brings it back', () => {
@@ -367,6 +377,33 @@ describe('control signals', () => {
     const s = run(run(waiting(), { type: 'reconnect.due' }))
     const r = step(s, { type: 'control.signal', signal: {}, generation: 1, epoch: s.context.epoch })
     expect(r.s.context.signalSeq).toBe(0)
+    expect(r.io).toEqual([])
+    expect(r.emitted).toEqual([{ type: 'link.ignored', event: 'control.signal', detail: 'from a stale transport (generation 1, current 2)' }])
+  })
+
+  it('read during the backoff on the transport just lost (before its close completed) are delivered', () => {
+    const s = waiting()
+    const signal = { correlationId: 'late' }
+    const r = step(s, { type: 'control.signal', signal, generation: 1, epoch: s.context.epoch })
+    expect(r.io).toEqual([{ type: 'tellControl', params: { type: 'control.enqueue', signal, sequence: 1, epoch: 1 } }])
+    expect(state(r.s)).toBe('reconnecting')
+  })
+
+  it('read while disconnect() stops the session are not delivered, and reported', () => {
+    const s = run(connected(), { type: 'host.disconnect' })
+    expect(state(s)).toBe('stopping')
+    const r = step(s, { type: 'control.signal', signal: { correlationId: 'c-9' }, ...origin(s) })
+    expect(r.io).toEqual([])
+    expect(r.s.context.signalSeq).toBe(0)
+    expect(r.emitted).toEqual([{ type: 'link.ignored', event: 'control.signal', detail: 'an agent.control signal (correlation_id "c-9") read while disconnect() stops the session: not delivered' }])
+  })
+
+  it('after the session ended are not delivered', () => {
+    const c = connected()
+    const s = run(c, supersedeEvent(origin(c)))
+    const r = step(s, { type: 'control.signal', signal: {}, ...origin(c) })
+    expect(r.s.context.signalSeq).toBe(0)
+    expect(r.io).toEqual([])
   })
 })
 

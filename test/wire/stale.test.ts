@@ -28,6 +28,30 @@ describe('rule: stale generations are ignored', () => {
     expect(sim.accepted('agent-1')).toHaveLength(2)
   })
 
+  it('what the server still sends on a socket the link gave up, before its close completed: a control signal is delivered during the backoff, a malformed frame reported', async () => {
+    const sim = await world().sim()
+    const delivered: unknown[] = []
+    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 5_000 }, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
+    const link = world().link(sim, { policy, env: { random: () => 0.99 }, onControl: (signal) => void delivered.push(signal.correlationId) })
+    await link.connect()
+    const lost = next(link, 'disconnected')
+    sim.stall({ agent: 'agent-1' })
+    expect((await lost).reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+    const control = next(link, 'control')
+    const ignored = next(link, 'ignored')
+    expect(sim.control('agent-1', { mode: 'interrupt', correlation_id: 'late-1' })).toBe(1)
+    expect(sim.sendRaw({ agent: 'agent-1' }, '[not json')).toBe(1)
+    expect((await control).signal.correlationId).toBe('late-1')
+    expect((await ignored).detail).toMatch(/^not-json: .*frame starts "\[not json"/)
+    expect(delivered).toEqual(['late-1'])
+    // A supersede under a join_ref the control channel never had is not the platform's: reported, not terminal.
+    const foreign = next(link, 'ignored')
+    expect(sim.sendRaw({ agent: 'agent-1' }, JSON.stringify(['999', null, 'agent_control:agent-1', 'supersede', {}]))).toBe(1)
+    expect((await foreign).detail).toBe('supersede on "agent_control:agent-1" read after the link ended this transport (generation 1), while its socket closed')
+    expect(link.state).toBe('reconnecting')
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+  })
+
   it('a push carrying an old join_ref is dropped and reported; the handler never sees it (scenario 29)', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
@@ -91,10 +115,13 @@ describe('rule: stale generations are ignored', () => {
   })
 })
 
-describe('a transport the link ended reports nothing more', () => {
-  // The close of a socket the chart already ended only confirms its decision: reported, it would
-  // reach the chart as a stale event (an `ignored` report of the link's own doing).
-  it('after disconnect(), a supersede, and a heartbeat timeout whose reconnect supersedes the old socket: no ignored event at all', async () => {
+describe('a transport the link ended reports nothing of its own doing', () => {
+  // The close of a socket the chart already ended only confirms its decision, and the tail of the
+  // control channel's leave answers the link's own leave: reported, they would reach the chart as
+  // stale events (an `ignored` report of the link's own doing). A supersede read on the old socket
+  // once the next one opened is reported: it may be the platform evicting that socket because of
+  // the link's next one, or another instance; the link cannot tell, so it changes nothing and says so.
+  it('after disconnect() and after a supersede: no ignored event; a heartbeat timeout whose reconnect supersedes the old socket: that supersede alone', async () => {
     const sim = await world().sim()
     const stopped = world().link(sim)
     await stopped.connect()
@@ -106,15 +133,21 @@ describe('a transport the link ended reports nothing more', () => {
     sim.supersede('agent-2')
     await ended
 
-    const timedOut = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100 } } })
+    // The old socket still open, and read, when the next one connects: the server never reads its close.
+    const timedOut = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 5_000 } } })
     await timedOut.connect()
     const back = next(timedOut, 'reconnected')
+    const staleSupersede = next(timedOut, 'ignored')
     sim.stall({ agent: 'agent-1' })
     await back
+    await staleSupersede
     await timedOut.disconnect()
 
-    for (const link of [stopped, superseded, timedOut]) {
+    for (const link of [stopped, superseded]) {
       expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored')).toEqual([])
     }
+    expect(world().captured.get(timedOut)!.events.filter((e) => e.type === 'ignored')).toEqual([
+      { type: 'ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 2)' },
+    ])
   })
 })

@@ -148,6 +148,58 @@ describe('rule: supersede is terminal', () => {
     expect([...cooling.keys()]).toEqual(['agent-2']) // agent-1's, run out (it was accepted), went when agent-2's was set
   })
 
+  it('a supersede read during the backoff, on the socket the link just gave up (a stalled server that never read its close): terminated; the newer instance stays; no reconnect', async () => {
+    const sim = await world().sim()
+    // The heartbeat times out; the old socket, whose close the stalled server never reads, is still read while the link waits out a long backoff.
+    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 5_000 }, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
+    const first = world().link(sim, { policy, env: { random: () => 0.99 } })
+    await first.connect()
+    const lost = next(first, 'disconnected')
+    sim.stall({ agent: 'agent-1' })
+    expect((await lost).reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+    expect(first.state).toBe('reconnecting')
+    const ended = next(first, 'disconnected', { filter: (e) => e.terminal })
+    const second = world().link(sim)
+    await second.connect()
+    expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
+    expect(first.state).toBe('terminated')
+    expect(second.state).toBe('connected')
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
+  it("the platform superseding the link's own lost socket because its next one connected (a stalled server, the old socket still closing) changes nothing: reported as ignored, the link stays connected", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 5_000 } } })
+    await link.connect()
+    const [old] = sim.accepted('agent-1')
+    const ignored = next(link, 'ignored', { filter: (e) => e.event === 'control.supersede' })
+    sim.stall(old!)
+    expect((await ignored).detail).toBe('from a stale transport (generation 1, current 2)')
+    await untilState(link, 'connected')
+    expect(link.lastDisconnectReason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+    // The server did supersede the old socket, on it, once the link's next one connected.
+    expect(old!.frames.filter((f) => f.dir === 'out' && f.frame?.event === SUPERSEDE_EVENT)).toHaveLength(1)
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+    expect(link.state).toBe('connected')
+  })
+
+  it("a supersede with an app channel joined: disconnected, then terminated, then the channel's detached; its status reads detached throughout", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const seen: string[] = []
+    link.on('disconnected', (e) => void seen.push(`disconnected ${e.outcome} (room ${room.status})`))
+    link.on('state', (e) => void seen.push(`${e.state} (room ${room.status})`))
+    const detached = next(link, 'channel', { filter: (e) => e.status === 'detached' })
+    sim.supersede('agent-1')
+    const { topic, reason } = await detached
+    seen.push(`channel ${topic} detached`)
+    expect(reason).toBeNull()
+    expect(seen).toEqual(['disconnected terminated (room detached)', 'terminated (room detached)', 'channel room:1 detached'])
+  })
+
   it('after superseded, disconnect() succeeds, sends no leave, logs no warning (scenario 14)', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

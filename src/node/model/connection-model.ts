@@ -134,12 +134,19 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
   }
   const supersede = () => add('supersede', 'server', { type: 'control.supersede', reason: classifySupersede({ reason: 'session.already_connected' }, g, 0), ...origin })
   const lateSupersede = (from: number) => {
-    // A supersede of this session read late from a transport already gone: still terminal.
+    // A supersede read late on the transport just lost, before the next one opened (its close
+    // not yet complete): another instance holds the key; still terminal.
     if (from >= 1) add('late supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, from, 0), generation: from, epoch: e })
+  }
+  const staleSupersede = () => {
+    // A supersede read on the previous transport once this one opened: perhaps the platform
+    // evicting that socket because this one connected; stale, it changes nothing.
+    if (g > 1) add('stale supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, g - 1, 0), generation: g - 1, epoch: e })
   }
   const stale = () => {
     if (g > 1) add('stale close', 'inject', { type: 'socket.close', reason: classifyClose({ code: 1000, reason: '' }, g - 1, 0), generation: g - 1, epoch: e })
-    if (e > 1) add('earlier-session supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, g, 0), generation: g, epoch: e - 1 })
+    // Generations grow across sessions: an earlier session's transport is an older generation.
+    if (e > 1) add('earlier-session supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, g - 1, 0), generation: g - 1, epoch: e - 1 })
   }
   const host = () => {
     add('host connect', 'host', { type: 'host.connect' })
@@ -169,7 +176,7 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       add('host disconnect', 'host', { type: 'host.disconnect' })
       // The link sends no host.connect during a session; the chart ignores one anyway.
       if (mode === 'pure') add('host connect', 'host', { type: 'host.connect' })
-      lateSupersede(g - 1)
+      staleSupersede()
       stale()
       break
     case 'joining':

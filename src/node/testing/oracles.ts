@@ -73,6 +73,7 @@ const REFUSALS = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'close 10
 
 const UNCHANGING = new Set([
   'stale close',
+  'stale supersede',
   'earlier-session supersede',
   'malformed frame',
   'control signal',
@@ -121,7 +122,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   },
   {
     name: 'supersede-is-terminal',
-    rule: 'A supersede ends the session for good, in every state of a session.',
+    rule: 'A supersede ends the session for good, in every state of a session, read during the backoff on the socket just lost too.',
     check: ({ step, before, after }) => {
       if ((step.name !== 'supersede' && step.name !== 'late supersede') || !SESSION.has(before.state)) return null
       return after.state === 'terminated' && after.reason === 'superseded' ? null : `from ${before.state} it led to ${after.state} (${after.reason})`
