@@ -8,16 +8,16 @@
  *   online --loss--> lost --[isOwnConflict]--> reconnecting
  *                         --[isTerminalLoss]--> terminated | reconnecting --due--> online (n+1)
  *   reconnecting.deciding --reconnect.suspended--> reconnecting.suspended --due--> online (n+1)
- *   session --control.supersede (the newest transport)--> terminated
+ *   session --control.supersede (the key holder)--> terminated
  *
  * The rules of docs/lifecycle.md, each a guard or transition below:
  * - normal close reconnects: a loss goes to `lost`; only `isTerminalLoss` (a non-retryable
  *   reason from src/reasons.ts's tables) ends the session, and no close code is terminal there.
- * - supersede is terminal: `control.supersede` read on the newest transport of the session ends it
- *   from every session state, including the backoff after that transport was lost; leaving
- *   `online` runs `endTransport`, so the socket is ended, not flagged. One read on an older
- *   transport once a newer one opened may be the platform superseding that socket because of our
- *   own newer one: stale, ignored.
+ * - supersede is terminal: `control.supersede` read on the key holder (the current transport, or
+ *   the one just lost until the next one's upgrade is sent: `isKeyHolder`) ends the session from
+ *   every session state, the backoff included; leaving `online` runs `endTransport`, so the socket
+ *   is ended, not flagged. One read on an older transport once the next one's upgrade was sent may
+ *   be the platform superseding that socket because of our own next one: stale, ignored.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
  * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing or closing a socket
@@ -73,6 +73,17 @@ export type ConnectionEvent =
   | ({ type: 'socket.open' } & Origin)
   /** Adapter: the transport closed (close frame, or 1006 without one), classified. */
   | ({ type: 'socket.close'; reason: ReasonLike } & Origin)
+  /**
+   * Adapter: this transport's credentials are still coming (the host's `apiKey`/`params` function
+   * returned a promise): its upgrade is not sent until they come.
+   */
+  | ({ type: 'socket.credentialsPending' } & Origin)
+  /**
+   * Adapter: after `socket.credentialsPending`, the credentials came and this transport's upgrade
+   * request is being sent: from now on the server may accept it, and may supersede an older socket
+   * of this agent because of it. (With credentials in hand at once, neither event is sent.)
+   */
+  | ({ type: 'socket.upgradeSent' } & Origin)
   /** Adapter: the HTTP upgrade was refused (status, Retry-After, error body), classified. */
   | ({ type: 'socket.upgradeRejected'; reason: ReasonLike } & Origin)
   /** Adapter: no heartbeat reply within the interval (phoenix.js closed the socket). */
@@ -149,6 +160,17 @@ export interface ConnectionContext {
    * agent in `connect/3`, before any join). Null before the server first accepted one.
    */
   acceptedLostAt: number | null
+  /**
+   * The generation of this session's newest transport that may hold the agent's key on the
+   * server: its upgrade was sent (or is being sent) and not refused; 0: none yet. A supersede or a
+   * control signal read on it counts, during the backoff after its loss too (the socket is read
+   * until its close completes); one read on an older transport once this one's upgrade was sent
+   * is stale, as this one may have caused it (the platform supersedes in `connect/3`, before it
+   * answers 101).
+   */
+  keyHolder: number
+  /** The key holder before the current transport: the holder again while its credentials are pending, and if its upgrade is refused. */
+  priorKeyHolder: number
   /** Topics of the app channels that have a channel chart, in the order the host asked for them. */
   channels: readonly string[]
   /** Arrival sequence of control signals. */
@@ -177,6 +199,15 @@ export const connectionMachine = setup({
      * only on adapter events, which carry an Origin.
      */
     isCurrentTransport: ({ context, event }) => (event as unknown as Origin).generation === context.generation,
+    /**
+     * The event was read on the current transport, or on the newest one that may hold the key
+     * (`keyHolder`): the socket just lost, before the next one's upgrade was sent. Named on a
+     * supersede and a control signal.
+     */
+    isKeyHolder: ({ context, event }) => {
+      const { generation } = event as unknown as Origin
+      return generation === context.generation || generation === context.keyHolder
+    },
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
@@ -205,8 +236,18 @@ export const connectionMachine = setup({
       retry: null,
       connects: 0,
       controlCrashes: 0,
+      // Only this session's transports can hold the key for it.
+      keyHolder: 0,
+      priorKeyHolder: 0,
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
+    // Entry of online, after nextGeneration: the upgrade goes out at once unless the credentials are pending.
+    claimKey: assign(({ context }) => ({ priorKeyHolder: context.keyHolder, keyHolder: context.generation })),
+    // Named on socket.credentialsPending, and on socket.upgradeRejected: no upgrade sent yet, or a
+    // refused one, which made no claim (the platform refuses before it supersedes).
+    releaseKeyClaim: assign(({ context }) => ({ keyHolder: context.priorKeyHolder })),
+    // Named on socket.upgradeSent, after pending credentials came.
+    reclaimKey: assign(({ context }) => ({ keyHolder: context.generation })),
     // Named on the events that carry a reason (losses, refusals, supersedes).
     recordLoss: assign({ lastReason: ({ event }) => (event as unknown as { reason: ReasonLike }).reason }),
     recordConnectTimeout: assign({
@@ -420,6 +461,8 @@ export const connectionMachine = setup({
     retry: null,
     connects: 0,
     acceptedLostAt: null,
+    keyHolder: 0,
+    priorKeyHolder: 0,
     channels: [],
     signalSeq: 0,
     controlCrashes: 0,
@@ -438,6 +481,9 @@ export const connectionMachine = setup({
     // An app channel chart stopped with an error (a phoenix-link bug): report it as dropped and forget it.
     'channel.failed': { actions: 'dropFailedChannel' },
     'socket.malformed': { actions: 'reportIgnored' },
+    // A transport the chart has already ended (the host stopped meanwhile): nothing to claim, nothing to report.
+    'socket.credentialsPending': {},
+    'socket.upgradeSent': {},
     'control.duplicate': { actions: 'announceDuplicate' },
     'control.handlerFailed': { actions: 'announceHandlerFailed' },
     'control.dropped': { actions: 'announceControlDropped' },
@@ -462,26 +508,26 @@ export const connectionMachine = setup({
       on: {
         'host.connect': {},
         'host.disconnect': { target: 'stopped', actions: 'recordGraceful', meta: { rule: 'disconnect-always-succeeds' } },
-        // Terminal in every session state, the backoff included: read on the newest transport
-        // (during the backoff, the one just lost, which the adapter still reads until it has
-        // closed), it means another instance of this agent holds the key, and reconnecting would
-        // evict it. Read on an older transport once a newer one opened, it may be the platform
-        // superseding that socket because our newer one connected: stale, ignored.
+        // Terminal in every session state, the backoff included: read on the key holder (during
+        // the backoff, the socket just lost, which the adapter still reads until it has closed),
+        // it means another instance of this agent holds the key, and reconnecting would evict it.
+        // Read on an older transport once the next one's upgrade was sent, it may be the platform
+        // superseding that socket because our next one connected: stale, ignored.
         'control.supersede': {
-          guard: 'isCurrentTransport',
+          guard: 'isKeyHolder',
           target: 'terminated',
           actions: 'recordLoss',
           meta: { rule: 'supersede-is-terminal' },
         },
-        // A signal read on the newest transport is delivered, during the backoff after its loss
-        // too (read before its close completed): the platform sent it to this agent.
-        'control.signal': { guard: 'isCurrentTransport', actions: 'enqueueControlSignal', meta: { rule: 'control-in-order' } },
+        // A signal read on the key holder is delivered, during the backoff after its loss too
+        // (read before its close completed): the platform sent it to this agent.
+        'control.signal': { guard: 'isKeyHolder', actions: 'enqueueControlSignal', meta: { rule: 'control-in-order' } },
       },
       states: {
         /** A transport of this session exists (opening, open, or closing on our side). */
         online: {
           description: 'A transport of this session exists: opening, open, or closing on our side. Leaving it ends the socket.',
-          entry: ['nextGeneration', 'openCurrentTransport'],
+          entry: ['nextGeneration', 'claimKey', 'openCurrentTransport'],
           exit: 'endCurrentTransport',
           initial: 'connecting',
           on: {
@@ -491,10 +537,14 @@ export const connectionMachine = setup({
             'socket.upgradeRejected': {
               guard: 'isCurrentTransport',
               target: 'lost',
-              actions: 'recordLoss',
+              actions: ['recordLoss', 'releaseKeyClaim'],
               meta: { rule: 'upgrade-rejection-is-terminal' },
             },
             'socket.heartbeatTimeout': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
+            // Until the credentials come no upgrade is out: the socket lost before still holds the key.
+            'socket.credentialsPending': { guard: 'isCurrentTransport', actions: 'releaseKeyClaim' },
+            // The upgrade is on its way: from now on it may have superseded the old socket.
+            'socket.upgradeSent': { guard: 'isCurrentTransport', actions: 'reclaimKey' },
           },
           states: {
             /** Transport `generation` is opening. */

@@ -152,6 +152,8 @@ class TransportHandle implements TransportHooks {
   /** True while phoenix.js dispatches a frame the server sent (so a phx_error is the server's, whatever its payload). */
   dispatchingServerFrame = false
   ended = false
+  /** The credentials of this attempt did not come at once: the chart is told when its upgrade goes out (`socket.upgradeSent`). */
+  credentialsPending = false
   /** The control channel's join_ref when end() released it (null: it had none): frames read after that are checked against it. */
   controlJoinRef: string | null = null
   wsClosed = false
@@ -230,6 +232,12 @@ class TransportHandle implements TransportHooks {
   }
   onRefused(refusal: RefusedUpgrade): void {
     this.refusal = refusal
+  }
+  onError(code: string | null): void {
+    // A live socket's errors reach the adapter through phoenix.js (socketErrored); once the chart
+    // ended it, phoenix.js no longer listens, and a frame over maxFrameBytes read meanwhile (ws
+    // closed the socket with 1009) would vanish unreported.
+    if (this.ended && code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.adapter.oversizeAfterEnd(this)
   }
   onClientClose(_code: number | undefined, reason: string | undefined): void {
     // phoenix.js socket.js heartbeatTimeout(): connection.close(WS_CLOSE_NORMAL, "heartbeat timeout").
@@ -518,6 +526,13 @@ export class PhoenixAdapter {
         queueMicrotask(() => !handle.ended && this.emit({ type: 'socket.close', reason, generation: origin.generation, epoch: origin.epoch }))
       },
     )
+    // The host's function answered with a promise (settleLater() armed its give-up, and it cannot
+    // have settled yet): no upgrade goes out until it does, so the socket lost before this one
+    // still holds the agent's key (a supersede read on it counts).
+    if (!handle.ended && handle.credentials?.onGiveUp != null) {
+      handle.credentialsPending = true
+      this.emit({ type: 'socket.credentialsPending', generation: origin.generation, epoch: origin.epoch })
+    }
   }
 
   /** The connection chart's `endTransport`: closes the socket of `origin.generation` with 1000 and releases its channels. */
@@ -933,6 +948,10 @@ export class PhoenixAdapter {
     // Refs (and so join_refs) continue from the previous transport instead of restarting at 1,
     // so every rejoin carries a join_ref this link never used before (socket.js makeRef).
     socket.ref = this.lastRef
+    // After pending credentials: from here the server may accept this socket and supersede an
+    // older one of this agent because of it (the platform does so in connect/3), so the chart's
+    // key holder moves on to this transport.
+    if (handle.credentialsPending) this.emit({ type: 'socket.upgradeSent', ...tag })
     try {
       socket.connect()
     } catch (error) {
@@ -1067,15 +1086,19 @@ export class PhoenixAdapter {
    * onmessage stays set). Its channels were released at end(), so nothing of it reaches phoenix.js.
    * A `supersede` or an `agent.control` signal on the control channel, with the join_ref that
    * channel had (or none: a broadcast), goes to the chart with this transport's generation, and the chart decides
-   * (machines/connection.ts): read during the backoff after this transport, a supersede ends the
-   * session (another instance holds the key) and a signal is delivered; once a newer transport
-   * opened, either is stale (the supersede may be the platform evicting this very socket because
-   * our newer one connected) and reported as ignored. Anything else is reported (`socket.malformed`).
+   * (machines/connection.ts `isKeyHolder`): read before the next transport's upgrade was sent, a
+   * supersede ends the session (another instance holds the key) and a signal is delivered; after
+   * it, either is stale (the supersede may be the platform evicting this very socket because our
+   * next one connected) and reported as ignored. A reply (it answers a join, push, leave or
+   * heartbeat this link sent; nothing waits for it now) and the tail of a leave are dropped;
+   * anything else is reported (`socket.malformed`).
    */
   private readLate(handle: TransportHandle, frame: Frame): void {
     const { topic, event } = frame
-    // The tail of a leave this link sent on the transport (the control channel's on disconnect()).
-    if (this.isLeaveTail(handle, frame)) return
+    // A reply answers what this link sent on the transport (a join, a push, a leave, a
+    // heartbeat: each settled or failed when the transport ended), and a phx_close may end a
+    // leave it sent: nothing waits for them now.
+    if (event === CHANNEL_EVENTS.reply || this.isLeaveTail(handle, frame)) return
     // join_ref null: an endpoint broadcast (fastlane), as isExpected() lets through.
     const ofControl = topic === this.controlTopic && handle.controlJoinRef !== null && (frame.join_ref === null || frame.join_ref === handle.controlJoinRef)
     if (ofControl && !isReservedEvent(event)) {
@@ -1083,6 +1106,11 @@ export class PhoenixAdapter {
       return
     }
     this.reportUnexpected(handle, `${event} on ${JSON.stringify(topic)} read after the link ended this transport (generation ${handle.origin.generation}), while its socket closed`)
+  }
+
+  /** @internal A frame over maxFrameBytes arrived on a transport the chart had ended: ws closed it with 1009, the frame unread. */
+  oversizeAfterEnd(handle: TransportHandle): void {
+    this.reportUnexpected(handle, `an inbound frame exceeded maxFrameBytes (${this.config.policy.maxFrameBytes} bytes) on a socket the link had already ended (generation ${handle.origin.generation}): not read, the socket closed with 1009`)
   }
 
   /** Reports a frame isExpected() drops; a method rather than a closure, as it sits on every frame's path. */

@@ -48,6 +48,12 @@ export interface TransportHooks {
   onRefused(refusal: RefusedUpgrade): void
   /** phoenix.js called close() on the transport (its heartbeat timeout passes "heartbeat timeout"). */
   onClientClose(code: number | undefined, reason: string | undefined): void
+  /**
+   * ws's `error` event (Node), with its code (e.g. `WS_ERR_UNSUPPORTED_MESSAGE_LENGTH`, a frame over
+   * `maxPayload`), also once phoenix.js no longer listens: it replaces its onerror with a no-op
+   * when it closes a socket (connection.js close()).
+   */
+  onError(code: string | null): void
 }
 
 const isNodeWs = typeof (WebSocket as unknown as { prototype: { on?: unknown } }).prototype.on === 'function'
@@ -107,6 +113,7 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
       const emitter = this as unknown as NodeJS.EventEmitter
       emitter.on('unexpected-response', LinkWebSocket.refused)
       emitter.on('close', LinkWebSocket.closed)
+      emitter.on('error', LinkWebSocket.errored)
     } else {
       this.addEventListener('close', LinkWebSocket.closed)
     }
@@ -123,6 +130,12 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
       if (awaited) this.#hooks.onClosed()
     })
     readRefusal(this, res, this.#hooks)
+  }
+
+  /** ws's error event (Node): its code to the hooks. */
+  private static errored(this: LinkWebSocket, error: unknown): void {
+    const code = (error as { code?: unknown } | null)?.code
+    this.#hooks.onError(typeof code === 'string' ? code : null)
   }
 
   /** The close event: ws and a browser's WebSocket emit it once; reported once, the browser's bound cleared. */

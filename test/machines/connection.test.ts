@@ -108,6 +108,41 @@ describe('rule: supersede is terminal', () => {
     expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
   })
 
+  it("while the next transport's credentials are pending (no upgrade out), a supersede read on the socket just lost terminates; once its upgrade is sent, it is stale", () => {
+    const pending = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.credentialsPending', generation: 2, epoch: 1 })
+    expect(state(pending)).toBe('connecting')
+    expect(pending.context).toMatchObject({ generation: 2, keyHolder: 1 })
+    const r = step(pending, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(state(r.s)).toBe('terminated')
+    expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
+    const sent = run(pending, { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    expect(sent.context.keyHolder).toBe(2)
+    expect(state(run(sent, supersedeEvent({ generation: 1, epoch: 1 })))).toBe('connecting')
+  })
+
+  it('after the next upgrade was refused, the socket lost before holds the key again: a supersede read on it terminates', () => {
+    const s = run(run(waiting(), { type: 'reconnect.due' }))
+    expect(s.context.keyHolder).toBe(2)
+    const refused = run(s, upgradeEvent(s, 503, '1'))
+    expect(state(refused)).toBe('reconnecting')
+    expect(refused.context).toMatchObject({ generation: 2, keyHolder: 1 })
+    const r = step(refused, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(state(r.s)).toBe('terminated')
+    expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
+  })
+
+  it('credentials pending and an upgrade sent of a transport the host stopped meanwhile: nothing claimed, nothing reported', () => {
+    const s = run(connected(), { type: 'host.disconnect' })
+    const stopped = run(run(s, { type: 'control.left', ...origin(s) }))
+    expect(state(stopped)).toBe('stopped')
+    for (const type of ['socket.credentialsPending', 'socket.upgradeSent'] as const) {
+      const r = step(stopped, { type, ...origin(s) })
+      expect(r.s.context).toEqual(stopped.context)
+      expect(r.emitted).toEqual([])
+      expect(r.io).toEqual([])
+    }
+  })
+
   it('a supersede read on an older transport once a newer one opened is ignored and reported: our newer socket may have caused it', () => {
     const s = run(waiting(), { type: 'reconnect.due' })
     expect(s.context.generation).toBe(2)

@@ -31,7 +31,7 @@ describe('rule: stale generations are ignored', () => {
   it('what the server still sends on a socket the link gave up, before its close completed: a control signal is delivered during the backoff, a malformed frame reported', async () => {
     const sim = await world().sim()
     const delivered: unknown[] = []
-    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 5_000 }, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
+    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 1_500, maxFrameBytes: 4096 }, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
     const link = world().link(sim, { policy, env: { random: () => 0.99 }, onControl: (signal) => void delivered.push(signal.correlationId) })
     await link.connect()
     const lost = next(link, 'disconnected')
@@ -48,6 +48,10 @@ describe('rule: stale generations are ignored', () => {
     const foreign = next(link, 'ignored')
     expect(sim.sendRaw({ agent: 'agent-1' }, JSON.stringify(['999', null, 'agent_control:agent-1', 'supersede', {}]))).toBe(1)
     expect((await foreign).detail).toBe('supersede on "agent_control:agent-1" read after the link ended this transport (generation 1), while its socket closed')
+    // A frame over maxFrameBytes: ws closes the socket with 1009 unread, and says so.
+    const oversize = next(link, 'ignored')
+    expect(sim.sendRaw({ agent: 'agent-1' }, JSON.stringify([null, null, 'agent_control:agent-1', 'supersede', { pad: 'x'.repeat(5000) }]))).toBe(1)
+    expect((await oversize).detail).toBe('an inbound frame exceeded maxFrameBytes (4096 bytes) on a socket the link had already ended (generation 1): not read, the socket closed with 1009')
     expect(link.state).toBe('reconnecting')
     expect(sim.accepted('agent-1')).toHaveLength(1)
   })
@@ -134,7 +138,7 @@ describe('a transport the link ended reports nothing of its own doing', () => {
     await ended
 
     // The old socket still open, and read, when the next one connects: the server never reads its close.
-    const timedOut = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 5_000 } } })
+    const timedOut = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 1_500 } } })
     await timedOut.connect()
     const back = next(timedOut, 'reconnected')
     const staleSupersede = next(timedOut, 'ignored')
@@ -149,5 +153,33 @@ describe('a transport the link ended reports nothing of its own doing', () => {
     expect(world().captured.get(timedOut)!.events.filter((e) => e.type === 'ignored')).toEqual([
       { type: 'ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 2)' },
     ])
+  })
+
+  it('disconnect() while the control join is pending, and right after a push: the replies the server still sends are not reported', async () => {
+    const sim = await world().sim()
+    const repliesOn = (conn: { frames: Array<{ dir: string; frame: { event: string; topic: string } | null }> }, topic: string) =>
+      conn.frames.filter((f) => f.dir === 'out' && f.frame?.event === 'phx_reply' && f.frame.topic === topic).length
+
+    const joining = world().link(sim)
+    const reached = untilState(joining, 'joining')
+    void joining.connect().catch(() => {})
+    await reached
+    await joining.disconnect()
+    // The socket has closed, so what the server sent before its close was read: the join's reply among it.
+    expect(repliesOn(sim.accepted('agent-1')[0]!, 'agent_control:agent-1')).toBe(1)
+
+    const pushing = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })
+    await pushing.connect()
+    const room = pushing.channel('room:1')
+    await room.joined()
+    const push = room.push('hello', {}).then(
+      () => 'resolved',
+      (error: { code?: string }) => error.code,
+    )
+    await pushing.disconnect()
+    expect(await push).toBe('TRANSPORT_LOST')
+    expect(repliesOn(sim.accepted('agent-2')[0]!, 'room:1')).toBe(2) // the join's and the push's
+
+    for (const link of [joining, pushing]) expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored')).toEqual([])
   })
 })

@@ -151,7 +151,7 @@ describe('rule: supersede is terminal', () => {
   it('a supersede read during the backoff, on the socket the link just gave up (a stalled server that never read its close): terminated; the newer instance stays; no reconnect', async () => {
     const sim = await world().sim()
     // The heartbeat times out; the old socket, whose close the stalled server never reads, is still read while the link waits out a long backoff.
-    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 5_000 }, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
+    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 1_500 }, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
     const first = world().link(sim, { policy, env: { random: () => 0.99 } })
     await first.connect()
     const lost = next(first, 'disconnected')
@@ -167,9 +167,52 @@ describe('rule: supersede is terminal', () => {
     expect(sim.accepted('agent-1')).toHaveLength(2)
   })
 
+  it("a supersede read while the next socket's credentials are still coming (an async apiKey: no upgrade of ours out): terminated; the newer instance stays", async () => {
+    const sim = await world().sim()
+    let release: (key: string) => void = () => {}
+    let asked = 0
+    let second: () => void = () => {}
+    const secondAsked = new Promise<void>((resolve) => (second = resolve))
+    const apiKey = () => {
+      if (++asked === 1) return 'key-1'
+      second()
+      return new Promise<string>((resolve) => (release = resolve))
+    }
+    const older = world().link(sim, { apiKey, policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 1_500 } } })
+    await older.connect()
+    sim.stall({ agent: 'agent-1' })
+    await secondAsked
+    expect(older.state).toBe('connecting')
+    const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+    const newer = world().link(sim)
+    await newer.connect()
+    expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
+    release('key-1')
+    expect(older.state).toBe('terminated')
+    expect(newer.state).toBe('connected')
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
+  })
+
+  it('a supersede read after the next upgrade was refused (503): the socket given up holds the key again, so the link ends superseded; the newer instance stays', async () => {
+    const sim = await world().sim()
+    const older = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 1_500 } } })
+    await older.connect()
+    sim.refuseUpgrades({ status: 503, retryAfter: '5' })
+    const refused = next(older, 'disconnected', { filter: (e) => e.reason.kind === 'rejected' })
+    sim.stall({ agent: 'agent-1' })
+    expect((await refused).reason).toMatchObject({ kind: 'rejected', status: 503, retryable: true })
+    expect(older.state).toBe('reconnecting')
+    const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+    const newer = world().link(sim)
+    await newer.connect()
+    expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
+    expect(newer.state).toBe('connected')
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101, 503, 101])
+  })
+
   it("the platform superseding the link's own lost socket because its next one connected (a stalled server, the old socket still closing) changes nothing: reported as ignored, the link stays connected", async () => {
     const sim = await world().sim()
-    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 5_000 } } })
+    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 1_500 } } })
     await link.connect()
     const [old] = sim.accepted('agent-1')
     const ignored = next(link, 'ignored', { filter: (e) => e.event === 'control.supersede' })

@@ -193,6 +193,7 @@ function hooks(overrides: Partial<TransportHooks>): TransportHooks {
     onClosed: () => {},
     onRefused: () => {},
     onClientClose: () => {},
+    onError: () => {},
     ...overrides,
   }
 }

@@ -110,7 +110,9 @@ export function serializeModel(snapshot: ConnectionSnapshot): string {
   // Whether this session connected, for a 409 after a lost socket: retried (our own conflict)
   // whether or not the session connected first, and both are paths to walk.
   const lostAccepted = snapshot.context.acceptedLostAt === null ? '' : snapshot.context.connects > 0 ? '|lost-accepted|connected' : '|lost-accepted'
-  return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostAccepted}`
+  // Connecting before its upgrade was sent (credentials pending): a supersede on the socket just lost still counts.
+  const preUpgrade = e.state === 'connecting' && snapshot.context.keyHolder !== e.generation ? '|pre-upgrade' : ''
+  return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostAccepted}${preUpgrade}`
 }
 
 function afterEvent(delay: string, stateId: string): ConnectionEvent {
@@ -122,7 +124,7 @@ function afterEvent(delay: string, stateId: string): ConnectionEvent {
  * `mode: 'pure'` all of them, for the chart-only paths.
  */
 export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): Stimulus[] {
-  const { generation: g, epoch: e } = snapshot.context
+  const { generation: g, epoch: e, keyHolder } = snapshot.context
   const origin = { generation: g, epoch: e }
   const state = linkStateOf(snapshot.value)
   const value = JSON.stringify(snapshot.value)
@@ -134,13 +136,13 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
   }
   const supersede = () => add('supersede', 'server', { type: 'control.supersede', reason: classifySupersede({ reason: 'session.already_connected' }, g, 0), ...origin })
   const lateSupersede = (from: number) => {
-    // A supersede read late on the transport just lost, before the next one opened (its close
-    // not yet complete): another instance holds the key; still terminal.
+    // A supersede read late on the transport just lost (its close not yet complete), before the
+    // next one's upgrade was sent: another instance holds the key; still terminal.
     if (from >= 1) add('late supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, from, 0), generation: from, epoch: e })
   }
   const staleSupersede = () => {
-    // A supersede read on the previous transport once this one opened: perhaps the platform
-    // evicting that socket because this one connected; stale, it changes nothing.
+    // A supersede read on the previous transport once this one's upgrade was sent: perhaps the
+    // platform evicting that socket because this one connected; stale, it changes nothing.
     if (g > 1) add('stale supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, g - 1, 0), generation: g - 1, epoch: e })
   }
   const stale = () => {
@@ -157,7 +159,7 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
     case 'suspended':
       add('backoff elapsed', 'clock', { type: 'reconnect.due' })
       add('host disconnect', 'host', { type: 'host.disconnect' })
-      lateSupersede(g)
+      lateSupersede(keyHolder)
       stale()
       break
     case 'idle':
@@ -167,6 +169,15 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       stale()
       break
     case 'connecting':
+      if (keyHolder !== g) {
+        // The host's credentials are pending, so no upgrade is out: a supersede read on the socket
+        // just lost is another instance's. (The wire runs give credentials at once: pure only.)
+        add('upgrade sent', 'auto', { type: 'socket.upgradeSent', ...origin })
+        lateSupersede(keyHolder)
+        add('host disconnect', 'host', { type: 'host.disconnect' })
+        break
+      }
+      if (mode === 'pure') add('credentials pending', 'auto', { type: 'socket.credentialsPending', ...origin })
       add('open', 'server', { type: 'socket.open', ...origin })
       for (const status of MODEL_UPGRADE_STATUSES) {
         add(`upgrade ${status}`, 'server', { type: 'socket.upgradeRejected', reason: classifyUpgrade({ status, retryAfter: status === 429 || status === 503 ? '1' : null }, g, 0), ...origin })
@@ -252,12 +263,12 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
           add('suspended', 'auto', { type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason: suppressedReason('rapid-disconnects', 10, g, 0, true) })
           add('gave up', 'auto', { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', 10, g, 0) })
           add('host disconnect', 'host', { type: 'host.disconnect' })
-          lateSupersede(g)
+          lateSupersede(keyHolder)
         }
       } else {
         add('backoff elapsed', 'clock', { type: 'reconnect.due' })
         add('host disconnect', 'host', { type: 'host.disconnect' })
-        lateSupersede(g)
+        lateSupersede(keyHolder)
         stale()
       }
       break

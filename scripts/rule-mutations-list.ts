@@ -1,0 +1,116 @@
+/**
+ * The rule mutations `npm run mutate:rules` applies (scripts/rule-mutations.ts), one at a time:
+ * each replaces `from`, which must occur exactly once in `file`, with `to`.
+ * test/unit/rule-mutations.test.ts checks every `from` still occurs once, so a change to the code
+ * cannot leave a mutation behind unnoticed until the next run.
+ */
+
+/** One lifecycle rule broken on purpose. */
+export interface RuleMutation {
+  rule: string
+  how: string
+  file: string
+  from: string
+  to: string
+}
+
+export const MUTATIONS: RuleMutation[] = [
+  {
+    rule: 'normal-close-reconnects',
+    how: 'flip the classification: close 1000 becomes a refusal',
+    file: 'src/reasons.ts',
+    from: "{ from: 1000, to: 1000, name: 'normal closure', outcome: { kind: 'closed', retryable: true } }",
+    to: "{ from: 1000, to: 1000, name: 'normal closure', outcome: { kind: 'rejected', cause: 'protocol-error' } }",
+  },
+  {
+    rule: 'supersede-is-terminal',
+    how: 'remove the session-level supersede transition',
+    file: 'machines/connection.ts',
+    from: "'control.supersede': {\n          guard: 'isKeyHolder',",
+    to: "'control.supersede.removed': {\n          guard: 'isKeyHolder',",
+  },
+  {
+    rule: 'upgrade-rejection-is-terminal',
+    how: 'remove the guard: no loss is terminal',
+    file: 'machines/connection.ts',
+    from: 'isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,',
+    to: 'isTerminalLoss: () => false,',
+  },
+  {
+    rule: 'own-conflict-retries',
+    how: 'remove the guard: every 409 is terminal',
+    file: 'machines/connection.ts',
+    from: "{ guard: 'isOwnConflict', target: 'reconnecting',",
+    to: "{ guard: () => false, target: 'reconnecting',",
+  },
+  {
+    rule: 'own-conflict-retries',
+    how: 'drop the "a socket of this link was accepted before" check: a 409 on the first upgrade is retried too',
+    file: 'machines/connection.ts',
+    from: "if (context.lastReason!.cause !== 'conflict' || context.acceptedLostAt === null) return false",
+    to: "if (context.lastReason!.cause !== 'conflict') return false",
+  },
+  {
+    rule: 'control-crash-rejoins',
+    how: 'a control channel crash is a transport loss again',
+    file: 'machines/connection.ts',
+    from: "'control.crashed': { guard: 'isCurrentTransport', target: 'controlErrored', meta: { rule: 'control-crash-rejoins' } },",
+    to: "'control.crashed': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: 'recordLoss' },",
+  },
+  {
+    rule: 'suspend-not-give-up',
+    how: 'past the rapid limit the chart gives up, whatever the policy',
+    file: 'machines/reconnect.ts',
+    from: "{ guard: 'isRapidLimitReached', target: 'suspended', actions: ['countSuspension', 'chooseCooldown', 'reportSuspended'] },",
+    to: "{ guard: 'isRapidLimitReached', target: 'gaveUp', actions: 'reportRapidGiveUp' },",
+  },
+  {
+    rule: 'retryable-join-refusal-rejoins',
+    how: 'every refused join drops the channel, whatever its cause',
+    file: 'machines/channel.ts',
+    from: "guard: 'isCurrentRetryableRefusal',",
+    to: "guard: ({ context }) => context.attachId < 0,",
+  },
+  {
+    rule: 'leave-leaves-the-server',
+    how: 'a join forgotten unanswered (timed out, or left while pending) is not left on the wire',
+    file: 'src/adapter/phoenix-adapter.ts',
+    from: 'else if (joinPending && !handle.ended && socket.isConnected()) {',
+    to: 'else if (false) {',
+  },
+  {
+    rule: 'stale-events-ignored',
+    how: 'drop the generation check',
+    file: 'machines/connection.ts',
+    from: 'isCurrentTransport: ({ context, event }) => (event as unknown as Origin).generation === context.generation,',
+    to: 'isCurrentTransport: () => true,',
+  },
+  {
+    rule: 'cancel-is-not-stop',
+    how: 'aborting a wait stops the link',
+    file: 'src/link.ts',
+    from: 'if (signal) unwatch = onAbort(signal, () => finish(() => reject(abortError(signal))))',
+    to: "if (signal) unwatch = onAbort(signal, () => finish(() => (this.send({ type: 'host.disconnect' }), reject(abortError(signal)))))",
+  },
+  {
+    rule: 'disconnect-always-succeeds',
+    how: 'disconnect() during a session is not handled (only in connected)',
+    file: 'machines/connection.ts',
+    from: "'host.disconnect': { target: 'stopped', actions: 'recordGraceful', meta: { rule: 'disconnect-always-succeeds' } },",
+    to: '',
+  },
+  {
+    rule: 'control-in-order',
+    how: 'deliver from the wrong end of the queue (the head is handed over again)',
+    file: 'machines/control.ts',
+    from: 'dequeue: assign({ queue: ({ context }) => context.queue.slice(1) }),',
+    to: 'dequeue: assign({ queue: ({ context }) => context.queue.slice(0, -1) }),',
+  },
+  {
+    rule: 'control-in-order',
+    how: 'signals are accepted in every state, after a supersede too',
+    file: 'machines/connection.ts',
+    from: "    'socket.malformed': { actions: 'reportIgnored' },",
+    to: "    'socket.malformed': { actions: 'reportIgnored' },\n    'control.signal': { actions: 'enqueueControlSignal' },",
+  },
+]
