@@ -1085,13 +1085,13 @@ export class PhoenixAdapter {
    * keeps reading until the socket has closed: socket.js teardown waits for the close, and its
    * onmessage stays set). Its channels were released at end(), so nothing of it reaches phoenix.js.
    * A `supersede` or an `agent.control` signal on the control channel, with the join_ref that
-   * channel had (or none: a broadcast), goes to the chart with this transport's generation, and the chart decides
-   * (machines/connection.ts `isKeyHolder`): read before the next transport's upgrade was sent, a
-   * supersede ends the session (another instance holds the key) and a signal is delivered; after
-   * it, either is stale (the supersede may be the platform evicting this very socket because our
-   * next one connected) and reported as ignored. A reply (it answers a join, push, leave or
-   * heartbeat this link sent; nothing waits for it now) and the tail of a leave are dropped;
-   * anything else is reported (`socket.malformed`).
+   * channel had (or none: a broadcast), goes to the chart with this transport's generation, and
+   * the chart decides (machines/connection.ts `isKeyHolder`): read before the next transport's
+   * upgrade was sent, a supersede ends the session (another instance holds the key) and a signal
+   * is delivered; after it, either is stale (the supersede may be the platform evicting this very
+   * socket because our next one connected) and reported as ignored. A reply (it answers a join,
+   * push, leave or heartbeat this link sent; nothing waits for it now) and the tail of a leave are
+   * dropped; anything else is reported (`socket.malformed`).
    */
   private readLate(handle: TransportHandle, frame: Frame): void {
     const { topic, event } = frame

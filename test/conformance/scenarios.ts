@@ -48,6 +48,14 @@ async function untilUpgrades(peer: Peer, agent: Agent, n: number): Promise<numbe
   return statuses(peer, agent)
 }
 
+/** Waits until the server holds exactly one live socket of `agent`, and not `gone`. */
+function untilOnlyNewerLive(peer: Peer, agent: Agent, gone: string | undefined, what: string): Promise<void> {
+  return peer.until(async () => {
+    const live = await peer.live(agent)
+    return live.length === 1 && live[0] !== gone
+  }, what)
+}
+
 /** Registers the scenario suite for one peer. */
 export function conformance(factory: PeerFactory): void {
   describe.skipIf(factory.unavailable !== null)(`lifecycle on ${factory.name}`, () => {
@@ -261,10 +269,7 @@ export function conformance(factory: PeerFactory): void {
         expect(older.state).toBe('terminated')
         expect(newer.state).toBe('connected')
         proxy.release()
-        await peer.until(async () => {
-          const live = await peer.live(agent)
-          return live.length === 1 && live[0] !== olderSocket
-        }, 'only the newer socket live')
+        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
         expect(await statuses(peer, agent)).toEqual([101, 101])
       })
 
@@ -281,10 +286,7 @@ export function conformance(factory: PeerFactory): void {
         expect((await stale).detail).toBe('from a stale transport (generation 1, current 2)')
         expect(link.state).toBe('connected')
         proxy.release()
-        await peer.until(async () => {
-          const live = await peer.live(agent)
-          return live.length === 1 && live[0] !== old
-        }, 'the old socket superseded, the new one live')
+        await untilOnlyNewerLive(peer, agent, old, 'the old socket superseded, the new one live')
         expect(link.state).toBe('connected')
         expect(await statuses(peer, agent)).toEqual([101, 101])
       })

@@ -4,11 +4,26 @@
  */
 import { describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
+import type { Link } from '../../src/link.js'
+import type { PlatformSimulator } from '../../src/node/server/index.js'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
 import { framesIn, gatedControl, next, settle, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
+
+/**
+ * Another instance of agent-1 connects while `older` is between sockets: `older` must end
+ * `superseded` on the socket it gave up (generation 1), and the newer instance stay connected.
+ */
+async function newerInstanceSupersedes(sim: PlatformSimulator, older: Link): Promise<void> {
+  const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+  const newer = world().link(sim)
+  await newer.connect()
+  expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
+  expect(older.state).toBe('terminated')
+  expect(newer.state).toBe('connected')
+}
 
 describe('rule: supersede is terminal', () => {
   for (const code of [1000, 1001, 1011]) {
@@ -158,12 +173,7 @@ describe('rule: supersede is terminal', () => {
     sim.stall({ agent: 'agent-1' })
     expect((await lost).reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
     expect(first.state).toBe('reconnecting')
-    const ended = next(first, 'disconnected', { filter: (e) => e.terminal })
-    const second = world().link(sim)
-    await second.connect()
-    expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
-    expect(first.state).toBe('terminated')
-    expect(second.state).toBe('connected')
+    await newerInstanceSupersedes(sim, first)
     expect(sim.accepted('agent-1')).toHaveLength(2)
   })
 
@@ -183,13 +193,8 @@ describe('rule: supersede is terminal', () => {
     sim.stall({ agent: 'agent-1' })
     await secondAsked
     expect(older.state).toBe('connecting')
-    const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
-    const newer = world().link(sim)
-    await newer.connect()
-    expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
+    await newerInstanceSupersedes(sim, older)
     release('key-1')
-    expect(older.state).toBe('terminated')
-    expect(newer.state).toBe('connected')
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
   })
 
@@ -202,11 +207,7 @@ describe('rule: supersede is terminal', () => {
     sim.stall({ agent: 'agent-1' })
     expect((await refused).reason).toMatchObject({ kind: 'rejected', status: 503, retryable: true })
     expect(older.state).toBe('reconnecting')
-    const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
-    const newer = world().link(sim)
-    await newer.connect()
-    expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
-    expect(newer.state).toBe('connected')
+    await newerInstanceSupersedes(sim, older)
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 503, 101])
   })
 
