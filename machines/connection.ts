@@ -435,7 +435,7 @@ export const connectionMachine = setup({
             : event.type === 'socket.malformed'
               ? event.detail
               : event.type === 'control.signal'
-                ? `an agent.control signal (correlation_id ${JSON.stringify(event.signal.correlationId ?? null)}) read while disconnect() stops the session: not delivered`
+                ? `an agent.control signal (correlation_id ${JSON.stringify(event.signal.correlationId ?? null)}) read while the session stops or after it ended: not delivered`
                 : 'not handled in this state'
       enqueue.emit({ type: 'link.ignored', event: event.type, detail })
     }),

@@ -430,15 +430,16 @@ describe('control signals', () => {
     const r = step(s, { type: 'control.signal', signal: { correlationId: 'c-9' }, ...origin(s) })
     expect(r.io).toEqual([])
     expect(r.s.context.signalSeq).toBe(0)
-    expect(r.emitted).toEqual([{ type: 'link.ignored', event: 'control.signal', detail: 'an agent.control signal (correlation_id "c-9") read while disconnect() stops the session: not delivered' }])
+    expect(r.emitted).toEqual([{ type: 'link.ignored', event: 'control.signal', detail: 'an agent.control signal (correlation_id "c-9") read while the session stops or after it ended: not delivered' }])
   })
 
-  it('after the session ended are not delivered', () => {
+  it('after the session ended are not delivered, and reported', () => {
     const c = connected()
     const s = run(c, supersedeEvent(origin(c)))
     const r = step(s, { type: 'control.signal', signal: {}, ...origin(c) })
     expect(r.s.context.signalSeq).toBe(0)
     expect(r.io).toEqual([])
+    expect(r.emitted).toEqual([{ type: 'link.ignored', event: 'control.signal', detail: 'an agent.control signal (correlation_id null) read while the session stops or after it ended: not delivered' }])
   })
 })
 
