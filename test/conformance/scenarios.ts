@@ -48,7 +48,7 @@ async function untilUpgrades(peer: Peer, agent: Agent, n: number): Promise<numbe
   return statuses(peer, agent)
 }
 
-/** Waits until the server holds exactly one live socket of `agent`, and not `gone`. */
+/** Waits until the server holds exactly one live socket of `agent`, and it is not `gone` (a socket replaced). */
 function untilOnlyNewerLive(peer: Peer, agent: Agent, gone: string | undefined, what: string): Promise<void> {
   return peer.until(async () => {
     const live = await peer.live(agent)
@@ -90,10 +90,7 @@ export function conformance(factory: PeerFactory): void {
         await back
         await channelStatus(room, 'joined')
         expect(link.state).toBe('connected')
-        await peer.until(async () => {
-          const live = await peer.live(agent)
-          return live.length === 1 && live[0] !== socket
-        }, 'exactly one live socket, a new one')
+        await untilOnlyNewerLive(peer, agent, socket, 'exactly one live socket, a new one')
         expect(await statuses(peer, agent)).toEqual([101, 101])
         const control = await peer.joins(agent, controlTopic(agent.id))
         const rooms = await peer.joins(agent, room.topic)
@@ -113,10 +110,7 @@ export function conformance(factory: PeerFactory): void {
         proxy.cut()
         expect((await lost).reason).toMatchObject({ kind: 'dropped', source: 'socket', retryable: true })
         await back
-        await peer.until(async () => {
-          const live = await peer.live(agent)
-          return live.length === 1 && live[0] !== socket
-        }, 'the cut socket gone and one new socket live')
+        await untilOnlyNewerLive(peer, agent, socket, 'the cut socket gone and one new socket live')
         expect(proxy.accepted).toBe(2)
       })
 
@@ -199,10 +193,7 @@ export function conformance(factory: PeerFactory): void {
         const reason = reasonOf(await ended)
         expect(reason).toMatchObject({ kind: 'superseded', retryable: false, targetSocketId: olderSocket })
         expect(older.state).toBe('terminated')
-        await peer.until(async () => {
-          const live = await peer.live(agent)
-          return live.length === 1 && live[0] !== olderSocket
-        }, 'only the newer socket live')
+        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
         // The newer link still works after the older one ended (a round trip on a channel).
         const room = newer.channel(`room:${agent.id}`)
         expect(await room.push('ping', { n: 1 })).toEqual({ echo: { n: 1 }, event: 'ping' })
