@@ -282,6 +282,34 @@ describe('the simulator over HTTP', () => {
     }
   })
 
+  it("abort() ends a socket stuck in its closing handshake (a close sent to a stalled socket is never read back): both sides close at once, not at ws's 30 s close timeout", async () => {
+    const sim = await startSimulator({ agents: { a: 'ka' } })
+    const link = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })
+    try {
+      await link.connect()
+      const [socket] = sim.accepted('a')
+      const lost = new Promise<unknown>((resolve) => link.on('disconnected', (e) => resolve(e.reason)))
+      socket!.stall()
+      expect(sim.close(socket!, 4000)).toBe(1)
+      // The client answers the close frame; the stalled server never reads the answer, so neither side ends the TCP connection.
+      expect(socket!.state).toBe('closing')
+      expect(link.state).toBe('connected')
+      // Every other control acts on open sockets only, as abort() does on an agent's; abort() of this socket, named, reaches it.
+      expect(sim.close(socket!, 4001)).toBe(0)
+      expect(sim.abort({ agent: 'a' })).toBe(0)
+      expect(sim.abort({ socket: 'no-such-socket' })).toBe(0)
+      expect(sim.abort({ socket: socket!.id })).toBe(1)
+      await sim.waitFor(() => socket!.state === 'closed', { timeoutMs: 2_000, what: 'the aborted socket to close' })
+      // The client had read the server's close frame: its close is the server's code, within the same bound.
+      expect(await Promise.race([lost, new Promise((resolve) => setTimeout(() => resolve('not yet'), 2_000).unref())])).toMatchObject({ kind: 'closed', closeCode: 4000 })
+      expect(socket!.closeSent).toEqual({ code: 4000, reason: '' })
+      expect([sim.abort(socket!), sim.abort({ socket: socket!.id })]).toEqual([0, 0])
+    } finally {
+      await link.disconnect()
+      await sim.stop()
+    }
+  })
+
   it('a stalled socket reads nothing until resume(); then it handles what the client sent meanwhile', async () => {
     const sim = await startSimulator({ agents: { a: 'ka' } })
     const link = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })

@@ -439,7 +439,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     response: Acted,
     run: ({ sim }, body) => ok({ ok: true, sockets: sim.close(target(body.target), body.code, body.reason ?? '') }),
   }),
-  targetRoute('/admin/abort', 'Ends the target sockets with no close frame (the client sees 1006).', (sim, t) => sim.abort(t)),
+  targetRoute('/admin/abort', 'Ends the target sockets with no close frame (the client sees 1006); a socket named by id is cut even while closing (a closing handshake a stalled socket never finishes ends now).', (sim, t) => sim.abort(t)),
   targetRoute('/admin/disconnect', 'The platform disconnects the target sockets (the "disconnect" broadcast: the flavor\'s close code).', (sim, t) => sim.disconnect(t)),
   targetRoute('/admin/stall', 'The target sockets stop reading and answering (heartbeats included): the client\'s heartbeat times out.', (sim, t) => sim.stall(t)),
   route({

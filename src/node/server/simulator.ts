@@ -714,9 +714,19 @@ export class PlatformSimulator extends EventEmitter {
     return this.closeWith(target, code, reason, 'scripted')
   }
 
-  /** Ends the target sockets without a close frame (the client sees 1006); returns how many. */
+  /**
+   * Ends the target sockets' TCP connections without a close frame (the client sees 1006); returns
+   * how many. A socket named by its record or `{ socket: id }` is reached even while its closing
+   * handshake is under way, as no other control reaches it: a close the simulator sent to a
+   * stalled socket (a supersede's, say) is never read back, and ws would hold that connection
+   * until its close timeout (the server's `closeTimeout` option, 30 s by default: ws
+   * lib/websocket-server.js); abort() ends it now, on both sides. `{ agent }` and `'all'` reach
+   * open sockets only, like every control (0 for an agent between sockets).
+   */
   abort(target: Target): number {
-    return this.each(target, (c) => c.abort())
+    const sockets = this.resolve(target, { closing: true })
+    for (const c of sockets) c.abort()
+    return sockets.length
   }
 
   /** The platform's `"disconnect"` broadcast: closes with the flavor's code (1001, 1000 or 1011), no reason text; returns how many sockets. */
@@ -1197,18 +1207,21 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
-   * The open connections `target` names.
+   * The open connections `target` names; with `closing`, a connection named by its record or id is returned while its TCP connection is up (its closing handshake under way too).
    *
    * @throws {TypeError} for a target that is none of the {@link Target} shapes (a bare agent id
    *   string, say), naming what was given.
    */
-  private resolve(target: Target): SimConnection[] {
+  private resolve(target: Target, options: { closing?: boolean } = {}): SimConnection[] {
     this.assertRunning('scripting a socket (close, abort, push, stall, ...)')
+    // A socket named (by its record or id) is reached while its TCP connection is up when
+    // `closing` asks for it (abort's); an agent's or every socket, only while open.
+    const named = options.closing ? (c: SimConnection) => c.state !== 'closed' : (c: SimConnection) => c.live
     if (target === 'all') return this.live()
-    if (target instanceof SimConnection) return target.live ? [target] : []
+    if (target instanceof SimConnection) return named(target) ? [target] : []
     if (typeof target === 'object' && target !== null) {
       if (typeof (target as { agent?: unknown }).agent === 'string') return this.live((target as { agent: string }).agent)
-      if (typeof (target as { socket?: unknown }).socket === 'string') return this.connections.filter((c) => c.id === (target as { socket: string }).socket && c.live)
+      if (typeof (target as { socket?: unknown }).socket === 'string') return this.connections.filter((c) => c.id === (target as { socket: string }).socket && named(c))
     }
     throw new TypeError(`a simulator target is a connection, { agent: id }, { socket: id } or 'all'; got ${shownAs(target)}`)
   }
