@@ -74,14 +74,12 @@ export type ConnectionEvent =
   /** Adapter: the transport closed (close frame, or 1006 without one), classified. */
   | ({ type: 'socket.close'; reason: ReasonLike } & Origin)
   /**
-   * Adapter: this transport's credentials are still coming (the host's `apiKey`/`params` function
-   * returned a promise): its upgrade is not sent until they come.
-   */
-  | ({ type: 'socket.credentialsPending' } & Origin)
-  /**
-   * Adapter: after `socket.credentialsPending`, the credentials came and this transport's upgrade
-   * request is being sent: from now on the server may accept it, and may supersede an older socket
-   * of this agent because of it. (With credentials in hand at once, neither event is sent.)
+   * Adapter: this transport's upgrade request left (in Node once its TCP connection, or TLS
+   * session, is up and the request written; a browser's WebSocket tells nothing of it, so there
+   * once the WebSocket is made): from now on the server may accept it, and may supersede an older
+   * socket of this agent because of it, so this transport holds the key (`claimKey`). Until then
+   * (credentials pending, the TCP connection opening or refused) the socket lost before still
+   * holds it. `socket.open` claims it too, for an adapter that never sends this event.
    */
   | ({ type: 'socket.upgradeSent' } & Origin)
   /** Adapter: the HTTP upgrade was refused (status, Retry-After, error body), classified. */
@@ -162,14 +160,14 @@ export interface ConnectionContext {
   acceptedLostAt: number | null
   /**
    * The generation of this session's newest transport that may hold the agent's key on the
-   * server: its upgrade was sent (or is being sent) and not refused; 0: none yet. A supersede or a
+   * server: its upgrade was sent (`socket.upgradeSent`) and not refused; 0: none yet. A supersede or a
    * control signal read on it counts, during the backoff after its loss too (the socket is read
    * until its close completes); one read on an older transport once this one's upgrade was sent
    * is stale, as this one may have caused it (the platform supersedes in `connect/3`, before it
    * answers 101).
    */
   keyHolder: number
-  /** The key holder before the current transport: the holder again while its credentials are pending, and if its upgrade is refused. */
+  /** The key holder before the current transport claimed the key: the holder again if its upgrade is refused. */
   priorKeyHolder: number
   /** Topics of the app channels that have a channel chart, in the order the host asked for them. */
   channels: readonly string[]
@@ -241,13 +239,10 @@ export const connectionMachine = setup({
       priorKeyHolder: 0,
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
-    // Entry of online, after nextGeneration: the upgrade goes out at once unless the credentials are pending.
-    claimKey: assign(({ context }) => ({ priorKeyHolder: context.keyHolder, keyHolder: context.generation })),
-    // Named on socket.credentialsPending, and on socket.upgradeRejected: no upgrade sent yet, or a
-    // refused one, which made no claim (the platform refuses before it supersedes).
-    releaseKeyClaim: assign(({ context }) => ({ keyHolder: context.priorKeyHolder })),
-    // Named on socket.upgradeSent, after pending credentials came.
-    reclaimKey: assign(({ context }) => ({ keyHolder: context.generation })),
+    // Named on socket.upgradeSent (the upgrade left), and on socket.open (it surely did); once per transport.
+    claimKey: assign(({ context }) => (context.keyHolder === context.generation ? {} : { priorKeyHolder: context.keyHolder, keyHolder: context.generation })),
+    // Named on socket.upgradeRejected: a refused upgrade made no claim (the platform refuses before it supersedes).
+    releaseKeyClaim: assign(({ context }) => (context.keyHolder === context.generation ? { keyHolder: context.priorKeyHolder } : {})),
     // Named on the events that carry a reason (losses, refusals, supersedes).
     recordLoss: assign({ lastReason: ({ event }) => (event as unknown as { reason: ReasonLike }).reason }),
     recordConnectTimeout: assign({
@@ -481,8 +476,7 @@ export const connectionMachine = setup({
     // An app channel chart stopped with an error (a phoenix-link bug): report it as dropped and forget it.
     'channel.failed': { actions: 'dropFailedChannel' },
     'socket.malformed': { actions: 'reportIgnored' },
-    // A transport the chart has already ended (the host stopped meanwhile): nothing to claim, nothing to report.
-    'socket.credentialsPending': {},
+    // The upgrade of a transport the chart has already ended: nothing to claim, nothing to report.
     'socket.upgradeSent': {},
     'control.duplicate': { actions: 'announceDuplicate' },
     'control.handlerFailed': { actions: 'announceHandlerFailed' },
@@ -527,7 +521,7 @@ export const connectionMachine = setup({
         /** A transport of this session exists (opening, open, or closing on our side). */
         online: {
           description: 'A transport of this session exists: opening, open, or closing on our side. Leaving it ends the socket.',
-          entry: ['nextGeneration', 'claimKey', 'openCurrentTransport'],
+          entry: ['nextGeneration', 'openCurrentTransport'],
           exit: 'endCurrentTransport',
           initial: 'connecting',
           on: {
@@ -541,17 +535,15 @@ export const connectionMachine = setup({
               meta: { rule: 'upgrade-rejection-is-terminal' },
             },
             'socket.heartbeatTimeout': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
-            // Until the credentials come no upgrade is out: the socket lost before still holds the key.
-            'socket.credentialsPending': { guard: 'isCurrentTransport', actions: 'releaseKeyClaim' },
-            // The upgrade is on its way: from now on it may have superseded the old socket.
-            'socket.upgradeSent': { guard: 'isCurrentTransport', actions: 'reclaimKey' },
+            // The upgrade left: from now on it may have superseded the socket lost before.
+            'socket.upgradeSent': { guard: 'isCurrentTransport', actions: 'claimKey' },
           },
           states: {
             /** Transport `generation` is opening. */
             connecting: {
               description: 'The WebSocket of this generation is opening (TCP, TLS, HTTP upgrade).',
               on: {
-                'socket.open': { guard: 'isCurrentTransport', target: 'attached', actions: 'tellReconnectOpened' },
+                'socket.open': { guard: 'isCurrentTransport', target: 'attached', actions: ['claimKey', 'tellReconnectOpened'] },
               },
               after: { connectTimeout: { target: '#connection.session.lost', actions: 'recordConnectTimeout' } },
             },

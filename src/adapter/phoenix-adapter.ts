@@ -152,8 +152,6 @@ class TransportHandle implements TransportHooks {
   /** True while phoenix.js dispatches a frame the server sent (so a phx_error is the server's, whatever its payload). */
   dispatchingServerFrame = false
   ended = false
-  /** The credentials of this attempt did not come at once: the chart is told when its upgrade goes out (`socket.upgradeSent`). */
-  credentialsPending = false
   /** The control channel's join_ref when end() released it (null: it had none): frames read after that are checked against it. */
   controlJoinRef: string | null = null
   wsClosed = false
@@ -238,6 +236,14 @@ class TransportHandle implements TransportHooks {
     // ended it, phoenix.js no longer listens, and a frame over maxFrameBytes read meanwhile (ws
     // closed the socket with 1009) would vanish unreported.
     if (this.ended && code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.adapter.oversizeAfterEnd(this)
+  }
+  onUpgradeSent(): void {
+    // The upgrade request left: from now on the server may accept it, and may supersede an older
+    // socket of this agent because of it (the platform does so in connect/3, before it answers
+    // 101), so the chart's key holder moves on to this transport. Not after the chart ended it.
+    if (this.ended) return
+    const { generation, epoch } = this.origin
+    this.adapter.emit({ type: 'socket.upgradeSent', generation, epoch })
   }
   onClientClose(_code: number | undefined, reason: string | undefined): void {
     // phoenix.js socket.js heartbeatTimeout(): connection.close(WS_CLOSE_NORMAL, "heartbeat timeout").
@@ -526,13 +532,6 @@ export class PhoenixAdapter {
         queueMicrotask(() => !handle.ended && this.emit({ type: 'socket.close', reason, generation: origin.generation, epoch: origin.epoch }))
       },
     )
-    // The host's function answered with a promise (settleLater() armed its give-up, and it cannot
-    // have settled yet): no upgrade goes out until it does, so the socket lost before this one
-    // still holds the agent's key (a supersede read on it counts).
-    if (!handle.ended && handle.credentials?.onGiveUp != null) {
-      handle.credentialsPending = true
-      this.emit({ type: 'socket.credentialsPending', generation: origin.generation, epoch: origin.epoch })
-    }
   }
 
   /** The connection chart's `endTransport`: closes the socket of `origin.generation` with 1000 and releases its channels. */
@@ -948,10 +947,10 @@ export class PhoenixAdapter {
     // Refs (and so join_refs) continue from the previous transport instead of restarting at 1,
     // so every rejoin carries a join_ref this link never used before (socket.js makeRef).
     socket.ref = this.lastRef
-    // After pending credentials: from here the server may accept this socket and supersede an
-    // older one of this agent because of it (the platform does so in connect/3), so the chart's
-    // key holder moves on to this transport.
-    if (handle.credentialsPending) this.emit({ type: 'socket.upgradeSent', ...tag })
+    // In Node the transport reports its upgrade sent once its TCP connection (or TLS session) is
+    // up and the request written (ws-transport.ts onUpgradeSent); a browser's WebSocket tells
+    // nothing of it, so its upgrade counts as sent once the WebSocket is made.
+    if (!SUPPORTS_UPGRADE_HEADERS) this.emit({ type: 'socket.upgradeSent', ...tag })
     try {
       socket.connect()
     } catch (error) {

@@ -46,6 +46,13 @@ export interface TransportHooks {
   onClosed(): void
   /** The upgrade was refused; called before ws's error and close events. */
   onRefused(refusal: RefusedUpgrade): void
+  /**
+   * Node only: the upgrade request left, its TCP connection (a `wss:` URL: its TLS session) up, so
+   * the server may now read it (Node's http writes a request's head once its socket connects).
+   * Never called when the connection fails first (refused, unreachable, a TLS failure): the server
+   * saw nothing of the attempt.
+   */
+  onUpgradeSent(): void
   /** phoenix.js called close() on the transport (its heartbeat timeout passes "heartbeat timeout"). */
   onClientClose(code: number | undefined, reason: string | undefined): void
   /**
@@ -101,6 +108,9 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
         headers: hooks.headers,
         maxPayload: hooks.maxPayload,
         closeTimeout: hooks.closeTimeout,
+        // ws's documented hook for the handshake request (websocket.js initAsClient), here to
+        // learn when the request leaves; it ends the request as ws would.
+        finishRequest: (req: ClientRequest) => LinkWebSocket.finishRequest(req, hooks),
         // A refused upgrade is read by the listener below; without it ws only reports the status.
       })
     } else {
@@ -117,6 +127,22 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
     } else {
       this.addEventListener('close', LinkWebSocket.closed)
     }
+  }
+
+  /**
+   * ws's `finishRequest` (Node): ends the handshake request, and reports the upgrade sent once
+   * its socket connects (`secureConnect` for TLS), when Node's http writes the buffered request
+   * head (net.js writes a connecting socket's data on its connect). Called inside ws's
+   * constructor, before this instance's fields exist: the hooks come as an argument.
+   */
+  private static finishRequest(req: ClientRequest, hooks: TransportHooks): void {
+    req.once('socket', (socket) => {
+      // ws makes a fresh connection for every handshake (no agent), still connecting here.
+      const tls = (socket as { encrypted?: boolean }).encrypted === true
+      if (!tls && !socket.connecting) hooks.onUpgradeSent()
+      else socket.once(tls ? 'secureConnect' : 'connect', () => hooks.onUpgradeSent())
+    })
+    req.end()
   }
 
   /** ws's `unexpected-response` (Node): the upgrade was answered with another status than 101. */

@@ -12,6 +12,9 @@
  * - `release()`: ends the server side of blackholed or stalled connections (the server sees the TCP
  *   connection end, as when its idle timeout finally fires).
  * - `cut()`: ends both sides of the current connections with no close frame (RST).
+ * - `refuseNew()` / `acceptNew()`: the relay's port stops listening, so a new TCP connection is
+ *   refused (ECONNREFUSED: no byte of the attempt reaches the server), and listens again; the
+ *   current connections are untouched.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net'
 
@@ -96,11 +99,33 @@ export class FaultProxy {
     for (const pair of this.pairs) this.end(pair)
   }
 
+  /** Stops listening: new connections are refused; the current ones go on. */
+  refuseNew(): void {
+    if (this.server.listening) this.server.close()
+  }
+
+  /**
+   * Listens again on the same port.
+   *
+   * @throws {Error} (rejects) when the port cannot be bound again.
+   */
+  async acceptNew(): Promise<void> {
+    if (this.server.listening) return
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject)
+      this.server.listen(this.boundPort, '127.0.0.1', () => {
+        this.server.off('error', reject)
+        resolve()
+      })
+    })
+  }
+
   /** Ends every connection and stops listening; resolves once every socket is closed. */
   async close(): Promise<void> {
     const closing = [...this.pairs].flatMap((p) => [p.client, p.upstream]).map(closed)
     for (const pair of this.pairs) this.end(pair)
     await Promise.all(closing)
+    // After refuseNew() the server no longer listens; close() then only reports that, at once.
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
 

@@ -264,6 +264,30 @@ export function conformance(factory: PeerFactory): void {
         expect(await statuses(peer, agent)).toEqual([101, 101])
       })
 
+      it("a supersede read during the backoff after the next attempts' TCP connections were refused (no upgrade of them left) ends the link `superseded`: the newer instance keeps the key", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const quickRetries = { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } }
+        const older = scene().link(peer, agent, { url: proxy.url, policy: quickRetries })
+        await older.connect()
+        const [olderSocket] = await peer.live(agent)
+        proxy.refuseNew()
+        const refused = next(older, 'disconnected', { filter: (e) => e.reason.kind === 'dropped' && e.reason.generation === 2 })
+        proxy.stallUplink()
+        expect((await refused).reason).toMatchObject({ kind: 'dropped', retryable: true })
+        const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+        const newer = scene().link(peer, agent)
+        await newer.connect()
+        expect((await ended).reason).toMatchObject({ kind: 'superseded', targetSocketId: olderSocket, generation: 1 })
+        expect(older.state).toBe('terminated')
+        await proxy.acceptNew()
+        proxy.release()
+        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
+        expect(newer.state).toBe('connected')
+        // No upgrade of the older link after its first: the refused attempts never reached the server.
+        expect(await statuses(peer, agent)).toEqual([101, 101])
+      })
+
       it("the server superseding the link's own lost socket because its next one connected changes nothing: reported as ignored, the link stays connected", async () => {
         const agent = peer.agent()
         const proxy = await scene().proxy(peer)

@@ -7,7 +7,7 @@ import { createActor, initialTransition, SimulatedClock } from 'xstate'
 import { connectionMachine, DEFAULT_CONNECTION_POLICY, type ConnectionEvent } from '../../machines/connection.js'
 import { rejoinDelayMs } from '../../machines/channel.js'
 import { linkStateOf } from '../../machines/status.js'
-import { classifyControlChannelLoss, DisconnectReason } from '../../src/reasons.js'
+import { classifyClose, classifyControlChannelLoss, DisconnectReason } from '../../src/reasons.js'
 import { suppressedReason } from '../../machines/types.js'
 import {
   closeEvent,
@@ -108,20 +108,30 @@ describe('rule: supersede is terminal', () => {
     expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
   })
 
-  it("while the next transport's credentials are pending (no upgrade out), a supersede read on the socket just lost terminates; once its upgrade is sent, it is stale", () => {
-    const pending = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.credentialsPending', generation: 2, epoch: 1 })
-    expect(state(pending)).toBe('connecting')
-    expect(pending.context).toMatchObject({ generation: 2, keyHolder: 1 })
-    const r = step(pending, supersedeEvent({ generation: 1, epoch: 1 }))
+  it("until the next transport's upgrade left (its TCP connection opening, or credentials pending), a supersede read on the socket just lost terminates; once it left, it is stale", () => {
+    const opening = run(waiting(), { type: 'reconnect.due' })
+    expect(state(opening)).toBe('connecting')
+    expect(opening.context).toMatchObject({ generation: 2, keyHolder: 1 })
+    const r = step(opening, supersedeEvent({ generation: 1, epoch: 1 }))
     expect(state(r.s)).toBe('terminated')
     expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
-    const sent = run(pending, { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
-    expect(sent.context.keyHolder).toBe(2)
+    const sent = run(opening, { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    expect(sent.context).toMatchObject({ keyHolder: 2, priorKeyHolder: 1 })
     expect(state(run(sent, supersedeEvent({ generation: 1, epoch: 1 })))).toBe('connecting')
   })
 
+  it('a next transport whose TCP connection failed before its upgrade left (refused, unreachable) claimed nothing: a supersede read in the backoff after it, on the socket lost before, terminates', () => {
+    const opening = run(waiting(), { type: 'reconnect.due' })
+    const refused = run(run(opening, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }))
+    expect(state(refused)).toBe('reconnecting')
+    expect(refused.context).toMatchObject({ generation: 2, keyHolder: 1 })
+    const r = step(refused, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(state(r.s)).toBe('terminated')
+    expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
+  })
+
   it('after the next upgrade was refused, the socket lost before holds the key again: a supersede read on it terminates', () => {
-    const s = run(run(waiting(), { type: 'reconnect.due' }))
+    const s = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
     expect(s.context.keyHolder).toBe(2)
     const refused = run(s, upgradeEvent(s, 503, '1'))
     expect(state(refused)).toBe('reconnecting')
@@ -131,20 +141,29 @@ describe('rule: supersede is terminal', () => {
     expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
   })
 
-  it('credentials pending and an upgrade sent of a transport the host stopped meanwhile: nothing claimed, nothing reported', () => {
+  it('socket.open claims the key for an adapter that never reports its upgrade sent, and claims it once: the prior holder stays the one before', () => {
+    const opening = run(waiting(), { type: 'reconnect.due' })
+    const opened = run(opening, { type: 'socket.open', generation: 2, epoch: 1 })
+    expect(opened.context).toMatchObject({ keyHolder: 2, priorKeyHolder: 1 })
+    expect(state(run(opened, supersedeEvent({ generation: 1, epoch: 1 })))).toBe('joining')
+    const both = run(run(opening, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), { type: 'socket.open', generation: 2, epoch: 1 })
+    expect(both.context).toMatchObject({ keyHolder: 2, priorKeyHolder: 1 })
+    // A refusal never follows an open; a release of a key this transport does not hold changes nothing.
+    expect(run(opening, upgradeEvent(opening, 503, '1')).context).toMatchObject({ keyHolder: 1, priorKeyHolder: 0 })
+  })
+
+  it('an upgrade sent of a transport the host stopped meanwhile: nothing claimed, nothing reported', () => {
     const s = run(connected(), { type: 'host.disconnect' })
     const stopped = run(run(s, { type: 'control.left', ...origin(s) }))
     expect(state(stopped)).toBe('stopped')
-    for (const type of ['socket.credentialsPending', 'socket.upgradeSent'] as const) {
-      const r = step(stopped, { type, ...origin(s) })
-      expect(r.s.context).toEqual(stopped.context)
-      expect(r.emitted).toEqual([])
-      expect(r.io).toEqual([])
-    }
+    const r = step(stopped, { type: 'socket.upgradeSent', ...origin(s) })
+    expect(r.s.context).toEqual(stopped.context)
+    expect(r.emitted).toEqual([])
+    expect(r.io).toEqual([])
   })
 
-  it('a supersede read on an older transport once a newer one opened is ignored and reported: our newer socket may have caused it', () => {
-    const s = run(waiting(), { type: 'reconnect.due' })
+  it('a supersede read on an older transport once a newer one\'s upgrade left is ignored and reported: our newer socket may have caused it', () => {
+    const s = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
     expect(s.context.generation).toBe(2)
     const r = step(s, supersedeEvent({ generation: 1, epoch: s.context.epoch }))
     expect(state(r.s)).toBe('connecting')
@@ -408,8 +427,8 @@ describe('control signals', () => {
     expect(state(r.s)).toBe('connected')
   })
 
-  it('from a stale transport are not delivered', () => {
-    const s = run(run(waiting(), { type: 'reconnect.due' }))
+  it("from a stale transport (an older one, once the next one's upgrade left) are not delivered", () => {
+    const s = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
     const r = step(s, { type: 'control.signal', signal: {}, generation: 1, epoch: s.context.epoch })
     expect(r.s.context.signalSeq).toBe(0)
     expect(r.io).toEqual([])

@@ -13,10 +13,8 @@ export const UNREACHABLE: Record<string, { states?: Record<string, string>; tran
       'connection|channel.failed|0': `${CHART_BUG}. test/machines/routing.test.ts "a channel chart whose transition throws (a phoenix-link bug) is dropped with what it threw; the link and its other channels go on"`,
       'connection.session.online|io.failed|0': `${IO_BUG}. test/machines/connection.test.ts "the transport failing: a retryable other reason, reconnecting"`,
       'connection.session.online.attached.stopping|io.failed|0': `${IO_BUG}. test/machines/connection.test.ts "while stopping: still stopped, graceful (the host asked to stop), never a reconnect"`,
-      'connection|socket.credentialsPending|0':
-        'needs the host to stop while its credentials function is still pending and the adapter to report that after the stop: the wire runs give credentials at once, and a stale event is not a model stimulus. test/machines/connection.test.ts "credentials pending and an upgrade sent of a transport the host stopped meanwhile: nothing claimed, nothing reported"',
       'connection|socket.upgradeSent|0':
-        'needs pending credentials that settle after the host stopped: the wire runs give credentials at once. test/machines/connection.test.ts "credentials pending and an upgrade sent of a transport the host stopped meanwhile: nothing claimed, nothing reported"',
+        'needs an upgradeSent of a transport the chart already ended: the adapter reports none once a transport ended (TransportHandle.onUpgradeSent), so only an adapter of the host\'s own sends one. test/machines/connection.test.ts "an upgrade sent of a transport the host stopped meanwhile: nothing claimed, nothing reported"',
       'connection|control.dropped|0':
         'needs a control handler still running with another signal queued behind it when the host stops: a handler state the connection model does not track. test/wire/hardening.test.ts "after disconnect(), signals still waiting behind a slow handler are dropped and reported; the one in progress finishes"',
     },

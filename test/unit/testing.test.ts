@@ -74,7 +74,7 @@ describe('the paths as data', () => {
 
 describe('the runner', () => {
   it('fails a host that stops on a close 1000, naming the path, the step and the rule', async () => {
-    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
     const failure = await failureOf(
       kit.run(path, (options) => {
         const link = createLink(options)
@@ -84,12 +84,12 @@ describe('the runner', () => {
       })
     )
     expect(failure).toBeInstanceOf(PathFailure)
-    expect(failure).toMatchObject({ path: path.name, step: 4, stimulus: 'backoff chosen' })
+    expect(failure).toMatchObject({ path: path.name, step: 5, stimulus: 'backoff chosen' })
     expect((failure as Error).message).toMatch(/link\.state (stopping|stopped), the chart says reconnecting/)
   })
 
   it('checks the host’s own oracle beside the library’s, with the host the factory returned', async () => {
-    const path = pathFrom('host connect > open > join ok > supersede', 4)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > supersede', 5)
     const seen: string[] = []
     const failure = await failureOf(
       kit.run(path, (options) => ({ link: createLink(options), label: 'mine' }), {
@@ -107,11 +107,11 @@ describe('the runner', () => {
       })
     )
     expect(seen).toEqual(['mine:host connect', 'mine:open', 'mine:join ok', 'mine:supersede'])
-    expect(failure).toMatchObject({ name: 'PathFailure', step: 3, stimulus: 'supersede', detail: 'host-rule: superseded' })
+    expect(failure).toMatchObject({ name: 'PathFailure', step: 4, stimulus: 'supersede', detail: 'host-rule: superseded' })
   })
 
   it('a timeoutMs no timer can take is refused before anything runs; a kit stopped before or during a run rejects saying so', async () => {
-    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
     let built = 0
     for (const timeoutMs of [-5, Number.NaN, 1.5, 0]) {
       await expect(kit.run(path, (options) => (built++, createLink(options)), { timeoutMs })).rejects.toThrow(
@@ -130,7 +130,7 @@ describe('the runner', () => {
   })
 
   it('rejects a factory that returns no link, and passes a correct host with a report of what the server saw', async () => {
-    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
     await expect(kit.run(path, () => ({}) as never)).rejects.toThrow(/returned no link/)
     // A link of another agent id would pass paths the server never saw it walk: refused, and stopped.
     let stopped = 0
@@ -147,7 +147,7 @@ describe('the runner', () => {
 
 describe('the runner sees what a host does on its own', () => {
   it('fails a host that connects again after a supersede, though the kit holds that upgrade', async () => {
-    const path = pathFrom('host connect > open > join ok > supersede', 4)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > supersede', 5)
     const failure = await failureOf(
       kit.run(path, (options) => {
         const link = createLink(options)
@@ -160,7 +160,7 @@ describe('the runner sees what a host does on its own', () => {
   })
 
   it('reports the path failure, not the host stop() that throws after it, and still cleans up', async () => {
-    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
     const failure = await failureOf(
       kit.run(path, (options) => {
         const link = createLink(options)
@@ -178,7 +178,7 @@ describe('the runner sees what a host does on its own', () => {
   })
 
   it('an oracle that throws, or returns an empty sentence, breaks its rule by name', async () => {
-    const path = pathFrom('host connect > open', 2)
+    const path = pathFrom('host connect > upgrade sent > open', 3)
     const throws = await failureOf(
       kit.run(path, (options) => createLink(options), {
         oracles: [
@@ -212,7 +212,7 @@ describe('the runner sees what a host does on its own', () => {
   })
 
   it('waits as long as the host\'s own heartbeat needs to see a stalled server', async () => {
-    const path = pathFrom('host connect > open > join ok > heartbeat timeout > backoff chosen', 5)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > heartbeat timeout > backoff chosen', 6)
     const report = await kit.run(path, (options) => createLink({ ...options, policy: { ...options.policy, transport: { heartbeatIntervalMs: 1200, closeTimeoutMs: 150 } } }))
     expect(report.sockets).toBe(1)
   }, 15_000)
@@ -222,27 +222,27 @@ describe('the runner refuses what it cannot carry out, and leaves nothing behind
   /** A copy of a path the test may edit (the shipped paths are frozen). */
   const editable = (start: string, length: number): LifecyclePath => structuredClone(pathFrom(start, length)) as LifecyclePath
   it('an edited path, a host or options it cannot use are refused before anything runs, naming the step and the field', async () => {
-    const base = 'host connect > open > join ok > close 1000 > backoff chosen'
+    const base = 'host connect > upgrade sent > open > join ok > close 1000 > backoff chosen'
     const upgradesBefore = kit.simulator.upgrades.length
     let built = 0
     const host = (options: Parameters<Parameters<PathKit['run']>[1]>[0]) => (built++, createLink(options))
     const cases: Array<[what: string, edit: (p: LifecyclePath & { steps: Array<Record<string, unknown>> }) => void, message: RegExp]> = [
-      ['an unknown stimulus type', (p) => ((p.steps[1]!.stimulus as object) = { type: 'server.explode' }), /step 2 \(open\): stimulus\.type: expected one of "upgrade\.accept" \| .*"await"$/],
-      ['an unknown delivery', (p) => ((p.steps[3]!.stimulus as object) = { type: 'control.signal', delivery: 'bogus' }), /step 4 \(close 1000\): stimulus\.delivery: expected one of "once" \| "duplicate" \| "handler-throws" \| "queued"$/],
-      ['an unknown delay', (p) => ((p.steps[4]!.stimulus as object) = { type: 'clock.advance', delay: 'typo', ms: null }), /step 5 \(backoff chosen\): stimulus\.delay: expected one of "backoff"/],
-      ['a field the runner would not read', (p) => ((p.steps[2]!.stimulus as object) = { type: 'join.reply', topic: 'room:1', status: 'ok' }), /step 3 \(join ok\): stimulus\.topic: expected "control"/],
-      ['a close code no server may send', (p) => ((p.steps[3]!.stimulus as object) = { type: 'server.close', code: 1006 }), /step 4 \(close 1000\): stimulus\.code: expected a close code a server may send/],
-      ['a step with no expectation', (p) => ((p.steps[4]!.expect as unknown) = null), /step 5 \(backoff chosen\): expect: expected object, received null$/],
-      ['a state that is not a link state', (p) => ((p.steps[1]!.expect as { state: string }).state = 'online'), /step 2 \(open\): expect\.state: expected one of "idle"/],
+      ['an unknown stimulus type', (p) => ((p.steps[2]!.stimulus as object) = { type: 'server.explode' }), /step 3 \(open\): stimulus\.type: expected one of "upgrade\.accept" \| .*"await"$/],
+      ['an unknown delivery', (p) => ((p.steps[4]!.stimulus as object) = { type: 'control.signal', delivery: 'bogus' }), /step 5 \(close 1000\): stimulus\.delivery: expected one of "once" \| "duplicate" \| "handler-throws" \| "queued"$/],
+      ['an unknown delay', (p) => ((p.steps[5]!.stimulus as object) = { type: 'clock.advance', delay: 'typo', ms: null }), /step 6 \(backoff chosen\): stimulus\.delay: expected one of "backoff"/],
+      ['a field the runner would not read', (p) => ((p.steps[3]!.stimulus as object) = { type: 'join.reply', topic: 'room:1', status: 'ok' }), /step 4 \(join ok\): stimulus\.topic: expected "control"/],
+      ['a close code no server may send', (p) => ((p.steps[4]!.stimulus as object) = { type: 'server.close', code: 1006 }), /step 5 \(close 1000\): stimulus\.code: expected a close code a server may send/],
+      ['a step with no expectation', (p) => ((p.steps[5]!.expect as unknown) = null), /step 6 \(backoff chosen\): expect: expected object, received null$/],
+      ['a state that is not a link state', (p) => ((p.steps[2]!.expect as { state: string }).state = 'online'), /step 3 \(open\): expect\.state: expected one of "idle"/],
       ['no steps', (p) => (p.steps = []), /^path ".+": steps: expected at least one step$/],
     ]
     for (const [what, edit, message] of cases) {
-      const path = editable(base, 5)
+      const path = editable(base, 6)
       edit(path as never)
       await expect(kit.run(path, host), what).rejects.toThrow(new RegExp(message.source.startsWith('^') ? message.source : `^path "${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}", ${message.source}`))
       await expect(kit.run(path, host), what).rejects.toBeInstanceOf(TypeError)
     }
-    const path = pathFrom(base, 5)
+    const path = pathFrom(base, 6)
     await expect(kit.run(null as never, host)).rejects.toThrow(new TypeError('the path must be a lifecycle path object ({ name, steps }, from lifecyclePaths()), got null'))
     await expect(kit.run(path, 'createLink' as never)).rejects.toThrow(/^the path host must be a function that builds the link .*, got string$/)
     await expect(kit.run(path, host, 5 as never)).rejects.toThrow(new TypeError('the run options must be an object, got number'))
@@ -281,7 +281,7 @@ describe('the runner refuses what it cannot carry out, and leaves nothing behind
     process.on('unhandledRejection', onUnhandled)
     const own = await startPathKit({ agentPrefix: 'kit-orphan-' })
     try {
-      const path = pathFrom('host connect > open > join ok > control signal', 4)
+      const path = pathFrom('host connect > upgrade sent > open > join ok > control signal', 5)
       // The kit stops as the join is judged; the next step's signal then has no simulator to go to.
       const stopper = { name: 'stops-the-kit', rule: 'The kit stops under the run.', check: ({ step }: OracleInput) => (step.name === 'join ok' && void own.stop(), null) }
       await expect(own.run(path, (options) => createLink(options), { oracles: [stopper], timeoutMs: WAIT_MS })).rejects.toThrow(/^the path kit was stopped during path ".+"/)
@@ -299,7 +299,7 @@ describe('the runner refuses what it cannot carry out, and leaves nothing behind
   })
 
   it('a host factory that never settles is bounded by timeoutMs and by the kit\'s stop; one that settles late is released', async () => {
-    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
     await expect(kit.run(path, () => new Promise<never>(() => {}), { timeoutMs: 200 })).rejects.toThrow(`the path host did not return a link within 200 ms (path "${path.name}")`)
     // Settling after the bound: its link is disconnected and its stop() called.
     let settle!: () => void
@@ -329,7 +329,7 @@ describe('the runner refuses what it cannot carry out, and leaves nothing behind
   })
 
   it('a host result that holds no Link of this copy is refused with what it returned released', async () => {
-    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
     let stops = 0
     await expect(kit.run(path, () => ({ link: 3, stop: () => void stops++ }) as never)).rejects.toThrow('the path host returned no link: return the Link, or { link, stop? }')
     expect(stops).toBe(1)
@@ -343,7 +343,7 @@ describe('the runner refuses what it cannot carry out, and leaves nothing behind
   })
 
   it("a host of the user's own that has a link's shape (connect, disconnect, agentId) still has its stop() called", async () => {
-    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
     class AgentHost {
       stopped = 0
       constructor(readonly link: ReturnType<typeof createLink>) {}
@@ -366,15 +366,15 @@ describe('the runner refuses what it cannot carry out, and leaves nothing behind
   })
 
   it('a line of `phoenix-link paths --json` (the path with its chart, mode and index beside it) is a path the kit runs; a bad step or status is named', async () => {
-    const path = pathFrom('host connect > open > join ok > close 1000 > backoff chosen', 5)
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
     const line = JSON.parse(JSON.stringify({ chart: 'connection', mode: 'wire', index: 7, ...path })) as LifecyclePath
     await expect(kit.run(line, (options) => createLink(options))).resolves.toMatchObject({ path: path.name, sockets: 1 })
     const nullStep = structuredClone(path) as LifecyclePath
     ;(nullStep.steps as unknown[])[0] = null
     await expect(kit.run(nullStep, (options) => createLink(options))).rejects.toThrow(new TypeError(`path "${path.name}", step 1: expected object, received null`))
     const status = structuredClone(path) as LifecyclePath
-    ;(status.steps[2]!.stimulus as unknown) = { type: 'join.reply', topic: 'control', status: 'maybe' }
-    await expect(kit.run(status, (options) => createLink(options))).rejects.toThrow(new TypeError(`path "${path.name}", step 3 (join ok): stimulus.status: expected status "ok", or "error" with a reason`))
+    ;(status.steps[3]!.stimulus as unknown) = { type: 'join.reply', topic: 'control', status: 'maybe' }
+    await expect(kit.run(status, (options) => createLink(options))).rejects.toThrow(new TypeError(`path "${path.name}", step 4 (join ok): stimulus.status: expected status "ok", or "error" with a reason`))
   })
 
   it('startPathKit refuses options it cannot use', async () => {

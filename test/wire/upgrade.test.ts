@@ -192,6 +192,7 @@ function hooks(overrides: Partial<TransportHooks>): TransportHooks {
     onCreate: () => {},
     onClosed: () => {},
     onRefused: () => {},
+    onUpgradeSent: () => {},
     onClientClose: () => {},
     onError: () => {},
     ...overrides,

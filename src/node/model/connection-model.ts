@@ -110,7 +110,7 @@ export function serializeModel(snapshot: ConnectionSnapshot): string {
   // Whether this session connected, for a 409 after a lost socket: retried (our own conflict)
   // whether or not the session connected first, and both are paths to walk.
   const lostAccepted = snapshot.context.acceptedLostAt === null ? '' : snapshot.context.connects > 0 ? '|lost-accepted|connected' : '|lost-accepted'
-  // Connecting before its upgrade was sent (credentials pending): a supersede on the socket just lost still counts.
+  // Connecting before its upgrade left (credentials pending, TCP opening): a supersede on the socket just lost still counts.
   const preUpgrade = e.state === 'connecting' && snapshot.context.keyHolder !== e.generation ? '|pre-upgrade' : ''
   return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostAccepted}${preUpgrade}`
 }
@@ -170,14 +170,18 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       break
     case 'connecting':
       if (keyHolder !== g) {
-        // The host's credentials are pending, so no upgrade is out: a supersede read on the socket
-        // just lost is another instance's. (The wire runs give credentials at once: pure only.)
+        // No upgrade of this transport has left yet (its TCP connection opening, or the host's
+        // credentials pending): a supersede read on the socket just lost is another instance's.
+        // On the wire the upgrade leaves by itself within a tick, so the rest is pure only.
         add('upgrade sent', 'auto', { type: 'socket.upgradeSent', ...origin })
-        lateSupersede(keyHolder)
-        add('host disconnect', 'host', { type: 'host.disconnect' })
+        if (mode === 'pure') {
+          lateSupersede(keyHolder)
+          // The TCP connection refused: the server saw nothing; the socket lost before keeps the key.
+          add('drop', 'server', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, g, 0), ...origin })
+          add('host disconnect', 'host', { type: 'host.disconnect' })
+        }
         break
       }
-      if (mode === 'pure') add('credentials pending', 'auto', { type: 'socket.credentialsPending', ...origin })
       add('open', 'server', { type: 'socket.open', ...origin })
       for (const status of MODEL_UPGRADE_STATUSES) {
         add(`upgrade ${status}`, 'server', { type: 'socket.upgradeRejected', reason: classifyUpgrade({ status, retryAfter: status === 429 || status === 503 ? '1' : null }, g, 0), ...origin })

@@ -85,7 +85,7 @@ const TYPES = [...(Stimulus._zod.propValues.type ?? [])].map(String)
  * an expectation (`state` a link state, `generation` and `epoch` whole numbers).
  *
  * @throws {TypeError} naming the path, the step (1-based, with its name) and the field, e.g.
- *   `path "host connect > open", step 2 (open): stimulus.type: expected one of "upgrade.accept" | …`.
+ *   `path "host connect > upgrade sent > open", step 3 (open): stimulus.type: expected one of "upgrade.accept" | …`.
  */
 export function checkPath(path: unknown): asserts path is LifecyclePath {
   if (path === null || typeof path !== 'object' || Array.isArray(path)) {
