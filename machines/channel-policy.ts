@@ -4,7 +4,7 @@
  * (src/policy.ts, the main entry) reach them without pulling in a chart; the chart imports them
  * from here and re-exports them. Frozen: a default cannot be changed for later links.
  */
-import { assertMs } from './types.js'
+import { assertMs, exponentialCeiling } from './types.js'
 
 /** Join and rejoin policy of app channels; milliseconds. */
 export const DEFAULT_CHANNEL_POLICY = {
@@ -64,7 +64,7 @@ export function validateChannelPolicy(policy: ChannelPolicy): ChannelPolicy {
  * @param roll a number in [0, 1) from the injected random source.
  */
 export function rejoinDelayMs(policy: ChannelPolicy, rejoins: number, roll: number): number {
-  const ceiling = Math.min(policy.rejoinMaxDelayMs, policy.rejoinInitialDelayMs * 2 ** Math.max(0, rejoins - 1))
+  const ceiling = exponentialCeiling(policy.rejoinInitialDelayMs, 2, rejoins - 1, policy.rejoinMaxDelayMs)
   return Math.floor(ceiling / 2 + (roll * ceiling) / 2)
 }
 

@@ -4,7 +4,7 @@
  * (src/policy.ts, the main entry) reach them without pulling in a chart; the chart imports them
  * from here and re-exports them. Frozen: a default cannot be changed for later links.
  */
-import { assertMs, type ReasonLike } from './types.js'
+import { assertMs, exponentialCeiling, MAX_TIMER_MS, type ReasonLike } from './types.js'
 
 /**
  * Backoff and give-up policy. Every field in milliseconds unless it says otherwise.
@@ -135,13 +135,14 @@ export function validateReconnectPolicy(policy: ReconnectPolicy): ReconnectPolic
 /**
  * The delay before the next attempt, in milliseconds: full jitter (a uniform draw below an
  * exponential ceiling), raised to the range of the close code (1001, 1012, 1013) or to the
- * server's Retry-After (capped), whichever is longer.
+ * server's Retry-After (capped), whichever is longer; never over 2^31-1 (`MAX_TIMER_MS`, the
+ * longest delay a timer takes). An `initialDelayMs` of 0 gives 0 at every attempt.
  *
  * @param attempt consecutive losses so far, counting this one (1 for the first).
  * @param roll a number in [0, 1) from the injected random source.
  */
 export function backoffDelay(policy: ReconnectPolicy, attempt: number, reason: ReasonLike, roll: number): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** Math.max(0, attempt - 1))
+  const ceiling = exponentialCeiling(policy.initialDelayMs, policy.factor, attempt - 1, policy.maxDelayMs)
   let delay = Math.floor(roll * ceiling)
   const floor =
     reason.closeCode === 1001
@@ -157,7 +158,8 @@ export function backoffDelay(policy: ReconnectPolicy, attempt: number, reason: R
     const wait = Math.min(reason.retryAfterMs, policy.maxRetryAfterMs)
     delay = Math.max(delay, wait + Math.floor(roll * policy.initialDelayMs))
   }
-  return delay
+  // A timer takes no longer delay (a Retry-After capped at 2^31-1 plus its jitter would run after 1 ms).
+  return Math.min(delay, MAX_TIMER_MS)
 }
 
 /**
@@ -170,7 +172,7 @@ export function backoffDelay(policy: ReconnectPolicy, attempt: number, reason: R
  * @param roll a number in [0, 1) from the injected random source.
  */
 export function cooldownDelay(policy: ReconnectPolicy, suspensions: number, reason: ReasonLike, roll: number): number {
-  const ceiling = Math.min(policy.suspendMaxDelayMs, policy.suspendInitialDelayMs * 2 ** Math.max(0, suspensions - 1))
+  const ceiling = exponentialCeiling(policy.suspendInitialDelayMs, 2, suspensions - 1, policy.suspendMaxDelayMs)
   const delay = Math.floor(ceiling / 2 + (roll * ceiling) / 2)
   const retryAfter = typeof reason.retryAfterMs === 'number' ? Math.min(reason.retryAfterMs, policy.maxRetryAfterMs) : 0
   return Math.max(delay, retryAfter)

@@ -109,6 +109,23 @@ export function suppressedReason(
 }
 
 /**
+ * The longest delay a timer can take, in milliseconds (2^31-1, about 24.8 days): Node and browsers
+ * run a longer `setTimeout` after 1 ms (Node prints TimeoutOverflowWarning; HTML timers clamp the
+ * same signed 32-bit range), so every delay a chart computes is capped here.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * An exponential ceiling, in milliseconds: `initial * factor^(n)` capped at `max` and at
+ * {@link MAX_TIMER_MS}. An `initial` of 0 gives 0 at every `n` (where `0 * Infinity` would give
+ * NaN once `factor^n` overflows).
+ */
+export function exponentialCeiling(initial: number, factor: number, n: number, max: number): number {
+  if (initial <= 0) return 0
+  return Math.min(max, MAX_TIMER_MS, initial * factor ** Math.max(0, n))
+}
+
+/**
  * Throws when a policy number is not a whole number of milliseconds in [0, 2^31-1], or is below
  * `min` (a wait of 0 that could never be met, say). Strict at configuration: a misconfigured
  * policy fails at createLink(), not hours later in a timer.
@@ -117,7 +134,7 @@ export function suppressedReason(
  */
 export function assertMs(name: string, value: unknown, min = 0): asserts value is number {
   // Number.isInteger is false for anything that is not a number.
-  if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 2 ** 31 - 1) {
+  if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > MAX_TIMER_MS) {
     throw new RangeError(`${name} must be a whole number of ${name.endsWith('Bytes') ? 'bytes' : 'milliseconds'} in [0, 2^31-1], got ${String(value)}`)
   }
   if ((value as number) < min) throw new RangeError(`${name} must be at least ${min}, got ${value}`)

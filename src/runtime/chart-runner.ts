@@ -28,6 +28,7 @@
  */
 import type { AnyActorScope, AnyStateMachine, EventFromLogic, EventObject, SnapshotFrom } from 'xstate'
 import type { Clock } from './clock.js'
+import { MAX_TIMER_MS } from '../../machines/types.js'
 
 export type { Clock } from './clock.js'
 
@@ -249,7 +250,8 @@ export abstract class ChartRuntime {
     if (next.due === this.timerDue) return
     this.disarm()
     this.timerDue = next.due
-    this.timer = this.clock.setTimeout(() => this.fire(), Math.max(0, next.due - this.clock.now()))
+    // A timer runs a delay over 2^31-1 ms after 1 ms: one that long is armed in steps (fire() re-arms).
+    this.timer = this.clock.setTimeout(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, next.due - this.clock.now())))
   }
 
   private disarm(): void {
@@ -261,7 +263,8 @@ export abstract class ChartRuntime {
 
   /**
    * The timer armed for the soonest delay fired: that delay is delivered (a Node timer may fire a
-   * fraction of a millisecond before performance.now() reads its deadline: it is due), then each
+   * fraction of a millisecond before performance.now() reads its deadline: it is due; more than
+   * 1 ms before it, the timer was one step of a longer delay, and is armed again), then each
    * other delay that was pending when the timer fired and that the clock reads as due, in order,
    * each event processed before the next is taken (a transition that cancels a later delay, by
    * leaving its state, cancels it in time); then the timer is armed for the next. A delay
@@ -276,6 +279,8 @@ export abstract class ChartRuntime {
       const delays = this.delays
       if (delays === null) return
       const now = this.clock.now()
+      // Armed for a step of a delay longer than a timer takes: not due yet (finally re-arms).
+      if (delays[0]!.due - now > 1) return
       let end = 1
       while (end < delays.length && delays[end]!.due <= now) end++
       for (const delay of delays.slice(0, end)) {

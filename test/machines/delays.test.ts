@@ -28,6 +28,24 @@ describe('backoffDelay', () => {
     expect(backoffDelay(p, 1, loss({ retryAfterMs: 1 }), 0)).toBe(1)
   })
 
+  it('never exceeds what a timer takes (2^31-1 ms): a Retry-After at a cap of 2^31-1 plus its jitter would run after 1 ms', () => {
+    const p = policy({ initialDelayMs: 500, maxRetryAfterMs: 2 ** 31 - 1 })
+    expect(backoffDelay(p, 1, loss({ retryAfterMs: 99_999_999_000 }), 0.5)).toBe(2 ** 31 - 1)
+    expect(backoffDelay(p, 1, loss({ retryAfterMs: 2 ** 31 - 1_000 }), 0.5)).toBe(2 ** 31 - 1_000 + 250)
+  })
+
+  it('with initialDelayMs 0 is 0 at every attempt, never NaN once factor^attempt overflows; a Retry-After still holds', () => {
+    for (const factor of [2, 1e10]) {
+      const p = policy({ initialDelayMs: 0, factor })
+      for (const attempt of [1, 32, 1025, 5000]) {
+        expect(backoffDelay(p, attempt, loss(), 0.5)).toBe(0)
+        expect(backoffDelay(p, attempt, loss({ retryAfterMs: 50 }), 0.5)).toBe(50)
+      }
+    }
+    // A huge factor with a positive initial delay reaches maxDelayMs, not Infinity.
+    expect(backoffDelay(policy({ initialDelayMs: 1, factor: 1e300, maxDelayMs: 10_000 }), 40, loss(), 0.5)).toBe(5_000)
+  })
+
   it('adds no Retry-After jitter without a Retry-After, even when maxDelayMs is below initialDelayMs', () => {
     const p = policy({ initialDelayMs: 1_000, maxDelayMs: 100 })
     expect(backoffDelay(p, 1, loss(), 0.9)).toBe(90)
@@ -86,5 +104,10 @@ describe('rejoinDelayMs', () => {
     expect(rejoinDelayMs(p, 3, 0)).toBe(2_000)
     expect(rejoinDelayMs(p, 4, 0)).toBe(3_000)
     expect(rejoinDelayMs(p, 0, 0)).toBe(500)
+  })
+
+  it('with rejoinInitialDelayMs 0 is 0 at every rejoin, never NaN once 2^rejoins overflows', () => {
+    const zero = { ...p, rejoinInitialDelayMs: 0 }
+    for (const rejoins of [1, 1025, 5000]) expect(rejoinDelayMs(zero, rejoins, 0.5)).toBe(0)
   })
 })

@@ -276,6 +276,27 @@ describe('delays', () => {
     expect(runtime.paramsOf('io')).toEqual(['fast', 'slow', 'slow'])
   })
 
+  it('a delay longer than a timer takes (2^31-1 ms) is armed in steps and delivered at its own deadline, not after 1 ms', () => {
+    const runtime = new TestRuntime()
+    const sets: number[] = []
+    const set = runtime.clock.setTimeout.bind(runtime.clock)
+    runtime.clock.setTimeout = (fn, ms) => {
+      sets.push(ms)
+      return set(fn, ms)
+    }
+    const long = 2 ** 31 + 5_000
+    const chart = setup({ actions: { io: (_: unknown, _p: string) => {} }, delays: { d: long } }).createMachine({ id: 'long', initial: 'w', states: { w: { after: { d: { target: 'x', actions: { type: 'io', params: 'due' } } } }, x: {} } })
+    runtime.run(chart, undefined)
+    expect(sets).toEqual([2 ** 31 - 1])
+    runtime.clock.increment(2 ** 31 - 1)
+    expect(runtime.paramsOf('io')).toEqual([])
+    expect(sets).toEqual([2 ** 31 - 1, 5_001])
+    runtime.clock.increment(5_000)
+    expect(runtime.paramsOf('io')).toEqual([])
+    runtime.clock.increment(1)
+    expect(runtime.paramsOf('io')).toEqual(['due'])
+  })
+
   it('a delay due a millisecond after the one the timer fired for waits for its own deadline', () => {
     const runtime = new TestRuntime()
     const a = setup({ actions: { io: (_: unknown, _p: string) => {} }, delays: { d: 100 } }).createMachine({ id: 'a', initial: 'w', states: { w: { after: { d: { target: 'x', actions: { type: 'io', params: 'a' } } } }, x: {} } })
