@@ -185,7 +185,9 @@ export class LinkChannel {
    *   it), `PUSH_REPLY_STATUS` (a reply whose status is neither ok nor error; `status` and
    *   `response` hold it), `TRANSPORT_LOST` (the join ended before a reply), `CHANNEL_CLOSED` (left or dropped,
    *   or the link is not running a session: call connect() first; at once, not after the timeout),
-   *   `PUSH_INVALID` (a reserved event name such as phx_join, or a payload that cannot be encoded).
+   *   `PUSH_INVALID` (a reserved event name such as phx_join; a payload that is neither a plain
+   *   JSON object nor an ArrayBuffer: an array, a scalar, null, a typed array or Buffer, a Map or
+   *   a class instance, which JSON would send as something else; or one that cannot be encoded).
    * @throws {ConfigurationError} (rejects) for a timeoutMs that is not a whole number in [1, 2^31-1].
    * @throws the signal's reason (an AbortError) when `signal` aborts: before the push is sent
    *   nothing goes out; after, the link stops waiting for the reply (the server may still act on
@@ -204,6 +206,10 @@ export class LinkChannel {
     }
     if (typeof event !== 'string' || event === '' || isReservedEvent(event)) {
       throw new PushError('PUSH_INVALID', this.topic, String(event), null, new Error('the event must be a non-empty string outside phoenix\'s phx_ and chan_reply_ names'))
+    }
+    const shape = payloadProblem(payload)
+    if (shape !== null) {
+      throw new PushError('PUSH_INVALID', this.topic, event, null, new Error(`a payload is a plain JSON object (a Phoenix map) or an ArrayBuffer (a binary push); got ${shape}`))
     }
     const started = this.host.monotonic()
     // Not sendable now and no join coming: the channel ended, or the link is not running a session.
@@ -357,4 +363,23 @@ export class LinkChannel {
       else waiter.resolve()
     }
   }
+}
+
+/**
+ * What is wrong with a push payload, or null when it can go: a plain object (its prototype an
+ * Object.prototype of any realm, or null), which phoenix.js sends as a JSON map, or an ArrayBuffer
+ * (a binary push, Phoenix's V2 binary frame). Anything else JSON would send as something else (a
+ * typed array or Buffer as an object of its indexes or `{type, data}`, a Map as `{}`, a Date as a
+ * string, null as `{}` through phoenix.js's default) or as no map at all (an array, a scalar).
+ */
+function payloadProblem(payload: unknown): string | null {
+  if (payload === null) return 'null'
+  if (Array.isArray(payload)) return 'an array'
+  if (typeof payload !== 'object') return `a ${typeof payload}`
+  if (Object.prototype.toString.call(payload) === '[object ArrayBuffer]') return null
+  const proto = Object.getPrototypeOf(payload) as object | null
+  if (proto === null || Object.getPrototypeOf(proto) === null) return null
+  const name = (proto as { constructor?: { name?: unknown } }).constructor?.name
+  const what = typeof name === 'string' && name !== '' ? `a ${name}` : 'an object with a prototype of its own'
+  return ArrayBuffer.isView(payload) ? `${what} (push its bytes as an ArrayBuffer: view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength))` : what
 }

@@ -128,6 +128,37 @@ describe('host input', () => {
     expect(await room.push('ok', {})).toEqual({})
   })
 
+  it('a payload that is neither a plain object nor an ArrayBuffer rejects PUSH_INVALID at once, naming what it got; nothing reaches the server', async () => {
+    const sim = await world().sim()
+    const received: Array<[string, unknown]> = []
+    sim.onPush(({ event, payload }) => (received.push([event, payload]), { status: 'ok', response: {} }))
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const refused: Array<[unknown, string]> = [
+      [new Uint8Array([1, 2]), 'a Uint8Array (push its bytes as an ArrayBuffer'],
+      [Buffer.from('ab'), 'a Buffer (push its bytes'],
+      [[1, 2], 'an array'],
+      ['text', 'a string'],
+      [7, 'a number'],
+      [null, 'null'],
+      [new Map([['a', 1]]), 'a Map'],
+      [new Date(0), 'a Date'],
+    ]
+    for (const [payload, got] of refused) {
+      const error = await room.push('bad', payload as never).then(() => null, (e: unknown) => e)
+      expect(error, got).toMatchObject({ code: 'PUSH_INVALID', topic: 'room:1', event: 'bad' })
+      expect(String((error as { cause?: Error }).cause?.message)).toContain(`a payload is a plain JSON object (a Phoenix map) or an ArrayBuffer (a binary push); got ${got}`)
+    }
+    // What can go: a plain object (null prototype too) and an ArrayBuffer.
+    expect(await room.push('map', { a: 1 })).toEqual({})
+    expect(await room.push('bare', Object.assign(Object.create(null) as object, { b: 2 }) as never)).toEqual({})
+    expect(await room.push('bytes', new Uint8Array([1, 2]).buffer)).toEqual({})
+    expect(received.map(([event]) => event)).toEqual(['map', 'bare', 'bytes'])
+    expect(received[1]).toEqual(['bare', { b: 2 }])
+  })
+
   it('the API key is not in util.inspect(link)', async () => {
     const sim = await world().sim({ agents: { 'agent-1': 'sk-VISIBLE?' } })
     const link = world().link(sim, { apiKey: 'sk-VISIBLE?' })
