@@ -175,6 +175,13 @@ export interface ConnectionContext {
   signalSeq: number
   /** Control channel crashes in a row (no join since that held the channel policy's rejoinStableAfterMs), for the rejoin backoff. */
   controlCrashes: number
+  /**
+   * App channel reports (`detached`, as the lost socket's channels tell it) read while the
+   * reconnect chart decides (`reconnecting.deciding`), in order; null while none. Announced before
+   * the link's `disconnected` when it reconnects, and after the session ended (queued again behind
+   * it, `redeliver`) when it gives up: a loss that ends the session tells its channels last.
+   */
+  heldChannelReports: readonly ChannelStatusReport[] | null
 }
 
 /** The stamp of the current transport, for the I/O actions about it. */
@@ -338,6 +345,33 @@ export const connectionMachine = setup({
         reason: { kind: 'other', detail: `the channel failed inside phoenix-link: ${detail}`, retryable: true, generation: context.generation, at: context.env.now() } as ReasonLike,
       })
     }),
+    // In reconnecting.deciding: a channel report waits for the reconnect chart's answer.
+    holdChannelReport: assign({
+      heldChannelReports: ({ context, event }) => (context.heldChannelReports ?? []).concat(event as ChannelStatusReport),
+    }),
+    // The reconnect chart answered with a delay or a slow-down: the held reports are announced now,
+    // before the link's disconnected (announceRetry), as on a loss with no decision pending.
+    releaseChannelReports: enqueueActions(({ context, enqueue }) => {
+      const held = context.heldChannelReports
+      if (held === null) return
+      let channels = context.channels
+      for (const e of held) {
+        enqueue.emit({ type: 'link.channel', topic: e.topic, status: e.status, reason: e.reason })
+        if (e.status !== 'dropped' && e.status !== 'left') continue
+        channels = channels.filter((t) => t !== e.topic)
+        enqueue({ type: 'stopChannel', params: { topic: e.topic } })
+      }
+      enqueue.assign({ heldChannelReports: null, channels })
+    }),
+    // The session ends while reports are held (a give-up, a supersede, a stop): each is queued again
+    // behind this event, so it is announced after the session's end, as every channel report of a
+    // loss that ends the session is.
+    redeliverChannelReports: enqueueActions(({ context, enqueue }) => {
+      const held = context.heldChannelReports
+      if (held === null) return
+      enqueue.assign({ heldChannelReports: null })
+      for (const e of held) enqueue({ type: 'redeliver', params: e })
+    }),
     forgetFinishedChannel: enqueueActions(({ context, event, enqueue }) => {
       const e = event as ChannelStatusReport // runs on channel.status only
       if (e.status !== 'dropped' && e.status !== 'left') return
@@ -382,6 +416,8 @@ export const connectionMachine = setup({
     tellChannel: (_: unknown, _message: { topic: string; event: ChannelEvent }) => {},
     /** Stops the channel chart of `topic` (it reported `left` or `dropped`, or failed). */
     stopChannel: (_: unknown, _channel: { topic: string }) => {},
+    /** Sends a channel report back to this chart, behind every event already queued (redeliverChannelReports). */
+    redeliver: (_: unknown, _report: ChannelStatusReport) => {},
     announceConnected: emit(({ context }) => ({
       type: 'link.connected' as const,
       generation: context.generation,
@@ -461,6 +497,7 @@ export const connectionMachine = setup({
     channels: [],
     signalSeq: 0,
     controlCrashes: 0,
+    heldChannelReports: null,
   }),
   initial: 'idle',
   on: {
@@ -501,7 +538,7 @@ export const connectionMachine = setup({
       initial: 'online',
       on: {
         'host.connect': {},
-        'host.disconnect': { target: 'stopped', actions: 'recordGraceful', meta: { rule: 'disconnect-always-succeeds' } },
+        'host.disconnect': { target: 'stopped', actions: ['recordGraceful', 'redeliverChannelReports'], meta: { rule: 'disconnect-always-succeeds' } },
         // Terminal in every session state, the backoff included: read on the key holder (during
         // the backoff, the socket just lost, which the adapter still reads until it has closed),
         // it means another instance of this agent holds the key, and reconnecting would evict it.
@@ -510,7 +547,7 @@ export const connectionMachine = setup({
         'control.supersede': {
           guard: 'isKeyHolder',
           target: 'terminated',
-          actions: 'recordLoss',
+          actions: ['recordLoss', 'redeliverChannelReports'],
           meta: { rule: 'supersede-is-terminal' },
         },
         // A signal read on the key holder is delivered, during the backoff after its loss too
@@ -658,13 +695,16 @@ export const connectionMachine = setup({
             deciding: {
               description: "Waiting for the reconnect chart's answer: a delay, a slow-down, or (by policy) give up.",
               on: {
-                'reconnect.scheduled': { target: 'waiting', actions: ['recordRetry', 'announceRetry'] },
+                // The lost socket's channel reports wait for the answer: told before disconnected
+                // if the link reconnects, after the session's end if it gives up.
+                'channel.status': { actions: 'holdChannelReport' },
+                'reconnect.scheduled': { target: 'waiting', actions: ['recordRetry', 'releaseChannelReports', 'announceRetry'] },
                 'reconnect.suspended': {
                   target: 'suspended',
-                  actions: ['recordSuspension', 'recordRetry', 'announceRetry'],
+                  actions: ['recordSuspension', 'recordRetry', 'releaseChannelReports', 'announceRetry'],
                   meta: { rule: 'suspend-not-give-up' },
                 },
-                'reconnect.gaveUp': { target: '#connection.terminated', actions: 'recordGiveUp' },
+                'reconnect.gaveUp': { target: '#connection.terminated', actions: ['recordGiveUp', 'redeliverChannelReports'] },
               },
             },
             waiting: {

@@ -96,7 +96,7 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'disconnect-always-succeeds',
     how: 'disconnect() during a session is not handled (only in connected)',
     file: 'machines/connection.ts',
-    from: "'host.disconnect': { target: 'stopped', actions: 'recordGraceful', meta: { rule: 'disconnect-always-succeeds' } },",
+    from: "'host.disconnect': { target: 'stopped', actions: ['recordGraceful', 'redeliverChannelReports'], meta: { rule: 'disconnect-always-succeeds' } },",
     to: '',
   },
   {

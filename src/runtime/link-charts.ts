@@ -11,6 +11,7 @@
  *   connection --startReconnect/stopReconnect/tellReconnect--> reconnect --report--> connection
  *   connection --tellControl--> control --report--> connection;  control --deliver/abandonDelivery--> host
  *   connection --startChannel/tellChannel/stopChannel--> channel --report--> connection
+ *   connection --redeliver--> connection (a channel report held while the reconnect chart decided, queued again)
  *   channel --joinAttempt/releaseAttempt/leaveAttempt--> adapter
  *   adapter --socket.*, control.*, channel.* events--> connection (which forwards channel events)
  */
@@ -204,6 +205,8 @@ export class LinkCharts extends ChartRuntime {
         if (target !== undefined) super.send(target, event)
         return
       }
+      case 'redeliver':
+        return super.send(this.connection, params as ConnectionEvent)
       case 'stopChannel': {
         const { topic } = params as { topic: string }
         this.channels.get(topic)?.stop()

@@ -417,6 +417,50 @@ describe('lastDisconnectReason', () => {
   })
 })
 
+describe("app channel reports while the reconnect chart decides", () => {
+  const deciding = () => {
+    const c = run(connected(), { type: 'host.channel', topic: 'room:1' })
+    const s = run(c, closeEvent(c, 1000))
+    expect(s.value).toMatchObject({ session: { reconnecting: 'deciding' } })
+    return s
+  }
+  const detachedReport = { type: 'channel.status', topic: 'room:1', status: 'detached', reason: null } as const
+  const droppedReport = { type: 'channel.status', topic: 'room:1', status: 'dropped', reason: { kind: 'dropped', retryable: false, generation: 1, at: 0 } } as const
+
+  it('are held, and announced before disconnected when the answer is a delay (or a slow-down); a dropped one stops its chart', () => {
+    const held = step(deciding(), detachedReport)
+    expect(held.emitted).toEqual([])
+    expect(held.s.context.heldChannelReports).toEqual([detachedReport])
+    for (const answer of [
+      { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 },
+      { type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason: suppressedReason('rapid-disconnects', 10, 1, 0, true) },
+    ] as const) {
+      const r = step(run(held.s, droppedReport), answer)
+      expect(r.emitted.map((e) => (e as { type: string; status?: string }).status ?? (e as { type: string }).type)).toEqual(['detached', 'dropped', 'link.disconnected'])
+      expect(r.io).toContainEqual({ type: 'stopChannel', params: { topic: 'room:1' } })
+      expect(r.s.context.heldChannelReports).toBeNull()
+      expect(r.s.context.channels).toEqual([])
+    }
+  })
+
+  it('are queued again behind the end of the session when it ends instead (a give-up, a supersede, a stop): announced after it', () => {
+    const held = run(deciding(), detachedReport)
+    for (const end of [
+      { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 1, 1, 0) },
+      supersedeEvent({ generation: 1, epoch: 1 }),
+      { type: 'host.disconnect' },
+    ] as const) {
+      const r = step(held, end as ConnectionEvent)
+      expect(['terminated', 'stopped']).toContain(state(r.s))
+      expect(r.emitted.filter((e) => (e as { type: string }).type === 'link.channel')).toEqual([])
+      expect(r.io.filter((a) => a.type === 'redeliver')).toEqual([{ type: 'redeliver', params: detachedReport }])
+      expect(r.s.context.heldChannelReports).toBeNull()
+      // Queued again, the report is announced where the session ended.
+      expect(step(r.s, detachedReport).emitted).toEqual([{ type: 'link.channel', topic: 'room:1', status: 'detached', reason: null }])
+    }
+  })
+})
+
 describe('control signals', () => {
   it('go to the control delivery chart from the current transport, in arrival order', () => {
     const s = connected()

@@ -134,6 +134,30 @@ describe('app channels', () => {
     expect(seen.slice(0, 3)).toEqual(['channel detached null', 'disconnected closed', 'state reconnecting'])
   })
 
+  for (const [policy, how] of [
+    [{ maxAttempts: 0 }, 'maxAttempts 0'],
+    [{ rapidLimit: 1, onRapidLimit: 'give-up' }, "onRapidLimit 'give-up'"],
+  ] as const) {
+    it(`a policy give-up (${how}) ends the session: disconnected, then terminated, then the channel's detached; its status reads detached throughout`, async () => {
+      const sim = await world().sim()
+      const link = world().link(sim, { policy: { reconnect: policy } })
+      await link.connect()
+      const room = link.channel('room:1')
+      await room.joined()
+      const seen: string[] = []
+      link.onAny((e) => {
+        if (e.type === 'channel') seen.push(`channel ${e.status}`)
+        else if (e.type === 'disconnected') seen.push(`disconnected ${e.reason.kind} ${e.outcome} (room ${room.status})`)
+        else if (e.type === 'state') seen.push(`state ${e.state} (room ${room.status})`)
+      })
+      const detached = next(link, 'channel', { filter: (e) => e.status === 'detached' })
+      sim.close({ agent: 'agent-1' }, 1000)
+      await detached
+      expect(seen).toEqual(['disconnected suppressed terminated (room detached)', 'state terminated (room detached)', 'channel detached'])
+      expect(sim.accepted('agent-1')).toHaveLength(1)
+    })
+  }
+
   it("after disconnect() the channels' detached events come last, after stopped; their status already reads detached while the state events are delivered", async () => {
     const { link, room } = await connectedWithRoom()
     const seen: string[] = []
