@@ -318,9 +318,24 @@ export interface UpgradeRefusal {
 }
 
 const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/
+/** The obsolete HTTP-date forms a recipient still reads (RFC 9110 section 5.6.7): RFC 850's and asctime's. */
+const RFC850_DATE = /^(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \d{2}-(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)-\d{2} \d{2}:\d{2}:\d{2} GMT$/
+const ASCTIME_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ( \d|\d{2}) \d{2}:\d{2}:\d{2} \d{4}$/
 
 /**
- * Reads an HTTP Retry-After value (RFC 9110 section 10.2.3): delta-seconds or an HTTP-date.
+ * An HTTP-date's time in milliseconds since the epoch, or NaN when `text` is none of its three
+ * forms (RFC 9110 section 5.6.7). Date.parse alone reads far more ("foo 2030" as a date in 2030,
+ * "0" as the year 2000), and asctime's form, which carries no zone, is GMT.
+ */
+function httpDate(text: string): number {
+  if (IMF_FIXDATE.test(text) || RFC850_DATE.test(text)) return Date.parse(text)
+  if (ASCTIME_DATE.test(text)) return Date.parse(`${text} GMT`)
+  return Number.NaN
+}
+
+/**
+ * Reads an HTTP Retry-After value (RFC 9110 section 10.2.3): delta-seconds or an HTTP-date (an
+ * IMF-fixdate, or the obsolete RFC 850 or asctime form; anything else is malformed: null).
  * An HTTP-date is read against the response's own Date header when it has a valid one (both on
  * the server's clock, so a local wall clock that is off or steps changes nothing), else against
  * `now`.
@@ -333,10 +348,9 @@ export function parseRetryAfter(value: string | null | undefined, now: number, s
   if (value === null || value === undefined) return null
   const text = value.trim()
   if (/^\d+(\.\d+)?$/.test(text)) return retryAfterSecondsToMs(text)
-  const date = Date.parse(text)
+  const date = httpDate(text)
   if (Number.isNaN(date)) return null
-  // Only an IMF-fixdate (RFC 9110 section 5.6.7), the form servers must send: Date.parse reads "0" as the year 2000.
-  const sent = serverDate && IMF_FIXDATE.test(serverDate.trim()) ? Date.parse(serverDate) : Number.NaN
+  const sent = serverDate ? httpDate(serverDate.trim()) : Number.NaN
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.round(date - (Number.isNaN(sent) ? now : sent))))
 }
 

@@ -68,6 +68,17 @@ describe('upgrade status table', () => {
     expect(parseRetryAfter('soon', 0)).toBeNull()
     expect(parseRetryAfter(undefined, 0)).toBeNull()
   })
+  it('reads the three HTTP-date forms alike, and nothing else Date.parse would take as a date', () => {
+    const at = Date.UTC(1994, 10, 6, 8, 49, 37)
+    for (const form of ['Sun, 06 Nov 1994 08:49:37 GMT', 'Sunday, 06-Nov-94 08:49:37 GMT', 'Sun Nov  6 08:49:37 1994']) {
+      expect(parseRetryAfter(form, at - 5_000), form).toBe(5_000)
+      // As the response's Date header too.
+      expect(parseRetryAfter(new Date(at + 7_000).toUTCString(), 0, form), form).toBe(7_000)
+    }
+    for (const junk of ['foo 2030', 'tomorrow 12:00', '2030-01-01', 'Sun, 06 Nov 1994 08:49:37', '1e3', '-5']) {
+      expect(parseRetryAfter(junk, 0), junk).toBeNull()
+    }
+  })
   it('reads an HTTP-date Retry-After against the response Date header: the local wall clock, an hour off, changes nothing', () => {
     const sent = Date.UTC(2026, 11, 1, 12, 0, 0)
     const retry = new Date(sent + 30_000).toUTCString()
