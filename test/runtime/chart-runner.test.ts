@@ -251,15 +251,21 @@ function counting(runtime: TestRuntime): { armed: () => number } {
   return { armed: () => armed }
 }
 
+/** The delays, in ms, the runtime asks its clock's setTimeout for, in order. */
+function timerRequests(runtime: TestRuntime): number[] {
+  const sets: number[] = []
+  const set = runtime.clock.setTimeout.bind(runtime.clock)
+  runtime.clock.setTimeout = (fn, ms) => {
+    sets.push(ms)
+    return set(fn, ms)
+  }
+  return sets
+}
+
 describe('delays', () => {
   it('a delay scheduled later but due sooner fires first, on its own deadline; a later delay does not re-arm the timer', () => {
     const runtime = new TestRuntime()
-    const sets: number[] = []
-    const set = runtime.clock.setTimeout.bind(runtime.clock)
-    runtime.clock.setTimeout = (fn, ms) => {
-      sets.push(ms)
-      return set(fn, ms)
-    }
+    const sets = timerRequests(runtime)
     const slow = setup({ actions: { io: (_: unknown, _p: string) => {} }, delays: { d: 1000 } }).createMachine({ id: 'slow', initial: 'w', states: { w: { after: { d: { target: 'x', actions: { type: 'io', params: 'slow' } } } }, x: {} } })
     const fast = setup({ actions: { io: (_: unknown, _p: string) => {} }, delays: { d: 100 } }).createMachine({ id: 'fast', initial: 'w', states: { w: { after: { d: { target: 'x', actions: { type: 'io', params: 'fast' } } } }, x: {} } })
     runtime.run(slow, undefined)
@@ -278,12 +284,7 @@ describe('delays', () => {
 
   it('a delay longer than a timer takes (2^31-1 ms) is armed in steps and delivered at its own deadline, not after 1 ms', () => {
     const runtime = new TestRuntime()
-    const sets: number[] = []
-    const set = runtime.clock.setTimeout.bind(runtime.clock)
-    runtime.clock.setTimeout = (fn, ms) => {
-      sets.push(ms)
-      return set(fn, ms)
-    }
+    const sets = timerRequests(runtime)
     const long = 2 ** 31 + 5_000
     const chart = setup({ actions: { io: (_: unknown, _p: string) => {} }, delays: { d: long } }).createMachine({ id: 'long', initial: 'w', states: { w: { after: { d: { target: 'x', actions: { type: 'io', params: 'due' } } } }, x: {} } })
     runtime.run(chart, undefined)
