@@ -83,6 +83,9 @@ function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
 const JOIN_TIMEOUT_SLACK_MS = 1000
 
 /** What the adapter needs: settings, and the link's callbacks (methods, so one object serves a link). */
+/** decodeFrame()'s dispatch for a transport the chart ended: nothing reaches phoenix.js (readLate() routes every frame). */
+const IGNORE_DECODED = (_decoded: unknown): void => {}
+
 export interface AdapterConfig {
   /** Socket endpoint without `/websocket`, e.g. `wss://platform.example/socket`. */
   url: string
@@ -1080,9 +1083,9 @@ export class PhoenixAdapter {
   }
 
   /**
-   * A frame read on a transport the chart already ended, before its close completed (phoenix.js
-   * keeps reading until the socket has closed: socket.js teardown waits for the close, and its
-   * onmessage stays set). Its channels were released at end(), so nothing of it reaches phoenix.js.
+   * A frame read on a transport the chart already ended, before its close completed (end() reads
+   * the socket itself from then on, until it has closed). Its channels were released at end(), so
+   * nothing of it reaches phoenix.js.
    * A `supersede` or an `agent.control` signal on the control channel, with the join_ref that
    * channel had (or none: a broadcast), goes to the chart with this transport's generation, and
    * the chart decides (machines/connection.ts `isKeyHolder`): read before the next transport's
@@ -1124,6 +1127,13 @@ export class PhoenixAdapter {
     // What a supersede or a control signal still read on this socket must carry (readLate()).
     handle.controlJoinRef = handle.attachments.get(this.controlTopic)?.channel.joinRef() ?? null
     for (const attachment of handle.attachments.values()) this.release(attachment)
+    // From here on this socket's frames go straight to readLate() until it has closed. phoenix.js
+    // would pass them on only until its teardown stops waiting for the close (about 1.5 s:
+    // socket.js waitForSocketClosed, then `connection` is null and connection.js onmessage reads
+    // only the current connection), while the socket can stay open until closeTimeoutMs (a peer
+    // that never reads our close), and a supersede read then must still end the session.
+    const ws = handle.ws as { onmessage: ((event: { data: unknown }) => void) | null } | null
+    if (ws !== null) ws.onmessage = (event) => this.decodeFrame(handle, event.data as string | ArrayBuffer, IGNORE_DECODED)
     const finish = () => {
       handle.teardownDone = true
       handle.checkClosed()

@@ -56,6 +56,29 @@ describe('rule: stale generations are ignored', () => {
     expect(sim.accepted('agent-1')).toHaveLength(1)
   })
 
+  it("a supersede read 2 s after the loss, on a socket whose close the stalled server never reads (closeTimeoutMs 8 s), still ends the link superseded: the link reads it past phoenix.js's own 1.5 s wait", async () => {
+    const sim = await world().sim()
+    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 8_000 }, reconnect: { initialDelayMs: 6_000, maxDelayMs: 6_000 } }
+    const older = world().link(sim, { policy, env: { random: () => 0.99 } })
+    await older.connect()
+    const [gen1] = sim.accepted('agent-1')
+    const lost = next(older, 'disconnected')
+    sim.stall(gen1!)
+    expect((await lost).reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+    // The scenario's timing: another instance connects 2 s into the backoff, after phoenix.js's
+    // teardown stopped waiting for the close (150 + 300 + 450 + 600 ms) and let go of the socket.
+    await new Promise((resolve) => setTimeout(resolve, 2_000))
+    expect(older.state).toBe('reconnecting')
+    const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+    const newer = world().link(sim)
+    await newer.connect()
+    expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
+    expect(older.state).toBe('terminated')
+    expect(newer.state).toBe('connected')
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+    expect(sim.abort(gen1!)).toBe(1)
+  })
+
   it('a push carrying an old join_ref is dropped and reported; the handler never sees it (scenario 29)', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
