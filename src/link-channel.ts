@@ -11,6 +11,7 @@ import { ConfigurationError } from './errors/configuration-error.js'
 
 import type { PushFailure } from './adapter/types.js'
 import { settleReported, type Unsubscribe } from './emitter.js'
+import { thrownText } from '../machines/types.js'
 
 /**
  * Status of an app channel: `joining` until the first join (or after a transport loss,
@@ -207,10 +208,11 @@ export class LinkChannel {
     if (typeof event !== 'string' || event === '' || isReservedEvent(event)) {
       throw new PushError('PUSH_INVALID', this.topic, String(event), null, new Error('the event must be a non-empty string outside phoenix\'s phx_ and chan_reply_ names'))
     }
-    const shape = payloadProblem(payload)
-    if (shape !== null) {
-      throw new PushError('PUSH_INVALID', this.topic, event, null, new Error(`a payload is a plain JSON object (a Phoenix map) or an ArrayBuffer (a binary push); got ${shape}`))
+    const checked = checkPayload(payload)
+    if (typeof checked === 'string') {
+      throw new PushError('PUSH_INVALID', this.topic, event, null, new Error(`a payload is a plain JSON object (a Phoenix map) or an ArrayBuffer (a binary push); got ${checked}`))
     }
+    payload = checked.payload
     const started = this.host.monotonic()
     // Not sendable now and no join coming: the channel ended, or the link is not running a session.
     if (!this.active || !this.host.isRunning()) throw this.closedError(event)
@@ -365,21 +367,44 @@ export class LinkChannel {
   }
 }
 
+/** ArrayBuffer's `byteLength` getter: it throws for anything but an ArrayBuffer of any realm (a SharedArrayBuffer, a view, a look-alike). */
+const ARRAY_BUFFER_BYTE_LENGTH = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength')!.get!
+
+function isArrayBuffer(value: object): boolean {
+  try {
+    ARRAY_BUFFER_BYTE_LENGTH.call(value)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
- * What is wrong with a push payload, or null when it can go: a plain object (its prototype an
- * Object.prototype of any realm, or null), which phoenix.js sends as a JSON map, or an ArrayBuffer
- * (a binary push, Phoenix's V2 binary frame). Anything else JSON would send as something else (a
- * typed array or Buffer as an object of its indexes or `{type, data}`, a Map as `{}`, a Date as a
- * string, null as `{}` through phoenix.js's default) or as no map at all (an array, a scalar).
+ * A push payload as it can go, or what is wrong with it. It can go as a plain object (its prototype
+ * an Object.prototype of any realm, or null, and no `toJSON` of its own), which phoenix.js sends as
+ * a JSON map, or as an ArrayBuffer (a binary push, Phoenix's V2 binary frame; one of another realm,
+ * which phoenix.js would send as JSON `{}` (its serializer tests `constructor === ArrayBuffer`), is
+ * copied into this realm's). Anything else JSON would send as something else (a typed array or
+ * Buffer as an object of its indexes or `{type, data}`, a Map as `{}`, a Date as a string, an
+ * object's `toJSON()` as what it returns, null as `{}` through phoenix.js's default) or as no map
+ * at all (an array, a scalar). Never throws: a value that cannot even be looked at (a revoked
+ * proxy) says so.
  */
-function payloadProblem(payload: unknown): string | null {
+function checkPayload(payload: unknown): { payload: Payload | ArrayBuffer } | string {
   if (payload === null) return 'null'
-  if (Array.isArray(payload)) return 'an array'
   if (typeof payload !== 'object') return `a ${typeof payload}`
-  if (Object.prototype.toString.call(payload) === '[object ArrayBuffer]') return null
-  const proto = Object.getPrototypeOf(payload) as object | null
-  if (proto === null || Object.getPrototypeOf(proto) === null) return null
-  const name = (proto as { constructor?: { name?: unknown } }).constructor?.name
-  const what = typeof name === 'string' && name !== '' ? `a ${name}` : 'an object with a prototype of its own'
-  return ArrayBuffer.isView(payload) ? `${what} (push its bytes as an ArrayBuffer: view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength))` : what
+  try {
+    if (Array.isArray(payload)) return 'an array'
+    if (isArrayBuffer(payload)) return { payload: payload instanceof ArrayBuffer ? payload : new Uint8Array(payload as ArrayBuffer).slice().buffer }
+    const proto = Object.getPrototypeOf(payload) as object | null
+    if (proto === null || Object.getPrototypeOf(proto) === null) {
+      if (typeof (payload as { toJSON?: unknown }).toJSON === 'function') return 'an object with a toJSON method (JSON would send what it returns)'
+      return { payload: payload as Payload }
+    }
+    const name = (proto as { constructor?: { name?: unknown } }).constructor?.name
+    const what = typeof name === 'string' && name !== '' ? `a ${name}` : 'an object with a prototype of its own'
+    return ArrayBuffer.isView(payload) ? `${what} (push its bytes as an ArrayBuffer: view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength))` : what
+  } catch (error) {
+    return `a value that cannot be read (${thrownText(error)})`
+  }
 }

@@ -260,8 +260,13 @@ function toBytes(data: ArrayBuffer | Uint8Array): Uint8Array {
   return data instanceof Uint8Array ? data : new Uint8Array(data)
 }
 
+/**
+ * The bytes from `from` on, as an ArrayBuffer of their own. Uint8Array's slice copies; a Node
+ * Buffer's own slice() does not (it is subarray(), its `.buffer` the whole pooled allocation), so
+ * it is called as Uint8Array's whatever `bytes` is.
+ */
 function sliceBuffer(bytes: Uint8Array, from: number): ArrayBuffer {
-  return bytes.slice(from).buffer
+  return Uint8Array.prototype.slice.call(bytes, from).buffer as ArrayBuffer
 }
 
 /**

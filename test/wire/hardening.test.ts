@@ -5,6 +5,7 @@
  */
 import { request } from 'node:http'
 import { inspect } from 'node:util'
+import { runInNewContext } from 'node:vm'
 import { describe, expect, it, vi } from 'vitest'
 import { CONTROL_EVENT, PROTOCOL_VSN, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
@@ -145,6 +146,10 @@ describe('host input', () => {
       [null, 'null'],
       [new Map([['a', 1]]), 'a Map'],
       [new Date(0), 'a Date'],
+      [{ toJSON: () => [1, 2] }, 'an object with a toJSON method'],
+      [Object.defineProperty(new Uint8Array([9]), Symbol.toStringTag, { value: 'ArrayBuffer' }), 'a Uint8Array'],
+      [new SharedArrayBuffer(2), 'a SharedArrayBuffer'],
+      [revokedProxy(), 'a value that cannot be read (Cannot perform'],
     ]
     for (const [payload, got] of refused) {
       const error = await room.push('bad', payload as never).then(() => null, (e: unknown) => e)
@@ -155,8 +160,13 @@ describe('host input', () => {
     expect(await room.push('map', { a: 1 })).toEqual({})
     expect(await room.push('bare', Object.assign(Object.create(null) as object, { b: 2 }) as never)).toEqual({})
     expect(await room.push('bytes', new Uint8Array([1, 2]).buffer)).toEqual({})
-    expect(received.map(([event]) => event)).toEqual(['map', 'bare', 'bytes'])
+    // An ArrayBuffer of another realm goes as binary too (phoenix.js alone would send it as JSON {}).
+    expect(await room.push('foreign', runInNewContext('new Uint8Array([7, 8, 9]).buffer') as ArrayBuffer)).toEqual({})
+    expect(received.map(([event]) => event)).toEqual(['map', 'bare', 'bytes', 'foreign'])
     expect(received[1]).toEqual(['bare', { b: 2 }])
+    // The simulator hands its push handler the payload's bytes alone.
+    expect([...new Uint8Array(received[2]![1] as ArrayBuffer)]).toEqual([1, 2])
+    expect([...new Uint8Array(received[3]![1] as ArrayBuffer)]).toEqual([7, 8, 9])
   })
 
   it('the API key is not in util.inspect(link)', async () => {
@@ -1014,3 +1024,10 @@ describe('strict inputs (third review)', () => {
     await link.disconnect()
   })
 })
+
+/** A proxy that throws on every operation. */
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {})
+  revoke()
+  return proxy
+}
