@@ -317,20 +317,45 @@ export interface UpgradeRefusal {
   body?: string | null
 }
 
-const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/
-/** The obsolete HTTP-date forms a recipient still reads (RFC 9110 section 5.6.7): RFC 850's and asctime's. */
-const RFC850_DATE = /^(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \d{2}-(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)-\d{2} \d{2}:\d{2}:\d{2} GMT$/
-const ASCTIME_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ( \d|\d{2}) \d{2}:\d{2}:\d{2} \d{4}$/
+const MONTHS = 'Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec'
+/** IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`: the form servers send. */
+const IMF_FIXDATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\\d{2}) (${MONTHS}) (\\d{4}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`)
+/** The obsolete forms a recipient still reads (RFC 9110 section 5.6.7): RFC 850's, `Sunday, 06-Nov-94 08:49:37 GMT`. */
+const RFC850_DATE = new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-(${MONTHS})-(\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT$`)
+/** ... and asctime's, `Sun Nov  6 08:49:37 1994` (GMT, though it says no zone). */
+const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (${MONTHS}) ( \\d|\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})$`)
 
 /**
  * An HTTP-date's time in milliseconds since the epoch, or NaN when `text` is none of its three
- * forms (RFC 9110 section 5.6.7). Date.parse alone reads far more ("foo 2030" as a date in 2030,
- * "0" as the year 2000), and asctime's form, which carries no zone, is GMT.
+ * forms (RFC 9110 section 5.6.7) or names no real time (the 31st of February, hour 24). Read by
+ * field, not by Date.parse, which takes far more ("foo 2030" as a date in 2030, "0" as the year
+ * 2000) and rolls an impossible date over. RFC 850's two-digit year is the one RFC 9110 names: a
+ * year that would lie more than 50 years after `now` is the most recent past year with those digits.
+ *
+ * @param now milliseconds since the Unix epoch, for RFC 850's century.
  */
-function httpDate(text: string): number {
-  if (IMF_FIXDATE.test(text) || RFC850_DATE.test(text)) return Date.parse(text)
-  if (ASCTIME_DATE.test(text)) return Date.parse(`${text} GMT`)
+function httpDate(text: string, now: number): number {
+  let m = IMF_FIXDATE.exec(text)
+  if (m) return utc(Number(m[3]), m[2]!, Number(m[1]), m[4]!, m[5]!, m[6]!)
+  m = RFC850_DATE.exec(text)
+  if (m) {
+    const thisYear = new Date(Number.isFinite(now) ? now : 0).getUTCFullYear()
+    let year = Math.floor(thisYear / 100) * 100 + Number(m[3])
+    if (year > thisYear + 50) year -= 100
+    return utc(year, m[2]!, Number(m[1]), m[4]!, m[5]!, m[6]!)
+  }
+  m = ASCTIME_DATE.exec(text)
+  if (m) return utc(Number(m[6]), m[1]!, Number(m[2]!.trim()), m[3]!, m[4]!, m[5]!)
   return Number.NaN
+}
+
+/** Date.UTC of the fields, or NaN for a day the month lacks or a time past 23:59:60 (a leap second reads as :59). */
+function utc(year: number, month: string, day: number, hours: string, minutes: string, seconds: string): number {
+  const monthIndex = MONTHS.split('|').indexOf(month)
+  const [h, min, s] = [Number(hours), Number(minutes), Number(seconds)]
+  if (h > 23 || min > 59 || s > 60 || day < 1) return Number.NaN
+  const time = Date.UTC(year, monthIndex, day, h, min, Math.min(s, 59))
+  return new Date(time).getUTCDate() === day ? time : Number.NaN
 }
 
 /**
@@ -348,9 +373,9 @@ export function parseRetryAfter(value: string | null | undefined, now: number, s
   if (value === null || value === undefined) return null
   const text = value.trim()
   if (/^\d+(\.\d+)?$/.test(text)) return retryAfterSecondsToMs(text)
-  const date = httpDate(text)
+  const date = httpDate(text, now)
   if (Number.isNaN(date)) return null
-  const sent = serverDate ? httpDate(serverDate.trim()) : Number.NaN
+  const sent = serverDate ? httpDate(serverDate.trim(), now) : Number.NaN
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.round(date - (Number.isNaN(sent) ? now : sent))))
 }
 

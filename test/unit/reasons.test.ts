@@ -75,9 +75,14 @@ describe('upgrade status table', () => {
       // As the response's Date header too.
       expect(parseRetryAfter(new Date(at + 7_000).toUTCString(), 0, form), form).toBe(7_000)
     }
-    for (const junk of ['foo 2030', 'tomorrow 12:00', '2030-01-01', 'Sun, 06 Nov 1994 08:49:37', '1e3', '-5']) {
+    for (const junk of ['foo 2030', 'tomorrow 12:00', '2030-01-01', 'Sun, 06 Nov 1994 08:49:37', '1e3', '-5', 'Sat, 31 Feb 2026 10:00:00 GMT', 'Sun, 06 Nov 1994 24:00:00 GMT', 'Sun, 06 Nov 1994 08:60:00 GMT', 'Sun, 00 Nov 1994 08:49:37 GMT']) {
       expect(parseRetryAfter(junk, 0), junk).toBeNull()
     }
+    // RFC 850's two-digit year: not more than 50 years ahead of now, else the century before.
+    const in2026 = Date.UTC(2026, 11, 5)
+    expect(parseRetryAfter('Tuesday, 05-Dec-60 00:00:00 GMT', in2026)).toBe(2 ** 31 - 1) // 2060 (at the parse's cap), not 1960's 0
+    expect(parseRetryAfter('Wednesday, 05-Dec-77 00:00:00 GMT', in2026)).toBe(0) // 2077 is past the 50 years: 1977
+    expect(parseRetryAfter('Saturday, 05-Dec-26 00:00:10 GMT', in2026)).toBe(10_000)
   })
   it('reads an HTTP-date Retry-After against the response Date header: the local wall clock, an hour off, changes nothing', () => {
     const sent = Date.UTC(2026, 11, 1, 12, 0, 0)
