@@ -248,7 +248,8 @@ export const connectionMachine = setup({
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
     // Named on socket.upgradeSent (the upgrade left), and on socket.open (it surely did); once per transport.
     claimKey: assign(({ context }) => (context.keyHolder === context.generation ? {} : { priorKeyHolder: context.keyHolder, keyHolder: context.generation })),
-    // Named on socket.upgradeRejected: a refused upgrade made no claim (the platform refuses before it supersedes).
+    // Named on socket.upgradeRejected (a refused upgrade made no claim: the platform refuses before it
+    // supersedes), and on any other loss before the socket opened.
     releaseKeyClaim: assign(({ context }) => (context.keyHolder === context.generation ? { keyHolder: context.priorKeyHolder } : {})),
     // Named on the events that carry a reason (losses, refusals, supersedes).
     recordLoss: assign({ lastReason: ({ event }) => (event as unknown as { reason: ReasonLike }).reason }),
@@ -581,8 +582,13 @@ export const connectionMachine = setup({
               description: 'The WebSocket of this generation is opening (TCP, TLS, HTTP upgrade).',
               on: {
                 'socket.open': { guard: 'isCurrentTransport', target: 'attached', actions: ['claimKey', 'tellReconnectOpened'] },
+                // Lost before it opened (dropped, refused at TCP, or its upgrade never answered): the
+                // server accepted nothing of it that we know of, so it gives the key back, as a
+                // refused upgrade does. A supersede read later on the socket lost before is another
+                // instance's (the platform supersedes only on accepting an upgrade).
+                'socket.close': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: ['recordLoss', 'releaseKeyClaim'], meta: { rule: 'normal-close-reconnects' } },
               },
-              after: { connectTimeout: { target: '#connection.session.lost', actions: 'recordConnectTimeout' } },
+              after: { connectTimeout: { target: '#connection.session.lost', actions: ['recordConnectTimeout', 'releaseKeyClaim'] } },
             },
             /** The transport is open; the control channel lives on it. */
             attached: {

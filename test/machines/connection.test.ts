@@ -141,6 +141,22 @@ describe('rule: supersede is terminal', () => {
     expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
   })
 
+  it('a next transport lost after its upgrade left but before it opened (dropped, or never answered: the connect timeout) gives the key back: a supersede read in the backoff after it, on the socket lost before, terminates', () => {
+    const sent = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    expect(sent.context.keyHolder).toBe(2)
+    const dropped = run(run(sent, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }))
+    const timedOut = run(run(sent, { type: 'xstate.after.connectTimeout.connection.session.online.connecting' } as unknown as ConnectionEvent))
+    for (const [how, s] of [['dropped', dropped], ['timed out', timedOut]] as const) {
+      expect(state(s), how).toBe('reconnecting')
+      expect(s.context, how).toMatchObject({ generation: 2, keyHolder: 1 })
+      expect(state(run(s, supersedeEvent({ generation: 1, epoch: 1 }))), how).toBe('terminated')
+    }
+    // Once opened, a loss keeps the claim: the platform may have superseded the socket before because of it.
+    const opened = run(sent, { type: 'socket.open', generation: 2, epoch: 1 })
+    const lostOpen = run(run(opened, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }))
+    expect(lostOpen.context.keyHolder).toBe(2)
+  })
+
   it('socket.open claims the key for an adapter that never reports its upgrade sent, and claims it once: the prior holder stays the one before', () => {
     const opening = run(waiting(), { type: 'reconnect.due' })
     const opened = run(opening, { type: 'socket.open', generation: 2, epoch: 1 })

@@ -211,6 +211,27 @@ describe('rule: supersede is terminal', () => {
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 503, 101])
   })
 
+  it("a supersede read in the backoff after the next upgrade went unanswered (held by the server until the connect timeout) ends the link superseded: the newer instance stays", async () => {
+    const sim = await world().sim()
+    let rolls = 0
+    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 8_000 }, connection: { connectTimeoutMs: 600 }, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
+    // The first backoff short (the next upgrade goes out at once), the one after the timeout long.
+    const older = world().link(sim, { policy, env: { random: () => (rolls++ === 0 ? 0.001 : 0.99) } })
+    await older.connect()
+    const [gen1] = sim.accepted('agent-1')
+    const release = sim.holdUpgrades()
+    sim.stall({ agent: 'agent-1' })
+    await sim.waitFor(() => sim.heldUpgrades === 1, { what: 'the next upgrade held' })
+    expect((await next(older, 'disconnected', { filter: (e) => e.reason.generation === 2, timeoutMs: 3_000 })).reason).toMatchObject({ kind: 'timed-out', phase: 'connect' })
+    await sim.waitFor(() => sim.heldUpgrades === 0, { what: 'the timed-out upgrade gone' })
+    release()
+    expect(older.state).toBe('reconnecting')
+    await newerInstanceSupersedes(sim, older)
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
+    // The stalled server never reads the old socket's close: cut it rather than wait out closeTimeoutMs.
+    expect(sim.abort(gen1!)).toBe(1)
+  })
+
   it("the platform superseding the link's own lost socket because its next one connected (a stalled server, the old socket still closing) changes nothing: reported as ignored, the link stays connected", async () => {
     const sim = await world().sim()
     const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 1_500 } } })
