@@ -5,6 +5,7 @@
  */
 import { ConfigurationError } from './errors/configuration-error.js'
 import { isAbortSignal } from './abort.js'
+import { thrownText } from '../machines/types.js'
 
 /**
  * A host's argument as an error message names it: a string quoted (`"conected"`), `null`,
@@ -33,8 +34,20 @@ export function callOptions<T extends object>(options: T | null | undefined, whe
   // A signal passed where its options go (`whenState('connected', signal)`) would be read as
   // options with no signal, and the wait would never end.
   if (isAbortSignal(options)) throw new ConfigurationError(`${where}: pass the AbortSignal as { signal }, not as the options object`)
-  return options
+  // Read once, here: a getter that throws is this call's ConfigurationError, not a raw throw
+  // later, and what was checked is what the call uses.
+  const read: Record<string, unknown> = {}
+  let key = ''
+  try {
+    for (key of new Set([...Object.keys(options), ...CALL_OPTIONS])) if (key in options) read[key] = (options as Record<string, unknown>)[key]
+  } catch (error) {
+    throw new ConfigurationError(`${where}: reading ${key === '' ? 'the options' : `options.${key}`} threw: ${thrownText(error)}`, { cause: error })
+  }
+  return read as Partial<T>
 }
+
+/** The options the link's calls read (`signal`, a push's `timeoutMs`, events()' `untilSessionEnds`), inherited ones too. */
+const CALL_OPTIONS = ['signal', 'timeoutMs', 'untilSessionEnds'] as const
 
 /**
  * Throws unless `value` is a function: a listener or handler that is not one would be registered

@@ -135,7 +135,8 @@ export class LinkChannel {
    * @throws {PushError} (rejects) `CHANNEL_CLOSED` when the channel is dropped (refused join:
    *   `reason` says why) or left first, when the link stops meanwhile, or at once when the
    *   channel is no longer active or the session ended (stopped, terminated: connect() first).
-   *   Called before the first connect(), it waits for the join that connect() brings.
+   *   Called before the first connect(), it waits for the join that connect() brings; a
+   *   disconnect() meanwhile (the host stopping, even a link still idle) rejects it.
    * @throws the signal's reason (an AbortError) when `signal` aborts; the channel is unaffected.
    * @throws {ConfigurationError} (rejects) when `options` is not an object, or `options.signal` is
    *   given and is not an AbortSignal.

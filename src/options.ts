@@ -53,7 +53,13 @@ export const LinkOptionsSchema = z.strictObject({
  */
 export function checkOptions<T>(options: T): T {
   const read = readOnce(options)
-  const parsed = LinkOptionsSchema.safeParse(read, { reportInput: true })
+  let parsed: ReturnType<typeof LinkOptionsSchema.safeParse>
+  try {
+    parsed = LinkOptionsSchema.safeParse(read, { reportInput: true })
+  } catch (error) {
+    // A nested option read by the check (env, clock, tracer, policy: a getter, a Proxy) threw.
+    throw new ConfigurationError(`reading the options threw: ${thrownText(error)}`, { cause: error })
+  }
   if (parsed.success) return read
   const issue = parsed.error.issues[0]!
   const where = issue.path.length > 0 ? issue.path.join('.') : 'options'

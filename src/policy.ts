@@ -11,6 +11,7 @@ import { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, type ReconnectPolicy
 import { DEFAULT_TRANSPORT_POLICY, validateTransportPolicy, type TransportPolicy } from './adapter/transport-policy.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 import { describeArgument } from './call-checks.js'
+import { thrownText } from '../machines/types.js'
 
 /** A link's policy, by concern. Milliseconds unless a field says otherwise. */
 export interface LinkPolicy {
@@ -45,9 +46,19 @@ Object.freeze(DEFAULT_LINK_POLICY)
  * one policy (a link's heap holds no copy of it).
  *
  * @throws {ConfigurationError} naming the field for an unknown concern or field, a concern that
- *   is not an object, or a value of the wrong type or out of range.
+ *   is not an object, or a value of the wrong type or out of range; or saying that reading the
+ *   policy threw (a getter, a Proxy).
  */
 export function resolvePolicy(input: LinkPolicyInput = {}): LinkPolicy {
+  try {
+    return mergePolicy(input)
+  } catch (error) {
+    if (error instanceof ConfigurationError) throw error
+    throw new ConfigurationError(`reading policy threw: ${thrownText(error)}`, { cause: error })
+  }
+}
+
+function mergePolicy(input: LinkPolicyInput): LinkPolicy {
   for (const [concern, fields] of Object.entries(input)) {
     const defaults = (DEFAULT_LINK_POLICY as unknown as Record<string, Record<string, unknown>>)[concern]
     if (!defaults) {

@@ -1031,3 +1031,50 @@ function revokedProxy(): object {
   revoke()
   return proxy
 }
+
+describe('strict inputs (fourth review)', () => {
+  const invalid = (message: RegExp) => expect.objectContaining({ name: 'ConfigurationError', code: 'INVALID_OPTIONS', message: expect.stringMatching(message) })
+  const boom = () => {
+    throw new Error('boom')
+  }
+
+  it('a signal-like object without removeEventListener is refused at the call; one whose removeEventListener or addEventListener throws leaves the wait to end as usual; disconnect() resolves', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const noRemove = { aborted: false, addEventListener() {} } as unknown as AbortSignal
+    await expect(room.push('x', {}, { signal: noRemove, timeoutMs: 500 })).rejects.toEqual(invalid(/^channel\.push: options\.signal must be an AbortSignal/))
+    await expect(link.whenState('connected', { signal: noRemove })).rejects.toEqual(invalid(/^link\.whenState: options\.signal must be an AbortSignal/))
+    let removed = 0
+    const removeThrows = { aborted: false, addEventListener() {}, removeEventListener: () => (removed++, boom()) } as unknown as AbortSignal
+    expect(await room.push('y', { n: 1 }, { signal: removeThrows, timeoutMs: 2_000 })).toEqual({})
+    expect(removed).toBe(1)
+    // It cannot abort the wait; the push goes and is answered as with no signal.
+    const addThrows = { aborted: false, addEventListener: boom, removeEventListener() {} } as unknown as AbortSignal
+    expect(await room.push('z', { n: 2 }, { signal: addThrows, timeoutMs: 2_000 })).toEqual({})
+    // The channel still works, and the stop completes.
+    expect(await room.push('after', {})).toEqual({})
+    await link.disconnect()
+    expect(link.state).toBe('stopped')
+  })
+
+  it('a policy or a call option whose read throws (a getter, a Proxy) is a ConfigurationError saying so, not a raw throw', async () => {
+    const sim = await world().sim()
+    const throwingConcern = { get reconnect(): object { return boom() } }
+    const throwingField = { reconnect: { get initialDelayMs(): number { return boom() } } }
+    const proxy = new Proxy({}, { ownKeys: boom })
+    for (const policy of [throwingConcern, throwingField, proxy]) {
+      expect(() => createLink({ url: sim.url, agentId: 'agent-1', apiKey: 'key-1', policy } as never)).toThrow(invalid(/^reading (policy|the options) threw: boom$/))
+    }
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    await expect(room.push('x', {}, { get timeoutMs(): number { return boom() } })).rejects.toEqual(invalid(/^channel\.push: reading options\.timeoutMs threw: boom$/))
+    await expect(room.joined({ get signal(): AbortSignal { return boom() } })).rejects.toEqual(invalid(/^channel\.joined: reading options\.signal threw: boom$/))
+    await expect(link.whenState('connected', new Proxy({}, { ownKeys: boom }) as never)).rejects.toEqual(invalid(/^link\.whenState: reading the options threw: boom$/))
+    expect(await room.push('ok', {})).toEqual({})
+  })
+})
