@@ -156,6 +156,7 @@ export function thrownText(error: unknown): string {
   try {
     return String(error)
   } catch {
-    return `an unprintable ${error === null ? 'null' : typeof error}`
+    // (String() never throws for null or undefined: only an object or a function gets here.)
+    return `an unprintable ${typeof error}`
   }
 }

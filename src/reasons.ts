@@ -345,16 +345,20 @@ function httpDate(text: string, now: number): number {
     return utc(year, m[2]!, Number(m[1]), m[4]!, m[5]!, m[6]!)
   }
   m = ASCTIME_DATE.exec(text)
-  if (m) return utc(Number(m[6]), m[1]!, Number(m[2]!.trim()), m[3]!, m[4]!, m[5]!)
+  if (m) return utc(Number(m[6]), m[1]!, Number(m[2]), m[3]!, m[4]!, m[5]!)
   return Number.NaN
 }
 
-/** Date.UTC of the fields, or NaN for a day the month lacks or a time past 23:59:60 (a leap second reads as :59). */
+/**
+ * Date.UTC of the fields, or NaN for a day the month lacks or a time past 23:59:60 (a leap second
+ * reads as :59). Date.UTC rolls a field over into the next (day 0, the 31st of February, hour 24:
+ * another day), so the day read back must be the day given; a minute or a second past its range
+ * could roll over within the day, and is refused first.
+ */
 function utc(year: number, month: string, day: number, hours: string, minutes: string, seconds: string): number {
-  const monthIndex = MONTHS.split('|').indexOf(month)
-  const [h, min, s] = [Number(hours), Number(minutes), Number(seconds)]
-  if (h > 23 || min > 59 || s > 60 || day < 1) return Number.NaN
-  const time = Date.UTC(year, monthIndex, day, h, min, Math.min(s, 59))
+  const [min, s] = [Number(minutes), Number(seconds)]
+  if (min > 59 || s > 60) return Number.NaN
+  const time = Date.UTC(year, MONTHS.split('|').indexOf(month), day, Number(hours), min, Math.min(s, 59))
   return new Date(time).getUTCDate() === day ? time : Number.NaN
 }
 

@@ -443,20 +443,37 @@ describe("app channel reports while the reconnect chart decides", () => {
   const detachedReport = { type: 'channel.status', topic: 'room:1', status: 'detached', reason: null } as const
   const droppedReport = { type: 'channel.status', topic: 'room:1', status: 'dropped', reason: { kind: 'dropped', retryable: false, generation: 1, at: 0 } } as const
 
-  it('are held, and announced before disconnected when the answer is a delay (or a slow-down); a dropped one stops its chart', () => {
-    const held = step(deciding(), detachedReport)
+  it('are held, and announced before disconnected when the answer is a delay (or a slow-down); a dropped or left one stops its chart, the others stay', () => {
+    const c = run(connected(), { type: 'host.channel', topic: 'room:1' }, { type: 'host.channel', topic: 'room:2' }, { type: 'host.channel', topic: 'room:3' })
+    const lost = run(c, closeEvent(c, 1000))
+    const held = step(lost, detachedReport)
     expect(held.emitted).toEqual([])
     expect(held.s.context.heldChannelReports).toEqual([detachedReport])
+    const leftReport = { type: 'channel.status', topic: 'room:3', status: 'left', reason: null } as const
+    const erroredReport = { type: 'channel.status', topic: 'room:2', status: 'errored', reason: { kind: 'dropped', retryable: true, generation: 1, at: 0 } } as const
     for (const answer of [
       { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 },
       { type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason: suppressedReason('rapid-disconnects', 10, 1, 0, true) },
     ] as const) {
-      const r = step(run(held.s, droppedReport), answer)
-      expect(r.emitted.map((e) => (e as { type: string; status?: string }).status ?? (e as { type: string }).type)).toEqual(['detached', 'dropped', 'link.disconnected'])
-      expect(r.io).toContainEqual({ type: 'stopChannel', params: { topic: 'room:1' } })
+      const r = step(run(held.s, droppedReport, erroredReport, leftReport), answer)
+      expect(r.emitted.slice(0, 4)).toEqual([
+        { type: 'link.channel', topic: 'room:1', status: 'detached', reason: null },
+        { type: 'link.channel', topic: 'room:1', status: 'dropped', reason: droppedReport.reason },
+        { type: 'link.channel', topic: 'room:2', status: 'errored', reason: erroredReport.reason },
+        { type: 'link.channel', topic: 'room:3', status: 'left', reason: null },
+      ])
+      expect((r.emitted[4] as { type: string }).type).toBe('link.disconnected')
+      expect(r.io.filter((a) => a.type === 'stopChannel')).toEqual([
+        { type: 'stopChannel', params: { topic: 'room:1' } },
+        { type: 'stopChannel', params: { topic: 'room:3' } },
+      ])
       expect(r.s.context.heldChannelReports).toBeNull()
-      expect(r.s.context.channels).toEqual([])
+      expect(r.s.context.channels).toEqual(['room:2'])
     }
+    // With none held, the answer announces only the loss.
+    const none = step(lost, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
+    expect(none.emitted.map((e) => (e as { type: string }).type)).toEqual(['link.disconnected'])
+    expect(none.s.context.channels).toEqual(['room:1', 'room:2', 'room:3'])
   })
 
   it('are queued again behind the end of the session when it ends instead (a give-up, a supersede, a stop): announced after it', () => {

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { DEFAULT_CHANNEL_POLICY, validateChannelPolicy, type ChannelPolicy } from '../../machines/channel.js'
 import { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from '../../machines/connection.js'
 import { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, type ReconnectPolicy } from '../../machines/reconnect.js'
-import { assertMs } from '../../machines/types.js'
+import { assertMs, thrownText } from '../../machines/types.js'
 
 const reconnect = (patch: Partial<Record<keyof ReconnectPolicy, unknown>>) => () => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, ...patch } as ReconnectPolicy)
 const connection = (patch: Partial<ConnectionPolicy>) => () => validateConnectionPolicy({ ...DEFAULT_CONNECTION_POLICY, ...patch })
@@ -139,5 +139,20 @@ describe('validateChannelPolicy', () => {
     expect(channel({ joinTimeoutMs: 0 })).toThrow(new RangeError('channel.joinTimeoutMs must be at least 1, got 0'))
     expect(channel({ rejoinInitialDelayMs: 0, rejoinMaxDelayMs: 0, leaveTimeoutMs: 0 })).not.toThrow()
     expect(channel({ rejoinInitialDelayMs: -1 })).toThrow(new RangeError('channel.rejoinInitialDelayMs must be a whole number of milliseconds in [0, 2^31-1], got -1'))
+  })
+})
+
+describe('thrownText', () => {
+  it("gives a thrown value's message, else the value as text, and never throws: an unprintable value says what it is", () => {
+    expect(thrownText(new Error('boom'))).toBe('boom')
+    expect(thrownText({ message: 'plain' })).toBe('plain')
+    expect(thrownText(null)).toBe('null')
+    expect(thrownText(undefined)).toBe('undefined')
+    expect(thrownText(42)).toBe('42')
+    // A message getter that throws: the value itself, as text.
+    expect(thrownText({ get message(): string { throw new Error('no') }, toString: () => 'as text' })).toBe('as text')
+    expect(thrownText(Object.create(null))).toBe('an unprintable object')
+    expect(thrownText({ toString: () => { throw new Error('no') } })).toBe('an unprintable object')
+    expect(thrownText(Object.assign(() => {}, { toString: () => { throw new Error('no') } }))).toBe('an unprintable function')
   })
 })

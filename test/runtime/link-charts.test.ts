@@ -312,3 +312,17 @@ describe('what the host hears', () => {
     expect(w.charts.connection.snapshot.value).toMatchObject({ session: { online: expect.anything() } })
   })
 })
+
+describe('a channel report held while the reconnect chart decides', () => {
+  it('is queued again (redeliver) behind a give-up: the host hears the session end, then the channel', () => {
+    const w = wired({ policy: { reconnect: { maxAttempts: 0 } } })
+    w.connect()
+    w.charts.send({ type: 'host.channel', topic: 'room:1' })
+    w.emitted.length = 0
+    w.charts.send({ type: 'socket.close', reason: { kind: 'closed', retryable: true, closeCode: 1000, generation: 1, at: 0 }, generation: 1, epoch: 1 })
+    expect(w.emitted.map((e) => (e.type === 'link.channel' ? `${e.type} ${e.topic} ${e.status}` : e.type))).toEqual(['link.disconnected', 'link.channel room:1 detached'])
+    expect(w.emitted[0]).toMatchObject({ type: 'link.disconnected', nextDelayMs: null, reason: { kind: 'suppressed' } })
+    expect(w.charts.connection.getSnapshot().value).toBe('terminated')
+    expect(w.charts.connection.getSnapshot().context.heldChannelReports).toBeNull()
+  })
+})

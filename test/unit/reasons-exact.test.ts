@@ -309,6 +309,23 @@ describe('clipText', () => {
     expect(clipText(`a${'😀'.repeat(150)}`, 200)).toBe(`a${'😀'.repeat(99)}`)
   })
 
+  it('at each edge: a text of exactly the limit, a last word of 7 or 8 characters, a delimiter at exactly half, past half, a surrogate at either end of the high range', () => {
+    // Exactly the limit: whole, even with a long last word (nothing was cut).
+    expect(clipText('abcdefghij', 10)).toBe('abcdefghij')
+    // Cut at an unknown point: a last word of 7 characters stays, one of 8 goes.
+    expect(wholeWordsOf('abcdefg')).toBe('abcdefg')
+    expect(wholeWordsOf('ab cdefghi')).toBe('ab cdefghi')
+    expect(wholeWordsOf('ab cdefghij')).toBe('ab ')
+    // A delimiter exactly half-way back is near: the split word goes whole, its '!' too.
+    expect(wholeWordsOf('abc d!ef', 'g')).toBe('abc ')
+    // One farther back is not: the cut goes back over the token run only.
+    expect(clipText('a b!cdefghijk', 12)).toBe('a b!')
+    // Half a character at either end of the high-surrogate range is dropped; a character above it is kept.
+    expect(clipText(`a${'\ud800\udc00'.repeat(150)}`, 200)).toBe(`a${'\ud800\udc00'.repeat(99)}`)
+    expect(clipText(`a${'\udbff\udc00'.repeat(150)}`, 200)).toBe(`a${'\udbff\udc00'.repeat(99)}`)
+    expect(clipText('ab\ue000\ue000', 3)).toBe('ab\ue000')
+  })
+
   it('keeps the JSON of a payload that is longer than the limit clipped between tokens', () => {
     const detail = (classifyChannelClose({ token: 'x'.repeat(300) }, 1, 2) as { detail: string }).detail
     expect(detail).toBe('the server closed the channel (phx_close): {"token":"')

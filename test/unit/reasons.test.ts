@@ -78,7 +78,13 @@ describe('upgrade status table', () => {
     for (const junk of ['foo 2030', 'tomorrow 12:00', '2030-01-01', 'Sun, 06 Nov 1994 08:49:37', '1e3', '-5', 'Sat, 31 Feb 2026 10:00:00 GMT', 'Sun, 06 Nov 1994 24:00:00 GMT', 'Sun, 06 Nov 1994 08:60:00 GMT', 'Sun, 00 Nov 1994 08:49:37 GMT']) {
       expect(parseRetryAfter(junk, 0), junk).toBeNull()
     }
+    // A leap second reads as :59; a one-digit asctime day; a Date header with spaces around it.
+    expect(parseRetryAfter('Wed, 31 Dec 2025 23:59:60 GMT', Date.UTC(2025, 11, 31, 23, 59, 0))).toBe(59_000)
+    expect(parseRetryAfter('Wed Dec  3 00:00:05 2025', Date.UTC(2025, 11, 3))).toBe(5_000)
+    expect(parseRetryAfter('Wed Dec 31 23:59:59 2025', 0, '  Wed, 31 Dec 2025 23:59:49 GMT  ')).toBe(10_000)
+    expect(parseRetryAfter('Wed, 31 Dec 2025 23:59:61 GMT', 0)).toBeNull()
     // RFC 850's two-digit year: not more than 50 years ahead of now, else the century before.
+    expect(parseRetryAfter('Wednesday, 05-Dec-76 00:00:00 GMT', Date.UTC(2026, 11, 5))).toBe(2 ** 31 - 1) // 2076: exactly 50 years ahead, kept
     const in2026 = Date.UTC(2026, 11, 5)
     expect(parseRetryAfter('Tuesday, 05-Dec-60 00:00:00 GMT', in2026)).toBe(2 ** 31 - 1) // 2060 (at the parse's cap), not 1960's 0
     expect(parseRetryAfter('Wednesday, 05-Dec-77 00:00:00 GMT', in2026)).toBe(0) // 2077 is past the 50 years: 1977
