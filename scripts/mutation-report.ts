@@ -47,7 +47,17 @@ const WHY: Record<string, string> = {
   'src/emitter.ts#Emitter.off':
     "no unit test called off(): killed since by test/unit/emitter.test.ts \"off() removes a listener added with on() or once()…\" and, for the `?.` of an emitter that never had a listener, \"off() on an emitter that never had a listener does nothing\" (added after the run)",
   'machines/types.ts#thrownText':
-    'killed since by test/machines/connection.test.ts "without a transport provided…" (a thrown null; added after the run)',
+    'equivalent: the `?.` before `message`: for null or undefined the property read throws into the catch, which falls through to String(), as the `?.` does',
+  'machines/reconnect-policy.ts#validateReconnectPolicy':
+    'the message for a range given as a function: killed since by test/machines/policies.test.ts "checks %s as a [low, high] range of milliseconds" (a function; added after the run)',
+  'machines/channel.ts#channelMachine.guards.isCurrentRetryableRefusal':
+    'the attempt check (`attachId === context.attachId` made true): killed since by test/machines/channel.test.ts "a retryable refusal of an earlier join attempt changes nothing…" (added after the run)',
+  'src/reasons.ts#wholeWordsOf':
+    "equivalent: the `next !== undefined` half of the first test (DELIMITER.test(undefined) reads the text `undefined`, which holds no delimiter); and the loop's `end > 0` made `>= 0` or true: the half-way bound stops the loop before `end` reaches 0 for every text but the empty one, where the extra step reads `text[-1]`, undefined, no delimiter",
+  'src/reasons.ts#retryAfterSecondsToMs':
+    'equivalent: the `typeof … number` half: Number.isFinite is false for anything that is not a number, so a string still goes to the digits test',
+  'src/runtime/chart-runner.ts#ChartRuntime.busy':
+    "no coverage in this run: only the link reads it (src/link.ts: a wait or a deferred connect() while the queue is processed), and the wire tests that do are outside the pure test set",
   'src/node/server/admin.ts#AdminApi.openStream':
     'the comment line that opens the event stream (so a proxy passes the headers on at once): event-stream clients skip comments, and the test reads the events',
   'src/node/server/connection.ts#SimConnection.abort':
@@ -237,7 +247,7 @@ const WHY: Record<string, string> = {
   'src/runtime/chart-runner.ts#ChartRuntime.pendingOf':
     'equivalent: the `?? []` for no pending delay replaced by any other array is filtered by chart, and no array the mutant builds holds a delay of the chart',
   'src/runtime/chart-runner.ts#ChartRuntime.fire':
-    'equivalent: the timer is armed only while a delay is pending (arm() clears it when none is), so fire() never finds the list empty',
+    'equivalent: the timer is armed only while a delay is pending (arm() clears it when none is), so fire() never finds the list empty; and the tolerance of a timer that fires early (`> 1` ms made `>= 1`): a timer fires at most about a millisecond early, and at exactly 1 ms either branch delivers the delay within that millisecond',
   'src/runtime/chart-runner.ts#RunningChart.halt':
     'equivalent: halting a chart twice finds no observer (finish() let them go) and no delay of it left, so the second halt changes nothing',
   'src/runtime/chart-runner.ts#RunningChart.compute':

@@ -107,6 +107,20 @@ describe('channel chart', () => {
     h.stop()
   })
 
+  it("a retryable refusal of an earlier join attempt changes nothing: the current attempt's join goes on", () => {
+    const h = harness()
+    h.send({ type: 'transport.up', generation: 1 })
+    const first = h.current()
+    h.send({ type: 'channel.joinError', reason: classifyJoinError({ reason: 'join crashed' }, 1, 0), ...first })
+    h.clock.increment(60_000)
+    expect(h.attempts).toHaveLength(2)
+    const reports = h.reports().length
+    h.send({ type: 'channel.joinError', reason: classifyJoinError({ reason: 'rate_limited', retry_after: 3 }, 1, 0), ...first })
+    expect(h.reports()).toHaveLength(reports)
+    expect(h.attempts[1]!.stopped).toBe(false)
+    expect(h.child().context.attachId).toBe(h.attempts[1]!.input.attachId)
+  })
+
   it('a join refused for a cause that passes (rate_limited, join crashed) is rejoined, no sooner than its retry_after (capped by maxRetryAfterMs); an unlisted reason drops it', () => {
     const h = harness()
     h.send({ type: 'transport.up', generation: 1 })

@@ -103,6 +103,7 @@ describe('validateReconnectPolicy', () => {
     expect(reconnect({ [name]: [1] })).toThrow(new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got an array of 1`))
     expect(reconnect({ [name]: 5n })).toThrow(new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got 5n`))
     expect(reconnect({ [name]: { 0: 1, 1: 2 } })).toThrow(new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got an object`))
+    expect(reconnect({ [name]: () => [1, 2] })).toThrow(new RangeError(`reconnect.${name} must be a [low, high] pair of milliseconds, got a function`))
   })
 })
 
