@@ -3,7 +3,7 @@
  * wait is for a state or an event, with a bound; `world.cleanup()` disconnects every link and
  * stops every simulator the test made.
  */
-import { afterEach } from 'vitest'
+import { afterEach, expect } from 'vitest'
 import { createLink, type Link, type LinkEvent, type LinkEvents, type LinkOptions } from '../../src/link.js'
 import type { LinkPolicyInput } from '../../src/policy.js'
 import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../../src/node/server/index.js'
@@ -151,4 +151,18 @@ export async function settle<T>(promise: Promise<T>): Promise<{ ok: true; value:
 /** The frames a simulator socket received with `event` (and `topic`, when given). */
 export function framesIn(conn: { frames: Array<{ dir: string; frame: { event: string; topic: string; join_ref: string | null } | null }> }, event: string, topic?: string) {
   return conn.frames.filter((f) => f.dir === 'in' && f.frame?.event === event && (topic === undefined || f.frame.topic === topic)).map((f) => f.frame!)
+}
+
+/**
+ * Another instance of agent-1 connects (a link of `world` to `sim`) while `older` is between
+ * sockets: `older` must end `superseded` on the socket it gave up (generation 1), and the newer
+ * instance stay connected.
+ */
+export async function newerInstanceSupersedes(world: World, sim: PlatformSimulator, older: Link): Promise<void> {
+  const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+  const newer = world.link(sim)
+  await newer.connect()
+  expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
+  expect(older.state).toBe('terminated')
+  expect(newer.state).toBe('connected')
 }

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { classifyClose, classifySupersede } from '../../src/reasons.js'
-import { framesIn, next, untilState, useWorld } from '../support/wire.js'
+import { framesIn, newerInstanceSupersedes, next, untilState, useWorld } from '../support/wire.js'
 import { chartOf } from '../../src/chart-of.js'
 import { FaultProxy } from '../conformance/proxy.js'
 
@@ -73,12 +73,7 @@ describe('rule: stale generations are ignored', () => {
       expect((await lost).reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat', generation: 1 })
       expect((await next(older, 'disconnected', { timeoutMs: 5_000 })).reason).toMatchObject({ kind: 'dropped', generation: 2 })
       expect(older.state).toBe('reconnecting')
-      const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
-      const newer = world().link(sim)
-      await newer.connect()
-      expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
-      expect(older.state).toBe('terminated')
-      expect(newer.state).toBe('connected')
+      await newerInstanceSupersedes(world(), sim, older)
       expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
     } finally {
       await proxy.close()

@@ -4,26 +4,11 @@
  */
 import { describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
-import type { Link } from '../../src/link.js'
-import type { PlatformSimulator } from '../../src/node/server/index.js'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
-import { framesIn, gatedControl, next, settle, untilState, useWorld } from '../support/wire.js'
+import { framesIn, gatedControl, newerInstanceSupersedes, next, settle, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
-
-/**
- * Another instance of agent-1 connects while `older` is between sockets: `older` must end
- * `superseded` on the socket it gave up (generation 1), and the newer instance stay connected.
- */
-async function newerInstanceSupersedes(sim: PlatformSimulator, older: Link): Promise<void> {
-  const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
-  const newer = world().link(sim)
-  await newer.connect()
-  expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1 })
-  expect(older.state).toBe('terminated')
-  expect(newer.state).toBe('connected')
-}
 
 describe('rule: supersede is terminal', () => {
   for (const code of [1000, 1001, 1011]) {
@@ -173,7 +158,7 @@ describe('rule: supersede is terminal', () => {
     sim.stall({ agent: 'agent-1' })
     expect((await lost).reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
     expect(first.state).toBe('reconnecting')
-    await newerInstanceSupersedes(sim, first)
+    await newerInstanceSupersedes(world(), sim, first)
     expect(sim.accepted('agent-1')).toHaveLength(2)
   })
 
@@ -193,7 +178,7 @@ describe('rule: supersede is terminal', () => {
     sim.stall({ agent: 'agent-1' })
     await secondAsked
     expect(older.state).toBe('connecting')
-    await newerInstanceSupersedes(sim, older)
+    await newerInstanceSupersedes(world(), sim, older)
     release('key-1')
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
   })
@@ -207,7 +192,7 @@ describe('rule: supersede is terminal', () => {
     sim.stall({ agent: 'agent-1' })
     expect((await refused).reason).toMatchObject({ kind: 'rejected', status: 503, retryable: true })
     expect(older.state).toBe('reconnecting')
-    await newerInstanceSupersedes(sim, older)
+    await newerInstanceSupersedes(world(), sim, older)
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 503, 101])
   })
 
@@ -226,7 +211,7 @@ describe('rule: supersede is terminal', () => {
     await sim.waitFor(() => sim.heldUpgrades === 0, { what: 'the timed-out upgrade gone' })
     release()
     expect(older.state).toBe('reconnecting')
-    await newerInstanceSupersedes(sim, older)
+    await newerInstanceSupersedes(world(), sim, older)
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
     // The stalled server never reads the old socket's close: cut it rather than wait out closeTimeoutMs.
     expect(sim.abort(gen1!)).toBe(1)
