@@ -82,10 +82,10 @@ function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
 /** Extra time phoenix.js waits for a join or leave reply past the chart's own timeout, so the chart always decides first. */
 const JOIN_TIMEOUT_SLACK_MS = 1000
 
-/** What the adapter needs: settings, and the link's callbacks (methods, so one object serves a link). */
 /** decodeFrame()'s dispatch for a transport the chart ended: nothing reaches phoenix.js (readLate() routes every frame). */
 const IGNORE_DECODED = (_decoded: unknown): void => {}
 
+/** What the adapter needs: settings, and the link's callbacks (methods, so one object serves a link). */
 export interface AdapterConfig {
   /** Socket endpoint without `/websocket`, e.g. `wss://platform.example/socket`. */
   url: string

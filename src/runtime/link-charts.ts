@@ -205,16 +205,15 @@ export class LinkCharts extends ChartRuntime {
         if (target !== undefined) super.send(target, event)
         return
       }
-      case 'redeliver':
-        return super.send(this.connection, params as ConnectionEvent)
       case 'stopChannel': {
         const { topic } = params as { topic: string }
         this.channels.get(topic)?.stop()
         this.channels.delete(topic)
         return
       }
-      // ---- the other charts' I/O
+      // ---- the other charts' I/O (and the connection chart's own redeliver: a report queued again)
       case 'report':
+      case 'redeliver':
         return super.send(this.connection, params as ConnectionEvent)
       case 'deliver':
         return this.deliver(params as QueuedSignal)
