@@ -16,8 +16,11 @@
  * - supersede is terminal: `control.supersede` read on the key holder (the current transport, or
  *   the one just lost until the next one's upgrade is sent: `isKeyHolder`) ends the session from
  *   every session state, the backoff included; leaving `online` runs `endTransport`, so the socket
- *   is ended, not flagged. One read on an older transport once the next one's upgrade was sent may
- *   be the platform superseding that socket because of our own next one: stale, ignored.
+ *   is ended, not flagged. One read on the previous key holder while the next one's upgrade is
+ *   out and unanswered may be the platform superseding that socket because of our own next one:
+ *   it is held (`awaitsUpgradeOutcome`) until that upgrade's outcome is known, and ends the
+ *   session if the upgrade fails (`isHeldSupersedeAnothers`: refused, dropped or timed out, it
+ *   caused nothing), or is reported as ignored once the server accepts it.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
  * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing or closing a socket
@@ -182,6 +185,16 @@ export interface ConnectionContext {
    * it, `redeliver`) when it gives up: a loss that ends the session tells its channels last.
    */
   heldChannelReports: readonly ChannelStatusReport[] | null
+  /**
+   * A supersede read on the previous key holder (`priorKeyHolder`) while the current transport's
+   * upgrade is out and unanswered (`awaitsUpgradeOutcome`), as its reason; null while none. Our
+   * own upgrade may have caused it, so it waits for that upgrade's outcome: if the upgrade fails
+   * (refused, dropped, timed out: `releaseKeyClaim`), it caused nothing and the supersede was
+   * another instance's, which ends the session (`isHeldSupersedeAnothers`); if the server accepts
+   * it, or the session leaves `connecting` another way, it is reported as ignored
+   * (`dismissHeldSupersede`).
+   */
+  heldSupersede: ReasonLike | null
 }
 
 /** The stamp of the current transport, for the I/O actions about it. */
@@ -213,6 +226,23 @@ export const connectionMachine = setup({
       const { generation } = event as unknown as Origin
       return generation === context.generation || generation === context.keyHolder
     },
+    /**
+     * A supersede read on the previous key holder while this transport's upgrade is out and
+     * unanswered: this transport claimed the key (its upgrade left) and the supersede came on the
+     * transport that held it before (`priorKeyHolder`). The platform supersedes in `connect/3`
+     * and answers 101 right after (../shared/real-phoenix `user_socket.ex`), so our own upgrade
+     * may have caused it; its outcome decides. Named on a supersede in `online.connecting`.
+     */
+    awaitsUpgradeOutcome: ({ context, event }) => {
+      const { generation } = event as unknown as Origin
+      return context.keyHolder === context.generation && context.priorKeyHolder !== 0 && generation === context.priorKeyHolder
+    },
+    /**
+     * A supersede is held and the upgrade it waited on gave its claim back (refused, dropped, or
+     * timed out unanswered: `releaseKeyClaim`): that upgrade caused nothing on the server, so the
+     * supersede was another instance's. Named on `lost`.
+     */
+    isHeldSupersedeAnothers: ({ context }) => context.heldSupersede !== null && context.keyHolder !== context.generation,
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
@@ -244,6 +274,7 @@ export const connectionMachine = setup({
       // Only this session's transports can hold the key for it.
       keyHolder: 0,
       priorKeyHolder: 0,
+      heldSupersede: null,
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
     // Named on socket.upgradeSent (the upgrade left), and on socket.open (it surely did); once per transport.
@@ -251,6 +282,34 @@ export const connectionMachine = setup({
     // Named on socket.upgradeRejected (a refused upgrade made no claim: the platform refuses before it
     // supersedes), and on any other loss before the socket opened.
     releaseKeyClaim: assign(({ context }) => (context.keyHolder === context.generation ? { keyHolder: context.priorKeyHolder } : {})),
+    // Named on a supersede read on the previous key holder while this transport's upgrade is out
+    // (`awaitsUpgradeOutcome`): kept until the upgrade's outcome is known. A second one while one
+    // is held changes nothing, and says so.
+    holdSupersede: enqueueActions(({ context, event, enqueue }) => {
+      if (context.heldSupersede !== null) {
+        enqueue.emit({ type: 'link.ignored', event: event.type, detail: 'a supersede of the previous socket is already held until the next upgrade is answered' })
+        return
+      }
+      enqueue.assign({ heldSupersede: (event as Extract<ConnectionEvent, { type: 'control.supersede' }>).reason })
+    }),
+    // Named on `lost` when the held supersede was another instance's: it is the session's reason.
+    recordHeldSupersede: assign({ lastReason: ({ context }) => context.heldSupersede, heldSupersede: null }),
+    // The held supersede decides nothing: the upgrade it waited on was accepted (socket.open: it
+    // may be the platform superseding our previous socket because of it), the host stopped the
+    // session (host.disconnect), or the upgrade's outcome is unknown (an I/O fault, entering
+    // `reconnecting`). Reported as ignored, saying which.
+    dismissHeldSupersede: enqueueActions(({ context, event, enqueue }) => {
+      const held = context.heldSupersede
+      if (held === null) return
+      const why =
+        event.type === 'socket.open'
+          ? 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
+          : event.type === 'host.disconnect'
+            ? 'the host stopped the session first'
+            : "the next upgrade's outcome is unknown (it failed inside phoenix-link)"
+      enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${held.generation}), held while the next upgrade was out: ${why}` })
+      enqueue.assign({ heldSupersede: null })
+    }),
     // Named on the events that carry a reason (losses, refusals, supersedes).
     recordLoss: assign({ lastReason: ({ event }) => (event as unknown as { reason: ReasonLike }).reason }),
     recordConnectTimeout: assign({
@@ -499,6 +558,7 @@ export const connectionMachine = setup({
     signalSeq: 0,
     controlCrashes: 0,
     heldChannelReports: null,
+    heldSupersede: null,
   }),
   initial: 'idle',
   on: {
@@ -539,12 +599,17 @@ export const connectionMachine = setup({
       initial: 'online',
       on: {
         'host.connect': {},
-        'host.disconnect': { target: 'stopped', actions: ['recordGraceful', 'redeliverChannelReports'], meta: { rule: 'disconnect-always-succeeds' } },
+        'host.disconnect': {
+          target: 'stopped',
+          actions: ['recordGraceful', 'redeliverChannelReports', 'dismissHeldSupersede'],
+          meta: { rule: 'disconnect-always-succeeds' },
+        },
         // Terminal in every session state, the backoff included: read on the key holder (during
         // the backoff, the socket just lost, which the adapter still reads until it has closed),
         // it means another instance of this agent holds the key, and reconnecting would evict it.
         // Read on an older transport once the next one's upgrade was sent, it may be the platform
-        // superseding that socket because our next one connected: stale, ignored.
+        // superseding that socket because our next one connected: held while that upgrade is out
+        // (`online.connecting`), stale once the server accepted it.
         'control.supersede': {
           guard: 'isKeyHolder',
           target: 'terminated',
@@ -581,7 +646,14 @@ export const connectionMachine = setup({
             connecting: {
               description: 'The WebSocket of this generation is opening (TCP, TLS, HTTP upgrade).',
               on: {
-                'socket.open': { guard: 'isCurrentTransport', target: 'attached', actions: ['claimKey', 'tellReconnectOpened'] },
+                'socket.open': {
+                  guard: 'isCurrentTransport',
+                  target: 'attached',
+                  actions: ['claimKey', 'tellReconnectOpened', 'dismissHeldSupersede'],
+                },
+                // Read on the socket lost before while this one's upgrade is out: ours or another
+                // instance's; this upgrade's outcome decides (`lost`, `isHeldSupersedeAnothers`).
+                'control.supersede': { guard: 'awaitsUpgradeOutcome', actions: 'holdSupersede', meta: { rule: 'supersede-is-terminal' } },
                 // Lost before it opened (dropped, refused at TCP, or its upgrade never answered): the
                 // server accepted nothing of it that we know of, so it gives the key back, as a
                 // refused upgrade does. A supersede read later on the socket lost before is another
@@ -687,6 +759,8 @@ export const connectionMachine = setup({
         lost: {
           description: 'Transient: the loss just recorded is terminal (supersede, refusal) or retried.',
           always: [
+            // The upgrade a held supersede waited on failed: it caused nothing, so another instance holds the key.
+            { guard: 'isHeldSupersedeAnothers', target: '#connection.terminated', actions: 'recordHeldSupersede', meta: { rule: 'supersede-is-terminal' } },
             { guard: 'isOwnConflict', target: 'reconnecting', actions: 'retryOwnConflict', meta: { rule: 'own-conflict-retries' } },
             { guard: 'isTerminalLoss', target: '#connection.terminated', meta: { rule: 'upgrade-rejection-is-terminal' } },
             { target: 'reconnecting', meta: { rule: 'normal-close-reconnects' } },
@@ -695,7 +769,8 @@ export const connectionMachine = setup({
         /** No transport; the reconnect chart decides the wait. */
         reconnecting: {
           description: 'No transport; the reconnect chart chooses the wait or gives up.',
-          entry: 'tellReconnectLost',
+          // A supersede still held here waited on an upgrade whose outcome is unknown (an I/O fault): ignored.
+          entry: ['tellReconnectLost', 'dismissHeldSupersede'],
           initial: 'deciding',
           states: {
             deciding: {

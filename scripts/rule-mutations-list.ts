@@ -30,6 +30,13 @@ export const MUTATIONS: RuleMutation[] = [
     to: "'control.supersede.removed': {\n          guard: 'isKeyHolder',",
   },
   {
+    rule: 'supersede-is-terminal',
+    how: 'a supersede held while the next upgrade is out never ends the session, though that upgrade failed',
+    file: 'machines/connection.ts',
+    from: 'isHeldSupersedeAnothers: ({ context }) => context.heldSupersede !== null && context.keyHolder !== context.generation,',
+    to: 'isHeldSupersedeAnothers: () => false,',
+  },
+  {
     rule: 'upgrade-rejection-is-terminal',
     how: 'remove the guard: no loss is terminal',
     file: 'machines/connection.ts',
@@ -96,7 +103,7 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'disconnect-always-succeeds',
     how: 'disconnect() during a session is not handled (only in connected)',
     file: 'machines/connection.ts',
-    from: "'host.disconnect': { target: 'stopped', actions: ['recordGraceful', 'redeliverChannelReports'], meta: { rule: 'disconnect-always-succeeds' } },",
+    from: "'host.disconnect': {\n          target: 'stopped',\n          actions: ['recordGraceful', 'redeliverChannelReports', 'dismissHeldSupersede'],\n          meta: { rule: 'disconnect-always-succeeds' },\n        },",
     to: '',
   },
   {

@@ -15,6 +15,10 @@
  * - `refuseNew()` / `acceptNew()`: the relay's port stops listening, so a new TCP connection is
  *   refused (ECONNREFUSED: no byte of the attempt reaches the server), and listens again; the
  *   current connections are untouched.
+ * - `holdNew()` / `dropHeld()`: a new TCP connection is accepted and its bytes (the upgrade
+ *   request) are held, never relayed, so the client's upgrade is sent and goes unanswered; then the
+ *   held connections end with no answer (RST), and later ones flow again. No byte of a held
+ *   connection reaches the server.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net'
 
@@ -30,6 +34,8 @@ export class FaultProxy {
   accepted = 0
   private readonly server: Server
   private readonly pairs = new Set<Pair>()
+  private readonly held = new Set<Socket>()
+  private holding = false
   private boundPort = 0
 
   private constructor(private readonly targetPort: number) {
@@ -99,6 +105,23 @@ export class FaultProxy {
     for (const pair of this.pairs) this.end(pair)
   }
 
+  /** Holds every later connection unrelayed (its upgrade request unanswered) until {@link dropHeld}. */
+  holdNew(): void {
+    this.holding = true
+  }
+
+  /** Connections held by {@link holdNew}, still open. */
+  get heldConnections(): number {
+    return this.held.size
+  }
+
+  /** Ends every held connection with no answer (RST) and stops holding: later connections flow. */
+  dropHeld(): void {
+    this.holding = false
+    for (const client of this.held) client.resetAndDestroy()
+    this.held.clear()
+  }
+
   /** Stops listening: new connections are refused; the current ones go on. */
   refuseNew(): void {
     if (this.server.listening) this.server.close()
@@ -122,8 +145,9 @@ export class FaultProxy {
 
   /** Ends every connection and stops listening; resolves once every socket is closed. */
   async close(): Promise<void> {
-    const closing = [...this.pairs].flatMap((p) => [p.client, p.upstream]).map(closed)
+    const closing = [...[...this.pairs].flatMap((p) => [p.client, p.upstream]), ...this.held].map(closed)
     for (const pair of this.pairs) this.end(pair)
+    this.dropHeld()
     await Promise.all(closing)
     // After refuseNew() the server no longer listens; close() then only reports that, at once.
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
@@ -131,6 +155,14 @@ export class FaultProxy {
 
   private relay(client: Socket): void {
     this.accepted++
+    if (this.holding) {
+      // Accepted, never relayed: the client's upgrade request stays in the socket's buffers.
+      client.pause()
+      client.on('error', () => {})
+      client.on('close', () => this.held.delete(client))
+      this.held.add(client)
+      return
+    }
     const upstream = connect(this.targetPort, '127.0.0.1')
     const pair: Pair = { client, upstream, holed: false }
     this.pairs.add(pair)

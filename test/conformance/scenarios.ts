@@ -6,11 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
+import { chartOf, waitForChart } from '../../src/chart-of.js'
 import type { Link } from '../../src/link.js'
 import type { LinkChannel, ChannelStatus } from '../../src/link-channel.js'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import type { DisconnectReason } from '../../src/reasons.js'
-import { FAST, gatedControl, next, settle, untilState } from '../support/wire.js'
+import { FAST, gatedControl, next, OWN_SUPERSEDE_IGNORED, settle, untilState } from '../support/wire.js'
 import { banditClosedFirst, useScene } from './harness.js'
 import type { Agent, Peer, PeerFactory } from './peer.js'
 
@@ -288,6 +289,34 @@ export function conformance(factory: PeerFactory): void {
         expect(await statuses(peer, agent)).toEqual([101, 101])
       })
 
+      it("a supersede read on the lost socket while the next upgrade is out and unanswered ends the link `superseded` once that upgrade fails (no answer, TCP reset): the newer instance keeps the key", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const quickRetry = { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } }
+        const older = scene().link(peer, agent, { url: proxy.url, policy: quickRetry })
+        await older.connect()
+        const [olderSocket] = await peer.live(agent)
+        proxy.holdNew()
+        proxy.stallUplink()
+        // The heartbeat times out; the next attempt's upgrade is sent to the relay, which holds it.
+        await waitForChart(chartOf(older), (s) => s.context.generation === 2 && s.context.keyHolder === 2, 8_000)
+        expect(proxy.heldConnections).toBe(1)
+        const ended = next(older, 'disconnected', { filter: (e) => e.terminal, timeoutMs: 8_000 })
+        const newer = scene().link(peer, agent)
+        await newer.connect()
+        // The server superseded the older link's lost socket, which the older link still reads: held, not acted on.
+        await waitForChart(chartOf(older), (s) => s.context.heldSupersede !== null, 8_000)
+        expect(older.state).toBe('connecting')
+        proxy.dropHeld()
+        expect((await ended).reason).toMatchObject({ kind: 'superseded', targetSocketId: olderSocket, generation: 1 })
+        expect(older.state).toBe('terminated')
+        proxy.release()
+        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
+        expect(newer.state).toBe('connected')
+        // The held upgrade never reached the server.
+        expect(await statuses(peer, agent)).toEqual([101, 101])
+      })
+
       it("the server superseding the link's own lost socket because its next one connected changes nothing: reported as ignored, the link stays connected", async () => {
         const agent = peer.agent()
         const proxy = await scene().proxy(peer)
@@ -298,7 +327,7 @@ export function conformance(factory: PeerFactory): void {
         const stale = next(link, 'ignored', { timeoutMs: 8_000, filter: (e) => e.event === 'control.supersede' })
         proxy.stallUplink()
         await back
-        expect((await stale).detail).toBe('from a stale transport (generation 1, current 2)')
+        expect((await stale).detail).toMatch(OWN_SUPERSEDE_IGNORED)
         expect(link.state).toBe('connected')
         proxy.release()
         await untilOnlyNewerLive(peer, agent, old, 'the old socket superseded, the new one live')

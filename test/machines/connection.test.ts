@@ -178,14 +178,94 @@ describe('rule: supersede is terminal', () => {
     expect(r.io).toEqual([])
   })
 
-  it('a supersede read on an older transport once a newer one\'s upgrade left is ignored and reported: our newer socket may have caused it', () => {
+  it("a supersede read on the socket lost before while the next upgrade is out is held, not acted on: that upgrade's outcome decides", () => {
     const s = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
     expect(s.context.generation).toBe(2)
     const r = step(s, supersedeEvent({ generation: 1, epoch: s.context.epoch }))
     expect(state(r.s)).toBe('connecting')
     expect(r.s.context.lastReason?.kind).not.toBe('superseded')
+    expect(r.s.context.heldSupersede).toMatchObject({ kind: 'superseded', generation: 1 })
     expect(r.io).toEqual([])
-    expect(r.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 2)' }])
+    expect(r.emitted).toEqual([])
+    // A second one while one is held changes nothing, and says so.
+    const again = step(r.s, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(again.s.context.heldSupersede).toBe(r.s.context.heldSupersede)
+    expect(again.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket is already held until the next upgrade is answered' }])
+  })
+
+  it('the upgrade a held supersede waited on is accepted: it may have caused the supersede, so the link goes on (reported as ignored)', () => {
+    const s = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
+    const r = step(s, { type: 'socket.open', generation: 2, epoch: 1 })
+    expect(state(r.s)).toBe('joining')
+    expect(r.s.context.heldSupersede).toBeNull()
+    expect(r.emitted).toContainEqual({
+      type: 'link.ignored',
+      event: 'control.supersede',
+      detail: 'a supersede of the previous socket (generation 1), held while the next upgrade was out: the next upgrade was accepted, so it may be the platform superseding our own previous socket',
+    })
+    expect(state(run(r.s, { type: 'control.joinOk', generation: 2, epoch: 1 }))).toBe('connected')
+  })
+
+  it('the upgrade a held supersede waited on fails (refused, dropped, or never answered): it caused nothing, so the supersede was another instance\'s and ends the session', () => {
+    const held = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
+    const failures: Array<[string, ConnectionEvent]> = [
+      ['refused 503', upgradeEvent(held, 503, '1')],
+      ['refused 429', upgradeEvent(held, 429, '1')],
+      ['refused 403', upgradeEvent(held, 403)],
+      ['refused 409 (within the own-conflict window)', upgradeEvent(held, 409)],
+      ['dropped', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }],
+      ['timed out', { type: 'xstate.after.connectTimeout.connection.session.online.connecting' } as unknown as ConnectionEvent],
+    ]
+    for (const [how, event] of failures) {
+      const r = step(held, event)
+      expect(state(r.s), how).toBe('terminated')
+      expect(r.s.context.lastReason, how).toMatchObject({ kind: 'superseded', generation: 1, retryable: false })
+      expect(r.s.context.heldSupersede, how).toBeNull()
+      expect(r.io, how).not.toContainEqual(expect.objectContaining({ type: 'tellReconnect' }))
+      expect(r.emitted, how).toContainEqual({ type: 'link.disconnected', reason: r.s.context.lastReason, nextDelayMs: null, attempt: null })
+    }
+    // Without a held supersede the same failures are retried (or end rejected), as before.
+    const plain = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    expect(state(run(plain, upgradeEvent(plain, 503, '1')))).toBe('reconnecting')
+  })
+
+  it('a held supersede whose upgrade ends another way decides nothing and says why: an I/O fault (outcome unknown), or the host stopping', () => {
+    const held = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
+    const failed = step(held, { type: 'io.failed', action: 'openTransport', error: new Error('boom') } as unknown as ConnectionEvent)
+    expect(state(failed.s)).toBe('reconnecting')
+    expect(failed.s.context.heldSupersede).toBeNull()
+    expect(failed.emitted).toContainEqual({
+      type: 'link.ignored',
+      event: 'control.supersede',
+      detail: "a supersede of the previous socket (generation 1), held while the next upgrade was out: the next upgrade's outcome is unknown (it failed inside phoenix-link)",
+    })
+    const stopped = step(held, { type: 'host.disconnect' })
+    expect(state(stopped.s)).toBe('stopped')
+    expect(stopped.s.context.lastReason?.kind).toBe('graceful')
+    expect(stopped.emitted).toContainEqual({
+      type: 'link.ignored',
+      event: 'control.supersede',
+      detail: 'a supersede of the previous socket (generation 1), held while the next upgrade was out: the host stopped the session first',
+    })
+    // A new session starts with nothing held.
+    expect(run(stopped.s, { type: 'host.connect' }).context.heldSupersede).toBeNull()
+  })
+
+  it('only a supersede of the previous key holder is held: one read on an older socket, which the previous key holder\'s accepted upgrade may have caused, is stale', () => {
+    // Generation 2 opened (the server accepted it) and was lost; generation 3's upgrade is out.
+    let s = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    s = run(s, { type: 'socket.open', generation: 2, epoch: 1 })
+    s = run(s, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
+    s = run(s, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
+    expect(s.context).toMatchObject({ generation: 3, keyHolder: 3, priorKeyHolder: 2 })
+    const older = step(s, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(older.s.context.heldSupersede).toBeNull()
+    expect(older.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 3)' }])
+    expect(run(s, supersedeEvent({ generation: 2, epoch: 1 })).context.heldSupersede).toMatchObject({ generation: 2 })
+    // Before this transport's upgrade left, the previous key holder's supersede is terminal at once.
+    const before = run(s, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 3, 0), generation: 3, epoch: 1 }, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
+    expect(before.context).toMatchObject({ generation: 4, keyHolder: 2 })
+    expect(state(run(before, supersedeEvent({ generation: 2, epoch: 1 })))).toBe('terminated')
   })
 
   it('no close code after the supersede brings it back', () => {

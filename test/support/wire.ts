@@ -154,6 +154,16 @@ export function framesIn(conn: { frames: Array<{ dir: string; frame: { event: st
 }
 
 /**
+ * The `ignored` detail of a supersede the platform sent to a link's lost socket (generation 1)
+ * because the link's own next socket (generation 2) connected. Which of the two depends on which
+ * the link reads first, the supersede or its next upgrade's 101 (the platform supersedes in
+ * `connect/3`, before it answers): read after the 101, it is stale; read before, it is held
+ * until the upgrade is answered, then dismissed as the upgrade was accepted.
+ */
+export const OWN_SUPERSEDE_IGNORED =
+  /^(from a stale transport \(generation 1, current 2\)|a supersede of the previous socket \(generation 1\), held while the next upgrade was out: the next upgrade was accepted, so it may be the platform superseding our own previous socket)$/
+
+/**
  * Another instance of agent-1 connects (a link of `world` to `sim`) while `older` is between
  * sockets: `older` must end `superseded` on the socket it gave up (generation 1), and the newer
  * instance stay connected.

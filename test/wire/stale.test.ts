@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { classifyClose, classifySupersede } from '../../src/reasons.js'
-import { framesIn, newerInstanceSupersedes, next, untilState, useWorld } from '../support/wire.js'
+import { framesIn, newerInstanceSupersedes, next, OWN_SUPERSEDE_IGNORED, untilState, useWorld } from '../support/wire.js'
 import { chartOf } from '../../src/chart-of.js'
 import { FaultProxy } from '../conformance/proxy.js'
 
@@ -175,7 +175,7 @@ describe('a transport the link ended reports nothing of its own doing', () => {
       expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored')).toEqual([])
     }
     expect(world().captured.get(timedOut)!.events.filter((e) => e.type === 'ignored')).toEqual([
-      { type: 'ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 2)' },
+      { type: 'ignored', event: 'control.supersede', detail: expect.stringMatching(OWN_SUPERSEDE_IGNORED) },
     ])
   })
 

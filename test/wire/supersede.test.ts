@@ -5,8 +5,9 @@
 import { describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
+import { chartOf, waitForChart } from '../../src/chart-of.js'
 import { rawUpgrade } from '../support/raw-http.js'
-import { framesIn, gatedControl, newerInstanceSupersedes, next, settle, untilState, useWorld } from '../support/wire.js'
+import { framesIn, gatedControl, newerInstanceSupersedes, next, OWN_SUPERSEDE_IGNORED, settle, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
 
@@ -217,6 +218,72 @@ describe('rule: supersede is terminal', () => {
     expect(sim.abort(gen1!)).toBe(1)
   })
 
+  /**
+   * The older link's next upgrade is held by the server (sent, unanswered) when a newer instance
+   * connects and the platform supersedes the older link's lost socket, which the older link still
+   * reads (the stalled server never read its close). Its own held upgrade may have caused that
+   * supersede, so the link holds it; the upgrade's outcome decides.
+   */
+  async function supersedeWhileUpgradeOut() {
+    const sim = await world().sim()
+    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 8_000 }, reconnect: { initialDelayMs: 50, maxDelayMs: 50 } }
+    const older = world().link(sim, { policy })
+    await older.connect()
+    const [gen1] = sim.accepted('agent-1')
+    const release = sim.holdUpgrades()
+    sim.stall(gen1!)
+    await sim.waitFor(() => sim.heldUpgradesOf('agent-1') === 1, { what: "the older link's next upgrade held" })
+    expect(older.state).toBe('connecting')
+    const newer = world().link(sim)
+    const newerUp = newer.connect()
+    await sim.waitFor(() => sim.heldUpgradesOf('agent-1') === 2, { what: "the newer instance's upgrade held" })
+    expect(sim.answerHeldUpgrade(undefined, 'agent-1', 'newest')).toBe(true)
+    await newerUp
+    // The platform superseded the older link's lost socket; the older link read it and holds it.
+    await waitForChart(chartOf(older), (s) => s.context.heldSupersede !== null, 5_000)
+    expect(gen1!.frames.filter((f) => f.dir === 'out' && f.frame?.event === SUPERSEDE_EVENT)).toHaveLength(1)
+    expect(older.state).toBe('connecting')
+    expect(older.lastDisconnectReason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+    return { sim, older, newer, gen1: gen1!, release }
+  }
+
+  for (const [how, answer] of [
+    ['refused 503', { status: 503, retryAfter: '1' }],
+    ['dropped unanswered', 'drop'],
+  ] as const) {
+    it(`a supersede read on the lost socket while the next upgrade is out ends the link superseded once that upgrade fails (${how}): it caused nothing; the newer instance stays`, async () => {
+      const { sim, older, newer, gen1, release } = await supersedeWhileUpgradeOut()
+      const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+      expect(sim.answerHeldUpgrade(answer, 'agent-1')).toBe(true)
+      expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1, retryable: false })
+      expect(older.state).toBe('terminated')
+      expect(newer.state).toBe('connected')
+      release()
+      expect(sim.abort(gen1)).toBe(1)
+      await sim.waitFor(() => sim.live('agent-1').length === 1, { what: "only the newer instance's socket live" })
+      // No attempt of the older link after the failed one; the newer instance's socket is the only live one.
+      expect(sim.upgrades.filter((u) => u.agentId === 'agent-1')).toHaveLength(answer === 'drop' ? 2 : 3)
+      expect(sim.live('agent-1')).toHaveLength(1)
+      expect(newer.state).toBe('connected')
+    })
+  }
+
+  it('a supersede read on the lost socket while the next upgrade is out changes nothing once the server accepts that upgrade (it may have caused it): reported as ignored, the link connects', async () => {
+    const { sim, older, newer, gen1, release } = await supersedeWhileUpgradeOut()
+    const ignored = next(older, 'ignored', { filter: (e) => e.event === 'control.supersede' })
+    const newerEnded = next(newer, 'disconnected', { filter: (e) => e.terminal })
+    expect(sim.answerHeldUpgrade(undefined, 'agent-1')).toBe(true)
+    expect((await ignored).detail).toBe(
+      'a supersede of the previous socket (generation 1), held while the next upgrade was out: the next upgrade was accepted, so it may be the platform superseding our own previous socket',
+    )
+    await untilState(older, 'connected')
+    // The platform decides the race: the upgrade it accepted last superseded the newer instance.
+    expect((await newerEnded).reason).toMatchObject({ kind: 'superseded' })
+    release()
+    expect(sim.abort(gen1)).toBe(1)
+    expect(older.state).toBe('connected')
+  })
+
   it("the platform superseding the link's own lost socket because its next one connected (a stalled server, the old socket still closing) changes nothing: reported as ignored, the link stays connected", async () => {
     const sim = await world().sim()
     const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 1_500 } } })
@@ -224,7 +291,7 @@ describe('rule: supersede is terminal', () => {
     const [old] = sim.accepted('agent-1')
     const ignored = next(link, 'ignored', { filter: (e) => e.event === 'control.supersede' })
     sim.stall(old!)
-    expect((await ignored).detail).toBe('from a stale transport (generation 1, current 2)')
+    expect((await ignored).detail).toMatch(OWN_SUPERSEDE_IGNORED)
     await untilState(link, 'connected')
     expect(link.lastDisconnectReason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
     // The server did supersede the old socket, on it, once the link's next one connected.

@@ -102,8 +102,9 @@ export function expectationOf(snapshot: ConnectionSnapshot): Expectation {
 
 /**
  * Serializes what distinguishes a model state: the state value, the last reason, whether stale
- * events exist, and whether the link has lost a socket the server accepted (a 409 may then be our own
- * conflict) and whether this session connected before.
+ * events exist, whether the link has lost a socket the server accepted (a 409 may then be our own
+ * conflict) and whether this session connected before, whether the current upgrade has left, and
+ * whether a supersede is held until its outcome is known.
  */
 export function serializeModel(snapshot: ConnectionSnapshot): string {
   const e = expectationOf(snapshot)
@@ -112,7 +113,9 @@ export function serializeModel(snapshot: ConnectionSnapshot): string {
   const lostAccepted = snapshot.context.acceptedLostAt === null ? '' : snapshot.context.connects > 0 ? '|lost-accepted|connected' : '|lost-accepted'
   // Connecting before its upgrade left (credentials pending, TCP opening): a supersede on the socket just lost still counts.
   const preUpgrade = e.state === 'connecting' && snapshot.context.keyHolder !== e.generation ? '|pre-upgrade' : ''
-  return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostAccepted}${preUpgrade}`
+  // A supersede of the socket lost before, held until this upgrade's outcome is known.
+  const held = snapshot.context.heldSupersede === null ? '' : '|held-supersede'
+  return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostAccepted}${preUpgrade}${held}`
 }
 
 function afterEvent(delay: string, stateId: string): ConnectionEvent {
@@ -142,8 +145,12 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
   }
   const staleSupersede = () => {
     // A supersede read on the previous transport once this one's upgrade was sent: perhaps the
-    // platform evicting that socket because this one connected; stale, it changes nothing.
-    if (g > 1) add('stale supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, g - 1, 0), generation: g - 1, epoch: e })
+    // platform evicting that socket because this one connected. Held: it changes nothing until
+    // this upgrade's outcome is known (the model's next steps: accepted, refused, dropped, timed out).
+    // It comes on the transport that held the key before this one claimed it (the only older one
+    // the server may still hold for this session).
+    const prior = snapshot.context.priorKeyHolder
+    if (prior >= 1) add('stale supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, prior, 0), generation: prior, epoch: e })
   }
   const stale = () => {
     if (g > 1) add('stale close', 'inject', { type: 'socket.close', reason: classifyClose({ code: 1000, reason: '' }, g - 1, 0), generation: g - 1, epoch: e })

@@ -356,10 +356,14 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
   route({
     method: 'POST',
     path: '/admin/answer-upgrade',
-    summary: 'Answers the oldest held upgrade (of `agent`): accepted without `answer`, refused with a refusal, or "drop" (TCP ends).',
-    body: z.strictObject({ agent: z.optional(z.string()), answer: z.optional(z.union([Refusal, z.literal('drop')], { error: 'expected a refusal {"status": 400-599, ...} or "drop"' })) }),
+    summary: 'Answers the oldest (or with `which`, the newest) held upgrade (of `agent`): accepted without `answer`, refused with a refusal, or "drop" (TCP ends).',
+    body: z.strictObject({
+      agent: z.optional(z.string()),
+      answer: z.optional(z.union([Refusal, z.literal('drop')], { error: 'expected a refusal {"status": 400-599, ...} or "drop"' })),
+      which: z.optional(z.union([z.literal('oldest'), z.literal('newest')], { error: 'expected "oldest" or "newest"' })),
+    }),
     response: Answered,
-    run: ({ sim }, body) => ok({ answered: sim.answerHeldUpgrade(body.answer as UpgradeRefusal | 'drop' | undefined, body.agent) }),
+    run: ({ sim }, body) => ok({ answered: sim.answerHeldUpgrade(body.answer as UpgradeRefusal | 'drop' | undefined, body.agent, body.which ?? 'oldest') }),
   }),
   route({
     method: 'POST',

@@ -638,15 +638,19 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
-   * Answers the oldest upgrade held by {@link holdUpgrades} (of `agentId`, when given; others stay
-   * held): accepted, refused with `refusal`, or `'drop'`: the TCP connection ends with no answer.
+   * Answers an upgrade held by {@link holdUpgrades} (of `agentId`, when given; others stay held),
+   * the oldest or the newest (`which`: a second instance of an agent whose first instance's
+   * upgrade is still held, say): accepted, refused with `refusal`, or `'drop'`: the TCP connection
+   * ends with no answer.
    *
    * @returns false when no upgrade is held.
-   * @throws {TypeError} for a refusal that could not be written (as {@link refuseUpgrades} throws); nothing is answered.
+   * @throws {TypeError} for a refusal that could not be written (as {@link refuseUpgrades} throws), or a `which` other than 'oldest' or 'newest'; nothing is answered.
    */
-  answerHeldUpgrade(refusal?: UpgradeRefusal | 'drop', agentId?: string): boolean {
+  answerHeldUpgrade(refusal?: UpgradeRefusal | 'drop', agentId?: string, which: 'oldest' | 'newest' = 'oldest'): boolean {
     if (typeof refusal === 'object') checkRefusal(refusal)
-    const index = this.held?.findIndex((h) => agentId === undefined || h.agentId === agentId) ?? -1
+    if (which !== 'oldest' && which !== 'newest') throw new TypeError(`which: expected 'oldest' or 'newest', got ${String(which)}`)
+    const matches = (h: { agentId: string | null }) => agentId === undefined || h.agentId === agentId
+    const index = (which === 'oldest' ? this.held?.findIndex(matches) : this.held?.findLastIndex(matches)) ?? -1
     if (index < 0) return false
     const [held] = this.held!.splice(index, 1)
     held!.answer(refusal)

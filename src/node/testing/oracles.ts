@@ -87,6 +87,24 @@ function same(a: StepExpectation, b: StepExpectation): boolean {
   return JSON.stringify(a.chartState) === JSON.stringify(b.chartState) && a.reason === b.reason
 }
 
+/** What ends the upgrade a held supersede waits on without the server accepting it. */
+const UPGRADE_FAILURES = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'upgrade 429', 'upgrade 503', 'drop', 'connect timeout'])
+
+/**
+ * Whether a supersede of the socket lost before was read during this connecting attempt, after
+ * its upgrade left (the `stale supersede` stimulus): the platform may have sent it because of
+ * that upgrade, so its outcome decides (docs/design.md, "supersede is terminal").
+ */
+function supersedeHeld({ path, index, before }: OracleInput): boolean {
+  if (before.state !== 'connecting') return false
+  for (let j = index - 1; j >= 0; j--) {
+    const earlier = path.steps[j]!
+    if (earlier.expect.generation !== before.generation || earlier.expect.state !== 'connecting') return false
+    if (earlier.name === 'stale supersede') return true
+  }
+  return false
+}
+
 /**
  * A 409 after the server accepted a socket of this link (joined or not), during a session: the
  * platform may still hold that socket (it tracks the agent from the upgrade on).
@@ -122,8 +140,17 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   },
   {
     name: 'supersede-is-terminal',
-    rule: 'A supersede ends the session for good, in every state of a session, read during the backoff on the socket just lost too.',
-    check: ({ step, before, after }) => {
+    rule:
+      'A supersede ends the session for good, in every state of a session, read during the backoff on the socket just lost too; one read on the socket lost before while the next upgrade is out ends it once that upgrade fails, and changes nothing once the server accepts it.',
+    check: (input) => {
+      const { step, before, after } = input
+      if (supersedeHeld(input)) {
+        if (UPGRADE_FAILURES.has(step.name)) {
+          return after.state === 'terminated' && after.reason === 'superseded' ? null : `${step.name} after a supersede held on the upgrade led to ${after.state} (${after.reason})`
+        }
+        if (step.name === 'open') return after.state === 'joining' ? null : `the upgrade a supersede was held on was accepted, and it led to ${after.state} (${after.reason})`
+        return null
+      }
       if ((step.name !== 'supersede' && step.name !== 'late supersede') || !SESSION.has(before.state)) return null
       return after.state === 'terminated' && after.reason === 'superseded' ? null : `from ${before.state} it led to ${after.state} (${after.reason})`
     },
@@ -132,7 +159,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
     name: 'own-conflict-retries',
     rule: 'A 409 after the server accepted a socket of this link may be the platform still holding that socket: retried, reported as rejected.',
     check: (input) => {
-      if (!ownConflict(input)) return null
+      if (!ownConflict(input) || supersedeHeld(input)) return null
       const { after } = input
       return after.state === 'reconnecting' && after.reason === 'rejected' ? null : `upgrade 409 after a socket of this link was accepted led to ${after.state} (${after.reason})`
     },
@@ -142,15 +169,16 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
     rule: 'An upgrade refused with 400/403/409, a close 1008 and a refused control join end the session.',
     check: (input) => {
       const { step, before, after } = input
-      if (!REFUSALS.has(step.name) || !SESSION.has(before.state) || before.state === 'stopping' || ownConflict(input)) return null
+      if (!REFUSALS.has(step.name) || !SESSION.has(before.state) || before.state === 'stopping' || ownConflict(input) || supersedeHeld(input)) return null
       return after.state === 'terminated' && after.reason === 'rejected' ? null : `${step.name} led to ${after.state} (${after.reason})`
     },
   },
   {
     name: 'normal-close-reconnects',
     rule: 'A normal close (1000, 1001, 1011, 1012, 1013, 4001), a drop, a heartbeat timeout, a 429/503 and every timeout reconnect.',
-    check: ({ step, before, after }) => {
-      if (!RETRIED.has(step.name) || !SESSION.has(before.state) || before.state === 'stopping') return null
+    check: (input) => {
+      const { step, before, after } = input
+      if (!RETRIED.has(step.name) || !SESSION.has(before.state) || before.state === 'stopping' || supersedeHeld(input)) return null
       return after.state === 'reconnecting' ? null : `${step.name} from ${before.state} led to ${after.state} (${after.reason})`
     },
   },

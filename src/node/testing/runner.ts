@@ -246,8 +246,10 @@ export class PathKit {
     // Every upgrade the link attempted: answered, or still held by the kit (a link that comes
     // back on its own after a terminal step shows here, never as an accepted socket).
     const attempts = () => sim.upgrades.filter((u) => u.agentId === agentId).length + sim.heldUpgradesOf(agentId)
-    // The path answers its upgrade steps; a path that ends connecting leaves one attempt in flight.
-    const allowed = path.steps.filter((s) => s.stimulus.type.startsWith('upgrade.')).length + (path.steps.at(-1)?.expect.state === 'connecting' ? 1 : 0)
+    // The path answers its upgrade steps or lets them time out (the simulator may still hold one
+    // the link gave up on); a path that ends connecting leaves one attempt in flight.
+    const allowed =
+      path.steps.filter((s) => s.stimulus.type.startsWith('upgrade.') || s.name === 'connect timeout').length + (path.steps.at(-1)?.expect.state === 'connecting' ? 1 : 0)
     let failure: unknown = null
     try {
       let before = observe(link)
@@ -473,6 +475,13 @@ class World {
     const s = step.stimulus
     switch (s.type) {
       case 'await':
+        // The upgrade left once the link's chart has taken it in (its key claim). Until then a
+        // supersede read on the socket before (the next step, say) would race the TCP connect.
+        if (s.what === 'upgrade sent') {
+          await waitForChart(chartOf(link), (snapshot) => snapshot.context.keyHolder === snapshot.context.generation, this.timeoutMs).catch(() => {
+            throw new Error(`timed out after ${this.timeoutMs} ms waiting for the link to send its upgrade`)
+          })
+        }
         return
       case 'adapter.late':
         chartOf(link).send(s.event as never)
