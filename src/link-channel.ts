@@ -2,7 +2,7 @@
  * The host's handle on one app channel: its events, its pushes, its status. The channel chart
  * (machines/channel.ts) owns the lifecycle; this handle only mirrors it and carries data.
  */
-import { isReservedEvent, type Payload } from './protocol.js'
+import { isReservedEvent, isWellFormedText, LONE_SURROGATE_MESSAGE, notPlainObject, type Payload } from './protocol.js'
 import type { DisconnectReason } from './reasons.js'
 import { abortError, checkSignal, onAbort } from './abort.js'
 import { callOptions, checkFunction } from './call-checks.js'
@@ -209,6 +209,9 @@ export class LinkChannel {
     if (typeof event !== 'string' || event === '' || isReservedEvent(event)) {
       throw new PushError('PUSH_INVALID', this.topic, String(event), null, new Error('the event must be a non-empty string outside phoenix\'s phx_ and chan_reply_ names'))
     }
+    // Checked here for both frames: a binary push's TextEncoder would send the half character as
+    // U+FFFD, a name the caller never used (the JSON frame's check is the adapter's encodeFrame).
+    if (!isWellFormedText(event)) throw new PushError('PUSH_INVALID', this.topic, event, null, new Error(`the event name cannot be sent: ${LONE_SURROGATE_MESSAGE}`))
     const checked = checkPayload(payload)
     if (typeof checked === 'string') {
       throw new PushError('PUSH_INVALID', this.topic, event, null, new Error(`a payload is a plain JSON object (a Phoenix map) or an ArrayBuffer (a binary push); got ${checked}`))
@@ -392,18 +395,12 @@ function isArrayBuffer(value: object): boolean {
  * proxy) says so.
  */
 function checkPayload(payload: unknown): { payload: Payload | ArrayBuffer } | string {
-  if (payload === null) return 'null'
-  if (typeof payload !== 'object') return `a ${typeof payload}`
   try {
-    if (Array.isArray(payload)) return 'an array'
-    if (isArrayBuffer(payload)) return { payload: payload instanceof ArrayBuffer ? payload : new Uint8Array(payload as ArrayBuffer).slice().buffer }
-    const proto = Object.getPrototypeOf(payload) as object | null
-    if (proto === null || Object.getPrototypeOf(proto) === null) {
-      if (typeof (payload as { toJSON?: unknown }).toJSON === 'function') return 'an object with a toJSON method (JSON would send what it returns)'
-      return { payload: payload as Payload }
+    if (payload !== null && typeof payload === 'object' && !Array.isArray(payload) && isArrayBuffer(payload)) {
+      return { payload: payload instanceof ArrayBuffer ? payload : new Uint8Array(payload as ArrayBuffer).slice().buffer }
     }
-    const name = (proto as { constructor?: { name?: unknown } }).constructor?.name
-    const what = typeof name === 'string' && name !== '' ? `a ${name}` : 'an object with a prototype of its own'
+    const what = notPlainObject(payload)
+    if (what === null) return { payload: payload as Payload }
     return ArrayBuffer.isView(payload) ? `${what} (push its bytes as an ArrayBuffer: view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength))` : what
   } catch (error) {
     return `a value that cannot be read (${thrownText(error)})`

@@ -9,7 +9,7 @@ import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '
 import { gracefulReason, thrownText, type Env } from '../machines/types.js'
 import { abortError, checkSignal, onAbort } from './abort.js'
 import { callOptions, checkFunction, describeArgument } from './call-checks.js'
-import { LONE_SURROGATE_MESSAGE, PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
+import { PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
 import { RunningChart } from './runtime/chart-runner.js'
@@ -23,7 +23,7 @@ import { redact, redacting, type LinkLog, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { RunSupervisor, runProblem, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
-import { HEARTBEAT_TOPIC, hasLoneSurrogate, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
+import { HEARTBEAT_TOPIC, hasLoneSurrogate, LONE_SURROGATE_MESSAGE, notPlainObject, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 import { traceSpans, type TracerLike } from './tracing.js'
 
@@ -743,9 +743,9 @@ export class Link {
       } catch (error) {
         throw new ConfigurationError(`channel ${topic}: params must be JSON (${thrownText(error)})`)
       }
-      if (params === null || typeof params !== 'object' || Array.isArray(params)) {
-        throw new ConfigurationError(`channel ${topic}: params must be an object or a function returning one`)
-      }
+      // A Map, a Date, a typed array or a class instance would be sent as something else ({}, a string, indices).
+      const what = notPlainObject(params)
+      if (what !== null) throw new ConfigurationError(`channel ${topic}: params must be a plain object or a function returning one, got ${what}`)
       if (hasLoneSurrogate(JSON.stringify(params))) throw new ConfigurationError(`channel ${topic}: params cannot be sent: ${LONE_SURROGATE_MESSAGE}`)
     }
     const existing = this.channels.get(topic)

@@ -193,6 +193,33 @@ const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff
 const SURROGATE = /[\uD800-\uDFFF]/
 
 /**
+ * Why `value` is not a plain object as JSON would send it (a Phoenix map), or null when it is.
+ * Plain: an object whose prototype is `Object.prototype` (of any realm) or null, with no `toJSON`
+ * method. `JSON.stringify` sends anything else as something other than what the caller holds: a
+ * Map or a Set as `{}`, a Date as a string, a typed array as an object of indices, a class
+ * instance without its prototype's getters, an array as a list.
+ *
+ * @returns a phrase naming what it is (`null`, `a string`, `an array`, `a Map`, `a Uint8Array`,
+ *   `an object with a toJSON method (JSON would send what it returns)`, `a value that cannot be
+ *   read (…)` for a revoked proxy); null for a plain object. Never throws.
+ */
+export function notPlainObject(value: unknown): string | null {
+  if (value === null) return 'null'
+  if (typeof value !== 'object') return `a ${typeof value}`
+  try {
+    if (Array.isArray(value)) return 'an array'
+    const proto = Object.getPrototypeOf(value) as object | null
+    if (proto === null || Object.getPrototypeOf(proto) === null) {
+      return typeof (value as { toJSON?: unknown }).toJSON === 'function' ? 'an object with a toJSON method (JSON would send what it returns)' : null
+    }
+    const name = (proto as { constructor?: { name?: unknown } }).constructor?.name
+    return typeof name === 'string' && name !== '' ? `a ${name}` : 'an object with a prototype of its own'
+  } catch (error) {
+    return `a value that cannot be read (${error instanceof Error ? error.message : String(error)})`
+  }
+}
+
+/**
  * Whether JSON text holds a lone UTF-16 surrogate: half of a character such as an emoji (cut by a
  * `slice()`), written as a `\uXXXX` escape (as `JSON.stringify` writes one; either case) or as the
  * code unit itself, with no other half beside it. A pair written as two escapes (`\ud83d\ude00`,
@@ -231,6 +258,9 @@ export function hasLoneSurrogate(json: string): boolean {
  * malformed` on half of a character, and a header value holds Latin-1 only (RFC 9110 section
  * 5.5), so every attempt would fail the same way, for ever. Ends with the carrier, e.g. `a URL`.
  */
+/** Why a frame holding half of a character is not sent (hasLoneSurrogate). */
+export const LONE_SURROGATE_MESSAGE = "it holds a lone UTF-16 surrogate (half of a character such as an emoji, cut by a slice()); Phoenix's JSON decoder refuses it by closing the socket (1011)"
+
 export const LONE_SURROGATE_CANNOT_GO_IN = 'it holds a lone UTF-16 surrogate (half of a character such as an emoji, cut by a slice()), which cannot go in'
 
 /** Whether `text` is whole UTF-16: no lone surrogate. */

@@ -25,7 +25,9 @@ import {
   hasLoneSurrogate,
   isWellFormedText,
   LONE_SURROGATE_CANNOT_GO_IN,
+  LONE_SURROGATE_MESSAGE,
   isReservedEvent,
+  notPlainObject,
   parseControlSignal,
   SUPERSEDE_EVENT,
   type Frame,
@@ -477,8 +479,6 @@ interface AppAttempt {
   attachment: Attachment | null
 }
 
-/** Why a frame holding half of a character is not sent (protocol.ts hasLoneSurrogate). */
-export const LONE_SURROGATE_MESSAGE = "it holds a lone UTF-16 surrogate (half of a character such as an emoji, cut by a slice()); Phoenix's JSON decoder refuses it by closing the socket (1011)"
 
 /** Whether join params, as JSON, hold a lone surrogate; params JSON cannot encode are left to the join's own failure. */
 function paramsHoldLoneSurrogate(params: object): boolean {
@@ -634,6 +634,9 @@ export class PhoenixAdapter {
     if (!c.params || typeof c.params !== 'object' || Array.isArray(c.params) || Object.values(c.params).some((v) => typeof v !== 'string')) {
       return `params must be an object of string values, got ${describeValue(c.params)}`
     }
+    // A Map or a class instance would be sent as no params, or not as the caller holds them.
+    const notPlain = notPlainObject(c.params)
+    if (notPlain !== null) return `params must be a plain object of string values, got ${notPlain}`
     const broken = Object.entries(c.params).find(([k, v]) => !isWellFormedText(k) || !isWellFormedText(v))
     if (broken) return `params ${isWellFormedText(broken[0]) ? `value of ${JSON.stringify(broken[0])}` : 'key'} cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} a URL`
     return null
@@ -674,7 +677,12 @@ export class PhoenixAdapter {
     run.params = this.settleInput(
       `the join params of channel ${attempt.topic}`,
       (signal) => this.config.channelParams(attempt.topic, signal.info(attempt.generation)),
-      (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (paramsHoldLoneSurrogate(value) ? LONE_SURROGATE_MESSAGE : null) : `expected an object, got ${describeValue(value)}`),
+      (value) => {
+        // A Map, a Date, a typed array or a class instance would be sent as something else ({}, a string, indices).
+        const what = notPlainObject(value)
+        if (what !== null) return `expected a plain object, got ${what}`
+        return paramsHoldLoneSurrogate(value as object) ? LONE_SURROGATE_MESSAGE : null
+      },
       (params: object) => {
         if (!run.ended) run.attachment = this.attachApp(attempt, params)
       },

@@ -4,6 +4,7 @@
  * Both directions: a misbehaving server against the link, a misbehaving client against the
  * simulator.
  */
+import { runInNewContext } from 'node:vm'
 import { describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import { controlTopic, encodeBinaryToClient } from '../../src/protocol.js'
@@ -261,6 +262,53 @@ describe('a misbehaving client against the simulator', () => {
     expect(link.state).toBe('connected')
     // A topic holding half a character could never be joined: refused at once.
     expect(() => link.channel(`room:${'😀'.slice(0, 1)}`)).toThrow(/lone UTF-16 surrogate/)
+  })
+
+  it('an event name holding half a character is PUSH_INVALID for a binary push as for a JSON one: nothing is sent (TextEncoder would send U+FFFD, a name never used)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:bin')
+    await room.joined()
+    const bytes = new Uint8Array([1, 2, 3]).buffer
+    for (const payload of [bytes, { a: 1 }]) {
+      await expect(room.push('typing\uD83D', payload)).rejects.toMatchObject({ code: 'PUSH_INVALID', message: expect.stringContaining('lone UTF-16 surrogate') })
+    }
+    // A whole character in an event name goes, in both frames.
+    expect(await room.push('typing😀', bytes)).toEqual({})
+    const [conn] = sim.live('agent-1')
+    const events = conn!.frames.filter((f) => f.dir === 'in' && f.frame?.topic === 'room:bin').map((f) => f.frame!.event)
+    expect(events).toEqual(['phx_join', 'typing😀'])
+    expect(link.state).toBe('connected')
+  })
+
+  it('channel params that JSON would send as something else (a Map, a Date, a typed array, a class instance) are refused, given at once or by a function: never sent changed', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    class Token {
+      constructor(readonly value: string) {}
+    }
+    const odd: Array<[string, object, string]> = [
+      ['room:map', new Map([['token', 'secret']]), 'a Map'],
+      ['room:date', new Date(0), 'a Date'],
+      ['room:typed', new Uint8Array([1, 2]), 'a Uint8Array'],
+      ['room:class', new Token('secret'), 'a Token'],
+    ]
+    for (const [topic, params, what] of odd) {
+      expect(() => link.channel(topic, params)).toThrow(`channel ${topic}: params must be a plain object or a function returning one, got ${what}`)
+    }
+    const room = link.channel('room:fn-map', () => new Map([['token', 'secret']]))
+    const errored = new Promise<string>((resolve) => room.onStatus((status, reason) => status === 'errored' && resolve(`${reason?.kind}: ${(reason as { detail?: string } | null)?.detail}`)))
+    expect(await errored).toBe('other: the join params of channel room:fn-map: expected a plain object, got a Map')
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:fn-map')).toEqual([])
+    // A null-prototype object and a plain object of another realm are plain: they join.
+    const bare = Object.assign(Object.create(null) as object, { token: 'a' })
+    await link.channel('room:bare', bare).joined()
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:bare')[0]).toMatchObject({ payload: { token: 'a' } })
+    await link.channel('room:realm', runInNewContext('({ token: "b" })') as object).joined()
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:realm')[0]).toMatchObject({ payload: { token: 'b' } })
+    expect(link.state).toBe('connected')
   })
 
   it('refuses unauthenticated sockets (403) and joins of another agent\'s control channel', async () => {
