@@ -18,9 +18,10 @@
  *   every session state, the backoff included; leaving `online` runs `endTransport`, so the socket
  *   is ended, not flagged. One read on the previous key holder while the next one's upgrade is
  *   out and unanswered may be the platform superseding that socket because of our own next one:
- *   it is held (`awaitsUpgradeOutcome`) until that upgrade's outcome is known, and ends the
- *   session if the upgrade fails (`isHeldSupersedeAnothers`: refused, dropped or timed out, it
- *   caused nothing), or is reported as ignored once the server accepts it.
+ *   it is held (`awaitsUpgradeOutcome`) until that upgrade is answered, and ends the session if
+ *   the server refuses the upgrade (`isRefusalOfHeldUpgrade`: it refuses before it supersedes, so
+ *   the upgrade caused nothing), or is reported as ignored once the server accepts it, or when
+ *   the upgrade ends unanswered (dropped, timed out: the server may have accepted it).
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
  * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing or closing a socket
@@ -188,11 +189,12 @@ export interface ConnectionContext {
   /**
    * A supersede read on the previous key holder (`priorKeyHolder`) while the current transport's
    * upgrade is out and unanswered (`awaitsUpgradeOutcome`), as its reason; null while none. Our
-   * own upgrade may have caused it, so it waits for that upgrade's outcome: if the upgrade fails
-   * (refused, dropped, timed out: `releaseKeyClaim`), it caused nothing and the supersede was
-   * another instance's, which ends the session (`isHeldSupersedeAnothers`); if the server accepts
-   * it, or the session leaves `connecting` another way, it is reported as ignored
-   * (`dismissHeldSupersede`).
+   * own upgrade may have caused it, so it waits for that upgrade's answer: if the server refuses
+   * it (an HTTP status: the platform refuses before it supersedes), it caused nothing and the
+   * supersede was another instance's, which ends the session (`isRefusalOfHeldUpgrade`); if the
+   * server accepts it, or the upgrade ends with no answer (a drop, the connect timeout: the server
+   * may have accepted it and its 101 been lost), or the session leaves `connecting` another way,
+   * it is reported as ignored (`dismissHeldSupersede`).
    */
   heldSupersede: ReasonLike | null
 }
@@ -238,11 +240,13 @@ export const connectionMachine = setup({
       return context.keyHolder === context.generation && context.priorKeyHolder !== 0 && generation === context.priorKeyHolder
     },
     /**
-     * A supersede is held and the upgrade it waited on gave its claim back (refused, dropped, or
-     * timed out unanswered: `releaseKeyClaim`): that upgrade caused nothing on the server, so the
-     * supersede was another instance's. Named on `lost`.
+     * The server refused the current transport's upgrade while a supersede waits on it
+     * (`heldSupersede`): the platform refuses before it supersedes (../shared/real-phoenix
+     * `user_socket.ex`), so that upgrade caused nothing, and the supersede was another instance's.
+     * Only a refusal (an HTTP status) says so: an upgrade dropped or timed out unanswered may have
+     * been accepted, its 101 lost. Named on `socket.upgradeRejected` in `online.connecting`.
      */
-    isHeldSupersedeAnothers: ({ context }) => context.heldSupersede !== null && context.keyHolder !== context.generation,
+    isRefusalOfHeldUpgrade: ({ context, event }) => context.heldSupersede !== null && (event as unknown as Origin).generation === context.generation,
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
@@ -292,12 +296,13 @@ export const connectionMachine = setup({
       }
       enqueue.assign({ heldSupersede: (event as Extract<ConnectionEvent, { type: 'control.supersede' }>).reason })
     }),
-    // Named on `lost` when the held supersede was another instance's: it is the session's reason.
+    // Named on the refusal of the upgrade a supersede waited on (`isRefusalOfHeldUpgrade`): it is the session's reason.
     recordHeldSupersede: assign({ lastReason: ({ context }) => context.heldSupersede, heldSupersede: null }),
     // The held supersede decides nothing: the upgrade it waited on was accepted (socket.open: it
     // may be the platform superseding our previous socket because of it), the host stopped the
-    // session (host.disconnect), or the upgrade's outcome is unknown (an I/O fault, entering
-    // `reconnecting`). Reported as ignored, saying which.
+    // session (host.disconnect), or the upgrade ended with no answer (entering `reconnecting`
+    // after a drop or the connect timeout: the server may have accepted it; or an I/O fault).
+    // Reported as ignored, saying which.
     dismissHeldSupersede: enqueueActions(({ context, event, enqueue }) => {
       const held = context.heldSupersede
       if (held === null) return
@@ -306,7 +311,13 @@ export const connectionMachine = setup({
           ? 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
           : event.type === 'host.disconnect'
             ? 'the host stopped the session first'
-            : "the next upgrade's outcome is unknown (it failed inside phoenix-link)"
+            : event.type === 'socket.close'
+              ? 'the next upgrade was dropped with no answer, so the server may have accepted it'
+              : event.type.startsWith('xstate.after.connectTimeout')
+                ? 'the next upgrade went unanswered until the connect timeout, so the server may have accepted it'
+                : event.type === 'io.failed'
+                  ? "the next upgrade's outcome is unknown (it failed inside phoenix-link)"
+                  : `the next upgrade's outcome is unknown (${event.type})`
       enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${held.generation}), held while the next upgrade was out: ${why}` })
       enqueue.assign({ heldSupersede: null })
     }),
@@ -652,8 +663,11 @@ export const connectionMachine = setup({
                   actions: ['claimKey', 'tellReconnectOpened', 'dismissHeldSupersede'],
                 },
                 // Read on the socket lost before while this one's upgrade is out: ours or another
-                // instance's; this upgrade's outcome decides (`lost`, `isHeldSupersedeAnothers`).
+                // instance's; this upgrade's answer decides.
                 'control.supersede': { guard: 'awaitsUpgradeOutcome', actions: 'holdSupersede', meta: { rule: 'supersede-is-terminal' } },
+                // Refused: it caused nothing, so the held supersede was another instance's. (Any
+                // other refusal is the `online` transition's: a loss.)
+                'socket.upgradeRejected': { guard: 'isRefusalOfHeldUpgrade', target: '#connection.terminated', actions: 'recordHeldSupersede', meta: { rule: 'supersede-is-terminal' } },
                 // Lost before it opened (dropped, refused at TCP, or its upgrade never answered): the
                 // server accepted nothing of it that we know of, so it gives the key back, as a
                 // refused upgrade does. A supersede read later on the socket lost before is another
@@ -759,8 +773,6 @@ export const connectionMachine = setup({
         lost: {
           description: 'Transient: the loss just recorded is terminal (supersede, refusal) or retried.',
           always: [
-            // The upgrade a held supersede waited on failed: it caused nothing, so another instance holds the key.
-            { guard: 'isHeldSupersedeAnothers', target: '#connection.terminated', actions: 'recordHeldSupersede', meta: { rule: 'supersede-is-terminal' } },
             { guard: 'isOwnConflict', target: 'reconnecting', actions: 'retryOwnConflict', meta: { rule: 'own-conflict-retries' } },
             { guard: 'isTerminalLoss', target: '#connection.terminated', meta: { rule: 'upgrade-rejection-is-terminal' } },
             { target: 'reconnecting', meta: { rule: 'normal-close-reconnects' } },
@@ -769,7 +781,8 @@ export const connectionMachine = setup({
         /** No transport; the reconnect chart decides the wait. */
         reconnecting: {
           description: 'No transport; the reconnect chart chooses the wait or gives up.',
-          // A supersede still held here waited on an upgrade whose outcome is unknown (an I/O fault): ignored.
+          // A supersede still held here waited on an upgrade that ended with no answer (a drop, the
+          // connect timeout, an I/O fault): the server may have accepted it, so it is ignored.
           entry: ['tellReconnectLost', 'dismissHeldSupersede'],
           initial: 'deciding',
           states: {

@@ -31,10 +31,17 @@ export const MUTATIONS: RuleMutation[] = [
   },
   {
     rule: 'supersede-is-terminal',
-    how: 'a supersede held while the next upgrade is out never ends the session, though that upgrade failed',
+    how: 'a supersede held while the next upgrade is out never ends the session, though the server refused that upgrade',
     file: 'machines/connection.ts',
-    from: 'isHeldSupersedeAnothers: ({ context }) => context.heldSupersede !== null && context.keyHolder !== context.generation,',
-    to: 'isHeldSupersedeAnothers: () => false,',
+    from: 'isRefusalOfHeldUpgrade: ({ context, event }) => context.heldSupersede !== null && (event as unknown as Origin).generation === context.generation,',
+    to: 'isRefusalOfHeldUpgrade: () => false,',
+  },
+  {
+    rule: 'supersede-is-terminal',
+    how: 'a supersede held while the next upgrade is out ends the session when that upgrade is dropped unanswered (the server may have accepted it)',
+    file: 'machines/connection.ts',
+    from: "'socket.close': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: ['recordLoss', 'releaseKeyClaim'], meta: { rule: 'normal-close-reconnects' } },",
+    to: "'socket.close': [{ guard: ({ context, event }) => context.heldSupersede !== null && (event as unknown as Origin).generation === context.generation, target: '#connection.terminated', actions: 'recordHeldSupersede' }, { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: ['recordLoss', 'releaseKeyClaim'], meta: { rule: 'normal-close-reconnects' } }],",
   },
   {
     rule: 'upgrade-rejection-is-terminal',

@@ -725,10 +725,15 @@ export class Link {
    * An app channel, joined on every connected transport with a fresh join_ref until `leave()`.
    * Calling it again for an active topic returns the same handle (the first params stay).
    *
-   * @param params join params, or a function called at every join attempt (for fresh tokens),
-   *   sync or async with `{ signal }`; a throw, a rejection, a value that is not an object or no
-   *   answer within `transport.credentialsTimeoutMs` fails that attempt (the channel reads
-   *   `errored` with an `other` reason) and it is retried with the rejoin backoff.
+   * @param params join params as a plain object (prototype `Object.prototype` of any realm, or
+   *   null; no `toJSON`), or a function called at every join attempt (for fresh tokens), sync or
+   *   async with `{ signal }`; a throw, a rejection, a value that is not a plain object (a Map, a
+   *   Date, a typed array, a class instance: JSON would send it as something else) or no answer
+   *   within `transport.credentialsTimeoutMs` fails that attempt (the channel reads `errored` with
+   *   an `other` reason) and it is retried with the rejoin backoff.
+   * @throws {ConfigurationError} for a topic that is empty, reserved (`phoenix`, `agent_control:*`)
+   *   or holds half a character, and for params given at once that are not a plain object, that
+   *   JSON cannot encode, or that hold half a character.
    */
   channel(topic: string, params: object | ((attempt: AttemptInfo) => object | Promise<object>) = {}): LinkChannel {
     if (typeof topic !== 'string' || topic === '') throw new ConfigurationError('channel topic must be a non-empty string')

@@ -258,10 +258,13 @@ export function hasLoneSurrogate(json: string): boolean {
  * malformed` on half of a character, and a header value holds Latin-1 only (RFC 9110 section
  * 5.5), so every attempt would fail the same way, for ever. Ends with the carrier, e.g. `a URL`.
  */
-/** Why a frame holding half of a character is not sent (hasLoneSurrogate). */
-export const LONE_SURROGATE_MESSAGE = "it holds a lone UTF-16 surrogate (half of a character such as an emoji, cut by a slice()); Phoenix's JSON decoder refuses it by closing the socket (1011)"
-
 export const LONE_SURROGATE_CANNOT_GO_IN = 'it holds a lone UTF-16 surrogate (half of a character such as an emoji, cut by a slice()), which cannot go in'
+
+/**
+ * Why a frame holding half of a character is not sent (hasLoneSurrogate): the reason of a push's
+ * `PUSH_INVALID`, of a channel's `ConfigurationError`, and of a join attempt's `other`.
+ */
+export const LONE_SURROGATE_MESSAGE = "it holds a lone UTF-16 surrogate (half of a character such as an emoji, cut by a slice()); Phoenix's JSON decoder refuses it by closing the socket (1011)"
 
 /** Whether `text` is whole UTF-16: no lone surrogate. */
 export const isWellFormedText = (text: string): boolean => !hasLoneSurrogate(JSON.stringify(text))

@@ -15,10 +15,14 @@
  * - `refuseNew()` / `acceptNew()`: the relay's port stops listening, so a new TCP connection is
  *   refused (ECONNREFUSED: no byte of the attempt reaches the server), and listens again; the
  *   current connections are untouched.
- * - `holdNew()` / `dropHeld()`: a new TCP connection is accepted and its bytes (the upgrade
- *   request) are held, never relayed, so the client's upgrade is sent and goes unanswered; then the
- *   held connections end with no answer (RST), and later ones flow again. No byte of a held
- *   connection reaches the server.
+ * - `holdNew('request')`: a new TCP connection is accepted and its bytes (the upgrade request)
+ *   are held, not relayed, so the client's upgrade is sent and goes unanswered; no byte of it
+ *   reaches the server until `passHeld()` relays it (and what follows) after all.
+ * - `holdNew('response')`: a new connection's bytes reach the server, but the server's answer (its
+ *   101, or its refusal) is held from the client: the server accepted an upgrade whose answer the
+ *   client never gets.
+ * - `dropHeld()`: ends every held connection with no answer (RST; on both sides for a held
+ *   response). After `passHeld()` or `dropHeld()` later connections flow again.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net'
 
@@ -34,8 +38,9 @@ export class FaultProxy {
   accepted = 0
   private readonly server: Server
   private readonly pairs = new Set<Pair>()
-  private readonly held = new Set<Socket>()
-  private holding = false
+  /** Held connections: the client's socket, and the server's once the request was relayed. */
+  private readonly held = new Set<{ client: Socket; upstream: Socket | null }>()
+  private holding: 'request' | 'response' | null = null
   private boundPort = 0
 
   private constructor(private readonly targetPort: number) {
@@ -105,9 +110,9 @@ export class FaultProxy {
     for (const pair of this.pairs) this.end(pair)
   }
 
-  /** Holds every later connection unrelayed (its upgrade request unanswered) until {@link dropHeld}. */
-  holdNew(): void {
-    this.holding = true
+  /** Holds every later connection's request (`'request'`) or the server's answer to it (`'response'`) until {@link passHeld} or {@link dropHeld}. */
+  holdNew(what: 'request' | 'response' = 'request'): void {
+    this.holding = what
   }
 
   /** Connections held by {@link holdNew}, still open. */
@@ -115,10 +120,24 @@ export class FaultProxy {
     return this.held.size
   }
 
-  /** Ends every held connection with no answer (RST) and stops holding: later connections flow. */
+  /** Relays every connection whose request is held after all (bytes and all), and stops holding. */
+  passHeld(): void {
+    this.holding = null
+    for (const held of this.held) {
+      if (held.upstream !== null) continue
+      this.held.delete(held)
+      this.pair(held.client)
+      held.client.resume()
+    }
+  }
+
+  /** Ends every held connection with no answer (RST, on both sides) and stops holding: later connections flow. */
   dropHeld(): void {
-    this.holding = false
-    for (const client of this.held) client.resetAndDestroy()
+    this.holding = null
+    for (const { client, upstream } of this.held) {
+      client.resetAndDestroy()
+      upstream?.resetAndDestroy()
+    }
     this.held.clear()
   }
 
@@ -145,7 +164,7 @@ export class FaultProxy {
 
   /** Ends every connection and stops listening; resolves once every socket is closed. */
   async close(): Promise<void> {
-    const closing = [...[...this.pairs].flatMap((p) => [p.client, p.upstream]), ...this.held].map(closed)
+    const closing = [...[...this.pairs].flatMap((p) => [p.client, p.upstream]), ...[...this.held].flatMap((h) => (h.upstream ? [h.client, h.upstream] : [h.client]))].map(closed)
     for (const pair of this.pairs) this.end(pair)
     this.dropHeld()
     await Promise.all(closing)
@@ -155,14 +174,36 @@ export class FaultProxy {
 
   private relay(client: Socket): void {
     this.accepted++
-    if (this.holding) {
-      // Accepted, never relayed: the client's upgrade request stays in the socket's buffers.
+    if (this.holding === 'request') {
+      // Accepted, not relayed: the client's upgrade request stays in the socket's buffers.
+      const held = { client, upstream: null }
       client.pause()
       client.on('error', () => {})
-      client.on('close', () => this.held.delete(client))
-      this.held.add(client)
+      client.on('close', () => this.held.delete(held))
+      this.held.add(held)
       return
     }
+    if (this.holding === 'response') {
+      // The request reaches the server; its answer is read and never passed on.
+      const upstream = connect(this.targetPort, '127.0.0.1')
+      const held = { client, upstream }
+      client.pipe(upstream)
+      upstream.on('data', () => {})
+      for (const socket of [client, upstream]) {
+        socket.on('error', () => {})
+        socket.on('close', () => {
+          this.held.delete(held)
+          client.destroy()
+          upstream.destroy()
+        })
+      }
+      this.held.add(held)
+      return
+    }
+    this.pair(client)
+  }
+
+  private pair(client: Socket): void {
     const upstream = connect(this.targetPort, '127.0.0.1')
     const pair: Pair = { client, upstream, holed: false }
     this.pairs.add(pair)

@@ -289,14 +289,14 @@ export function conformance(factory: PeerFactory): void {
         expect(await statuses(peer, agent)).toEqual([101, 101])
       })
 
-      it("a supersede read on the lost socket while the next upgrade is out and unanswered ends the link `superseded` once that upgrade fails (no answer, TCP reset): the newer instance keeps the key", async () => {
+      it("a supersede read on the lost socket while the next upgrade is out ends the link `superseded` once the server refuses that upgrade (it caused nothing): the newer instance keeps the key", async () => {
         const agent = peer.agent()
         const proxy = await scene().proxy(peer)
         const quickRetry = { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } }
         const older = scene().link(peer, agent, { url: proxy.url, policy: quickRetry })
         await older.connect()
         const [olderSocket] = await peer.live(agent)
-        proxy.holdNew()
+        proxy.holdNew('request')
         proxy.stallUplink()
         // The heartbeat times out; the next attempt's upgrade is sent to the relay, which holds it.
         await waitForChart(chartOf(older), (s) => s.context.generation === 2 && s.context.keyHolder === 2, 8_000)
@@ -307,14 +307,44 @@ export function conformance(factory: PeerFactory): void {
         // The server superseded the older link's lost socket, which the older link still reads: held, not acted on.
         await waitForChart(chartOf(older), (s) => s.context.heldSupersede !== null, 8_000)
         expect(older.state).toBe('connecting')
-        proxy.dropHeld()
+        // The held upgrade reaches the server now, and is refused.
+        await peer.refuse({ status: 503, retryAfterS: 1 })
+        proxy.passHeld()
         expect((await ended).reason).toMatchObject({ kind: 'superseded', targetSocketId: olderSocket, generation: 1 })
         expect(older.state).toBe('terminated')
         proxy.release()
         await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
         expect(newer.state).toBe('connected')
-        // The held upgrade never reached the server.
-        expect(await statuses(peer, agent)).toEqual([101, 101])
+        expect(await statuses(peer, agent)).toEqual([101, 101, 503])
+      })
+
+      it("the server accepts the next upgrade and supersedes the link's lost socket because of it, but its 101 never reaches the link (the connection reset): the supersede may be the link's own doing, so the link reconnects and stays connected, never `superseded`", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const quickRetry = { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } }
+        const link = scene().link(peer, agent, { url: proxy.url, policy: quickRetry })
+        await link.connect()
+        const [first] = await peer.live(agent)
+        proxy.holdNew('response')
+        proxy.stallUplink()
+        // The next upgrade reaches the server, which accepts it and supersedes the first socket; its 101 is held.
+        await waitForChart(chartOf(link), (s) => s.context.heldSupersede !== null, 8_000)
+        expect(link.state).toBe('connecting')
+        const ignored = next(link, 'ignored', { filter: (e) => e.event === 'control.supersede', timeoutMs: 8_000 })
+        const back = next(link, 'reconnected', { timeoutMs: 8_000 })
+        proxy.dropHeld()
+        expect((await ignored).detail).toBe(
+          'a supersede of the previous socket (generation 1), held while the next upgrade was out: the next upgrade was dropped with no answer, so the server may have accepted it',
+        )
+        await back
+        expect(link.state).toBe('connected')
+        expect(link.lastDisconnectReason?.kind).not.toBe('superseded')
+        proxy.release()
+        const [third] = await peer.live(agent)
+        await untilOnlyNewerLive(peer, agent, first, 'only the third socket live')
+        expect(await peer.live(agent)).toEqual([third])
+        expect(await statuses(peer, agent)).toEqual([101, 101, 101])
+        expect(link.state).toBe('connected')
       })
 
       it("the server superseding the link's own lost socket because its next one connected changes nothing: reported as ignored, the link stays connected", async () => {

@@ -206,27 +206,41 @@ describe('rule: supersede is terminal', () => {
     expect(state(run(r.s, { type: 'control.joinOk', generation: 2, epoch: 1 }))).toBe('connected')
   })
 
-  it('the upgrade a held supersede waited on fails (refused, dropped, or never answered): it caused nothing, so the supersede was another instance\'s and ends the session', () => {
+  it("the server refuses the upgrade a held supersede waited on: the platform refuses before it supersedes, so the upgrade caused nothing and the supersede was another instance's: the session ends", () => {
     const held = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
-    const failures: Array<[string, ConnectionEvent]> = [
+    for (const [how, event] of [
       ['refused 503', upgradeEvent(held, 503, '1')],
       ['refused 429', upgradeEvent(held, 429, '1')],
       ['refused 403', upgradeEvent(held, 403)],
       ['refused 409 (within the own-conflict window)', upgradeEvent(held, 409)],
-      ['dropped', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }],
-      ['timed out', { type: 'xstate.after.connectTimeout.connection.session.online.connecting' } as unknown as ConnectionEvent],
-    ]
-    for (const [how, event] of failures) {
+    ] as const) {
       const r = step(held, event)
       expect(state(r.s), how).toBe('terminated')
       expect(r.s.context.lastReason, how).toMatchObject({ kind: 'superseded', generation: 1, retryable: false })
       expect(r.s.context.heldSupersede, how).toBeNull()
       expect(r.io, how).not.toContainEqual(expect.objectContaining({ type: 'tellReconnect' }))
+      expect(r.io, how).toContainEqual({ type: 'endTransport', params: { generation: 2, epoch: 1 } })
       expect(r.emitted, how).toContainEqual({ type: 'link.disconnected', reason: r.s.context.lastReason, nextDelayMs: null, attempt: null })
     }
-    // Without a held supersede the same failures are retried (or end rejected), as before.
+    // A refusal of a stale transport's upgrade decides nothing.
+    expect(state(run(held, { ...upgradeEvent(held, 503, '1'), generation: 1 } as ConnectionEvent))).toBe('connecting')
+    // Without a held supersede the same refusal is retried, as before.
     const plain = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
     expect(state(run(plain, upgradeEvent(plain, 503, '1')))).toBe('reconnecting')
+  })
+
+  it('the upgrade a held supersede waited on ends with no answer (dropped, or timed out): the server may have accepted it, its 101 lost, so the supersede may be ours: ignored, saying why, and the link reconnects', () => {
+    const held = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
+    for (const [how, event, why] of [
+      ['dropped', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }, 'the next upgrade was dropped with no answer, so the server may have accepted it'],
+      ['timed out', { type: 'xstate.after.connectTimeout.connection.session.online.connecting' }, 'the next upgrade went unanswered until the connect timeout, so the server may have accepted it'],
+    ] as const) {
+      const r = step(held, event as unknown as ConnectionEvent)
+      expect(state(r.s), how).toBe('reconnecting')
+      expect(r.s.context.lastReason?.kind, how).toBe(how === 'dropped' ? 'dropped' : 'timed-out')
+      expect(r.s.context.heldSupersede, how).toBeNull()
+      expect(r.emitted, how).toContainEqual({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation 1), held while the next upgrade was out: ${why}` })
+    }
   })
 
   it('a held supersede whose upgrade ends another way decides nothing and says why: an I/O fault (outcome unknown), or the host stopping', () => {

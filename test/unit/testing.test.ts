@@ -4,7 +4,7 @@
  * host's own and on a factory that returns no link, each named by path, step and stimulus.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createLink } from '../../src/link.js'
+import { createLink, type Link } from '../../src/link.js'
 import { connectionPaths } from '../../src/node/model/paths.js'
 import {
   LIFECYCLE_ORACLES,
@@ -157,6 +157,32 @@ describe('the runner sees what a host does on its own', () => {
     )
     expect(failure, `${String(failure)} ${JSON.stringify(failure)}`).toBeInstanceOf(PathFailure)
     expect((failure as Error).message).toMatch(/moved the link from terminated to connecting|attempted \d+ upgrade/)
+  })
+
+  it('counts an attempt the link gave up on (its connect timeout) as one the server saw: another connection the host makes on its own is caught', async () => {
+    const path = pathFrom('host connect > upgrade sent > open > join crashed > backoff chosen > backoff elapsed > upgrade sent > stale supersede > connect timeout > backoff chosen', 10)
+    expect(path.name.endsWith('stale supersede > connect timeout > backoff chosen')).toBe(true)
+    const rogues: Link[] = []
+    const failure = await failureOf(
+      kit.run(path, (options) => {
+        const link = createLink(options)
+        // Another instance of the agent, started by the host once the timed-out attempt is reported.
+        link.on('disconnected', (e) => {
+          if (e.reason.kind !== 'timed-out' || rogues.length > 0) return
+          const rogue = createLink({ ...options, inspect: undefined })
+          rogues.push(rogue)
+          void rogue.connect().catch(() => {})
+        })
+        return {
+          link,
+          stop: () => kit.simulator.waitFor(() => kit.simulator.heldUpgradesOf(link.agentId) > 0, { timeoutMs: 5_000, what: "the other instance's upgrade held" }),
+        }
+      }),
+    )
+    await Promise.all(rogues.map((r) => r.disconnect()))
+    expect(rogues).toHaveLength(1)
+    expect(failure, String(failure)).toBeInstanceOf(PathFailure)
+    expect((failure as Error).message).toMatch(/attempted 3 upgrade\(s\), the path allows 2|attempted 1 upgrade\(s\) the path did not answer/)
   })
 
   it('reports the path failure, not the host stop() that throws after it, and still cleans up', async () => {
@@ -402,6 +428,23 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
     'connect-starts-a-session': ['host connect', at('idle'), at('connecting', { epoch: 1 })],
     'only-connect-leaves-offline': ['supersede', at('stopped'), at('connecting')],
   }
+  it('judges a supersede held while the next upgrade is out by that upgrade\'s answer: a refusal ends the session, a drop reconnects', () => {
+    const at2 = (state: string, reason: string | null = null) => ({ state: state as StepExpectation['state'], chartState: state, reason, code: null, generation: 2, epoch: 1 })
+    const held = { name: 'stale supersede', stimulus: { type: 'await', what: 'stale supersede' } as const, expect: at2('connecting') }
+    const check = (name: string, after: StepExpectation) => {
+      const step = { name, stimulus: { type: 'await', what: name } as const, expect: after }
+      const input = { path: { name, steps: [held, step] }, index: 1, step, before: at2('connecting'), after, wasConnected: true, wasAccepted: true } as OracleInput
+      return LIFECYCLE_ORACLES.map((o) => [o.name, o.check(input)] as const).filter(([, broken]) => broken !== null)
+    }
+    expect(check('upgrade 503', at2('terminated', 'superseded'))).toEqual([])
+    expect(check('upgrade 503', at2('reconnecting', 'rejected'))).toEqual([['supersede-is-terminal', 'upgrade 503 after a supersede held on the upgrade led to reconnecting (rejected)']])
+    expect(check('upgrade 409', at2('reconnecting', 'rejected'))).toEqual([['supersede-is-terminal', 'upgrade 409 after a supersede held on the upgrade led to reconnecting (rejected)']])
+    expect(check('drop', at2('reconnecting', 'dropped'))).toEqual([])
+    expect(check('drop', at2('terminated', 'superseded'))).toEqual([['normal-close-reconnects', 'drop from connecting led to terminated (superseded)']])
+    expect(check('connect timeout', at2('terminated', 'superseded'))).toEqual([['normal-close-reconnects', 'connect timeout from connecting led to terminated (superseded)']])
+    expect(check('open', at2('terminated', 'superseded'))).toEqual([['supersede-is-terminal', 'the upgrade a supersede was held on was accepted, and it led to terminated (superseded)']])
+  })
+
   it('covers every oracle', () => {
     expect(Object.keys(cases).sort()).toEqual(LIFECYCLE_ORACLES.map((o) => o.name).sort())
   })

@@ -120,6 +120,22 @@ describe('the simulator over HTTP', () => {
       expect((await post('/admin/answer-upgrade', { agent: 'held-1', answer: { status: 403 } })).body).toEqual({ answered: true })
       expect(await connecting).toMatchObject({ reason: { kind: 'rejected', status: 403 } })
       await held.disconnect()
+      // The newest held upgrade answered first; the oldest dropped, counted as ended unanswered.
+      const [older, newer] = ['held-a', 'held-b'].map((agentId) => createLink({ url, agentId, apiKey: 'k', policy: { reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } } }))
+      const olderUp = older!.connect().then(() => null, (error: unknown) => error)
+      expect((await post('/admin/wait', { until: 'heldUpgrades', agent: 'held-a', timeoutMs: 5000 })).body).toEqual({ count: 1 })
+      const newerUp = newer!.connect().then(() => null, (error: unknown) => error)
+      expect((await post('/admin/wait', { until: 'heldUpgrades', agent: 'held-b', timeoutMs: 5000 })).body).toEqual({ count: 1 })
+      expect((await post('/admin/answer-upgrade', { which: 'newest', answer: { status: 403 } })).body).toEqual({ answered: true })
+      expect(await newerUp).toMatchObject({ reason: { kind: 'rejected', status: 403 } })
+      expect((await call(http, 'GET', '/admin/held')).body).toMatchObject({ upgrades: 1, unanswered: 0 })
+      const dropped = older!.once('disconnected')
+      expect((await post('/admin/answer-upgrade', { which: 'oldest', answer: 'drop' })).body).toEqual({ answered: true })
+      expect(await dropped).toMatchObject({ reason: { kind: 'dropped' } })
+      expect((await call(http, 'GET', '/admin/held')).body).toMatchObject({ upgrades: 0, unanswered: 1 })
+      expect((await post('/admin/answer-upgrade', { which: 'last' })).status).toBe(400)
+      await Promise.all([older!.disconnect(), newer!.disconnect()])
+      expect(await olderUp).toMatchObject({ reason: { kind: 'graceful' } })
     } finally {
       child.kill('SIGTERM')
       expect(await exited(child)).toBe(0)
@@ -338,7 +354,7 @@ describe('the simulator over HTTP', () => {
     const byMethod: Record<string, string> = {
       live: 'GET /admin/sockets', accepted: 'GET /admin/sockets', settled: 'POST /admin/wait', waitFor: 'POST /admin/wait', closesSent: 'GET /admin/closes',
       refuseUpgrades: 'POST /admin/refuse-upgrades', refuseUpgradesOf: 'POST /admin/refuse-upgrades', onJoin: 'POST /admin/join-rule',
-      holdUpgrades: 'POST /admin/hold-upgrades', heldUpgrades: 'GET /admin/held', heldUpgradesOf: 'GET /admin/held', answerHeldUpgrade: 'POST /admin/answer-upgrade',
+      holdUpgrades: 'POST /admin/hold-upgrades', heldUpgrades: 'GET /admin/held', heldUpgradesOf: 'GET /admin/held', unansweredUpgradesOf: 'GET /admin/held', answerHeldUpgrade: 'POST /admin/answer-upgrade',
       heldJoins: 'GET /admin/held', answerHeldJoin: 'POST /admin/answer-join', resetScripts: 'POST /admin/reset', onPush: 'POST /admin/push-reply',
       close: 'POST /admin/close', abort: 'POST /admin/abort', disconnect: 'POST /admin/disconnect', setKeys: 'POST /admin/keys', revoke: 'POST /admin/revoke',
       unrevoke: 'POST /admin/unrevoke', freeze: 'POST /admin/freeze', stall: 'POST /admin/stall', restart: 'POST /admin/restart', push: 'POST /admin/push',

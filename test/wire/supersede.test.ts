@@ -247,26 +247,40 @@ describe('rule: supersede is terminal', () => {
     return { sim, older, newer, gen1: gen1!, release }
   }
 
-  for (const [how, answer] of [
-    ['refused 503', { status: 503, retryAfter: '1' }],
-    ['dropped unanswered', 'drop'],
-  ] as const) {
-    it(`a supersede read on the lost socket while the next upgrade is out ends the link superseded once that upgrade fails (${how}): it caused nothing; the newer instance stays`, async () => {
-      const { sim, older, newer, gen1, release } = await supersedeWhileUpgradeOut()
-      const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
-      expect(sim.answerHeldUpgrade(answer, 'agent-1')).toBe(true)
-      expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1, retryable: false })
-      expect(older.state).toBe('terminated')
-      expect(newer.state).toBe('connected')
-      release()
-      expect(sim.abort(gen1)).toBe(1)
-      await sim.waitFor(() => sim.live('agent-1').length === 1, { what: "only the newer instance's socket live" })
-      // No attempt of the older link after the failed one; the newer instance's socket is the only live one.
-      expect(sim.upgrades.filter((u) => u.agentId === 'agent-1')).toHaveLength(answer === 'drop' ? 2 : 3)
-      expect(sim.live('agent-1')).toHaveLength(1)
-      expect(newer.state).toBe('connected')
-    })
-  }
+  it('a supersede read on the lost socket while the next upgrade is out ends the link superseded once the server refuses that upgrade (503): it caused nothing; the newer instance stays', async () => {
+    const { sim, older, newer, gen1, release } = await supersedeWhileUpgradeOut()
+    const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+    expect(sim.answerHeldUpgrade({ status: 503, retryAfter: '1' }, 'agent-1')).toBe(true)
+    expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1, retryable: false })
+    expect(older.state).toBe('terminated')
+    expect(newer.state).toBe('connected')
+    release()
+    expect(sim.abort(gen1)).toBe(1)
+    await sim.waitFor(() => sim.live('agent-1').length === 1, { what: "only the newer instance's socket live" })
+    // No attempt of the older link after the refused one; the newer instance's socket is the only live one.
+    expect(sim.upgrades.filter((u) => u.agentId === 'agent-1').map((u) => u.status)).toEqual([101, 101, 503])
+    expect(newer.state).toBe('connected')
+  })
+
+  it('a supersede read on the lost socket while the next upgrade is out is ignored when that upgrade ends with no answer (dropped): the server may have accepted it, so the link reconnects; the platform decides the race with the newer instance', async () => {
+    const { sim, older, newer, gen1, release } = await supersedeWhileUpgradeOut()
+    const ignored = next(older, 'ignored', { filter: (e) => e.event === 'control.supersede' })
+    const retried = next(older, 'disconnected')
+    expect(sim.answerHeldUpgrade('drop', 'agent-1')).toBe(true)
+    expect((await ignored).detail).toBe(
+      'a supersede of the previous socket (generation 1), held while the next upgrade was out: the next upgrade was dropped with no answer, so the server may have accepted it',
+    )
+    expect(await retried).toMatchObject({ terminal: false, reason: { kind: 'dropped', generation: 2 } })
+    expect(sim.unansweredUpgradesOf('agent-1')).toBe(1)
+    // The next attempt is held too; accepted, it supersedes the newer instance (the platform's own rule).
+    await sim.waitFor(() => sim.heldUpgradesOf('agent-1') === 1, { what: "the older link's third upgrade held" })
+    const newerEnded = next(newer, 'disconnected', { filter: (e) => e.terminal })
+    release()
+    await untilState(older, 'connected')
+    expect((await newerEnded).reason).toMatchObject({ kind: 'superseded' })
+    expect(sim.abort(gen1)).toBe(1)
+    expect(older.state).toBe('connected')
+  })
 
   it('a supersede read on the lost socket while the next upgrade is out changes nothing once the server accepts that upgrade (it may have caused it): reported as ignored, the link connects', async () => {
     const { sim, older, newer, gen1, release } = await supersedeWhileUpgradeOut()

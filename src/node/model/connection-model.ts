@@ -155,7 +155,9 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
   const stale = () => {
     if (g > 1) add('stale close', 'inject', { type: 'socket.close', reason: classifyClose({ code: 1000, reason: '' }, g - 1, 0), generation: g - 1, epoch: e })
     // Generations grow across sessions: an earlier session's transport is an older generation.
-    if (e > 1) add('earlier-session supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, g - 1, 0), generation: g - 1, epoch: e - 1 })
+    // Generation 1 is the first session's first transport, surely an earlier session's once e > 1
+    // (g - 1 may be this session's own previous socket, whose supersede is another stimulus).
+    if (e > 1) add('earlier-session supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, 1, 0), generation: 1, epoch: 1 })
   }
   const host = () => {
     add('host connect', 'host', { type: 'host.connect' })

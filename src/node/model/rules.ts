@@ -16,11 +16,16 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'supersede-is-terminal',
-    rule: 'A supersede push ends the session for good, while connecting, joining, connected and in the backoff after; the socket is ended; no reconnect follows.',
+    rule: "A supersede push ends the session for good, while connecting, joining, connected and in the backoff after; the socket is ended; no reconnect follows. One read on the socket just lost while the next upgrade is out waits for that upgrade's answer: a refusal ends the session (the upgrade caused nothing); an accepted upgrade, a drop or a timeout (the server may have accepted it) leave it ignored.",
     tests: [
       ['test/machines/connection.test.ts', 'while the backoff (waiting): terminated with the superseded reason; the transport is stopped'],
       ['test/wire/supersede.test.ts', 'supersede push then close 1000 -> terminated, superseded with the payload fields, no new connection (scenario 9)'],
       ['test/wire/supersede.test.ts', 'supersede in the same read just before the join reply: connect() rejects, never connected (scenario 11)'],
+      ['test/wire/supersede.test.ts', 'a supersede read on the lost socket while the next upgrade is out ends the link superseded once the server refuses that upgrade (503): it caused nothing; the newer instance stays'],
+      [
+        'test/wire/supersede.test.ts',
+        'a supersede read on the lost socket while the next upgrade is out is ignored when that upgrade ends with no answer (dropped): the server may have accepted it, so the link reconnects; the platform decides the race with the newer instance',
+      ],
     ],
   },
   {

@@ -258,9 +258,14 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
   route({
     method: 'GET',
     path: '/admin/held',
-    summary: 'Upgrades and joins held unanswered.',
-    response: z.strictObject({ upgrades: z.number(), joins: z.array(Json) }),
-    run: ({ sim }) => ok({ upgrades: sim.heldUpgrades, joins: sim.heldJoins.map((j) => ({ socket: j.connection.id, agentId: j.connection.agentId, topic: j.topic, joinRef: j.joinRef })) }),
+    summary: 'Upgrades and joins held unanswered, and how many held upgrades ended with no answer (closed by the client, or dropped).',
+    response: z.strictObject({ upgrades: z.number(), unanswered: z.number(), joins: z.array(Json) }),
+    run: ({ sim }) =>
+      ok({
+        upgrades: sim.heldUpgrades,
+        unanswered: sim.unansweredUpgradesOf(),
+        joins: sim.heldJoins.map((j) => ({ socket: j.connection.id, agentId: j.connection.agentId, topic: j.topic, joinRef: j.joinRef })),
+      }),
   }),
   route({
     method: 'GET',

@@ -365,6 +365,8 @@ export class PlatformSimulator extends EventEmitter {
   private readonly keptAlive = new Set<Duplex>()
   private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
   private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> | null = null
+  /** Held upgrades that ended with no answer, by agent id (null: a request without one). */
+  private readonly unanswered = new Map<string | null, number>()
   private holdMatch: RegExp | null = null
   /** Joins held unanswered, each with the later frames of the same join (same join_ref), which wait behind it. */
   private readonly heldJoinFrames: Array<{ connection: SimConnection; frame: Frame; behind: Frame[] }> = []
@@ -635,6 +637,20 @@ export class PlatformSimulator extends EventEmitter {
   /** Held upgrades of one agent. */
   heldUpgradesOf(agentId: string): number {
     return this.held?.filter((h) => h.agentId === agentId).length ?? 0
+  }
+
+  /**
+   * Upgrades held by {@link holdUpgrades} that ended with no answer: closed by the client while
+   * held (it gave up on it: its connect timeout), or answered `'drop'`; of `agentId` when given,
+   * else of every agent. Neither kind is in {@link upgrades} (which records answered upgrades), so
+   * `upgrades` of the agent, {@link heldUpgradesOf} and this count together are every upgrade of
+   * it the server saw while holding.
+   */
+  unansweredUpgradesOf(agentId?: string): number {
+    if (agentId !== undefined) return this.unanswered.get(agentId) ?? 0
+    let total = 0
+    for (const n of this.unanswered.values()) total += n
+    return total
   }
 
   /**
@@ -1311,10 +1327,14 @@ export class PlatformSimulator extends EventEmitter {
     }
     if (this.held && (this.holdMatch === null || this.holdMatch.test(agentId ?? ''))) {
       // A client that gives up on a held upgrade closes its end: close ours and forget it.
+      const unanswered = () => this.unanswered.set(agentId, (this.unanswered.get(agentId) ?? 0) + 1)
       const entry = {
         agentId,
         answer: (refusal?: UpgradeRefusal | 'drop') => {
-          if (socket.destroyed || this.stopping || refusal === 'drop') socket.destroy()
+          if (socket.destroyed || this.stopping || refusal === 'drop') {
+            unanswered()
+            socket.destroy()
+          }
           else if (refusal) this.refuse(socket, refusal, agentId, 'scripted refusal of a held upgrade', head)
           else this.answerUpgradeSafely(req, socket, head)
         },
@@ -1323,7 +1343,10 @@ export class PlatformSimulator extends EventEmitter {
       socket.once('end', () => socket.destroy())
       socket.once('close', () => {
         const index = this.held?.indexOf(entry) ?? -1
-        if (index >= 0) this.held!.splice(index, 1)
+        if (index >= 0) {
+          this.held!.splice(index, 1)
+          unanswered()
+        }
         this.changed()
       })
       this.changed()

@@ -87,8 +87,12 @@ function same(a: StepExpectation, b: StepExpectation): boolean {
   return JSON.stringify(a.chartState) === JSON.stringify(b.chartState) && a.reason === b.reason
 }
 
-/** What ends the upgrade a held supersede waits on without the server accepting it. */
-const UPGRADE_FAILURES = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'upgrade 429', 'upgrade 503', 'drop', 'connect timeout'])
+/**
+ * The server's refusals of the upgrade a held supersede waits on: the platform refuses before it
+ * supersedes, so the upgrade caused nothing. (A drop or the connect timeout may follow an upgrade
+ * the server accepted, its 101 lost: those reconnect, as every drop and timeout does.)
+ */
+const UPGRADE_REFUSALS = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'upgrade 429', 'upgrade 503'])
 
 /**
  * Whether a supersede of the socket lost before was read during this connecting attempt, after
@@ -141,11 +145,11 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   {
     name: 'supersede-is-terminal',
     rule:
-      'A supersede ends the session for good, in every state of a session, read during the backoff on the socket just lost too; one read on the socket lost before while the next upgrade is out ends it once that upgrade fails, and changes nothing once the server accepts it.',
+      'A supersede ends the session for good, in every state of a session, read during the backoff on the socket just lost too; one read on the socket lost before while the next upgrade is out ends it once the server refuses that upgrade, and changes nothing once the server accepts it or it ends unanswered.',
     check: (input) => {
       const { step, before, after } = input
       if (supersedeHeld(input)) {
-        if (UPGRADE_FAILURES.has(step.name)) {
+        if (UPGRADE_REFUSALS.has(step.name)) {
           return after.state === 'terminated' && after.reason === 'superseded' ? null : `${step.name} after a supersede held on the upgrade led to ${after.state} (${after.reason})`
         }
         if (step.name === 'open') return after.state === 'joining' ? null : `the upgrade a supersede was held on was accepted, and it led to ${after.state} (${after.reason})`
@@ -159,7 +163,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
     name: 'own-conflict-retries',
     rule: 'A 409 after the server accepted a socket of this link may be the platform still holding that socket: retried, reported as rejected.',
     check: (input) => {
-      if (!ownConflict(input) || supersedeHeld(input)) return null
+      if (!ownConflict(input) || supersedeHeld(input)) return null // a refusal after a held supersede ends the session: supersede-is-terminal
       const { after } = input
       return after.state === 'reconnecting' && after.reason === 'rejected' ? null : `upgrade 409 after a socket of this link was accepted led to ${after.state} (${after.reason})`
     },
@@ -178,7 +182,8 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
     rule: 'A normal close (1000, 1001, 1011, 1012, 1013, 4001), a drop, a heartbeat timeout, a 429/503 and every timeout reconnect.',
     check: (input) => {
       const { step, before, after } = input
-      if (!RETRIED.has(step.name) || !SESSION.has(before.state) || before.state === 'stopping' || supersedeHeld(input)) return null
+      // A 429/503 after a held supersede ends the session (supersede-is-terminal); a drop or a timeout still reconnects.
+      if (!RETRIED.has(step.name) || !SESSION.has(before.state) || before.state === 'stopping' || (supersedeHeld(input) && UPGRADE_REFUSALS.has(step.name))) return null
       return after.state === 'reconnecting' ? null : `${step.name} from ${before.state} led to ${after.state} (${after.reason})`
     },
   },

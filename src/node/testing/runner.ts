@@ -245,11 +245,11 @@ export class PathKit {
     let opens = 0
     // Every upgrade the link attempted: answered, or still held by the kit (a link that comes
     // back on its own after a terminal step shows here, never as an accepted socket).
-    const attempts = () => sim.upgrades.filter((u) => u.agentId === agentId).length + sim.heldUpgradesOf(agentId)
-    // The path answers its upgrade steps or lets them time out (the simulator may still hold one
-    // the link gave up on); a path that ends connecting leaves one attempt in flight.
-    const allowed =
-      path.steps.filter((s) => s.stimulus.type.startsWith('upgrade.') || s.name === 'connect timeout').length + (path.steps.at(-1)?.expect.state === 'connecting' ? 1 : 0)
+    // Every upgrade the server saw: answered, still held, or ended unanswered (dropped, or given up by the link).
+    const attempts = () => sim.upgrades.filter((u) => u.agentId === agentId).length + sim.heldUpgradesOf(agentId) + sim.unansweredUpgradesOf(agentId)
+    // One upgrade per transport the chart opened (its generation counts them, across sessions):
+    // answered by the path, timed out, given up by the host, or still in flight at the end.
+    const allowed = path.steps.at(-1)?.expect.generation ?? 0
     let failure: unknown = null
     try {
       let before = observe(link)
