@@ -19,9 +19,14 @@
  *   is ended, not flagged. One read on the previous key holder while the next one's upgrade is
  *   out and unanswered may be the platform superseding that socket because of our own next one:
  *   it is held (`awaitsUpgradeOutcome`) until that upgrade is answered, and ends the session if
- *   the server refuses the upgrade (`isRefusalOfHeldUpgrade`: it refuses before it supersedes, so
- *   the upgrade caused nothing), or is reported as ignored once the server accepts it, or when
- *   the upgrade ends unanswered (dropped, timed out: the server may have accepted it).
+ *   the server refuses the upgrade (`isRefusalOfHeldUpgrade`: a 4xx or a 503, before it accepts
+ *   or supersedes, so the upgrade caused nothing), or is reported as ignored once the server
+ *   accepts it. An upgrade that ends with no answer (a drop, the connect timeout, a gateway's
+ *   other 5xx) keeps the key claim, as the server may have accepted it; a supersede held on it,
+ *   or read later on the socket before it (`isAmbiguousSupersede`), has an unknown cause
+ *   (`ambiguousSupersede`): the next attempts are conflict probes (`on_conflict=reject`), so no
+ *   other instance is evicted to find out; an accepted probe dismisses it, a probe refused 409
+ *   past `conflictRetryWindowMs` ends the session (`isProbeConflict`).
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
  * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing or closing a socket
@@ -52,7 +57,7 @@ import { assign, emit, enqueueActions, setup } from 'xstate'
 import { DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
 import { DEFAULT_CONTROL_POLICY, type ControlDropCause, type ControlEvent, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
 import { DEFAULT_RECONNECT_POLICY, type ReconnectEvent, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
-import { gracefulReason, thrownText, timedOutReason, type Env, type Origin, type ReasonLike } from './types.js'
+import { gracefulReason, isRefusedUnaccepted, thrownText, timedOutReason, type Env, type Origin, type ReasonLike, type TransportOpen } from './types.js'
 import { DEFAULT_CONNECTION_POLICY, type ConnectionPolicy } from './connection-policy.js'
 
 export { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from './connection-policy.js'
@@ -173,6 +178,24 @@ export interface ConnectionContext {
   keyHolder: number
   /** The key holder before the current transport claimed the key: the holder again if its upgrade is refused. */
   priorKeyHolder: number
+  /**
+   * The generation of this session's newest transport the server accepted (`socket.open`); 0:
+   * none yet. A key holder newer than it sent its upgrade and had no answer (dropped, timed out,
+   * a gateway's 5xx): the server may have accepted it, its 101 lost, and superseded the socket
+   * before it because of it.
+   */
+  lastAccepted: number
+  /**
+   * A supersede whose cause the link cannot know (`isAmbiguousSupersede`, or a held one whose
+   * upgrade ended with no answer), with when it became so (env.monotonic); null while none. While
+   * set, every attempt is a conflict probe: its upgrade asks `on_conflict=reject` (the platform
+   * answers 409 instead of superseding another live socket of the agent, docs/field-notes.md), so
+   * the link never evicts another instance to find out. Accepted: no other instance holds the key,
+   * and it is reported as ignored. Refused 409 past `conflictRetryWindowMs` (within it the 409 may
+   * be our own unanswered socket, still held): another instance holds the key, and it ends the
+   * session.
+   */
+  ambiguousSupersede: { reason: ReasonLike; since: number } | null
   /** Topics of the app channels that have a channel chart, in the order the host asked for them. */
   channels: readonly string[]
   /** Arrival sequence of control signals. */
@@ -190,11 +213,11 @@ export interface ConnectionContext {
    * A supersede read on the previous key holder (`priorKeyHolder`) while the current transport's
    * upgrade is out and unanswered (`awaitsUpgradeOutcome`), as its reason; null while none. Our
    * own upgrade may have caused it, so it waits for that upgrade's answer: if the server refuses
-   * it (an HTTP status: the platform refuses before it supersedes), it caused nothing and the
+   * it (a 4xx or a 503: the platform refuses before it supersedes), it caused nothing and the
    * supersede was another instance's, which ends the session (`isRefusalOfHeldUpgrade`); if the
-   * server accepts it, or the upgrade ends with no answer (a drop, the connect timeout: the server
-   * may have accepted it and its 101 been lost), or the session leaves `connecting` another way,
-   * it is reported as ignored (`dismissHeldSupersede`).
+   * server accepts it, or the host stops, it is reported as ignored (`dismissHeldSupersede`); if
+   * the upgrade ends with no answer (a drop, the connect timeout, another 5xx: the server may have
+   * accepted it, its 101 lost), its cause is unknown (`ambiguousSupersede`).
    */
   heldSupersede: ReasonLike | null
 }
@@ -246,7 +269,33 @@ export const connectionMachine = setup({
      * Only a refusal (an HTTP status) says so: an upgrade dropped or timed out unanswered may have
      * been accepted, its 101 lost. Named on `socket.upgradeRejected` in `online.connecting`.
      */
-    isRefusalOfHeldUpgrade: ({ context, event }) => context.heldSupersede !== null && (event as unknown as Origin).generation === context.generation,
+    isRefusalOfHeldUpgrade: ({ context, event }) => {
+      const e = event as unknown as Origin & { reason: ReasonLike }
+      return context.heldSupersede !== null && e.generation === context.generation && isRefusedUnaccepted(e.reason)
+    },
+    /**
+     * A supersede read on the previous key holder (a socket the server accepted) while the key
+     * holder is a transport whose upgrade left and had no answer (dropped, timed out, a gateway's
+     * 5xx: `lastAccepted` older than it): the server may have accepted that upgrade and superseded
+     * this socket because of it, or another instance may have. Named on a supersede in `session`.
+     */
+    isAmbiguousSupersede: ({ context, event }) => {
+      const { generation } = event as unknown as Origin
+      return context.priorKeyHolder !== 0 && generation === context.priorKeyHolder && context.keyHolder !== context.lastAccepted
+    },
+    /**
+     * A conflict probe was refused 409 (`on_conflict=reject`: another live socket of the agent)
+     * within `conflictRetryWindowMs` of the supersede becoming ambiguous: the live socket may be our
+     * own unanswered one, still held by the server; retried, still probing. Named on `lost`.
+     */
+    isProbeConflictInWindow: ({ context }) => {
+      const probe = context.ambiguousSupersede
+      if (probe === null || context.lastReason!.cause !== 'conflict') return false
+      const elapsed = context.env.monotonic() - probe.since
+      return elapsed >= 0 && elapsed <= context.policy.conflictRetryWindowMs
+    },
+    /** A conflict probe was refused 409 past the window: another instance holds the key, and the ambiguous supersede was its. Named on `lost`. */
+    isProbeConflict: ({ context }) => context.ambiguousSupersede !== null && context.lastReason!.cause === 'conflict',
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
@@ -278,14 +327,22 @@ export const connectionMachine = setup({
       // Only this session's transports can hold the key for it.
       keyHolder: 0,
       priorKeyHolder: 0,
+      lastAccepted: 0,
       heldSupersede: null,
+      ambiguousSupersede: null,
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
     // Named on socket.upgradeSent (the upgrade left), and on socket.open (it surely did); once per transport.
     claimKey: assign(({ context }) => (context.keyHolder === context.generation ? {} : { priorKeyHolder: context.keyHolder, keyHolder: context.generation })),
-    // Named on socket.upgradeRejected (a refused upgrade made no claim: the platform refuses before it
-    // supersedes), and on any other loss before the socket opened.
-    releaseKeyClaim: assign(({ context }) => (context.keyHolder === context.generation ? { keyHolder: context.priorKeyHolder } : {})),
+    // Named on socket.open: the server accepted this transport.
+    markAccepted: assign({ lastAccepted: ({ context }) => context.generation }),
+    // Named on socket.upgradeRejected: an upgrade refused before the server accepted it (a 4xx or a
+    // 503: the platform refuses before it supersedes) made no claim. Any other loss before the
+    // socket opened keeps it: a drop, the connect timeout or a gateway's other 5xx may follow an
+    // upgrade the server accepted, its 101 lost.
+    releaseKeyClaim: assign(({ context, event }) =>
+      context.keyHolder === context.generation && isRefusedUnaccepted((event as unknown as { reason: ReasonLike }).reason) ? { keyHolder: context.priorKeyHolder } : {},
+    ),
     // Named on a supersede read on the previous key holder while this transport's upgrade is out
     // (`awaitsUpgradeOutcome`): kept until the upgrade's outcome is known. A second one while one
     // is held changes nothing, and says so.
@@ -298,29 +355,47 @@ export const connectionMachine = setup({
     }),
     // Named on the refusal of the upgrade a supersede waited on (`isRefusalOfHeldUpgrade`): it is the session's reason.
     recordHeldSupersede: assign({ lastReason: ({ context }) => context.heldSupersede, heldSupersede: null }),
-    // The held supersede decides nothing: the upgrade it waited on was accepted (socket.open: it
-    // may be the platform superseding our previous socket because of it), the host stopped the
-    // session (host.disconnect), or the upgrade ended with no answer (entering `reconnecting`
-    // after a drop or the connect timeout: the server may have accepted it; or an I/O fault).
-    // Reported as ignored, saying which.
+    // A held or ambiguous supersede decides nothing: the server accepted the upgrade (socket.open:
+    // a held one may be the platform superseding our previous socket because of it; an ambiguous
+    // one was answered by a conflict probe, so no other instance holds the key), or the host
+    // stopped the session (host.disconnect). Reported as ignored, saying which.
     dismissHeldSupersede: enqueueActions(({ context, event, enqueue }) => {
+      const { heldSupersede: held, ambiguousSupersede: ambiguous } = context
+      const stopped = event.type === 'host.disconnect'
+      if (held !== null) {
+        const why = stopped ? 'the host stopped the session first' : 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
+        enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${held.generation}), held while the next upgrade was out: ${why}` })
+      }
+      if (ambiguous !== null) {
+        const why = stopped ? 'the host stopped the session first' : 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
+        enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown: ${why}` })
+      }
+      if (held !== null || ambiguous !== null) enqueue.assign({ heldSupersede: null, ambiguousSupersede: null })
+    }),
+    // Entering `reconnecting` with a supersede still held: the upgrade it waited on ended with no
+    // answer (a drop, the connect timeout, a gateway's 5xx, an I/O fault), so the server may have
+    // accepted it: its cause is unknown, and the next attempts probe.
+    deferHeldSupersede: enqueueActions(({ context, enqueue }) => {
       const held = context.heldSupersede
       if (held === null) return
-      const why =
-        event.type === 'socket.open'
-          ? 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
-          : event.type === 'host.disconnect'
-            ? 'the host stopped the session first'
-            : event.type === 'socket.close'
-              ? 'the next upgrade was dropped with no answer, so the server may have accepted it'
-              : event.type.startsWith('xstate.after.connectTimeout')
-                ? 'the next upgrade went unanswered until the connect timeout, so the server may have accepted it'
-                : event.type === 'io.failed'
-                  ? "the next upgrade's outcome is unknown (it failed inside phoenix-link)"
-                  : `the next upgrade's outcome is unknown (${event.type})`
-      enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${held.generation}), held while the next upgrade was out: ${why}` })
-      enqueue.assign({ heldSupersede: null })
+      if (context.ambiguousSupersede !== null) {
+        enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket whose cause is unknown is already being probed' })
+        enqueue.assign({ heldSupersede: null })
+        return
+      }
+      enqueue.assign({ heldSupersede: null, ambiguousSupersede: { reason: held, since: context.env.monotonic() } })
     }),
+    // Named on a supersede whose cause is unknown (`isAmbiguousSupersede`): the next attempts probe.
+    recordAmbiguousSupersede: enqueueActions(({ context, event, enqueue }) => {
+      if (context.ambiguousSupersede !== null) {
+        enqueue.emit({ type: 'link.ignored', event: event.type, detail: 'a supersede of the previous socket whose cause is unknown is already being probed' })
+        return
+      }
+      const reason = (event as Extract<ConnectionEvent, { type: 'control.supersede' }>).reason
+      enqueue.assign({ ambiguousSupersede: { reason, since: context.env.monotonic() } })
+    }),
+    // Named on a conflict probe refused past the window (`isProbeConflict`): the supersede was another instance's; it is the session's reason.
+    recordProbedSupersede: assign({ lastReason: ({ context }) => context.ambiguousSupersede!.reason, ambiguousSupersede: null }),
     // Named on the events that carry a reason (losses, refusals, supersedes).
     recordLoss: assign({ lastReason: ({ event }) => (event as unknown as { reason: ReasonLike }).reason }),
     recordConnectTimeout: assign({
@@ -451,7 +526,10 @@ export const connectionMachine = setup({
       enqueue({ type: 'stopChannel', params: { topic: e.topic } })
     }),
     /** Opens this session's next transport (entry of `online`, after nextGeneration). */
-    openCurrentTransport: enqueueActions(({ context, enqueue }) => enqueue({ type: 'openTransport', params: originOf(context) })),
+    // A conflict probe (`conflictProbe`) while a supersede's cause is unknown: the upgrade asks `on_conflict=reject`.
+    openCurrentTransport: enqueueActions(({ context, enqueue }) =>
+      enqueue({ type: 'openTransport', params: { ...originOf(context), conflictProbe: context.ambiguousSupersede !== null } }),
+    ),
     /** Ends the transport of this generation (exit of `online`): its socket is closed, whatever comes after. */
     endCurrentTransport: enqueueActions(({ context, enqueue }) => enqueue({ type: 'endTransport', params: originOf(context) })),
     /** Joins the control channel on the open transport (entry of `attached`). */
@@ -463,8 +541,8 @@ export const connectionMachine = setup({
     endSessionReconnect: enqueueActions(({ enqueue }) => enqueue({ type: 'stopReconnect', params: {} })),
 
     // ---- I/O: carried out by the link's runtime after the transition; no-ops under a bare XState actor.
-    /** Opens one phoenix Socket for `generation` (asks the credentials of this attempt first). */
-    openTransport: (_: unknown, _origin: Origin) => {},
+    /** Opens one phoenix Socket for `generation` (asks the credentials of this attempt first); a conflict probe's upgrade asks on_conflict=reject. */
+    openTransport: (_: unknown, _open: TransportOpen) => {},
     /** Ends the socket of `generation` with close 1000 and releases its channels. */
     endTransport: (_: unknown, _origin: Origin) => {},
     /** Joins the control channel on the transport of `generation`. */
@@ -565,11 +643,13 @@ export const connectionMachine = setup({
     acceptedLostAt: null,
     keyHolder: 0,
     priorKeyHolder: 0,
+    lastAccepted: 0,
     channels: [],
     signalSeq: 0,
     controlCrashes: 0,
     heldChannelReports: null,
     heldSupersede: null,
+    ambiguousSupersede: null,
   }),
   initial: 'idle',
   on: {
@@ -621,12 +701,17 @@ export const connectionMachine = setup({
         // Read on an older transport once the next one's upgrade was sent, it may be the platform
         // superseding that socket because our next one connected: held while that upgrade is out
         // (`online.connecting`), stale once the server accepted it.
-        'control.supersede': {
-          guard: 'isKeyHolder',
-          target: 'terminated',
-          actions: ['recordLoss', 'redeliverChannelReports'],
-          meta: { rule: 'supersede-is-terminal' },
-        },
+        'control.supersede': [
+          {
+            guard: 'isKeyHolder',
+            target: 'terminated',
+            actions: ['recordLoss', 'redeliverChannelReports'],
+            meta: { rule: 'supersede-is-terminal' },
+          },
+          // Its cause is unknown (our unanswered upgrade, or another instance): the next attempts
+          // probe with on_conflict=reject, so no other instance is evicted to find out.
+          { guard: 'isAmbiguousSupersede', actions: 'recordAmbiguousSupersede', meta: { rule: 'supersede-is-terminal' } },
+        ],
         // A signal read on the key holder is delivered, during the backoff after its loss too
         // (read before its close completed): the platform sent it to this agent.
         'control.signal': { guard: 'isKeyHolder', actions: 'enqueueControlSignal', meta: { rule: 'control-in-order' } },
@@ -660,7 +745,7 @@ export const connectionMachine = setup({
                 'socket.open': {
                   guard: 'isCurrentTransport',
                   target: 'attached',
-                  actions: ['claimKey', 'tellReconnectOpened', 'dismissHeldSupersede'],
+                  actions: ['claimKey', 'markAccepted', 'tellReconnectOpened', 'dismissHeldSupersede'],
                 },
                 // Read on the socket lost before while this one's upgrade is out: ours or another
                 // instance's; this upgrade's answer decides.
@@ -668,13 +753,12 @@ export const connectionMachine = setup({
                 // Refused: it caused nothing, so the held supersede was another instance's. (Any
                 // other refusal is the `online` transition's: a loss.)
                 'socket.upgradeRejected': { guard: 'isRefusalOfHeldUpgrade', target: '#connection.terminated', actions: 'recordHeldSupersede', meta: { rule: 'supersede-is-terminal' } },
-                // Lost before it opened (dropped, refused at TCP, or its upgrade never answered): the
-                // server accepted nothing of it that we know of, so it gives the key back, as a
-                // refused upgrade does. A supersede read later on the socket lost before is another
-                // instance's (the platform supersedes only on accepting an upgrade).
-                'socket.close': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: ['recordLoss', 'releaseKeyClaim'], meta: { rule: 'normal-close-reconnects' } },
+                // Lost before it opened. Refused at TCP (no upgrade left), it claimed nothing. Dropped
+                // or never answered after its upgrade left, it keeps the claim: the server may have
+                // accepted it, its 101 lost; a supersede read later on the socket before is ambiguous.
+                'socket.close': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: 'recordLoss', meta: { rule: 'normal-close-reconnects' } },
               },
-              after: { connectTimeout: { target: '#connection.session.lost', actions: ['recordConnectTimeout', 'releaseKeyClaim'] } },
+              after: { connectTimeout: { target: '#connection.session.lost', actions: 'recordConnectTimeout' } },
             },
             /** The transport is open; the control channel lives on it. */
             attached: {
@@ -773,6 +857,9 @@ export const connectionMachine = setup({
         lost: {
           description: 'Transient: the loss just recorded is terminal (supersede, refusal) or retried.',
           always: [
+            // A conflict probe refused 409: past the window another instance holds the key; within it, maybe our own socket.
+            { guard: 'isProbeConflictInWindow', target: 'reconnecting', actions: 'retryOwnConflict', meta: { rule: 'supersede-is-terminal' } },
+            { guard: 'isProbeConflict', target: '#connection.terminated', actions: 'recordProbedSupersede', meta: { rule: 'supersede-is-terminal' } },
             { guard: 'isOwnConflict', target: 'reconnecting', actions: 'retryOwnConflict', meta: { rule: 'own-conflict-retries' } },
             { guard: 'isTerminalLoss', target: '#connection.terminated', meta: { rule: 'upgrade-rejection-is-terminal' } },
             { target: 'reconnecting', meta: { rule: 'normal-close-reconnects' } },
@@ -782,8 +869,8 @@ export const connectionMachine = setup({
         reconnecting: {
           description: 'No transport; the reconnect chart chooses the wait or gives up.',
           // A supersede still held here waited on an upgrade that ended with no answer (a drop, the
-          // connect timeout, an I/O fault): the server may have accepted it, so it is ignored.
-          entry: ['tellReconnectLost', 'dismissHeldSupersede'],
+          // connect timeout, a gateway's 5xx, an I/O fault): the server may have accepted it, so its cause is unknown.
+          entry: ['tellReconnectLost', 'deferHeldSupersede'],
           initial: 'deciding',
           states: {
             deciding: {

@@ -29,6 +29,20 @@ export interface ReasonLike {
   readonly phase?: string
   /** What a `dropped` reason lost: the `socket` (no close frame) or a `channel` (phx_error/phx_close). */
   readonly source?: string
+  /** The HTTP status of a refused upgrade (`rejected`, phase `upgrade`); null or absent otherwise. */
+  readonly status?: number | null
+}
+
+/**
+ * Whether a refused upgrade says the server never accepted it: any 4xx, and 503 (the platform's
+ * own refusals are 400, 401, 403, 409, 429 and 503, answered in `connect/3` before it accepts or
+ * supersedes: docs/field-notes.md, ../shared/real-phoenix `user_socket.ex`; a gateway answers 503
+ * when it has no upstream). Any other 5xx (500, 502, 504) may come from a gateway after the
+ * server accepted the upgrade upstream, its 101 lost: that upgrade's outcome is unknown.
+ */
+export function isRefusedUnaccepted(reason: ReasonLike): boolean {
+  const status = reason.phase === 'upgrade' ? reason.status : null
+  return typeof status === 'number' && ((status >= 400 && status < 500) || status === 503)
 }
 
 /**
@@ -57,6 +71,16 @@ export interface Origin {
   readonly generation: number
   /** Session epoch: +1 each time the host starts a session with connect(). */
   readonly epoch: number
+}
+
+/**
+ * What the connection chart's `openTransport` I/O action carries: the new transport's Origin, and
+ * whether its upgrade is a conflict probe: it asks `on_conflict=reject` (the platform then answers
+ * 409 `connection_conflict` instead of superseding another live socket of the agent:
+ * docs/field-notes.md, the platform's socket params), while a supersede's cause is unknown.
+ */
+export interface TransportOpen extends Origin {
+  readonly conflictProbe: boolean
 }
 
 /** A reason the connection chart makes when the host stops the session (`disconnect()`). */

@@ -11,9 +11,10 @@
 import { Channel, Serializer, Socket, type Push, type SocketOptions } from 'phoenix'
 import type { AttachOrigin, ChannelEvent } from '../../machines/channel.js'
 import type { ConnectionEvent } from '../../machines/connection.js'
-import { thrownText, type Origin } from '../../machines/types.js'
+import { thrownText, type Origin, type TransportOpen } from '../../machines/types.js'
 import {
   AGENT_ID_PARAM,
+  ON_CONFLICT_PARAM,
   API_KEY_HEADER,
   API_KEY_PARAM,
   CHANNEL_EVENTS,
@@ -192,6 +193,8 @@ class TransportHandle implements TransportHooks {
   constructor(
     readonly origin: Origin,
     /** @internal */ readonly adapter: PhoenixAdapter,
+    /** A conflict probe: the upgrade asks on_conflict=reject, whatever the host's own setting. */
+    readonly conflictProbe = false,
   ) {
     this.openedAt = adapter.config.monotonic()
     this.meta = { generation: origin.generation }
@@ -515,12 +518,14 @@ export class PhoenixAdapter {
 
   /**
    * The connection chart's `openTransport`: asks the credentials of this attempt (sync or async,
-   * bounded), then opens the phoenix Socket of `origin.generation`. A failure on the way (the
-   * host's function threw, rejected, timed out, gave a bad value) is the transport's close, with
-   * a retryable `other` reason.
+   * bounded), then opens the phoenix Socket of `open.generation`; a conflict probe
+   * (`open.conflictProbe`) adds `on_conflict=reject` to its params, over the host's own. A
+   * failure on the way (the host's function threw, rejected, timed out, gave a bad value) is the
+   * transport's close, with a retryable `other` reason.
    */
-  openTransport(origin: Origin): void {
-    const handle = new TransportHandle(origin, this)
+  openTransport(open: TransportOpen): void {
+    const origin: Origin = { generation: open.generation, epoch: open.epoch }
+    const handle = new TransportHandle(origin, this, open.conflictProbe === true)
     this.handles.set(origin.generation, handle)
     handle.credentials = this.settleInput(
       'the apiKey/params of this connection attempt',
@@ -934,6 +939,8 @@ export class PhoenixAdapter {
     const tag = { generation: origin.generation, epoch: origin.epoch }
     const headers: Record<string, string> = {}
     const params: Record<string, string> = { ...credentials.params, [AGENT_ID_PARAM]: this.config.agentId }
+    // A conflict probe (the connection chart's ambiguousSupersede): the platform answers 409 rather than evict another instance.
+    if (handle.conflictProbe) params[ON_CONFLICT_PARAM] = 'reject'
     if (this.config.apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS) headers[API_KEY_HEADER] = credentials.apiKey
     else params[API_KEY_PARAM] = credentials.apiKey
 

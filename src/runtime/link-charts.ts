@@ -21,12 +21,12 @@ import { connectionMachine, type ConnectionEmitted, type ConnectionEvent, type C
 import { controlMachine, type ControlEvent, type ControlPolicy, type QueuedSignal } from '../../machines/control.js'
 import { reconnectMachine, type ReconnectEvent, type ReconnectPolicy } from '../../machines/reconnect.js'
 import type { AttachOrigin } from '../../machines/channel.js'
-import type { Env, Origin } from '../../machines/types.js'
+import type { Env, Origin, TransportOpen } from '../../machines/types.js'
 import { ChartRuntime, checkChart, type Clock, type RunningChart, type RuntimeInspectionEvent } from './chart-runner.js'
 
 /** The socket and channel operations the charts' I/O actions call (src/adapter/phoenix-adapter.ts). */
 export interface ChartIo {
-  openTransport(origin: Origin): void
+  openTransport(open: TransportOpen): void
   endTransport(origin: Origin): void
   joinControl(origin: Origin): void
   rejoinControl(origin: Origin): void
@@ -162,7 +162,7 @@ export class LinkCharts extends ChartRuntime {
     switch (type) {
       // ---- the connection chart's I/O
       case 'openTransport':
-        return this.io.openTransport(params as Origin)
+        return this.io.openTransport(params as TransportOpen)
       case 'endTransport':
         return this.io.endTransport(params as Origin)
       case 'joinControl':

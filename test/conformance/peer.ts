@@ -85,6 +85,8 @@ export interface Peer {
   live(agent: Agent): Promise<string[]>
   /** The agent's upgrades, in order. */
   upgrades(agent: Agent): Promise<UpgradeSeen[]>
+  /** The `on_conflict` param of each upgrade of the agent the server accepted (null: none), in order. */
+  acceptedConflictModes(agent: Agent): Promise<Array<string | null>>
   /** Joins the server accepted for the agent (of `topic`, when given), in order. */
   joins(agent: Agent, topic?: string): Promise<JoinSeen[]>
   /** Pushes the server received from the agent on `topic` (event names), in order. */
@@ -220,6 +222,9 @@ class SimulatorPeer implements Peer {
   async upgrades(agent: Agent): Promise<UpgradeSeen[]> {
     return this.sim.upgrades.filter((u) => u.agentId === agent.id).map((u) => ({ status: u.status, at: u.at }))
   }
+  async acceptedConflictModes(agent: Agent): Promise<Array<string | null>> {
+    return this.sim.accepted(agent.id).map((c) => c.params.on_conflict ?? null)
+  }
   async joins(agent: Agent, topic?: string): Promise<JoinSeen[]> {
     const out: JoinSeen[] = []
     for (const c of this.sim.accepted(agent.id)) {
@@ -354,6 +359,9 @@ class RealPeer implements Peer {
 
   async live(agent: Agent): Promise<string[]> {
     return ((await this.server.admin('GET /admin/live', { agent: agent.id })) as { live: string[] }).live
+  }
+  async acceptedConflictModes(agent: Agent): Promise<Array<string | null>> {
+    return (await this.allEvents()).filter((e) => e.type === 'connect_accepted' && e.agent === agent.id).map((e) => (typeof e.on_conflict === 'string' ? e.on_conflict : null))
   }
   async upgrades(agent: Agent): Promise<UpgradeSeen[]> {
     return (await this.allEvents())

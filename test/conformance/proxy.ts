@@ -100,6 +100,18 @@ export class FaultProxy {
     }
   }
 
+  /**
+   * The server's bytes of every blackholed connection flow to the client again, what the server
+   * sent meanwhile first (a path that recovers late); the client's bytes stay discarded.
+   */
+  resumeDownlink(): void {
+    for (const pair of this.pairs) {
+      if (!pair.holed) continue
+      pair.upstream.pipe(pair.client)
+      pair.upstream.resume()
+    }
+  }
+
   /** Ends the server side of every blackholed or stalled connection, as an idle timeout would. */
   release(): void {
     for (const pair of this.pairs) if (pair.holed) this.end(pair)

@@ -318,7 +318,7 @@ export function conformance(factory: PeerFactory): void {
         expect(await statuses(peer, agent)).toEqual([101, 101, 503])
       })
 
-      it("the server accepts the next upgrade and supersedes the link's lost socket because of it, but its 101 never reaches the link (the connection reset): the supersede may be the link's own doing, so the link reconnects and stays connected, never `superseded`", async () => {
+      it("the server accepts the next upgrade and supersedes the link's lost socket because of it, but its 101 never reaches the link (the connection reset): the supersede's cause is unknown, so the next attempt probes with on_conflict=reject, is accepted, and the link stays connected, never `superseded`", async () => {
         const agent = peer.agent()
         const proxy = await scene().proxy(peer)
         const quickRetry = { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } }
@@ -334,17 +334,77 @@ export function conformance(factory: PeerFactory): void {
         const back = next(link, 'reconnected', { timeoutMs: 8_000 })
         proxy.dropHeld()
         expect((await ignored).detail).toBe(
-          'a supersede of the previous socket (generation 1), held while the next upgrade was out: the next upgrade was dropped with no answer, so the server may have accepted it',
+          'a supersede of the previous socket (generation 1), whose cause was unknown: the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
         )
+        await back
+        expect(link.state).toBe('connected')
+        proxy.release()
+        await untilOnlyNewerLive(peer, agent, first, 'only the third socket live')
+        // A probe may meet the second socket still held by the server (it has not seen its reset yet): 409, retried within the window.
+        const seen = await statuses(peer, agent)
+        expect([...seen.slice(0, 2), seen.at(-1)]).toEqual([101, 101, 101])
+        expect(seen.slice(2, -1).every((status) => status === 409)).toBe(true)
+        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null, 'reject'])
+        expect(link.state).toBe('connected')
+      })
+
+      it("the same, with the old socket's supersede reaching the link only after the next upgrade was reset (the old path recovers late): still ambiguous, probed, accepted, connected", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const slowRetry = { ...stalling, reconnect: { initialDelayMs: 1_000, maxDelayMs: 1_000 } }
+        const link = scene().link(peer, agent, { url: proxy.url, policy: slowRetry, env: { random: () => 0.99 } })
+        await link.connect()
+        const [first] = await peer.live(agent)
+        proxy.holdNew('response')
+        // Nothing flows on the first socket's path: the heartbeat times out; the server's supersede of it waits in the path.
+        proxy.blackhole()
+        await peer.until(async () => (await statuses(peer, agent)).length === 2, 'the next upgrade accepted by the server', 8_000)
+        expect(link.state).toBe('connecting')
+        expect(chartOf(link).getSnapshot().context.heldSupersede).toBeNull()
+        const dropped = next(link, 'disconnected', { filter: (e) => e.reason.generation === 2, timeoutMs: 8_000 })
+        proxy.dropHeld()
+        expect((await dropped).reason).toMatchObject({ kind: 'dropped' })
+        const back = next(link, 'reconnected', { timeoutMs: 8_000 })
+        proxy.resumeDownlink()
+        await waitForChart(chartOf(link), (s) => s.context.ambiguousSupersede !== null || s.context.generation > 2, 8_000)
         await back
         expect(link.state).toBe('connected')
         expect(link.lastDisconnectReason?.kind).not.toBe('superseded')
         proxy.release()
-        const [third] = await peer.live(agent)
         await untilOnlyNewerLive(peer, agent, first, 'only the third socket live')
-        expect(await peer.live(agent)).toEqual([third])
-        expect(await statuses(peer, agent)).toEqual([101, 101, 101])
-        expect(link.state).toBe('connected')
+        // A probe may meet the second socket still held by the server (it has not seen its reset yet): 409, retried within the window.
+        const seen = await statuses(peer, agent)
+        expect([...seen.slice(0, 2), seen.at(-1)]).toEqual([101, 101, 101])
+        expect(seen.slice(2, -1).every((status) => status === 409)).toBe(true)
+        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null, 'reject'])
+      })
+
+      it("another instance connects while the link's next upgrade goes unanswered (held until the link's connect timeout): the supersede read after it is ambiguous, so the link probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs and ends `superseded`; the newer instance is never evicted", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const policy = { ...stalling, connection: { connectTimeoutMs: 500, conflictRetryWindowMs: 200 }, reconnect: { initialDelayMs: 400, maxDelayMs: 400 } }
+        const older = scene().link(peer, agent, { url: proxy.url, policy, env: { random: () => 0.99 } })
+        await older.connect()
+        const [olderSocket] = await peer.live(agent)
+        proxy.holdNew('request')
+        proxy.stallUplink()
+        const timedOut = next(older, 'disconnected', { filter: (e) => e.reason.kind === 'timed-out' && e.reason.phase === 'connect', timeoutMs: 8_000 })
+        await timedOut
+        proxy.dropHeld()
+        const ended = next(older, 'disconnected', { filter: (e) => e.terminal, timeoutMs: 8_000 })
+        const newer = scene().link(peer, agent)
+        await newer.connect()
+        expect((await ended).reason).toMatchObject({ kind: 'superseded', targetSocketId: olderSocket, generation: 1 })
+        expect(older.state).toBe('terminated')
+        proxy.release()
+        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
+        expect(newer.state).toBe('connected')
+        // The held upgrade never reached the server; the probe did, and was refused.
+        const seen = await statuses(peer, agent)
+        expect(seen.slice(0, 2)).toEqual([101, 101])
+        expect(seen.slice(2).length).toBeGreaterThanOrEqual(1)
+        expect(seen.slice(2).every((status) => status === 409)).toBe(true)
+        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
       })
 
       it("the server superseding the link's own lost socket because its next one connected changes nothing: reported as ignored, the link stays connected", async () => {

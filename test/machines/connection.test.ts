@@ -141,20 +141,72 @@ describe('rule: supersede is terminal', () => {
     expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
   })
 
-  it('a next transport lost after its upgrade left but before it opened (dropped, or never answered: the connect timeout) gives the key back: a supersede read in the backoff after it, on the socket lost before, terminates', () => {
+  it("a next transport lost after its upgrade left but before it opened (dropped, or never answered: the connect timeout) keeps the claim: the server may have accepted it, its 101 lost, so a supersede read in the backoff after it on the socket before is ambiguous: the next attempt probes", () => {
     const sent = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
     expect(sent.context.keyHolder).toBe(2)
-    const dropped = run(run(sent, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }))
-    const timedOut = run(run(sent, { type: 'xstate.after.connectTimeout.connection.session.online.connecting' } as unknown as ConnectionEvent))
+    const dropped = run(sent, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 })
+    const timedOut = run(sent, { type: 'xstate.after.connectTimeout.connection.session.online.connecting' } as unknown as ConnectionEvent)
     for (const [how, s] of [['dropped', dropped], ['timed out', timedOut]] as const) {
       expect(state(s), how).toBe('reconnecting')
-      expect(s.context, how).toMatchObject({ generation: 2, keyHolder: 1 })
-      expect(state(run(s, supersedeEvent({ generation: 1, epoch: 1 }))), how).toBe('terminated')
+      expect(s.context, how).toMatchObject({ generation: 2, keyHolder: 2, priorKeyHolder: 1, lastAccepted: 1 })
+      const r = step(s, supersedeEvent({ generation: 1, epoch: 1 }))
+      expect(state(r.s), how).toBe('reconnecting')
+      expect(r.s.context.ambiguousSupersede, how).toEqual({ reason: expect.objectContaining({ kind: 'superseded', generation: 1 }), since: 1_000 })
+      expect(r.emitted, how).toEqual([])
+      // The next attempt is a conflict probe.
+      const next = step(run(r.s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }), { type: 'reconnect.due' })
+      expect(next.io, how).toContainEqual({ type: 'openTransport', params: { generation: 3, epoch: 1, conflictProbe: true } })
     }
-    // Once opened, a loss keeps the claim: the platform may have superseded the socket before because of it.
+    // A gateway's 5xx other than 503 is no answer either; a 4xx or a 503 gives the claim back.
+    expect(run(sent, upgradeEvent(sent, 502)).context.keyHolder).toBe(2)
+    expect(run(sent, upgradeEvent(sent, 504)).context.keyHolder).toBe(2)
+    expect(run(sent, upgradeEvent(sent, 503, '1')).context.keyHolder).toBe(1)
+    expect(run(sent, upgradeEvent(sent, 429, '1')).context.keyHolder).toBe(1)
+    // Once opened, a loss keeps the claim, answered: a supersede read on the socket before is stale.
     const opened = run(sent, { type: 'socket.open', generation: 2, epoch: 1 })
-    const lostOpen = run(run(opened, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }))
-    expect(lostOpen.context.keyHolder).toBe(2)
+    const lostOpen = run(opened, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 })
+    expect(lostOpen.context).toMatchObject({ keyHolder: 2, lastAccepted: 2 })
+    const stale = step(lostOpen, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(stale.s.context.ambiguousSupersede).toBeNull()
+    expect(stale.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 2)' }])
+  })
+
+  it('a conflict probe accepted: no other instance holds the key, so the ambiguous supersede was ours (reported as ignored) and later attempts ask nothing', () => {
+    const sent = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    let s = run(sent, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }, supersedeEvent({ generation: 1, epoch: 1 }))
+    s = run(s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
+    const r = step(s, { type: 'socket.open', generation: 3, epoch: 1 })
+    expect(state(r.s)).toBe('joining')
+    expect(r.s.context.ambiguousSupersede).toBeNull()
+    expect(r.emitted).toContainEqual({
+      type: 'link.ignored',
+      event: 'control.supersede',
+      detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
+    })
+    const lost = run(r.s, { type: 'control.joinOk', generation: 3, epoch: 1 }, closeEvent(r.s, 1000), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
+    expect(step(lost, { type: 'reconnect.due' }).io).toContainEqual({ type: 'openTransport', params: { generation: 4, epoch: 1, conflictProbe: false } })
+  })
+
+  it('a conflict probe refused 409: within conflictRetryWindowMs it may be our own unanswered socket, still held (retried, still probing); past it another instance holds the key, and the session ends superseded', () => {
+    let now = 1_000
+    const sent = run(run(waiting(connected(initialTransition(connectionMachine, { env: { ...env, monotonic: () => now } })[0])), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    let s = run(sent, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(s.context.ambiguousSupersede?.since).toBe(1_000)
+    s = run(s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
+    now = 1_000 + DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs
+    const within = step(s, upgradeEvent(s, 409))
+    expect(state(within.s)).toBe('reconnecting')
+    expect(within.s.context.lastReason).toMatchObject({ kind: 'rejected', cause: 'conflict', retryable: true })
+    expect(within.s.context.ambiguousSupersede).not.toBeNull()
+    now += 1
+    const past = step(s, upgradeEvent(s, 409))
+    expect(state(past.s)).toBe('terminated')
+    expect(past.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1, retryable: false })
+    expect(past.s.context.ambiguousSupersede).toBeNull()
+    // Other refusals of a probe are what they always are: a 503 is retried, still probing.
+    const busy = run(s, upgradeEvent(s, 503, '1'))
+    expect(state(busy)).toBe('reconnecting')
+    expect(busy.context.ambiguousSupersede).not.toBeNull()
   })
 
   it('socket.open claims the key for an adapter that never reports its upgrade sent, and claims it once: the prior holder stays the one before', () => {
@@ -229,30 +281,26 @@ describe('rule: supersede is terminal', () => {
     expect(state(run(plain, upgradeEvent(plain, 503, '1')))).toBe('reconnecting')
   })
 
-  it('the upgrade a held supersede waited on ends with no answer (dropped, or timed out): the server may have accepted it, its 101 lost, so the supersede may be ours: ignored, saying why, and the link reconnects', () => {
+  it('the upgrade a held supersede waited on ends with no answer (dropped, timed out, a gateway 502, an I/O fault): the server may have accepted it, its 101 lost, so the supersede\'s cause is unknown: the link reconnects, and the next attempt probes', () => {
     const held = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
-    for (const [how, event, why] of [
-      ['dropped', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }, 'the next upgrade was dropped with no answer, so the server may have accepted it'],
-      ['timed out', { type: 'xstate.after.connectTimeout.connection.session.online.connecting' }, 'the next upgrade went unanswered until the connect timeout, so the server may have accepted it'],
+    for (const [how, event] of [
+      ['dropped', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }],
+      ['timed out', { type: 'xstate.after.connectTimeout.connection.session.online.connecting' }],
+      ['a gateway 502', upgradeEvent(held, 502)],
+      ['an I/O fault', { type: 'io.failed', action: 'openTransport', error: new Error('boom') }],
     ] as const) {
       const r = step(held, event as unknown as ConnectionEvent)
       expect(state(r.s), how).toBe('reconnecting')
-      expect(r.s.context.lastReason?.kind, how).toBe(how === 'dropped' ? 'dropped' : 'timed-out')
       expect(r.s.context.heldSupersede, how).toBeNull()
-      expect(r.emitted, how).toContainEqual({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation 1), held while the next upgrade was out: ${why}` })
+      expect(r.s.context.ambiguousSupersede, how).toEqual({ reason: expect.objectContaining({ kind: 'superseded', generation: 1 }), since: 1_000 })
+      expect(r.emitted.filter((e) => (e as { type: string }).type === 'link.ignored'), how).toEqual([])
+      const next = step(run(r.s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }), { type: 'reconnect.due' })
+      expect(next.io, how).toContainEqual({ type: 'openTransport', params: { generation: 3, epoch: 1, conflictProbe: true } })
     }
   })
 
-  it('a held supersede whose upgrade ends another way decides nothing and says why: an I/O fault (outcome unknown), or the host stopping', () => {
+  it('a held or ambiguous supersede decides nothing when the host stops first, and says so; a new session starts with neither', () => {
     const held = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
-    const failed = step(held, { type: 'io.failed', action: 'openTransport', error: new Error('boom') } as unknown as ConnectionEvent)
-    expect(state(failed.s)).toBe('reconnecting')
-    expect(failed.s.context.heldSupersede).toBeNull()
-    expect(failed.emitted).toContainEqual({
-      type: 'link.ignored',
-      event: 'control.supersede',
-      detail: "a supersede of the previous socket (generation 1), held while the next upgrade was out: the next upgrade's outcome is unknown (it failed inside phoenix-link)",
-    })
     const stopped = step(held, { type: 'host.disconnect' })
     expect(state(stopped.s)).toBe('stopped')
     expect(stopped.s.context.lastReason?.kind).toBe('graceful')
@@ -261,8 +309,23 @@ describe('rule: supersede is terminal', () => {
       event: 'control.supersede',
       detail: 'a supersede of the previous socket (generation 1), held while the next upgrade was out: the host stopped the session first',
     })
-    // A new session starts with nothing held.
-    expect(run(stopped.s, { type: 'host.connect' }).context.heldSupersede).toBeNull()
+    const ambiguous = run(held, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 })
+    expect(ambiguous.context.ambiguousSupersede).not.toBeNull()
+    const stoppedToo = step(ambiguous, { type: 'host.disconnect' })
+    expect(stoppedToo.emitted).toContainEqual({
+      type: 'link.ignored',
+      event: 'control.supersede',
+      detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the host stopped the session first',
+    })
+    for (const s of [stopped.s, stoppedToo.s]) {
+      const again = run(s, { type: 'host.connect' })
+      expect(again.context).toMatchObject({ heldSupersede: null, ambiguousSupersede: null, keyHolder: 0, lastAccepted: 0 })
+      expect(step(s, { type: 'host.connect' }).io).toContainEqual({ type: 'openTransport', params: { generation: 3, epoch: 2, conflictProbe: false } })
+    }
+    // A second ambiguous one while one is probed changes nothing, and says so.
+    const twice = step(ambiguous, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(twice.s.context.ambiguousSupersede).toBe(ambiguous.context.ambiguousSupersede)
+    expect(twice.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket whose cause is unknown is already being probed' }])
   })
 
   it('only a supersede of the previous key holder is held: one read on an older socket, which the previous key holder\'s accepted upgrade may have caused, is stale', () => {
@@ -276,10 +339,16 @@ describe('rule: supersede is terminal', () => {
     expect(older.s.context.heldSupersede).toBeNull()
     expect(older.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 3)' }])
     expect(run(s, supersedeEvent({ generation: 2, epoch: 1 })).context.heldSupersede).toMatchObject({ generation: 2 })
-    // Before this transport's upgrade left, the previous key holder's supersede is terminal at once.
-    const before = run(s, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 3, 0), generation: 3, epoch: 1 }, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
+    // Generation 3 refused (503: it claimed nothing): before generation 4's upgrade left, the key holder's supersede is terminal at once.
+    const before = run(s, upgradeEvent(s, 503, '1'), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
     expect(before.context).toMatchObject({ generation: 4, keyHolder: 2 })
     expect(state(run(before, supersedeEvent({ generation: 2, epoch: 1 })))).toBe('terminated')
+    // Generation 3 dropped unanswered instead (it keeps the claim): the same supersede is ambiguous.
+    const unanswered = run(s, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 3, 0), generation: 3, epoch: 1 }, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
+    expect(unanswered.context).toMatchObject({ generation: 4, keyHolder: 3, priorKeyHolder: 2, lastAccepted: 2 })
+    const probed = run(unanswered, supersedeEvent({ generation: 2, epoch: 1 }))
+    expect(state(probed)).toBe('connecting')
+    expect(probed.context.ambiguousSupersede).toMatchObject({ reason: { generation: 2 } })
   })
 
   it('no close code after the supersede brings it back', () => {
@@ -834,7 +903,7 @@ describe('connection chart, what its I/O actions are given and what it reports',
     expect(connecting.io).toEqual([
       { type: 'tellControl', params: { type: 'control.reset' } },
       { type: 'startReconnect', params: { policy: connecting.s.context.reconnectPolicy, env } },
-      { type: 'openTransport', params: { generation: 1, epoch: 1 } },
+      { type: 'openTransport', params: { generation: 1, epoch: 1, conflictProbe: false } },
     ])
     const joining = step(connecting.s, { type: 'socket.open', generation: 1, epoch: 1 })
     expect(joining.io).toEqual([

@@ -214,7 +214,7 @@ describe("the link's chart wiring", () => {
     w.clock.increment(249)
     expect(w.io).toHaveLength(3)
     w.clock.increment(1)
-    expect(w.io.at(-1)).toEqual(['openTransport', { generation: 2, epoch: 1 }])
+    expect(w.io.at(-1)).toEqual(['openTransport', { generation: 2, epoch: 1, conflictProbe: false }])
     w.charts.send({ type: 'host.disconnect' })
     expect(w.charts.reconnect).toBeNull()
     expect(w.io.at(-1)).toEqual(['endTransport', { generation: 2, epoch: 1 }])

@@ -90,7 +90,7 @@ describe('the adapter I/O', () => {
     const origin = { generation: 1, epoch: 1 }
     const attempt = { topic: 'room:1', generation: 1, attachId: 1 }
     expect(w.io).toEqual([
-      ['openTransport', origin],
+      ['openTransport', { ...origin, conflictProbe: false }],
       ['joinControl', origin],
       ['joinAttempt', attempt],
       ['rejoinControl', origin],

@@ -113,8 +113,10 @@ export function serializeModel(snapshot: ConnectionSnapshot): string {
   const lostAccepted = snapshot.context.acceptedLostAt === null ? '' : snapshot.context.connects > 0 ? '|lost-accepted|connected' : '|lost-accepted'
   // Connecting before its upgrade left (credentials pending, TCP opening): a supersede on the socket just lost still counts.
   const preUpgrade = e.state === 'connecting' && snapshot.context.keyHolder !== e.generation ? '|pre-upgrade' : ''
-  // A supersede of the socket lost before, held until this upgrade's outcome is known.
-  const held = snapshot.context.heldSupersede === null ? '' : '|held-supersede'
+  // A supersede of the socket lost before, held until this upgrade's outcome is known; one whose
+  // cause is unknown, probed; a key holder whose upgrade had no answer (a supersede on the socket before it is ambiguous).
+  const c = snapshot.context
+  const held = `${c.heldSupersede === null ? '' : '|held-supersede'}${c.ambiguousSupersede === null ? '' : '|probing'}${c.keyHolder !== 0 && c.keyHolder !== c.lastAccepted && c.keyHolder !== c.generation ? '|unanswered-holder' : ''}`
   return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostAccepted}${preUpgrade}${held}`
 }
 
@@ -127,7 +129,7 @@ function afterEvent(delay: string, stateId: string): ConnectionEvent {
  * `mode: 'pure'` all of them, for the chart-only paths.
  */
 export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): Stimulus[] {
-  const { generation: g, epoch: e, keyHolder } = snapshot.context
+  const { generation: g, epoch: e, keyHolder, priorKeyHolder, lastAccepted } = snapshot.context
   const origin = { generation: g, epoch: e }
   const state = linkStateOf(snapshot.value)
   const value = JSON.stringify(snapshot.value)
@@ -143,6 +145,15 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
     // next one's upgrade was sent: another instance holds the key; still terminal.
     if (from >= 1) add('late supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, from, 0), generation: from, epoch: e })
   }
+  const ambiguousSupersede = () => {
+    // A supersede read on the socket before the key holder while the key holder's upgrade left and
+    // had no answer (dropped, timed out): perhaps the platform evicting it because that upgrade was
+    // accepted (its 101 lost), perhaps another instance. The next attempts probe.
+    // Only a socket the server accepted (the previous key holder, accepted) can be read at all.
+    if (priorKeyHolder >= 1 && priorKeyHolder === lastAccepted && keyHolder !== lastAccepted && keyHolder !== g) {
+      add('ambiguous supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, priorKeyHolder, 0), generation: priorKeyHolder, epoch: e })
+    }
+  }
   const staleSupersede = () => {
     // A supersede read on the previous transport once this one's upgrade was sent: perhaps the
     // platform evicting that socket because this one connected. Held: it changes nothing until
@@ -150,7 +161,7 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
     // It comes on the transport that held the key before this one claimed it (the only older one
     // the server may still hold for this session).
     const prior = snapshot.context.priorKeyHolder
-    if (prior >= 1) add('stale supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, prior, 0), generation: prior, epoch: e })
+    if (prior >= 1 && prior === lastAccepted) add('stale supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, prior, 0), generation: prior, epoch: e })
   }
   const stale = () => {
     if (g > 1) add('stale close', 'inject', { type: 'socket.close', reason: classifyClose({ code: 1000, reason: '' }, g - 1, 0), generation: g - 1, epoch: e })
@@ -169,6 +180,7 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       add('backoff elapsed', 'clock', { type: 'reconnect.due' })
       add('host disconnect', 'host', { type: 'host.disconnect' })
       lateSupersede(keyHolder)
+      ambiguousSupersede()
       stale()
       break
     case 'idle':
@@ -185,6 +197,7 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
         add('upgrade sent', 'auto', { type: 'socket.upgradeSent', ...origin })
         if (mode === 'pure') {
           lateSupersede(keyHolder)
+          ambiguousSupersede()
           // The TCP connection refused: the server saw nothing; the socket lost before keeps the key.
           add('drop', 'server', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, g, 0), ...origin })
           add('host disconnect', 'host', { type: 'host.disconnect' })
@@ -282,6 +295,7 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
         add('backoff elapsed', 'clock', { type: 'reconnect.due' })
         add('host disconnect', 'host', { type: 'host.disconnect' })
         lateSupersede(keyHolder)
+        ambiguousSupersede()
         stale()
       }
       break

@@ -117,10 +117,10 @@ export const connectionModel: PathModel<ReturnType<typeof initialModel>, Expecta
   serialize: serializeModel,
   // A 409 means one thing before the server first accepted a socket of this link and another after it lost one
   // (isOwnConflict): both are edges to cover, and the second both before the link ever connected (a
-  // stalled first join) and after. A supersede held until the upgrade's outcome is known changes
-  // what every stimulus of `connecting` means (isHeldSupersedeAnothers): each is an edge again.
+  // stalled first join) and after. A supersede held until the upgrade's answer, or one being
+  // probed, changes what the stimuli after it mean: each is an edge again.
   edge: (snapshot, stimulus) =>
-    `${JSON.stringify(snapshot.value)}|${snapshot.context.generation > 1}|${snapshot.context.epoch > 1}|${stimulus}${stimulus === 'upgrade 409' ? ownConflictEdge(snapshot.context) : ''}${snapshot.context.heldSupersede === null ? '' : '|held-supersede'}`,
+    `${JSON.stringify(snapshot.value)}|${snapshot.context.generation > 1}|${snapshot.context.epoch > 1}|${stimulus}${stimulus === 'upgrade 409' ? ownConflictEdge(snapshot.context) : ''}${snapshot.context.heldSupersede === null ? '' : '|held-supersede'}${snapshot.context.ambiguousSupersede === null ? '' : '|probing'}`,
   expect: expectationOf,
 }
 

@@ -16,7 +16,7 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'supersede-is-terminal',
-    rule: "A supersede push ends the session for good, while connecting, joining, connected and in the backoff after; the socket is ended; no reconnect follows. One read on the socket just lost while the next upgrade is out waits for that upgrade's answer: a refusal ends the session (the upgrade caused nothing); an accepted upgrade, a drop or a timeout (the server may have accepted it) leave it ignored.",
+    rule: "A supersede push ends the session for good, while connecting, joining, connected and in the backoff after; the socket is ended; no reconnect follows. One the link's own unanswered upgrade may have caused is decided without evicting anyone: held while that upgrade is out (a 4xx or 503 ends the session, an accepted upgrade leaves it ignored), and otherwise probed: the next attempts ask on_conflict=reject, an accepted probe leaves it ignored, a 409 past conflictRetryWindowMs ends the session.",
     tests: [
       ['test/machines/connection.test.ts', 'while the backoff (waiting): terminated with the superseded reason; the transport is stopped'],
       ['test/wire/supersede.test.ts', 'supersede push then close 1000 -> terminated, superseded with the payload fields, no new connection (scenario 9)'],
@@ -24,7 +24,7 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
       ['test/wire/supersede.test.ts', 'a supersede read on the lost socket while the next upgrade is out ends the link superseded once the server refuses that upgrade (503): it caused nothing; the newer instance stays'],
       [
         'test/wire/supersede.test.ts',
-        'a supersede read on the lost socket while the next upgrade is out is ignored when that upgrade ends with no answer (dropped): the server may have accepted it, so the link reconnects; the platform decides the race with the newer instance',
+        'a supersede read on the lost socket while the next upgrade is out, which then ends with no answer (dropped: the server may have accepted it), is ambiguous: the next attempts probe with on_conflict=reject, are refused 409 while the newer instance is live, and past conflictRetryWindowMs the link ends superseded; the newer instance is never evicted',
       ],
     ],
   },

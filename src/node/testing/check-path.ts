@@ -46,7 +46,7 @@ const Stimulus = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('host.cancelWait') }),
   z.strictObject({
     type: z.literal('adapter.late'),
-    what: z.enum(['stale close', 'late supersede', 'stale supersede', 'earlier-session supersede']),
+    what: z.enum(['stale close', 'late supersede', 'stale supersede', 'ambiguous supersede', 'earlier-session supersede']),
     event: z.looseObject({ type: z.string() }),
   }),
   z.strictObject({ type: z.literal('await'), what: z.string() }),

@@ -74,6 +74,7 @@ const REFUSALS = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'close 10
 const UNCHANGING = new Set([
   'stale close',
   'stale supersede',
+  'ambiguous supersede',
   'earlier-session supersede',
   'malformed frame',
   'control signal',

@@ -67,7 +67,7 @@ export type LifecycleStimulus =
   | { type: 'host.connect' }
   | { type: 'host.disconnect' }
   | { type: 'host.cancelWait' }
-  | { type: 'adapter.late'; what: 'stale close' | 'late supersede' | 'stale supersede' | 'earlier-session supersede'; event: EventObject }
+  | { type: 'adapter.late'; what: 'stale close' | 'late supersede' | 'stale supersede' | 'ambiguous supersede' | 'earlier-session supersede'; event: EventObject }
   | { type: 'await'; what: string }
 
 /** Every `type` of {@link LifecycleStimulus}. */
@@ -108,7 +108,7 @@ function delayMs(delay: ChartDelay): number | null {
 export function stimulusOf(name: string, kind: StimulusKind, event: EventObject, state: string): LifecycleStimulus {
   if (kind === 'auto') return { type: 'await', what: name }
   if (kind === 'inject') {
-    if (name === 'stale close' || name === 'late supersede' || name === 'stale supersede' || name === 'earlier-session supersede') return { type: 'adapter.late', what: name, event }
+    if (name === 'stale close' || name === 'late supersede' || name === 'stale supersede' || name === 'ambiguous supersede' || name === 'earlier-session supersede') return { type: 'adapter.late', what: name, event }
   }
   if (kind === 'clock') {
     const delay = DELAYS[name]
