@@ -136,6 +136,12 @@ export type ConnectionEmitted =
 
 /** Input of the connection chart. */
 export interface ConnectionInput {
+  /**
+   * The host's `on_conflict` socket param (LinkOptions.onConflict). `'reject'`: the link's
+   * upgrades never supersede another socket (the platform answers 409 instead), so no supersede can
+   * be the link's own doing and an upgrade claims the key only once accepted. Default: supersede.
+   */
+  onConflict?: 'supersede' | 'reject'
   policy?: ConnectionPolicy
   reconnectPolicy?: ReconnectPolicy
   channelPolicy?: ChannelPolicy
@@ -145,6 +151,8 @@ export interface ConnectionInput {
 
 /** Context of the connection chart. */
 export interface ConnectionContext {
+  /** Whether the link's upgrades may supersede another socket of the agent (not `onConflict: 'reject'`). */
+  upgradesSupersede: boolean
   policy: ConnectionPolicy
   reconnectPolicy: ReconnectPolicy
   channelPolicy: ChannelPolicy
@@ -196,6 +204,8 @@ export interface ConnectionContext {
    * session.
    */
   ambiguousSupersede: { reason: ReasonLike; since: number } | null
+  /** Whether the current transport's upgrade is a conflict probe (it asks `on_conflict=reject`). */
+  probing: boolean
   /** Topics of the app channels that have a channel chart, in the order the host asked for them. */
   channels: readonly string[]
   /** Arrival sequence of control signals. */
@@ -260,8 +270,13 @@ export const connectionMachine = setup({
      */
     awaitsUpgradeOutcome: ({ context, event }) => {
       const { generation } = event as unknown as Origin
-      return context.keyHolder === context.generation && context.priorKeyHolder !== 0 && generation === context.priorKeyHolder
+      return context.keyHolder === context.generation && context.priorKeyHolder !== 0 && generation === context.priorKeyHolder && context.priorKeyHolder === context.lastAccepted
     },
+    /**
+     * The current transport's upgrade left, and may supersede another socket of the agent (the
+     * host did not ask `on_conflict=reject`): it claims the key. Named on `socket.upgradeSent`.
+     */
+    isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation && context.upgradesSupersede,
     /**
      * The server refused the current transport's upgrade while a supersede waits on it
      * (`heldSupersede`): the platform refuses before it supersedes (../shared/real-phoenix
@@ -274,14 +289,23 @@ export const connectionMachine = setup({
       return context.heldSupersede !== null && e.generation === context.generation && isRefusedUnaccepted(e.reason)
     },
     /**
-     * A supersede read on the previous key holder (a socket the server accepted) while the key
-     * holder is a transport whose upgrade left and had no answer (dropped, timed out, a gateway's
-     * 5xx: `lastAccepted` older than it): the server may have accepted that upgrade and superseded
-     * this socket because of it, or another instance may have. Named on a supersede in `session`.
+     * A supersede read on the newest socket the server accepted (`lastAccepted`) while a newer
+     * transport holds the key claim unanswered (its upgrade left and had no answer: dropped, timed
+     * out, a gateway's 5xx; or it is still out behind such a one): the server may have accepted one
+     * of those upgrades and superseded this socket because of it, or another instance may have.
+     * Named on a supersede in `session`, and before the current upgrade left in `online.connecting`.
      */
     isAmbiguousSupersede: ({ context, event }) => {
       const { generation } = event as unknown as Origin
-      return context.priorKeyHolder !== 0 && generation === context.priorKeyHolder && context.keyHolder !== context.lastAccepted
+      return context.lastAccepted !== 0 && generation === context.lastAccepted && context.keyHolder !== context.lastAccepted
+    },
+    /**
+     * As `isAmbiguousSupersede`, read while the current transport is opening and its upgrade has not
+     * left, and it is no conflict probe: it can still become one (the attempt starts again).
+     */
+    isAmbiguousBeforeUpgrade: ({ context, event }) => {
+      const { generation } = event as unknown as Origin
+      return !context.probing && context.keyHolder !== context.generation && context.lastAccepted !== 0 && generation === context.lastAccepted && context.keyHolder !== context.lastAccepted
     },
     /**
      * A conflict probe was refused 409 (`on_conflict=reject`: another live socket of the agent)
@@ -357,17 +381,28 @@ export const connectionMachine = setup({
     recordHeldSupersede: assign({ lastReason: ({ context }) => context.heldSupersede, heldSupersede: null }),
     // A held or ambiguous supersede decides nothing: the server accepted the upgrade (socket.open:
     // a held one may be the platform superseding our previous socket because of it; an ambiguous
-    // one was answered by a conflict probe, so no other instance holds the key), or the host
-    // stopped the session (host.disconnect). Reported as ignored, saying which.
+    // one was answered by a conflict probe, so no other instance holds the key, unless that upgrade
+    // left before it was read), the host stopped the session, or the session ended another way
+    // (entering stopped or terminated). Reported as ignored, saying which.
     dismissHeldSupersede: enqueueActions(({ context, event, enqueue }) => {
       const { heldSupersede: held, ambiguousSupersede: ambiguous } = context
       const stopped = event.type === 'host.disconnect'
       if (held !== null) {
-        const why = stopped ? 'the host stopped the session first' : 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
+        const why = stopped
+          ? 'the host stopped the session first'
+          : event.type !== 'socket.open'
+            ? `the session ended first (${context.lastReason?.kind ?? 'unknown'})`
+            : 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
         enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${held.generation}), held while the next upgrade was out: ${why}` })
       }
       if (ambiguous !== null) {
-        const why = stopped ? 'the host stopped the session first' : 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
+        const why = stopped
+          ? 'the host stopped the session first'
+          : event.type !== 'socket.open'
+            ? `the session ended first (${context.lastReason?.kind ?? 'unknown'})`
+            : context.probing
+              ? 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
+              : 'the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket'
         enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown: ${why}` })
       }
       if (held !== null || ambiguous !== null) enqueue.assign({ heldSupersede: null, ambiguousSupersede: null })
@@ -527,9 +562,11 @@ export const connectionMachine = setup({
     }),
     /** Opens this session's next transport (entry of `online`, after nextGeneration). */
     // A conflict probe (`conflictProbe`) while a supersede's cause is unknown: the upgrade asks `on_conflict=reject`.
-    openCurrentTransport: enqueueActions(({ context, enqueue }) =>
-      enqueue({ type: 'openTransport', params: { ...originOf(context), conflictProbe: context.ambiguousSupersede !== null } }),
-    ),
+    openCurrentTransport: enqueueActions(({ context, enqueue }) => {
+      const conflictProbe = context.ambiguousSupersede !== null
+      enqueue.assign({ probing: conflictProbe })
+      enqueue({ type: 'openTransport', params: { ...originOf(context), conflictProbe } })
+    }),
     /** Ends the transport of this generation (exit of `online`): its socket is closed, whatever comes after. */
     endCurrentTransport: enqueueActions(({ context, enqueue }) => enqueue({ type: 'endTransport', params: originOf(context) })),
     /** Joins the control channel on the open transport (entry of `attached`). */
@@ -630,6 +667,7 @@ export const connectionMachine = setup({
 }).createMachine({
   id: 'connection',
   context: ({ input }) => ({
+    upgradesSupersede: input.onConflict !== 'reject',
     policy: input.policy ?? DEFAULT_CONNECTION_POLICY,
     reconnectPolicy: input.reconnectPolicy ?? DEFAULT_RECONNECT_POLICY,
     channelPolicy: input.channelPolicy ?? DEFAULT_CHANNEL_POLICY,
@@ -650,6 +688,7 @@ export const connectionMachine = setup({
     heldChannelReports: null,
     heldSupersede: null,
     ambiguousSupersede: null,
+    probing: false,
   }),
   initial: 'idle',
   on: {
@@ -692,7 +731,7 @@ export const connectionMachine = setup({
         'host.connect': {},
         'host.disconnect': {
           target: 'stopped',
-          actions: ['recordGraceful', 'redeliverChannelReports', 'dismissHeldSupersede'],
+          actions: ['recordGraceful', 'redeliverChannelReports'],
           meta: { rule: 'disconnect-always-succeeds' },
         },
         // Terminal in every session state, the backoff included: read on the key holder (during
@@ -735,7 +774,7 @@ export const connectionMachine = setup({
             },
             'socket.heartbeatTimeout': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
             // The upgrade left: from now on it may have superseded the socket lost before.
-            'socket.upgradeSent': { guard: 'isCurrentTransport', actions: 'claimKey' },
+            'socket.upgradeSent': { guard: 'isCurrentSupersedingUpgrade', actions: 'claimKey' },
           },
           states: {
             /** Transport `generation` is opening. */
@@ -749,7 +788,11 @@ export const connectionMachine = setup({
                 },
                 // Read on the socket lost before while this one's upgrade is out: ours or another
                 // instance's; this upgrade's answer decides.
-                'control.supersede': { guard: 'awaitsUpgradeOutcome', actions: 'holdSupersede', meta: { rule: 'supersede-is-terminal' } },
+                'control.supersede': [
+                  { guard: 'awaitsUpgradeOutcome', actions: 'holdSupersede', meta: { rule: 'supersede-is-terminal' } },
+                  // Its cause unknown before this upgrade left: the attempt starts again, as a conflict probe.
+                  { guard: 'isAmbiguousBeforeUpgrade', target: '#connection.session.online', reenter: true, actions: 'recordAmbiguousSupersede', meta: { rule: 'supersede-is-terminal' } },
+                ],
                 // Refused: it caused nothing, so the held supersede was another instance's. (Any
                 // other refusal is the `online` transition's: a loss.)
                 'socket.upgradeRejected': { guard: 'isRefusalOfHeldUpgrade', target: '#connection.terminated', actions: 'recordHeldSupersede', meta: { rule: 'supersede-is-terminal' } },
@@ -905,7 +948,7 @@ export const connectionMachine = setup({
     stopped: {
       description: 'The host stopped the session; lastReason is graceful and kept until the next connect.',
       // Signals not yet handed to the handler are dropped (reported): the host stopped the agent.
-      entry: ['announceEnded', 'flushControl'],
+      entry: ['dismissHeldSupersede', 'announceEnded', 'flushControl'],
       on: {
         'host.connect': { target: 'session', actions: ['startSession', 'resetControl'] },
         'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
@@ -914,7 +957,7 @@ export const connectionMachine = setup({
     /** A terminal reason ended the session; no transport, no timer. */
     terminated: {
       description: 'A terminal reason ended the session; no transport, no timer. disconnect() sends nothing.',
-      entry: 'announceEnded',
+      entry: ['dismissHeldSupersede', 'announceEnded'],
       on: {
         'host.connect': { target: 'session', actions: ['startSession', 'resetControl'] },
         // Sends nothing on the wire; signals still waiting for the handler are dropped (the host stopped).

@@ -40,15 +40,15 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'supersede-is-terminal',
     how: 'a supersede whose cause is unknown is stale: the next attempt asks nothing and evicts the instance that sent it',
     file: 'machines/connection.ts',
-    from: 'return context.priorKeyHolder !== 0 && generation === context.priorKeyHolder && context.keyHolder !== context.lastAccepted',
-    to: 'return false',
+    from: 'return context.lastAccepted !== 0 && generation === context.lastAccepted && context.keyHolder !== context.lastAccepted\n    },',
+    to: 'return false\n    },',
   },
   {
     rule: 'supersede-is-terminal',
     how: 'a conflict probe asks nothing (no on_conflict=reject): it evicts the instance it probes for',
     file: 'machines/connection.ts',
-    from: 'conflictProbe: context.ambiguousSupersede !== null',
-    to: 'conflictProbe: false',
+    from: 'const conflictProbe = context.ambiguousSupersede !== null',
+    to: 'const conflictProbe = false',
   },
   {
     rule: 'supersede-is-terminal',
@@ -56,6 +56,13 @@ export const MUTATIONS: RuleMutation[] = [
     file: 'machines/connection.ts',
     from: 'return elapsed >= 0 && elapsed <= context.policy.conflictRetryWindowMs\n    },\n    /** A conflict probe was refused 409 past the window',
     to: 'return false\n    },\n    /** A conflict probe was refused 409 past the window',
+  },
+  {
+    rule: 'supersede-is-terminal',
+    how: "the host's onConflict 'reject' is not read: an unanswered upgrade, which cannot have superseded anything, makes another instance's supersede ambiguous",
+    file: 'machines/connection.ts',
+    from: "isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation && context.upgradesSupersede,",
+    to: "isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation,",
   },
   {
     rule: 'upgrade-rejection-is-terminal',
@@ -124,7 +131,7 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'disconnect-always-succeeds',
     how: 'disconnect() during a session is not handled (only in connected)',
     file: 'machines/connection.ts',
-    from: "'host.disconnect': {\n          target: 'stopped',\n          actions: ['recordGraceful', 'redeliverChannelReports', 'dismissHeldSupersede'],\n          meta: { rule: 'disconnect-always-succeeds' },\n        },",
+    from: "'host.disconnect': {\n          target: 'stopped',\n          actions: ['recordGraceful', 'redeliverChannelReports'],\n          meta: { rule: 'disconnect-always-succeeds' },\n        },",
     to: '',
   },
   {

@@ -522,6 +522,7 @@ export class Link {
       clock: options.clock ?? REAL_CLOCK,
       env: this.env,
       policy: this.policy,
+      onConflict: options.onConflict,
       // The host's observer runs inside socket callbacks: its errors are logged, never thrown there.
       inspect: observe
         ? (event) => {

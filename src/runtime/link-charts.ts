@@ -65,6 +65,8 @@ export interface LinkChartsOptions {
   inspect: ((event: RuntimeInspectionEvent) => void) | null
   env: Env
   policy: { connection: ConnectionPolicy; reconnect: ReconnectPolicy; channel: ChannelPolicy; control: ControlPolicy }
+  /** The host's on_conflict socket param (LinkOptions.onConflict): with 'reject', no supersede can be the link's own doing. */
+  onConflict?: 'supersede' | 'reject' | undefined
 }
 
 // Strict at configuration: the shipped charts hold no actor (checked once, when the module loads).
@@ -108,6 +110,7 @@ export class LinkCharts extends ChartRuntime {
     // The other charts start when the connection chart needs them (a session, a channel, a signal).
     this.connection = this.start(connectionMachine, 'connection', {
       env,
+      ...(options.onConflict ? { onConflict: options.onConflict } : {}),
       policy: policy.connection,
       reconnectPolicy: policy.reconnect,
       channelPolicy: policy.channel,

@@ -243,6 +243,15 @@ export function conformance(factory: PeerFactory): void {
       // reaches the server; the server's frames still reach the link until that close completes.
       const stalling = { transport: { heartbeatIntervalMs: 200, closeTimeoutMs: 5_000 } }
       const longBackoff = { ...stalling, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
+      /** A fresh agent's link through a relay of its own, connected; `first` is its socket's id on the server. */
+      const relayed = async (options: Parameters<ReturnType<typeof scene>['link']>[2]) => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        const link = scene().link(peer, agent, { url: proxy.url, ...options })
+        await link.connect()
+        const [first] = await peer.live(agent)
+        return { agent, proxy, link, first: first! }
+      }
 
       it('a supersede read during the backoff (another instance connected) ends the link `superseded`: no reconnect, the newer instance keeps the key', async () => {
         const agent = peer.agent()
@@ -290,12 +299,7 @@ export function conformance(factory: PeerFactory): void {
       })
 
       it("a supersede read on the lost socket while the next upgrade is out ends the link `superseded` once the server refuses that upgrade (it caused nothing): the newer instance keeps the key", async () => {
-        const agent = peer.agent()
-        const proxy = await scene().proxy(peer)
-        const quickRetry = { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } }
-        const older = scene().link(peer, agent, { url: proxy.url, policy: quickRetry })
-        await older.connect()
-        const [olderSocket] = await peer.live(agent)
+        const { agent, proxy, link: older, first: olderSocket } = await relayed({ policy: { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } } })
         proxy.holdNew('request')
         proxy.stallUplink()
         // The heartbeat times out; the next attempt's upgrade is sent to the relay, which holds it.
@@ -319,12 +323,7 @@ export function conformance(factory: PeerFactory): void {
       })
 
       it("the server accepts the next upgrade and supersedes the link's lost socket because of it, but its 101 never reaches the link (the connection reset): the supersede's cause is unknown, so the next attempt probes with on_conflict=reject, is accepted, and the link stays connected, never `superseded`", async () => {
-        const agent = peer.agent()
-        const proxy = await scene().proxy(peer)
-        const quickRetry = { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } }
-        const link = scene().link(peer, agent, { url: proxy.url, policy: quickRetry })
-        await link.connect()
-        const [first] = await peer.live(agent)
+        const { agent, proxy, link, first } = await relayed({ policy: { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } } })
         proxy.holdNew('response')
         proxy.stallUplink()
         // The next upgrade reaches the server, which accepts it and supersedes the first socket; its 101 is held.
@@ -349,12 +348,7 @@ export function conformance(factory: PeerFactory): void {
       })
 
       it("the same, with the old socket's supersede reaching the link only after the next upgrade was reset (the old path recovers late): still ambiguous, probed, accepted, connected", async () => {
-        const agent = peer.agent()
-        const proxy = await scene().proxy(peer)
-        const slowRetry = { ...stalling, reconnect: { initialDelayMs: 1_000, maxDelayMs: 1_000 } }
-        const link = scene().link(peer, agent, { url: proxy.url, policy: slowRetry, env: { random: () => 0.99 } })
-        await link.connect()
-        const [first] = await peer.live(agent)
+        const { agent, proxy, link, first } = await relayed({ policy: { ...stalling, reconnect: { initialDelayMs: 1_000, maxDelayMs: 1_000 } }, env: { random: () => 0.99 } })
         proxy.holdNew('response')
         // Nothing flows on the first socket's path: the heartbeat times out; the server's supersede of it waits in the path.
         proxy.blackhole()
@@ -380,12 +374,8 @@ export function conformance(factory: PeerFactory): void {
       })
 
       it("another instance connects while the link's next upgrade goes unanswered (held until the link's connect timeout): the supersede read after it is ambiguous, so the link probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs and ends `superseded`; the newer instance is never evicted", async () => {
-        const agent = peer.agent()
-        const proxy = await scene().proxy(peer)
         const policy = { ...stalling, connection: { connectTimeoutMs: 500, conflictRetryWindowMs: 200 }, reconnect: { initialDelayMs: 400, maxDelayMs: 400 } }
-        const older = scene().link(peer, agent, { url: proxy.url, policy, env: { random: () => 0.99 } })
-        await older.connect()
-        const [olderSocket] = await peer.live(agent)
+        const { agent, proxy, link: older, first: olderSocket } = await relayed({ policy, env: { random: () => 0.99 } })
         proxy.holdNew('request')
         proxy.stallUplink()
         const timedOut = next(older, 'disconnected', { filter: (e) => e.reason.kind === 'timed-out' && e.reason.phase === 'connect', timeoutMs: 8_000 })

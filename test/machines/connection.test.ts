@@ -171,6 +171,83 @@ describe('rule: supersede is terminal', () => {
     expect(stale.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 2)' }])
   })
 
+  it('two unanswered upgrades in a row: a supersede read on the last socket the server accepted is still ambiguous (either upgrade may have caused it), whether the third upgrade is out or not, and the next attempt probes', () => {
+    const drop = (g: number): ConnectionEvent => ({ type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, g, 0), generation: g, epoch: 1 })
+    const scheduled: ConnectionEvent = { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }
+    let s = run(waiting(), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, drop(2), scheduled)
+    s = run(s, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
+    expect(s.context).toMatchObject({ generation: 3, keyHolder: 3, priorKeyHolder: 2, lastAccepted: 1 })
+    // The third upgrade out: not held (a refusal of it would say nothing of the second), ambiguous at once.
+    const out = step(s, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(out.s.context.heldSupersede).toBeNull()
+    expect(out.s.context.ambiguousSupersede).toMatchObject({ reason: { generation: 1 } })
+    expect(out.emitted).toEqual([])
+    const refused = run(out.s, upgradeEvent(out.s, 503, '1'))
+    expect(state(refused)).toBe('reconnecting')
+    expect(refused.context.ambiguousSupersede).not.toBeNull()
+    expect(step(run(refused, scheduled), { type: 'reconnect.due' }).io).toContainEqual({ type: 'openTransport', params: { generation: 4, epoch: 1, conflictProbe: true } })
+    // The third dropped too, then the supersede in the backoff: ambiguous, the next attempt probes.
+    const backoff = run(s, drop(3), scheduled)
+    const read = run(backoff, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(state(read)).toBe('reconnecting')
+    expect(read.context.ambiguousSupersede).toMatchObject({ reason: { generation: 1 } })
+    expect(step(read, { type: 'reconnect.due' }).io).toContainEqual({ type: 'openTransport', params: { generation: 4, epoch: 1, conflictProbe: true } })
+  })
+
+  it('a supersede that becomes ambiguous while the next attempt opens (its upgrade not yet left) starts that attempt again as a conflict probe', () => {
+    const drop: ConnectionEvent = { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }
+    const opening = run(waiting(), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, drop, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
+    expect(opening.context).toMatchObject({ generation: 3, keyHolder: 2, lastAccepted: 1, probing: false })
+    const r = step(opening, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(state(r.s)).toBe('connecting')
+    expect(r.s.context).toMatchObject({ generation: 4, probing: true })
+    expect(r.io).toEqual([
+      { type: 'endTransport', params: { generation: 3, epoch: 1 } },
+      { type: 'openTransport', params: { generation: 4, epoch: 1, conflictProbe: true } },
+    ])
+    // Accepted, the probe says no other instance holds the key.
+    const opened = step(run(r.s, { type: 'socket.upgradeSent', generation: 4, epoch: 1 }), { type: 'socket.open', generation: 4, epoch: 1 })
+    expect(opened.emitted).toContainEqual({
+      type: 'link.ignored',
+      event: 'control.supersede',
+      detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
+    })
+    // Once the upgrade left, it cannot become a probe: accepted, the report says so.
+    const sent = run(opening, { type: 'socket.upgradeSent', generation: 3, epoch: 1 }, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(sent.context).toMatchObject({ generation: 3, probing: false })
+    expect(step(sent, { type: 'socket.open', generation: 3, epoch: 1 }).emitted).toContainEqual({
+      type: 'link.ignored',
+      event: 'control.supersede',
+      detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket',
+    })
+  })
+
+  it("with the host's onConflict 'reject' no supersede is the link's own doing: an upgrade claims the key only once accepted, and a supersede read after an unanswered upgrade ends the session at once", () => {
+    const start = initialTransition(connectionMachine, { env, onConflict: 'reject' })[0]
+    const drop: ConnectionEvent = { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }
+    const s = run(waiting(connected(start)), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    expect(s.context).toMatchObject({ keyHolder: 1, upgradesSupersede: false })
+    const r = step(run(s, drop, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(state(r.s)).toBe('terminated')
+    expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
+    // While its upgrade is out too.
+    expect(state(run(s, supersedeEvent({ generation: 1, epoch: 1 })))).toBe('terminated')
+  })
+
+  it('an ambiguous supersede the session ends before deciding (a terminal refusal of a probe, a give-up) is reported, never dropped silently', () => {
+    const drop: ConnectionEvent = { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }
+    const probing = run(waiting(), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, drop, supersedeEvent({ generation: 1, epoch: 1 }), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
+    const refused = step(probing, upgradeEvent(probing, 403))
+    expect(state(refused.s)).toBe('terminated')
+    expect(refused.s.context.lastReason?.kind).toBe('rejected')
+    expect(refused.s.context.ambiguousSupersede).toBeNull()
+    expect(refused.emitted).toContainEqual({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the session ended first (rejected)' })
+    const lost = run(probing, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 3, 0), generation: 3, epoch: 1 })
+    const gaveUp = step(lost, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 3, 3, 0) })
+    expect(state(gaveUp.s)).toBe('terminated')
+    expect(gaveUp.emitted).toContainEqual({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the session ended first (suppressed)' })
+  })
+
   it('a conflict probe accepted: no other instance holds the key, so the ambiguous supersede was ours (reported as ignored) and later attempts ask nothing', () => {
     const sent = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
     let s = run(sent, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }, supersedeEvent({ generation: 1, epoch: 1 }))

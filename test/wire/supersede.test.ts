@@ -309,6 +309,54 @@ describe('rule: supersede is terminal', () => {
     expect(older.state).toBe('connected')
   })
 
+  it('two upgrades in a row unanswered until the connect timeout, then another instance supersedes the lost socket: still ambiguous (either upgrade may have caused it), so the link probes, is refused 409 and ends superseded; the newer instance is never evicted', async () => {
+    const sim = await world().sim()
+    let rolls = 0
+    const policy = {
+      transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 8_000 },
+      connection: { connectTimeoutMs: 600, conflictRetryWindowMs: 100 },
+      reconnect: { initialDelayMs: 400, maxDelayMs: 400 },
+    }
+    // Short backoffs before the two unanswered attempts, long ones after.
+    const older = world().link(sim, { policy, env: { random: () => (rolls++ < 2 ? 0.001 : 0.99) } })
+    await older.connect()
+    const [gen1] = sim.accepted('agent-1')
+    const release = sim.holdUpgrades()
+    sim.stall(gen1!)
+    await next(older, 'disconnected', { filter: (e) => e.reason.generation === 3, timeoutMs: 5_000 })
+    await sim.waitFor(() => sim.heldUpgrades === 0, { what: 'the timed-out upgrades gone' })
+    release()
+    expect(sim.unansweredUpgradesOf('agent-1')).toBe(2)
+    expect(older.state).toBe('reconnecting')
+    const newerKept = vi.fn()
+    await newerInstanceSupersedes(world(), sim, older)
+    const newer = sim.accepted('agent-1')[1]!
+    newer.ws.on('close', newerKept)
+    // The probe reached the server and was refused; no upgrade of the older link was accepted after its first.
+    expect(sim.upgrades.filter((u) => u.agentId === 'agent-1').map((u) => u.status)).toEqual([101, 101, 409])
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+    expect(newer.state).toBe('open')
+    expect(newerKept).not.toHaveBeenCalled()
+    expect(sim.abort(gen1!)).toBe(1)
+  })
+
+  it("with the host's onConflict 'reject' no supersede can be the link's own doing: one read after an unanswered upgrade ends the link at once; the newer instance stays", async () => {
+    const sim = await world().sim()
+    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 8_000 }, connection: { connectTimeoutMs: 600 }, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
+    let rolls = 0
+    const older = world().link(sim, { policy, onConflict: 'reject', env: { random: () => (rolls++ === 0 ? 0.001 : 0.99) } })
+    await older.connect()
+    const [gen1] = sim.accepted('agent-1')
+    const release = sim.holdUpgrades()
+    sim.stall(gen1!)
+    await next(older, 'disconnected', { filter: (e) => e.reason.generation === 2, timeoutMs: 3_000 })
+    await sim.waitFor(() => sim.heldUpgrades === 0, { what: 'the timed-out upgrade gone' })
+    release()
+    await newerInstanceSupersedes(world(), sim, older)
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
+    expect(sim.abort(gen1!)).toBe(1)
+  })
+
   it("the platform superseding the link's own lost socket because its next one connected (a stalled server, the old socket still closing) changes nothing: reported as ignored, the link stays connected", async () => {
     const sim = await world().sim()
     const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 1_500 } } })

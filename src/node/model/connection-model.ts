@@ -116,7 +116,7 @@ export function serializeModel(snapshot: ConnectionSnapshot): string {
   // A supersede of the socket lost before, held until this upgrade's outcome is known; one whose
   // cause is unknown, probed; a key holder whose upgrade had no answer (a supersede on the socket before it is ambiguous).
   const c = snapshot.context
-  const held = `${c.heldSupersede === null ? '' : '|held-supersede'}${c.ambiguousSupersede === null ? '' : '|probing'}${c.keyHolder !== 0 && c.keyHolder !== c.lastAccepted && c.keyHolder !== c.generation ? '|unanswered-holder' : ''}`
+  const held = `${c.heldSupersede === null ? '' : '|held-supersede'}${c.ambiguousSupersede === null ? '' : '|probing'}${c.keyHolder !== 0 && c.keyHolder !== c.lastAccepted && !(e.state === 'connecting' && c.keyHolder === c.generation) ? '|unanswered-holder' : ''}`
   return `${JSON.stringify(e.value)}|${e.reason ?? '-'}${e.code ?? ''}|g${e.generation > 1 ? '+' : e.generation}|e${e.epoch > 1 ? '+' : e.epoch}${lostAccepted}${preUpgrade}${held}`
 }
 
@@ -149,9 +149,11 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
     // A supersede read on the socket before the key holder while the key holder's upgrade left and
     // had no answer (dropped, timed out): perhaps the platform evicting it because that upgrade was
     // accepted (its 101 lost), perhaps another instance. The next attempts probe.
-    // Only a socket the server accepted (the previous key holder, accepted) can be read at all.
-    if (priorKeyHolder >= 1 && priorKeyHolder === lastAccepted && keyHolder !== lastAccepted && keyHolder !== g) {
-      add('ambiguous supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, priorKeyHolder, 0), generation: priorKeyHolder, epoch: e })
+    // It comes on the newest socket the server accepted (only an accepted socket can be read at all).
+    // With the current upgrade out, only behind an unanswered one (else it is held: `stale supersede`).
+    const behindUnanswered = keyHolder !== g || priorKeyHolder !== lastAccepted
+    if (lastAccepted >= 1 && keyHolder !== lastAccepted && behindUnanswered) {
+      add('ambiguous supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, lastAccepted, 0), generation: lastAccepted, epoch: e })
     }
   }
   const staleSupersede = () => {
@@ -214,6 +216,7 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       // The link sends no host.connect during a session; the chart ignores one anyway.
       if (mode === 'pure') add('host connect', 'host', { type: 'host.connect' })
       staleSupersede()
+      ambiguousSupersede()
       stale()
       break
     case 'joining':

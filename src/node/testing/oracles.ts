@@ -146,7 +146,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   {
     name: 'supersede-is-terminal',
     rule:
-      'A supersede ends the session for good, in every state of a session, read during the backoff on the socket just lost too; one read on the socket lost before while the next upgrade is out ends it once the server refuses that upgrade, and changes nothing once the server accepts it or it ends unanswered.',
+      'A supersede ends the session for good, in every state of a session, read during the backoff on the socket just lost too; one read on the socket lost before while the next upgrade is out ends it once the server refuses that upgrade (a 4xx or a 503), and changes nothing once the server accepts it; one whose cause is unknown (an upgrade of ours unanswered) changes no state by itself.',
     check: (input) => {
       const { step, before, after } = input
       if (supersedeHeld(input)) {
