@@ -170,9 +170,11 @@ export interface ConnectionContext {
   connects: number
   /**
    * When (env.monotonic) the link last left a socket the server had accepted (state `attached`:
-   * joining, live or stopping), in this session or an earlier one: the platform may hold any socket
-   * of this link it accepted, joined or not, whatever the session (the real platform tracks the
-   * agent in `connect/3`, before any join). Null before the server first accepted one.
+   * joining, live or stopping), or lost one whose upgrade left and had no answer (a drop, the
+   * connect timeout, a gateway's 500/502/504: the server may have accepted it, its 101 lost), in
+   * this session or an earlier one: the platform may hold any socket of this link it accepted,
+   * joined or not, whatever the session (the real platform tracks the agent in `connect/3`, before
+   * any join). Null before either.
    */
   acceptedLostAt: number | null
   /**
@@ -206,6 +208,8 @@ export interface ConnectionContext {
   ambiguousSupersede: { reason: ReasonLike; since: number } | null
   /** Whether the current transport's upgrade is a conflict probe (it asks `on_conflict=reject`). */
   probing: boolean
+  /** Whether the current transport's upgrade has left (`socket.upgradeSent`, or `socket.open`). */
+  upgradeLeft: boolean
   /** Topics of the app channels that have a channel chart, in the order the host asked for them. */
   channels: readonly string[]
   /** Arrival sequence of control signals. */
@@ -230,6 +234,36 @@ export interface ConnectionContext {
    * accepted it, its 101 lost), its cause is unknown (`ambiguousSupersede`).
    */
   heldSupersede: ReasonLike | null
+}
+
+/**
+ * Whether a supersede read on transport `generation` has an unknown cause: it is the newest socket
+ * the server accepted (`lastAccepted`), and a newer transport holds the key claim unanswered.
+ */
+function causeUnknown(context: ConnectionContext, generation: number): boolean {
+  return context.lastAccepted !== 0 && generation === context.lastAccepted && context.keyHolder !== context.lastAccepted
+}
+
+/** Why a held or ambiguous supersede is dismissed when not by an accepted upgrade: the host stopped, or the session ended. */
+function endedFirst(context: ConnectionContext, event: { type: string }): string | null {
+  if (event.type === 'host.disconnect') return 'the host stopped the session first'
+  return event.type === 'socket.open' ? null : `the session ended first (${context.lastReason?.kind ?? 'unknown'})`
+}
+
+/**
+ * Records a supersede whose cause is unknown (from when, env.monotonic), so the next attempts
+ * probe; a second one while one is probed changes nothing, and says so.
+ */
+function noteCauseUnknown(
+  context: ConnectionContext,
+  reason: ReasonLike,
+  enqueue: { emit(event: ConnectionEmitted): void; assign(values: Partial<ConnectionContext>): void },
+): void {
+  if (context.ambiguousSupersede !== null) {
+    enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket whose cause is unknown is already being probed' })
+    return
+  }
+  enqueue.assign({ ambiguousSupersede: { reason, since: context.env.monotonic() } })
 }
 
 /** The stamp of the current transport, for the I/O actions about it. */
@@ -295,18 +329,13 @@ export const connectionMachine = setup({
      * of those upgrades and superseded this socket because of it, or another instance may have.
      * Named on a supersede in `session`, and before the current upgrade left in `online.connecting`.
      */
-    isAmbiguousSupersede: ({ context, event }) => {
-      const { generation } = event as unknown as Origin
-      return context.lastAccepted !== 0 && generation === context.lastAccepted && context.keyHolder !== context.lastAccepted
-    },
+    isAmbiguousSupersede: ({ context, event }) => causeUnknown(context, (event as unknown as Origin).generation),
     /**
      * As `isAmbiguousSupersede`, read while the current transport is opening and its upgrade has not
      * left, and it is no conflict probe: it can still become one (the attempt starts again).
      */
-    isAmbiguousBeforeUpgrade: ({ context, event }) => {
-      const { generation } = event as unknown as Origin
-      return !context.probing && context.keyHolder !== context.generation && context.lastAccepted !== 0 && generation === context.lastAccepted && context.keyHolder !== context.lastAccepted
-    },
+    isAmbiguousBeforeUpgrade: ({ context, event }) =>
+      !context.probing && context.keyHolder !== context.generation && causeUnknown(context, (event as unknown as Origin).generation),
     /**
      * A conflict probe was refused 409 (`on_conflict=reject`: another live socket of the agent)
      * within `conflictRetryWindowMs` of the supersede becoming ambiguous: the live socket may be our
@@ -315,7 +344,9 @@ export const connectionMachine = setup({
     isProbeConflictInWindow: ({ context }) => {
       const probe = context.ambiguousSupersede
       if (probe === null || context.lastReason!.cause !== 'conflict') return false
-      const elapsed = context.env.monotonic() - probe.since
+      // From the later of the ambiguity and the last socket the server may hold for us (one it
+      // accepted and we lost, or an upgrade of ours, a probe too, that ended with no answer).
+      const elapsed = context.env.monotonic() - Math.max(probe.since, context.acceptedLostAt ?? probe.since)
       return elapsed >= 0 && elapsed <= context.policy.conflictRetryWindowMs
     },
     /** A conflict probe was refused 409 past the window: another instance holds the key, and the ambiguous supersede was its. Named on `lost`. */
@@ -386,23 +417,17 @@ export const connectionMachine = setup({
     // (entering stopped or terminated). Reported as ignored, saying which.
     dismissHeldSupersede: enqueueActions(({ context, event, enqueue }) => {
       const { heldSupersede: held, ambiguousSupersede: ambiguous } = context
-      const stopped = event.type === 'host.disconnect'
+      const ended = endedFirst(context, event)
       if (held !== null) {
-        const why = stopped
-          ? 'the host stopped the session first'
-          : event.type !== 'socket.open'
-            ? `the session ended first (${context.lastReason?.kind ?? 'unknown'})`
-            : 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
+        const why = ended ?? 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
         enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${held.generation}), held while the next upgrade was out: ${why}` })
       }
       if (ambiguous !== null) {
-        const why = stopped
-          ? 'the host stopped the session first'
-          : event.type !== 'socket.open'
-            ? `the session ended first (${context.lastReason?.kind ?? 'unknown'})`
-            : context.probing
-              ? 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
-              : 'the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket'
+        const why =
+          ended ??
+          (context.probing
+            ? 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
+            : 'the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket')
         enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown: ${why}` })
       }
       if (held !== null || ambiguous !== null) enqueue.assign({ heldSupersede: null, ambiguousSupersede: null })
@@ -413,22 +438,13 @@ export const connectionMachine = setup({
     deferHeldSupersede: enqueueActions(({ context, enqueue }) => {
       const held = context.heldSupersede
       if (held === null) return
-      if (context.ambiguousSupersede !== null) {
-        enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket whose cause is unknown is already being probed' })
-        enqueue.assign({ heldSupersede: null })
-        return
-      }
-      enqueue.assign({ heldSupersede: null, ambiguousSupersede: { reason: held, since: context.env.monotonic() } })
+      enqueue.assign({ heldSupersede: null })
+      noteCauseUnknown(context, held, enqueue)
     }),
     // Named on a supersede whose cause is unknown (`isAmbiguousSupersede`): the next attempts probe.
-    recordAmbiguousSupersede: enqueueActions(({ context, event, enqueue }) => {
-      if (context.ambiguousSupersede !== null) {
-        enqueue.emit({ type: 'link.ignored', event: event.type, detail: 'a supersede of the previous socket whose cause is unknown is already being probed' })
-        return
-      }
-      const reason = (event as Extract<ConnectionEvent, { type: 'control.supersede' }>).reason
-      enqueue.assign({ ambiguousSupersede: { reason, since: context.env.monotonic() } })
-    }),
+    recordAmbiguousSupersede: enqueueActions(({ context, event, enqueue }) =>
+      noteCauseUnknown(context, (event as Extract<ConnectionEvent, { type: 'control.supersede' }>).reason, enqueue),
+    ),
     // Named on a conflict probe refused past the window (`isProbeConflict`): the supersede was another instance's; it is the session's reason.
     recordProbedSupersede: assign({ lastReason: ({ context }) => context.ambiguousSupersede!.reason, ambiguousSupersede: null }),
     // Named on the events that carry a reason (losses, refusals, supersedes).
@@ -466,6 +482,19 @@ export const connectionMachine = setup({
     clearRetry: assign({ retry: null }),
     countConnect: assign({ connects: ({ context }) => context.connects + 1 }),
     markAcceptedLost: assign({ acceptedLostAt: ({ context }) => context.env.monotonic() }),
+    // Named on socket.upgradeSent of the current transport.
+    noteUpgradeLeft: assign({ upgradeLeft: true }),
+    // Named on the loss of a transport before it opened: an upgrade that left and had no answer (a
+    // drop, the connect timeout, a gateway's 500/502/504) may have been accepted, its 101 lost, so
+    // the platform may hold that socket as it holds one it accepted and we lost (a 409 within
+    // conflictRetryWindowMs of it may be ours). A refusal before accepting (a 4xx, a 503) is not.
+    markUnansweredLost: assign(({ context, event }) => {
+      const reason = (event as { reason?: ReasonLike }).reason
+      // An HTTP answer says the upgrade left, whatever the adapter reported before it.
+      const left = context.upgradeLeft || event.type === 'socket.upgradeRejected'
+      if (!left || (reason !== undefined && isRefusedUnaccepted(reason))) return {}
+      return { acceptedLostAt: context.env.monotonic() }
+    }),
     /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */
     retryOwnConflict: assign({ lastReason: ({ context }) => ({ ...context.lastReason!, retryable: true }) }),
     tellReconnectOpened: enqueueActions(({ enqueue }) => enqueue({ type: 'tellReconnect', params: { type: 'reconnect.opened' } })),
@@ -564,7 +593,7 @@ export const connectionMachine = setup({
     // A conflict probe (`conflictProbe`) while a supersede's cause is unknown: the upgrade asks `on_conflict=reject`.
     openCurrentTransport: enqueueActions(({ context, enqueue }) => {
       const conflictProbe = context.ambiguousSupersede !== null
-      enqueue.assign({ probing: conflictProbe })
+      enqueue.assign({ probing: conflictProbe, upgradeLeft: false })
       enqueue({ type: 'openTransport', params: { ...originOf(context), conflictProbe } })
     }),
     /** Ends the transport of this generation (exit of `online`): its socket is closed, whatever comes after. */
@@ -689,6 +718,7 @@ export const connectionMachine = setup({
     heldSupersede: null,
     ambiguousSupersede: null,
     probing: false,
+    upgradeLeft: false,
   }),
   initial: 'idle',
   on: {
@@ -769,12 +799,16 @@ export const connectionMachine = setup({
             'socket.upgradeRejected': {
               guard: 'isCurrentTransport',
               target: 'lost',
-              actions: ['recordLoss', 'releaseKeyClaim'],
+              actions: ['recordLoss', 'releaseKeyClaim', 'markUnansweredLost'],
               meta: { rule: 'upgrade-rejection-is-terminal' },
             },
             'socket.heartbeatTimeout': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
             // The upgrade left: from now on it may have superseded the socket lost before.
-            'socket.upgradeSent': { guard: 'isCurrentSupersedingUpgrade', actions: 'claimKey' },
+            'socket.upgradeSent': [
+              { guard: 'isCurrentSupersedingUpgrade', actions: ['noteUpgradeLeft', 'claimKey'] },
+              // onConflict 'reject': it supersedes nothing, so it claims nothing; the platform may still hold it if it is lost unanswered.
+              { guard: 'isCurrentTransport', actions: 'noteUpgradeLeft' },
+            ],
           },
           states: {
             /** Transport `generation` is opening. */
@@ -799,9 +833,9 @@ export const connectionMachine = setup({
                 // Lost before it opened. Refused at TCP (no upgrade left), it claimed nothing. Dropped
                 // or never answered after its upgrade left, it keeps the claim: the server may have
                 // accepted it, its 101 lost; a supersede read later on the socket before is ambiguous.
-                'socket.close': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: 'recordLoss', meta: { rule: 'normal-close-reconnects' } },
+                'socket.close': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: ['recordLoss', 'markUnansweredLost'], meta: { rule: 'normal-close-reconnects' } },
               },
-              after: { connectTimeout: { target: '#connection.session.lost', actions: 'recordConnectTimeout' } },
+              after: { connectTimeout: { target: '#connection.session.lost', actions: ['recordConnectTimeout', 'markUnansweredLost'] } },
             },
             /** The transport is open; the control channel lives on it. */
             attached: {

@@ -40,8 +40,8 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'supersede-is-terminal',
     how: 'a supersede whose cause is unknown is stale: the next attempt asks nothing and evicts the instance that sent it',
     file: 'machines/connection.ts',
-    from: 'return context.lastAccepted !== 0 && generation === context.lastAccepted && context.keyHolder !== context.lastAccepted\n    },',
-    to: 'return false\n    },',
+    from: 'isAmbiguousSupersede: ({ context, event }) => causeUnknown(context, (event as unknown as Origin).generation),',
+    to: 'isAmbiguousSupersede: () => false,',
   },
   {
     rule: 'supersede-is-terminal',

@@ -248,6 +248,46 @@ describe('rule: supersede is terminal', () => {
     expect(gaveUp.emitted).toContainEqual({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the session ended first (suppressed)' })
   })
 
+  it("a conflict probe that itself ends with no answer may be held by the server: a 409 within conflictRetryWindowMs of it is retried, though the ambiguity is older than the window", () => {
+    let now = 1_000
+    const drop = (g: number): ConnectionEvent => ({ type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, g, 0), generation: g, epoch: 1 })
+    const scheduled: ConnectionEvent = { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }
+    const window = DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs
+    let s = run(waiting(connected(initialTransition(connectionMachine, { env: { ...env, monotonic: () => now } })[0])), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, drop(2), supersedeEvent({ generation: 1, epoch: 1 }), scheduled)
+    expect(s.context.ambiguousSupersede?.since).toBe(1_000)
+    // A probe sent near the window's end, unanswered until its connect timeout.
+    now = 1_000 + window - 5_000
+    s = run(s, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
+    now += 10_000
+    s = run(s, { type: 'xstate.after.connectTimeout.connection.session.online.connecting' } as unknown as ConnectionEvent, scheduled)
+    expect(s.context.acceptedLostAt).toBe(now)
+    // The next probe, past the ambiguity's window but within the unanswered probe's: 409 retried.
+    now += 7_000
+    s = run(s, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 4, epoch: 1 })
+    const r = step(s, upgradeEvent(s, 409))
+    expect(state(r.s)).toBe('reconnecting')
+    expect(r.s.context.ambiguousSupersede).not.toBeNull()
+    // Past both: another instance holds the key.
+    now += window
+    expect(state(run(s, upgradeEvent(s, 409)))).toBe('terminated')
+  })
+
+  it("with onConflict 'reject', an upgrade that left and had no answer may be held by the server too: a 409 within the window of it is our own conflict, retried", () => {
+    let now = 1_000
+    const start = initialTransition(connectionMachine, { env: { ...env, monotonic: () => now }, onConflict: 'reject' })[0]
+    const s = run(waiting(connected(start)), { type: 'reconnect.due' })
+    now = 1_000 + DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs + 1
+    // A 409 past the window of the socket lost: terminal, as ever.
+    expect(state(run(s, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, upgradeEvent(s, 409)))).toBe('terminated')
+    // The upgrade left and timed out: within its window, a 409 is retried.
+    const timedOut = run(s, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, { type: 'xstate.after.connectTimeout.connection.session.online.connecting' } as unknown as ConnectionEvent, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
+    expect(timedOut.context.acceptedLostAt).toBe(now)
+    expect(state(run(timedOut, upgradeEvent(timedOut, 409)))).toBe('reconnecting')
+    // A TCP connection refused (no upgrade left) marks nothing.
+    const refused = run(s, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 })
+    expect(refused.context.acceptedLostAt).not.toBe(now)
+  })
+
   it('a conflict probe accepted: no other instance holds the key, so the ambiguous supersede was ours (reported as ignored) and later attempts ask nothing', () => {
     const sent = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
     let s = run(sent, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }, supersedeEvent({ generation: 1, epoch: 1 }))

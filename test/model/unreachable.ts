@@ -17,6 +17,8 @@ export const UNREACHABLE: Record<string, { states?: Record<string, string>; tran
         'needs an upgradeSent of a transport the chart already ended: the adapter reports none once a transport ended (TransportHandle.onUpgradeSent), so only an adapter of the host\'s own sends one. test/machines/connection.test.ts "an upgrade sent of a transport the host stopped meanwhile: nothing claimed, nothing reported"',
       'connection.session.lost||1':
         'a conflict probe refused 409 past conflictRetryWindowMs (75 s by default) of the supersede becoming ambiguous: the model\'s monotonic clock stands still (chart delays run on a simulated clock; this window is read from env.monotonic), so every probed 409 of a path falls within it. test/machines/connection.test.ts "a conflict probe refused 409: within conflictRetryWindowMs it may be our own unanswered socket, still held (retried, still probing); past it another instance holds the key, and the session ends superseded"',
+      'connection.session.online|socket.upgradeSent|1':
+        'needs the host\'s onConflict \'reject\' (an upgrade that supersedes nothing claims no key); the model runs the default mode. test/machines/connection.test.ts "with the host\'s onConflict \'reject\' no supersede is the link\'s own doing: an upgrade claims the key only once accepted, and a supersede read after an unanswered upgrade ends the session at once"',
       'connection|control.dropped|0':
         'needs a control handler still running with another signal queued behind it when the host stops: a handler state the connection model does not track. test/wire/hardening.test.ts "after disconnect(), signals still waiting behind a slow handler are dropped and reported; the one in progress finishes"',
     },

@@ -39,7 +39,7 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'own-conflict-retries',
-    rule: 'A 409 (the platform\'s conflict answer under on_conflict=reject; the mode is not read) within conflictRetryWindowMs (75 s) of losing or closing (disconnect()) a socket of this link that the server had accepted, joined or not, may be the platform still holding our own lost socket: retried with backoff. A 409 before the server ever accepted a socket of this link, or after the window, is terminal.',
+    rule: 'A 409 (the platform\'s conflict answer under on_conflict=reject; the mode is not read) within conflictRetryWindowMs (75 s) of losing or closing (disconnect()) a socket of this link that the server had accepted, joined or not, or of losing one whose upgrade left and had no answer (the server may have accepted it), may be the platform still holding our own lost socket: retried with backoff. A 409 before the server may have accepted a socket of this link, or after the window, is terminal.',
     tests: [
       ['test/machines/connection.test.ts', 'a 409 within the window after a connected transport was lost -> reconnecting, the reason marked retryable'],
       ['test/machines/connection.test.ts', 'a 409 after the window -> terminated: another instance holds the key'],

@@ -114,8 +114,26 @@ function supersedeHeld({ path, index, before }: OracleInput): boolean {
  * A 409 after the server accepted a socket of this link (joined or not), during a session: the
  * platform may still hold that socket (it tracks the agent from the upgrade on).
  */
-function ownConflict({ step, before, wasAccepted }: OracleInput): boolean {
-  return step.name === 'upgrade 409' && wasAccepted && SESSION.has(before.state)
+function ownConflict({ path, index, step, before, wasAccepted }: OracleInput): boolean {
+  return step.name === 'upgrade 409' && (wasAccepted || unansweredBefore(path, index)) && SESSION.has(before.state)
+}
+
+/**
+ * Whether an upgrade of the link left and ended with no answer (a drop or the connect timeout
+ * after `upgrade sent`) before step `index`: the server may have accepted it, its 101 lost, and
+ * may hold that socket as it holds one it accepted.
+ */
+function unansweredBefore(path: OracleInput['path'], index: number): boolean {
+  for (let j = 1; j < index; j++) {
+    const { name } = path.steps[j]!
+    if (name !== 'drop' && name !== 'connect timeout') continue
+    const before = path.steps[j - 1]!.expect
+    if (before.state !== 'connecting') continue
+    for (let k = j - 1; k >= 0 && path.steps[k]!.expect.generation === before.generation; k--) {
+      if (path.steps[k]!.name === 'upgrade sent') return true
+    }
+  }
+  return false
 }
 
 /** The lifecycle rules of docs/design.md, each an oracle; the path runner checks them all by default. */
@@ -162,7 +180,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   },
   {
     name: 'own-conflict-retries',
-    rule: 'A 409 after the server accepted a socket of this link may be the platform still holding that socket: retried, reported as rejected.',
+    rule: 'A 409 after the server accepted a socket of this link, or after an upgrade of it ended with no answer (the server may have accepted it), may be the platform still holding that socket: retried, reported as rejected.',
     check: (input) => {
       if (!ownConflict(input) || supersedeHeld(input)) return null // a refusal after a held supersede ends the session: supersede-is-terminal
       const { after } = input
