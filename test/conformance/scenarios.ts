@@ -243,6 +243,18 @@ export function conformance(factory: PeerFactory): void {
       // reaches the server; the server's frames still reach the link until that close completes.
       const stalling = { transport: { heartbeatIntervalMs: 200, closeTimeoutMs: 5_000 } }
       const longBackoff = { ...stalling, reconnect: { initialDelayMs: 5_000, maxDelayMs: 5_000 } }
+      /**
+       * The server saw the link's first and second upgrades accepted, then its probe (on_conflict=reject)
+       * accepted, and only the third socket is live. A probe may meet the second socket still held by
+       * the server (it has not seen its reset yet): 409, retried within the window.
+       */
+      const probeAccepted = async (agent: Agent, first: string) => {
+        await untilOnlyNewerLive(peer, agent, first, 'only the third socket live')
+        const seen = await statuses(peer, agent)
+        expect([...seen.slice(0, 2), seen.at(-1)]).toEqual([101, 101, 101])
+        expect(seen.slice(2, -1).every((status) => status === 409)).toBe(true)
+        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null, 'reject'])
+      }
       /** A fresh agent's link through a relay of its own, connected; `first` is its socket's id on the server. */
       const relayed = async (options: Parameters<ReturnType<typeof scene>['link']>[2]) => {
         const agent = peer.agent()
@@ -338,12 +350,7 @@ export function conformance(factory: PeerFactory): void {
         await back
         expect(link.state).toBe('connected')
         proxy.release()
-        await untilOnlyNewerLive(peer, agent, first, 'only the third socket live')
-        // A probe may meet the second socket still held by the server (it has not seen its reset yet): 409, retried within the window.
-        const seen = await statuses(peer, agent)
-        expect([...seen.slice(0, 2), seen.at(-1)]).toEqual([101, 101, 101])
-        expect(seen.slice(2, -1).every((status) => status === 409)).toBe(true)
-        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null, 'reject'])
+        await probeAccepted(agent, first)
         expect(link.state).toBe('connected')
       })
 
@@ -365,12 +372,7 @@ export function conformance(factory: PeerFactory): void {
         expect(link.state).toBe('connected')
         expect(link.lastDisconnectReason?.kind).not.toBe('superseded')
         proxy.release()
-        await untilOnlyNewerLive(peer, agent, first, 'only the third socket live')
-        // A probe may meet the second socket still held by the server (it has not seen its reset yet): 409, retried within the window.
-        const seen = await statuses(peer, agent)
-        expect([...seen.slice(0, 2), seen.at(-1)]).toEqual([101, 101, 101])
-        expect(seen.slice(2, -1).every((status) => status === 409)).toBe(true)
-        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null, 'reject'])
+        await probeAccepted(agent, first)
       })
 
       it("another instance connects while the link's next upgrade goes unanswered (held until the link's connect timeout): the supersede read after it is ambiguous, so the link probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs and ends `superseded`; the newer instance is never evicted", async () => {

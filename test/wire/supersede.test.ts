@@ -11,6 +11,13 @@ import { framesIn, gatedControl, newerInstanceSupersedes, next, OWN_SUPERSEDE_IG
 
 const world = useWorld()
 
+/** Upgrades the server holds until the connect timeout (600 ms), a probe's 409 past a short window (100 ms), 400 ms backoffs. */
+const UNANSWERED_PROBE = {
+  transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 8_000 },
+  connection: { connectTimeoutMs: 600, conflictRetryWindowMs: 100 },
+  reconnect: { initialDelayMs: 400, maxDelayMs: 400 },
+}
+
 describe('rule: supersede is terminal', () => {
   for (const code of [1000, 1001, 1011]) {
     it(`supersede push then close ${code} -> terminated, superseded with the payload fields, no new connection (scenario 9)`, async () => {
@@ -200,13 +207,8 @@ describe('rule: supersede is terminal', () => {
   it("a supersede read in the backoff after the next upgrade went unanswered (held by the server until the connect timeout) is ambiguous (the server may have accepted that upgrade): the next attempt probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs, and the link ends superseded; the newer instance is never evicted", async () => {
     const sim = await world().sim()
     let rolls = 0
-    const policy = {
-      transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 8_000 },
-      connection: { connectTimeoutMs: 600, conflictRetryWindowMs: 100 },
-      reconnect: { initialDelayMs: 400, maxDelayMs: 400 },
-    }
     // The first backoff short (the next upgrade goes out at once), the one after the timeout long.
-    const older = world().link(sim, { policy, env: { random: () => (rolls++ === 0 ? 0.001 : 0.99) } })
+    const older = world().link(sim, { policy: UNANSWERED_PROBE, env: { random: () => (rolls++ === 0 ? 0.001 : 0.99) } })
     await older.connect()
     const [gen1] = sim.accepted('agent-1')
     const release = sim.holdUpgrades()
@@ -312,13 +314,8 @@ describe('rule: supersede is terminal', () => {
   it('two upgrades in a row unanswered until the connect timeout, then another instance supersedes the lost socket: still ambiguous (either upgrade may have caused it), so the link probes, is refused 409 and ends superseded; the newer instance is never evicted', async () => {
     const sim = await world().sim()
     let rolls = 0
-    const policy = {
-      transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 8_000 },
-      connection: { connectTimeoutMs: 600, conflictRetryWindowMs: 100 },
-      reconnect: { initialDelayMs: 400, maxDelayMs: 400 },
-    }
     // Short backoffs before the two unanswered attempts, long ones after.
-    const older = world().link(sim, { policy, env: { random: () => (rolls++ < 2 ? 0.001 : 0.99) } })
+    const older = world().link(sim, { policy: UNANSWERED_PROBE, env: { random: () => (rolls++ < 2 ? 0.001 : 0.99) } })
     await older.connect()
     const [gen1] = sim.accepted('agent-1')
     const release = sim.holdUpgrades()
