@@ -7,10 +7,11 @@ import { createActor, initialTransition, SimulatedClock } from 'xstate'
 import { connectionMachine, DEFAULT_CONNECTION_POLICY, type ConnectionEvent } from '../../machines/connection.js'
 import { rejoinDelayMs } from '../../machines/channel.js'
 import { linkStateOf } from '../../machines/status.js'
-import { classifyClose, classifyControlChannelLoss, DisconnectReason } from '../../src/reasons.js'
+import { classifyControlChannelLoss, DisconnectReason } from '../../src/reasons.js'
 import { suppressedReason } from '../../machines/types.js'
 import {
   closeEvent,
+  dropEvent,
   connected,
   env,
   origin,
@@ -20,6 +21,7 @@ import {
   step,
   supersedeEvent,
   upgradeEvent,
+  upgradeOut,
   waiting,
   type ConnSnapshot,
 } from '../support/chart.js'
@@ -122,7 +124,7 @@ describe('rule: supersede is terminal', () => {
 
   it('a next transport whose TCP connection failed before its upgrade left (refused, unreachable) claimed nothing: a supersede read in the backoff after it, on the socket lost before, terminates', () => {
     const opening = run(waiting(), { type: 'reconnect.due' })
-    const refused = run(run(opening, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }))
+    const refused = run(run(opening, dropEvent(2)))
     expect(state(refused)).toBe('reconnecting')
     expect(refused.context).toMatchObject({ generation: 2, keyHolder: 1 })
     const r = step(refused, supersedeEvent({ generation: 1, epoch: 1 }))
@@ -131,7 +133,7 @@ describe('rule: supersede is terminal', () => {
   })
 
   it('after the next upgrade was refused, the socket lost before holds the key again: a supersede read on it terminates', () => {
-    const s = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    const s = upgradeOut()
     expect(s.context.keyHolder).toBe(2)
     const refused = run(s, upgradeEvent(s, 503, '1'))
     expect(state(refused)).toBe('reconnecting')
@@ -142,9 +144,9 @@ describe('rule: supersede is terminal', () => {
   })
 
   it("a next transport lost after its upgrade left but before it opened (dropped, or never answered: the connect timeout) keeps the claim: the server may have accepted it, its 101 lost, so a supersede read in the backoff after it on the socket before is ambiguous: the next attempt probes", () => {
-    const sent = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    const sent = upgradeOut()
     expect(sent.context.keyHolder).toBe(2)
-    const dropped = run(sent, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 })
+    const dropped = run(sent, dropEvent(2))
     const timedOut = run(sent, { type: 'xstate.after.connectTimeout.connection.session.online.connecting' } as unknown as ConnectionEvent)
     for (const [how, s] of [['dropped', dropped], ['timed out', timedOut]] as const) {
       expect(state(s), how).toBe('reconnecting')
@@ -164,7 +166,7 @@ describe('rule: supersede is terminal', () => {
     expect(run(sent, upgradeEvent(sent, 429, '1')).context.keyHolder).toBe(1)
     // Once opened, a loss keeps the claim, answered: a supersede read on the socket before is stale.
     const opened = run(sent, { type: 'socket.open', generation: 2, epoch: 1 })
-    const lostOpen = run(opened, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 })
+    const lostOpen = run(opened, dropEvent(2))
     expect(lostOpen.context).toMatchObject({ keyHolder: 2, lastAccepted: 2 })
     const stale = step(lostOpen, supersedeEvent({ generation: 1, epoch: 1 }))
     expect(stale.s.context.ambiguousSupersede).toBeNull()
@@ -172,9 +174,8 @@ describe('rule: supersede is terminal', () => {
   })
 
   it('two unanswered upgrades in a row: a supersede read on the last socket the server accepted is still ambiguous (either upgrade may have caused it), whether the third upgrade is out or not, and the next attempt probes', () => {
-    const drop = (g: number): ConnectionEvent => ({ type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, g, 0), generation: g, epoch: 1 })
     const scheduled: ConnectionEvent = { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }
-    let s = run(waiting(), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, drop(2), scheduled)
+    let s = run(upgradeOut(), dropEvent(2), scheduled)
     s = run(s, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
     expect(s.context).toMatchObject({ generation: 3, keyHolder: 3, priorKeyHolder: 2, lastAccepted: 1 })
     // The third upgrade out: not held (a refusal of it would say nothing of the second), ambiguous at once.
@@ -187,7 +188,7 @@ describe('rule: supersede is terminal', () => {
     expect(refused.context.ambiguousSupersede).not.toBeNull()
     expect(step(run(refused, scheduled), { type: 'reconnect.due' }).io).toContainEqual({ type: 'openTransport', params: { generation: 4, epoch: 1, conflictProbe: true } })
     // The third dropped too, then the supersede in the backoff: ambiguous, the next attempt probes.
-    const backoff = run(s, drop(3), scheduled)
+    const backoff = run(s, dropEvent(3), scheduled)
     const read = run(backoff, supersedeEvent({ generation: 1, epoch: 1 }))
     expect(state(read)).toBe('reconnecting')
     expect(read.context.ambiguousSupersede).toMatchObject({ reason: { generation: 1 } })
@@ -195,8 +196,7 @@ describe('rule: supersede is terminal', () => {
   })
 
   it('a supersede that becomes ambiguous while the next attempt opens (its upgrade not yet left) starts that attempt again as a conflict probe', () => {
-    const drop: ConnectionEvent = { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }
-    const opening = run(waiting(), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, drop, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
+    const opening = run(upgradeOut(), dropEvent(2), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
     expect(opening.context).toMatchObject({ generation: 3, keyHolder: 2, lastAccepted: 1, probing: false })
     const r = step(opening, supersedeEvent({ generation: 1, epoch: 1 }))
     expect(state(r.s)).toBe('connecting')
@@ -224,10 +224,9 @@ describe('rule: supersede is terminal', () => {
 
   it("with the host's onConflict 'reject' no supersede is the link's own doing: an upgrade claims the key only once accepted, and a supersede read after an unanswered upgrade ends the session at once", () => {
     const start = initialTransition(connectionMachine, { env, onConflict: 'reject' })[0]
-    const drop: ConnectionEvent = { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }
     const s = run(waiting(connected(start)), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
     expect(s.context).toMatchObject({ keyHolder: 1, upgradesSupersede: false })
-    const r = step(run(s, drop, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
+    const r = step(run(s, dropEvent(2), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
     expect(state(r.s)).toBe('terminated')
     expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
     // While its upgrade is out too.
@@ -235,14 +234,13 @@ describe('rule: supersede is terminal', () => {
   })
 
   it('an ambiguous supersede the session ends before deciding (a terminal refusal of a probe, a give-up) is reported, never dropped silently', () => {
-    const drop: ConnectionEvent = { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }
-    const probing = run(waiting(), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, drop, supersedeEvent({ generation: 1, epoch: 1 }), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
+    const probing = run(upgradeOut(), dropEvent(2), supersedeEvent({ generation: 1, epoch: 1 }), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
     const refused = step(probing, upgradeEvent(probing, 403))
     expect(state(refused.s)).toBe('terminated')
     expect(refused.s.context.lastReason?.kind).toBe('rejected')
     expect(refused.s.context.ambiguousSupersede).toBeNull()
     expect(refused.emitted).toContainEqual({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the session ended first (rejected)' })
-    const lost = run(probing, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 3, 0), generation: 3, epoch: 1 })
+    const lost = run(probing, dropEvent(3))
     const gaveUp = step(lost, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 3, 3, 0) })
     expect(state(gaveUp.s)).toBe('terminated')
     expect(gaveUp.emitted).toContainEqual({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the session ended first (suppressed)' })
@@ -250,10 +248,9 @@ describe('rule: supersede is terminal', () => {
 
   it("a conflict probe that itself ends with no answer may be held by the server: a 409 within conflictRetryWindowMs of it is retried, though the ambiguity is older than the window", () => {
     let now = 1_000
-    const drop = (g: number): ConnectionEvent => ({ type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, g, 0), generation: g, epoch: 1 })
     const scheduled: ConnectionEvent = { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }
     const window = DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs
-    let s = run(waiting(connected(initialTransition(connectionMachine, { env: { ...env, monotonic: () => now } })[0])), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, drop(2), supersedeEvent({ generation: 1, epoch: 1 }), scheduled)
+    let s = run(waiting(connected(initialTransition(connectionMachine, { env: { ...env, monotonic: () => now } })[0])), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, dropEvent(2), supersedeEvent({ generation: 1, epoch: 1 }), scheduled)
     expect(s.context.ambiguousSupersede?.since).toBe(1_000)
     // A probe sent near the window's end, unanswered until its connect timeout.
     now = 1_000 + window - 5_000
@@ -284,13 +281,13 @@ describe('rule: supersede is terminal', () => {
     expect(timedOut.context.acceptedLostAt).toBe(now)
     expect(state(run(timedOut, upgradeEvent(timedOut, 409)))).toBe('reconnecting')
     // A TCP connection refused (no upgrade left) marks nothing.
-    const refused = run(s, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 })
+    const refused = run(s, dropEvent(2))
     expect(refused.context.acceptedLostAt).not.toBe(now)
   })
 
   it('a conflict probe accepted: no other instance holds the key, so the ambiguous supersede was ours (reported as ignored) and later attempts ask nothing', () => {
-    const sent = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
-    let s = run(sent, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }, supersedeEvent({ generation: 1, epoch: 1 }))
+    const sent = upgradeOut()
+    let s = run(sent, dropEvent(2), supersedeEvent({ generation: 1, epoch: 1 }))
     s = run(s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
     const r = step(s, { type: 'socket.open', generation: 3, epoch: 1 })
     expect(state(r.s)).toBe('joining')
@@ -307,7 +304,7 @@ describe('rule: supersede is terminal', () => {
   it('a conflict probe refused 409: within conflictRetryWindowMs it may be our own unanswered socket, still held (retried, still probing); past it another instance holds the key, and the session ends superseded', () => {
     let now = 1_000
     const sent = run(run(waiting(connected(initialTransition(connectionMachine, { env: { ...env, monotonic: () => now } })[0])), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
-    let s = run(sent, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }, supersedeEvent({ generation: 1, epoch: 1 }))
+    let s = run(sent, dropEvent(2), supersedeEvent({ generation: 1, epoch: 1 }))
     expect(s.context.ambiguousSupersede?.since).toBe(1_000)
     s = run(s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
     now = 1_000 + DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs
@@ -348,7 +345,7 @@ describe('rule: supersede is terminal', () => {
   })
 
   it("a supersede read on the socket lost before while the next upgrade is out is held, not acted on: that upgrade's outcome decides", () => {
-    const s = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    const s = upgradeOut()
     expect(s.context.generation).toBe(2)
     const r = step(s, supersedeEvent({ generation: 1, epoch: s.context.epoch }))
     expect(state(r.s)).toBe('connecting')
@@ -363,7 +360,7 @@ describe('rule: supersede is terminal', () => {
   })
 
   it('the upgrade a held supersede waited on is accepted: it may have caused the supersede, so the link goes on (reported as ignored)', () => {
-    const s = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
+    const s = run(upgradeOut(), supersedeEvent({ generation: 1, epoch: 1 }))
     const r = step(s, { type: 'socket.open', generation: 2, epoch: 1 })
     expect(state(r.s)).toBe('joining')
     expect(r.s.context.heldSupersede).toBeNull()
@@ -376,7 +373,7 @@ describe('rule: supersede is terminal', () => {
   })
 
   it("the server refuses the upgrade a held supersede waited on: the platform refuses before it supersedes, so the upgrade caused nothing and the supersede was another instance's: the session ends", () => {
-    const held = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
+    const held = run(upgradeOut(), supersedeEvent({ generation: 1, epoch: 1 }))
     for (const [how, event] of [
       ['refused 503', upgradeEvent(held, 503, '1')],
       ['refused 429', upgradeEvent(held, 429, '1')],
@@ -394,14 +391,14 @@ describe('rule: supersede is terminal', () => {
     // A refusal of a stale transport's upgrade decides nothing.
     expect(state(run(held, { ...upgradeEvent(held, 503, '1'), generation: 1 } as ConnectionEvent))).toBe('connecting')
     // Without a held supersede the same refusal is retried, as before.
-    const plain = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    const plain = upgradeOut()
     expect(state(run(plain, upgradeEvent(plain, 503, '1')))).toBe('reconnecting')
   })
 
   it('the upgrade a held supersede waited on ends with no answer (dropped, timed out, a gateway 502, an I/O fault): the server may have accepted it, its 101 lost, so the supersede\'s cause is unknown: the link reconnects, and the next attempt probes', () => {
-    const held = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
+    const held = run(upgradeOut(), supersedeEvent({ generation: 1, epoch: 1 }))
     for (const [how, event] of [
-      ['dropped', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }],
+      ['dropped', dropEvent(2)],
       ['timed out', { type: 'xstate.after.connectTimeout.connection.session.online.connecting' }],
       ['a gateway 502', upgradeEvent(held, 502)],
       ['an I/O fault', { type: 'io.failed', action: 'openTransport', error: new Error('boom') }],
@@ -417,7 +414,7 @@ describe('rule: supersede is terminal', () => {
   })
 
   it('a held or ambiguous supersede decides nothing when the host stops first, and says so; a new session starts with neither', () => {
-    const held = run(run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
+    const held = run(upgradeOut(), supersedeEvent({ generation: 1, epoch: 1 }))
     const stopped = step(held, { type: 'host.disconnect' })
     expect(state(stopped.s)).toBe('stopped')
     expect(stopped.s.context.lastReason?.kind).toBe('graceful')
@@ -426,7 +423,7 @@ describe('rule: supersede is terminal', () => {
       event: 'control.supersede',
       detail: 'a supersede of the previous socket (generation 1), held while the next upgrade was out: the host stopped the session first',
     })
-    const ambiguous = run(held, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 })
+    const ambiguous = run(held, dropEvent(2))
     expect(ambiguous.context.ambiguousSupersede).not.toBeNull()
     const stoppedToo = step(ambiguous, { type: 'host.disconnect' })
     expect(stoppedToo.emitted).toContainEqual({
@@ -447,9 +444,9 @@ describe('rule: supersede is terminal', () => {
 
   it('only a supersede of the previous key holder is held: one read on an older socket, which the previous key holder\'s accepted upgrade may have caused, is stale', () => {
     // Generation 2 opened (the server accepted it) and was lost; generation 3's upgrade is out.
-    let s = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    let s = upgradeOut()
     s = run(s, { type: 'socket.open', generation: 2, epoch: 1 })
-    s = run(s, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 2, 0), generation: 2, epoch: 1 }, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
+    s = run(s, dropEvent(2), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
     s = run(s, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
     expect(s.context).toMatchObject({ generation: 3, keyHolder: 3, priorKeyHolder: 2 })
     const older = step(s, supersedeEvent({ generation: 1, epoch: 1 }))
@@ -461,7 +458,7 @@ describe('rule: supersede is terminal', () => {
     expect(before.context).toMatchObject({ generation: 4, keyHolder: 2 })
     expect(state(run(before, supersedeEvent({ generation: 2, epoch: 1 })))).toBe('terminated')
     // Generation 3 dropped unanswered instead (it keeps the claim): the same supersede is ambiguous.
-    const unanswered = run(s, { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, 3, 0), generation: 3, epoch: 1 }, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
+    const unanswered = run(s, dropEvent(3), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
     expect(unanswered.context).toMatchObject({ generation: 4, keyHolder: 3, priorKeyHolder: 2, lastAccepted: 2 })
     const probed = run(unanswered, supersedeEvent({ generation: 2, epoch: 1 }))
     expect(state(probed)).toBe('connecting')
@@ -785,7 +782,7 @@ describe('control signals', () => {
   })
 
   it("from a stale transport (an older one, once the next one's upgrade left) are not delivered", () => {
-    const s = run(run(waiting(), { type: 'reconnect.due' }), { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    const s = upgradeOut()
     const r = step(s, { type: 'control.signal', signal: {}, generation: 1, epoch: s.context.epoch })
     expect(r.s.context.signalSeq).toBe(0)
     expect(r.io).toEqual([])

@@ -68,3 +68,13 @@ export function waiting(from: ConnSnapshot = connected()): ConnSnapshot {
   const s = run(from, closeEvent(from, 1000))
   return run(s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
 }
+
+/** A drop (close 1006, no close frame) of transport `generation` of session `epoch`. */
+export function dropEvent(generation: number, epoch = 1): ConnectionEvent {
+  return { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, generation, 0), generation, epoch }
+}
+
+/** From the backoff after the first transport's loss (`waiting()`): the second transport opening, its upgrade sent. */
+export function upgradeOut(from: ConnSnapshot = waiting()): ConnSnapshot {
+  return run(from, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: from.context.generation + 1, epoch: from.context.epoch })
+}
