@@ -12,6 +12,12 @@ export interface RuleMutation {
   file: string
   from: string
   to: string
+  /**
+   * Test files run beside the generated paths, the property runs and the long-life tests, for a
+   * mutation of a mode the model does not run (its transition listed in test/model/unreachable.ts
+   * with the test that crosses it instead), and why.
+   */
+  also?: { suites: string[]; why: string }
 }
 
 export const MUTATIONS: RuleMutation[] = [
@@ -63,6 +69,10 @@ export const MUTATIONS: RuleMutation[] = [
     file: 'machines/connection.ts',
     from: "isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation && context.upgradesSupersede,",
     to: "isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation,",
+    also: {
+      suites: ['test/machines/connection.test.ts', 'test/wire/supersede.test.ts'],
+      why: "the model runs the default onConflict only (test/model/unreachable.ts: 'connection.session.online|socket.upgradeSent|1')",
+    },
   },
   {
     rule: 'upgrade-rejection-is-terminal',

@@ -15,9 +15,9 @@ import { MUTATIONS } from './rule-mutations-list.js'
 
 const SUITES = ['test/model/paths.test.ts', 'test/model/pure-paths.test.ts', 'test/model/properties.test.ts', 'test/wire/long-life.test.ts']
 
-function run(): { failed: string[]; summary: string } {
+function run(also: readonly string[] = []): { failed: string[]; summary: string } {
   try {
-    execFileSync('npx', ['vitest', 'run', ...SUITES, '--reporter=json', '--outputFile=reports/rule-mutation.json'], { cwd: root, stdio: 'ignore', timeout: 600_000 })
+    execFileSync('npx', ['vitest', 'run', ...SUITES, ...also, '--reporter=json', '--outputFile=reports/rule-mutation.json'], { cwd: root, stdio: 'ignore', timeout: 600_000 })
   } catch {
     // a failing run is what a mutation should cause; the JSON says which tests failed
   }
@@ -38,6 +38,7 @@ const lines = [
   '',
   'Each lifecycle rule broken on purpose; the generated paths (wire and chart-only), the property',
   'runs and the long-life wire tests against the broken code. Every rule makes some of them fail.',
+  'A mutation of a mode the model does not run names the tests run beside them, and why.',
   '',
   '| rule | how it was broken | result | first failures |',
   '|---|---|---|---|',
@@ -51,13 +52,14 @@ for (const m of MUTATIONS) {
   writeFileSync(path, original.replace(m.from, m.to))
   let result: ReturnType<typeof run>
   try {
-    result = run()
+    result = run(m.also?.suites)
   } finally {
     writeFileSync(path, original)
   }
   if (result.failed.length === 0) survivors++
   process.stdout.write(`${m.rule}: ${result.summary}\n`)
-  lines.push(`| ${m.rule} | ${m.how} (${m.file}) | ${result.failed.length === 0 ? '**survived**' : `killed: ${result.summary}`} | ${result.failed.slice(0, 2).join('<br>').replace(/\|/g, '\\|')} |`)
+  const also = m.also === undefined ? '' : `; also run: ${m.also.suites.join(', ')}, as ${m.also.why}`
+  lines.push(`| ${m.rule} | ${m.how} (${m.file}${also}) | ${result.failed.length === 0 ? '**survived**' : `killed: ${result.summary}`} | ${result.failed.slice(0, 2).join('<br>').replace(/\|/g, '\\|')} |`)
 }
 writeFileSync(`${root}/docs/rule-mutations.md`, `${lines.join('\n')}\n`)
 process.stdout.write(`wrote docs/rule-mutations.md; ${survivors} rule mutation(s) survived\n`)

@@ -3,7 +3,7 @@
  * text that must occur exactly once in its file. A change to that code would otherwise leave the
  * mutation behind unnoticed until the next (long) run of the script.
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { MUTATIONS } from '../../scripts/rule-mutations-list.js'
@@ -18,5 +18,11 @@ describe('rule mutations', () => {
       return count === 1 && m.to !== m.from ? [] : [`${m.rule} (${m.how}): ${count} occurrences in ${m.file}`]
     })
     expect(stale).toEqual([])
+  })
+
+  it('the tests a mutation runs beside the generated paths exist', () => {
+    const missing = MUTATIONS.flatMap((m) => (m.also?.suites ?? []).filter((suite) => !existsSync(`${root}/${suite}`)).map((suite) => `${m.rule} (${m.how}): ${suite}`))
+    expect(missing).toEqual([])
+    expect(MUTATIONS.some((m) => m.also !== undefined)).toBe(true)
   })
 })

@@ -415,7 +415,24 @@ describe('the runner refuses what it cannot carry out, and leaves nothing behind
 describe('every lifecycle oracle breaks on the step it guards', () => {
   // One violating (before, after) pair per oracle: an oracle that never fires fails here.
   const at = (state: string, extra: Partial<StepExpectation> = {}): StepExpectation => ({ state: state as StepExpectation['state'], chartState: state, reason: null, code: null, generation: 1, epoch: 1, ...extra })
-  const cases: Record<string, [step: string, before: StepExpectation, after: StepExpectation, wasAccepted?: boolean]> = {
+  // A supersede held on upgrade 2, that upgrade dropped unanswered, then upgrade 3 answered: what the server saw of it decides.
+  const unknownCause = (answer: string, onConflict: string | null, extra: { between?: string; answeredGeneration?: number } = {}) => {
+    const at3 = (state: string, generation: number, epoch = 1): StepExpectation => ({ state: state as StepExpectation['state'], chartState: state, reason: null, code: null, generation, epoch })
+    const g = extra.answeredGeneration ?? 3
+    const named = (name: string, expect: StepExpectation) => ({ name, stimulus: { type: 'await', what: name } as const, expect })
+    const steps = [
+      named('upgrade sent', at3('connecting', 2)),
+      named('stale supersede', at3('connecting', 2)),
+      named('drop', at3('reconnecting', 2)),
+      ...(extra.between === undefined ? [] : [named(extra.between, at3('connecting', g))]),
+      named('backoff elapsed', at3('connecting', g)),
+      named(answer, at3(answer === 'open' ? 'joining' : 'reconnecting', g)),
+    ]
+    const step = steps.at(-1)!
+    const upgrades = [{ at: 1, agentId: 'agent-a', status: answer === 'open' ? 101 : Number(answer.slice(-3)), outcome: 'x', onConflict }]
+    return { path: { name: answer, steps }, index: steps.length - 1, step, before: steps.at(-2)!.expect, after: step.expect, wasConnected: true, wasAccepted: true, simulator: { upgrades }, agentId: 'agent-a' } as unknown as OracleInput
+  }
+  const cases: Record<string, [step: string, before: StepExpectation, after: StepExpectation, wasAccepted?: boolean, input?: OracleInput]> = {
     'late-and-bad-input-change-nothing': ['stale close', at('connected'), at('reconnecting')],
     'control-crash-rejoins': ['control phx_error', at('connected'), at('reconnecting', { generation: 2 })],
     'suspended-retries': ['backoff elapsed', at('suspended'), at('suspended')],
@@ -427,7 +444,25 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
     'stop-is-graceful': ['leave settles', at('stopping'), at('terminated')],
     'connect-starts-a-session': ['host connect', at('idle'), at('connecting', { epoch: 1 })],
     'only-connect-leaves-offline': ['supersede', at('stopped'), at('connecting')],
+    'unknown-supersede-probes': ['open', at('connecting'), at('joining'), true, unknownCause('open', null)],
   }
+  it('judges every upgrade that leaves after a supersede whose cause is unknown by the on_conflict the server saw, until one is accepted', () => {
+    const broken = (input: OracleInput) => LIFECYCLE_ORACLES.find((o) => o.name === 'unknown-supersede-probes')!.check(input)
+    expect(broken(unknownCause('open', 'reject'))).toBeNull()
+    expect(broken(unknownCause('open', null))).toBe('the upgrade answered 101 at open asked on_conflict=(absent), not reject')
+    expect(broken(unknownCause('upgrade 409', 'supersede'))).toBe('the upgrade answered 409 at upgrade 409 asked on_conflict=supersede, not reject')
+    expect(broken(unknownCause('upgrade 403', null))).toEqual(expect.any(String))
+    // Not judged: an accepted upgrade in between ends the probing; so does a new session; the attempt
+    // whose upgrade was out when the cause became unknown left before it; a replay with no server.
+    expect(broken(unknownCause('upgrade 409', null, { between: 'open' }))).toBeNull()
+    expect(broken({ ...unknownCause('open', null), before: { ...unknownCause('open', null).before, epoch: 2 } })).toBeNull()
+    expect(broken(unknownCause('open', null, { answeredGeneration: 2 }))).toBeNull()
+    expect(broken({ ...unknownCause('open', null), simulator: undefined } as unknown as OracleInput)).toBeNull()
+    // And a drop after a supersede that was not held is no unknown cause.
+    const plain = unknownCause('open', null)
+    const steps = plain.path.steps.map((s) => (s.name === 'stale supersede' ? { ...s, name: 'control signal' } : s))
+    expect(broken({ ...plain, path: { ...plain.path, steps } })).toBeNull()
+  })
   it('judges a supersede held while the next upgrade is out by that upgrade\'s answer: a refusal ends the session, a drop reconnects', () => {
     const at2 = (state: string, reason: string | null = null) => ({ state: state as StepExpectation['state'], chartState: state, reason, code: null, generation: 2, epoch: 1 })
     const held = { name: 'stale supersede', stimulus: { type: 'await', what: 'stale supersede' } as const, expect: at2('connecting') }
@@ -450,9 +485,9 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
   })
   for (const oracle of LIFECYCLE_ORACLES) {
     it(oracle.name, () => {
-      const [name, before, after, wasAccepted] = cases[oracle.name]!
+      const [name, before, after, wasAccepted, given] = cases[oracle.name]!
       const step = { name, stimulus: { type: 'await', what: name } as const, expect: after }
-      const input = { path: { name, steps: [step] }, index: 0, step, before, after, wasConnected: false, wasAccepted: wasAccepted ?? false } as OracleInput
+      const input = given ?? ({ path: { name, steps: [step] }, index: 0, step, before, after, wasConnected: false, wasAccepted: wasAccepted ?? false } as OracleInput)
       expect(oracle.check(input)).toEqual(expect.any(String))
       // And holds on the same step when the link does what the rule says (no oracle fires on everything).
       expect(LIFECYCLE_ORACLES.some((o) => o.check({ ...input, after: before, before } as OracleInput) === null)).toBe(true)

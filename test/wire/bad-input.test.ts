@@ -332,4 +332,27 @@ describe('a misbehaving client against the simulator', () => {
     ws.close(1000)
     await closed
   })
+  it('refuses an on_conflict it does not know (400) and records what each upgrade asked, as sent', async () => {
+    const sim = await world().sim({ rejectMode: 'json' })
+    const statusOf = async (query: string) => {
+      const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&vsn=2.0.0${query}`, { headers: { 'x-api-key': 'key-1' } })
+      ws.once('error', () => {})
+      const status = await new Promise<number>((resolve) => {
+        ws.once('open', () => resolve(101))
+        ws.once('unexpected-response', (_req, res) => {
+          resolve(res.statusCode ?? 0)
+          ws.terminate()
+        })
+      })
+      const closed = new Promise<void>((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve() : ws.once('close', () => resolve())))
+      if (status === 101) ws.close(1000)
+      await closed
+      return status
+    }
+    expect(await statusOf('&on_conflict=evict')).toBe(400)
+    expect(await statusOf('&on_conflict=reject')).toBe(101)
+    await sim.settled('agent-1')
+    expect(await statusOf('')).toBe(101)
+    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[400, 'evict'], [101, 'reject'], [101, null]])
+  })
 })

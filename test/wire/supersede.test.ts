@@ -128,7 +128,8 @@ describe('rule: supersede is terminal', () => {
     expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'conflict', status: 409, errorCode: 'connection_conflict' })
     expect(first.state).toBe('connected')
     expect(sim.live('agent-1')).toHaveLength(1)
-    expect(sim.upgrades.map((u) => u.status)).toEqual([101, 409])
+    // The server's record says what each upgrade asked: the first nothing (the platform supersedes), the second reject.
+    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [409, 'reject']])
   })
 
   it("the simulator's supersede cooldown: 429 with Retry-After for that agent until it runs out, then accepted; a cooldown that ran out is forgotten", async () => {

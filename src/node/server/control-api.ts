@@ -240,7 +240,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
   route({
     method: 'GET',
     path: '/admin/upgrades',
-    summary: 'Every upgrade answered, in order: status 101 or the refusal, at (ms since start), superseded sockets.',
+    summary: 'Every upgrade answered, in order: status 101 or the refusal, at (ms since start), superseded sockets, its on_conflict parameter as sent (onConflict, null when absent).',
     query: { agent: 'only this agent id' },
     response: z.strictObject({ upgrades: z.array(Json) }),
     run: ({ sim, query }) => {

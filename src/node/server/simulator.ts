@@ -170,7 +170,32 @@ export interface UpgradeRecord {
    * was accepted (each is then superseded). Empty when the agent had no open socket.
    */
   superseded?: string[]
+  /**
+   * The upgrade's `on_conflict` query parameter as sent: `'reject'` (refuse it 409 while the agent
+   * has an open socket, a conflict probe), `'supersede'`, any other text (refused 400), or null
+   * when absent (the platform then supersedes). Null too for a request whose URL cannot be parsed.
+   */
+  onConflict: string | null
 }
+
+/** Who asked for an upgrade, as its URL says: the agent and its `on_conflict` parameter. */
+interface Asker {
+  agentId: string | null
+  onConflict: string | null
+}
+
+/** The agent id and `on_conflict` parameter of an upgrade request; both null when its URL cannot be parsed. */
+function askerOf(req: IncomingMessage): Asker {
+  try {
+    const params = requestUrl(req.url).searchParams
+    return { agentId: params.get(AGENT_ID_PARAM), onConflict: params.get(ON_CONFLICT_PARAM) }
+  } catch {
+    return { agentId: null, onConflict: null }
+  }
+}
+
+/** No agent asked (an unparsable request, a wrong path). */
+const NOBODY: Asker = Object.freeze({ agentId: null, onConflict: null })
 
 /** A join reply's response: fixed, or made from the join (e.g. `({ topic }) => ({ joined: topic })`). */
 export type JoinResponse = Payload | ((join: { topic: string; payload: Payload; connection: SimConnection }) => Payload)
@@ -1252,8 +1277,9 @@ export class PlatformSimulator extends EventEmitter {
    * request unless `Connection: close` was asked of a server that honours it (docs/field-notes.md
    * "Real Phoenix"). The upgrade's head bytes go back to the HTTP parser with the socket.
    */
-  private refuse(socket: Duplex, refusal: UpgradeRefusal, agentId: string | null, outcome: string, head: Buffer = Buffer.alloc(0)): void {
+  private refuse(socket: Duplex, refusal: UpgradeRefusal, asker: Asker, outcome: string, head: Buffer = Buffer.alloc(0)): void {
     const { status } = refusal
+    const { agentId } = asker
     const body = refusal.body ?? 'none'
     const text =
       body === 'none'
@@ -1281,7 +1307,7 @@ export class PlatformSimulator extends EventEmitter {
       socket.write(response)
       this.keepAlive(socket as Socket, head)
     }
-    const record = { at: this.now(), agentId, status, outcome }
+    const record: UpgradeRecord = { at: this.now(), agentId, status, outcome, onConflict: asker.onConflict }
     this.upgrades.push(record)
     this.trimHistory(this.upgrades)
     this.logger.info('upgrade refused', { status, agentId, outcome })
@@ -1290,10 +1316,10 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /** A refusal of the simulator's own (auth, conflict, cooldown), with the body of {@link SimulatorOptions.rejectMode}. */
-  private refuseOwn(socket: Duplex, head: Buffer, status: number, agentId: string | null, outcome: string, extra: Partial<UpgradeRefusal> = {}): void {
+  private refuseOwn(socket: Duplex, head: Buffer, status: number, asker: Asker, outcome: string, extra: Partial<UpgradeRefusal> = {}): void {
     const mode = this.options.rejectMode
     const refusal: UpgradeRefusal = { status, ...extra, body: mode === 'plain' ? 'none' : 'platform', ...(mode === 'json_close' ? { connection: 'close' as const } : {}) }
-    this.refuse(socket, refusal, agentId, outcome, head)
+    this.refuse(socket, refusal, asker, outcome, head)
   }
 
   /**
@@ -1319,12 +1345,9 @@ export class PlatformSimulator extends EventEmitter {
       socket.destroy()
       return
     }
-    let agentId: string | null = null
-    try {
-      agentId = requestUrl(req.url).searchParams.get(AGENT_ID_PARAM)
-    } catch {
-      // answered (400) below
-    }
+    // An unparsable URL is answered (400) below.
+    const asker = askerOf(req)
+    const { agentId } = asker
     if (this.held && (this.holdMatch === null || this.holdMatch.test(agentId ?? ''))) {
       // A client that gives up on a held upgrade closes its end: close ours and forget it.
       const unanswered = () => this.unanswered.set(agentId, (this.unanswered.get(agentId) ?? 0) + 1)
@@ -1335,7 +1358,7 @@ export class PlatformSimulator extends EventEmitter {
             unanswered()
             socket.destroy()
           }
-          else if (refusal) this.refuse(socket, refusal, agentId, 'scripted refusal of a held upgrade', head)
+          else if (refusal) this.refuse(socket, refusal, asker, 'scripted refusal of a held upgrade', head)
           else this.answerUpgradeSafely(req, socket, head)
         },
       }
@@ -1362,7 +1385,7 @@ export class PlatformSimulator extends EventEmitter {
     } catch (error) {
       this.logger.warn('bad upgrade request', { error: (error as Error).message })
       if (!socket.destroyed) {
-        this.refuse(socket, { status: 400, body: { text: JSON.stringify({ error: { code: 'bad_request', message: (error as Error).message } }) } }, null, 'unparsable request', head)
+        this.refuse(socket, { status: 400, body: { text: JSON.stringify({ error: { code: 'bad_request', message: (error as Error).message } }) } }, NOBODY, 'unparsable request', head)
       }
     }
   }
@@ -1370,20 +1393,21 @@ export class PlatformSimulator extends EventEmitter {
   private answerUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const url = requestUrl(req.url)
     if (url.pathname !== `${this.options.path}/websocket`) {
-      this.refuse(socket, { status: 404, body: { text: JSON.stringify({ error: { code: 'not_found', message: `no socket at ${url.pathname}` } }) } }, null, 'no such path', head)
+      this.refuse(socket, { status: 404, body: { text: JSON.stringify({ error: { code: 'not_found', message: `no socket at ${url.pathname}` } }) } }, NOBODY, 'no such path', head)
       return
     }
-    const agentId = url.searchParams.get(AGENT_ID_PARAM)
+    const asker: Asker = { agentId: url.searchParams.get(AGENT_ID_PARAM), onConflict: url.searchParams.get(ON_CONFLICT_PARAM) }
+    const { agentId, onConflict } = asker
     const own = agentId === null ? undefined : this.agentRefusals.get(agentId)
     const scripted = own?.shift() ?? this.refusals.shift()
     if (own?.length === 0) this.agentRefusals.delete(agentId!)
     if (scripted) {
-      this.refuse(socket, scripted, agentId, 'scripted refusal', head)
+      this.refuse(socket, scripted, asker, 'scripted refusal', head)
       return
     }
     if (url.searchParams.get('vsn') !== PROTOCOL_VSN) {
       // Phoenix also speaks V1 (vsn 1.0.0, and no vsn); the simulator speaks V2 only.
-      this.refuse(socket, { status: 400, body: { text: JSON.stringify({ error: { code: 'unsupported_vsn', message: `vsn must be ${PROTOCOL_VSN}` } }) } }, agentId, 'unsupported vsn', head)
+      this.refuse(socket, { status: 400, body: { text: JSON.stringify({ error: { code: 'unsupported_vsn', message: `vsn must be ${PROTOCOL_VSN}` } }) } }, asker, 'unsupported vsn', head)
       return
     }
     const headerKey = req.headers[API_KEY_HEADER]
@@ -1397,26 +1421,25 @@ export class PlatformSimulator extends EventEmitter {
       (agents === 'any' || keyMatches(agents[agentId], apiKey))
     if (!authorised) {
       // Phoenix answers the upgrade with 403 when the socket's connect/3 returns :error.
-      this.refuseOwn(socket, head, 403, agentId, 'unknown agent or wrong API key')
+      this.refuseOwn(socket, head, 403, asker, 'unknown agent or wrong API key')
       return
     }
     if (this.revoked.has(agentId!)) {
-      this.refuseOwn(socket, head, 403, agentId, 'revoked')
+      this.refuseOwn(socket, head, 403, asker, 'revoked')
       return
     }
-    const onConflict = url.searchParams.get(ON_CONFLICT_PARAM)
     if (onConflict !== null && onConflict !== 'reject' && onConflict !== 'supersede') {
-      this.refuseOwn(socket, head, 400, agentId, `on_conflict must be reject or supersede, got ${onConflict}`)
+      this.refuseOwn(socket, head, 400, asker, `on_conflict must be reject or supersede, got ${onConflict}`)
       return
     }
     const cooldownUntil = this.cooldowns.get(agentId!) ?? 0
     const now = performance.now()
     if (cooldownUntil > now) {
-      this.refuseOwn(socket, head, 429, agentId, 'reconnect after supersede', { retryAfter: String(Math.ceil((cooldownUntil - now) / 1000)) })
+      this.refuseOwn(socket, head, 429, asker, 'reconnect after supersede', { retryAfter: String(Math.ceil((cooldownUntil - now) / 1000)) })
       return
     }
     if (onConflict === 'reject' && this.live(agentId!).length > 0) {
-      this.refuseOwn(socket, head, 409, agentId, 'an open connection holds this key')
+      this.refuseOwn(socket, head, 409, asker, 'an open connection holds this key')
       return
     }
     const params: Record<string, string> = {}
@@ -1433,7 +1456,7 @@ export class PlatformSimulator extends EventEmitter {
     )
     const older = this.live(agentId)
     this.connections.push(connection)
-    this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id) })
+    this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id), onConflict: params[ON_CONFLICT_PARAM] ?? null })
     this.trimHistory(this.upgrades)
     this.logger.info('socket accepted', { socket: connection.id, agentId })
     ws.on('message', (data, isBinary) => this.receive(connection, data, isBinary))

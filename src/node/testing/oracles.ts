@@ -136,6 +136,28 @@ function unansweredBefore(path: OracleInput['path'], index: number): boolean {
   return false
 }
 
+/**
+ * The step from which a supersede's cause is unknown to the link, for the attempt answered at step
+ * `index`, or -1: a supersede of the socket accepted last read while an upgrade of ours had no
+ * answer (`ambiguous supersede`), or a supersede held on an upgrade that then ended with no answer
+ * (a drop or the connect timeout after `stale supersede`). Only an attempt started after it counts
+ * (a higher generation than before that step), and only until the server accepts an upgrade of the
+ * session or a new session starts.
+ */
+function causeUnknownSince(input: OracleInput): number {
+  const { path, index, before } = input
+  for (let k = index - 1; k >= 1; k--) {
+    const step = path.steps[k]!
+    const prior = path.steps[k - 1]!.expect
+    if (step.name === 'open' || step.expect.epoch !== before.epoch) return -1
+    const unknown =
+      (step.name === 'ambiguous supersede' && SESSION.has(prior.state) && prior.state !== 'stopping') ||
+      ((step.name === 'drop' || step.name === 'connect timeout') && supersedeHeld({ ...input, index: k, step, before: prior }))
+    if (unknown) return before.generation > prior.generation ? k : -1
+  }
+  return -1
+}
+
 /** The lifecycle rules of docs/design.md, each an oracle; the path runner checks them all by default. */
 export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   {
@@ -176,6 +198,20 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
       }
       if ((step.name !== 'supersede' && step.name !== 'late supersede') || !SESSION.has(before.state)) return null
       return after.state === 'terminated' && after.reason === 'superseded' ? null : `from ${before.state} it led to ${after.state} (${after.reason})`
+    },
+  },
+  {
+    name: 'unknown-supersede-probes',
+    rule:
+      'After a supersede whose cause is unknown (an upgrade of ours unanswered), every upgrade of the session that leaves later, until one is accepted, asks on_conflict=reject, so no other instance of the agent is evicted to find out.',
+    check: (input) => {
+      const { step, before, simulator, agentId } = input
+      // Judged from the upgrade the server answered at this step; a replay on the chart alone has no server.
+      if (simulator === undefined || before.state !== 'connecting' || (step.name !== 'open' && !UPGRADE_REFUSALS.has(step.name))) return null
+      if (causeUnknownSince(input) < 0) return null
+      const answered = simulator.upgrades.filter((u) => u.agentId === agentId).at(-1)
+      if (answered === undefined) return `no upgrade of ${agentId} was answered at ${step.name}`
+      return answered.onConflict === 'reject' ? null : `the upgrade answered ${answered.status} at ${step.name} asked on_conflict=${answered.onConflict ?? '(absent)'}, not reject`
     },
   },
   {
