@@ -31,9 +31,11 @@ export const DEFAULT_CONNECTION_POLICY = {
    * meanwhile is retried until the window ends rather than at once terminal. The window counts
    * from the moment the link left a socket the server had accepted (`attached`: joined or not, since
    * the platform tracks the agent from the upgrade on), on the monotonic clock (a wall-clock step changes
-   * nothing), across a host disconnect() and connect() too. 0 makes
-   * every 409 terminal; at most 600000 (10 min). A 409 before the server ever accepted a socket
-   * of this link is always terminal: another instance holds the key.
+   * nothing), across a host disconnect() and connect() too. An upgrade of this link that left and
+   * had no answer (dropped, timed out, abandoned by disconnect() or an I/O fault, or a gateway's
+   * 500/502/504) counts from when it ended, as the server may have accepted it, its 101 lost. 0
+   * makes every 409 terminal; at most 600000 (10 min). A 409 before the server may have accepted
+   * any socket of this link (none accepted, none unanswered) is terminal: another instance holds the key.
    * @default 75000 — the platform's 60 s, plus margin for the heartbeat that noticed the loss.
    */
   conflictRetryWindowMs: 75_000,

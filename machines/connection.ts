@@ -19,10 +19,11 @@
  *   is ended, not flagged. One read on the previous key holder while the next one's upgrade is
  *   out and unanswered may be the platform superseding that socket because of our own next one:
  *   it is held (`awaitsUpgradeOutcome`) until that upgrade is answered, and ends the session if
- *   the server refuses the upgrade (`isRefusalOfHeldUpgrade`: a 4xx or a 503, before it accepts
- *   or supersedes, so the upgrade caused nothing), or is reported as ignored once the server
- *   accepts it. An upgrade that ends with no answer (a drop, the connect timeout, a gateway's
- *   other 5xx) keeps the key claim, as the server may have accepted it; a supersede held on it,
+ *   the server refuses the upgrade with a 4xx (`isRefusalOfHeldUpgrade`: the platform refuses
+ *   those before it supersedes, so the upgrade caused nothing), or is reported as ignored once the
+ *   server accepts it. An upgrade that ends with no answer (a drop, the connect timeout), or with a
+ *   5xx (a 503 `tracking_failed` comes after the platform superseded; a gateway's 5xx may follow an
+ *   upgrade accepted upstream), keeps the key claim, as it may have superseded; a supersede held on it,
  *   or read later on the socket before it (`isAmbiguousSupersede`), has an unknown cause
  *   (`ambiguousSupersede`): the next attempts are conflict probes (`on_conflict=reject`), so no
  *   other instance is evicted to find out; an accepted probe dismisses it, a probe refused 409
@@ -57,7 +58,7 @@ import { assign, emit, enqueueActions, setup } from 'xstate'
 import { DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
 import { DEFAULT_CONTROL_POLICY, type ControlDropCause, type ControlEvent, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
 import { DEFAULT_RECONNECT_POLICY, type ReconnectEvent, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
-import { gracefulReason, isRefusedUnaccepted, thrownText, timedOutReason, type Env, type Origin, type ReasonLike, type TransportOpen } from './types.js'
+import { gracefulReason, isRefusedBeforeSupersede, isRefusedUnaccepted, thrownText, timedOutReason, type Env, type Origin, type ReasonLike, type TransportOpen } from './types.js'
 import { DEFAULT_CONNECTION_POLICY, type ConnectionPolicy } from './connection-policy.js'
 
 export { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from './connection-policy.js'
@@ -179,11 +180,12 @@ export interface ConnectionContext {
   acceptedLostAt: number | null
   /**
    * The generation of this session's newest transport that may hold the agent's key on the
-   * server: its upgrade was sent (`socket.upgradeSent`) and not refused; 0: none yet. A supersede or a
-   * control signal read on it counts, during the backoff after its loss too (the socket is read
-   * until its close completes); one read on an older transport once this one's upgrade was sent
-   * is stale, as this one may have caused it (the platform supersedes in `connect/3`, before it
-   * answers 101).
+   * server: its upgrade was sent (`socket.upgradeSent`) and not refused with a 4xx; 0: none yet. A
+   * supersede read on it counts, during the backoff after its loss too (the socket is read until
+   * its close completes); one read on an older transport once this one's upgrade was sent may be
+   * the platform superseding it because of this one (it supersedes in `connect/3`, before it
+   * answers 101): held or of unknown cause. (A control signal counts on the newest socket the
+   * server accepted as well: `isSignalSource`.)
    */
   keyHolder: number
   /** The key holder before the current transport claimed the key: the holder again if its upgrade is refused. */
@@ -227,11 +229,12 @@ export interface ConnectionContext {
    * A supersede read on the previous key holder (`priorKeyHolder`) while the current transport's
    * upgrade is out and unanswered (`awaitsUpgradeOutcome`), as its reason; null while none. Our
    * own upgrade may have caused it, so it waits for that upgrade's answer: if the server refuses
-   * it (a 4xx or a 503: the platform refuses before it supersedes), it caused nothing and the
+   * it with a 4xx (the platform refuses those before it supersedes), it caused nothing and the
    * supersede was another instance's, which ends the session (`isRefusalOfHeldUpgrade`); if the
    * server accepts it, or the host stops, it is reported as ignored (`dismissHeldSupersede`); if
-   * the upgrade ends with no answer (a drop, the connect timeout, another 5xx: the server may have
-   * accepted it, its 101 lost), its cause is unknown (`ambiguousSupersede`).
+   * the upgrade ends with no answer (a drop, the connect timeout) or a 5xx (the platform's 503
+   * comes after it superseded; a gateway's may follow an upgrade accepted upstream), its cause is
+   * unknown (`ambiguousSupersede`).
    */
   heldSupersede: ReasonLike | null
 }
@@ -289,11 +292,22 @@ export const connectionMachine = setup({
     /**
      * The event was read on the current transport, or on the newest one that may hold the key
      * (`keyHolder`): the socket just lost, before the next one's upgrade was sent. Named on a
-     * supersede and a control signal.
+     * supersede.
      */
     isKeyHolder: ({ context, event }) => {
       const { generation } = event as unknown as Origin
       return generation === context.generation || generation === context.keyHolder
+    },
+    /**
+     * A control signal was read on the current transport, on the key holder, or on the newest
+     * socket the server accepted (`lastAccepted`): nothing newer can have been read, and the
+     * platform sent it to this agent's socket. So one read on the socket lost before while the next
+     * upgrade is out, or after that upgrade went unanswered (it keeps the key claim), is delivered;
+     * one read on an older transport once a newer one opened is stale. Named on a control signal.
+     */
+    isSignalSource: ({ context, event }) => {
+      const { generation } = event as unknown as Origin
+      return generation === context.generation || generation === context.keyHolder || (context.lastAccepted !== 0 && generation === context.lastAccepted)
     },
     /**
      * A supersede read on the previous key holder while this transport's upgrade is out and
@@ -315,12 +329,13 @@ export const connectionMachine = setup({
      * The server refused the current transport's upgrade while a supersede waits on it
      * (`heldSupersede`): the platform refuses before it supersedes (../shared/real-phoenix
      * `user_socket.ex`), so that upgrade caused nothing, and the supersede was another instance's.
-     * Only a refusal (an HTTP status) says so: an upgrade dropped or timed out unanswered may have
-     * been accepted, its 101 lost. Named on `socket.upgradeRejected` in `online.connecting`.
+     * Only a 4xx says so (`isRefusedBeforeSupersede`): an upgrade dropped or timed out unanswered
+     * may have been accepted, its 101 lost, and a 5xx may follow a supersede (the platform's 503
+     * `tracking_failed` comes after it). Named on `socket.upgradeRejected` in `online.connecting`.
      */
     isRefusalOfHeldUpgrade: ({ context, event }) => {
       const e = event as unknown as Origin & { reason: ReasonLike }
-      return context.heldSupersede !== null && e.generation === context.generation && isRefusedUnaccepted(e.reason)
+      return context.heldSupersede !== null && e.generation === context.generation && isRefusedBeforeSupersede(e.reason)
     },
     /**
      * A supersede read on the newest socket the server accepted (`lastAccepted`) while a newer
@@ -391,12 +406,12 @@ export const connectionMachine = setup({
     claimKey: assign(({ context }) => (context.keyHolder === context.generation ? {} : { priorKeyHolder: context.keyHolder, keyHolder: context.generation })),
     // Named on socket.open: the server accepted this transport.
     markAccepted: assign({ lastAccepted: ({ context }) => context.generation }),
-    // Named on socket.upgradeRejected: an upgrade refused before the server accepted it (a 4xx or a
-    // 503: the platform refuses before it supersedes) made no claim. Any other loss before the
-    // socket opened keeps it: a drop, the connect timeout or a gateway's other 5xx may follow an
-    // upgrade the server accepted, its 101 lost.
+    // Named on socket.upgradeRejected: an upgrade refused with a 4xx (the platform answers those
+    // before it supersedes) made no claim. Any other loss before the socket opened keeps it: a drop
+    // or the connect timeout may follow an upgrade the server accepted, its 101 lost, and a 5xx may
+    // follow a supersede (the platform's 503 `tracking_failed`; a gateway's after its upstream accepted).
     releaseKeyClaim: assign(({ context, event }) =>
-      context.keyHolder === context.generation && isRefusedUnaccepted((event as unknown as { reason: ReasonLike }).reason) ? { keyHolder: context.priorKeyHolder } : {},
+      context.keyHolder === context.generation && isRefusedBeforeSupersede((event as unknown as { reason: ReasonLike }).reason) ? { keyHolder: context.priorKeyHolder } : {},
     ),
     // Named on a supersede read on the previous key holder while this transport's upgrade is out
     // (`awaitsUpgradeOutcome`): kept until the upgrade's outcome is known. A second one while one
@@ -484,15 +499,18 @@ export const connectionMachine = setup({
     markAcceptedLost: assign({ acceptedLostAt: ({ context }) => context.env.monotonic() }),
     // Named on socket.upgradeSent of the current transport.
     noteUpgradeLeft: assign({ upgradeLeft: true }),
-    // Named on the loss of a transport before it opened: an upgrade that left and had no answer (a
-    // drop, the connect timeout, a gateway's 500/502/504) may have been accepted, its 101 lost, so
-    // the platform may hold that socket as it holds one it accepted and we lost (a 409 within
-    // conflictRetryWindowMs of it may be ours). A refusal before accepting (a 4xx, a 503) is not.
+    // The exit of `online.connecting` (a transport that did not open, or opened: then `attached`
+    // takes over, markAcceptedLost): an upgrade that left and had no answer (a drop, the connect
+    // timeout, an I/O fault, the host's disconnect(), a gateway's 500/502/504) may have been
+    // accepted, its 101 lost, so the platform may hold that socket as it holds one it accepted and
+    // we lost (a 409 within conflictRetryWindowMs of it may be ours). A refusal instead of
+    // accepting (a 4xx, a 503) is not.
     markUnansweredLost: assign(({ context, event }) => {
+      if (event.type === 'socket.open') return {}
       const reason = (event as { reason?: ReasonLike }).reason
       // An HTTP answer says the upgrade left, whatever the adapter reported before it.
-      const left = context.upgradeLeft || event.type === 'socket.upgradeRejected'
-      if (!left || (reason !== undefined && isRefusedUnaccepted(reason))) return {}
+      const refusal = event.type === 'socket.upgradeRejected'
+      if (!(context.upgradeLeft || refusal) || (refusal && reason !== undefined && isRefusedUnaccepted(reason))) return {}
       return { acceptedLostAt: context.env.monotonic() }
     }),
     /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */
@@ -783,7 +801,7 @@ export const connectionMachine = setup({
         ],
         // A signal read on the key holder is delivered, during the backoff after its loss too
         // (read before its close completed): the platform sent it to this agent.
-        'control.signal': { guard: 'isKeyHolder', actions: 'enqueueControlSignal', meta: { rule: 'control-in-order' } },
+        'control.signal': { guard: 'isSignalSource', actions: 'enqueueControlSignal', meta: { rule: 'control-in-order' } },
       },
       states: {
         /** A transport of this session exists (opening, open, or closing on our side). */
@@ -799,7 +817,7 @@ export const connectionMachine = setup({
             'socket.upgradeRejected': {
               guard: 'isCurrentTransport',
               target: 'lost',
-              actions: ['recordLoss', 'releaseKeyClaim', 'markUnansweredLost'],
+              actions: ['recordLoss', 'releaseKeyClaim'],
               meta: { rule: 'upgrade-rejection-is-terminal' },
             },
             'socket.heartbeatTimeout': { guard: 'isCurrentTransport', target: 'lost', actions: 'recordLoss' },
@@ -814,6 +832,8 @@ export const connectionMachine = setup({
             /** Transport `generation` is opening. */
             connecting: {
               description: 'The WebSocket of this generation is opening (TCP, TLS, HTTP upgrade).',
+              // An upgrade that left and ends here with no answer may be a socket the server holds.
+              exit: 'markUnansweredLost',
               on: {
                 'socket.open': {
                   guard: 'isCurrentTransport',
@@ -833,9 +853,9 @@ export const connectionMachine = setup({
                 // Lost before it opened. Refused at TCP (no upgrade left), it claimed nothing. Dropped
                 // or never answered after its upgrade left, it keeps the claim: the server may have
                 // accepted it, its 101 lost; a supersede read later on the socket before is ambiguous.
-                'socket.close': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: ['recordLoss', 'markUnansweredLost'], meta: { rule: 'normal-close-reconnects' } },
+                'socket.close': { guard: 'isCurrentTransport', target: '#connection.session.lost', actions: 'recordLoss', meta: { rule: 'normal-close-reconnects' } },
               },
-              after: { connectTimeout: { target: '#connection.session.lost', actions: ['recordConnectTimeout', 'markUnansweredLost'] } },
+              after: { connectTimeout: { target: '#connection.session.lost', actions: 'recordConnectTimeout' } },
             },
             /** The transport is open; the control channel lives on it. */
             attached: {

@@ -34,15 +34,29 @@ export interface ReasonLike {
 }
 
 /**
- * Whether a refused upgrade says the server never accepted it: any 4xx, and 503 (the platform's
- * own refusals are 400, 401, 403, 409, 429 and 503, answered in `connect/3` before it accepts or
- * supersedes: docs/field-notes.md, ../shared/real-phoenix `user_socket.ex`; a gateway answers 503
- * when it has no upstream). Any other 5xx (500, 502, 504) may come from a gateway after the
- * server accepted the upgrade upstream, its 101 lost: that upgrade's outcome is unknown.
+ * Whether a refused upgrade says the server holds no socket for it: any 4xx, and 503 (the
+ * platform's own refusals are 400, 401, 403, 409, 429 and 503 `tracking_failed`, each answered in
+ * `connect/3` instead of accepting: docs/field-notes.md, ../shared/real-phoenix `user_socket.ex`;
+ * a gateway answers 503 when it has no upstream). Any other 5xx (500, 502, 504) may come from a
+ * gateway after the server accepted the upgrade upstream, its 101 lost: the platform may hold that
+ * socket. Used for our own conflict (a 409 within the window of a socket the server may hold).
  */
 export function isRefusedUnaccepted(reason: ReasonLike): boolean {
   const status = reason.phase === 'upgrade' ? reason.status : null
   return typeof status === 'number' && ((status >= 400 && status < 500) || status === 503)
+}
+
+/**
+ * Whether a refused upgrade says it superseded nothing: a 4xx only. The platform answers its 4xx
+ * (auth 401/403, `on_conflict` 400/409, the supersede cooldown 429) before it supersedes an older
+ * socket of the agent; its 503 `tracking_failed` comes from tracking the socket, which
+ * ../shared/real-phoenix `user_socket.ex` does after `Supersede.supersede_older`, so a 503 may
+ * follow a supersede our own upgrade caused, as may any other 5xx. Used for a supersede held on
+ * that upgrade and for the key claim.
+ */
+export function isRefusedBeforeSupersede(reason: ReasonLike): boolean {
+  const status = reason.phase === 'upgrade' ? reason.status : null
+  return typeof status === 'number' && status >= 400 && status < 500
 }
 
 /**

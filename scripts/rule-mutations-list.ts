@@ -39,7 +39,7 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'supersede-is-terminal',
     how: 'a supersede held while the next upgrade is out never ends the session, though the server refused that upgrade',
     file: 'machines/connection.ts',
-    from: 'return context.heldSupersede !== null && e.generation === context.generation && isRefusedUnaccepted(e.reason)',
+    from: 'return context.heldSupersede !== null && e.generation === context.generation && isRefusedBeforeSupersede(e.reason)',
     to: 'return false',
   },
   {

@@ -310,7 +310,7 @@ export function conformance(factory: PeerFactory): void {
         expect(await statuses(peer, agent)).toEqual([101, 101])
       })
 
-      it("a supersede read on the lost socket while the next upgrade is out ends the link `superseded` once the server refuses that upgrade (it caused nothing): the newer instance keeps the key", async () => {
+      it("a supersede read on the lost socket while the next upgrade is out ends the link `superseded` once the server refuses that upgrade with a 4xx (it caused nothing): the newer instance keeps the key", async () => {
         const { agent, proxy, link: older, first: olderSocket } = await relayed({ policy: { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } } })
         proxy.holdNew('request')
         proxy.stallUplink()
@@ -324,14 +324,14 @@ export function conformance(factory: PeerFactory): void {
         await waitForChart(chartOf(older), (s) => s.context.heldSupersede !== null, 8_000)
         expect(older.state).toBe('connecting')
         // The held upgrade reaches the server now, and is refused.
-        await peer.refuse({ status: 503, retryAfterS: 1 })
+        await peer.refuse({ status: 429, retryAfterS: 1 })
         proxy.passHeld()
         expect((await ended).reason).toMatchObject({ kind: 'superseded', targetSocketId: olderSocket, generation: 1 })
         expect(older.state).toBe('terminated')
         proxy.release()
         await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
         expect(newer.state).toBe('connected')
-        expect(await statuses(peer, agent)).toEqual([101, 101, 503])
+        expect(await statuses(peer, agent)).toEqual([101, 101, 429])
       })
 
       it("the server accepts the next upgrade and supersedes the link's lost socket because of it, but its 101 never reaches the link (the connection reset): the supersede's cause is unknown, so the next attempt probes with on_conflict=reject, is accepted, and the link stays connected, never `superseded`", async () => {

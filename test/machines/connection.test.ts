@@ -132,15 +132,29 @@ describe('rule: supersede is terminal', () => {
     expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
   })
 
-  it('after the next upgrade was refused, the socket lost before holds the key again: a supersede read on it terminates', () => {
+  it('after the next upgrade was refused with a 4xx, the socket lost before holds the key again: a supersede read on it terminates', () => {
     const s = upgradeOut()
     expect(s.context.keyHolder).toBe(2)
-    const refused = run(s, upgradeEvent(s, 503, '1'))
+    const refused = run(s, upgradeEvent(s, 429, '1'))
     expect(state(refused)).toBe('reconnecting')
     expect(refused.context).toMatchObject({ generation: 2, keyHolder: 1 })
     const r = step(refused, supersedeEvent({ generation: 1, epoch: 1 }))
     expect(state(r.s)).toBe('terminated')
     expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
+  })
+
+  it("after the next upgrade was refused 503, it keeps the claim: the platform's 503 (tracking_failed) comes after it superseded, so a supersede then read on the socket before is of unknown cause, and the next attempt probes", () => {
+    const s = upgradeOut()
+    const refused = run(s, upgradeEvent(s, 503, '1'))
+    expect(state(refused)).toBe('reconnecting')
+    expect(refused.context).toMatchObject({ generation: 2, keyHolder: 2, priorKeyHolder: 1, lastAccepted: 1 })
+    const r = step(refused, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(state(r.s)).toBe('reconnecting')
+    expect(r.s.context.ambiguousSupersede).toMatchObject({ reason: { kind: 'superseded', generation: 1 } })
+    const next = step(run(r.s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }), { type: 'reconnect.due' })
+    expect(next.io).toContainEqual({ type: 'openTransport', params: { generation: 3, epoch: 1, conflictProbe: true } })
+    // The server refused it and holds no socket for it: a 409 next is no own conflict of it.
+    expect(refused.context.acceptedLostAt).toBe(s.context.acceptedLostAt)
   })
 
   it("a next transport lost after its upgrade left but before it opened (dropped, or never answered: the connect timeout) keeps the claim: the server may have accepted it, its 101 lost, so a supersede read in the backoff after it on the socket before is ambiguous: the next attempt probes", () => {
@@ -159,11 +173,13 @@ describe('rule: supersede is terminal', () => {
       const next = step(run(r.s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }), { type: 'reconnect.due' })
       expect(next.io, how).toContainEqual({ type: 'openTransport', params: { generation: 3, epoch: 1, conflictProbe: true } })
     }
-    // A gateway's 5xx other than 503 is no answer either; a 4xx or a 503 gives the claim back.
+    // A 5xx keeps the claim too (a gateway's may follow an upgrade accepted upstream; the
+    // platform's 503 comes after it superseded); a 4xx gives it back (answered before any supersede).
     expect(run(sent, upgradeEvent(sent, 502)).context.keyHolder).toBe(2)
     expect(run(sent, upgradeEvent(sent, 504)).context.keyHolder).toBe(2)
-    expect(run(sent, upgradeEvent(sent, 503, '1')).context.keyHolder).toBe(1)
+    expect(run(sent, upgradeEvent(sent, 503, '1')).context.keyHolder).toBe(2)
     expect(run(sent, upgradeEvent(sent, 429, '1')).context.keyHolder).toBe(1)
+    expect(run(sent, upgradeEvent(sent, 403)).context.keyHolder).toBe(1)
     // Once opened, a loss keeps the claim, answered: a supersede read on the socket before is stale.
     const opened = run(sent, { type: 'socket.open', generation: 2, epoch: 1 })
     const lostOpen = run(opened, dropEvent(2))
@@ -285,6 +301,29 @@ describe('rule: supersede is terminal', () => {
     expect(refused.context.acceptedLostAt).not.toBe(now)
   })
 
+  it('an upgrade that left counts as a socket the server may hold however its attempt ends with no answer: an I/O fault, or the host\'s disconnect() (a 409 in the next session within the window is ours); never an open or a refusal', () => {
+    let now = 1_000
+    const start = initialTransition(connectionMachine, { env: { ...env, monotonic: () => now }, onConflict: 'reject' })[0]
+    const s = run(waiting(connected(start)), { type: 'reconnect.due' })
+    now = 1_000 + DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs + 1
+    const sent = run(s, { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    const faulted = run(sent, { type: 'io.failed', action: 'openTransport', error: new Error('adapter bug') } as ConnectionEvent)
+    expect(faulted.context.acceptedLostAt).toBe(now)
+    const stopped = run(sent, { type: 'host.disconnect' })
+    expect(state(stopped)).toBe('stopped')
+    expect(stopped.context.acceptedLostAt).toBe(now)
+    // The next session's first upgrade refused 409 a second later: our own abandoned upgrade, retried.
+    now += 1_000
+    const again = run(stopped, { type: 'host.connect' })
+    const g = again.context.generation
+    expect(state(run(again, { type: 'socket.upgradeSent', generation: g, epoch: again.context.epoch }, { ...upgradeEvent(again, 409), generation: g, epoch: again.context.epoch } as ConnectionEvent))).toBe('reconnecting')
+    // Not an upgrade that never left (stamped now if counted), an open, or a refusal instead of accepting.
+    expect(run(s, { type: 'io.failed', action: 'openTransport', error: new Error('adapter bug') } as ConnectionEvent).context.acceptedLostAt).not.toBe(now)
+    expect(run(sent, { type: 'socket.open', generation: 2, epoch: 1 }).context.acceptedLostAt).not.toBe(now)
+    for (const status of [403, 429, 503]) expect(run(sent, upgradeEvent(sent, status, '1')).context.acceptedLostAt, String(status)).not.toBe(now)
+    expect(run(sent, upgradeEvent(sent, 502)).context.acceptedLostAt).toBe(now)
+  })
+
   it('a conflict probe accepted: no other instance holds the key, so the ambiguous supersede was ours (reported as ignored) and later attempts ask nothing', () => {
     const sent = upgradeOut()
     let s = run(sent, dropEvent(2), supersedeEvent({ generation: 1, epoch: 1 }))
@@ -372,10 +411,10 @@ describe('rule: supersede is terminal', () => {
     expect(state(run(r.s, { type: 'control.joinOk', generation: 2, epoch: 1 }))).toBe('connected')
   })
 
-  it("the server refuses the upgrade a held supersede waited on: the platform refuses before it supersedes, so the upgrade caused nothing and the supersede was another instance's: the session ends", () => {
+  it("the server refuses the upgrade a held supersede waited on with a 4xx: the platform answers those before it supersedes, so the upgrade caused nothing and the supersede was another instance's: the session ends", () => {
     const held = run(upgradeOut(), supersedeEvent({ generation: 1, epoch: 1 }))
     for (const [how, event] of [
-      ['refused 503', upgradeEvent(held, 503, '1')],
+      ['refused 400', upgradeEvent(held, 400)],
       ['refused 429', upgradeEvent(held, 429, '1')],
       ['refused 403', upgradeEvent(held, 403)],
       ['refused 409 (within the own-conflict window)', upgradeEvent(held, 409)],
@@ -389,18 +428,19 @@ describe('rule: supersede is terminal', () => {
       expect(r.emitted, how).toContainEqual({ type: 'link.disconnected', reason: r.s.context.lastReason, nextDelayMs: null, attempt: null })
     }
     // A refusal of a stale transport's upgrade decides nothing.
-    expect(state(run(held, { ...upgradeEvent(held, 503, '1'), generation: 1 } as ConnectionEvent))).toBe('connecting')
+    expect(state(run(held, { ...upgradeEvent(held, 429, '1'), generation: 1 } as ConnectionEvent))).toBe('connecting')
     // Without a held supersede the same refusal is retried, as before.
     const plain = upgradeOut()
-    expect(state(run(plain, upgradeEvent(plain, 503, '1')))).toBe('reconnecting')
+    expect(state(run(plain, upgradeEvent(plain, 429, '1')))).toBe('reconnecting')
   })
 
-  it('the upgrade a held supersede waited on ends with no answer (dropped, timed out, a gateway 502, an I/O fault): the server may have accepted it, its 101 lost, so the supersede\'s cause is unknown: the link reconnects, and the next attempt probes', () => {
+  it('the upgrade a held supersede waited on ends with no answer (dropped, timed out, a gateway 502, an I/O fault) or a 503 (the platform\'s tracking_failed comes after it superseded): the server may have accepted it, its 101 lost, or superseded for it, so the supersede\'s cause is unknown: the link reconnects, and the next attempt probes', () => {
     const held = run(upgradeOut(), supersedeEvent({ generation: 1, epoch: 1 }))
     for (const [how, event] of [
       ['dropped', dropEvent(2)],
       ['timed out', { type: 'xstate.after.connectTimeout.connection.session.online.connecting' }],
       ['a gateway 502', upgradeEvent(held, 502)],
+      ['the platform 503', upgradeEvent(held, 503, '1')],
       ['an I/O fault', { type: 'io.failed', action: 'openTransport', error: new Error('boom') }],
     ] as const) {
       const r = step(held, event as unknown as ConnectionEvent)
@@ -453,8 +493,8 @@ describe('rule: supersede is terminal', () => {
     expect(older.s.context.heldSupersede).toBeNull()
     expect(older.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 3)' }])
     expect(run(s, supersedeEvent({ generation: 2, epoch: 1 })).context.heldSupersede).toMatchObject({ generation: 2 })
-    // Generation 3 refused (503: it claimed nothing): before generation 4's upgrade left, the key holder's supersede is terminal at once.
-    const before = run(s, upgradeEvent(s, 503, '1'), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
+    // Generation 3 refused (429: it claimed nothing): before generation 4's upgrade left, the key holder's supersede is terminal at once.
+    const before = run(s, upgradeEvent(s, 429, '1'), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
     expect(before.context).toMatchObject({ generation: 4, keyHolder: 2 })
     expect(state(run(before, supersedeEvent({ generation: 2, epoch: 1 })))).toBe('terminated')
     // Generation 3 dropped unanswered instead (it keeps the claim): the same supersede is ambiguous.
@@ -781,12 +821,29 @@ describe('control signals', () => {
     expect(state(r.s)).toBe('connected')
   })
 
-  it("from a stale transport (an older one, once the next one's upgrade left) are not delivered", () => {
-    const s = upgradeOut()
+  it('from a stale transport (older than the newest the server accepted) are not delivered', () => {
+    const s = run(upgradeOut(), { type: 'socket.open', generation: 2, epoch: 1 })
     const r = step(s, { type: 'control.signal', signal: {}, generation: 1, epoch: s.context.epoch })
     expect(r.s.context.signalSeq).toBe(0)
     expect(r.io).toEqual([])
     expect(r.emitted).toEqual([{ type: 'link.ignored', event: 'control.signal', detail: 'from a stale transport (generation 1, current 2)' }])
+  })
+
+  it('read on the newest socket the server accepted are delivered while the next upgrade is out, and after it went unanswered or was refused: nothing newer can have been read', () => {
+    const signal = { correlationId: 'stop-1' }
+    const out = upgradeOut()
+    const scheduled: ConnectionEvent = { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }
+    for (const [how, s] of [
+      ['the next upgrade out', out],
+      ['the next upgrade dropped unanswered (it keeps the key claim)', run(out, dropEvent(2), scheduled)],
+      ['the next upgrade refused 503 (it keeps the key claim)', run(out, upgradeEvent(out, 503, '1'), scheduled)],
+      ['the next upgrade refused 429', run(out, upgradeEvent(out, 429, '1'), scheduled)],
+    ] as const) {
+      const r = step(s, { type: 'control.signal', signal, generation: 1, epoch: s.context.epoch })
+      expect(r.io, how).toEqual([{ type: 'tellControl', params: { type: 'control.enqueue', signal, sequence: 1, epoch: 1 } }])
+      expect(r.emitted, how).toEqual([])
+      expect(linkStateOf(r.s.value), how).toBe(linkStateOf(s.value))
+    }
   })
 
   it('read during the backoff on the transport just lost (before its close completed) are delivered', () => {

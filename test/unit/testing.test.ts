@@ -458,12 +458,19 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
     expect(broken({ ...unknownCause('open', null), before: { ...unknownCause('open', null).before, epoch: 2 } })).toBeNull()
     expect(broken(unknownCause('open', null, { answeredGeneration: 2 }))).toBeNull()
     expect(broken({ ...unknownCause('open', null), simulator: undefined } as unknown as OracleInput)).toBeNull()
+    // A 503 of the upgrade the supersede was held on leaves its cause unknown too (the platform's 503 comes after it superseded); a 429 does not.
+    const viaStatus = (name: string) => {
+      const input = unknownCause('open', null)
+      return broken({ ...input, path: { ...input.path, steps: input.path.steps.map((s) => (s.name === 'drop' ? { ...s, name } : s)) } })
+    }
+    expect(viaStatus('upgrade 503')).toBe('the upgrade answered 101 at open asked on_conflict=(absent), not reject')
+    expect(viaStatus('upgrade 429')).toBeNull()
     // And a drop after a supersede that was not held is no unknown cause.
     const plain = unknownCause('open', null)
     const steps = plain.path.steps.map((s) => (s.name === 'stale supersede' ? { ...s, name: 'control signal' } : s))
     expect(broken({ ...plain, path: { ...plain.path, steps } })).toBeNull()
   })
-  it('judges a supersede held while the next upgrade is out by that upgrade\'s answer: a refusal ends the session, a drop reconnects', () => {
+  it('judges a supersede held while the next upgrade is out by that upgrade\'s answer: a 4xx ends the session, a drop or a 503 reconnects', () => {
     const at2 = (state: string, reason: string | null = null) => ({ state: state as StepExpectation['state'], chartState: state, reason, code: null, generation: 2, epoch: 1 })
     const held = { name: 'stale supersede', stimulus: { type: 'await', what: 'stale supersede' } as const, expect: at2('connecting') }
     const check = (name: string, after: StepExpectation) => {
@@ -471,8 +478,11 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
       const input = { path: { name, steps: [held, step] }, index: 1, step, before: at2('connecting'), after, wasConnected: true, wasAccepted: true } as OracleInput
       return LIFECYCLE_ORACLES.map((o) => [o.name, o.check(input)] as const).filter(([, broken]) => broken !== null)
     }
-    expect(check('upgrade 503', at2('terminated', 'superseded'))).toEqual([])
-    expect(check('upgrade 503', at2('reconnecting', 'rejected'))).toEqual([['supersede-is-terminal', 'upgrade 503 after a supersede held on the upgrade led to reconnecting (rejected)']])
+    expect(check('upgrade 429', at2('terminated', 'superseded'))).toEqual([])
+    expect(check('upgrade 429', at2('reconnecting', 'rejected'))).toEqual([['supersede-is-terminal', 'upgrade 429 after a supersede held on the upgrade led to reconnecting (rejected)']])
+    // The platform's 503 comes after it superseded: the supersede's cause is unknown, the link reconnects.
+    expect(check('upgrade 503', at2('reconnecting', 'rejected'))).toEqual([])
+    expect(check('upgrade 503', at2('terminated', 'superseded'))).toEqual([['normal-close-reconnects', 'upgrade 503 from connecting led to terminated (superseded)']])
     expect(check('upgrade 409', at2('reconnecting', 'rejected'))).toEqual([['supersede-is-terminal', 'upgrade 409 after a supersede held on the upgrade led to reconnecting (rejected)']])
     expect(check('drop', at2('reconnecting', 'dropped'))).toEqual([])
     expect(check('drop', at2('terminated', 'superseded'))).toEqual([['normal-close-reconnects', 'drop from connecting led to terminated (superseded)']])

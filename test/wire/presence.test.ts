@@ -468,6 +468,27 @@ describe('the simulator as a test scripts it', () => {
     expect(sim.aborts.map((a) => a.runId)).toEqual(['run-3', 'run-4'])
   })
 
+  it('historyLimit keeps the unanswered-upgrade counts of the agents whose upgrade went unanswered most recently', async () => {
+    const sim = await world().sim({ historyLimit: 2, agents: 'any' })
+    sim.holdUpgrades()
+    const dropOne = async (agent: string) => {
+      const ws = new WebSocket(`${sim.url}/websocket?agent_id=${agent}&vsn=2.0.0`, { headers: { 'x-api-key': 'k' } })
+      const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()))
+      ws.once('error', () => {})
+      await sim.waitFor(() => sim.heldUpgradesOf(agent) === 1, { what: `the held upgrade of ${agent}` })
+      expect(sim.answerHeldUpgrade('drop', agent)).toBe(true)
+      await closed
+    }
+    await dropOne('agent-a')
+    await dropOne('agent-b')
+    await dropOne('agent-a')
+    expect([sim.unansweredUpgradesOf('agent-a'), sim.unansweredUpgradesOf('agent-b')]).toEqual([2, 1])
+    // A third agent: the one unanswered least recently (agent-b) is forgotten, not agent-a, counted again since.
+    await dropOne('agent-c')
+    expect([sim.unansweredUpgradesOf('agent-a'), sim.unansweredUpgradesOf('agent-b'), sim.unansweredUpgradesOf('agent-c')]).toEqual([2, 0, 1])
+    expect(sim.unansweredUpgradesOf()).toBe(3)
+  })
+
   it('a join held on a socket that closes is forgotten with it, so held joins pin no closed socket past historyLimit', async () => {
     const sim = await world().sim({ historyLimit: 1 })
     sim.onJoin(/^room:/, { reply: 'hold' })

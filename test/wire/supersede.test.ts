@@ -192,17 +192,17 @@ describe('rule: supersede is terminal', () => {
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
   })
 
-  it('a supersede read after the next upgrade was refused (503): the socket given up holds the key again, so the link ends superseded; the newer instance stays', async () => {
+  it('a supersede read after the next upgrade was refused with a 4xx (429): the socket given up holds the key again, so the link ends superseded; the newer instance stays', async () => {
     const sim = await world().sim()
     const older = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 1_500 } } })
     await older.connect()
-    sim.refuseUpgrades({ status: 503, retryAfter: '5' })
+    sim.refuseUpgrades({ status: 429, retryAfter: '5' })
     const refused = next(older, 'disconnected', { filter: (e) => e.reason.kind === 'rejected' })
     sim.stall({ agent: 'agent-1' })
-    expect((await refused).reason).toMatchObject({ kind: 'rejected', status: 503, retryable: true })
+    expect((await refused).reason).toMatchObject({ kind: 'rejected', status: 429, retryable: true })
     expect(older.state).toBe('reconnecting')
     await newerInstanceSupersedes(world(), sim, older)
-    expect(sim.upgrades.map((u) => u.status)).toEqual([101, 503, 101])
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101, 429, 101])
   })
 
   it("a supersede read in the backoff after the next upgrade went unanswered (held by the server until the connect timeout) is ambiguous (the server may have accepted that upgrade): the next attempt probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs, and the link ends superseded; the newer instance is never evicted", async () => {
@@ -261,10 +261,10 @@ describe('rule: supersede is terminal', () => {
     return { sim, older, newer, gen1: gen1!, release }
   }
 
-  it('a supersede read on the lost socket while the next upgrade is out ends the link superseded once the server refuses that upgrade (503): it caused nothing; the newer instance stays', async () => {
+  it('a supersede read on the lost socket while the next upgrade is out ends the link superseded once the server refuses that upgrade with a 4xx (429): it caused nothing; the newer instance stays', async () => {
     const { sim, older, newer, gen1, release } = await supersedeWhileUpgradeOut()
     const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
-    expect(sim.answerHeldUpgrade({ status: 503, retryAfter: '1' }, 'agent-1')).toBe(true)
+    expect(sim.answerHeldUpgrade({ status: 429, retryAfter: '1' }, 'agent-1')).toBe(true)
     expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1, retryable: false })
     expect(older.state).toBe('terminated')
     expect(newer.state).toBe('connected')
@@ -272,29 +272,34 @@ describe('rule: supersede is terminal', () => {
     expect(sim.abort(gen1)).toBe(1)
     await sim.waitFor(() => sim.live('agent-1').length === 1, { what: "only the newer instance's socket live" })
     // No attempt of the older link after the refused one; the newer instance's socket is the only live one.
-    expect(sim.upgrades.filter((u) => u.agentId === 'agent-1').map((u) => u.status)).toEqual([101, 101, 503])
+    expect(sim.upgrades.filter((u) => u.agentId === 'agent-1').map((u) => u.status)).toEqual([101, 101, 429])
     expect(newer.state).toBe('connected')
   })
 
-  it('a supersede read on the lost socket while the next upgrade is out, which then ends with no answer (dropped: the server may have accepted it), is ambiguous: the next attempts probe with on_conflict=reject, are refused 409 while the newer instance is live, and past conflictRetryWindowMs the link ends superseded; the newer instance is never evicted', async () => {
-    const { sim, older, newer, gen1, release } = await supersedeWhileUpgradeOut()
-    const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
-    const ignored = vi.fn()
-    older.on('ignored', ignored)
-    expect(sim.answerHeldUpgrade('drop', 'agent-1')).toBe(true)
-    release()
-    expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1, retryable: false })
-    expect(ignored).not.toHaveBeenCalledWith(expect.objectContaining({ event: 'control.supersede' }))
-    expect(newer.state).toBe('connected')
-    const statuses = sim.upgrades.filter((u) => u.agentId === 'agent-1').map((u) => u.status)
-    expect(statuses.slice(0, 2)).toEqual([101, 101])
-    expect(statuses.slice(2).length).toBeGreaterThanOrEqual(1)
-    expect(statuses.slice(2).every((status) => status === 409)).toBe(true)
-    expect(sim.unansweredUpgradesOf('agent-1')).toBe(1)
-    expect(sim.accepted('agent-1')).toHaveLength(2)
-    expect(sim.abort(gen1)).toBe(1)
-    expect(newer.state).toBe('connected')
-  })
+  for (const answer of ['drop', 503] as const) {
+    const how = answer === 'drop' ? 'ends with no answer (dropped: the server may have accepted it)' : "is refused 503 (the platform's tracking_failed comes after it superseded)"
+    it(`a supersede read on the lost socket while the next upgrade is out, which then ${how}, is ambiguous: the next attempts probe with on_conflict=reject, are refused 409 while the newer instance is live, and past conflictRetryWindowMs the link ends superseded; the newer instance is never evicted`, async () => {
+      const { sim, older, newer, gen1, release } = await supersedeWhileUpgradeOut()
+      const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+      const ignored = vi.fn()
+      older.on('ignored', ignored)
+      expect(sim.answerHeldUpgrade(answer === 'drop' ? 'drop' : { status: answer }, 'agent-1')).toBe(true)
+      release()
+      expect((await ended).reason).toMatchObject({ kind: 'superseded', generation: 1, retryable: false })
+      expect(ignored).not.toHaveBeenCalledWith(expect.objectContaining({ event: 'control.supersede' }))
+      expect(newer.state).toBe('connected')
+      const upgrades = sim.upgrades.filter((u) => u.agentId === 'agent-1')
+      const probes = upgrades.slice(answer === 'drop' ? 2 : 3)
+      expect(upgrades.slice(0, 2).map((u) => u.status)).toEqual([101, 101])
+      if (answer !== 'drop') expect(upgrades[2]).toMatchObject({ status: 503, onConflict: null })
+      expect(probes.length).toBeGreaterThanOrEqual(1)
+      expect(probes.every((u) => u.status === 409 && u.onConflict === 'reject')).toBe(true)
+      expect(sim.unansweredUpgradesOf('agent-1')).toBe(answer === 'drop' ? 1 : 0)
+      expect(sim.accepted('agent-1')).toHaveLength(2)
+      expect(sim.abort(gen1)).toBe(1)
+      expect(newer.state).toBe('connected')
+    })
+  }
 
   it('a supersede read on the lost socket while the next upgrade is out changes nothing once the server accepts that upgrade (it may have caused it): reported as ignored, the link connects', async () => {
     const { sim, older, newer, gen1, release } = await supersedeWhileUpgradeOut()

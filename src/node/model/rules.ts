@@ -16,15 +16,19 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'supersede-is-terminal',
-    rule: "A supersede push ends the session for good, while connecting, joining, connected and in the backoff after; the socket is ended; no reconnect follows. One the link's own unanswered upgrade may have caused is decided without evicting anyone: held while that upgrade is out (a 4xx or 503 ends the session, an accepted upgrade leaves it ignored), and otherwise probed: the next attempts ask on_conflict=reject, an accepted probe leaves it ignored, a 409 past conflictRetryWindowMs ends the session.",
+    rule: "A supersede push ends the session for good, while connecting, joining, connected and in the backoff after; the socket is ended; no reconnect follows. One the link's own unanswered upgrade may have caused is decided without evicting anyone: held while that upgrade is out (a 4xx ends the session, an accepted upgrade leaves it ignored; no answer or a 5xx, such as the platform's 503 that follows its supersede, leaves its cause unknown), and otherwise probed: the next attempts ask on_conflict=reject, an accepted probe leaves it ignored, a 409 past conflictRetryWindowMs ends the session.",
     tests: [
       ['test/machines/connection.test.ts', 'while the backoff (waiting): terminated with the superseded reason; the transport is stopped'],
       ['test/wire/supersede.test.ts', 'supersede push then close 1000 -> terminated, superseded with the payload fields, no new connection (scenario 9)'],
       ['test/wire/supersede.test.ts', 'supersede in the same read just before the join reply: connect() rejects, never connected (scenario 11)'],
-      ['test/wire/supersede.test.ts', 'a supersede read on the lost socket while the next upgrade is out ends the link superseded once the server refuses that upgrade (503): it caused nothing; the newer instance stays'],
+      ['test/wire/supersede.test.ts', 'a supersede read on the lost socket while the next upgrade is out ends the link superseded once the server refuses that upgrade with a 4xx (429): it caused nothing; the newer instance stays'],
       [
         'test/wire/supersede.test.ts',
         'a supersede read on the lost socket while the next upgrade is out, which then ends with no answer (dropped: the server may have accepted it), is ambiguous: the next attempts probe with on_conflict=reject, are refused 409 while the newer instance is live, and past conflictRetryWindowMs the link ends superseded; the newer instance is never evicted',
+      ],
+      [
+        'test/wire/supersede.test.ts',
+        "a supersede read on the lost socket while the next upgrade is out, which then is refused 503 (the platform's tracking_failed comes after it superseded), is ambiguous: the next attempts probe with on_conflict=reject, are refused 409 while the newer instance is live, and past conflictRetryWindowMs the link ends superseded; the newer instance is never evicted",
       ],
     ],
   },
@@ -39,7 +43,7 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'own-conflict-retries',
-    rule: 'A 409 (the platform\'s conflict answer under on_conflict=reject; the mode is not read) within conflictRetryWindowMs (75 s) of losing or closing (disconnect()) a socket of this link that the server had accepted, joined or not, or of losing one whose upgrade left and had no answer (the server may have accepted it), may be the platform still holding our own lost socket: retried with backoff. A 409 before the server may have accepted a socket of this link, or after the window, is terminal.',
+    rule: 'A 409 (the platform\'s conflict answer under on_conflict=reject; the mode is not read) within conflictRetryWindowMs (75 s) of losing or closing (disconnect()) a socket of this link that the server had accepted, joined or not, or of losing or abandoning (disconnect(), an I/O fault) one whose upgrade left and had no answer (the server may have accepted it), may be the platform still holding our own lost socket: retried with backoff. A 409 before the server may have accepted a socket of this link, or after the window, is terminal.',
     tests: [
       ['test/machines/connection.test.ts', 'a 409 within the window after a connected transport was lost -> reconnecting, the reason marked retryable'],
       ['test/machines/connection.test.ts', 'a 409 after the window -> terminated: another instance holds the key'],

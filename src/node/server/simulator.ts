@@ -88,7 +88,8 @@ export interface SimulatorOptions {
   recordLimit?: number
   /**
    * How many of each record the simulator keeps, the most recent: closed sockets in
-   * `connections` (open ones are always kept), `upgrades`, `presence` and `aborts`. A whole
+   * `connections` (open ones are always kept), `upgrades`, `presence`, `aborts`, and the agents
+   * whose unanswered upgrades are counted (`unansweredUpgradesOf`). A whole
    * number, or Infinity (the default) for all, as a test wants; a long-running server (`phoenix-link
    * serve` sets 10000) bounds its memory with it. A socket no longer kept is unknown to the admin routes.
    * @default Infinity
@@ -1136,6 +1137,17 @@ export class PlatformSimulator extends EventEmitter {
     this.changed()
   }
 
+  /**
+   * Counts an upgrade of `agentId` held and ended with no answer; the counts of the `historyLimit`
+   * agents whose upgrade went unanswered most recently are kept.
+   */
+  private countUnanswered(agentId: string | null): void {
+    const count = (this.unanswered.get(agentId) ?? 0) + 1
+    this.unanswered.delete(agentId)
+    this.unanswered.set(agentId, count)
+    if (this.unanswered.size > this.options.historyLimit) this.unanswered.delete(this.unanswered.keys().next().value!)
+  }
+
   /** Drops the oldest entries of a record list past `historyLimit`. */
   private trimHistory(list: unknown[]): void {
     const excess = list.length - this.options.historyLimit
@@ -1350,7 +1362,7 @@ export class PlatformSimulator extends EventEmitter {
     const { agentId } = asker
     if (this.held && (this.holdMatch === null || this.holdMatch.test(agentId ?? ''))) {
       // A client that gives up on a held upgrade closes its end: close ours and forget it.
-      const unanswered = () => this.unanswered.set(agentId, (this.unanswered.get(agentId) ?? 0) + 1)
+      const unanswered = () => this.countUnanswered(agentId)
       const entry = {
         agentId,
         answer: (refusal?: UpgradeRefusal | 'drop') => {

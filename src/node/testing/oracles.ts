@@ -89,11 +89,15 @@ function same(a: StepExpectation, b: StepExpectation): boolean {
 }
 
 /**
- * The server's refusals of the upgrade a held supersede waits on: the platform refuses before it
- * supersedes, so the upgrade caused nothing. (A drop or the connect timeout may follow an upgrade
- * the server accepted, its 101 lost: those reconnect, as every drop and timeout does.)
+ * The server's refusals of the upgrade a held supersede waits on that say it caused nothing: the
+ * platform answers a 4xx before it supersedes. (A drop or the connect timeout may follow an upgrade
+ * the server accepted, its 101 lost, and the platform's 503 comes after it superseded: those
+ * reconnect, as every drop, timeout and 503 does, and the supersede's cause is unknown.)
  */
-const UPGRADE_REFUSALS = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'upgrade 429', 'upgrade 503'])
+const UPGRADE_REFUSALS = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'upgrade 429'])
+
+/** How the upgrade a held supersede waits on may end and leave its cause unknown. */
+const UNKNOWN_OUTCOMES = new Set(['drop', 'connect timeout', 'upgrade 503'])
 
 /**
  * Whether a supersede of the socket lost before was read during this connecting attempt, after
@@ -119,14 +123,14 @@ function ownConflict({ path, index, step, before, wasAccepted }: OracleInput): b
 }
 
 /**
- * Whether an upgrade of the link left and ended with no answer (a drop or the connect timeout
- * after `upgrade sent`) before step `index`: the server may have accepted it, its 101 lost, and
- * may hold that socket as it holds one it accepted.
+ * Whether an upgrade of the link left and ended with no answer (a drop, the connect timeout, or
+ * the host's disconnect() after `upgrade sent`) before step `index`: the server may have accepted
+ * it, its 101 lost, and may hold that socket as it holds one it accepted.
  */
 function unansweredBefore(path: OracleInput['path'], index: number): boolean {
   for (let j = 1; j < index; j++) {
     const { name } = path.steps[j]!
-    if (name !== 'drop' && name !== 'connect timeout') continue
+    if (name !== 'drop' && name !== 'connect timeout' && name !== 'host disconnect') continue
     const before = path.steps[j - 1]!.expect
     if (before.state !== 'connecting') continue
     for (let k = j - 1; k >= 0 && path.steps[k]!.expect.generation === before.generation; k--) {
@@ -140,7 +144,7 @@ function unansweredBefore(path: OracleInput['path'], index: number): boolean {
  * The step from which a supersede's cause is unknown to the link, for the attempt answered at step
  * `index`, or -1: a supersede of the socket accepted last read while an upgrade of ours had no
  * answer (`ambiguous supersede`), or a supersede held on an upgrade that then ended with no answer
- * (a drop or the connect timeout after `stale supersede`). Only an attempt started after it counts
+ * or a 503 (a drop, the connect timeout or `upgrade 503` after `stale supersede`). Only an attempt started after it counts
  * (a higher generation than before that step), and only until the server accepts an upgrade of the
  * session or a new session starts.
  */
@@ -152,7 +156,7 @@ function causeUnknownSince(input: OracleInput): number {
     if (step.name === 'open' || step.expect.epoch !== before.epoch) return -1
     const unknown =
       (step.name === 'ambiguous supersede' && SESSION.has(prior.state) && prior.state !== 'stopping') ||
-      ((step.name === 'drop' || step.name === 'connect timeout') && supersedeHeld({ ...input, index: k, step, before: prior }))
+      (UNKNOWN_OUTCOMES.has(step.name) && supersedeHeld({ ...input, index: k, step, before: prior }))
     if (unknown) return before.generation > prior.generation ? k : -1
   }
   return -1
@@ -186,7 +190,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   {
     name: 'supersede-is-terminal',
     rule:
-      'A supersede ends the session for good, in every state of a session, read during the backoff on the socket just lost too; one read on the socket lost before while the next upgrade is out ends it once the server refuses that upgrade (a 4xx or a 503), and changes nothing once the server accepts it; one whose cause is unknown (an upgrade of ours unanswered) changes no state by itself.',
+      'A supersede ends the session for good, in every state of a session, read during the backoff on the socket just lost too; one read on the socket lost before while the next upgrade is out ends it once the server refuses that upgrade with a 4xx, and changes nothing once the server accepts it; one whose cause is unknown (an upgrade of ours unanswered, or refused 503) changes no state by itself.',
     check: (input) => {
       const { step, before, after } = input
       if (supersedeHeld(input)) {
@@ -216,7 +220,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   },
   {
     name: 'own-conflict-retries',
-    rule: 'A 409 after the server accepted a socket of this link, or after an upgrade of it ended with no answer (the server may have accepted it), may be the platform still holding that socket: retried, reported as rejected.',
+    rule: 'A 409 after the server accepted a socket of this link, or after an upgrade of it ended with no answer (dropped, timed out, abandoned by disconnect(): the server may have accepted it), may be the platform still holding that socket: retried, reported as rejected.',
     check: (input) => {
       if (!ownConflict(input) || supersedeHeld(input)) return null // a refusal after a held supersede ends the session: supersede-is-terminal
       const { after } = input
@@ -237,7 +241,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
     rule: 'A normal close (1000, 1001, 1011, 1012, 1013, 4001), a drop, a heartbeat timeout, a 429/503 and every timeout reconnect.',
     check: (input) => {
       const { step, before, after } = input
-      // A 429/503 after a held supersede ends the session (supersede-is-terminal); a drop or a timeout still reconnects.
+      // A 429 after a held supersede ends the session (supersede-is-terminal); a drop, a timeout or a 503 still reconnects.
       if (!RETRIED.has(step.name) || !SESSION.has(before.state) || before.state === 'stopping' || (supersedeHeld(input) && UPGRADE_REFUSALS.has(step.name))) return null
       return after.state === 'reconnecting' ? null : `${step.name} from ${before.state} led to ${after.state} (${after.reason})`
     },

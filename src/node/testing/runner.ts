@@ -489,9 +489,19 @@ class World {
       case 'host.connect':
         void link.connect().catch(() => {})
         return
-      case 'host.disconnect':
-        void link.disconnect()
+      case 'host.disconnect': {
+        const opening = link.state === 'connecting'
+        const stopping = link.disconnect().catch(() => {})
+        if (!opening) return
+        // The upgrade the link abandons may still reach the server after disconnect() (ws aborts
+        // the handshake, but a request already on its way arrives, then closes): wait until the
+        // link's transport has closed (disconnect() settles then, within closeTimeoutMs) and the
+        // server has let go of every held upgrade of the agent, so a later step answers the next
+        // session's upgrade, not this one (the oldest held).
+        await stopping
+        await this.held('the abandoned upgrade to close', () => sim.heldUpgradesOf(agent) === 0)
         return
+      }
       case 'host.cancelWait': {
         const controller = new AbortController()
         const waiting = link.runForever({ signal: controller.signal }).catch((e: Error) => e.name)
