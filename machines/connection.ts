@@ -171,9 +171,10 @@ export interface ConnectionContext {
   connects: number
   /**
    * When (env.monotonic) the link last left a socket the server had accepted (state `attached`:
-   * joining, live or stopping), or lost one whose upgrade left and had no answer (a drop, the
-   * connect timeout, a gateway's 500/502/504: the server may have accepted it, its 101 lost), in
-   * this session or an earlier one: the platform may hold any socket of this link it accepted,
+   * joining, live or stopping), or ended one whose upgrade left and had no answer (a drop, the
+   * connect timeout, the host's disconnect(), an I/O fault, a gateway's 500/502/504: the server
+   * may have accepted it, its 101 lost; not a supersede that ended the session, which says another
+   * instance holds the key), in this session or an earlier one: the platform may hold any socket of this link it accepted,
    * joined or not, whatever the session (the real platform tracks the agent in `connect/3`, before
    * any join). Null before either.
    */
@@ -504,9 +505,12 @@ export const connectionMachine = setup({
     // timeout, an I/O fault, the host's disconnect(), a gateway's 500/502/504) may have been
     // accepted, its 101 lost, so the platform may hold that socket as it holds one it accepted and
     // we lost (a 409 within conflictRetryWindowMs of it may be ours). A refusal instead of
-    // accepting (a 4xx, a 503) is not.
+    // accepting (a 4xx, a 503) is not, nor an end by another instance's supersede.
     markUnansweredLost: assign(({ context, event }) => {
-      if (event.type === 'socket.open') return {}
+      // Opened: `attached` takes over. A supersede that ends the session (under onConflict
+      // 'reject' the key holder stays the socket before while an upgrade is out) says another
+      // instance holds the key, so the server refused or superseded that upgrade.
+      if (event.type === 'socket.open' || event.type === 'control.supersede') return {}
       const reason = (event as { reason?: ReasonLike }).reason
       // An HTTP answer says the upgrade left, whatever the adapter reported before it.
       const refusal = event.type === 'socket.upgradeRejected'
@@ -799,8 +803,10 @@ export const connectionMachine = setup({
           // probe with on_conflict=reject, so no other instance is evicted to find out.
           { guard: 'isAmbiguousSupersede', actions: 'recordAmbiguousSupersede', meta: { rule: 'supersede-is-terminal' } },
         ],
-        // A signal read on the key holder is delivered, during the backoff after its loss too
-        // (read before its close completed): the platform sent it to this agent.
+        // A signal read on the key holder or on the newest socket the server accepted is
+        // delivered, during the backoff after its loss too (read before its close completed), and
+        // while the next upgrade is out or after it went unanswered: the platform sent it to this
+        // agent, and nothing newer can have been read (`isSignalSource`).
         'control.signal': { guard: 'isSignalSource', actions: 'enqueueControlSignal', meta: { rule: 'control-in-order' } },
       },
       states: {

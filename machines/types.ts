@@ -47,12 +47,16 @@ export function isRefusedUnaccepted(reason: ReasonLike): boolean {
 }
 
 /**
- * Whether a refused upgrade says it superseded nothing: a 4xx only. The platform answers its 4xx
- * (auth 401/403, `on_conflict` 400/409, the supersede cooldown 429) before it supersedes an older
- * socket of the agent; its 503 `tracking_failed` comes from tracking the socket, which
- * ../shared/real-phoenix `user_socket.ex` does after `Supersede.supersede_older`, so a 503 may
- * follow a supersede our own upgrade caused, as may any other 5xx. Used for a supersede held on
- * that upgrade and for the key claim.
+ * Whether a refused upgrade is taken as having superseded nothing: a 4xx only. The platform answers
+ * its 4xx (auth 401/403 and `on_conflict` 400/409 in `connect/3` before `Supersede.supersede_older`:
+ * ../shared/real-phoenix `user_socket.ex`; the 429 of its supersede cooldown, answered to a
+ * reconnect: ../shared/FIELD-NOTES.md) without superseding. Its 503 is `tracking_failed`
+ * (FIELD-NOTES); the reference peer answers 503 only as a scripted refusal, first, but tracks a
+ * socket after `supersede_older`, and whether the platform's tracking can fail after it superseded
+ * is not known. So a 503 (and any other 5xx) proves nothing: read as "superseded nothing", and
+ * wrong, it ends the link `superseded` with no other instance online, for good; read as unknown,
+ * and wrong, the link probes (`on_conflict=reject`, evicting no one) and ends `superseded` after
+ * `conflictRetryWindowMs` of 409s. Used for a supersede held on that upgrade and for the key claim.
  */
 export function isRefusedBeforeSupersede(reason: ReasonLike): boolean {
   const status = reason.phase === 'upgrade' ? reason.status : null

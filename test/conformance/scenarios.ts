@@ -334,6 +334,29 @@ export function conformance(factory: PeerFactory): void {
         expect(await statuses(peer, agent)).toEqual([101, 101, 429])
       })
 
+      it("the same, the held upgrade refused 503 (the platform's tracking_failed may follow a supersede the upgrade caused): the supersede's cause is unknown, so the link probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs and ends `superseded`; the newer instance is never evicted", async () => {
+        const policy = { ...stalling, connection: { conflictRetryWindowMs: 200 }, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } }
+        const { agent, proxy, link: older, first: olderSocket } = await relayed({ policy })
+        proxy.holdNew('request')
+        proxy.stallUplink()
+        await waitForChart(chartOf(older), (s) => s.context.generation === 2 && s.context.keyHolder === 2, 8_000)
+        const ended = next(older, 'disconnected', { filter: (e) => e.terminal, timeoutMs: 8_000 })
+        const newer = scene().link(peer, agent)
+        await newer.connect()
+        await waitForChart(chartOf(older), (s) => s.context.heldSupersede !== null, 8_000)
+        await peer.refuse({ status: 503 })
+        proxy.passHeld()
+        expect((await ended).reason).toMatchObject({ kind: 'superseded', targetSocketId: olderSocket, generation: 1 })
+        proxy.release()
+        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
+        expect(newer.state).toBe('connected')
+        const seen = await statuses(peer, agent)
+        expect(seen.slice(0, 3)).toEqual([101, 101, 503])
+        expect(seen.slice(3).length).toBeGreaterThanOrEqual(1)
+        expect(seen.slice(3).every((status) => status === 409)).toBe(true)
+        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
+      })
+
       it("the server accepts the next upgrade and supersedes the link's lost socket because of it, but its 101 never reaches the link (the connection reset): the supersede's cause is unknown, so the next attempt probes with on_conflict=reject, is accepted, and the link stays connected, never `superseded`", async () => {
         const { agent, proxy, link, first } = await relayed({ policy: { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } } })
         proxy.holdNew('response')

@@ -324,6 +324,23 @@ describe('rule: supersede is terminal', () => {
     expect(run(sent, upgradeEvent(sent, 502)).context.acceptedLostAt).toBe(now)
   })
 
+  it("with onConflict 'reject', a supersede that ends the session while an upgrade is out stamps nothing: another instance holds the key, so a 409 of the next session past the window of our lost socket is terminal", () => {
+    let now = 1_000
+    const start = initialTransition(connectionMachine, { env: { ...env, monotonic: () => now }, onConflict: 'reject' })[0]
+    const waitingAfterLoss = waiting(connected(start))
+    expect(waitingAfterLoss.context.acceptedLostAt).toBe(1_000)
+    now = 31_000
+    const out = run(waitingAfterLoss, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    now = 40_000
+    const superseded = run(out, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(state(superseded)).toBe('terminated')
+    expect(superseded.context.acceptedLostAt).toBe(1_000)
+    now = 1_000 + DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs + 10_000
+    const again = run(superseded, { type: 'host.connect' })
+    const origin2 = { generation: again.context.generation, epoch: again.context.epoch }
+    expect(state(run(again, { type: 'socket.upgradeSent', ...origin2 }, { ...upgradeEvent(again, 409), ...origin2 } as ConnectionEvent))).toBe('terminated')
+  })
+
   it('a conflict probe accepted: no other instance holds the key, so the ambiguous supersede was ours (reported as ignored) and later attempts ask nothing', () => {
     const sent = upgradeOut()
     let s = run(sent, dropEvent(2), supersedeEvent({ generation: 1, epoch: 1 }))
