@@ -145,7 +145,7 @@ export function program(): Command {
     .addOption(new Option('--flavor <name>', 'close codes of which web server').choices(Object.keys(SERVER_FLAVORS)).default('phoenix'))
     .option('--agent <id:key>', 'an agent allowed to connect (repeatable; an agent given twice keeps both keys, as during a rotation); none means any agent with a key', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--idle-timeout <ms>', 'close sockets silent this long', ms, 60_000)
-    .option('--history <n>', 'records kept of each kind, the most recent (closed sockets, upgrades, presence crossings, abort reports), so a server left running keeps its memory bounded', count, 10_000)
+    .option('--history <n>', 'records kept of each kind, the most recent (closed sockets, upgrades, presence crossings, abort reports, agents with unanswered-upgrade counts), so a server left running keeps its memory bounded', count, 10_000)
     .option('--json', 'one JSON object per line', false)
     .option('--dashboard', 'also serve the visualizer page at / on the same port; its #dashboard view lists who is attached, live', false)
     .addOption(

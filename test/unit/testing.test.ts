@@ -203,6 +203,47 @@ describe('the runner sees what a host does on its own', () => {
     expect((failure as PathFailure).hostStopError).toMatchObject({ message: 'stop failed' })
   })
 
+  it("bounds every wait on the host's disconnect(): one that never settles fails the step by name within the run's timeout, one that rejects after the path is reported, and the run cleans up either way", async () => {
+    const path = lifecyclePaths().find((p) => p.name === 'host connect > upgrade sent > host disconnect > host connect > upgrade sent > upgrade 409 > backoff chosen')!
+    expect(path).toBeDefined()
+    const hangsOnce = await failureOf(
+      kit.run(
+        path,
+        (options) => {
+          const link = createLink(options)
+          const real = link.disconnect.bind(link)
+          let calls = 0
+          link.disconnect = async () => {
+            await real()
+            if (calls++ === 0) await new Promise(() => {})
+          }
+          return link
+        },
+        { timeoutMs: 1_000 },
+      ),
+    )
+    expect(hangsOnce).toBeInstanceOf(PathFailure)
+    expect((hangsOnce as PathFailure).message).toContain('step 3 (host disconnect): timed out after 1000 ms waiting for disconnect() to settle')
+    const cleanup = pathFrom('host connect > upgrade sent > open', 3)
+    let agent = ''
+    const rejects = await failureOf(
+      kit.run(cleanup, (options) => {
+        agent = options.agentId
+        const link = createLink(options)
+        const real = link.disconnect.bind(link)
+        link.disconnect = async () => {
+          await real()
+          throw new Error('host cleanup failed')
+        }
+        return link
+      }),
+    )
+    expect(rejects).toMatchObject({ message: 'host cleanup failed' })
+    // The cleanup after it still ran: the agent holds nothing on the server.
+    expect(kit.simulator.live(agent)).toEqual([])
+    expect(kit.simulator.heldUpgradesOf(agent)).toBe(0)
+  })
+
   it('an oracle that throws, or returns an empty sentence, breaks its rule by name', async () => {
     const path = pathFrom('host connect > upgrade sent > open', 3)
     const throws = await failureOf(
@@ -449,9 +490,18 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
   it('judges every upgrade that leaves after a supersede whose cause is unknown by the on_conflict the server saw, until one is accepted', () => {
     const broken = (input: OracleInput) => LIFECYCLE_ORACLES.find((o) => o.name === 'unknown-supersede-probes')!.check(input)
     expect(broken(unknownCause('open', 'reject'))).toBeNull()
-    expect(broken(unknownCause('open', null))).toBe('the upgrade answered 101 at open asked on_conflict=(absent), not reject')
-    expect(broken(unknownCause('upgrade 409', 'supersede'))).toBe('the upgrade answered 409 at upgrade 409 asked on_conflict=supersede, not reject')
+    const since = ", though a supersede's cause was unknown since step 3 (drop)"
+    expect(broken(unknownCause('open', null))).toBe(`the upgrade answered 101 at open asked on_conflict=(absent), not reject${since}`)
+    expect(broken(unknownCause('upgrade 409', 'supersede'))).toBe(`the upgrade answered 409 at upgrade 409 asked on_conflict=supersede, not reject${since}`)
     expect(broken(unknownCause('upgrade 403', null))).toEqual(expect.any(String))
+    expect(broken(unknownCause('upgrade 503', null))).toBe(`the upgrade answered 503 at upgrade 503 asked on_conflict=(absent), not reject${since}`)
+    // A second ambiguity read while this probe was out does not hide the first.
+    const twice = unknownCause('upgrade 409', null)
+    const again = { name: 'ambiguous supersede', stimulus: { type: 'await', what: 'ambiguous supersede' } as const, expect: twice.before }
+    const twiceSteps = [...twice.path.steps.slice(0, -1), again, twice.step]
+    expect(broken({ ...twice, path: { ...twice.path, steps: twiceSteps }, index: twiceSteps.length - 1 })).toBe(`the upgrade answered 409 at upgrade 409 asked on_conflict=(absent), not reject${since}`)
+    // The record gone (historyLimit) is said so.
+    expect(broken({ ...unknownCause('open', 'reject'), simulator: { upgrades: [] } } as unknown as OracleInput)).toBe('no upgrade of agent-a is recorded as answered at open (a simulator keeps only historyLimit upgrades)')
     // Not judged: an accepted upgrade in between ends the probing; so does a new session; the attempt
     // whose upgrade was out when the cause became unknown left before it; a replay with no server.
     expect(broken(unknownCause('upgrade 409', null, { between: 'open' }))).toBeNull()
@@ -463,7 +513,7 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
       const input = unknownCause('open', null)
       return broken({ ...input, path: { ...input.path, steps: input.path.steps.map((s) => (s.name === 'drop' ? { ...s, name } : s)) } })
     }
-    expect(viaStatus('upgrade 503')).toBe('the upgrade answered 101 at open asked on_conflict=(absent), not reject')
+    expect(viaStatus('upgrade 503')).toBe("the upgrade answered 101 at open asked on_conflict=(absent), not reject, though a supersede's cause was unknown since step 3 (upgrade 503)")
     expect(viaStatus('upgrade 429')).toBeNull()
     // And a drop after a supersede that was not held is no unknown cause.
     const plain = unknownCause('open', null)

@@ -332,7 +332,7 @@ describe('a misbehaving client against the simulator', () => {
     ws.close(1000)
     await closed
   })
-  it('refuses an on_conflict it does not know (400) and records what each upgrade asked, as sent', async () => {
+  it('refuses an on_conflict it does not know (400) and records what each upgrade asked, as sent (the first of two, which decides)', async () => {
     const sim = await world().sim({ rejectMode: 'json' })
     const statusOf = async (query: string) => {
       const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&vsn=2.0.0${query}`, { headers: { 'x-api-key': 'key-1' } })
@@ -353,6 +353,9 @@ describe('a misbehaving client against the simulator', () => {
     expect(await statusOf('&on_conflict=reject')).toBe(101)
     await sim.settled('agent-1')
     expect(await statusOf('')).toBe(101)
-    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[400, 'evict'], [101, 'reject'], [101, null]])
+    await sim.settled('agent-1')
+    // Given twice, the first decides, and the record says the one that decided.
+    expect(await statusOf('&on_conflict=supersede&on_conflict=bogus')).toBe(101)
+    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[400, 'evict'], [101, 'reject'], [101, null], [101, 'supersede']])
   })
 })

@@ -258,7 +258,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
   route({
     method: 'GET',
     path: '/admin/held',
-    summary: 'Upgrades and joins held unanswered, and how many held upgrades ended with no answer (closed by the client, or dropped).',
+    summary: 'Upgrades and joins held unanswered, and how many held upgrades ended with no answer (closed by the client, or dropped), over the agents whose counts are kept (historyLimit keeps the most recent).',
     response: z.strictObject({ upgrades: z.number(), unanswered: z.number(), joins: z.array(Json) }),
     run: ({ sim }) =>
       ok({

@@ -172,9 +172,11 @@ export interface UpgradeRecord {
    */
   superseded?: string[]
   /**
-   * The upgrade's `on_conflict` query parameter as sent: `'reject'` (refuse it 409 while the agent
-   * has an open socket, a conflict probe), `'supersede'`, any other text (refused 400), or null
-   * when absent (the platform then supersedes). Null too for a request whose URL cannot be parsed.
+   * The upgrade's `on_conflict` query parameter as sent, the one the simulator decided by (the
+   * first, when given more than once): `'reject'` (refuse it 409 while the agent has an open
+   * socket, a conflict probe), `'supersede'`, any other text (refused 400), or null when absent
+   * (the platform then supersedes). Null too for a request whose URL cannot be parsed or whose
+   * path is not the socket's (404).
    */
   onConflict: string | null
 }
@@ -670,7 +672,8 @@ export class PlatformSimulator extends EventEmitter {
    * held (it gave up on it: its connect timeout), or answered `'drop'`; of `agentId` when given,
    * else of every agent. Neither kind is in {@link upgrades} (which records answered upgrades), so
    * `upgrades` of the agent, {@link heldUpgradesOf} and this count together are every upgrade of
-   * it the server saw while holding.
+   * it the server saw while holding, as long as nothing was forgotten under `historyLimit` (which
+   * keeps the counts of the most recent agents only, as it keeps the most recent upgrades).
    */
   unansweredUpgradesOf(agentId?: string): number {
     if (agentId !== undefined) return this.unanswered.get(agentId) ?? 0
@@ -1456,10 +1459,10 @@ export class PlatformSimulator extends EventEmitter {
     }
     const params: Record<string, string> = {}
     for (const [k, v] of url.searchParams) if (k !== API_KEY_PARAM) params[k] = v
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, agentId!, params))
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, agentId!, params, onConflict))
   }
 
-  private accept(ws: WebSocket, agentId: string, params: Record<string, string>): void {
+  private accept(ws: WebSocket, agentId: string, params: Record<string, string>, onConflict: string | null): void {
     const connection = new SimConnection(
       ws,
       { id: `sock-${this.nextSocket++}`, agentId, params, openedAt: this.now() },
@@ -1468,7 +1471,7 @@ export class PlatformSimulator extends EventEmitter {
     )
     const older = this.live(agentId)
     this.connections.push(connection)
-    this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id), onConflict: params[ON_CONFLICT_PARAM] ?? null })
+    this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id), onConflict })
     this.trimHistory(this.upgrades)
     this.logger.info('socket accepted', { socket: connection.id, agentId })
     ws.on('message', (data, isBinary) => this.receive(connection, data, isBinary))

@@ -30,6 +30,7 @@ export interface OracleInput<H = unknown> {
   wasAccepted: boolean
   link: Link
   host: H
+  /** The kit's simulator: its records are what the server saw (absent when a test replays a path on the chart alone, with no server). */
   simulator: PlatformSimulator
   agentId: string
 }
@@ -144,9 +145,10 @@ function unansweredBefore(path: OracleInput['path'], index: number): boolean {
  * The step from which a supersede's cause is unknown to the link, for the attempt answered at step
  * `index`, or -1: a supersede of the socket accepted last read while an upgrade of ours had no
  * answer (`ambiguous supersede`), or a supersede held on an upgrade that then ended with no answer
- * or a 503 (a drop, the connect timeout or `upgrade 503` after `stale supersede`). Only an attempt started after it counts
- * (a higher generation than before that step), and only until the server accepts an upgrade of the
- * session or a new session starts.
+ * or a 503 (a drop, the connect timeout or `upgrade 503` after `stale supersede`). Only an attempt
+ * started after it counts (a higher generation than before that step; one whose upgrade was
+ * already out then is judged by an earlier such step, if any), and only until the server accepts
+ * an upgrade of the session or a new session starts.
  */
 function causeUnknownSince(input: OracleInput): number {
   const { path, index, before } = input
@@ -157,10 +159,13 @@ function causeUnknownSince(input: OracleInput): number {
     const unknown =
       (step.name === 'ambiguous supersede' && SESSION.has(prior.state) && prior.state !== 'stopping') ||
       (UNKNOWN_OUTCOMES.has(step.name) && supersedeHeld({ ...input, index: k, step, before: prior }))
-    if (unknown) return before.generation > prior.generation ? k : -1
+    if (unknown && before.generation > prior.generation) return k
   }
   return -1
 }
+
+/** The steps at which the server answers an upgrade of the link. */
+const UPGRADE_ANSWERS = new Set(['open', ...UPGRADE_REFUSALS, 'upgrade 503'])
 
 /** The lifecycle rules of docs/design.md, each an oracle; the path runner checks them all by default. */
 export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
@@ -207,15 +212,17 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   {
     name: 'unknown-supersede-probes',
     rule:
-      'After a supersede whose cause is unknown (an upgrade of ours unanswered), every upgrade of the session that leaves later, until one is accepted, asks on_conflict=reject, so no other instance of the agent is evicted to find out.',
+      'After a supersede whose cause is unknown (an upgrade of ours unanswered, or refused 503), every upgrade of the session that leaves later, until one is accepted, asks on_conflict=reject, so no other instance of the agent is evicted to find out. Judged from what the server saw: the last of `simulator.upgrades` of the agent (UpgradeRecord.onConflict) at each step that answers an upgrade; skipped with no simulator (a replay on the chart alone).',
     check: (input) => {
-      const { step, before, simulator, agentId } = input
-      // Judged from the upgrade the server answered at this step; a replay on the chart alone has no server.
-      if (simulator === undefined || before.state !== 'connecting' || (step.name !== 'open' && !UPGRADE_REFUSALS.has(step.name))) return null
-      if (causeUnknownSince(input) < 0) return null
+      const { path, step, before, simulator, agentId } = input
+      if (simulator === undefined || before.state !== 'connecting' || !UPGRADE_ANSWERS.has(step.name)) return null
+      const since = causeUnknownSince(input)
+      if (since < 0) return null
       const answered = simulator.upgrades.filter((u) => u.agentId === agentId).at(-1)
-      if (answered === undefined) return `no upgrade of ${agentId} was answered at ${step.name}`
-      return answered.onConflict === 'reject' ? null : `the upgrade answered ${answered.status} at ${step.name} asked on_conflict=${answered.onConflict ?? '(absent)'}, not reject`
+      if (answered === undefined) return `no upgrade of ${agentId} is recorded as answered at ${step.name} (a simulator keeps only historyLimit upgrades)`
+      return answered.onConflict === 'reject'
+        ? null
+        : `the upgrade answered ${answered.status} at ${step.name} asked on_conflict=${answered.onConflict ?? '(absent)'}, not reject, though a supersede's cause was unknown since step ${since + 1} (${path.steps[since]!.name})`
     },
   },
   {

@@ -94,7 +94,11 @@ export interface PathReport {
 /** A path whose link did not do what the chart or an oracle says. */
 export class PathFailure extends Error {
   override readonly name = 'PathFailure'
-  /** What the host's own `stop()` threw after the failure, if it did (the failure is what is reported). */
+  /**
+   * What the run's cleanup met after the failure, if anything (the failure is what is reported):
+   * the host's own `stop()` throwing or not settling, or the link's `disconnect()` rejecting or not
+   * settling within the run's timeout.
+   */
   hostStopError: unknown = null
   constructor(
     /** The path's name. */
@@ -301,8 +305,10 @@ export class PathKit {
       failure = error
     } finally {
       world.release()
-      await link.disconnect()
       let stopError: unknown = null
+      // A host's disconnect() that rejects or never settles is reported after the path's own
+      // outcome, and the cleanup below still runs.
+      await within(link.disconnect(), timeoutMs, `the link's disconnect() did not settle within ${timeoutMs} ms`).catch((error: unknown) => (stopError = error))
       try {
         await stopHost(built, timeoutMs)
       } catch (error) {
@@ -430,6 +436,11 @@ class World {
     for (const cancel of [...this.pending]) cancel()
   }
 
+  /** Waits for `promise`, bounded by the run's timeout. */
+  private bounded(what: string, promise: Promise<unknown>): Promise<void> {
+    return within(promise, this.timeoutMs, `timed out after ${this.timeoutMs} ms waiting for ${what}`)
+  }
+
   private held(what: string, check: () => boolean): Promise<void> {
     return this.sim.waitFor(check, { timeoutMs: this.timeoutMs, what: `${what} (${this.agent})` })
   }
@@ -498,7 +509,7 @@ class World {
         // link's transport has closed (disconnect() settles then, within closeTimeoutMs) and the
         // server has let go of every held upgrade of the agent, so a later step answers the next
         // session's upgrade, not this one (the oldest held).
-        await stopping
+        await this.bounded('disconnect() to settle', stopping)
         await this.held('the abandoned upgrade to close', () => sim.heldUpgradesOf(agent) === 0)
         return
       }
@@ -655,12 +666,22 @@ async function stopHost(built: unknown, timeoutMs: number): Promise<void> {
   const stop = (built as { stop?: unknown }).stop
   if (typeof stop !== 'function') return
   const stopping = new Promise<unknown>((resolve) => resolve((stop as () => unknown).call(built)))
+  await within(stopping, timeoutMs, `the host's stop() did not settle within ${timeoutMs} ms`)
+}
+
+/**
+ * Settles as `promise` does, or rejects with `Error(message)` after `timeoutMs`; its timer is
+ * cleared either way, so a bounded wait leaves nothing behind.
+ *
+ * @throws {Error} (rejects) what `promise` rejected with, or `message` once `timeoutMs` passed.
+ */
+async function within(promise: Promise<unknown>, timeoutMs: number, message: string): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the host's stop() did not settle within ${timeoutMs} ms`)), timeoutMs)
+    timer = setTimeout(() => reject(new Error(message)), timeoutMs)
   })
   try {
-    await Promise.race([stopping, bound])
+    await Promise.race([promise, bound])
   } finally {
     clearTimeout(timer)
   }
