@@ -245,13 +245,15 @@ export interface ConnectionContext {
  * the server accepted (`lastAccepted`), and a newer transport holds the key claim unanswered.
  */
 function causeUnknown(context: ConnectionContext, generation: number): boolean {
-  return context.lastAccepted !== 0 && generation === context.lastAccepted && context.keyHolder !== context.lastAccepted
+  // Generations start at 1, so a match says a socket was accepted in this session.
+  return generation === context.lastAccepted && context.keyHolder !== context.lastAccepted
 }
 
 /** Why a held or ambiguous supersede is dismissed when not by an accepted upgrade: the host stopped, or the session ended. */
 function endedFirst(context: ConnectionContext, event: { type: string }): string | null {
   if (event.type === 'host.disconnect') return 'the host stopped the session first'
-  return event.type === 'socket.open' ? null : `the session ended first (${context.lastReason?.kind ?? 'unknown'})`
+  // Every end of a session records its reason first.
+  return event.type === 'socket.open' ? null : `the session ended first (${context.lastReason!.kind})`
 }
 
 /**
@@ -300,16 +302,15 @@ export const connectionMachine = setup({
       return generation === context.generation || generation === context.keyHolder
     },
     /**
-     * A control signal was read on the current transport, on the key holder, or on the newest
-     * socket the server accepted (`lastAccepted`): nothing newer can have been read, and the
+     * A control signal was read on the newest socket the server accepted (`lastAccepted`: the
+     * current transport once open, or the one before it): nothing newer can have been read, and the
      * platform sent it to this agent's socket. So one read on the socket lost before while the next
      * upgrade is out, or after that upgrade went unanswered (it keeps the key claim), is delivered;
      * one read on an older transport once a newer one opened is stale. Named on a control signal.
      */
-    isSignalSource: ({ context, event }) => {
-      const { generation } = event as unknown as Origin
-      return generation === context.generation || generation === context.keyHolder || (context.lastAccepted !== 0 && generation === context.lastAccepted)
-    },
+    // Only an accepted socket can be read at all (the current transport too: it is the newest
+    // accepted once open), and generations start at 1.
+    isSignalSource: ({ context, event }) => (event as unknown as Origin).generation === context.lastAccepted,
     /**
      * A supersede read on the previous key holder while this transport's upgrade is out and
      * unanswered: this transport claimed the key (its upgrade left) and the supersede came on the
@@ -319,7 +320,7 @@ export const connectionMachine = setup({
      */
     awaitsUpgradeOutcome: ({ context, event }) => {
       const { generation } = event as unknown as Origin
-      return context.keyHolder === context.generation && context.priorKeyHolder !== 0 && generation === context.priorKeyHolder && context.priorKeyHolder === context.lastAccepted
+      return context.keyHolder === context.generation && generation === context.priorKeyHolder && context.priorKeyHolder === context.lastAccepted
     },
     /**
      * The current transport's upgrade left, and may supersede another socket of the agent (the
@@ -514,7 +515,8 @@ export const connectionMachine = setup({
       const reason = (event as { reason?: ReasonLike }).reason
       // An HTTP answer says the upgrade left, whatever the adapter reported before it.
       const refusal = event.type === 'socket.upgradeRejected'
-      if (!(context.upgradeLeft || refusal) || (refusal && reason !== undefined && isRefusedUnaccepted(reason))) return {}
+      // Only a refusal's reason can say it (its phase is the upgrade).
+      if (!(context.upgradeLeft || refusal) || (reason !== undefined && isRefusedUnaccepted(reason))) return {}
       return { acceptedLostAt: context.env.monotonic() }
     }),
     /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */

@@ -203,12 +203,19 @@ const WHY: Record<string, string> = {
   'machines/connection.ts#connectionMachine.actions.tellReconnectLost': 'the reason handed to the reconnect chart: its floors are checked by the wire tests, not run per mutant',
   'machines/connection.ts#connectionMachine.actions.recordRetry': 'a defensive event-type check',
   'machines/connection.ts#connectionMachine.actions.recordGiveUp': 'a defensive event-type check',
+  'machines/connection.ts#connectionMachine.guards.awaitsUpgradeOutcome':
+    'equivalent: `priorKeyHolder === lastAccepted` fails only when the prior key holder never opened (its upgrade went unanswered), and no event comes on a transport that never opened',
+  'machines/connection.ts#connectionMachine.guards.isProbeConflictInWindow':
+    'equivalent on a monotonic clock: `elapsed >= 0` fails only if env.monotonic went back (a clock bug of the host), which it reads as outside the window',
+  'machines/connection.ts#connectionMachine.actions.dismissHeldSupersede':
+    'equivalent: clearing fields that are already null changes nothing; the check saves a context copy on every open',
   'machines/connection.ts#connectionMachine.guards.isTerminalLoss':
     'equivalent: the guard runs in `lost`, after recordLoss, so lastReason is never null there',
   'machines/connection.ts#connectionMachine.guards.isCurrentTransport':
     'equivalent: generations grow across sessions, so the generation alone names the transport',
   'machines/connection.ts#connectionMachine.guards.isNewChannel': 'a defensive `topic in event` test',
-  'machines/connection.ts#connectionMachine (state config)': 'descriptions and rule tags of states and transitions (documentation), and the default policies of the input',
+  'machines/connection.ts#connectionMachine (state config)':
+    'descriptions and rule tags of states and transitions (documentation), the default policies of the input, and the initial `probing` and `upgradeLeft`, which openCurrentTransport sets on entering `online` before anything reads them',
   'machines/channel.ts#channelMachine (state config)': 'descriptions of states: documentation',
   'machines/channel.ts#channelMachine.actions.recordAttachmentFailure': 'text of an adapter-failure reason',
   'machines/channel.ts#channelMachine.actions.recordCrash': 'text and fields of a phx_error reason, which the link reports but no rule reads',

@@ -322,6 +322,21 @@ describe('rule: supersede is terminal', () => {
     expect(run(sent, { type: 'socket.open', generation: 2, epoch: 1 }).context.acceptedLostAt).not.toBe(now)
     for (const status of [403, 429, 503]) expect(run(sent, upgradeEvent(sent, status, '1')).context.acceptedLostAt, String(status)).not.toBe(now)
     expect(run(sent, upgradeEvent(sent, 502)).context.acceptedLostAt).toBe(now)
+    // An HTTP answer says the upgrade left, though the adapter reported no upgradeSent before it.
+    expect(run(s, upgradeEvent(s, 502)).context.acceptedLostAt).toBe(now)
+  })
+
+  it('only the current transport claims the key when its upgrade leaves; under onConflict \'reject\' a 4xx gives back no claim it never made, so the socket before keeps the key and its supersede ends the session at once', () => {
+    const opening = run(waiting(), { type: 'reconnect.due' })
+    expect(run(opening, { type: 'socket.upgradeSent', generation: 1, epoch: 1 }).context).toMatchObject({ generation: 2, keyHolder: 1 })
+    const start = initialTransition(connectionMachine, { env, onConflict: 'reject' })[0]
+    const out = run(waiting(connected(start)), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+    expect(out.context).toMatchObject({ keyHolder: 1, priorKeyHolder: 0 })
+    const refused = run(out, upgradeEvent(out, 429, '1'))
+    expect(refused.context).toMatchObject({ keyHolder: 1, priorKeyHolder: 0 })
+    const r = run(refused, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(state(r)).toBe('terminated')
+    expect(r.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
   })
 
   it("with onConflict 'reject', a supersede that ends the session while an upgrade is out stamps nothing: another instance holds the key, so a 409 of the next session past the window of our lost socket is terminal", () => {
@@ -363,6 +378,8 @@ describe('rule: supersede is terminal', () => {
     let s = run(sent, dropEvent(2), supersedeEvent({ generation: 1, epoch: 1 }))
     expect(s.context.ambiguousSupersede?.since).toBe(1_000)
     s = run(s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
+    // Both ends of the window count: a 409 at once (on a coarse monotonic clock) and one at its last millisecond.
+    expect(state(run(s, upgradeEvent(s, 409)))).toBe('reconnecting')
     now = 1_000 + DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs
     const within = step(s, upgradeEvent(s, 409))
     expect(state(within.s)).toBe('reconnecting')
