@@ -266,6 +266,8 @@ const WHY: Record<string, string> = {
   'src/runtime/chart-runner.ts#ChartRuntime.start':
     "equivalent: the `urgent !== null` half; outside the queue's processing the queue is empty, so a drain with no io.failed to process finds nothing",
   'src/runtime/chart-runner.ts#RunningChart.call': "equivalent: the `how === 'complete'` test of the last of three cases (`next` and `error` are taken before it)",
+  'src/runtime/link-charts.ts#LinkCharts.constructor':
+    "no coverage in this run: passing the host's onConflict to the connection chart is read only by links in reject mode, whose tests are wire tests (test/wire/supersede.test.ts \"with the host's onConflict 'reject' no supersede can be the link's own doing…\"), outside this run's test set",
   'src/runtime/link-charts.ts#LinkCharts.abandon':
     'equivalent: the control chart abandons only the signal it is delivering, which is always the one `delivery` holds (a settled delivery leaves the chart before it can abandon it)',
   'src/runtime/chart-runner.ts#checkChart': 'equivalent: the `typeof … string` half (the set of refused actions holds only strings)',

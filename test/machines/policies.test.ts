@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { DEFAULT_CHANNEL_POLICY, validateChannelPolicy, type ChannelPolicy } from '../../machines/channel.js'
 import { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from '../../machines/connection.js'
 import { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, type ReconnectPolicy } from '../../machines/reconnect.js'
-import { assertMs, thrownText } from '../../machines/types.js'
+import { assertMs, isRefusedBeforeSupersede, isRefusedUnaccepted, thrownText } from '../../machines/types.js'
 
 const reconnect = (patch: Partial<Record<keyof ReconnectPolicy, unknown>>) => () => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, ...patch } as ReconnectPolicy)
 const connection = (patch: Partial<ConnectionPolicy>) => () => validateConnectionPolicy({ ...DEFAULT_CONNECTION_POLICY, ...patch })
@@ -140,6 +140,39 @@ describe('validateChannelPolicy', () => {
     expect(channel({ joinTimeoutMs: 0 })).toThrow(new RangeError('channel.joinTimeoutMs must be at least 1, got 0'))
     expect(channel({ rejoinInitialDelayMs: 0, rejoinMaxDelayMs: 0, leaveTimeoutMs: 0 })).not.toThrow()
     expect(channel({ rejoinInitialDelayMs: -1 })).toThrow(new RangeError('channel.rejoinInitialDelayMs must be a whole number of milliseconds in [0, 2^31-1], got -1'))
+  })
+})
+
+describe('what a refused upgrade says', () => {
+  // [status, the server holds no socket for it, it superseded nothing]
+  const table: Array<[number, boolean, boolean]> = [
+    [399, false, false],
+    [400, true, true],
+    [403, true, true],
+    [409, true, true],
+    [429, true, true],
+    [499, true, true],
+    [500, false, false],
+    [502, false, false],
+    [503, true, false],
+    [504, false, false],
+  ]
+  it.each(table)('HTTP %i on the upgrade: no socket held %s, superseded nothing %s', (status, unaccepted, beforeSupersede) => {
+    const reason = { kind: 'rejected', retryable: false, phase: 'upgrade', status, generation: 1, at: 0 }
+    expect(isRefusedUnaccepted(reason)).toBe(unaccepted)
+    expect(isRefusedBeforeSupersede(reason)).toBe(beforeSupersede)
+  })
+  it('only an upgrade refusal with a status says either: a close, a join refusal, a missing status do not', () => {
+    for (const reason of [
+      { kind: 'closed', retryable: true, phase: 'socket', status: 403, generation: 1, at: 0 },
+      { kind: 'rejected', retryable: false, phase: 'join', status: 403, generation: 1, at: 0 },
+      { kind: 'rejected', retryable: false, phase: 'upgrade', status: null, generation: 1, at: 0 },
+      { kind: 'rejected', retryable: false, phase: 'upgrade', generation: 1, at: 0 },
+      { kind: 'rejected', retryable: false, phase: 'upgrade', status: '403' as unknown as number, generation: 1, at: 0 },
+    ]) {
+      expect(isRefusedUnaccepted(reason), JSON.stringify(reason)).toBe(false)
+      expect(isRefusedBeforeSupersede(reason), JSON.stringify(reason)).toBe(false)
+    }
   })
 })
 
