@@ -514,9 +514,9 @@ export const connectionMachine = setup({
       if (event.type === 'socket.open' || event.type === 'control.supersede') return {}
       const reason = (event as { reason?: ReasonLike }).reason
       // An HTTP answer says the upgrade left, whatever the adapter reported before it.
-      const refusal = event.type === 'socket.upgradeRejected'
-      // Only a refusal's reason can say it (its phase is the upgrade).
-      if (!(context.upgradeLeft || refusal) || (reason !== undefined && isRefusedUnaccepted(reason))) return {}
+      const left = context.upgradeLeft || event.type === 'socket.upgradeRejected'
+      // Only a refusal's reason can say the server holds no socket for it (its phase is the upgrade).
+      if (!left || (reason !== undefined && isRefusedUnaccepted(reason))) return {}
       return { acceptedLostAt: context.env.monotonic() }
     }),
     /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */

@@ -187,18 +187,22 @@ interface Asker {
   onConflict: string | null
 }
 
-/** The agent id and `on_conflict` parameter of an upgrade request; both null when its URL cannot be parsed. */
-function askerOf(req: IncomingMessage): Asker {
-  try {
-    const params = requestUrl(req.url).searchParams
-    return { agentId: params.get(AGENT_ID_PARAM), onConflict: params.get(ON_CONFLICT_PARAM) }
-  } catch {
-    return { agentId: null, onConflict: null }
-  }
-}
-
 /** No agent asked (an unparsable request, a wrong path). */
 const NOBODY: Asker = Object.freeze({ agentId: null, onConflict: null })
+
+/** The agent id and `on_conflict` parameter (the first of each) of an upgrade's query. */
+function askerIn(params: URLSearchParams): Asker {
+  return { agentId: params.get(AGENT_ID_PARAM), onConflict: params.get(ON_CONFLICT_PARAM) }
+}
+
+/** {@link askerIn} of an upgrade request; {@link NOBODY} when its URL cannot be parsed. */
+function askerOf(req: IncomingMessage): Asker {
+  try {
+    return askerIn(requestUrl(req.url).searchParams)
+  } catch {
+    return NOBODY
+  }
+}
 
 /** A join reply's response: fixed, or made from the join (e.g. `({ topic }) => ({ joined: topic })`). */
 export type JoinResponse = Payload | ((join: { topic: string; payload: Payload; connection: SimConnection }) => Payload)
@@ -1411,7 +1415,7 @@ export class PlatformSimulator extends EventEmitter {
       this.refuse(socket, { status: 404, body: { text: JSON.stringify({ error: { code: 'not_found', message: `no socket at ${url.pathname}` } }) } }, NOBODY, 'no such path', head)
       return
     }
-    const asker: Asker = { agentId: url.searchParams.get(AGENT_ID_PARAM), onConflict: url.searchParams.get(ON_CONFLICT_PARAM) }
+    const asker = askerIn(url.searchParams)
     const { agentId, onConflict } = asker
     const own = agentId === null ? undefined : this.agentRefusals.get(agentId)
     const scripted = own?.shift() ?? this.refusals.shift()
