@@ -27,7 +27,10 @@
  *   or read later on the socket before it (`isAmbiguousSupersede`), has an unknown cause
  *   (`ambiguousSupersede`): the next attempts are conflict probes (`on_conflict=reject`), so no
  *   other instance is evicted to find out; an accepted probe dismisses it, a probe refused 409
- *   past `conflictRetryWindowMs` ends the session (`isProbeConflict`).
+ *   past `conflictRetryWindowMs` ends the session (`isProbeConflict`). The platform pushes
+ *   `supersede` only through a joined control channel, so a socket it supersedes before that is
+ *   only closed: an accepted socket lost before its control channel joined
+ *   (`isLostBeforeControlJoined`) leaves a supersede of unknown cause too, probed the same way.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
  * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing or closing a socket
@@ -58,7 +61,7 @@ import { assign, emit, enqueueActions, setup } from 'xstate'
 import { DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
 import { DEFAULT_CONTROL_POLICY, type ControlDropCause, type ControlEvent, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
 import { DEFAULT_RECONNECT_POLICY, type ReconnectEvent, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
-import { gracefulReason, isRefusedBeforeSupersede, isRefusedUnaccepted, thrownText, timedOutReason, type Env, type Origin, type ReasonLike, type TransportOpen } from './types.js'
+import { gracefulReason, isRefusedBeforeSupersede, isRefusedUnaccepted, thrownText, timedOutReason, unseenSupersedeReason, UNSEEN_SUPERSEDE_CAUSE, type Env, type Origin, type ReasonLike, type TransportOpen } from './types.js'
 import { DEFAULT_CONNECTION_POLICY, type ConnectionPolicy } from './connection-policy.js'
 
 export { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from './connection-policy.js'
@@ -150,15 +153,28 @@ export interface ConnectionInput {
   env: Env
 }
 
-/** Context of the connection chart. */
-export interface ConnectionContext {
+/**
+ * What the connection chart was made with, fixed for its life: one object the context refers to,
+ * not six context fields, so the context stays within `MAX_CONTEXT_FIELDS` (machines/types.ts).
+ * XState copies the whole context on every assign; past that many fields every copy is a
+ * dictionary in V8 (with them as six fields, 23 in all: 2.5 KiB per snapshot instead of 1.1, and
+ * slower guards, measured 2026-12-05).
+ */
+export interface ConnectionConfig {
   /** Whether the link's upgrades may supersede another socket of the agent (not `onConflict: 'reject'`). */
   upgradesSupersede: boolean
   policy: ConnectionPolicy
   reconnectPolicy: ReconnectPolicy
   channelPolicy: ChannelPolicy
   controlPolicy: ControlPolicy
+  /** Injected clocks and randomness (`env.monotonic` decides elapsed time, `env.now` stamps `at`). */
   env: Env
+}
+
+/** Context of the connection chart. */
+export interface ConnectionContext {
+  /** What the chart was made with ({@link ConnectionConfig}), the same object for its life. */
+  config: ConnectionConfig
   /** Session epoch; +1 on every host.connect that starts a session. */
   epoch: number
   /** Transport generation; +1 on every transport, never reused across sessions. */
@@ -238,6 +254,15 @@ export interface ConnectionContext {
    * unknown (`ambiguousSupersede`).
    */
   heldSupersede: ReasonLike | null
+  /**
+   * The generation whose control channel is joined now (entering `live.connected`); 0 after a
+   * crash of it (`controlErrored`) until it rejoins. The platform pushes `supersede` only through a
+   * joined control channel (reference peer: supersede.ex broadcasts to the channel's own
+   * subscription, made in its join), so a socket it supersedes before that is only closed, as a
+   * "disconnect" closes it (1011 on Bandit, 1000 on Cowboy): a loss of an accepted socket whose
+   * control channel is not joined may be an unseen supersede (`isLostBeforeControlJoined`).
+   */
+  controlJoinedOn: number
 }
 
 /**
@@ -269,7 +294,7 @@ function noteCauseUnknown(
     enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket whose cause is unknown is already being probed' })
     return
   }
-  enqueue.assign({ ambiguousSupersede: { reason, since: context.env.monotonic() } })
+  enqueue.assign({ ambiguousSupersede: { reason, since: context.config.env.monotonic() } })
 }
 
 /** The stamp of the current transport, for the I/O actions about it. */
@@ -326,7 +351,7 @@ export const connectionMachine = setup({
      * The current transport's upgrade left, and may supersede another socket of the agent (the
      * host did not ask `on_conflict=reject`): it claims the key. Named on `socket.upgradeSent`.
      */
-    isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation && context.upgradesSupersede,
+    isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation && context.config.upgradesSupersede,
     /**
      * The server refused the current transport's upgrade while a supersede waits on it
      * (`heldSupersede`): the platform refuses before it supersedes (../shared/real-phoenix
@@ -363,13 +388,21 @@ export const connectionMachine = setup({
       if (probe === null || context.lastReason!.cause !== 'conflict') return false
       // From the later of the ambiguity and the last socket the server may hold for us (one it
       // accepted and we lost, or an upgrade of ours, a probe too, that ended with no answer).
-      const elapsed = context.env.monotonic() - Math.max(probe.since, context.acceptedLostAt ?? probe.since)
-      return elapsed >= 0 && elapsed <= context.policy.conflictRetryWindowMs
+      const elapsed = context.config.env.monotonic() - Math.max(probe.since, context.acceptedLostAt ?? probe.since)
+      return elapsed >= 0 && elapsed <= context.config.policy.conflictRetryWindowMs
     },
     /** A conflict probe was refused 409 past the window: another instance holds the key, and the ambiguous supersede was its. Named on `lost`. */
     isProbeConflict: ({ context }) => context.ambiguousSupersede !== null && context.lastReason!.cause === 'conflict',
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
+    /**
+     * The socket just lost (retryable) was accepted and its control channel was not joined (the
+     * join pending, or a rejoin after a crash): the platform may have superseded it unseen, since it
+     * pushes `supersede` only through a joined control channel. Under onConflict 'reject' the
+     * link's upgrades supersede nothing, so there is nothing to probe. Named on `lost`.
+     */
+    isLostBeforeControlJoined: ({ context }) =>
+      context.config.upgradesSupersede && context.lastAccepted === context.generation && context.controlJoinedOn !== context.generation,
     /**
      * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing or
      * closing a socket of this link that the server had accepted: maybe our own socket, still held
@@ -381,8 +414,8 @@ export const connectionMachine = setup({
       if (context.lastReason!.cause !== 'conflict' || context.acceptedLostAt === null) return false
       // Monotonic: a wall-clock step after the loss changes nothing. (A negative elapsed time
       // could only come from a broken injected clock: terminal, as without this rule.)
-      const elapsed = context.env.monotonic() - context.acceptedLostAt
-      return elapsed >= 0 && elapsed <= context.policy.conflictRetryWindowMs
+      const elapsed = context.config.env.monotonic() - context.acceptedLostAt
+      return elapsed >= 0 && elapsed <= context.config.policy.conflictRetryWindowMs
     },
     /** An app channel chart runs for the event's topic. */
     hasChannel: ({ context, event }) => 'topic' in event && context.channels.includes(event.topic),
@@ -445,7 +478,11 @@ export const connectionMachine = setup({
           (context.probing
             ? 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
             : 'the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket')
-        enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown: ${why}` })
+        const what =
+          ambiguous.reason.cause === UNSEEN_SUPERSEDE_CAUSE
+            ? `a supersede the platform could not have pushed (the socket of generation ${ambiguous.reason.generation} was lost before its control channel joined)`
+            : `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown`
+        enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `${what}: ${why}` })
       }
       if (held !== null || ambiguous !== null) enqueue.assign({ heldSupersede: null, ambiguousSupersede: null })
     }),
@@ -467,10 +504,10 @@ export const connectionMachine = setup({
     // Named on the events that carry a reason (losses, refusals, supersedes).
     recordLoss: assign({ lastReason: ({ event }) => (event as unknown as { reason: ReasonLike }).reason }),
     recordConnectTimeout: assign({
-      lastReason: ({ context }) => timedOutReason('connect', context.generation, context.env.now()),
+      lastReason: ({ context }) => timedOutReason('connect', context.generation, context.config.env.now()),
     }),
     recordJoinTimeout: assign({
-      lastReason: ({ context }) => timedOutReason('join', context.generation, context.env.now()),
+      lastReason: ({ context }) => timedOutReason('join', context.generation, context.config.env.now()),
     }),
     recordActorFailure: assign({
       lastReason: ({ context, event }) => ({
@@ -478,10 +515,10 @@ export const connectionMachine = setup({
         detail: `the adapter failed inside phoenix-link: ${thrownText((event as { error?: unknown }).error)}`,
         retryable: true,
         generation: context.generation,
-        at: context.env.now(),
+        at: context.config.env.now(),
       }),
     }),
-    recordGraceful: assign({ lastReason: ({ context }) => gracefulReason(context.generation, context.env.now()) }),
+    recordGraceful: assign({ lastReason: ({ context }) => gracefulReason(context.generation, context.config.env.now()) }),
     // Named on reconnect.gaveUp.
     recordGiveUp: assign({ lastReason: ({ event }) => (event as Extract<ConnectionEvent, { type: 'reconnect.gaveUp' }>).reason }),
     // Named on reconnect.scheduled and reconnect.suspended.
@@ -493,12 +530,22 @@ export const connectionMachine = setup({
     }),
     /** Past the rapid limit: the reason the host sees is `suppressed` (retryable), with the cooldown as the next delay. */
     recordSuspension: assign({ lastReason: ({ event }) => (event as Extract<ConnectionEvent, { type: 'reconnect.suspended' }>).reason }),
-    countControlCrash: assign({ controlCrashes: ({ context }) => context.controlCrashes + 1 }),
+    countControlCrash: assign({ controlCrashes: ({ context }) => context.controlCrashes + 1, controlJoinedOn: 0 }),
+    markControlJoined: assign({ controlJoinedOn: ({ context }) => context.generation }),
+    // Named on a loss before the control channel joined (`isLostBeforeControlJoined`): a supersede
+    // may have come unseen, so its cause is unknown and the next attempts probe. (None is being
+    // probed then: the server accepted this socket, which dismissed any.)
+    recordUnseenSupersede: assign({
+      ambiguousSupersede: ({ context }) => ({
+        reason: unseenSupersedeReason(context.lastReason!, context.generation, context.config.env.now()),
+        since: context.config.env.monotonic(),
+      }),
+    }),
     clearControlCrashes: assign({ controlCrashes: 0 }),
     rejoinControlChannel: enqueueActions(({ context, enqueue }) => enqueue({ type: 'rejoinControl', params: originOf(context) })),
     clearRetry: assign({ retry: null }),
     countConnect: assign({ connects: ({ context }) => context.connects + 1 }),
-    markAcceptedLost: assign({ acceptedLostAt: ({ context }) => context.env.monotonic() }),
+    markAcceptedLost: assign({ acceptedLostAt: ({ context }) => context.config.env.monotonic() }),
     // Named on socket.upgradeSent of the current transport.
     noteUpgradeLeft: assign({ upgradeLeft: true }),
     // The exit of `online.connecting` (a transport that did not open, or opened: then `attached`
@@ -517,7 +564,7 @@ export const connectionMachine = setup({
       const left = context.upgradeLeft || event.type === 'socket.upgradeRejected'
       // Only a refusal's reason can say the server holds no socket for it (its phase is the upgrade).
       if (!left || (reason !== undefined && isRefusedUnaccepted(reason))) return {}
-      return { acceptedLostAt: context.env.monotonic() }
+      return { acceptedLostAt: context.config.env.monotonic() }
     }),
     /** The conflict is retried: the reason says so (`retryable: true`) in the disconnected event and lastDisconnectReason. */
     retryOwnConflict: assign({ lastReason: ({ context }) => ({ ...context.lastReason!, retryable: true }) }),
@@ -576,7 +623,7 @@ export const connectionMachine = setup({
         type: 'link.channel',
         topic,
         status: 'dropped',
-        reason: { kind: 'other', detail: `the channel failed inside phoenix-link: ${detail}`, retryable: true, generation: context.generation, at: context.env.now() } as ReasonLike,
+        reason: { kind: 'other', detail: `the channel failed inside phoenix-link: ${detail}`, retryable: true, generation: context.generation, at: context.config.env.now() } as ReasonLike,
       })
     }),
     // In reconnecting.deciding: a channel report waits for the reconnect chart's answer.
@@ -626,7 +673,7 @@ export const connectionMachine = setup({
     joinCurrentControl: enqueueActions(({ context, enqueue }) => enqueue({ type: 'joinControl', params: originOf(context) })),
     /** A session starts: a fresh reconnect chart, so every session starts from the first delay with no rapid streak. */
     startSessionReconnect: enqueueActions(({ context, enqueue }) =>
-      enqueue({ type: 'startReconnect', params: { policy: context.reconnectPolicy, env: context.env } }),
+      enqueue({ type: 'startReconnect', params: { policy: context.config.reconnectPolicy, env: context.config.env } }),
     ),
     endSessionReconnect: enqueueActions(({ enqueue }) => enqueue({ type: 'stopReconnect', params: {} })),
 
@@ -711,21 +758,23 @@ export const connectionMachine = setup({
     }),
   },
   delays: {
-    controlRejoinDelay: ({ context }) => rejoinDelayMs(context.channelPolicy, context.controlCrashes, context.env.random()),
-    controlStableAfter: ({ context }) => context.channelPolicy.rejoinStableAfterMs,
-    connectTimeout: ({ context }) => context.policy.connectTimeoutMs,
-    joinTimeout: ({ context }) => context.policy.joinTimeoutMs,
-    leaveTimeout: ({ context }) => context.policy.leaveTimeoutMs,
+    controlRejoinDelay: ({ context }) => rejoinDelayMs(context.config.channelPolicy, context.controlCrashes, context.config.env.random()),
+    controlStableAfter: ({ context }) => context.config.channelPolicy.rejoinStableAfterMs,
+    connectTimeout: ({ context }) => context.config.policy.connectTimeoutMs,
+    joinTimeout: ({ context }) => context.config.policy.joinTimeoutMs,
+    leaveTimeout: ({ context }) => context.config.policy.leaveTimeoutMs,
   },
 }).createMachine({
   id: 'connection',
   context: ({ input }) => ({
-    upgradesSupersede: input.onConflict !== 'reject',
-    policy: input.policy ?? DEFAULT_CONNECTION_POLICY,
-    reconnectPolicy: input.reconnectPolicy ?? DEFAULT_RECONNECT_POLICY,
-    channelPolicy: input.channelPolicy ?? DEFAULT_CHANNEL_POLICY,
-    controlPolicy: input.controlPolicy ?? DEFAULT_CONTROL_POLICY,
-    env: input.env,
+    config: {
+      upgradesSupersede: input.onConflict !== 'reject',
+      policy: input.policy ?? DEFAULT_CONNECTION_POLICY,
+      reconnectPolicy: input.reconnectPolicy ?? DEFAULT_RECONNECT_POLICY,
+      channelPolicy: input.channelPolicy ?? DEFAULT_CHANNEL_POLICY,
+      controlPolicy: input.controlPolicy ?? DEFAULT_CONTROL_POLICY,
+      env: input.env,
+    },
     epoch: 0,
     generation: 0,
     lastReason: null,
@@ -743,6 +792,7 @@ export const connectionMachine = setup({
     ambiguousSupersede: null,
     probing: false,
     upgradeLeft: false,
+    controlJoinedOn: 0,
   }),
   initial: 'idle',
   on: {
@@ -902,6 +952,7 @@ export const connectionMachine = setup({
                     /** Control channel joined; app channels joined or rejoining. */
                     connected: {
                       description: 'Control channel joined; app channels joined or rejoining.',
+                      entry: 'markControlJoined',
                       // A join that holds the channel policy's rejoinStableAfterMs ends the run of crashes.
                       after: { controlStableAfter: { actions: 'clearControlCrashes' } },
                       on: {
@@ -967,6 +1018,8 @@ export const connectionMachine = setup({
             { guard: 'isProbeConflict', target: '#connection.terminated', actions: 'recordProbedSupersede', meta: { rule: 'supersede-is-terminal' } },
             { guard: 'isOwnConflict', target: 'reconnecting', actions: 'retryOwnConflict', meta: { rule: 'own-conflict-retries' } },
             { guard: 'isTerminalLoss', target: '#connection.terminated', meta: { rule: 'upgrade-rejection-is-terminal' } },
+            // Accepted, lost before its control channel joined: a supersede there cannot be pushed, so the next attempts probe.
+            { guard: 'isLostBeforeControlJoined', target: 'reconnecting', actions: 'recordUnseenSupersede', meta: { rule: 'supersede-is-terminal' } },
             { target: 'reconnecting', meta: { rule: 'normal-close-reconnects' } },
           ],
         },

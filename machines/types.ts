@@ -129,6 +129,46 @@ export interface SuppressedReason extends ReasonLike {
   readonly attempts: number
 }
 
+/**
+ * The `cause` of a `superseded` reason the link inferred rather than read: a socket lost before its
+ * control channel joined (no supersede can be pushed there), then conflict probes refused 409 past
+ * the window (another instance holds the key).
+ */
+export const UNSEEN_SUPERSEDE_CAUSE = 'unseen'
+
+/** A `superseded` reason no supersede push carried (its payload fields null, `raw` empty): see {@link UNSEEN_SUPERSEDE_CAUSE}. */
+export interface UnseenSupersedeReason extends ReasonLike {
+  readonly kind: 'superseded'
+  readonly retryable: false
+  readonly cause: typeof UNSEEN_SUPERSEDE_CAUSE
+  readonly message: string
+  readonly retryAfterMs: null
+  readonly targetSocketId: null
+  readonly correlationId: null
+  readonly raw: Record<string, never>
+}
+
+/**
+ * Makes the reason a session ends with when a socket of `generation`, lost with `loss` before its
+ * control channel joined, turns out to have been superseded (conflict probes refused 409 past the
+ * window). `at` is wall time (env.now).
+ */
+export function unseenSupersedeReason(loss: ReasonLike, generation: number, at: number): UnseenSupersedeReason {
+  const code = typeof loss.closeCode === 'number' ? ` ${loss.closeCode}` : ''
+  return {
+    kind: 'superseded',
+    retryable: false,
+    cause: UNSEEN_SUPERSEDE_CAUSE,
+    message: `the socket was lost (${loss.kind}${code}) before its control channel joined, where the platform cannot push a supersede, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key`,
+    retryAfterMs: null,
+    targetSocketId: null,
+    correlationId: null,
+    raw: {},
+    generation,
+    at,
+  }
+}
+
 /** Makes the `graceful` reason of a host stop. */
 export function gracefulReason(generation: number, at: number): GracefulReason {
   return { kind: 'graceful', retryable: false, generation, at }
@@ -156,6 +196,16 @@ export function suppressedReason(
  * same signed 32-bit range), so every delay a chart computes is capped here.
  */
 export const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * The most fields a chart's context may have and stay an object with fast properties in V8 when
+ * XState copies it on every assign (`Object.assign({}, context, update)`, xstate's resolveAssign):
+ * 19 on Node 20's V8 11.3, measured 2026-12-05 (`%HasFastProperties` after such copies: 19 fields
+ * stay fast, 20 and more make every copy a dictionary, about 2.5 times the size and every read a
+ * hash lookup). Every chart's context keeps within it (test/machines/context-shape.test.ts, which
+ * also checks the figure against the V8 it runs on).
+ */
+export const MAX_CONTEXT_FIELDS = 19
 
 /**
  * An exponential ceiling, in milliseconds: `initial * factor^(n)` capped at `max` and at

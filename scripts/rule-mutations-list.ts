@@ -60,14 +60,21 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'supersede-is-terminal',
     how: "a conflict probe's 409 ends the session at once, though within the window it may be our own unanswered socket",
     file: 'machines/connection.ts',
-    from: 'return elapsed >= 0 && elapsed <= context.policy.conflictRetryWindowMs\n    },\n    /** A conflict probe was refused 409 past the window',
+    from: 'return elapsed >= 0 && elapsed <= context.config.policy.conflictRetryWindowMs\n    },\n    /** A conflict probe was refused 409 past the window',
     to: 'return false\n    },\n    /** A conflict probe was refused 409 past the window',
+  },
+  {
+    rule: 'supersede-is-terminal',
+    how: 'a socket lost before its control channel joined reads as a plain loss: the reconnect supersedes the newer instance that took the key unseen (no supersede can be pushed there)',
+    file: 'machines/connection.ts',
+    from: 'context.config.upgradesSupersede && context.lastAccepted === context.generation && context.controlJoinedOn !== context.generation,',
+    to: 'false,',
   },
   {
     rule: 'supersede-is-terminal',
     how: "the host's onConflict 'reject' is not read: an unanswered upgrade, which cannot have superseded anything, makes another instance's supersede ambiguous",
     file: 'machines/connection.ts',
-    from: "isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation && context.upgradesSupersede,",
+    from: "isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation && context.config.upgradesSupersede,",
     to: "isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation,",
     also: {
       suites: ['test/machines/connection.test.ts', 'test/wire/supersede.test.ts'],

@@ -132,7 +132,13 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
       if (until?.(event)) finish()
     })
     if (signal?.aborted) finish()
-    else if (signal) unwatch = onAbort(signal, finish)
+    // An abort ends the iteration at once: events buffered and not yet read are dropped, as
+    // Node's `events.on(emitter, name, { signal })` drops them (only `until` leaves them readable).
+    else if (signal)
+      unwatch = onAbort(signal, () => {
+        buffer.length = 0
+        finish()
+      })
     const iterator: AsyncIterableIterator<Tagged<Events>> = {
       next: () => {
         if (buffer.length > 0) return Promise.resolve({ value: buffer.shift()!, done: false })

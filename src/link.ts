@@ -408,6 +408,13 @@ export class Link {
       this.link.send(event)
     }
     message(topic: string, event: string, payload: Payload | ArrayBuffer, meta: { generation: number }): void {
+      // Phoenix payloads are maps (Phoenix.Channel.push and broadcast take a map; binary frames
+      // arrive as ArrayBuffer): anything else is reported, never handed to a handler typed Payload.
+      if ((typeof payload !== 'object' || payload === null || Array.isArray(payload)) && !(payload instanceof ArrayBuffer)) {
+        const kind = payload === null ? 'null' : Array.isArray(payload) ? 'an array' : `a ${typeof payload}`
+        this.link.emitter.emit('ignored', { event: 'channel.message', detail: `${JSON.stringify(event)} on ${topic} with a payload that is ${kind}, not an object: not delivered` })
+        return
+      }
       this.link.channels.get(topic)?.deliver(event, payload, meta)
     }
     channelParams(topic: string, attempt: AttemptInfo): object | Promise<object> {
@@ -948,8 +955,10 @@ export class Link {
   /**
    * Retries now while the link waits out a reconnect backoff or a `suspended` cooldown (for
    * example on the browser's `online` event): the next attempt starts at once. The attempt and
-   * rapid-disconnect counts stay, so calling it in a loop cannot defeat the slow-down. Changes
-   * nothing in any other state (a live link, a stopped one: use connect(); a terminated one: a
+   * rapid-disconnect counts stay (the next rapid loss suspends again, with a longer cooldown), but
+   * the wait it cuts is cut whole, a server's Retry-After (429/503) and a restart close's floor
+   * (1012/1013) included: call it on a sign that the network is back, not on a timer, or a loop
+   * of it hammers the platform. Changes nothing in any other state (a live link, a stopped one: use connect(); a terminated one: a
    * supersede or rejection must not be undone by a retry).
    *
    * @returns whether a wait was cut short.
@@ -966,7 +975,8 @@ export class Link {
   /**
    * Every event from this call on, as `{ type, ...payload }`, in order, until `signal` aborts,
    * the loop breaks, or (with `untilSessionEnds`) just after the `disconnected` event that ends
-   * the session (stopped or terminated). Events wait in memory until read.
+   * the session (stopped or terminated). Events wait in memory until read; an abort ends the
+   * iteration at once, dropping those not yet read (as Node's `events.on` with a signal does).
    *
    * @example for await (const e of link.events({ signal })) if (e.type === 'disconnected') alert(e.reason)
    * @throws {ConfigurationError} when `options` is not an object, or `options.signal` is given and

@@ -23,6 +23,10 @@
  *   client never gets.
  * - `dropHeld()`: ends every held connection with no answer (RST; on both sides for a held
  *   response). After `passHeld()` or `dropHeld()` later connections flow again.
+ * - `stallNextAfterRequest()`: the next connection relays the client's upgrade request, then
+ *   none of the client's bytes (its channel joins, heartbeats, close) while the server's still
+ *   flow: a socket the server accepted whose joins never reach it, as an uplink that fails just
+ *   after the upgrade.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net'
 
@@ -41,6 +45,8 @@ export class FaultProxy {
   /** Held connections: the client's socket, and the server's once the request was relayed. */
   private readonly held = new Set<{ client: Socket; upstream: Socket | null }>()
   private holding: 'request' | 'response' | null = null
+  /** The next connection's uplink stalls once its upgrade request has passed. */
+  private stallAfterRequest = false
   private boundPort = 0
 
   private constructor(private readonly targetPort: number) {
@@ -125,6 +131,11 @@ export class FaultProxy {
   /** Holds every later connection's request (`'request'`) or the server's answer to it (`'response'`) until {@link passHeld} or {@link dropHeld}. */
   holdNew(what: 'request' | 'response' = 'request'): void {
     this.holding = what
+  }
+
+  /** The next connection carries the client's upgrade request and then none of its bytes; the server's flow (a stalled uplink from the first frame on). */
+  stallNextAfterRequest(): void {
+    this.stallAfterRequest = true
   }
 
   /** Connections held by {@link holdNew}, still open. */
@@ -212,14 +223,32 @@ export class FaultProxy {
       this.held.add(held)
       return
     }
-    this.pair(client)
+    const afterRequest = this.stallAfterRequest
+    this.stallAfterRequest = false
+    this.pair(client, afterRequest)
   }
 
-  private pair(client: Socket): void {
+  private pair(client: Socket, stallAfterRequest = false): void {
     const upstream = connect(this.targetPort, '127.0.0.1')
     const pair: Pair = { client, upstream, holed: false }
     this.pairs.add(pair)
-    client.pipe(upstream)
+    if (stallAfterRequest) {
+      // Relay the request head (up to its blank line), then discard the client's bytes.
+      let head = ''
+      client.on('data', (chunk: Buffer) => {
+        if (pair.holed) return
+        const end = (head + chunk.toString('latin1')).indexOf('\r\n\r\n')
+        if (end === -1) {
+          head += chunk.toString('latin1')
+          upstream.write(chunk)
+          return
+        }
+        upstream.write(chunk.subarray(0, end + 4 - head.length))
+        pair.holed = true
+      })
+    } else {
+      client.pipe(upstream)
+    }
     upstream.pipe(client)
     // A side that ends or fails ends the other, unless the pair is blackholed: then the other
     // side must not learn of it.

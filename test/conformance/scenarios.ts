@@ -357,6 +357,32 @@ export function conformance(factory: PeerFactory): void {
         expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
       })
 
+      it("a newer instance connects while the link's control join has not reached the server (its uplink stalls just after the upgrade): the server only closes the link's socket, with no supersede push (it pushes one through a joined control channel alone), so the link's next attempts probe with on_conflict=reject, are refused 409 past conflictRetryWindowMs, and it ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        proxy.stallNextAfterRequest()
+        const policy = { transport: { closeTimeoutMs: 300 }, connection: { conflictRetryWindowMs: 200 }, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } }
+        const older = scene().link(peer, agent, { url: proxy.url, policy })
+        const olderUp = settle(older.connect())
+        await peer.until(async () => (await peer.live(agent)).length === 1, "the older link's socket accepted")
+        const [olderSocket] = await peer.live(agent)
+        await untilState(older, 'joining')
+        const frames: string[] = []
+        older.on('ignored', (e) => frames.push(e.event))
+        const newer = scene().link(peer, agent)
+        await newer.connect()
+        expect(reasonOf(await olderUp)).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1, correlationId: null })
+        // No supersede push reached the link (it would have ended the link with the payload's fields at once).
+        expect(frames).not.toContain('control.supersede')
+        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
+        expect(newer.state).toBe('connected')
+        const seen = await statuses(peer, agent)
+        expect(seen.slice(0, 2)).toEqual([101, 101])
+        expect(seen.slice(2).length).toBeGreaterThanOrEqual(1)
+        expect(seen.slice(2).every((status) => status === 409)).toBe(true)
+        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
+      })
+
       it("the server accepts the next upgrade and supersedes the link's lost socket because of it, but its 101 never reaches the link (the connection reset): the supersede's cause is unknown, so the next attempt probes with on_conflict=reject, is accepted, and the link stays connected, never `superseded`", async () => {
         const { agent, proxy, link, first } = await relayed({ policy: { ...stalling, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } } })
         proxy.holdNew('response')

@@ -7,7 +7,7 @@ import { createActor, initialTransition, SimulatedClock } from 'xstate'
 import { connectionMachine, DEFAULT_CONNECTION_POLICY, type ConnectionEvent } from '../../machines/connection.js'
 import { rejoinDelayMs } from '../../machines/channel.js'
 import { linkStateOf } from '../../machines/status.js'
-import { classifyControlChannelLoss, DisconnectReason } from '../../src/reasons.js'
+import { classifyControlChannelLoss, classifyUpgrade, DisconnectReason } from '../../src/reasons.js'
 import { suppressedReason } from '../../machines/types.js'
 import {
   closeEvent,
@@ -180,8 +180,9 @@ describe('rule: supersede is terminal', () => {
     expect(run(sent, upgradeEvent(sent, 503, '1')).context.keyHolder).toBe(2)
     expect(run(sent, upgradeEvent(sent, 429, '1')).context.keyHolder).toBe(1)
     expect(run(sent, upgradeEvent(sent, 403)).context.keyHolder).toBe(1)
-    // Once opened, a loss keeps the claim, answered: a supersede read on the socket before is stale.
-    const opened = run(sent, { type: 'socket.open', generation: 2, epoch: 1 })
+    // Once opened (and its control channel joined, so a supersede of it would be pushed), a loss
+    // keeps the claim, answered: a supersede read on the socket before is stale.
+    const opened = run(sent, { type: 'socket.open', generation: 2, epoch: 1 }, { type: 'control.joinOk', generation: 2, epoch: 1 })
     const lostOpen = run(opened, dropEvent(2))
     expect(lostOpen.context).toMatchObject({ keyHolder: 2, lastAccepted: 2 })
     const stale = step(lostOpen, supersedeEvent({ generation: 1, epoch: 1 }))
@@ -241,7 +242,7 @@ describe('rule: supersede is terminal', () => {
   it("with the host's onConflict 'reject' no supersede is the link's own doing: an upgrade claims the key only once accepted, and a supersede read after an unanswered upgrade ends the session at once", () => {
     const start = initialTransition(connectionMachine, { env, onConflict: 'reject' })[0]
     const s = run(waiting(connected(start)), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
-    expect(s.context).toMatchObject({ keyHolder: 1, upgradesSupersede: false })
+    expect(s.context).toMatchObject({ keyHolder: 1, config: { upgradesSupersede: false } })
     const r = step(run(s, dropEvent(2), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }), supersedeEvent({ generation: 1, epoch: 1 }))
     expect(state(r.s)).toBe('terminated')
     expect(r.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
@@ -553,6 +554,105 @@ describe('rule: supersede is terminal', () => {
       const s = connected()
       expect(state(run(s, supersedeEvent(origin(s), payload)))).toBe('terminated')
     }
+  })
+})
+
+describe('rule: supersede is terminal, where no supersede can be pushed (a socket lost before its control channel joined)', () => {
+  /** A chart on a clock the test moves (env.monotonic and env.now), idle. */
+  function clocked() {
+    let t = 1_000
+    const clockEnv = { now: () => t, monotonic: () => t, random: () => 0.5 }
+    return { start: () => initialTransition(connectionMachine, { env: clockEnv })[0], advance: (ms: number) => (t += ms) }
+  }
+  const joining = (s: ConnSnapshot) => run(s, { type: 'host.connect' }, { type: 'socket.open', generation: 1, epoch: 1 })
+  const crashed = (s: ConnSnapshot) => run(s, { type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', {}, 1, 5), generation: 1, epoch: 1 })
+  const backoffDue = (s: ConnSnapshot) => step(run(s, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }), { type: 'reconnect.due' })
+  const conflict = (s: ConnSnapshot) => ({ type: 'socket.upgradeRejected', reason: classifyUpgrade({ status: 409, retryAfter: null }, s.context.generation, 5), ...origin(s) }) as ConnectionEvent
+
+  const unjoined: Array<[string, (s: ConnSnapshot) => ConnSnapshot, (s: ConnSnapshot) => ConnectionEvent]> = [
+    ['joining, closed 1011 (Bandit\'s close of a superseded socket)', joining, (s) => closeEvent(s, 1011)],
+    ['joining, closed 1000 (Cowboy\'s)', joining, (s) => closeEvent(s, 1000)],
+    ['joining, dropped', joining, (s) => dropEvent(s.context.generation)],
+    ['joining, the join timed out', joining, () => ({ type: 'xstate.after.joinTimeout.connection.session.online.attached.joining' }) as unknown as ConnectionEvent],
+    ['the control channel crashed, closed 1011 before its rejoin', (s) => crashed(run(joining(s), { type: 'control.joinOk', generation: 1, epoch: 1 })), (s) => closeEvent(s, 1011)],
+    [
+      'the control channel rejoining, closed 1000',
+      (s) => run(crashed(run(joining(s), { type: 'control.joinOk', generation: 1, epoch: 1 })), { type: 'xstate.after.controlRejoinDelay.connection.session.online.attached.live.controlErrored' } as unknown as ConnectionEvent),
+      (s) => closeEvent(s, 1000),
+    ],
+  ]
+  for (const [how, reach, lose] of unjoined) {
+    it(`${how}: the cause is unknown, and the next attempt is a conflict probe`, () => {
+      const s = reach(start())
+      expect(state(s)).toBe('joining')
+      const lost = step(s, lose(s))
+      expect(state(lost.s)).toBe('reconnecting')
+      expect(lost.s.context.ambiguousSupersede).toEqual({ reason: expect.objectContaining({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1, raw: {} }), since: 1_000 })
+      expect(lost.emitted.filter((e) => (e as { type: string }).type === 'link.ignored')).toEqual([])
+      expect(backoffDue(lost.s).io).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 1, conflictProbe: true } })
+    })
+  }
+
+  it('a socket lost with its control channel joined (a supersede would have been pushed) leaves no doubt: the next attempt asks nothing', () => {
+    const s = connected()
+    const lost = run(s, closeEvent(s, 1011))
+    expect(lost.context.ambiguousSupersede).toBeNull()
+    expect(backoffDue(lost).io).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 1, conflictProbe: false } })
+  })
+
+  it('a socket that rejoined its control channel after a crash is joined again: its loss leaves no doubt', () => {
+    const s = run(crashed(connected()), { type: 'xstate.after.controlRejoinDelay.connection.session.online.attached.live.controlErrored' } as unknown as ConnectionEvent, { type: 'control.joinOk', generation: 1, epoch: 1 })
+    expect(state(s)).toBe('connected')
+    expect(run(s, closeEvent(s, 1011)).context.ambiguousSupersede).toBeNull()
+  })
+
+  it('a loss before the upgrade was answered (not accepted) is not this rule: the server held no channel to push on, nor accepted the socket', () => {
+    const s = run(start(), { type: 'host.connect' })
+    expect(run(s, dropEvent(1)).context.ambiguousSupersede).toBeNull()
+  })
+
+  it("with the host's onConflict 'reject' nothing is probed: the link's upgrades supersede nothing", () => {
+    const s = run(initialTransition(connectionMachine, { env, onConflict: 'reject' })[0], { type: 'host.connect' }, { type: 'socket.open', generation: 1, epoch: 1 })
+    expect(run(s, closeEvent(s, 1011)).context.ambiguousSupersede).toBeNull()
+  })
+
+  it('an accepted probe dismisses it, reported as ignored with what it was', () => {
+    const s = joining(start())
+    const probing = backoffDue(run(s, closeEvent(s, 1011))).s
+    const accepted = step(probing, { type: 'socket.open', generation: 2, epoch: 1 })
+    expect(accepted.s.context.ambiguousSupersede).toBeNull()
+    expect(accepted.emitted).toContainEqual({
+      type: 'link.ignored',
+      event: 'control.supersede',
+      detail:
+        'a supersede the platform could not have pushed (the socket of generation 1 was lost before its control channel joined): the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
+    })
+  })
+
+  it('a probe refused 409 within conflictRetryWindowMs is retried (our own socket may still be held); past it the session ends superseded, cause unseen: the newer instance is never evicted', () => {
+    const clock = clocked()
+    const s = joining(clock.start())
+    const probing = backoffDue(run(s, closeEvent(s, 1011))).s
+    clock.advance(DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs)
+    const within = run(probing, conflict(probing))
+    expect(state(within)).toBe('reconnecting')
+    const again = backoffDue(within)
+    expect(again.io).toContainEqual({ type: 'openTransport', params: { generation: 3, epoch: 1, conflictProbe: true } })
+    clock.advance(1)
+    const past = run(again.s, conflict(again.s))
+    expect(state(past)).toBe('terminated')
+    expect(past.context.lastReason).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1 })
+  })
+
+  it('an accepted probe lost again before its control channel joined starts a new doubt, from then, about that socket', () => {
+    const clock = clocked()
+    const s = joining(clock.start())
+    const probing = backoffDue(run(s, closeEvent(s, 1011))).s
+    clock.advance(500)
+    const opened = run(probing, { type: 'socket.open', generation: 2, epoch: 1 })
+    expect(opened.context.ambiguousSupersede).toBeNull()
+    const lostAgain = run(opened, closeEvent(opened, 1011))
+    expect(lostAgain.context.ambiguousSupersede).toMatchObject({ reason: { generation: 2, cause: 'unseen' }, since: 1_500 })
   })
 })
 
@@ -1048,7 +1148,7 @@ describe('rule: a control channel crash is a channel crash (rejoined on the same
     }
     // Joined, but not yet for rejoinStableAfterMs: the next crash waits longer still.
     expect(s.context.controlCrashes).toBe(3)
-    expect(rejoinDelayMs(s.context.channelPolicy, 4, 0)).toBeGreaterThan(rejoinDelayMs(s.context.channelPolicy, 1, 0.999))
+    expect(rejoinDelayMs(s.context.config.channelPolicy, 4, 0)).toBeGreaterThan(rejoinDelayMs(s.context.config.channelPolicy, 1, 0.999))
     s = run(s, { type: stable } as never)
     expect(s.context.controlCrashes).toBe(0)
     expect(run(s, crashed(s)).context.controlCrashes).toBe(1)
@@ -1107,7 +1207,7 @@ describe('connection chart, what its I/O actions are given and what it reports',
     const connecting = step(start(), { type: 'host.connect' })
     expect(connecting.io).toEqual([
       { type: 'tellControl', params: { type: 'control.reset' } },
-      { type: 'startReconnect', params: { policy: connecting.s.context.reconnectPolicy, env } },
+      { type: 'startReconnect', params: { policy: connecting.s.context.config.reconnectPolicy, env } },
       { type: 'openTransport', params: { generation: 1, epoch: 1, conflictProbe: false } },
     ])
     const joining = step(connecting.s, { type: 'socket.open', generation: 1, epoch: 1 })

@@ -155,10 +155,10 @@ describe('reports the chart emits', () => {
 
   it('the policies it is not given are the defaults', () => {
     const { context } = new TestRuntime().run(connectionMachine, { env }).getSnapshot()
-    expect(context.policy).toBe(DEFAULT_CONNECTION_POLICY)
-    expect(context.reconnectPolicy).toBe(DEFAULT_RECONNECT_POLICY)
-    expect(context.channelPolicy).toBe(DEFAULT_CHANNEL_POLICY)
-    expect(context.controlPolicy).toBe(DEFAULT_CONTROL_POLICY)
+    expect(context.config.policy).toBe(DEFAULT_CONNECTION_POLICY)
+    expect(context.config.reconnectPolicy).toBe(DEFAULT_RECONNECT_POLICY)
+    expect(context.config.channelPolicy).toBe(DEFAULT_CHANNEL_POLICY)
+    expect(context.config.controlPolicy).toBe(DEFAULT_CONTROL_POLICY)
   })
 
   it('a control signal goes to the control chart with the next sequence number and its epoch', () => {

@@ -22,6 +22,18 @@ describe('Emitter', () => {
     expect(e.listenerCount()).toBe(0)
   })
 
+  it('an abort ends an iterator at once: events buffered and not read are dropped (return() drops them too; `until` keeps them readable)', async () => {
+    const e = new Emitter<Events>(() => {})
+    const controller = new AbortController()
+    const aborted = e.iterate({ signal: controller.signal })
+    e.emit('a', { n: 1 })
+    e.emit('a', { n: 2 })
+    controller.abort()
+    e.emit('a', { n: 3 })
+    expect(await aborted.next()).toEqual({ value: undefined, done: true })
+    expect(e.listenerCount()).toBe(0)
+  })
+
   it('once() and an unsubscribe leave nothing registered; every listener sees every event in order', async () => {
     const e = new Emitter<Events>(() => {})
     const seen: string[] = []

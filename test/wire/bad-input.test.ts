@@ -73,6 +73,35 @@ describe('a misbehaving server against the link', () => {
     expect((await ignored).detail).toMatch(/no handler for "unheard" on room:1/)
   })
 
+  it('a message on an app channel whose payload is not an object (null, text, an array, a number) is reported, never handed to a handler', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    const handled: unknown[] = []
+    const delivered = new Promise<void>((resolve) =>
+      room.on('msg', (payload) => {
+        handled.push(payload)
+        resolve()
+      }),
+    )
+    await next(link, 'channel', { filter: (e) => e.status === 'joined' })
+    const joinRef = sim.live('agent-1')[0]!.channels.get('room:1')!.joinRef
+    const details: string[] = []
+    const four = new Promise<void>((resolve) =>
+      link.on('ignored', (e) => {
+        if (e.event === 'channel.message') details.push(e.detail)
+        if (details.length === 4) resolve()
+      }),
+    )
+    for (const payload of [null, 'text', [1, 2], 7]) sim.live('agent-1')[0]!.sendRaw(JSON.stringify([joinRef, null, 'room:1', 'msg', payload]))
+    sim.push({ agent: 'agent-1' }, 'room:1', 'msg', { ok: 1 })
+    await Promise.all([four, delivered])
+    expect(details).toEqual(['null', 'a string', 'an array', 'a number'].map((kind) => `"msg" on room:1 with a payload that is ${kind}, not an object: not delivered`))
+    // The object payload sent last was the first (and only) one a handler got.
+    expect(handled).toEqual([{ ok: 1 }])
+  })
+
   it('a message whose last handler was removed is reported again, not dropped silently', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

@@ -132,6 +132,44 @@ describe('rule: supersede is terminal', () => {
     expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [409, 'reject']])
   })
 
+  it("a newer instance connects while the older link's control join is pending: Phoenix pushes no supersede there (only the close), so the older link's next attempts probe with on_conflict=reject, are refused 409 while the newer instance is live, and past conflictRetryWindowMs it ends superseded (cause unseen); the newer instance is never evicted", async () => {
+    const sim = await world().sim()
+    sim.onJoin(controlTopic('agent-1'), { reply: 'hold' }, 1)
+    const older = world().link(sim, { policy: { connection: { conflictRetryWindowMs: 100 }, reconnect: { initialDelayMs: 50, maxDelayMs: 50 } } })
+    const olderUp = settle(older.connect())
+    await sim.waitFor(() => sim.heldJoins.length === 1, { what: "the older link's control join held" })
+    const [gen1] = sim.accepted('agent-1')
+    const newer = world().link(sim)
+    await newer.connect()
+    const r = await olderUp
+    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1, correlationId: null })
+    expect(older.state).toBe('terminated')
+    // The server sent the older socket no supersede, only the close; every later upgrade of the
+    // older link asked on_conflict=reject and was refused while the newer instance held the key.
+    expect(gen1!.frames.filter((f) => f.dir === 'out' && f.frame?.event === SUPERSEDE_EVENT)).toEqual([])
+    const [first, second, ...probes] = sim.upgrades
+    expect([first!.status, first!.onConflict, second!.status, second!.onConflict]).toEqual([101, null, 101, null])
+    expect(probes.length).toBeGreaterThan(0)
+    expect(probes.map((u) => [u.status, u.onConflict])).toEqual(probes.map(() => [409, 'reject']))
+    expect(newer.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
+  it('a socket closed while its control join is pending, with no other instance: the next attempt probes, is accepted, and the link connects; the doubt is reported as ignored', async () => {
+    const sim = await world().sim()
+    sim.onJoin(controlTopic('agent-1'), { reply: 'hold' }, 1)
+    const link = world().link(sim, { policy: { reconnect: { initialDelayMs: 50, maxDelayMs: 50 } } })
+    const up = link.connect()
+    await sim.waitFor(() => sim.heldJoins.length === 1, { what: 'the control join held' })
+    const ignored = next(link, 'ignored', { filter: (e) => e.detail.includes('could not have pushed') })
+    expect(sim.close({ agent: 'agent-1' }, 1011)).toBe(1)
+    await up
+    expect((await ignored).detail).toContain('the server accepted a connection made with on_conflict=reject')
+    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, 'reject']])
+    expect(link.state).toBe('connected')
+  })
+
   it("the simulator's supersede cooldown: 429 with Retry-After for that agent until it runs out, then accepted; a cooldown that ran out is forgotten", async () => {
     const sim = await world().sim({ supersedeCooldownMs: 150, rejectMode: 'json' })
     const first = world().link(sim)

@@ -932,7 +932,9 @@ export class PlatformSimulator extends EventEmitter {
 
   /**
    * Supersedes the agent's open sockets: a `supersede` push on the control channel, then (unless
-   * `close: null`) a close with the flavor's code, in the same tick.
+   * `close: null`) a close with the flavor's code, in the same tick. A socket whose control channel
+   * is not joined gets no push (Phoenix pushes it through that channel), only the close. Returns
+   * how many sockets were superseded.
    */
   supersede(agentId: string, options: { payload?: Payload; close?: number | null } = {}): number {
     this.assertRunning('supersede()')
@@ -1550,13 +1552,11 @@ export class PlatformSimulator extends EventEmitter {
       correlation_id: randomUUID(),
     }
     c.superseded = sent
-    c.send({
-      join_ref: joinRef,
-      ref: null,
-      topic,
-      event: SUPERSEDE_EVENT,
-      payload: sent,
-    })
+    // The platform pushes supersede through the socket's control channel, so a socket whose control
+    // channel is not joined (its join pending or held, never sent, left, or crashed) is only closed,
+    // as Phoenix on Bandit and Cowboy close it (docs/field-notes.md "No supersede without a joined
+    // control channel").
+    if (joinRef !== null) c.send({ join_ref: joinRef, ref: null, topic, event: SUPERSEDE_EVENT, payload: sent })
     // Monotonic: a wall-clock step must not lengthen or end a cooldown.
     if (this.options.supersedeCooldownMs > 0) {
       const now = performance.now()

@@ -13,7 +13,7 @@ import { reasonCode } from '../model/connection-model.js'
 import { Link, type ControlHandler } from '../../link.js'
 import type { LinkPolicyInput } from '../../policy.js'
 import { rejoinDelayMs } from '../../../machines/channel-policy.js'
-import { controlTopic } from '../../protocol.js'
+import { controlTopic, SUPERSEDE_EVENT } from '../../protocol.js'
 import { chartOf, waitForChart } from '../../chart-of.js'
 import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../server/index.js'
 import { LIFECYCLE_ORACLES, type LifecycleOracle } from './oracles.js'
@@ -544,9 +544,26 @@ class World {
         return void sim.abort({ agent })
       case 'server.stall':
         return void sim.stall({ agent })
-      case 'server.supersede':
-        sim.supersede(agent, { close: null })
+      case 'server.supersede': {
+        // The platform pushes supersede on the control channel's join_ref. A joined channel: the
+        // simulator's own supersede(). Otherwise (the control join held by this runner, or the
+        // channel crashed and not rejoined) the simulator pushes nothing, as Phoenix does
+        // (docs/field-notes.md "No supersede without a joined control channel"); the model's
+        // `supersede` there is the chart's event, a push read before the join's reply (as when
+        // it comes right behind it), so the runner sends it with the last join_ref of the topic.
+        // A join (or rejoin) the chart has sent is waited for, so the push carries its join_ref.
+        const value = JSON.stringify(chartOf(link).getSnapshot().value)
+        if (value.includes('controlRejoining') || value.includes('"joining"')) {
+          await this.held('the control join to arrive', () => sim.heldJoins.some((j) => j.topic === topic))
+        }
+        if (sim.supersede(agent, { close: null }) > 0 && sim.live(agent).every((c) => c.channels.has(topic))) return
+        for (const c of sim.live(agent)) {
+          if (c.channels.has(topic)) continue
+          const join = c.frames.filter((f) => f.dir === 'in' && f.frame?.topic === topic && f.frame.event === 'phx_join').at(-1)
+          c.send({ join_ref: join?.frame?.join_ref ?? null, ref: null, topic, event: SUPERSEDE_EVENT, payload: { reason: 'session.already_connected', retryable: false, target_socket_id: c.id } })
+        }
         return
+      }
       case 'server.malformed': {
         const reported = this.event<void>('the malformed frame to be reported (ignored)', (done) => link.on('ignored', () => done()))
         sim.sendRaw({ agent }, s.data)
