@@ -29,7 +29,7 @@
  *   other instance is evicted to find out; an accepted probe dismisses it, a probe refused 409
  *   past `conflictRetryWindowMs` ends the session (`isProbeConflict`). The platform pushes
  *   `supersede` only through a joined control channel, so a socket it supersedes before that is
- *   only closed: an accepted socket lost before its control channel joined
+ *   only closed: a server's close of an accepted socket before its control channel joined
  *   (`isLostBeforeControlJoined`) leaves a supersede of unknown cause too, probed the same way.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
@@ -259,8 +259,8 @@ export interface ConnectionContext {
    * crash of it (`controlErrored`) until it rejoins. The platform pushes `supersede` only through a
    * joined control channel (reference peer: supersede.ex broadcasts to the channel's own
    * subscription, made in its join), so a socket it supersedes before that is only closed, as a
-   * "disconnect" closes it (1011 on Bandit, 1000 on Cowboy): a loss of an accepted socket whose
-   * control channel is not joined may be an unseen supersede (`isLostBeforeControlJoined`).
+   * "disconnect" closes it (1011 on Bandit, 1000 on Cowboy): a server's close of an accepted
+   * socket whose control channel is not joined may be an unseen supersede (`isLostBeforeControlJoined`).
    */
   controlJoinedOn: number
 }
@@ -396,13 +396,20 @@ export const connectionMachine = setup({
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
-     * The socket just lost (retryable) was accepted and its control channel was not joined (the
-     * join pending, or a rejoin after a crash): the platform may have superseded it unseen, since it
-     * pushes `supersede` only through a joined control channel. Under onConflict 'reject' the
-     * link's upgrades supersede nothing, so there is nothing to probe. Named on `lost`.
+     * The server closed (a close frame: `closed`) a socket it had accepted whose control channel
+     * was not joined (the join pending, or a rejoin after a crash): the platform may have
+     * superseded it unseen, since it pushes `supersede` only through a joined control channel and
+     * then closes the socket as any "disconnect" does. A drop, a timeout or a refused join is not
+     * how a supersede ends a socket, and the server may still hold that socket, so a probe would
+     * meet our own socket's 409 until the server lets it go: those reconnect as before. Under
+     * onConflict 'reject' the link's upgrades supersede nothing, so there is nothing to probe.
+     * Named on `lost`.
      */
     isLostBeforeControlJoined: ({ context }) =>
-      context.config.upgradesSupersede && context.lastAccepted === context.generation && context.controlJoinedOn !== context.generation,
+      context.config.upgradesSupersede &&
+      context.lastReason!.kind === 'closed' &&
+      context.lastAccepted === context.generation &&
+      context.controlJoinedOn !== context.generation,
     /**
      * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing or
      * closing a socket of this link that the server had accepted: maybe our own socket, still held

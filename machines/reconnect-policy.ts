@@ -163,6 +163,19 @@ export function backoffDelay(policy: ReconnectPolicy, attempt: number, reason: R
 }
 
 /**
+ * The part of a wait after `reason` that the server asked for, in milliseconds: its Retry-After
+ * (429/503, RFC 9110 section 10.2.3; capped at `maxRetryAfterMs`), or the low end of the range of
+ * a close 1012 (service restart) or 1013 (try again later; RFC 6455 section 7.4.1 via the IANA
+ * registry), whichever is longer; 0 for any other loss. A host's `reconnect()` cuts a wait down to
+ * this, never below it.
+ */
+export function serverFloorMs(policy: ReconnectPolicy, reason: ReasonLike): number {
+  const range = reason.closeCode === 1012 ? policy.serviceRestartFloorMs : reason.closeCode === 1013 ? policy.tryAgainLaterFloorMs : null
+  const retryAfter = typeof reason.retryAfterMs === 'number' && reason.retryAfterMs > 0 ? Math.min(reason.retryAfterMs, policy.maxRetryAfterMs) : 0
+  return Math.min(Math.max(range?.[0] ?? 0, retryAfter), MAX_TIMER_MS)
+}
+
+/**
  * The cooldown before the next attempt while suspended, in milliseconds: a ceiling from
  * `suspendInitialDelayMs` doubling per cooldown in a row up to `suspendMaxDelayMs`, drawn in its
  * upper half (fixed enough to be a slow-down, jittered enough that a fleet does not return at

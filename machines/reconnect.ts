@@ -7,6 +7,7 @@
  *   idle | up --reconnect.lost--> deciding --> waiting --after backoffDelay--> idle
  *                                          \-> suspended --after cooldown--> idle
  *                                          \-> gaveUp (final: `suppressed`, by policy only)
+ *   waiting | suspended --reconnect.retryNow--> idle, or holding (the server's floor left) --after--> idle
  *
  * Its answers go to the connection chart through one I/O action, `report`, which the link's
  * runtime (src/runtime/) carries out; the chart holds no actor and spawns none.
@@ -18,9 +19,9 @@
  */
 import { and, assign, enqueueActions, setup, stateIn } from 'xstate'
 import { suppressedReason, type Env, type ReasonLike, type SuppressedReason } from './types.js'
-import { backoffDelay, cooldownDelay, type ReconnectPolicy } from './reconnect-policy.js'
+import { backoffDelay, cooldownDelay, serverFloorMs, type ReconnectPolicy } from './reconnect-policy.js'
 
-export { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, backoffDelay, cooldownDelay, type ReconnectPolicy } from './reconnect-policy.js'
+export { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, backoffDelay, cooldownDelay, serverFloorMs, type ReconnectPolicy } from './reconnect-policy.js'
 
 /** Events of the reconnect chart; all are sent by the connection chart (machines/connection.ts). */
 export type ReconnectEvent =
@@ -65,6 +66,10 @@ export interface ReconnectContext {
   delayMs: number
   /** The loss being decided. */
   lastLoss: ReasonLike | null
+  /** The part of the current wait the server asked for (`serverFloorMs` of the loss), in milliseconds. */
+  floorMs: number
+  /** When the current wait started (env.monotonic), in milliseconds. */
+  waitSince: number
 }
 
 /** The reconnect statechart. Pure: time comes from `after` delays, randomness from `input.env`. */
@@ -91,6 +96,8 @@ export const reconnectMachine = setup({
     givesUpOnRapid: ({ context }) => context.policy.onRapidLimit === 'give-up',
     /** `rapidLimit` short-lived connections in a row: an accept-then-close loop. */
     isRapidLimitReached: ({ context }) => context.rapidStreak >= context.policy.rapidLimit,
+    /** The part of the wait the server asked for (Retry-After, a 1012/1013 floor) has passed, or there was none. */
+    isServerFloorPast: ({ context }) => context.env.monotonic() - context.waitSince >= context.floorMs,
     /** More consecutive losses than `maxAttempts` allows. */
     isAttemptLimitReached: ({ context }) =>
       context.policy.maxAttempts !== null && context.attempt > context.policy.maxAttempts,
@@ -114,6 +121,11 @@ export const reconnectMachine = setup({
         ),
     }),
     resetAttempts: assign({ attempt: 0 }),
+    /** Entry of `waiting` and `suspended`: what of the wait the server asked for, and when it started. */
+    startWait: assign({
+      floorMs: ({ context }) => serverFloorMs(context.policy, context.lastLoss!),
+      waitSince: ({ context }) => context.env.monotonic(),
+    }),
     chooseDelay: assign({
       delayMs: ({ context }) =>
         backoffDelay(
@@ -159,6 +171,8 @@ export const reconnectMachine = setup({
   },
   delays: {
     backoffDelay: ({ context }) => context.delayMs,
+    /** What is left of the server's floor when the host asked to retry now (`holding`). */
+    floorRemaining: ({ context }) => Math.max(0, context.floorMs - (context.env.monotonic() - context.waitSince)),
     cooldown: ({ context }) => context.delayMs,
     rapidWindow: ({ context }) => context.policy.rapidWindowMs,
     stableAfter: ({ context }) => context.policy.stableAfterMs,
@@ -173,6 +187,8 @@ export const reconnectMachine = setup({
     suspensions: 0,
     delayMs: 0,
     lastLoss: null,
+    floorMs: 0,
+    waitSince: 0,
   }),
   initial: 'idle',
   states: {
@@ -227,14 +243,34 @@ export const reconnectMachine = setup({
     /** Past the rapid limit: one attempt per cooldown, for ever, until a connection outlives the rapid window. */
     suspended: {
       description: 'Past the rapid-disconnect limit: one attempt per growing cooldown (to ~5 min), for ever.',
+      entry: 'startWait',
       after: { cooldown: { target: 'idle', actions: 'reportDue' } },
-      on: { 'reconnect.retryNow': { target: 'idle', actions: 'reportDue' } },
+      on: {
+        'reconnect.retryNow': [
+          { guard: 'isServerFloorPast', target: 'idle', actions: 'reportDue' },
+          { target: 'holding' },
+        ],
+      },
     },
     /** Waiting out the chosen delay. */
     waiting: {
       description: 'Waiting out the chosen delay; then the connection chart opens the next transport.',
+      entry: 'startWait',
       after: { backoffDelay: { target: 'idle', actions: 'reportDue' } },
-      on: { 'reconnect.retryNow': { target: 'idle', actions: 'reportDue' } },
+      on: {
+        'reconnect.retryNow': [
+          { guard: 'isServerFloorPast', target: 'idle', actions: 'reportDue' },
+          { target: 'holding' },
+        ],
+      },
+    },
+    /**
+     * The host asked to retry now (`reconnect()`), but the server asked for longer: its
+     * Retry-After, or a 1012/1013 floor. The attempt waits for what is left of that, no more.
+     */
+    holding: {
+      description: "The host asked to retry now; the server's Retry-After (or a 1012/1013 floor) still runs: the attempt starts when it ends.",
+      after: { floorRemaining: { target: 'idle', actions: 'reportDue' } },
     },
     /** Gave up (policy: onRapidLimit give-up, or maxAttempts): the session ends `suppressed`. */
     gaveUp: { type: 'final', description: 'Gave up (only when the policy asks): the session ends suppressed.' },

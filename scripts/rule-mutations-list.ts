@@ -67,8 +67,8 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'supersede-is-terminal',
     how: 'a socket lost before its control channel joined reads as a plain loss: the reconnect supersedes the newer instance that took the key unseen (no supersede can be pushed there)',
     file: 'machines/connection.ts',
-    from: 'context.config.upgradesSupersede && context.lastAccepted === context.generation && context.controlJoinedOn !== context.generation,',
-    to: 'false,',
+    from: "context.config.upgradesSupersede &&\n      context.lastReason!.kind === 'closed' &&",
+    to: "false &&\n      context.lastReason!.kind === 'closed' &&",
   },
   {
     rule: 'supersede-is-terminal',

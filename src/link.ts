@@ -955,13 +955,15 @@ export class Link {
   /**
    * Retries now while the link waits out a reconnect backoff or a `suspended` cooldown (for
    * example on the browser's `online` event): the next attempt starts at once. The attempt and
-   * rapid-disconnect counts stay (the next rapid loss suspends again, with a longer cooldown), but
-   * the wait it cuts is cut whole, a server's Retry-After (429/503) and a restart close's floor
-   * (1012/1013) included: call it on a sign that the network is back, not on a timer, or a loop
-   * of it hammers the platform. Changes nothing in any other state (a live link, a stopped one: use connect(); a terminated one: a
+   * rapid-disconnect counts stay (the next rapid loss suspends again, with a longer cooldown), and
+   * what the server asked for is kept: after a 429/503 with Retry-After, or a close 1012/1013, the
+   * wait is cut to the end of that (machines/reconnect-policy.ts `serverFloorMs`; the reconnect
+   * chart's `holding` state), so a host calling it on a timer cannot hammer the platform. Changes
+   * nothing in any other state (a live link, a stopped one: use connect(); a terminated one: a
    * supersede or rejection must not be undone by a retry).
    *
-   * @returns whether a wait was cut short.
+   * @returns whether the link was waiting out a backoff or cooldown (the wait is then cut, down to
+   *   what the server asked for, if anything).
    */
   reconnect(): boolean {
     // After a disconnect() (its stop maybe still queued inside the processing) there is no wait to cut.

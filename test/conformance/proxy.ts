@@ -47,6 +47,8 @@ export class FaultProxy {
   private holding: 'request' | 'response' | null = null
   /** The next connection's uplink stalls once its upgrade request has passed. */
   private stallAfterRequest = false
+  /** Waits of {@link untilHeld}, each told when a connection is held. */
+  private readonly heldWaiters = new Set<() => void>()
   private boundPort = 0
 
   private constructor(private readonly targetPort: number) {
@@ -138,6 +140,30 @@ export class FaultProxy {
     this.stallAfterRequest = true
   }
 
+  /**
+   * Resolves once `n` connections are held by {@link holdNew}. The client's socket reports itself
+   * connected (and the link its upgrade sent) before this relay's server has handled the
+   * connection, so a test waits here rather than reading {@link heldConnections} at once.
+   *
+   * @throws {Error} (rejects) after `timeoutMs` (8000) with fewer held.
+   */
+  untilHeld(n: number, timeoutMs = 8_000): Promise<void> {
+    if (this.held.size >= n) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (this.held.size < n) return
+        clearTimeout(timer)
+        this.heldWaiters.delete(check)
+        resolve()
+      }
+      const timer = setTimeout(() => {
+        this.heldWaiters.delete(check)
+        reject(new Error(`${this.held.size} connection(s) held after ${timeoutMs} ms, waiting for ${n}`))
+      }, timeoutMs)
+      this.heldWaiters.add(check)
+    })
+  }
+
   /** Connections held by {@link holdNew}, still open. */
   get heldConnections(): number {
     return this.held.size
@@ -204,6 +230,7 @@ export class FaultProxy {
       client.on('error', () => {})
       client.on('close', () => this.held.delete(held))
       this.held.add(held)
+      for (const check of [...this.heldWaiters]) check()
       return
     }
     if (this.holding === 'response') {
@@ -221,6 +248,7 @@ export class FaultProxy {
         })
       }
       this.held.add(held)
+      for (const check of [...this.heldWaiters]) check()
       return
     }
     const afterRequest = this.stallAfterRequest

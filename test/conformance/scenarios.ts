@@ -316,6 +316,7 @@ export function conformance(factory: PeerFactory): void {
         proxy.stallUplink()
         // The heartbeat times out; the next attempt's upgrade is sent to the relay, which holds it.
         await waitForChart(chartOf(older), (s) => s.context.generation === 2 && s.context.keyHolder === 2, 8_000)
+        await proxy.untilHeld(1)
         expect(proxy.heldConnections).toBe(1)
         const ended = next(older, 'disconnected', { filter: (e) => e.terminal, timeoutMs: 8_000 })
         const newer = scene().link(peer, agent)

@@ -572,8 +572,6 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
   const unjoined: Array<[string, (s: ConnSnapshot) => ConnSnapshot, (s: ConnSnapshot) => ConnectionEvent]> = [
     ['joining, closed 1011 (Bandit\'s close of a superseded socket)', joining, (s) => closeEvent(s, 1011)],
     ['joining, closed 1000 (Cowboy\'s)', joining, (s) => closeEvent(s, 1000)],
-    ['joining, dropped', joining, (s) => dropEvent(s.context.generation)],
-    ['joining, the join timed out', joining, () => ({ type: 'xstate.after.joinTimeout.connection.session.online.attached.joining' }) as unknown as ConnectionEvent],
     ['the control channel crashed, closed 1011 before its rejoin', (s) => crashed(run(joining(s), { type: 'control.joinOk', generation: 1, epoch: 1 })), (s) => closeEvent(s, 1011)],
     [
       'the control channel rejoining, closed 1000',
@@ -592,6 +590,22 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
       expect(backoffDue(lost.s).io).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 1, conflictProbe: true } })
     })
   }
+
+  it('a drop, a heartbeat timeout, a join timeout or a refused join before the control channel joined is no supersede (the platform ends a superseded socket with a close frame), and the server may still hold the socket: the next attempt asks nothing', () => {
+    const losses: Array<[string, (s: ConnSnapshot) => ConnectionEvent]> = [
+      ['dropped', (s) => dropEvent(s.context.generation)],
+      ['heartbeat timeout', (s) => ({ type: 'socket.heartbeatTimeout', reason: { kind: 'timed-out', phase: 'heartbeat', retryable: true, generation: 1, at: 5 }, ...origin(s) }) as ConnectionEvent],
+      ['join timeout', () => ({ type: 'xstate.after.joinTimeout.connection.session.online.attached.joining' }) as unknown as ConnectionEvent],
+      ['join crashed', (s) => ({ type: 'control.joinError', reason: { kind: 'other', retryable: true, detail: 'join crashed', generation: 1, at: 5 }, ...origin(s) }) as ConnectionEvent],
+    ]
+    for (const [how, lose] of losses) {
+      const s = joining(start())
+      const lost = run(s, lose(s))
+      expect(state(lost), how).toBe('reconnecting')
+      expect(lost.context.ambiguousSupersede, how).toBeNull()
+      expect(backoffDue(lost).io, how).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 1, conflictProbe: false } })
+    }
+  })
 
   it('a socket lost with its control channel joined (a supersede would have been pushed) leaves no doubt: the next attempt asks nothing', () => {
     const s = connected()

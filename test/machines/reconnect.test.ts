@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   backoffDelay,
+  serverFloorMs,
   DEFAULT_RECONNECT_POLICY,
   reconnectMachine,
   validateReconnectPolicy,
@@ -246,5 +247,78 @@ describe('reconnect chart', () => {
 describe('reconnect policy', () => {
   it('refuses a stable window shorter than the rapid window', () => {
     expect(() => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, stableAfterMs: 1_000, rapidWindowMs: 5_000 })).toThrow(/stableAfterMs/)
+  })
+})
+
+describe("the host's retry now (reconnect()) keeps what the server asked for", () => {
+  /** A reconnect chart whose env.monotonic is the runtime's simulated clock. */
+  function clocked(policy: Partial<ReconnectPolicy> = {}) {
+    const runtime = new TestRuntime()
+    const chart = runtime.run(reconnectMachine, {
+      policy: { ...DEFAULT_RECONNECT_POLICY, ...policy },
+      env: { now: () => 0, monotonic: () => runtime.clock.now(), random: () => 0.5 },
+    })
+    const reports = () => runtime.paramsOf<ReconnectReport>('report')
+    return { runtime, chart, reports, dues: () => reports().filter((r) => r.type === 'reconnect.due').length }
+  }
+
+  it('serverFloorMs: Retry-After (capped), the low end of the 1012 and 1013 ranges, else 0', () => {
+    const p = DEFAULT_RECONNECT_POLICY
+    expect(serverFloorMs(p, classifyUpgrade({ status: 429, retryAfter: '3' }, 1, 0))).toBe(3_000)
+    expect(serverFloorMs(p, classifyUpgrade({ status: 503, retryAfter: '100000' }, 1, 0))).toBe(p.maxRetryAfterMs)
+    expect(serverFloorMs(p, classifyUpgrade({ status: 503, retryAfter: null }, 1, 0))).toBe(0)
+    expect(serverFloorMs(p, closed(1012))).toBe(p.serviceRestartFloorMs[0])
+    expect(serverFloorMs(p, closed(1013))).toBe(p.tryAgainLaterFloorMs[0])
+    expect(serverFloorMs(p, closed(1001))).toBe(0)
+    expect(serverFloorMs(p, closed(1000))).toBe(0)
+  })
+
+  it('a plain backoff is cut at once', () => {
+    const h = clocked({ initialDelayMs: 10_000 })
+    h.chart.send({ type: 'reconnect.lost', reason: closed(1000) })
+    expect(h.chart.getSnapshot().value).toBe('waiting')
+    h.chart.send({ type: 'reconnect.retryNow' })
+    expect(h.chart.getSnapshot().value).toBe('idle')
+    expect(h.dues()).toBe(1)
+  })
+
+  it("a wait after a 429 with Retry-After: 3 is cut to the Retry-After's end, not before", () => {
+    const h = clocked()
+    h.chart.send({ type: 'reconnect.lost', reason: classifyUpgrade({ status: 429, retryAfter: '3' }, 1, 0) })
+    h.runtime.clock.increment(1_000)
+    h.chart.send({ type: 'reconnect.retryNow' })
+    expect(h.chart.getSnapshot().value).toBe('holding')
+    // A second call changes nothing.
+    h.chart.send({ type: 'reconnect.retryNow' })
+    h.runtime.clock.increment(1_999)
+    expect(h.dues()).toBe(0)
+    h.runtime.clock.increment(1)
+    expect(h.dues()).toBe(1)
+    expect(h.chart.getSnapshot().value).toBe('idle')
+    // The cut wait's own timer is gone with it: no second due.
+    h.runtime.clock.increment(DEFAULT_RECONNECT_POLICY.maxRetryAfterMs)
+    expect(h.dues()).toBe(1)
+  })
+
+  it('past the floor a retry now is at once (a close 1012, its floor 1 s, asked 1.5 s into a longer wait)', () => {
+    const h = clocked({ serviceRestartFloorMs: [1_000, 5_000] })
+    h.chart.send({ type: 'reconnect.lost', reason: closed(1012) })
+    h.runtime.clock.increment(999)
+    expect(h.chart.getSnapshot().value).toBe('waiting')
+    h.runtime.clock.increment(501)
+    h.chart.send({ type: 'reconnect.retryNow' })
+    expect(h.chart.getSnapshot().value).toBe('idle')
+    expect(h.dues()).toBe(1)
+  })
+
+  it('a suspended cooldown after rapid closes 1013 keeps the 1013 floor', () => {
+    const h = clocked({ rapidLimit: 1, tryAgainLaterFloorMs: [2_000, 3_000] })
+    h.chart.send({ type: 'reconnect.opened' })
+    h.chart.send({ type: 'reconnect.lost', reason: closed(1013) })
+    expect(h.chart.getSnapshot().value).toBe('suspended')
+    h.chart.send({ type: 'reconnect.retryNow' })
+    expect(h.chart.getSnapshot().value).toBe('holding')
+    h.runtime.clock.increment(2_000)
+    expect(h.dues()).toBe(1)
   })
 })

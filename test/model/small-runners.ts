@@ -196,6 +196,7 @@ export function reconnectRule(stimulus: string, before: ReconnectExpectation, af
   switch (stimulus) {
     case 'loss':
     case 'connect failure':
+    case 'connect refused, Retry-After':
       if (v === '"gaveUp"') {
         // By policy only: the model's maxAttempts (its rapid limit suspends, the default).
         const attempts = after.attempt > (MODEL_RECONNECT_POLICY.maxAttempts ?? Infinity)
@@ -215,7 +216,11 @@ export function reconnectRule(stimulus: string, before: ReconnectExpectation, af
       if (after.attempt !== before.attempt || after.rapidStreak !== before.rapidStreak) {
         return `a retry now changed the counts: attempt ${before.attempt} -> ${after.attempt}, rapid ${before.rapidStreak} -> ${after.rapidStreak}`
       }
+      // Unless the server asked for a wait (Retry-After): then it holds until that ends, no longer.
+      if (before.serverFloor) return v === '"holding"' ? null : `a retry now within the server's Retry-After must hold until it ends, got ${v}`
       return v === '"idle"' ? null : `a retry now starts the next attempt at once, got ${v}`
+    case 'server floor passes':
+      return v === '"idle"' ? null : `the end of the server's floor starts the next attempt, got ${v}`
     default:
       return null
   }
@@ -236,9 +241,9 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
   })
   const observe = (): ReconnectExpectation => {
     const child = chartsOf(link).reconnect
-    if (!child) return { value: link.lastDisconnectReason?.kind === 'suppressed' ? 'gaveUp' : 'none', attempt: -1, rapidStreak: -1 }
-    const s = child.getSnapshot() as unknown as { value: unknown; context: { attempt: number; rapidStreak: number } }
-    return { value: s.value, attempt: s.context.attempt, rapidStreak: s.context.rapidStreak }
+    if (!child) return { value: link.lastDisconnectReason?.kind === 'suppressed' ? 'gaveUp' : 'none', attempt: -1, rapidStreak: -1, serverFloor: false }
+    const s = child.getSnapshot() as unknown as { value: unknown; context: { attempt: number; rapidStreak: number; floorMs: number } }
+    return { value: s.value, attempt: s.context.attempt, rapidStreak: s.context.rapidStreak, serverFloor: s.context.floorMs > 0 }
   }
   let sinceOpen = 0
   void link.connect().catch(() => {})
@@ -247,9 +252,9 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
     let before = observe()
     for (const [i, step] of path.steps.entries()) {
       const name = step.stimulus
-      if (name === 'open' || name === 'connect failure') {
+      if (name === 'open' || name === 'connect failure' || name === 'connect refused, Retry-After') {
         await sim.waitFor(() => sim.heldUpgradesOf(agent) > 0, { timeoutMs: 3000, what: `${agent}'s upgrade` })
-        sim.answerHeldUpgrade(name === 'open' ? undefined : { status: 503 }, agent)
+        sim.answerHeldUpgrade(name === 'open' ? undefined : name === 'connect failure' ? { status: 503 } : { status: 429, retryAfter: '2' }, agent)
         sinceOpen = 0
       } else if (name === 'loss') {
         await sim.waitFor(() => sim.live(agent).length > 0, { timeoutMs: 3000, what: `${agent}'s socket` })
@@ -262,6 +267,9 @@ export async function runReconnectPath(sim: PlatformSimulator, path: ModelPath<R
         if (!link.reconnect()) fail(path, i, `reconnect() cut no wait in link state ${link.state}`)
       } else if (name === 'backoff passes' || name === 'cooldown passes') {
         clock.increment(chartsOf(link).reconnect!.getSnapshot().context.delayMs)
+      } else if (name === 'server floor passes') {
+        // What was left of it when the host asked is at most the whole floor.
+        clock.increment(chartsOf(link).reconnect!.getSnapshot().context.floorMs)
       } else {
         throw new Error(`no way to apply reconnect stimulus ${name} on the wire`)
       }

@@ -309,6 +309,29 @@ describe('reconnect(): retry now after a long backoff', () => {
   })
 })
 
+describe("reconnect() never cuts what the server asked for", () => {
+  it("after a 429 with Retry-After: 1, retry now in a loop: the next upgrade still comes no sooner than the Retry-After, then at once (not after the link's own 60 s backoff)", async () => {
+    const sim = await world().sim()
+    // Its own wait after the 429: the Retry-After plus half of a 60 s jitter range, about 31 s.
+    const link = world().link(sim, { policy: LONG_BACKOFF, env: { random: () => 0.5 } })
+    await link.connect()
+    sim.refuseUpgrades({ status: 429, retryAfter: '1' })
+    // The host's watchdog: retry now every 20 ms while not connected (the first backoff, no floor, is cut at once).
+    const loop = setInterval(() => link.reconnect(), 20)
+    try {
+      const refused = next(link, 'disconnected', { filter: (e) => e.reason.kind === 'rejected' })
+      sim.close({ agent: 'agent-1' }, 1000, '')
+      expect((await refused).nextDelayMs).toBeGreaterThan(30_000)
+      await untilState(link, 'connected', 5_000)
+    } finally {
+      clearInterval(loop)
+    }
+    const [, refusal, accepted] = sim.upgrades
+    expect([refusal!.status, accepted!.status]).toEqual([429, 101])
+    expect(accepted!.at - refusal!.at).toBeGreaterThanOrEqual(1_000)
+  })
+})
+
 describe('defaults and disposal', () => {
   it('the exported defaults are frozen: changing one throws and later links keep the real default', () => {
     expect(() => {

@@ -285,6 +285,15 @@ describe('rule: upgrade rejection is terminal', () => {
     expect(sim.upgrades.map((u) => u.status)).toEqual([403])
   })
 
+  it('the key sent both ways: the api_key param wins over the x-api-key header, as on Phoenix (a good header with a stale param is refused 403; a stale header with a good param connects)', async () => {
+    const sim = await world().sim()
+    const stale = world().link(sim, { params: { api_key: 'old-key' } })
+    expect(((await settle(stale.connect())) as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', status: 403 })
+    const rescued = world().link(sim, { apiKey: 'old-key', params: { api_key: 'key-1' } })
+    await rescued.connect()
+    expect(sim.upgrades.map((u) => u.status)).toEqual([403, 101])
+  })
+
   for (const [status, cause] of [
     [401, 'unauthenticated'],
     [400, 'protocol-error'],

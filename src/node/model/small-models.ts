@@ -90,12 +90,19 @@ export interface ReconnectExpectation {
   value: unknown
   attempt: number
   rapidStreak: number
+  /** Whether the current wait has a part the server asked for (Retry-After): a retry now then holds until it ends. */
+  serverFloor: boolean
 }
 
 type ReconnectSnapshot = SnapshotFrom<typeof reconnectMachine>
 
 /** The reconnect policy of the model: small limits, so slow-down and give-up paths are short. */
 export const MODEL_RECONNECT_POLICY = { ...DEFAULT_RECONNECT_POLICY, rapidLimit: 2, maxAttempts: 3, rapidWindowMs: 1_000, stableAfterMs: 5_000 }
+
+/** Whether a wait has a part the server asked for, for the states where a retry now reads it (elsewhere it is a leftover of the last wait). */
+function floorOf(snapshot: ReconnectSnapshot): string {
+  return snapshot.matches('waiting') || snapshot.matches('suspended') ? `|f${snapshot.context.floorMs > 0}` : ''
+}
 
 /** The reconnect chart's model. */
 export const reconnectModel: ChartModel<typeof reconnectMachine, ReconnectExpectation> = {
@@ -109,6 +116,8 @@ export const reconnectModel: ChartModel<typeof reconnectMachine, ReconnectExpect
     if (value === '"idle"') {
       add('open', 'server', { type: 'reconnect.opened' })
       add('connect failure', 'server', { type: 'reconnect.lost', reason: classifyUpgrade({ status: 503 }, 1, 0) })
+      // Refused with a Retry-After: the part of the wait a host's retry now cannot cut.
+      add('connect refused, Retry-After', 'server', { type: 'reconnect.lost', reason: classifyUpgrade({ status: 429, retryAfter: '2' }, 1, 0) })
     } else if (value.includes('rapidness')) {
       add('loss', 'server', { type: 'reconnect.lost', reason: classifyClose({ code: 1000, reason: '' }, 1, 0) })
       if (value.includes('young')) add('rapid window passes', 'clock', after('rapidWindow', 'reconnect.up.rapidness.young'))
@@ -120,10 +129,12 @@ export const reconnectModel: ChartModel<typeof reconnectMachine, ReconnectExpect
     } else if (value === '"suspended"') {
       add('cooldown passes', 'clock', after('cooldown', 'reconnect.suspended'))
       add('retry now', 'host', { type: 'reconnect.retryNow' })
+    } else if (value === '"holding"') {
+      add('server floor passes', 'clock', after('floorRemaining', 'reconnect.holding'))
     }
     return out
   },
-  serialize: (snapshot) => `${snapshot.status}|${JSON.stringify(snapshot.value)}|a${snapshot.context.attempt}|r${snapshot.context.rapidStreak}`,
-  edge: (snapshot, stimulus) => `${JSON.stringify(snapshot.value)}|a${snapshot.context.attempt}|r${snapshot.context.rapidStreak}|${stimulus}`,
-  expect: (snapshot) => ({ value: snapshot.value, attempt: snapshot.context.attempt, rapidStreak: snapshot.context.rapidStreak }),
+  serialize: (snapshot) => `${snapshot.status}|${JSON.stringify(snapshot.value)}|a${snapshot.context.attempt}|r${snapshot.context.rapidStreak}${floorOf(snapshot)}`,
+  edge: (snapshot, stimulus) => `${JSON.stringify(snapshot.value)}|a${snapshot.context.attempt}|r${snapshot.context.rapidStreak}${floorOf(snapshot)}|${stimulus}`,
+  expect: (snapshot) => ({ value: snapshot.value, attempt: snapshot.context.attempt, rapidStreak: snapshot.context.rapidStreak, serverFloor: snapshot.context.floorMs > 0 }),
 }

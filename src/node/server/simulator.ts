@@ -1431,8 +1431,10 @@ export class PlatformSimulator extends EventEmitter {
       this.refuse(socket, { status: 400, body: { text: JSON.stringify({ error: { code: 'unsupported_vsn', message: `vsn must be ${PROTOCOL_VSN}` } }) } }, asker, 'unsupported vsn', head)
       return
     }
+    // The api_key param wins over the x-api-key header when both are sent, an empty one too, as the
+    // platform reads them (reference peer: user_socket.ex `params["api_key"] || header_key`).
     const headerKey = req.headers[API_KEY_HEADER]
-    const apiKey = (Array.isArray(headerKey) ? headerKey[0] : headerKey) ?? url.searchParams.get(API_KEY_PARAM)
+    const apiKey = url.searchParams.get(API_KEY_PARAM) ?? (Array.isArray(headerKey) ? headerKey[0] : headerKey)
     const agents = this.options.agents
     const authorised =
       agentId !== null &&

@@ -145,10 +145,10 @@ function unansweredBefore(path: OracleInput['path'], index: number): boolean {
  * The step from which a supersede's cause is unknown to the link, for the attempt answered at step
  * `index`, or -1: a supersede of the socket accepted last read while an upgrade of ours had no
  * answer (`ambiguous supersede`), or a supersede held on an upgrade that then ended with no answer
- * or a 503 (a drop, the connect timeout or `upgrade 503` after `stale supersede`), or a loss of a
- * socket the server accepted while its control channel was not joined (from `joining`, which
- * includes a rejoin after a crash, to a reconnect): the platform pushes `supersede` only through a
- * joined control channel, so one there is seen as a close alone. Only an attempt
+ * or a 503 (a drop, the connect timeout or `upgrade 503` after `stale supersede`), or a server's
+ * close (`close NNNN`) of a socket it accepted while its control channel was not joined (from
+ * `joining`, which includes a rejoin after a crash, to a reconnect): the platform pushes
+ * `supersede` only through a joined control channel, so one there is seen as a close alone. Only an attempt
  * started after it counts (a higher generation than before that step; one whose upgrade was
  * already out then is judged by an earlier such step, if any), and only until the server accepts
  * an upgrade of the session or a new session starts.
@@ -162,7 +162,7 @@ function causeUnknownSince(input: OracleInput): number {
     const unknown =
       (step.name === 'ambiguous supersede' && SESSION.has(prior.state) && prior.state !== 'stopping') ||
       (UNKNOWN_OUTCOMES.has(step.name) && supersedeHeld({ ...input, index: k, step, before: prior })) ||
-      (prior.state === 'joining' && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended'))
+      (prior.state === 'joining' && step.name.startsWith('close ') && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended'))
     if (unknown && before.generation > prior.generation) return k
   }
   return -1
@@ -216,7 +216,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   {
     name: 'unknown-supersede-probes',
     rule:
-      'After a supersede whose cause is unknown (an upgrade of ours unanswered, or refused 503), or a loss of an accepted socket before its control channel joined (where the platform cannot push a supersede), every upgrade of the session that leaves later, until one is accepted, asks on_conflict=reject, so no other instance of the agent is evicted to find out. Judged from what the server saw: the last of `simulator.upgrades` of the agent (UpgradeRecord.onConflict) at each step that answers an upgrade; skipped with no simulator (a replay on the chart alone).',
+      'After a supersede whose cause is unknown (an upgrade of ours unanswered, or refused 503), or a close by the server of an accepted socket before its control channel joined (where the platform cannot push a supersede), every upgrade of the session that leaves later, until one is accepted, asks on_conflict=reject, so no other instance of the agent is evicted to find out. Judged from what the server saw: the last of `simulator.upgrades` of the agent (UpgradeRecord.onConflict) at each step that answers an upgrade; skipped with no simulator (a replay on the chart alone).',
     check: (input) => {
       const { path, step, before, simulator, agentId } = input
       if (simulator === undefined || before.state !== 'connecting' || !UPGRADE_ANSWERS.has(step.name)) return null
