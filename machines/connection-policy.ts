@@ -39,6 +39,18 @@ export const DEFAULT_CONNECTION_POLICY = {
    * @default 75000 — the platform's 60 s, plus margin for the heartbeat that noticed the loss.
    */
   conflictRetryWindowMs: 75_000,
+  /**
+   * How long after the control channel joins (or rejoins) a server's "disconnect" close of the
+   * socket (1000, 1001, 1011) may still be a supersede the channel never heard. The platform
+   * broadcasts `supersede` to the control channel's subscription, made in its join, and closes
+   * the socket a moment later (the reference peer 50 ms later): a join that lands in between
+   * hears nothing, then sees the close (docs/field-notes.md). Such a close, like one before the
+   * join, makes the next attempts conflict probes (`on_conflict=reject`), so the link never evicts
+   * a newer instance to find out; a lone agent's probe is accepted (its closed socket holds no
+   * key). 0: only a close before the join.
+   * @default 5000 — a hundred times the reference peer's gap, for a platform under load.
+   */
+  unseenSupersedeWindowMs: 5_000,
 }
 
 /** Session timeouts; see {@link DEFAULT_CONNECTION_POLICY}. */

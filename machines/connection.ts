@@ -61,7 +61,7 @@ import { assign, emit, enqueueActions, setup } from 'xstate'
 import { DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
 import { DEFAULT_CONTROL_POLICY, type ControlDropCause, type ControlEvent, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
 import { DEFAULT_RECONNECT_POLICY, type ReconnectEvent, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
-import { gracefulReason, isRefusedBeforeSupersede, isRefusedUnaccepted, thrownText, timedOutReason, unseenSupersedeReason, UNSEEN_SUPERSEDE_CAUSE, type Env, type Origin, type ReasonLike, type TransportOpen } from './types.js'
+import { DISCONNECT_CLOSE_CODES, gracefulReason, isRefusedBeforeSupersede, isRefusedUnaccepted, thrownText, timedOutReason, unseenSupersedeReason, UNSEEN_SUPERSEDE_CAUSE, type Env, type Origin, type ReasonLike, type TransportOpen } from './types.js'
 import { DEFAULT_CONNECTION_POLICY, type ConnectionPolicy } from './connection-policy.js'
 
 export { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from './connection-policy.js'
@@ -255,14 +255,16 @@ export interface ConnectionContext {
    */
   heldSupersede: ReasonLike | null
   /**
-   * The generation whose control channel is joined now (entering `live.connected`); 0 after a
-   * crash of it (`controlErrored`) until it rejoins. The platform pushes `supersede` only through a
-   * joined control channel (reference peer: supersede.ex broadcasts to the channel's own
-   * subscription, made in its join), so a socket it supersedes before that is only closed, as a
-   * "disconnect" closes it (1011 on Bandit, 1000 on Cowboy): a server's close of an accepted
-   * socket whose control channel is not joined may be an unseen supersede (`isLostBeforeControlJoined`).
+   * When (env.monotonic) the current transport's control channel joined, or last rejoined
+   * (entering `live.connected`); null while it is not joined (a new transport, or a crash of it,
+   * `controlErrored`). The platform pushes `supersede` only through a joined control channel
+   * (reference peer: supersede.ex broadcasts to the channel's own subscription, made in its join)
+   * and closes the socket a moment later, as a "disconnect" closes it (1011 on Bandit, 1000 on
+   * Cowboy): a server's close of an accepted socket whose control channel is not joined, or
+   * joined less than `unseenSupersedeWindowMs` before (after the broadcast, before the close), may
+   * be an unseen supersede (`isLostBeforeControlJoined`).
    */
-  controlJoinedOn: number
+  controlJoinedAt: number | null
 }
 
 /**
@@ -396,8 +398,11 @@ export const connectionMachine = setup({
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
-     * The server closed (a close frame: `closed`) a socket it had accepted whose control channel
-     * was not joined (the join pending, or a rejoin after a crash): the platform may have
+     * The server closed (a close frame: `closed`, with a code a Phoenix "disconnect" sends:
+     * `DISCONNECT_CLOSE_CODES`) a socket it had accepted whose control channel was not joined
+     * (the join pending, or a rejoin after a crash), or had joined less than
+     * `unseenSupersedeWindowMs` before (a join that lands between the platform's supersede
+     * broadcast and its close hears nothing): the platform may have
      * superseded it unseen, since it pushes `supersede` only through a joined control channel and
      * then closes the socket as any "disconnect" does. A drop, a timeout or a refused join is not
      * how a supersede ends a socket, and the server may still hold that socket, so a probe would
@@ -408,8 +413,9 @@ export const connectionMachine = setup({
     isLostBeforeControlJoined: ({ context }) =>
       context.config.upgradesSupersede &&
       context.lastReason!.kind === 'closed' &&
+      DISCONNECT_CLOSE_CODES.includes(context.lastReason!.closeCode!) &&
       context.lastAccepted === context.generation &&
-      context.controlJoinedOn !== context.generation,
+      (context.controlJoinedAt === null || context.config.env.monotonic() - context.controlJoinedAt < context.config.policy.unseenSupersedeWindowMs),
     /**
      * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing or
      * closing a socket of this link that the server had accepted: maybe our own socket, still held
@@ -443,7 +449,7 @@ export const connectionMachine = setup({
       heldSupersede: null,
       ambiguousSupersede: null,
     }),
-    nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
+    nextGeneration: assign({ generation: ({ context }) => context.generation + 1, controlJoinedAt: null }),
     // Named on socket.upgradeSent (the upgrade left), and on socket.open (it surely did); once per transport.
     claimKey: assign(({ context }) => (context.keyHolder === context.generation ? {} : { priorKeyHolder: context.keyHolder, keyHolder: context.generation })),
     // Named on socket.open: the server accepted this transport.
@@ -479,7 +485,9 @@ export const connectionMachine = setup({
         const why = ended ?? 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
         enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${held.generation}), held while the next upgrade was out: ${why}` })
       }
-      if (ambiguous !== null) {
+      // A doubt no supersede read raised (a close just before or after the control join) ended by
+      // the session ending first decided nothing and was about nothing read: not reported.
+      if (ambiguous !== null && !(ended !== null && ambiguous.reason.cause === UNSEEN_SUPERSEDE_CAUSE)) {
         const why =
           ended ??
           (context.probing
@@ -487,7 +495,7 @@ export const connectionMachine = setup({
             : 'the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket')
         const what =
           ambiguous.reason.cause === UNSEEN_SUPERSEDE_CAUSE
-            ? `a supersede the platform could not have pushed (the socket of generation ${ambiguous.reason.generation} was lost before its control channel joined)`
+            ? `a supersede the platform could not have pushed (the server closed the socket of generation ${ambiguous.reason.generation} before its control channel joined, or just after)`
             : `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown`
         enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `${what}: ${why}` })
       }
@@ -537,8 +545,8 @@ export const connectionMachine = setup({
     }),
     /** Past the rapid limit: the reason the host sees is `suppressed` (retryable), with the cooldown as the next delay. */
     recordSuspension: assign({ lastReason: ({ event }) => (event as Extract<ConnectionEvent, { type: 'reconnect.suspended' }>).reason }),
-    countControlCrash: assign({ controlCrashes: ({ context }) => context.controlCrashes + 1, controlJoinedOn: 0 }),
-    markControlJoined: assign({ controlJoinedOn: ({ context }) => context.generation }),
+    countControlCrash: assign({ controlCrashes: ({ context }) => context.controlCrashes + 1, controlJoinedAt: null }),
+    markControlJoined: assign({ controlJoinedAt: ({ context }) => context.config.env.monotonic() }),
     // Named on a loss before the control channel joined (`isLostBeforeControlJoined`): a supersede
     // may have come unseen, so its cause is unknown and the next attempts probe. (None is being
     // probed then: the server accepted this socket, which dismissed any.)
@@ -799,7 +807,7 @@ export const connectionMachine = setup({
     ambiguousSupersede: null,
     probing: false,
     upgradeLeft: false,
-    controlJoinedOn: 0,
+    controlJoinedAt: null,
   }),
   initial: 'idle',
   on: {

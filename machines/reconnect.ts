@@ -97,7 +97,7 @@ export const reconnectMachine = setup({
     /** `rapidLimit` short-lived connections in a row: an accept-then-close loop. */
     isRapidLimitReached: ({ context }) => context.rapidStreak >= context.policy.rapidLimit,
     /** The part of the wait the server asked for (Retry-After, a 1012/1013 floor) has passed, or there was none. */
-    isServerFloorPast: ({ context }) => context.env.monotonic() - context.waitSince >= context.floorMs,
+    isServerFloorPast: ({ context }) => context.floorMs === 0 || context.env.monotonic() - context.waitSince >= context.floorMs,
     /** More consecutive losses than `maxAttempts` allows. */
     isAttemptLimitReached: ({ context }) =>
       context.policy.maxAttempts !== null && context.attempt > context.policy.maxAttempts,
@@ -121,9 +121,13 @@ export const reconnectMachine = setup({
         ),
     }),
     resetAttempts: assign({ attempt: 0 }),
-    /** Entry of `waiting` and `suspended`: what of the wait the server asked for, and when it started. */
+    /**
+     * Entry of `waiting` and `suspended`: what of the wait the server asked for (never more than
+     * the wait itself: a cooldown shorter than a 1013 floor is not lengthened by a retry now), and
+     * when it started.
+     */
     startWait: assign({
-      floorMs: ({ context }) => serverFloorMs(context.policy, context.lastLoss!),
+      floorMs: ({ context }) => Math.min(serverFloorMs(context.policy, context.lastLoss!), context.delayMs),
       waitSince: ({ context }) => context.env.monotonic(),
     }),
     chooseDelay: assign({

@@ -130,6 +130,14 @@ export interface SuppressedReason extends ReasonLike {
 }
 
 /**
+ * The close codes a Phoenix endpoint sends when it ends a socket with a "disconnect" broadcast, as
+ * the platform ends a superseded one: 1011 on Bandit, 1000 on Cowboy, 1001 on Phoenix 1.8.8+
+ * (docs/field-notes.md, "Close codes a real server sends"). A close with another code (a drain's
+ * 1012, a 1009 the link itself sent for an oversize frame) is not a supersede's.
+ */
+export const DISCONNECT_CLOSE_CODES: readonly number[] = Object.freeze([1000, 1001, 1011])
+
+/**
  * The `cause` of a `superseded` reason the link inferred rather than read: a socket lost before its
  * control channel joined (no supersede can be pushed there), then conflict probes refused 409 past
  * the window (another instance holds the key).

@@ -72,6 +72,17 @@ export const MUTATIONS: RuleMutation[] = [
   },
   {
     rule: 'supersede-is-terminal',
+    how: 'a "disconnect" close soon after the control join is read as a plain loss: a join that landed between the platform\'s supersede and its close heard nothing, and the reconnect evicts the newer instance',
+    file: 'machines/connection.ts',
+    from: '< context.config.policy.unseenSupersedeWindowMs',
+    to: '< 0',
+    also: {
+      suites: ['test/machines/connection.test.ts', 'test/conformance/bandit.test.ts', 'test/conformance/cowboy.test.ts'],
+      why: 'the gap between the platform\'s supersede and its close exists on Phoenix, not on the simulator (it closes in the tick it supersedes), so the wire paths never put a join in it',
+    },
+  },
+  {
+    rule: 'supersede-is-terminal',
     how: "the host's onConflict 'reject' is not read: an unanswered upgrade, which cannot have superseded anything, makes another instance's supersede ambiguous",
     file: 'machines/connection.ts',
     from: "isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation && context.config.upgradesSupersede,",

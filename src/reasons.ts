@@ -72,7 +72,13 @@ export const GracefulReason = z.object({ kind: z.literal('graceful'), retryable:
 export const SupersededReason = z.object({
   kind: z.literal('superseded'),
   retryable: z.literal(false),
-  /** The payload's `reason`, an open set such as `session.already_connected`; `unknown` when missing. */
+  /**
+   * The payload's `reason`, an open set such as `session.already_connected`; `unknown` when missing;
+   * `unseen` when no push carried it: the server closed a socket before its control channel joined
+   * and conflict probes were then refused 409 past the window (machines/types.ts
+   * `unseenSupersedeReason`; its payload fields null, `raw` empty, `generation` and `at` those of
+   * the close).
+   */
   cause: z.string(),
   message: z.nullable(z.string()),
   /** The payload's `retry_after` in milliseconds (it is sent in seconds), at most {@link MAX_RETRY_AFTER_MS}; null when missing or malformed. */

@@ -26,7 +26,8 @@
  * - `stallNextAfterRequest()`: the next connection relays the client's upgrade request, then
  *   none of the client's bytes (its channel joins, heartbeats, close) while the server's still
  *   flow: a socket the server accepted whose joins never reach it, as an uplink that fails just
- *   after the upgrade.
+ *   after the upgrade. `stallNextAfterRequest('delay')` keeps those bytes instead, and
+ *   `flushUplink()` relays them (and what follows): a join that reaches the server late.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net'
 
@@ -45,8 +46,10 @@ export class FaultProxy {
   /** Held connections: the client's socket, and the server's once the request was relayed. */
   private readonly held = new Set<{ client: Socket; upstream: Socket | null }>()
   private holding: 'request' | 'response' | null = null
-  /** The next connection's uplink stalls once its upgrade request has passed. */
-  private stallAfterRequest = false
+  /** The next connection's uplink stalls once its upgrade request has passed: its bytes dropped, or kept until {@link flushUplink}. */
+  private stallAfterRequest: 'drop' | 'delay' | null = null
+  /** Connections whose uplink is delayed, with the bytes kept. */
+  private readonly delayed = new Set<{ pair: Pair; kept: Buffer[]; onData: (chunk: Buffer) => void }>()
   /** Waits of {@link untilHeld}, each told when a connection is held. */
   private readonly heldWaiters = new Set<() => void>()
   private boundPort = 0
@@ -136,8 +139,19 @@ export class FaultProxy {
   }
 
   /** The next connection carries the client's upgrade request and then none of its bytes; the server's flow (a stalled uplink from the first frame on). */
-  stallNextAfterRequest(): void {
-    this.stallAfterRequest = true
+  stallNextAfterRequest(how: 'drop' | 'delay' = 'drop'): void {
+    this.stallAfterRequest = how
+  }
+
+  /** Relays the bytes kept by `stallNextAfterRequest('delay')`, in order, and what follows. */
+  flushUplink(): void {
+    for (const d of this.delayed) {
+      this.delayed.delete(d)
+      d.pair.client.off('data', d.onData)
+      for (const chunk of d.kept) d.pair.upstream.write(chunk)
+      d.pair.holed = false
+      d.pair.client.pipe(d.pair.upstream)
+    }
   }
 
   /**
@@ -252,28 +266,39 @@ export class FaultProxy {
       return
     }
     const afterRequest = this.stallAfterRequest
-    this.stallAfterRequest = false
+    this.stallAfterRequest = null
     this.pair(client, afterRequest)
   }
 
-  private pair(client: Socket, stallAfterRequest = false): void {
+  private pair(client: Socket, stallAfterRequest: 'drop' | 'delay' | null = null): void {
     const upstream = connect(this.targetPort, '127.0.0.1')
     const pair: Pair = { client, upstream, holed: false }
     this.pairs.add(pair)
-    if (stallAfterRequest) {
-      // Relay the request head (up to its blank line), then discard the client's bytes.
+    if (stallAfterRequest !== null) {
+      // Relay the request head (up to its blank line), then discard the client's bytes, or keep them.
       let head = ''
-      client.on('data', (chunk: Buffer) => {
-        if (pair.holed) return
+      const delayed = { pair, kept: [] as Buffer[], onData: (_chunk: Buffer) => {} }
+      const onData = (chunk: Buffer) => {
+        if (pair.holed) {
+          if (stallAfterRequest === 'delay' && this.delayed.has(delayed)) delayed.kept.push(chunk)
+          return
+        }
         const end = (head + chunk.toString('latin1')).indexOf('\r\n\r\n')
         if (end === -1) {
           head += chunk.toString('latin1')
           upstream.write(chunk)
           return
         }
-        upstream.write(chunk.subarray(0, end + 4 - head.length))
+        const cut = end + 4 - head.length
+        upstream.write(chunk.subarray(0, cut))
         pair.holed = true
-      })
+        if (stallAfterRequest === 'delay') {
+          this.delayed.add(delayed)
+          if (cut < chunk.length) delayed.kept.push(chunk.subarray(cut))
+        }
+      }
+      delayed.onData = onData
+      client.on('data', onData)
     } else {
       client.pipe(upstream)
     }

@@ -572,6 +572,7 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
   const unjoined: Array<[string, (s: ConnSnapshot) => ConnSnapshot, (s: ConnSnapshot) => ConnectionEvent]> = [
     ['joining, closed 1011 (Bandit\'s close of a superseded socket)', joining, (s) => closeEvent(s, 1011)],
     ['joining, closed 1000 (Cowboy\'s)', joining, (s) => closeEvent(s, 1000)],
+    ['joining, closed 1001 (Phoenix 1.8.8+)', joining, (s) => closeEvent(s, 1001)],
     ['the control channel crashed, closed 1011 before its rejoin', (s) => crashed(run(joining(s), { type: 'control.joinOk', generation: 1, epoch: 1 })), (s) => closeEvent(s, 1011)],
     [
       'the control channel rejoining, closed 1000',
@@ -591,9 +592,12 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     })
   }
 
-  it('a drop, a heartbeat timeout, a join timeout or a refused join before the control channel joined is no supersede (the platform ends a superseded socket with a close frame), and the server may still hold the socket: the next attempt asks nothing', () => {
+  it('a drop, a close no "disconnect" sends (1012, the link\'s own 1009), a heartbeat timeout, a join timeout or a refused join before the control channel joined is no supersede (the platform ends a superseded socket with a "disconnect" close), and the server may still hold the socket: the next attempt asks nothing', () => {
     const losses: Array<[string, (s: ConnSnapshot) => ConnectionEvent]> = [
       ['dropped', (s) => dropEvent(s.context.generation)],
+      // Closes no "disconnect" sends: a drain, and the link's own 1009 for an oversize frame.
+      ['closed 1012', (s) => closeEvent(s, 1012)],
+      ['closed 1009', (s) => closeEvent(s, 1009)],
       ['heartbeat timeout', (s) => ({ type: 'socket.heartbeatTimeout', reason: { kind: 'timed-out', phase: 'heartbeat', retryable: true, generation: 1, at: 5 }, ...origin(s) }) as ConnectionEvent],
       ['join timeout', () => ({ type: 'xstate.after.joinTimeout.connection.session.online.attached.joining' }) as unknown as ConnectionEvent],
       ['join crashed', (s) => ({ type: 'control.joinError', reason: { kind: 'other', retryable: true, detail: 'join crashed', generation: 1, at: 5 }, ...origin(s) }) as ConnectionEvent],
@@ -607,16 +611,33 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     }
   })
 
-  it('a socket lost with its control channel joined (a supersede would have been pushed) leaves no doubt: the next attempt asks nothing', () => {
-    const s = connected()
-    const lost = run(s, closeEvent(s, 1011))
-    expect(lost.context.ambiguousSupersede).toBeNull()
-    expect(backoffDue(lost).io).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 1, conflictProbe: false } })
+  it('a "disconnect" close within unseenSupersedeWindowMs of the control join may still be one (the join landed between the supersede broadcast and the close, hearing nothing): probed; past the window a supersede would have been pushed, so it leaves no doubt', () => {
+    const window = DEFAULT_CONNECTION_POLICY.unseenSupersedeWindowMs
+    const clock = clocked()
+    const s = connected(clock.start())
+    clock.advance(window - 1)
+    const within = run(s, closeEvent(s, 1011))
+    expect(within.context.ambiguousSupersede).toMatchObject({ reason: { cause: 'unseen', generation: 1 } })
+    expect(backoffDue(within).io).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 1, conflictProbe: true } })
+    clock.advance(1)
+    const past = run(s, closeEvent(s, 1011))
+    expect(past.context.ambiguousSupersede).toBeNull()
+    expect(backoffDue(past).io).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 1, conflictProbe: false } })
   })
 
-  it('a socket that rejoined its control channel after a crash is joined again: its loss leaves no doubt', () => {
-    const s = run(crashed(connected()), { type: 'xstate.after.controlRejoinDelay.connection.session.online.attached.live.controlErrored' } as unknown as ConnectionEvent, { type: 'control.joinOk', generation: 1, epoch: 1 })
-    expect(state(s)).toBe('connected')
+  it('the window counts from the last (re)join: a close soon after a rejoin that followed a crash is probed; one past it is not', () => {
+    const clock = clocked()
+    const joined = connected(clock.start())
+    clock.advance(60_000)
+    const rejoined = run(crashed(joined), { type: 'xstate.after.controlRejoinDelay.connection.session.online.attached.live.controlErrored' } as unknown as ConnectionEvent, { type: 'control.joinOk', generation: 1, epoch: 1 })
+    expect(state(rejoined)).toBe('connected')
+    expect(run(rejoined, closeEvent(rejoined, 1011)).context.ambiguousSupersede).toMatchObject({ reason: { cause: 'unseen' } })
+    clock.advance(DEFAULT_CONNECTION_POLICY.unseenSupersedeWindowMs)
+    expect(run(rejoined, closeEvent(rejoined, 1011)).context.ambiguousSupersede).toBeNull()
+  })
+
+  it('unseenSupersedeWindowMs 0: only a close before the join is probed', () => {
+    const s = connected(initialTransition(connectionMachine, { env, policy: { ...DEFAULT_CONNECTION_POLICY, unseenSupersedeWindowMs: 0 } })[0])
     expect(run(s, closeEvent(s, 1011)).context.ambiguousSupersede).toBeNull()
   })
 
@@ -639,7 +660,7 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
       type: 'link.ignored',
       event: 'control.supersede',
       detail:
-        'a supersede the platform could not have pushed (the socket of generation 1 was lost before its control channel joined): the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
+        'a supersede the platform could not have pushed (the server closed the socket of generation 1 before its control channel joined, or just after): the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
     })
   })
 
@@ -656,6 +677,16 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     const past = run(again.s, conflict(again.s))
     expect(state(past)).toBe('terminated')
     expect(past.context.lastReason).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1 })
+  })
+
+  it('a doubt no supersede read raised, ended by the session ending first (the host stops in the backoff), is dropped unreported: nothing was read', () => {
+    const s = joining(start())
+    const lost = run(s, closeEvent(s, 1011), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
+    expect(lost.context.ambiguousSupersede).not.toBeNull()
+    const stopped = step(lost, { type: 'host.disconnect' })
+    expect(state(stopped.s)).toBe('stopped')
+    expect(stopped.s.context.ambiguousSupersede).toBeNull()
+    expect(stopped.emitted.filter((e) => (e as { type: string }).type === 'link.ignored')).toEqual([])
   })
 
   it('an accepted probe lost again before its control channel joined starts a new doubt, from then, about that socket', () => {
@@ -705,7 +736,8 @@ describe('rule: our own conflict is retried (409 soon after this session lost it
   function withClock() {
     const clock = { t: 1_000, wall: 0 }
     const env = { now: () => 1_796_000_000_000 + clock.t + clock.wall, monotonic: () => clock.t, random: () => 0.5 }
-    const s = initialTransition(connectionMachine, { env, policy: { ...DEFAULT_CONNECTION_POLICY, conflictRetryWindowMs: 5_000 } })[0]
+    // The unseen-supersede window off: these sockets close the instant they join (tested on its own).
+    const s = initialTransition(connectionMachine, { env, policy: { ...DEFAULT_CONNECTION_POLICY, conflictRetryWindowMs: 5_000, unseenSupersedeWindowMs: 0 } })[0]
     return { clock, s }
   }
 

@@ -322,3 +322,28 @@ describe("the host's retry now (reconnect()) keeps what the server asked for", (
     expect(h.dues()).toBe(1)
   })
 })
+
+describe("the host's retry now never lengthens a wait", () => {
+  it('a suspended cooldown shorter than the 1013 floor (15-30 s against 30 s by default) is cut to at most its own end, never past it', () => {
+    const runtime = new TestRuntime()
+    const chart = runtime.run(reconnectMachine, { policy: { ...DEFAULT_RECONNECT_POLICY, rapidLimit: 1 }, env: { now: () => 0, monotonic: () => runtime.clock.now(), random: () => 0 } })
+    chart.send({ type: 'reconnect.opened' })
+    chart.send({ type: 'reconnect.lost', reason: closed(1013) })
+    expect(chart.getSnapshot().value).toBe('suspended')
+    const cooldown = chart.getSnapshot().context.delayMs
+    expect(cooldown).toBeLessThan(DEFAULT_RECONNECT_POLICY.tryAgainLaterFloorMs[0])
+    chart.send({ type: 'reconnect.retryNow' })
+    runtime.clock.increment(cooldown)
+    expect(runtime.paramsOf<ReconnectReport>('report').filter((r) => r.type === 'reconnect.due')).toHaveLength(1)
+  })
+
+  it('with no floor a retry now is at once, whatever env.monotonic reads (a clock stepped back)', () => {
+    let t = 10_000
+    const runtime = new TestRuntime()
+    const chart = runtime.run(reconnectMachine, { policy: DEFAULT_RECONNECT_POLICY, env: { now: () => 0, monotonic: () => t, random: () => 0.5 } })
+    chart.send({ type: 'reconnect.lost', reason: closed(1000) })
+    t = 0
+    chart.send({ type: 'reconnect.retryNow' })
+    expect(chart.getSnapshot().value).toBe('idle')
+  })
+})

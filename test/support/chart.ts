@@ -3,7 +3,7 @@
  * no timers) and build the reasons the adapter would send, with the real classification tables.
  */
 import { initialTransition, transition, type SnapshotFrom } from 'xstate'
-import { connectionMachine, type ConnectionEvent } from '../../machines/connection.js'
+import { connectionMachine, DEFAULT_CONNECTION_POLICY, type ConnectionEvent } from '../../machines/connection.js'
 import { linkStateOf } from '../../machines/status.js'
 import { classifyClose, classifySupersede, classifyUpgrade } from '../../src/reasons.js'
 
@@ -11,8 +11,14 @@ export type ConnSnapshot = SnapshotFrom<typeof connectionMachine>
 
 export const env = { now: () => 1_000, monotonic: () => 1_000, random: () => 0.5 }
 
+/**
+ * The chart idle, on a fixed clock. Its helpers close sockets the instant their control channel
+ * joins, so the unseen-supersede window after a join (connection.unseenSupersedeWindowMs) is off
+ * here (0: only a close before the join is probed); test/machines/connection.test.ts tests the
+ * window on its own.
+ */
 export function start(): ConnSnapshot {
-  return initialTransition(connectionMachine, { env })[0]
+  return initialTransition(connectionMachine, { env, policy: { ...DEFAULT_CONNECTION_POLICY, unseenSupersedeWindowMs: 0 } })[0]
 }
 
 /** Applies events in order; returns the last snapshot. */

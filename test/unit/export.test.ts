@@ -87,7 +87,8 @@ describe('export', () => {
 
   it('the delays are the default policy\'s: connect and join timeouts 10 s, the reconnect windows, the first backoff ceiling', () => {
     expect(chartDelays('connection')).toMatchObject({ connectTimeout: 10_000, joinTimeout: 10_000, leaveTimeout: 1_000 })
-    expect(chartDelays('reconnect')).toEqual({ backoffDelay: 500, cooldown: 30_000, rapidWindow: 5_000, stableAfter: 60_000 })
+    // floorRemaining: what is left of a server's floor when the host retries now; none pending in the initial context.
+    expect(chartDelays('reconnect')).toEqual({ backoffDelay: 500, cooldown: 30_000, floorRemaining: 0, rapidWindow: 5_000, stableAfter: 60_000 })
     expect(chartModule('reconnect')).toContain('"guard": and(["livedBriefly", "isServerClose"])')
   })
 

@@ -156,6 +156,30 @@ describe('rule: supersede is terminal', () => {
     expect(sim.accepted('agent-1')).toHaveLength(2)
   })
 
+  it('a control join that reaches the server between its supersede (no push: the channel was not joined) and its close joins and hears nothing: the close, within unseenSupersedeWindowMs of the join, is probed like one before it; refused 409 past the window, the link ends superseded (cause unseen); the newer instance stays', async () => {
+    const sim = await world().sim()
+    sim.onJoin(controlTopic('agent-1'), { reply: 'hold' }, 1)
+    // Its backoff (about 300 ms) outlasts the conflict window (100 ms): its first probe's 409 decides.
+    const older = world().link(sim, { policy: { connection: { conflictRetryWindowMs: 100 }, reconnect: { initialDelayMs: 300, maxDelayMs: 300 } }, env: { random: () => 0.99 } })
+    const olderUp = older.connect()
+    await sim.waitFor(() => sim.heldJoins.length === 1, { what: "the older link's control join held" })
+    const [gen1] = sim.accepted('agent-1')
+    // Phoenix's order, by hand: the supersede (nothing to push it on), the join answered, the close;
+    // the newer instance, whose connect/3 superseded, is accepted meanwhile.
+    expect(sim.supersede('agent-1', { close: null })).toBe(1)
+    expect(sim.answerHeldJoin(controlTopic('agent-1'), { reply: 'ok' })).toBe(true)
+    await olderUp
+    const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+    expect(sim.close({ agent: 'agent-1' }, 1011)).toBe(1)
+    const newer = world().link(sim)
+    await newer.connect()
+    expect((await ended).reason).toMatchObject({ kind: 'superseded', cause: 'unseen', generation: 1 })
+    expect(gen1!.frames.filter((f) => f.dir === 'out' && f.frame?.event === SUPERSEDE_EVENT)).toEqual([])
+    expect(sim.upgrades.slice(2).map((u) => [u.status, u.onConflict])).toEqual(sim.upgrades.slice(2).map(() => [409, 'reject']))
+    expect(newer.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+  })
+
   it('a socket closed while its control join is pending, with no other instance: the next attempt probes, is accepted, and the link connects; the doubt is reported as ignored', async () => {
     const sim = await world().sim()
     sim.onJoin(controlTopic('agent-1'), { reply: 'hold' }, 1)

@@ -146,7 +146,8 @@ function unansweredBefore(path: OracleInput['path'], index: number): boolean {
  * `index`, or -1: a supersede of the socket accepted last read while an upgrade of ours had no
  * answer (`ambiguous supersede`), or a supersede held on an upgrade that then ended with no answer
  * or a 503 (a drop, the connect timeout or `upgrade 503` after `stale supersede`), or a server's
- * close (`close NNNN`) of a socket it accepted while its control channel was not joined (from
+ * close with a code a Phoenix "disconnect" sends (`close 1000`, `close 1001`, `close 1011`) of a
+ * socket it accepted while its control channel was not joined (from
  * `joining`, which includes a rejoin after a crash, to a reconnect): the platform pushes
  * `supersede` only through a joined control channel, so one there is seen as a close alone. Only an attempt
  * started after it counts (a higher generation than before that step; one whose upgrade was
@@ -162,11 +163,14 @@ function causeUnknownSince(input: OracleInput): number {
     const unknown =
       (step.name === 'ambiguous supersede' && SESSION.has(prior.state) && prior.state !== 'stopping') ||
       (UNKNOWN_OUTCOMES.has(step.name) && supersedeHeld({ ...input, index: k, step, before: prior })) ||
-      (prior.state === 'joining' && step.name.startsWith('close ') && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended'))
+      (prior.state === 'joining' && DISCONNECT_CLOSES.has(step.name) && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended'))
     if (unknown && before.generation > prior.generation) return k
   }
   return -1
 }
+
+/** The closes a Phoenix "disconnect" sends (1011 Bandit, 1000 Cowboy, 1001 Phoenix 1.8.8+), as the platform ends a superseded socket. */
+const DISCONNECT_CLOSES = new Set(['close 1000', 'close 1001', 'close 1011'])
 
 /** The steps at which the server answers an upgrade of the link. */
 const UPGRADE_ANSWERS = new Set(['open', ...UPGRADE_REFUSALS, 'upgrade 503'])
