@@ -547,8 +547,8 @@ export const connectionMachine = setup({
     recordSuspension: assign({ lastReason: ({ event }) => (event as Extract<ConnectionEvent, { type: 'reconnect.suspended' }>).reason }),
     countControlCrash: assign({ controlCrashes: ({ context }) => context.controlCrashes + 1, controlJoinedAt: null }),
     markControlJoined: assign({ controlJoinedAt: ({ context }) => context.config.env.monotonic() }),
-    // Named on a loss before the control channel joined (`isLostBeforeControlJoined`): a supersede
-    // may have come unseen, so its cause is unknown and the next attempts probe. (None is being
+    // Named on a close before the control channel joined or just after (`isLostBeforeControlJoined`):
+    // a supersede may have come unseen, so its cause is unknown and the next attempts probe. (None is being
     // probed then: the server accepted this socket, which dismissed any.)
     recordUnseenSupersede: assign({
       ambiguousSupersede: ({ context }) => ({
@@ -1033,7 +1033,7 @@ export const connectionMachine = setup({
             { guard: 'isProbeConflict', target: '#connection.terminated', actions: 'recordProbedSupersede', meta: { rule: 'supersede-is-terminal' } },
             { guard: 'isOwnConflict', target: 'reconnecting', actions: 'retryOwnConflict', meta: { rule: 'own-conflict-retries' } },
             { guard: 'isTerminalLoss', target: '#connection.terminated', meta: { rule: 'upgrade-rejection-is-terminal' } },
-            // Accepted, lost before its control channel joined: a supersede there cannot be pushed, so the next attempts probe.
+            // Accepted, closed before its control channel joined or just after: a supersede there may not be pushed, so the next attempts probe.
             { guard: 'isLostBeforeControlJoined', target: 'reconnecting', actions: 'recordUnseenSupersede', meta: { rule: 'supersede-is-terminal' } },
             { target: 'reconnecting', meta: { rule: 'normal-close-reconnects' } },
           ],

@@ -157,9 +157,9 @@ export interface UnseenSupersedeReason extends ReasonLike {
 }
 
 /**
- * Makes the reason a session ends with when a socket of `generation`, lost with `loss` before its
- * control channel joined, turns out to have been superseded (conflict probes refused 409 past the
- * window). `at` is wall time (env.now).
+ * Makes the reason a session ends with when a socket of `generation`, closed by the server with
+ * `loss` before its control channel joined or just after, turns out to have been superseded
+ * (conflict probes refused 409 past the window). `at` is wall time (env.now) of the close.
  */
 export function unseenSupersedeReason(loss: ReasonLike, generation: number, at: number): UnseenSupersedeReason {
   const code = typeof loss.closeCode === 'number' ? ` ${loss.closeCode}` : ''
@@ -167,7 +167,7 @@ export function unseenSupersedeReason(loss: ReasonLike, generation: number, at: 
     kind: 'superseded',
     retryable: false,
     cause: UNSEEN_SUPERSEDE_CAUSE,
-    message: `the socket was lost (${loss.kind}${code}) before its control channel joined, where the platform cannot push a supersede, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key`,
+    message: `the server closed the socket (${loss.kind}${code}) before its control channel joined or just after, where the platform may not have pushed a supersede, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key`,
     retryAfterMs: null,
     targetSocketId: null,
     correlationId: null,

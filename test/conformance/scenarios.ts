@@ -255,6 +255,21 @@ export function conformance(factory: PeerFactory): void {
         expect(seen.slice(2, -1).every((status) => status === 409)).toBe(true)
         expect(await peer.acceptedConflictModes(agent)).toEqual([null, null, 'reject'])
       }
+      /**
+       * The older link never evicted the newer instance: only the newer socket is live and
+       * connected, and the server saw the older link's upgrades `before` (its accepted sockets,
+       * then any answer that left the cause unknown), then only its probes (on_conflict=reject),
+       * at least one, each refused 409.
+       */
+      const probesRefused = async (agent: Agent, older: string | undefined, newer: Link, before: number[]) => {
+        await untilOnlyNewerLive(peer, agent, older, 'only the newer socket live')
+        expect(newer.state).toBe('connected')
+        const seen = await statuses(peer, agent)
+        expect(seen.slice(0, before.length)).toEqual(before)
+        expect(seen.slice(before.length).length).toBeGreaterThanOrEqual(1)
+        expect(seen.slice(before.length).every((status) => status === 409)).toBe(true)
+        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
+      }
       /** A fresh agent's link through a relay of its own, connected; `first` is its socket's id on the server. */
       const relayed = async (options: Parameters<ReturnType<typeof scene>['link']>[2]) => {
         const agent = peer.agent()
@@ -349,13 +364,7 @@ export function conformance(factory: PeerFactory): void {
         proxy.passHeld()
         expect((await ended).reason).toMatchObject({ kind: 'superseded', targetSocketId: olderSocket, generation: 1 })
         proxy.release()
-        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
-        expect(newer.state).toBe('connected')
-        const seen = await statuses(peer, agent)
-        expect(seen.slice(0, 3)).toEqual([101, 101, 503])
-        expect(seen.slice(3).length).toBeGreaterThanOrEqual(1)
-        expect(seen.slice(3).every((status) => status === 409)).toBe(true)
-        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
+        await probesRefused(agent, olderSocket, newer, [101, 101, 503])
       })
 
       it("a newer instance connects while the link's control join has not reached the server (its uplink stalls just after the upgrade): the server only closes the link's socket, with no supersede push (it pushes one through a joined control channel alone), so the link's next attempts probe with on_conflict=reject, are refused 409 past conflictRetryWindowMs, and it ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
@@ -375,13 +384,7 @@ export function conformance(factory: PeerFactory): void {
         expect(reasonOf(await olderUp)).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1, correlationId: null })
         // No supersede push reached the link (it would have ended the link with the payload's fields at once).
         expect(frames).not.toContain('control.supersede')
-        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
-        expect(newer.state).toBe('connected')
-        const seen = await statuses(peer, agent)
-        expect(seen.slice(0, 2)).toEqual([101, 101])
-        expect(seen.slice(2).length).toBeGreaterThanOrEqual(1)
-        expect(seen.slice(2).every((status) => status === 409)).toBe(true)
-        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
+        await probesRefused(agent, olderSocket, newer, [101, 101])
       })
 
       it("a newer instance connects while the link's control join is on its way, and the join reaches the server just after the supersede (on Phoenix it joins, hears no push, and the close follows 50 ms later): a \"disconnect\" close within unseenSupersedeWindowMs of the join is probed like one before it, so the link is refused 409 past conflictRetryWindowMs and ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
@@ -407,13 +410,7 @@ export function conformance(factory: PeerFactory): void {
         // On Phoenix the join lands in the gap, so the link was connected when the close came; the
         // simulator closes in the tick it supersedes, so there the close comes first (while joining).
         if (!peer.name.startsWith('simulator')) expect(states).toContain('connected')
-        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
-        expect(newer.state).toBe('connected')
-        const seen = await statuses(peer, agent)
-        expect(seen.slice(0, 2)).toEqual([101, 101])
-        expect(seen.slice(2).length).toBeGreaterThanOrEqual(1)
-        expect(seen.slice(2).every((status) => status === 409)).toBe(true)
-        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
+        await probesRefused(agent, olderSocket, newer, [101, 101])
       })
 
       it("the server accepts the next upgrade and supersedes the link's lost socket because of it, but its 101 never reaches the link (the connection reset): the supersede's cause is unknown, so the next attempt probes with on_conflict=reject, is accepted, and the link stays connected, never `superseded`", async () => {
@@ -471,14 +468,8 @@ export function conformance(factory: PeerFactory): void {
         expect((await ended).reason).toMatchObject({ kind: 'superseded', targetSocketId: olderSocket, generation: 1 })
         expect(older.state).toBe('terminated')
         proxy.release()
-        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
-        expect(newer.state).toBe('connected')
         // The held upgrade never reached the server; the probe did, and was refused.
-        const seen = await statuses(peer, agent)
-        expect(seen.slice(0, 2)).toEqual([101, 101])
-        expect(seen.slice(2).length).toBeGreaterThanOrEqual(1)
-        expect(seen.slice(2).every((status) => status === 409)).toBe(true)
-        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
+        await probesRefused(agent, olderSocket, newer, [101, 101])
       })
 
       it("the server superseding the link's own lost socket because its next one connected changes nothing: reported as ignored, the link stays connected", async () => {
