@@ -556,7 +556,7 @@ class World {
         if (value.includes('controlRejoining') || value.includes('"joining"')) {
           await this.held('the control join to arrive', () => sim.heldJoins.some((j) => j.topic === topic))
         }
-        if (sim.supersede(agent, { close: null }) > 0 && sim.live(agent).every((c) => c.channels.has(topic))) return
+        sim.supersede(agent, { close: null })
         for (const c of sim.live(agent)) {
           if (c.channels.has(topic)) continue
           const join = c.frames.filter((f) => f.dir === 'in' && f.frame?.topic === topic && f.frame.event === 'phx_join').at(-1)
