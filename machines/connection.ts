@@ -222,7 +222,10 @@ export interface ConnectionContext {
    * the link never evicts another instance to find out. Accepted: no other instance holds the key,
    * and it is reported as ignored. Refused 409 past `conflictRetryWindowMs` (within it the 409 may
    * be our own unanswered socket, still held): another instance holds the key, and it ends the
-   * session.
+   * session. It outlives a session that ends before deciding it (the host's disconnect(), a
+   * refusal, a policy give-up: `carrySupersedeDoubt`), so the next session's attempts probe too:
+   * disconnect() then connect() must not evict the instance that may hold the key. A session that
+   * ends `superseded` decided it.
    */
   ambiguousSupersede: { reason: ReasonLike; since: number } | null
   /** Whether the current transport's upgrade is a conflict probe (it asks `on_conflict=reject`). */
@@ -248,10 +251,10 @@ export interface ConnectionContext {
    * own upgrade may have caused it, so it waits for that upgrade's answer: if the server refuses
    * it with a 4xx (the platform refuses those before it supersedes), it caused nothing and the
    * supersede was another instance's, which ends the session (`isRefusalOfHeldUpgrade`); if the
-   * server accepts it, or the host stops, it is reported as ignored (`dismissHeldSupersede`); if
-   * the upgrade ends with no answer (a drop, the connect timeout) or a 5xx (the platform's 503
-   * comes after it superseded; a gateway's may follow an upgrade accepted upstream), its cause is
-   * unknown (`ambiguousSupersede`).
+   * server accepts it, it is reported as ignored (`dismissHeldSupersede`); if the upgrade ends with
+   * no answer (a drop, the connect timeout, the host's disconnect() abandoning it) or a 5xx (the
+   * platform's 503 comes after it superseded; a gateway's may follow an upgrade accepted upstream),
+   * its cause is unknown (`ambiguousSupersede`).
    */
   heldSupersede: ReasonLike | null
   /**
@@ -277,10 +280,36 @@ function causeUnknown(context: ConnectionContext, generation: number): boolean {
 }
 
 /** Why a held or ambiguous supersede is dismissed when not by an accepted upgrade: the host stopped, or the session ended. */
-function endedFirst(context: ConnectionContext, event: { type: string }): string | null {
-  if (event.type === 'host.disconnect') return 'the host stopped the session first'
-  // Every end of a session records its reason first.
-  return event.type === 'socket.open' ? null : `the session ended first (${context.lastReason!.kind})`
+/**
+ * Reports a held or ambiguous supersede as ignored, saying why it decided nothing, and forgets
+ * both: `ended` is null when the server accepted an upgrade (a probe, or one sent before the
+ * doubt), else how the session ended first (only `superseded` forgets a doubt at a session's end).
+ * A doubt no supersede read raised (a close just before or after the control join, cause
+ * `unseen`) that the session's end decided was about nothing read: not reported.
+ */
+function dismissDoubt(
+  context: ConnectionContext,
+  ended: string | null,
+  enqueue: { emit(event: ConnectionEmitted): void; assign(values: Partial<ConnectionContext>): void },
+): void {
+  const { heldSupersede: held, ambiguousSupersede: ambiguous } = context
+  if (held !== null) {
+    const why = ended ?? 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
+    enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${held.generation}), held while the next upgrade was out: ${why}` })
+  }
+  if (ambiguous !== null && !(ended !== null && ambiguous.reason.cause === UNSEEN_SUPERSEDE_CAUSE)) {
+    const why =
+      ended ??
+      (context.probing
+        ? 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
+        : 'the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket')
+    const what =
+      ambiguous.reason.cause === UNSEEN_SUPERSEDE_CAUSE
+        ? `a supersede the platform could not have pushed (the server closed the socket of generation ${ambiguous.reason.generation} before its control channel joined, or just after)`
+        : `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown`
+    enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `${what}: ${why}` })
+  }
+  if (held !== null || ambiguous !== null) enqueue.assign({ heldSupersede: null, ambiguousSupersede: null })
 }
 
 /**
@@ -446,8 +475,8 @@ export const connectionMachine = setup({
       keyHolder: 0,
       priorKeyHolder: 0,
       lastAccepted: 0,
+      // A supersede whose cause is still unknown is kept (`carrySupersedeDoubt`): this session's attempts probe.
       heldSupersede: null,
-      ambiguousSupersede: null,
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1, controlJoinedAt: null }),
     // Named on socket.upgradeSent (the upgrade left), and on socket.open (it surely did); once per transport.
@@ -473,33 +502,27 @@ export const connectionMachine = setup({
     }),
     // Named on the refusal of the upgrade a supersede waited on (`isRefusalOfHeldUpgrade`): it is the session's reason.
     recordHeldSupersede: assign({ lastReason: ({ context }) => context.heldSupersede, heldSupersede: null }),
-    // A held or ambiguous supersede decides nothing: the server accepted the upgrade (socket.open:
-    // a held one may be the platform superseding our previous socket because of it; an ambiguous
-    // one was answered by a conflict probe, so no other instance holds the key, unless that upgrade
-    // left before it was read), the host stopped the session, or the session ended another way
-    // (entering stopped or terminated). Reported as ignored, saying which.
-    dismissHeldSupersede: enqueueActions(({ context, event, enqueue }) => {
-      const { heldSupersede: held, ambiguousSupersede: ambiguous } = context
-      const ended = endedFirst(context, event)
-      if (held !== null) {
-        const why = ended ?? 'the next upgrade was accepted, so it may be the platform superseding our own previous socket'
-        enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `a supersede of the previous socket (generation ${held.generation}), held while the next upgrade was out: ${why}` })
+    // Named on socket.open: a held or ambiguous supersede decides nothing once the server accepted
+    // the upgrade (a held one may be the platform superseding our previous socket because of it; an
+    // ambiguous one was answered by a conflict probe, so no other instance holds the key, unless
+    // that upgrade left before it was read). Reported as ignored, saying which.
+    dismissHeldSupersede: enqueueActions(({ context, enqueue }) => dismissDoubt(context, null, enqueue)),
+    // Entering stopped or terminated. A supersede whose cause is unknown outlives a session that
+    // ends before deciding it (the host's disconnect(), a refusal, a policy give-up): the next
+    // session's attempts probe too, so a host's disconnect() then connect() cannot evict the
+    // instance that may hold the key; nothing is decided, so nothing is reported yet. A held one
+    // there was held on an upgrade the host's disconnect() abandoned unanswered (the server may have
+    // accepted it): its cause is unknown. A session that ended `superseded` decided it: reported as
+    // ignored, forgotten.
+    carrySupersedeDoubt: enqueueActions(({ context, enqueue }) => {
+      if (context.lastReason?.kind === 'superseded') {
+        dismissDoubt(context, 'the session ended first (superseded)', enqueue)
+        return
       }
-      // A doubt no supersede read raised (a close just before or after the control join) ended by
-      // the session ending first decided nothing and was about nothing read: not reported.
-      if (ambiguous !== null && !(ended !== null && ambiguous.reason.cause === UNSEEN_SUPERSEDE_CAUSE)) {
-        const why =
-          ended ??
-          (context.probing
-            ? 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
-            : 'the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket')
-        const what =
-          ambiguous.reason.cause === UNSEEN_SUPERSEDE_CAUSE
-            ? `a supersede the platform could not have pushed (the server closed the socket of generation ${ambiguous.reason.generation} before its control channel joined, or just after)`
-            : `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown`
-        enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `${what}: ${why}` })
-      }
-      if (held !== null || ambiguous !== null) enqueue.assign({ heldSupersede: null, ambiguousSupersede: null })
+      const held = context.heldSupersede
+      if (held === null) return
+      enqueue.assign({ heldSupersede: null })
+      noteCauseUnknown(context, held, enqueue)
     }),
     // Entering `reconnecting` with a supersede still held: the upgrade it waited on ended with no
     // answer (a drop, the connect timeout, a gateway's 5xx, an I/O fault), so the server may have
@@ -1078,7 +1101,7 @@ export const connectionMachine = setup({
     stopped: {
       description: 'The host stopped the session; lastReason is graceful and kept until the next connect.',
       // Signals not yet handed to the handler are dropped (reported): the host stopped the agent.
-      entry: ['dismissHeldSupersede', 'announceEnded', 'flushControl'],
+      entry: ['carrySupersedeDoubt', 'announceEnded', 'flushControl'],
       on: {
         'host.connect': { target: 'session', actions: ['startSession', 'resetControl'] },
         'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
@@ -1087,7 +1110,7 @@ export const connectionMachine = setup({
     /** A terminal reason ended the session; no transport, no timer. */
     terminated: {
       description: 'A terminal reason ended the session; no transport, no timer. disconnect() sends nothing.',
-      entry: ['dismissHeldSupersede', 'announceEnded'],
+      entry: ['carrySupersedeDoubt', 'announceEnded'],
       on: {
         'host.connect': { target: 'session', actions: ['startSession', 'resetControl'] },
         // Sends nothing on the wire; signals still waiting for the handler are dropped (the host stopped).

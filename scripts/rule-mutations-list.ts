@@ -83,6 +83,17 @@ export const MUTATIONS: RuleMutation[] = [
   },
   {
     rule: 'supersede-is-terminal',
+    how: "a new session forgets a supersede whose cause is unknown: a host's disconnect() then connect() in the backoff upgrades without on_conflict=reject and evicts the instance that may hold the key",
+    file: 'machines/connection.ts',
+    from: "      // A supersede whose cause is still unknown is kept (`carrySupersedeDoubt`): this session's attempts probe.\n      heldSupersede: null,",
+    to: '      heldSupersede: null,\n      ambiguousSupersede: null,',
+    also: {
+      suites: ['test/machines/connection.test.ts', 'test/wire/supersede.test.ts', 'test/conformance/bandit.test.ts', 'test/conformance/cowboy.test.ts'],
+      why: 'the model is generated from the chart under mutation: without the carried doubt a restarted session is a state the model already reached, so no generated path probes it; the hand-written restart tests do',
+    },
+  },
+  {
+    rule: 'supersede-is-terminal',
     how: "the host's onConflict 'reject' is not read: an unanswered upgrade, which cannot have superseded anything, makes another instance's supersede ambiguous",
     file: 'machines/connection.ts',
     from: "isCurrentSupersedingUpgrade: ({ context, event }) => (event as unknown as Origin).generation === context.generation && context.config.upgradesSupersede,",

@@ -387,6 +387,30 @@ export function conformance(factory: PeerFactory): void {
         await probesRefused(agent, olderSocket, newer, [101, 101])
       })
 
+      it("the same, and the host stops and connects again during the backoff (a watchdog's restart) while the supersede's cause is unknown: the new session's upgrade probes with on_conflict=reject too, is refused 409 past conflictRetryWindowMs, and the link ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        proxy.stallNextAfterRequest()
+        // The monotonic clock the link decides by is the test's: the restart comes past the conflict window.
+        let now = 1_000
+        const policy = { transport: { closeTimeoutMs: 300 }, connection: { conflictRetryWindowMs: 100 }, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } }
+        const older = scene().link(peer, agent, { url: proxy.url, policy, env: { monotonic: () => now } })
+        const olderUp = settle(older.connect())
+        await peer.until(async () => (await peer.live(agent)).length === 1, "the older link's socket accepted")
+        const [olderSocket] = await peer.live(agent)
+        await untilState(older, 'joining')
+        const lost = next(older, 'disconnected')
+        const newer = scene().link(peer, agent)
+        await newer.connect()
+        expect((await lost).reason).toMatchObject({ kind: 'closed', generation: 1 })
+        expect(older.state).toBe('reconnecting')
+        await older.disconnect()
+        expect(reasonOf(await olderUp)).toMatchObject({ kind: 'graceful' })
+        now += 1_000
+        expect(reasonOf(await settle(older.connect()))).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1 })
+        await probesRefused(agent, olderSocket, newer, [101, 101])
+      })
+
       it("a newer instance connects while the link's control join is on its way, and the join reaches the server just after the supersede (on Phoenix it joins, hears no push, and the close follows 50 ms later): a \"disconnect\" close within unseenSupersedeWindowMs of the join is probed like one before it, so the link is refused 409 past conflictRetryWindowMs and ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
         const agent = peer.agent()
         const proxy = await scene().proxy(peer)

@@ -250,17 +250,22 @@ describe('rule: supersede is terminal', () => {
     expect(state(run(s, supersedeEvent({ generation: 1, epoch: 1 })))).toBe('terminated')
   })
 
-  it('an ambiguous supersede the session ends before deciding (a terminal refusal of a probe, a give-up) is reported, never dropped silently', () => {
+  it('an ambiguous supersede the session ends before deciding (a terminal refusal of a probe, a give-up) outlives it, unreported (nothing is decided): the next session probes', () => {
     const probing = run(upgradeOut(), dropEvent(2), supersedeEvent({ generation: 1, epoch: 1 }), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 3, epoch: 1 })
+    const doubt = probing.context.ambiguousSupersede
+    expect(doubt).toMatchObject({ reason: { kind: 'superseded', generation: 1 } })
     const refused = step(probing, upgradeEvent(probing, 403))
     expect(state(refused.s)).toBe('terminated')
     expect(refused.s.context.lastReason?.kind).toBe('rejected')
-    expect(refused.s.context.ambiguousSupersede).toBeNull()
-    expect(refused.emitted).toContainEqual({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the session ended first (rejected)' })
     const lost = run(probing, dropEvent(3))
     const gaveUp = step(lost, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 3, 3, 0) })
     expect(state(gaveUp.s)).toBe('terminated')
-    expect(gaveUp.emitted).toContainEqual({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the session ended first (suppressed)' })
+    expect(gaveUp.s.context.lastReason?.kind).toBe('suppressed')
+    for (const ended of [refused, gaveUp]) {
+      expect(ended.s.context.ambiguousSupersede).toBe(doubt)
+      expect(ended.emitted.filter((e) => (e as { type: string }).type === 'link.ignored')).toEqual([])
+      expect(step(ended.s, { type: 'host.connect' }).io).toContainEqual({ type: 'openTransport', params: { generation: ended.s.context.generation + 1, epoch: 2, conflictProbe: true } })
+    }
   })
 
   it("a conflict probe that itself ends with no answer may be held by the server: a 409 within conflictRetryWindowMs of it is retried, though the ambiguity is older than the window", () => {
@@ -488,29 +493,55 @@ describe('rule: supersede is terminal', () => {
     }
   })
 
-  it('a held or ambiguous supersede decides nothing when the host stops first, and says so; a new session starts with neither', () => {
-    const held = run(upgradeOut(), supersedeEvent({ generation: 1, epoch: 1 }))
+  it("a held or ambiguous supersede outlives a session the host stops first: the host's connect() starts a session whose attempts probe (disconnect() then connect() must not evict the instance that may hold the key); a held one's upgrade was abandoned unanswered, so its cause is unknown", () => {
+    let now = 1_000
+    const clocked = initialTransition(connectionMachine, { env: { ...env, monotonic: () => now }, policy: { ...DEFAULT_CONNECTION_POLICY, unseenSupersedeWindowMs: 0 } })[0]
+    const held = run(upgradeOut(waiting(connected(clocked))), supersedeEvent({ generation: 1, epoch: 1 }))
     const stopped = step(held, { type: 'host.disconnect' })
     expect(state(stopped.s)).toBe('stopped')
     expect(stopped.s.context.lastReason?.kind).toBe('graceful')
-    expect(stopped.emitted).toContainEqual({
-      type: 'link.ignored',
-      event: 'control.supersede',
-      detail: 'a supersede of the previous socket (generation 1), held while the next upgrade was out: the host stopped the session first',
-    })
+    expect(stopped.s.context.heldSupersede).toBeNull()
+    expect(stopped.s.context.ambiguousSupersede).toEqual({ reason: expect.objectContaining({ kind: 'superseded', generation: 1 }), since: 1_000 })
+    // Nothing is decided yet, so nothing is reported.
+    expect(stopped.emitted.filter((e) => (e as { type: string }).type === 'link.ignored')).toEqual([])
     const ambiguous = run(held, dropEvent(2))
     expect(ambiguous.context.ambiguousSupersede).not.toBeNull()
     const stoppedToo = step(ambiguous, { type: 'host.disconnect' })
-    expect(stoppedToo.emitted).toContainEqual({
-      type: 'link.ignored',
-      event: 'control.supersede',
-      detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the host stopped the session first',
-    })
+    expect(stoppedToo.s.context.ambiguousSupersede).toBe(ambiguous.context.ambiguousSupersede)
+    expect(stoppedToo.emitted.filter((e) => (e as { type: string }).type === 'link.ignored')).toEqual([])
     for (const s of [stopped.s, stoppedToo.s]) {
       const again = run(s, { type: 'host.connect' })
-      expect(again.context).toMatchObject({ heldSupersede: null, ambiguousSupersede: null, keyHolder: 0, lastAccepted: 0 })
-      expect(step(s, { type: 'host.connect' }).io).toContainEqual({ type: 'openTransport', params: { generation: 3, epoch: 2, conflictProbe: false } })
+      expect(again.context).toMatchObject({ heldSupersede: null, ambiguousSupersede: s.context.ambiguousSupersede, keyHolder: 0, lastAccepted: 0 })
+      const opened = step(s, { type: 'host.connect' })
+      expect(opened.io).toContainEqual({ type: 'openTransport', params: { generation: s.context.generation + 1, epoch: 2, conflictProbe: true } })
+      // The probe accepted: no other instance holds the key; the doubt is dismissed, and says so.
+      const upgraded = run(opened.s, { type: 'socket.upgradeSent', generation: s.context.generation + 1, epoch: 2 })
+      const accepted = step(upgraded, { type: 'socket.open', generation: s.context.generation + 1, epoch: 2 })
+      expect(accepted.s.context.ambiguousSupersede).toBeNull()
+      expect(accepted.emitted).toContainEqual({
+        type: 'link.ignored',
+        event: 'control.supersede',
+        detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
+      })
+      // The probe refused 409 past conflictRetryWindowMs: another instance holds the key; the new session ends superseded.
+      now = 1_000 + DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs + 1
+      const refused = run(upgraded, upgradeEvent(upgraded, 409))
+      now = 1_000
+      expect(state(refused)).toBe('terminated')
+      expect(refused.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
+      expect(refused.context.ambiguousSupersede).toBeNull()
     }
+    // A session that ends superseded decided the doubt: forgotten, and the next session asks nothing.
+    const superseded = run(ambiguous, { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }, { type: 'reconnect.due' })
+    const ended = step(superseded, supersedeEvent({ generation: superseded.context.generation, epoch: 1 }))
+    expect(state(ended.s)).toBe('terminated')
+    expect(ended.s.context.ambiguousSupersede).toBeNull()
+    expect(ended.emitted).toContainEqual({
+      type: 'link.ignored',
+      event: 'control.supersede',
+      detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the session ended first (superseded)',
+    })
+    expect(step(ended.s, { type: 'host.connect' }).io).toContainEqual(expect.objectContaining({ type: 'openTransport', params: expect.objectContaining({ conflictProbe: false }) }))
     // A second ambiguous one while one is probed changes nothing, and says so.
     const twice = step(ambiguous, supersedeEvent({ generation: 1, epoch: 1 }))
     expect(twice.s.context.ambiguousSupersede).toBe(ambiguous.context.ambiguousSupersede)
@@ -679,14 +710,23 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     expect(past.context.lastReason).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1 })
   })
 
-  it('a doubt no supersede read raised, ended by the session ending first (the host stops in the backoff), is dropped unreported: nothing was read', () => {
+  it('a doubt no supersede read raised outlives a session the host stops in the backoff, unreported: the next session probes, and an accepted probe dismisses it', () => {
     const s = joining(start())
     const lost = run(s, closeEvent(s, 1011), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
     expect(lost.context.ambiguousSupersede).not.toBeNull()
     const stopped = step(lost, { type: 'host.disconnect' })
     expect(state(stopped.s)).toBe('stopped')
-    expect(stopped.s.context.ambiguousSupersede).toBeNull()
+    expect(stopped.s.context.ambiguousSupersede).toBe(lost.context.ambiguousSupersede)
     expect(stopped.emitted.filter((e) => (e as { type: string }).type === 'link.ignored')).toEqual([])
+    const again = step(stopped.s, { type: 'host.connect' })
+    expect(again.io).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 2, conflictProbe: true } })
+    const accepted = step(run(again.s, { type: 'socket.upgradeSent', generation: 2, epoch: 2 }), { type: 'socket.open', generation: 2, epoch: 2 })
+    expect(accepted.s.context.ambiguousSupersede).toBeNull()
+    expect(accepted.emitted).toContainEqual({
+      type: 'link.ignored',
+      event: 'control.supersede',
+      detail: 'a supersede the platform could not have pushed (the server closed the socket of generation 1 before its control channel joined, or just after): the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
+    })
   })
 
   it('an accepted probe lost again before its control channel joined starts a new doubt, from then, about that socket', () => {

@@ -502,10 +502,21 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
     expect(broken({ ...twice, path: { ...twice.path, steps: twiceSteps }, index: twiceSteps.length - 1 })).toBe(`the upgrade answered 409 at upgrade 409 asked on_conflict=(absent), not reject${since}`)
     // The record gone (historyLimit) is said so.
     expect(broken({ ...unknownCause('open', 'reject'), simulator: { upgrades: [] } } as unknown as OracleInput)).toBe('no upgrade of agent-a is recorded as answered at open (a simulator keeps only historyLimit upgrades)')
-    // Not judged: an accepted upgrade in between ends the probing; so does a new session; the attempt
-    // whose upgrade was out when the cause became unknown left before it; a replay with no server.
+    // Not judged: an accepted upgrade in between ends the probing; so does a session that ended
+    // superseded; the attempt whose upgrade was out when the cause became unknown left before it; a
+    // replay with no server. A new session after one the host stopped (or that ended otherwise) is judged.
     expect(broken(unknownCause('upgrade 409', null, { between: 'open' }))).toBeNull()
-    expect(broken({ ...unknownCause('open', null), before: { ...unknownCause('open', null).before, epoch: 2 } })).toBeNull()
+    const restarted = unknownCause('open', null)
+    const restartSteps = [
+      ...restarted.path.steps.slice(0, 3),
+      { name: 'host disconnect', stimulus: { type: 'await', what: 'host disconnect' } as const, expect: { ...restarted.before, state: 'stopped' as const, generation: 2 } },
+      { name: 'host connect', stimulus: { type: 'await', what: 'host connect' } as const, expect: { ...restarted.before, epoch: 2 } },
+      restarted.step,
+    ]
+    const restartInput = { ...restarted, path: { ...restarted.path, steps: restartSteps }, index: restartSteps.length - 1, before: { ...restarted.before, epoch: 2 } }
+    expect(broken(restartInput)).toBe(`the upgrade answered 101 at open asked on_conflict=(absent), not reject${since}`)
+    const endedSteps = restartSteps.map((s) => (s.name === 'host disconnect' ? { ...s, name: 'late supersede', expect: { ...s.expect, state: 'terminated' as const, reason: 'superseded' } } : s))
+    expect(broken({ ...restartInput, path: { ...restartInput.path, steps: endedSteps } })).toBeNull()
     expect(broken(unknownCause('open', null, { answeredGeneration: 2 }))).toBeNull()
     expect(broken({ ...unknownCause('open', null), simulator: undefined } as unknown as OracleInput)).toBeNull()
     // A 503 of the upgrade the supersede was held on leaves its cause unknown too (the platform's 503 comes after it superseded); a 429 does not.
@@ -515,6 +526,8 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
     }
     expect(viaStatus('upgrade 503')).toBe("the upgrade answered 101 at open asked on_conflict=(absent), not reject, though a supersede's cause was unknown since step 3 (upgrade 503)")
     expect(viaStatus('upgrade 429')).toBeNull()
+    // So does the host's disconnect() abandoning it unanswered.
+    expect(viaStatus('host disconnect')).toBe("the upgrade answered 101 at open asked on_conflict=(absent), not reject, though a supersede's cause was unknown since step 3 (host disconnect)")
     // And a drop after a supersede that was not held is no unknown cause.
     const plain = unknownCause('open', null)
     const steps = plain.path.steps.map((s) => (s.name === 'stale supersede' ? { ...s, name: 'control signal' } : s))

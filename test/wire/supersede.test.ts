@@ -180,6 +180,34 @@ describe('rule: supersede is terminal', () => {
     expect(sim.live('agent-1')).toHaveLength(1)
   })
 
+  it("a host that stops and connects again while a supersede's cause is unknown (a watchdog's disconnect() then connect() in the backoff) evicts nobody: the new session's upgrade probes with on_conflict=reject too, is refused 409 past conflictRetryWindowMs, and the link ends superseded (cause unseen); the newer instance stays", async () => {
+    const sim = await world().sim()
+    sim.onJoin(controlTopic('agent-1'), { reply: 'hold' }, 1)
+    // The monotonic clock the link decides by is the test's: the restart comes past the conflict window.
+    let now = 1_000
+    const older = world().link(sim, { policy: { connection: { conflictRetryWindowMs: 100 }, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } }, env: { monotonic: () => now } })
+    const olderUp = settle(older.connect())
+    await sim.waitFor(() => sim.heldJoins.length === 1, { what: "the older link's control join held" })
+    const lost = next(older, 'disconnected')
+    const newer = world().link(sim)
+    await newer.connect()
+    // The server closed the older socket before its control join (no supersede push): a doubt, and a long backoff.
+    expect((await lost).reason).toMatchObject({ kind: 'closed', generation: 1 })
+    expect(older.state).toBe('reconnecting')
+    await older.disconnect()
+    expect(await olderUp).toMatchObject({ ok: false, error: expect.objectContaining({ reason: expect.objectContaining({ kind: 'graceful' }) }) })
+    now += 1_000
+    const again = settle(older.connect())
+    const r = await again
+    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1 })
+    expect(older.state).toBe('terminated')
+    // The restarted session's only upgrade asked on_conflict=reject and was refused: the newer socket is the only one live.
+    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, null], [409, 'reject']])
+    expect(newer.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
   it('a socket closed while its control join is pending, with no other instance: the next attempt probes, is accepted, and the link connects; the doubt is reported as ignored', async () => {
     const sim = await world().sim()
     sim.onJoin(controlTopic('agent-1'), { reply: 'hold' }, 1)

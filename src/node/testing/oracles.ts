@@ -97,8 +97,8 @@ function same(a: StepExpectation, b: StepExpectation): boolean {
  */
 const UPGRADE_REFUSALS = new Set(['upgrade 400', 'upgrade 403', 'upgrade 409', 'upgrade 429'])
 
-/** How the upgrade a held supersede waits on may end and leave its cause unknown. */
-const UNKNOWN_OUTCOMES = new Set(['drop', 'connect timeout', 'upgrade 503'])
+/** How the upgrade a held supersede waits on may end and leave its cause unknown (the host's disconnect() abandons it unanswered). */
+const UNKNOWN_OUTCOMES = new Set(['drop', 'connect timeout', 'upgrade 503', 'host disconnect'])
 
 /**
  * Whether a supersede of the socket lost before was read during this connecting attempt, after
@@ -152,14 +152,15 @@ function unansweredBefore(path: OracleInput['path'], index: number): boolean {
  * `supersede` only through a joined control channel, so one there is seen as a close alone. Only an attempt
  * started after it counts (a higher generation than before that step; one whose upgrade was
  * already out then is judged by an earlier such step, if any), and only until the server accepts
- * an upgrade of the session or a new session starts.
+ * an upgrade of the link or a session ends `superseded`: a session the host stops, or that ends
+ * another way, before deciding it leaves it to the next session.
  */
 function causeUnknownSince(input: OracleInput): number {
   const { path, index, before } = input
   for (let k = index - 1; k >= 1; k--) {
     const step = path.steps[k]!
     const prior = path.steps[k - 1]!.expect
-    if (step.name === 'open' || step.expect.epoch !== before.epoch) return -1
+    if (step.name === 'open' || (step.expect.state === 'terminated' && step.expect.reason === 'superseded')) return -1
     const unknown =
       (step.name === 'ambiguous supersede' && SESSION.has(prior.state) && prior.state !== 'stopping') ||
       (UNKNOWN_OUTCOMES.has(step.name) && supersedeHeld({ ...input, index: k, step, before: prior })) ||
@@ -220,7 +221,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   {
     name: 'unknown-supersede-probes',
     rule:
-      'After a supersede whose cause is unknown (an upgrade of ours unanswered, or refused 503), or a close by the server of an accepted socket before its control channel joined (where the platform cannot push a supersede), every upgrade of the session that leaves later, until one is accepted, asks on_conflict=reject, so no other instance of the agent is evicted to find out. Judged from what the server saw: the last of `simulator.upgrades` of the agent (UpgradeRecord.onConflict) at each step that answers an upgrade; skipped with no simulator (a replay on the chart alone).',
+      'After a supersede whose cause is unknown (an upgrade of ours unanswered, or refused 503), or a close by the server of an accepted socket before its control channel joined (where the platform cannot push a supersede), every upgrade of the link that leaves later, until one is accepted or a session ends superseded, asks on_conflict=reject, those of the next session too if the host stops this one (or it ends another way) first, so no other instance of the agent is evicted to find out. Judged from what the server saw: the last of `simulator.upgrades` of the agent (UpgradeRecord.onConflict) at each step that answers an upgrade; skipped with no simulator (a replay on the chart alone).',
     check: (input) => {
       const { path, step, before, simulator, agentId } = input
       if (simulator === undefined || before.state !== 'connecting' || !UPGRADE_ANSWERS.has(step.name)) return null
