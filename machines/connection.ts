@@ -271,15 +271,37 @@ export interface ConnectionContext {
 }
 
 /**
- * Whether a supersede read on transport `generation` has an unknown cause: it is the newest socket
- * the server accepted (`lastAccepted`), and a newer transport holds the key claim unanswered.
+ * Whether a supersede read on the transport `event` names (generation, epoch) has an unknown
+ * cause: it is the newest socket the server accepted (`lastAccepted`), and a newer transport holds
+ * the key claim unanswered; or it is a socket of an earlier session and this one has no accepted
+ * socket yet.
  */
-function causeUnknown(context: ConnectionContext, generation: number): boolean {
+function causeUnknown(context: ConnectionContext, event: Origin): boolean {
   // Generations start at 1, so a match says a socket was accepted in this session.
-  return generation === context.lastAccepted && context.keyHolder !== context.lastAccepted
+  if (event.generation === context.lastAccepted && context.keyHolder !== context.lastAccepted) return true
+  // A socket of an earlier session, read before the server accepted any upgrade of this one: the
+  // server still held it (a stalled peer never read its close) and superseded it, because an
+  // upgrade of ours connected (this session's, or one the host's disconnect() abandoned) or
+  // because another instance did.
+  return context.config.upgradesSupersede && event.epoch !== context.epoch && context.lastAccepted === 0
 }
 
-/** Why a held or ambiguous supersede is dismissed when not by an accepted upgrade: the host stopped, or the session ended. */
+/**
+ * Whether a server's close (`reason`) of the current transport, a socket the server accepted, may
+ * be a supersede the platform could not push: a "disconnect" close code (`DISCONNECT_CLOSE_CODES`)
+ * while the control channel was not joined, or within `unseenSupersedeWindowMs` of its join, and
+ * the link's upgrades supersede (onConflict 'supersede').
+ */
+function closedUnseen(context: ConnectionContext, reason: ReasonLike): boolean {
+  return (
+    context.config.upgradesSupersede &&
+    reason.kind === 'closed' &&
+    DISCONNECT_CLOSE_CODES.includes(reason.closeCode!) &&
+    context.lastAccepted === context.generation &&
+    (context.controlJoinedAt === null || context.config.env.monotonic() - context.controlJoinedAt < context.config.policy.unseenSupersedeWindowMs)
+  )
+}
+
 /**
  * Reports a held or ambiguous supersede as ignored, saying why it decided nothing, and forgets
  * both: `ended` is null when the server accepted an upgrade (a probe, or one sent before the
@@ -400,15 +422,17 @@ export const connectionMachine = setup({
      * transport holds the key claim unanswered (its upgrade left and had no answer: dropped, timed
      * out, a gateway's 5xx; or it is still out behind such a one): the server may have accepted one
      * of those upgrades and superseded this socket because of it, or another instance may have.
-     * Named on a supersede in `session`, and before the current upgrade left in `online.connecting`.
+     * Or read on a socket of an earlier session before the server accepted any upgrade of this one
+     * (`causeUnknown`). Named on a supersede in `session`, and before the current upgrade left in
+     * `online.connecting`.
      */
-    isAmbiguousSupersede: ({ context, event }) => causeUnknown(context, (event as unknown as Origin).generation),
+    isAmbiguousSupersede: ({ context, event }) => causeUnknown(context, event as unknown as Origin),
     /**
      * As `isAmbiguousSupersede`, read while the current transport is opening and its upgrade has not
      * left, and it is no conflict probe: it can still become one (the attempt starts again).
      */
     isAmbiguousBeforeUpgrade: ({ context, event }) =>
-      !context.probing && context.keyHolder !== context.generation && causeUnknown(context, (event as unknown as Origin).generation),
+      !context.probing && context.keyHolder !== context.generation && causeUnknown(context, event as unknown as Origin),
     /**
      * A conflict probe was refused 409 (`on_conflict=reject`: another live socket of the agent)
      * within `conflictRetryWindowMs` of the supersede becoming ambiguous: the live socket may be our
@@ -439,12 +463,25 @@ export const connectionMachine = setup({
      * onConflict 'reject' the link's upgrades supersede nothing, so there is nothing to probe.
      * Named on `lost`.
      */
-    isLostBeforeControlJoined: ({ context }) =>
-      context.config.upgradesSupersede &&
-      context.lastReason!.kind === 'closed' &&
-      DISCONNECT_CLOSE_CODES.includes(context.lastReason!.closeCode!) &&
-      context.lastAccepted === context.generation &&
-      (context.controlJoinedAt === null || context.config.env.monotonic() - context.controlJoinedAt < context.config.policy.unseenSupersedeWindowMs),
+    isLostBeforeControlJoined: ({ context }) => closedUnseen(context, context.lastReason!),
+    /**
+     * As `isLostBeforeControlJoined`, for the current transport's close while the host's
+     * disconnect() leaves the control channel (`stopping`): the session stops as asked, and a
+     * supersede there may have come unseen, so the next session's attempts probe. Named on
+     * `socket.close` in `stopping`.
+     */
+    isStopClosedUnseen: ({ context, event }) => {
+      const e = event as unknown as Origin & { reason: ReasonLike }
+      return e.generation === context.generation && closedUnseen(context, e.reason)
+    },
+    /**
+     * A supersede read after the session ended, on a socket of ours the server still held (a
+     * stalled peer never read its close): another instance connected, or an upgrade of ours the
+     * host's disconnect() abandoned unanswered did. Not once the session ended `superseded`: the
+     * host was told, and its connect() then is its own decision. Named on a supersede in
+     * `stopped` and `terminated`.
+     */
+    isSupersedeAfterEnd: ({ context }) => context.config.upgradesSupersede && context.lastReason?.kind !== 'superseded',
     /**
      * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing or
      * closing a socket of this link that the server had accepted: maybe our own socket, still held
@@ -579,6 +616,11 @@ export const connectionMachine = setup({
         since: context.config.env.monotonic(),
       }),
     }),
+    // Named on a close while stopping (`isStopClosedUnseen`): as `recordUnseenSupersede`, from the
+    // close's own reason (the session's is `graceful`); the next session's attempts probe.
+    recordUnseenSupersedeOnStop: enqueueActions(({ context, event, enqueue }) =>
+      noteCauseUnknown(context, unseenSupersedeReason((event as unknown as { reason: ReasonLike }).reason, context.generation, context.config.env.now()), enqueue),
+    ),
     clearControlCrashes: assign({ controlCrashes: 0 }),
     rejoinControlChannel: enqueueActions(({ context, enqueue }) => enqueue({ type: 'rejoinControl', params: originOf(context) })),
     clearRetry: assign({ retry: null }),
@@ -1030,7 +1072,11 @@ export const connectionMachine = setup({
                     'control.left': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
                     'control.lost': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
                     'control.crashed': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
-                    'socket.close': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
+                    'socket.close': [
+                      // A "disconnect" close just after the control join may be a supersede no push could carry: the next session probes.
+                      { guard: 'isStopClosedUnseen', target: '#connection.stopped', actions: ['recordGraceful', 'recordUnseenSupersedeOnStop'], meta: { rule: 'supersede-is-terminal' } },
+                      { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
+                    ],
                     'socket.heartbeatTimeout': {
                       guard: 'isCurrentTransport',
                       target: '#connection.stopped',
@@ -1105,6 +1151,8 @@ export const connectionMachine = setup({
       on: {
         'host.connect': { target: 'session', actions: ['startSession', 'resetControl'] },
         'host.disconnect': { meta: { rule: 'disconnect-always-succeeds' } },
+        // Read on a socket still closing: its cause is unknown, so the next session's attempts probe.
+        'control.supersede': { guard: 'isSupersedeAfterEnd', actions: 'recordAmbiguousSupersede', meta: { rule: 'supersede-is-terminal' } },
       },
     },
     /** A terminal reason ended the session; no transport, no timer. */
@@ -1113,6 +1161,8 @@ export const connectionMachine = setup({
       entry: ['carrySupersedeDoubt', 'announceEnded'],
       on: {
         'host.connect': { target: 'session', actions: ['startSession', 'resetControl'] },
+        // Read on a socket still closing, unless the session ended superseded: its cause is unknown, so the next session's attempts probe.
+        'control.supersede': { guard: 'isSupersedeAfterEnd', actions: 'recordAmbiguousSupersede', meta: { rule: 'supersede-is-terminal' } },
         // Sends nothing on the wire; signals still waiting for the handler are dropped (the host stopped).
         'host.disconnect': { actions: 'flushControl', meta: { rule: 'disconnect-always-succeeds' } },
       },

@@ -46,7 +46,7 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'supersede-is-terminal',
     how: 'a supersede whose cause is unknown is stale: the next attempt asks nothing and evicts the instance that sent it',
     file: 'machines/connection.ts',
-    from: 'isAmbiguousSupersede: ({ context, event }) => causeUnknown(context, (event as unknown as Origin).generation),',
+    from: 'isAmbiguousSupersede: ({ context, event }) => causeUnknown(context, event as unknown as Origin),',
     to: 'isAmbiguousSupersede: () => false,',
   },
   {
@@ -67,8 +67,8 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'supersede-is-terminal',
     how: 'a socket lost before its control channel joined reads as a plain loss: the reconnect supersedes the newer instance that took the key unseen (no supersede can be pushed there)',
     file: 'machines/connection.ts',
-    from: "context.config.upgradesSupersede &&\n      context.lastReason!.kind === 'closed' &&",
-    to: "false &&\n      context.lastReason!.kind === 'closed' &&",
+    from: 'isLostBeforeControlJoined: ({ context }) => closedUnseen(context, context.lastReason!),',
+    to: 'isLostBeforeControlJoined: () => false,',
   },
   {
     rule: 'supersede-is-terminal',
@@ -90,6 +90,28 @@ export const MUTATIONS: RuleMutation[] = [
     also: {
       suites: ['test/machines/connection.test.ts', 'test/wire/supersede.test.ts', 'test/conformance/bandit.test.ts', 'test/conformance/cowboy.test.ts'],
       why: 'the model is generated from the chart under mutation: without the carried doubt a restarted session is a state the model already reached, so no generated path probes it; the hand-written restart tests do',
+    },
+  },
+  {
+    rule: 'supersede-is-terminal',
+    how: "a supersede read after the host's disconnect() on a socket still closing is ignored: the next connect() upgrades without on_conflict=reject and evicts the newer instance",
+    file: 'machines/connection.ts',
+    from: "        // Read on a socket still closing: its cause is unknown, so the next session's attempts probe.\n        'control.supersede': { guard: 'isSupersedeAfterEnd', actions: 'recordAmbiguousSupersede', meta: { rule: 'supersede-is-terminal' } },\n",
+    to: '',
+    also: {
+      suites: ['test/machines/connection.test.ts', 'test/wire/supersede.test.ts'],
+      why: 'the model is generated from the chart under mutation: a stopped chart that ignores the supersede stays in a state the model already reached, so no generated path probes after it',
+    },
+  },
+  {
+    rule: 'supersede-is-terminal',
+    how: "an earlier session's socket superseded before this session has an accepted socket is taken as stale: the new session's attempt does not probe",
+    file: 'machines/connection.ts',
+    from: 'return context.config.upgradesSupersede && event.epoch !== context.epoch && context.lastAccepted === 0',
+    to: 'return false',
+    also: {
+      suites: ['test/machines/connection.test.ts'],
+      why: 'the model is generated from the chart under mutation: the supersede then changes nothing, and the attempt after it is a state the model already reached',
     },
   },
   {

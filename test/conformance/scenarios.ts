@@ -301,6 +301,31 @@ export function conformance(factory: PeerFactory): void {
         expect(await statuses(peer, agent)).toEqual([101, 101])
       })
 
+      it("the same supersede read just after the host's disconnect() (a watchdog's restart while the lost socket still closes): its cause is unknown, so the host's connect() probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs and ends `superseded`; the newer instance is never evicted", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        // The monotonic clock the link decides by is the test's: the restart comes past the conflict window.
+        let now = 1_000
+        const policy = { ...longBackoff, connection: { conflictRetryWindowMs: 100 } }
+        const older = scene().link(peer, agent, { url: proxy.url, policy, env: { monotonic: () => now, random: () => 0.99 } })
+        await older.connect()
+        const [olderSocket] = await peer.live(agent)
+        const lost = next(older, 'disconnected')
+        proxy.stallUplink()
+        expect((await lost).reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+        const stopping = older.disconnect()
+        expect(older.state).toBe('stopped')
+        const newer = scene().link(peer, agent)
+        await newer.connect()
+        await waitForChart(chartOf(older), (s) => s.context.ambiguousSupersede !== null, 8_000)
+        expect(older.state).toBe('stopped')
+        proxy.release()
+        await stopping
+        now += 1_000
+        expect(reasonOf(await settle(older.connect()))).toMatchObject({ kind: 'superseded', targetSocketId: olderSocket, generation: 1 })
+        await probesRefused(agent, olderSocket, newer, [101, 101])
+      })
+
       it("a supersede read during the backoff after the next attempts' TCP connections were refused (no upgrade of them left) ends the link `superseded`: the newer instance keeps the key", async () => {
         const agent = peer.agent()
         const proxy = await scene().proxy(peer)

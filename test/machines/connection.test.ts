@@ -7,7 +7,7 @@ import { createActor, initialTransition, SimulatedClock } from 'xstate'
 import { connectionMachine, DEFAULT_CONNECTION_POLICY, type ConnectionEvent } from '../../machines/connection.js'
 import { rejoinDelayMs } from '../../machines/channel.js'
 import { linkStateOf } from '../../machines/status.js'
-import { classifyControlChannelLoss, classifyUpgrade, DisconnectReason } from '../../src/reasons.js'
+import { classifyControlChannelLoss, classifyUpgrade, DisconnectReason, heartbeatTimeout } from '../../src/reasons.js'
 import { suppressedReason } from '../../machines/types.js'
 import {
   closeEvent,
@@ -546,6 +546,76 @@ describe('rule: supersede is terminal', () => {
     const twice = step(ambiguous, supersedeEvent({ generation: 1, epoch: 1 }))
     expect(twice.s.context.ambiguousSupersede).toBe(ambiguous.context.ambiguousSupersede)
     expect(twice.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket whose cause is unknown is already being probed' }])
+  })
+
+  describe("a supersede read on a socket still closing after the session ended (a stalled server never read the link's close)", () => {
+    /** Connected, then the heartbeat timed out: the link ended generation 1, which the adapter still reads until its close completes; a long backoff. */
+    const lostInBackoff = () => run(connected(), { type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(1, 5), generation: 1, epoch: 1 } as ConnectionEvent, { type: 'reconnect.scheduled', delayMs: 60_000, attempt: 1 })
+    const probes = (s: ConnSnapshot) => step(s, { type: 'host.connect' }).io.find((a) => a.type === 'openTransport')?.params
+
+    it("after the host's disconnect() its cause is unknown (another instance, or an upgrade of ours abandoned): the next session's attempts probe", () => {
+      const stopped = run(lostInBackoff(), { type: 'host.disconnect' })
+      const read = step(stopped, supersedeEvent({ generation: 1, epoch: 1 }))
+      expect(state(read.s)).toBe('stopped')
+      expect(read.s.context.lastReason?.kind).toBe('graceful')
+      expect(read.s.context.ambiguousSupersede).toMatchObject({ reason: { kind: 'superseded', generation: 1 } })
+      expect(read.emitted).toEqual([])
+      expect(probes(read.s)).toEqual({ generation: 2, epoch: 2, conflictProbe: true })
+    })
+
+    it('after a policy give-up or a refusal too; not after the session ended superseded (the host was told: its connect() is its own decision)', () => {
+      const lost = run(connected(), { type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(1, 5), generation: 1, epoch: 1 } as ConnectionEvent)
+      const gaveUp = run(lost, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 1, 1, 0) })
+      expect(state(gaveUp)).toBe('terminated')
+      expect(probes(run(gaveUp, supersedeEvent({ generation: 1, epoch: 1 })))).toMatchObject({ conflictProbe: true })
+      const refused = run(upgradeOut(waiting()), { type: 'socket.upgradeRejected', reason: classifyUpgrade({ status: 403 }, 2, 0), generation: 2, epoch: 1 } as ConnectionEvent)
+      expect(state(refused)).toBe('terminated')
+      expect(probes(run(refused, supersedeEvent({ generation: 1, epoch: 1 })))).toMatchObject({ conflictProbe: true })
+      const superseded = run(connected(), supersedeEvent({ generation: 1, epoch: 1 }))
+      expect(superseded.context.lastReason?.kind).toBe('superseded')
+      const again = step(superseded, supersedeEvent({ generation: 1, epoch: 1 }))
+      expect(again.s.context.ambiguousSupersede).toBeNull()
+      expect(again.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'not handled in this state' }])
+      expect(probes(again.s)).toMatchObject({ conflictProbe: false })
+    })
+
+    it("disconnect() then connect() at once: read before the new session's upgrade left, the attempt starts again as a probe; read once it left, a doubt that the upgrade's answer decides; read once the new session has an accepted socket, stale", () => {
+      const again = run(lostInBackoff(), { type: 'host.disconnect' }, { type: 'host.connect' })
+      expect(again.context).toMatchObject({ generation: 2, epoch: 2, probing: false })
+      const before = step(again, supersedeEvent({ generation: 1, epoch: 1 }))
+      expect(state(before.s)).toBe('connecting')
+      expect(before.s.context.ambiguousSupersede).toMatchObject({ reason: { generation: 1 } })
+      expect(before.io).toContainEqual({ type: 'openTransport', params: { generation: 3, epoch: 2, conflictProbe: true } })
+      const out = run(again, { type: 'socket.upgradeSent', generation: 2, epoch: 2 })
+      const after = step(out, supersedeEvent({ generation: 1, epoch: 1 }))
+      expect(state(after.s)).toBe('connecting')
+      expect(after.s.context.ambiguousSupersede).toMatchObject({ reason: { generation: 1 } })
+      // Refused with a 4xx it supersedes nothing: retried, still probing.
+      const retried = run(after.s, upgradeEvent(after.s, 429, '1'), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
+      expect(step(retried, { type: 'reconnect.due' }).io).toContainEqual({ type: 'openTransport', params: { generation: 3, epoch: 2, conflictProbe: true } })
+      const opened = run(out, { type: 'socket.open', generation: 2, epoch: 2 })
+      const stale = step(opened, supersedeEvent({ generation: 1, epoch: 1 }))
+      expect(stale.s.context.ambiguousSupersede).toBeNull()
+      expect(stale.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'from an earlier session (epoch 1, current 2)' }])
+    })
+
+    it("a \"disconnect\" close (1000, 1001, 1011) while disconnect() leaves the control channel, within unseenSupersedeWindowMs of its join, may be a supersede no push carried: stopped as asked, and the next session probes; past the window, or a drop, it is not", () => {
+      let now = 1_000
+      const clocked = initialTransition(connectionMachine, { env: { ...env, monotonic: () => now }, policy: DEFAULT_CONNECTION_POLICY })[0]
+      const stopping = run(connected(clocked), { type: 'host.disconnect' })
+      expect(state(stopping)).toBe('stopping')
+      for (const code of [1000, 1001, 1011]) {
+        const stopped = step(stopping, closeEvent(stopping, code))
+        expect(state(stopped.s), String(code)).toBe('stopped')
+        expect(stopped.s.context.lastReason?.kind, String(code)).toBe('graceful')
+        expect(stopped.s.context.ambiguousSupersede, String(code)).toMatchObject({ reason: { kind: 'superseded', cause: 'unseen', generation: 1 } })
+        expect(probes(stopped.s), String(code)).toMatchObject({ conflictProbe: true })
+      }
+      expect(run(stopping, dropEvent(1)).context.ambiguousSupersede).toBeNull()
+      expect(run(stopping, closeEvent(stopping, 1012)).context.ambiguousSupersede).toBeNull()
+      now += DEFAULT_CONNECTION_POLICY.unseenSupersedeWindowMs
+      expect(run(stopping, closeEvent(stopping, 1011)).context.ambiguousSupersede).toBeNull()
+    })
   })
 
   it('only a supersede of the previous key holder is held: one read on an older socket, which the previous key holder\'s accepted upgrade may have caused, is stale', () => {

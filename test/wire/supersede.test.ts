@@ -208,6 +208,34 @@ describe('rule: supersede is terminal', () => {
     expect(sim.accepted('agent-1')).toHaveLength(2)
   })
 
+  it("a newer instance supersedes the older link's just-lost socket (a stalled server never read its close) right after the host's disconnect(): read while stopped, its cause is unknown, so the host's connect() probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs and ends superseded; the newer instance stays", async () => {
+    const sim = await world().sim()
+    let now = 1_000
+    const policy = { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 8_000 }, connection: { conflictRetryWindowMs: 100 }, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } }
+    const older = world().link(sim, { policy, env: { monotonic: () => now } })
+    await older.connect()
+    const [gen1] = sim.accepted('agent-1')
+    const lost = next(older, 'disconnected')
+    sim.stall(gen1!)
+    expect((await lost).reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
+    // A watchdog restarts the link: disconnect() waits for the old socket's close, which the stalled server never reads.
+    const stopping = older.disconnect()
+    expect(older.state).toBe('stopped')
+    const newer = world().link(sim)
+    await newer.connect()
+    expect(gen1!.frames.filter((f) => f.dir === 'out' && f.frame?.event === SUPERSEDE_EVENT)).toHaveLength(1)
+    await waitForChart(chartOf(older), (s) => s.context.ambiguousSupersede !== null, 2_000)
+    expect(older.state).toBe('stopped')
+    expect(sim.abort(gen1!)).toBe(1)
+    await stopping
+    now += 1_000
+    const r = await settle(older.connect())
+    expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'superseded', generation: 1, retryable: false })
+    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, null], [409, 'reject']])
+    expect(newer.state).toBe('connected')
+    expect(sim.live('agent-1')).toHaveLength(1)
+  })
+
   it('a socket closed while its control join is pending, with no other instance: the next attempt probes, is accepted, and the link connects; the doubt is reported as ignored', async () => {
     const sim = await world().sim()
     sim.onJoin(controlTopic('agent-1'), { reply: 'hold' }, 1)

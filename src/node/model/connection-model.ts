@@ -170,7 +170,9 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
     // Generations grow across sessions: an earlier session's transport is an older generation.
     // Generation 1 is the first session's first transport, surely an earlier session's once e > 1
     // (g - 1 may be this session's own previous socket, whose supersede is another stimulus).
-    if (e > 1) add('earlier-session supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, 1, 0), generation: 1, epoch: 1 })
+    // Only a socket the server accepted can be read, so only once one was (or one whose upgrade left
+    // and had no answer: it may have been accepted) and then lost (`acceptedLostAt`).
+    if (e > 1 && snapshot.context.acceptedLostAt !== null) add('earlier-session supersede', 'inject', { type: 'control.supersede', reason: classifySupersede({}, 1, 0), generation: 1, epoch: 1 })
   }
   const host = () => {
     add('host connect', 'host', { type: 'host.connect' })
@@ -190,6 +192,9 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
     case 'terminated':
       host()
       stale()
+      // A supersede read after the session ended on its last accepted socket, still closing (a
+      // stalled server never read the link's close): the next session probes, unless it ended superseded.
+      if (state !== 'idle') lateSupersede(lastAccepted)
       break
     case 'connecting':
       if (keyHolder !== g) {
@@ -275,6 +280,8 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       if (mode === 'pure') {
         add('leave timeout', 'clock', afterEvent('leaveTimeout', 'connection.session.online.attached.stopping'))
         add('close 1000', 'server', { type: 'socket.close', reason: classifyClose({ code: 1000, reason: '' }, g, 0), ...origin })
+        // A close 1000 there may be a supersede no push carried (just after the control join); a drop is not.
+        add('drop', 'server', { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '' }, g, 0), ...origin })
         add('control phx_error', 'server', { type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', {}, g, 0), ...origin })
         add('control phx_close', 'server', { type: 'control.lost', reason: classifyControlChannelLoss('phx_close', {}, g, 0), ...origin })
         add('heartbeat timeout', 'server', { type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(g, 0), ...origin })

@@ -149,7 +149,10 @@ function unansweredBefore(path: OracleInput['path'], index: number): boolean {
  * close with a code a Phoenix "disconnect" sends (`close 1000`, `close 1001`, `close 1011`) of a
  * socket it accepted while its control channel was not joined (from
  * `joining`, which includes a rejoin after a crash, to a reconnect): the platform pushes
- * `supersede` only through a joined control channel, so one there is seen as a close alone. Only an attempt
+ * `supersede` only through a joined control channel, so one there is seen as a close alone; or a
+ * supersede read after a session ended other than `superseded` (`late supersede`,
+ * `earlier-session supersede`), or read on an earlier session's socket before the server accepted
+ * an upgrade of this one. Only an attempt
  * started after it counts (a higher generation than before that step; one whose upgrade was
  * already out then is judged by an earlier such step, if any), and only until the server accepts
  * an upgrade of the link or a session ends `superseded`: a session the host stops, or that ends
@@ -161,13 +164,27 @@ function causeUnknownSince(input: OracleInput): number {
     const step = path.steps[k]!
     const prior = path.steps[k - 1]!.expect
     if (step.name === 'open' || (step.expect.state === 'terminated' && step.expect.reason === 'superseded')) return -1
+    const ended = prior.state === 'stopped' || (prior.state === 'terminated' && prior.reason !== 'superseded')
     const unknown =
       (step.name === 'ambiguous supersede' && SESSION.has(prior.state) && prior.state !== 'stopping') ||
+      // Read after the session ended (not superseded) on a socket still closing, or on an earlier
+      // session's socket before this session had one accepted: another instance, or an upgrade of ours.
+      (step.name === 'late supersede' && ended) ||
+      (step.name === 'earlier-session supersede' && (ended || (SESSION.has(prior.state) && !acceptedIn(path, k, prior.epoch)))) ||
       (UNKNOWN_OUTCOMES.has(step.name) && supersedeHeld({ ...input, index: k, step, before: prior })) ||
       (prior.state === 'joining' && DISCONNECT_CLOSES.has(step.name) && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended'))
     if (unknown && before.generation > prior.generation) return k
   }
   return -1
+}
+
+/** Whether the server accepted an upgrade of session `epoch` before step `k` (an `open` step of that session). */
+function acceptedIn(path: OracleInput['path'], k: number, epoch: number): boolean {
+  for (let j = k - 1; j >= 0; j--) {
+    const step = path.steps[j]!
+    if (step.name === 'open' && step.expect.epoch === epoch) return true
+  }
+  return false
 }
 
 /** The closes a Phoenix "disconnect" sends (1011 Bandit, 1000 Cowboy, 1001 Phoenix 1.8.8+), as the platform ends a superseded socket. */
