@@ -478,10 +478,17 @@ export const connectionMachine = setup({
      * A supersede read after the session ended, on a socket of ours the server still held (a
      * stalled peer never read its close): another instance connected, or an upgrade of ours the
      * host's disconnect() abandoned unanswered did. Not once the session ended `superseded`: the
-     * host was told, and its connect() then is its own decision. Named on a supersede in
-     * `stopped` and `terminated`.
+     * host was told, and its connect() then is its own decision. Not on a socket older than the
+     * ended session's last accepted one either (an earlier session's, once that session had one
+     * accepted): that later socket's own upgrade may have caused it, as during a session
+     * (`lastAccepted` is kept until the next session starts). Named on a supersede in `stopped`
+     * and `terminated`.
      */
-    isSupersedeAfterEnd: ({ context }) => context.config.upgradesSupersede && context.lastReason?.kind !== 'superseded',
+    isSupersedeAfterEnd: ({ context, event }) => {
+      const { generation, epoch } = event as unknown as Origin
+      const newest = epoch === context.epoch ? generation >= context.lastAccepted : context.lastAccepted === 0
+      return context.config.upgradesSupersede && context.lastReason?.kind !== 'superseded' && newest
+    },
     /**
      * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing or
      * closing a socket of this link that the server had accepted: maybe our own socket, still held

@@ -105,6 +105,28 @@ export const MUTATIONS: RuleMutation[] = [
   },
   {
     rule: 'supersede-is-terminal',
+    how: 'a supersede read after the session ended by a refusal or a policy give-up (terminated, not superseded) is ignored: the next connect() evicts the newer instance',
+    file: 'machines/connection.ts',
+    from: "        // Read on a socket still closing, unless the session ended superseded: its cause is unknown, so the next session's attempts probe.\n        'control.supersede': { guard: 'isSupersedeAfterEnd', actions: 'recordAmbiguousSupersede', meta: { rule: 'supersede-is-terminal' } },\n",
+    to: '',
+    also: {
+      suites: ['test/machines/connection.test.ts'],
+      why: 'the model is generated from the chart under mutation: a terminated chart that ignores the supersede stays in a state the model already reached',
+    },
+  },
+  {
+    rule: 'supersede-is-terminal',
+    how: 'a "disconnect" close just after the control join, read while disconnect() leaves the control channel, is a plain close: the next connect() asks nothing',
+    file: 'machines/connection.ts',
+    from: "      return e.generation === context.generation && closedUnseen(context, e.reason)",
+    to: '      return false',
+    also: {
+      suites: ['test/machines/connection.test.ts'],
+      why: "phoenix.js settles a leave at once (channel.js leave()), so with the shipped adapter `stopping` ends in the turn it starts and no server close reaches it on the wire; only an adapter whose leave waits for the server's reply reaches this transition",
+    },
+  },
+  {
+    rule: 'supersede-is-terminal',
     how: "an earlier session's socket superseded before this session has an accepted socket is taken as stale: the new session's attempt does not probe",
     file: 'machines/connection.ts',
     from: 'return context.config.upgradesSupersede && event.epoch !== context.epoch && context.lastAccepted === 0',

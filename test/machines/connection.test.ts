@@ -579,6 +579,26 @@ describe('rule: supersede is terminal', () => {
       expect(probes(again.s)).toMatchObject({ conflictProbe: false })
     })
 
+    it("one read on an older socket than the ended session's last accepted one is stale, as during the session (that later socket's upgrade may have caused it): no doubt", () => {
+      let s = run(lostInBackoff(), { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: 2, epoch: 1 }, { type: 'socket.open', generation: 2, epoch: 1 })
+      s = run(s, { type: 'control.joinOk', generation: 2, epoch: 1 })
+      expect(step(s, supersedeEvent({ generation: 1, epoch: 1 })).s.context.ambiguousSupersede).toBeNull()
+      const stopped = run(s, { type: 'host.disconnect' }, { type: 'control.left', generation: 2, epoch: 1 })
+      expect(state(stopped)).toBe('stopped')
+      const older = step(stopped, supersedeEvent({ generation: 1, epoch: 1 }))
+      expect(older.s.context.ambiguousSupersede).toBeNull()
+      expect(older.emitted).toEqual([{ type: 'link.ignored', event: 'control.supersede', detail: 'from a stale transport (generation 1, current 2)' }])
+      // The last accepted socket itself: a doubt.
+      expect(run(stopped, supersedeEvent({ generation: 2, epoch: 1 })).context.ambiguousSupersede).toMatchObject({ reason: { generation: 2 } })
+      // An earlier session's socket, after a session that had one accepted: stale; after one that had none: a doubt.
+      const later = run(stopped, { type: 'host.connect' }, { type: 'socket.upgradeSent', generation: 3, epoch: 2 }, { type: 'socket.open', generation: 3, epoch: 2 }, { type: 'host.disconnect' })
+      expect(state(later)).toBe('stopped')
+      expect(run(later, supersedeEvent({ generation: 2, epoch: 1 })).context.ambiguousSupersede).toBeNull()
+      const none = run(stopped, { type: 'host.connect' }, { type: 'host.disconnect' })
+      expect(none.context.lastAccepted).toBe(0)
+      expect(run(none, supersedeEvent({ generation: 2, epoch: 1 })).context.ambiguousSupersede).toMatchObject({ reason: { generation: 2 } })
+    })
+
     it("disconnect() then connect() at once: read before the new session's upgrade left, the attempt starts again as a probe; read once it left, a doubt that the upgrade's answer decides; read once the new session has an accepted socket, stale", () => {
       const again = run(lostInBackoff(), { type: 'host.disconnect' }, { type: 'host.connect' })
       expect(again.context).toMatchObject({ generation: 2, epoch: 2, probing: false })

@@ -150,9 +150,9 @@ function unansweredBefore(path: OracleInput['path'], index: number): boolean {
  * socket it accepted while its control channel was not joined (from
  * `joining`, which includes a rejoin after a crash, to a reconnect): the platform pushes
  * `supersede` only through a joined control channel, so one there is seen as a close alone; or a
- * supersede read after a session ended other than `superseded` (`late supersede`,
- * `earlier-session supersede`), or read on an earlier session's socket before the server accepted
- * an upgrade of this one. Only an attempt
+ * supersede read after a session ended other than `superseded` on its last accepted socket
+ * (`late supersede`), or read on an earlier session's socket (`earlier-session supersede`) while
+ * the current or just-ended session has no socket the server accepted. Only an attempt
  * started after it counts (a higher generation than before that step; one whose upgrade was
  * already out then is judged by an earlier such step, if any), and only until the server accepts
  * an upgrade of the link or a session ends `superseded`: a session the host stops, or that ends
@@ -170,7 +170,7 @@ function causeUnknownSince(input: OracleInput): number {
       // Read after the session ended (not superseded) on a socket still closing, or on an earlier
       // session's socket before this session had one accepted: another instance, or an upgrade of ours.
       (step.name === 'late supersede' && ended) ||
-      (step.name === 'earlier-session supersede' && (ended || (SESSION.has(prior.state) && !acceptedIn(path, k, prior.epoch)))) ||
+      (step.name === 'earlier-session supersede' && (ended || SESSION.has(prior.state)) && !acceptedIn(path, k, prior.epoch)) ||
       (UNKNOWN_OUTCOMES.has(step.name) && supersedeHeld({ ...input, index: k, step, before: prior })) ||
       (prior.state === 'joining' && DISCONNECT_CLOSES.has(step.name) && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended'))
     if (unknown && before.generation > prior.generation) return k
