@@ -20,6 +20,8 @@ import {
   state,
   step,
   supersedeEvent,
+  supersedeIgnored,
+  PROBE_ACCEPTED,
   upgradeEvent,
   upgradeOut,
   waiting,
@@ -224,19 +226,11 @@ describe('rule: supersede is terminal', () => {
     ])
     // Accepted, the probe says no other instance holds the key.
     const opened = step(run(r.s, { type: 'socket.upgradeSent', generation: 4, epoch: 1 }), { type: 'socket.open', generation: 4, epoch: 1 })
-    expect(opened.emitted).toContainEqual({
-      type: 'link.ignored',
-      event: 'control.supersede',
-      detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
-    })
+    expect(opened.emitted).toContainEqual(supersedeIgnored(`a supersede of the previous socket (generation 1), whose cause was unknown: ${PROBE_ACCEPTED}`))
     // Once the upgrade left, it cannot become a probe: accepted, the report says so.
     const sent = run(opening, { type: 'socket.upgradeSent', generation: 3, epoch: 1 }, supersedeEvent({ generation: 1, epoch: 1 }))
     expect(sent.context).toMatchObject({ generation: 3, probing: false })
-    expect(step(sent, { type: 'socket.open', generation: 3, epoch: 1 }).emitted).toContainEqual({
-      type: 'link.ignored',
-      event: 'control.supersede',
-      detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket',
-    })
+    expect(step(sent, { type: 'socket.open', generation: 3, epoch: 1 }).emitted).toContainEqual(supersedeIgnored('a supersede of the previous socket (generation 1), whose cause was unknown: the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket'))
   })
 
   it("with the host's onConflict 'reject' no supersede is the link's own doing: an upgrade claims the key only once accepted, and a supersede read after an unanswered upgrade ends the session at once", () => {
@@ -369,11 +363,7 @@ describe('rule: supersede is terminal', () => {
     const r = step(s, { type: 'socket.open', generation: 3, epoch: 1 })
     expect(state(r.s)).toBe('joining')
     expect(r.s.context.ambiguousSupersede).toBeNull()
-    expect(r.emitted).toContainEqual({
-      type: 'link.ignored',
-      event: 'control.supersede',
-      detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
-    })
+    expect(r.emitted).toContainEqual(supersedeIgnored(`a supersede of the previous socket (generation 1), whose cause was unknown: ${PROBE_ACCEPTED}`))
     const lost = run(r.s, { type: 'control.joinOk', generation: 3, epoch: 1 }, closeEvent(r.s, 1000), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
     expect(step(lost, { type: 'reconnect.due' }).io).toContainEqual({ type: 'openTransport', params: { generation: 4, epoch: 1, conflictProbe: false } })
   })
@@ -443,11 +433,7 @@ describe('rule: supersede is terminal', () => {
     const r = step(s, { type: 'socket.open', generation: 2, epoch: 1 })
     expect(state(r.s)).toBe('joining')
     expect(r.s.context.heldSupersede).toBeNull()
-    expect(r.emitted).toContainEqual({
-      type: 'link.ignored',
-      event: 'control.supersede',
-      detail: 'a supersede of the previous socket (generation 1), held while the next upgrade was out: the next upgrade was accepted, so it may be the platform superseding our own previous socket',
-    })
+    expect(r.emitted).toContainEqual(supersedeIgnored('a supersede of the previous socket (generation 1), held while the next upgrade was out: the next upgrade was accepted, so it may be the platform superseding our own previous socket'))
     expect(state(run(r.s, { type: 'control.joinOk', generation: 2, epoch: 1 }))).toBe('connected')
   })
 
@@ -518,11 +504,7 @@ describe('rule: supersede is terminal', () => {
       const upgraded = run(opened.s, { type: 'socket.upgradeSent', generation: s.context.generation + 1, epoch: 2 })
       const accepted = step(upgraded, { type: 'socket.open', generation: s.context.generation + 1, epoch: 2 })
       expect(accepted.s.context.ambiguousSupersede).toBeNull()
-      expect(accepted.emitted).toContainEqual({
-        type: 'link.ignored',
-        event: 'control.supersede',
-        detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
-      })
+      expect(accepted.emitted).toContainEqual(supersedeIgnored(`a supersede of the previous socket (generation 1), whose cause was unknown: ${PROBE_ACCEPTED}`))
       // The probe refused 409 past conflictRetryWindowMs: another instance holds the key; the new session ends superseded.
       now = 1_000 + DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs + 1
       const refused = run(upgraded, upgradeEvent(upgraded, 409))
@@ -536,11 +518,7 @@ describe('rule: supersede is terminal', () => {
     const ended = step(superseded, supersedeEvent({ generation: superseded.context.generation, epoch: 1 }))
     expect(state(ended.s)).toBe('terminated')
     expect(ended.s.context.ambiguousSupersede).toBeNull()
-    expect(ended.emitted).toContainEqual({
-      type: 'link.ignored',
-      event: 'control.supersede',
-      detail: 'a supersede of the previous socket (generation 1), whose cause was unknown: the session ended first (superseded)',
-    })
+    expect(ended.emitted).toContainEqual(supersedeIgnored('a supersede of the previous socket (generation 1), whose cause was unknown: the session ended first (superseded)'))
     expect(step(ended.s, { type: 'host.connect' }).io).toContainEqual(expect.objectContaining({ type: 'openTransport', params: expect.objectContaining({ conflictProbe: false }) }))
     // A second ambiguous one while one is probed changes nothing, and says so.
     const twice = step(ambiguous, supersedeEvent({ generation: 1, epoch: 1 }))
@@ -777,12 +755,7 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     const probing = backoffDue(run(s, closeEvent(s, 1011))).s
     const accepted = step(probing, { type: 'socket.open', generation: 2, epoch: 1 })
     expect(accepted.s.context.ambiguousSupersede).toBeNull()
-    expect(accepted.emitted).toContainEqual({
-      type: 'link.ignored',
-      event: 'control.supersede',
-      detail:
-        'a supersede the platform could not have pushed (the server closed the socket of generation 1 before its control channel joined, or just after): the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
-    })
+    expect(accepted.emitted).toContainEqual(supersedeIgnored(`a supersede the platform could not have pushed (the server closed the socket of generation 1 before its control channel joined, or just after): ${PROBE_ACCEPTED}`))
   })
 
   it('a probe refused 409 within conflictRetryWindowMs is retried (our own socket may still be held); past it the session ends superseded, cause unseen: the newer instance is never evicted', () => {
@@ -812,11 +785,7 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     expect(again.io).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 2, conflictProbe: true } })
     const accepted = step(run(again.s, { type: 'socket.upgradeSent', generation: 2, epoch: 2 }), { type: 'socket.open', generation: 2, epoch: 2 })
     expect(accepted.s.context.ambiguousSupersede).toBeNull()
-    expect(accepted.emitted).toContainEqual({
-      type: 'link.ignored',
-      event: 'control.supersede',
-      detail: 'a supersede the platform could not have pushed (the server closed the socket of generation 1 before its control channel joined, or just after): the server accepted a connection made with on_conflict=reject, so no other instance holds the key',
-    })
+    expect(accepted.emitted).toContainEqual(supersedeIgnored(`a supersede the platform could not have pushed (the server closed the socket of generation 1 before its control channel joined, or just after): ${PROBE_ACCEPTED}`))
   })
 
   it('an accepted probe lost again before its control channel joined starts a new doubt, from then, about that socket', () => {

@@ -84,3 +84,11 @@ export function dropEvent(generation: number, epoch = 1): ConnectionEvent {
 export function upgradeOut(from: ConnSnapshot = waiting()): ConnSnapshot {
   return run(from, { type: 'reconnect.due' }, { type: 'socket.upgradeSent', generation: from.context.generation + 1, epoch: from.context.epoch })
 }
+
+/** What the chart's `link.ignored` report of a held or ambiguous supersede it dismissed holds, for `toContainEqual`. */
+export function supersedeIgnored(detail: string) {
+  return { type: 'link.ignored', event: 'control.supersede', detail }
+}
+
+/** The end of a dismissed doubt's report when a conflict probe was accepted. */
+export const PROBE_ACCEPTED = 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
