@@ -287,17 +287,16 @@ function causeUnknown(context: ConnectionContext, event: Origin): boolean {
 }
 
 /**
- * Whether a server's close (`reason`) of the current transport, a socket the server accepted, may
- * be a supersede the platform could not push: a "disconnect" close code (`DISCONNECT_CLOSE_CODES`)
+ * Whether a server's close (`reason`) of the current transport may be a supersede the platform
+ * could not push: a "disconnect" close code (`DISCONNECT_CLOSE_CODES`, which the close table in
+ * src/reasons.ts reads as `closed`; a close frame comes only on a socket the server accepted)
  * while the control channel was not joined, or within `unseenSupersedeWindowMs` of its join, and
  * the link's upgrades supersede (onConflict 'supersede').
  */
 function closedUnseen(context: ConnectionContext, reason: ReasonLike): boolean {
   return (
     context.config.upgradesSupersede &&
-    reason.kind === 'closed' &&
     DISCONNECT_CLOSE_CODES.includes(reason.closeCode!) &&
-    context.lastAccepted === context.generation &&
     (context.controlJoinedAt === null || context.config.env.monotonic() - context.controlJoinedAt < context.config.policy.unseenSupersedeWindowMs)
   )
 }
@@ -481,14 +480,12 @@ export const connectionMachine = setup({
      * host was told, and its connect() then is its own decision. Not on a socket older than the
      * ended session's last accepted one either (an earlier session's, once that session had one
      * accepted): that later socket's own upgrade may have caused it, as during a session
-     * (`lastAccepted` is kept until the next session starts). Named on a supersede in `stopped`
-     * and `terminated`.
+     * (`lastAccepted` is kept until the next session starts; generations grow across sessions, so
+     * an earlier session's socket is older than any this session accepted). Named on a supersede
+     * in `stopped` and `terminated`, whose entry recorded the session's reason.
      */
-    isSupersedeAfterEnd: ({ context, event }) => {
-      const { generation, epoch } = event as unknown as Origin
-      const newest = epoch === context.epoch ? generation >= context.lastAccepted : context.lastAccepted === 0
-      return context.config.upgradesSupersede && context.lastReason?.kind !== 'superseded' && newest
-    },
+    isSupersedeAfterEnd: ({ context, event }) =>
+      context.config.upgradesSupersede && context.lastReason!.kind !== 'superseded' && (event as unknown as Origin).generation >= context.lastAccepted,
     /**
      * The loss is an upgrade refused 409 `conflict` within `conflictRetryWindowMs` of losing or
      * closing a socket of this link that the server had accepted: maybe our own socket, still held
@@ -559,7 +556,8 @@ export const connectionMachine = setup({
     // accepted it): its cause is unknown. A session that ended `superseded` decided it: reported as
     // ignored, forgotten.
     carrySupersedeDoubt: enqueueActions(({ context, enqueue }) => {
-      if (context.lastReason?.kind === 'superseded') {
+      // Every end of a session records its reason first.
+      if (context.lastReason!.kind === 'superseded') {
         dismissDoubt(context, 'the session ended first (superseded)', enqueue)
         return
       }

@@ -610,6 +610,13 @@ describe('rule: supersede is terminal', () => {
         expect(probes(stopped.s), String(code)).toMatchObject({ conflictProbe: true })
       }
       expect(run(stopping, dropEvent(1)).context.ambiguousSupersede).toBeNull()
+      // A close of an older transport (read late) is not this socket's: stale, still stopping, no doubt.
+      const second = run(connected(run(waiting(connected(clocked)), { type: 'reconnect.due' })), { type: 'host.disconnect' })
+      expect(second.context.generation).toBe(2)
+      const stale = step(second, closeEvent(second, 1011, '', { generation: 1, epoch: 1 }))
+      expect(state(stale.s)).toBe('stopping')
+      expect(stale.s.context.ambiguousSupersede).toBeNull()
+      expect(stale.emitted).toEqual([{ type: 'link.ignored', event: 'socket.close', detail: 'from a stale transport (generation 1, current 2)' }])
       expect(run(stopping, closeEvent(stopping, 1012)).context.ambiguousSupersede).toBeNull()
       now += DEFAULT_CONNECTION_POLICY.unseenSupersedeWindowMs
       expect(run(stopping, closeEvent(stopping, 1011)).context.ambiguousSupersede).toBeNull()
@@ -786,6 +793,17 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     const accepted = step(run(again.s, { type: 'socket.upgradeSent', generation: 2, epoch: 2 }), { type: 'socket.open', generation: 2, epoch: 2 })
     expect(accepted.s.context.ambiguousSupersede).toBeNull()
     expect(accepted.emitted).toContainEqual(supersedeIgnored(`a supersede the platform could not have pushed (the server closed the socket of generation 1 before its control channel joined, or just after): ${PROBE_ACCEPTED}`))
+  })
+
+  it('a doubt no supersede read raised, settled by the session ending superseded (a supersede then pushed on the socket just lost), is forgotten unreported: nothing was read', () => {
+    const s = joining(start())
+    const lost = run(s, closeEvent(s, 1011), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 })
+    expect(lost.context.ambiguousSupersede?.reason.cause).toBe('unseen')
+    const ended = step(lost, supersedeEvent({ generation: 1, epoch: 1 }))
+    expect(state(ended.s)).toBe('terminated')
+    expect(ended.s.context.lastReason).toMatchObject({ kind: 'superseded', generation: 1 })
+    expect(ended.s.context.ambiguousSupersede).toBeNull()
+    expect(ended.emitted.filter((e) => (e as { type: string }).type === 'link.ignored')).toEqual([])
   })
 
   it('an accepted probe lost again before its control channel joined starts a new doubt, from then, about that socket', () => {
