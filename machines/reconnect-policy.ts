@@ -171,7 +171,8 @@ export function backoffDelay(policy: ReconnectPolicy, attempt: number, reason: R
  */
 export function serverFloorMs(policy: ReconnectPolicy, reason: ReasonLike): number {
   const range = reason.closeCode === 1012 ? policy.serviceRestartFloorMs : reason.closeCode === 1013 ? policy.tryAgainLaterFloorMs : null
-  const retryAfter = typeof reason.retryAfterMs === 'number' && reason.retryAfterMs > 0 ? Math.min(reason.retryAfterMs, policy.maxRetryAfterMs) : 0
+  // No Retry-After (null) counts as 0; the max with the range's low end (or 0) keeps the floor at 0 or more.
+  const retryAfter = Math.min(reason.retryAfterMs ?? 0, policy.maxRetryAfterMs)
   return Math.min(Math.max(range?.[0] ?? 0, retryAfter), MAX_TIMER_MS)
 }
 

@@ -207,7 +207,7 @@ const WHY: Record<string, string> = {
     'equivalent: `priorKeyHolder === lastAccepted` fails only when the prior key holder never opened (its upgrade went unanswered), and no event comes on a transport that never opened',
   'machines/connection.ts#connectionMachine.guards.isProbeConflictInWindow':
     'equivalent on a monotonic clock: `elapsed >= 0` fails only if env.monotonic went back (a clock bug of the host), which it reads as outside the window',
-  'machines/connection.ts#connectionMachine.actions.dismissHeldSupersede':
+  'machines/connection.ts#dismissDoubt':
     'equivalent: clearing fields that are already null changes nothing; the check saves a context copy on every open',
   'machines/connection.ts#connectionMachine.guards.isTerminalLoss':
     'equivalent: the guard runs in `lost`, after recordLoss, so lastReason is never null there',

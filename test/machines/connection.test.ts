@@ -8,7 +8,7 @@ import { connectionMachine, DEFAULT_CONNECTION_POLICY, type ConnectionEvent } fr
 import { rejoinDelayMs } from '../../machines/channel.js'
 import { linkStateOf } from '../../machines/status.js'
 import { classifyControlChannelLoss, classifyUpgrade, DisconnectReason, heartbeatTimeout } from '../../src/reasons.js'
-import { suppressedReason } from '../../machines/types.js'
+import { suppressedReason, unseenSupersedeReason } from '../../machines/types.js'
 import {
   closeEvent,
   dropEvent,
@@ -793,6 +793,23 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     const accepted = step(run(again.s, { type: 'socket.upgradeSent', generation: 2, epoch: 2 }), { type: 'socket.open', generation: 2, epoch: 2 })
     expect(accepted.s.context.ambiguousSupersede).toBeNull()
     expect(accepted.emitted).toContainEqual(supersedeIgnored(`a supersede the platform could not have pushed (the server closed the socket of generation 1 before its control channel joined, or just after): ${PROBE_ACCEPTED}`))
+  })
+
+  it('the unseen reason names the loss it follows (its kind and close code), and nothing a payload would carry', () => {
+    const tail = 'before its control channel joined or just after, where the platform may not have pushed a supersede, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key'
+    expect(unseenSupersedeReason({ kind: 'closed', retryable: true, closeCode: 1011, generation: 2, at: 5 }, 2, 7)).toEqual({
+      kind: 'superseded',
+      retryable: false,
+      cause: 'unseen',
+      message: `the server closed the socket (closed 1011) ${tail}`,
+      retryAfterMs: null,
+      targetSocketId: null,
+      correlationId: null,
+      raw: {},
+      generation: 2,
+      at: 7,
+    })
+    expect(unseenSupersedeReason({ kind: 'dropped', retryable: true, generation: 2, at: 5 }, 2, 7).message).toBe(`the server closed the socket (dropped) ${tail}`)
   })
 
   it('a doubt no supersede read raised, settled by the session ending superseded (a supersede then pushed on the socket just lost), is forgotten unreported: nothing was read', () => {

@@ -254,6 +254,8 @@ describe("the host's retry now (reconnect()) keeps what the server asked for", (
   /** A reconnect chart whose env.monotonic is the runtime's simulated clock. */
   function clocked(policy: Partial<ReconnectPolicy> = {}) {
     const runtime = new TestRuntime()
+    // The monotonic clock does not start at 0, so a wait's start (`waitSince`) is not 0 either: elapsed time is a difference.
+    runtime.clock.increment(10_000)
     const chart = runtime.run(reconnectMachine, {
       policy: { ...DEFAULT_RECONNECT_POLICY, ...policy },
       env: { now: () => 0, monotonic: () => runtime.clock.now(), random: () => 0.5 },
@@ -306,6 +308,16 @@ describe("the host's retry now (reconnect()) keeps what the server asked for", (
     h.runtime.clock.increment(999)
     expect(h.chart.getSnapshot().value).toBe('waiting')
     h.runtime.clock.increment(501)
+    h.chart.send({ type: 'reconnect.retryNow' })
+    expect(h.chart.getSnapshot().value).toBe('idle')
+    expect(h.dues()).toBe(1)
+  })
+
+  it('a retry now asked exactly at the floor is at once (a close 1012, its floor 1 s, asked 1 s into the wait)', () => {
+    const h = clocked({ serviceRestartFloorMs: [1_000, 5_000] })
+    h.chart.send({ type: 'reconnect.lost', reason: closed(1012) })
+    h.runtime.clock.increment(1_000)
+    expect(h.chart.getSnapshot().value).toBe('waiting')
     h.chart.send({ type: 'reconnect.retryNow' })
     expect(h.chart.getSnapshot().value).toBe('idle')
     expect(h.dues()).toBe(1)

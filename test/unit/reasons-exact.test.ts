@@ -13,12 +13,19 @@ import {
   classifySupersede,
   classifyUpgrade,
   clipText,
+  heartbeatTimeout,
   wholeWordsOf,
   closeCodeName,
   CLOSE_CODES,
   parseRetryAfter,
   REASON_TEXT_LIMIT,
 } from '../../src/reasons.js'
+
+describe('heartbeatTimeout', () => {
+  it('is a retryable timed-out reason of the heartbeat phase, stamped with its transport and time', () => {
+    expect(heartbeatTimeout(3, 1_234)).toEqual({ kind: 'timed-out', retryable: true, phase: 'heartbeat', generation: 3, at: 1_234 })
+  })
+})
 
 describe('closeCodeName', () => {
   it('names each code by its row, at both ends of a range, and unknown outside every range', () => {
