@@ -302,26 +302,22 @@ describe("the host's retry now (reconnect()) keeps what the server asked for", (
     expect(h.dues()).toBe(1)
   })
 
-  it('past the floor a retry now is at once (a close 1012, its floor 1 s, asked 1.5 s into a longer wait)', () => {
-    const h = clocked({ serviceRestartFloorMs: [1_000, 5_000] })
-    h.chart.send({ type: 'reconnect.lost', reason: closed(1012) })
-    h.runtime.clock.increment(999)
-    expect(h.chart.getSnapshot().value).toBe('waiting')
-    h.runtime.clock.increment(501)
-    h.chart.send({ type: 'reconnect.retryNow' })
-    expect(h.chart.getSnapshot().value).toBe('idle')
-    expect(h.dues()).toBe(1)
-  })
-
-  it('a retry now asked exactly at the floor is at once (a close 1012, its floor 1 s, asked 1 s into the wait)', () => {
-    const h = clocked({ serviceRestartFloorMs: [1_000, 5_000] })
-    h.chart.send({ type: 'reconnect.lost', reason: closed(1012) })
-    h.runtime.clock.increment(1_000)
-    expect(h.chart.getSnapshot().value).toBe('waiting')
-    h.chart.send({ type: 'reconnect.retryNow' })
-    expect(h.chart.getSnapshot().value).toBe('idle')
-    expect(h.dues()).toBe(1)
-  })
+  for (const [when, elapsedMs] of [
+    ['1.5 s into a longer wait', 1_500],
+    ['exactly at the floor', 1_000],
+  ] as const) {
+    it(`past the floor a retry now is at once (a close 1012, its floor 1 s, asked ${when})`, () => {
+      const h = clocked({ serviceRestartFloorMs: [1_000, 5_000] })
+      h.chart.send({ type: 'reconnect.lost', reason: closed(1012) })
+      h.runtime.clock.increment(999)
+      expect(h.chart.getSnapshot().value).toBe('waiting')
+      h.runtime.clock.increment(elapsedMs - 999)
+      expect(h.chart.getSnapshot().value).toBe('waiting')
+      h.chart.send({ type: 'reconnect.retryNow' })
+      expect(h.chart.getSnapshot().value).toBe('idle')
+      expect(h.dues()).toBe(1)
+    })
+  }
 
   it('a suspended cooldown after rapid closes 1013 keeps the 1013 floor', () => {
     const h = clocked({ rapidLimit: 1, tryAgainLaterFloorMs: [2_000, 3_000] })
