@@ -270,6 +270,9 @@ export interface ConnectionContext {
   controlJoinedAt: number | null
 }
 
+/** The part of an `enqueueActions` enqueue the supersede helpers below use: emit a report, assign context. */
+type ChartEnqueue = { emit(event: ConnectionEmitted): void; assign(values: Partial<ConnectionContext>): void }
+
 /**
  * Whether a supersede read on the transport `event` names (generation, epoch) has an unknown
  * cause: it is the newest socket the server accepted (`lastAccepted`), and a newer transport holds
@@ -311,7 +314,7 @@ function closedUnseen(context: ConnectionContext, reason: ReasonLike): boolean {
 function dismissDoubt(
   context: ConnectionContext,
   ended: string | null,
-  enqueue: { emit(event: ConnectionEmitted): void; assign(values: Partial<ConnectionContext>): void },
+  enqueue: ChartEnqueue,
 ): void {
   const { heldSupersede: held, ambiguousSupersede: ambiguous } = context
   if (held !== null) {
@@ -340,13 +343,27 @@ function dismissDoubt(
 function noteCauseUnknown(
   context: ConnectionContext,
   reason: ReasonLike,
-  enqueue: { emit(event: ConnectionEmitted): void; assign(values: Partial<ConnectionContext>): void },
+  enqueue: ChartEnqueue,
 ): void {
   if (context.ambiguousSupersede !== null) {
     enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: 'a supersede of the previous socket whose cause is unknown is already being probed' })
     return
   }
   enqueue.assign({ ambiguousSupersede: { reason, since: context.config.env.monotonic() } })
+}
+
+/**
+ * A held supersede whose upgrade ended with no answer (or was abandoned by the host's disconnect())
+ * becomes one whose cause is unknown (`noteCauseUnknown`); nothing when none is held.
+ */
+function deferHeld(
+  context: ConnectionContext,
+  enqueue: ChartEnqueue,
+): void {
+  const held = context.heldSupersede
+  if (held === null) return
+  enqueue.assign({ heldSupersede: null })
+  noteCauseUnknown(context, held, enqueue)
 }
 
 /** The stamp of the current transport, for the I/O actions about it. */
@@ -561,20 +578,12 @@ export const connectionMachine = setup({
         dismissDoubt(context, 'the session ended first (superseded)', enqueue)
         return
       }
-      const held = context.heldSupersede
-      if (held === null) return
-      enqueue.assign({ heldSupersede: null })
-      noteCauseUnknown(context, held, enqueue)
+      deferHeld(context, enqueue)
     }),
     // Entering `reconnecting` with a supersede still held: the upgrade it waited on ended with no
     // answer (a drop, the connect timeout, a gateway's 5xx, an I/O fault), so the server may have
     // accepted it: its cause is unknown, and the next attempts probe.
-    deferHeldSupersede: enqueueActions(({ context, enqueue }) => {
-      const held = context.heldSupersede
-      if (held === null) return
-      enqueue.assign({ heldSupersede: null })
-      noteCauseUnknown(context, held, enqueue)
-    }),
+    deferHeldSupersede: enqueueActions(({ context, enqueue }) => deferHeld(context, enqueue)),
     // Named on a supersede whose cause is unknown (`isAmbiguousSupersede`): the next attempts probe.
     recordAmbiguousSupersede: enqueueActions(({ context, event, enqueue }) =>
       noteCauseUnknown(context, (event as Extract<ConnectionEvent, { type: 'control.supersede' }>).reason, enqueue),
