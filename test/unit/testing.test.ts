@@ -143,6 +143,18 @@ describe('the runner', () => {
     expect(report.agentId).toMatch(/^kit-unit-\d+$/)
     expect(report.states.has('connection.session.online.attached.live.connected')).toBe(true)
   })
+
+  it("gives the host a monotonic clock that is the path's clock: a backoff the path waits out is time the link measures", async () => {
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen > backoff elapsed > upgrade sent', 8)
+    let given: { env: { monotonic: () => number }; clock: { now(): number } } | undefined
+    await kit.run(path, (options) => {
+      given = options
+      return createLink(options)
+    })
+    // The backoff was advanced on the path's clock (its real time is a few ms): the link's monotonic reads it.
+    expect(given!.clock.now()).toBeGreaterThanOrEqual(100)
+    expect(given!.env.monotonic()).toBe(given!.clock.now())
+  })
 })
 
 describe('the runner sees what a host does on its own', () => {

@@ -45,7 +45,9 @@ export const PATH_RANDOM = (): number => 0.5
  * What the runner hands the host factory: spread it into `createLink({ ...options, onControl,
  * ... })`. `url`, `agentId` and `apiKey` reach the kit's simulator; `clock` is the path's
  * SimulatedClock (the runner advances it for `clock.advance` steps); `env` holds
- * {@link PATH_RANDOM} (keep it: a random jitter can draw a 0 ms delay the runner cannot observe);
+ * {@link PATH_RANDOM} (keep it: a random jitter can draw a 0 ms delay the runner cannot observe)
+ * and a `monotonic` that reads `clock` (so `reconnected.downtimeMs` counts the path's time, as the
+ * charts' delays do);
  * `policy` is
  * {@link PATH_POLICY} (merge your own over it: with a longer heartbeat a `server.stall` step takes
  * longer to be detected, and the runner waits that long); `inspect` records the transitions the
@@ -56,8 +58,11 @@ export interface PathHostOptions {
   agentId: string
   apiKey: string
   clock: SimulatedClock
-  /** {@link PATH_RANDOM} as the link's random source (`env.random`); merge your own `env` over it. */
-  env: { random: () => number }
+  /**
+   * {@link PATH_RANDOM} as the link's random source (`env.random`), and `clock.now()` as its
+   * monotonic clock (`env.monotonic`, ms); merge your own `env` over it.
+   */
+  env: { random: () => number; monotonic: () => number }
   policy: LinkPolicyInput
   inspect: (event: InspectionEvent) => void
 }
@@ -215,7 +220,8 @@ export class PathKit {
       agentId,
       apiKey: 'path-key',
       clock,
-      env: { random: PATH_RANDOM },
+      // The link's elapsed times (reconnected.downtimeMs, a refusal body's budget) on the path's clock, as its delays.
+      env: { random: PATH_RANDOM, monotonic: () => clock.now() },
       policy: PATH_POLICY,
       inspect: (event) => {
         if (event.type !== '@xstate.microstep') return
