@@ -185,7 +185,8 @@ export class LinkChannel {
    * @param options.timeoutMs defaults to the transport policy's `pushTimeoutMs` (10000).
    * @throws {PushError} (rejects) `PUSH_TIMEOUT`, `PUSH_REJECTED` (error reply; `response` holds
    *   it), `PUSH_REPLY_STATUS` (a reply whose status is neither ok nor error; `status` and
-   *   `response` hold it), `TRANSPORT_LOST` (the join ended before a reply), `CHANNEL_CLOSED` (left or dropped,
+   *   `response` hold it), `TRANSPORT_LOST` (the join ended before a reply; `reason` says why when the transport was lost: a close 1009 from
+   *   the server says the push was over its frame limit), `CHANNEL_CLOSED` (left or dropped,
    *   or the link is not running a session: call connect() first; at once, not after the timeout),
    *   `PUSH_INVALID` (a reserved event name such as phx_join; a payload that is neither a plain
    *   JSON object nor an ArrayBuffer: an array, a scalar, null, a typed array or Buffer, a Map or
@@ -229,7 +230,7 @@ export class LinkChannel {
       // The adapter dropped the wait for the reply (the push was on the wire).
       if (signal?.aborted) throw abortError(signal)
       const f = failure as Partial<PushFailure> | null
-      if (f && typeof f.code === 'string') throw new PushError(f.code, this.topic, event, f.response, f.cause, f.status)
+      if (f && typeof f.code === 'string') throw new PushError(f.code, this.topic, event, f.response, f.cause, f.status, { reason: f.reason ?? null, redact: (text) => this.host.redact(text) })
       // Anything else thrown on the way out (phoenix.js internals): the push could not be made.
       throw new PushError('PUSH_INVALID', this.topic, event, null, failure)
     }

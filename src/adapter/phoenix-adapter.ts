@@ -155,6 +155,13 @@ class TransportHandle implements TransportHooks {
   /** Set by the encode hook when a push could not be encoded. */
   encodeError: unknown = null
   heartbeatTimedOut = false
+  /**
+   * The first loss the adapter reported on this transport (its close, a heartbeat timeout, a
+   * supersede read on it); null while none. A push still waiting for its reply when the transport
+   * is released fails `TRANSPORT_LOST` with it, so the host reads why (a close 1009 says the push
+   * was over the server's frame limit).
+   */
+  lost: DisconnectReason | null = null
   /** True while phoenix.js dispatches a frame the server sent (so a phx_error is the server's, whatever its payload). */
   dispatchingServerFrame = false
   ended = false
@@ -261,7 +268,9 @@ class TransportHandle implements TransportHooks {
     if (reason === 'heartbeat timeout' && !this.ended && !this.heartbeatTimedOut) {
       this.heartbeatTimedOut = true
       const { generation, epoch } = this.origin
-      queueMicrotask(() => this.adapter.emit({ type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(generation, this.adapter.config.now()), generation, epoch }))
+      const reason = heartbeatTimeout(generation, this.adapter.config.now())
+      this.lost ??= reason
+      queueMicrotask(() => this.adapter.emit({ type: 'socket.heartbeatTimeout', reason, generation, epoch }))
     }
   }
 }
@@ -896,7 +905,9 @@ export class PhoenixAdapter {
     const close = tooBig
       ? { code: 1009, reason: `an inbound frame exceeded maxFrameBytes (${maxFrameBytes} bytes); the link closed the socket with 1009` }
       : { code: typeof event?.code === 'number' ? event.code : 1006, reason: String(event?.reason ?? ''), error: handle.lastError }
-    this.emit({ type: 'socket.close', reason: classifyClose(close, generation, now), generation, epoch })
+    const reason = classifyClose(close, generation, now)
+    handle.lost ??= reason
+    this.emit({ type: 'socket.close', reason, generation, epoch })
   }
 
   /**
@@ -1087,7 +1098,9 @@ export class PhoenixAdapter {
       return
     }
     if (event === SUPERSEDE_EVENT) {
-      this.emit({ type: 'control.supersede', reason: classifySupersede(payload, generation, this.config.now()), generation, epoch })
+      const reason = classifySupersede(payload, generation, this.config.now())
+      handle.lost ??= reason
+      this.emit({ type: 'control.supersede', reason, generation, epoch })
     } else if (event === CONTROL_EVENT) {
       const parsed = parseControlSignal(payload)
       if (parsed.ok) this.emit({ type: 'control.signal', signal: parsed.signal, generation, epoch })
@@ -1293,13 +1306,13 @@ export class PhoenixAdapter {
     channel.joinPush.cancelTimeout()
     channel.rejoinTimer.reset()
     attachment.leavePush?.cancelTimeout()
+    const handle = this.handles.get(attachment.origin.generation)
     for (const [push, fail] of [...(attachment.pushes ?? [])]) {
       push.cancelTimeout()
-      fail({ code: 'TRANSPORT_LOST', response: null })
+      fail({ code: 'TRANSPORT_LOST', response: null, reason: handle?.lost ?? null })
     }
     const socket = channel.socket as unknown as Socket
     socket.remove(channel)
-    const handle = this.handles.get(attachment.origin.generation)
     if (handle?.attachments.get(attachment.topic) === attachment) {
       handle.attachments.delete(attachment.topic)
       // The frames still to come for this join: the leave's reply and phx_close, and the join's

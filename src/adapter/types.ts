@@ -1,4 +1,5 @@
 /** What the adapter and the link's public types share: credentials and push failures. */
+import type { DisconnectReason } from '../reasons.js'
 
 /** What one connection attempt sends: the API key and the extra socket params. */
 export interface Credentials {
@@ -14,4 +15,6 @@ export interface PushFailure {
   cause?: unknown
   /** The reply's status, for PUSH_REPLY_STATUS. */
   status?: string
+  /** For TRANSPORT_LOST: why the transport ended, when the adapter saw it end (its close, a heartbeat timeout, a supersede); null when the link ended it. */
+  reason?: DisconnectReason | null
 }

@@ -37,7 +37,11 @@ export class PushError extends PhoenixLinkError {
   readonly status: string | null
   /**
    * For `CHANNEL_CLOSED` on a channel the server refused or closed (status `dropped`): why, as the
-   * channel's typed reason (`channel.reason`); null otherwise.
+   * channel's typed reason (`channel.reason`). For `TRANSPORT_LOST` when the transport was lost
+   * under the push: the loss the link reported for it (the close, with its close code: a
+   * `closed` 1009 "message too big" from the server says this push was over its frame limit, RFC
+   * 6455 section 7.4.1; a heartbeat timeout; a supersede). Null otherwise (the link ended the
+   * transport itself: `disconnect()`, a stale socket replaced).
    */
   readonly reason: DisconnectReason | null
 
@@ -56,7 +60,14 @@ export class PushError extends PhoenixLinkError {
     options: { reason?: DisconnectReason | null; redact?: (text: string) => string } = {},
   ) {
     const reason = options.reason ?? null
-    const why = cause instanceof Error ? ` (${cause.message})` : reason ? ` (the channel was dropped: ${describeReason(reason)})` : ''
+    const why =
+      cause instanceof Error
+        ? ` (${cause.message})`
+        : reason
+          ? code === 'TRANSPORT_LOST'
+            ? ` (the transport was lost: ${describeReason(reason)})`
+            : ` (the channel was dropped: ${describeReason(reason)})`
+          : ''
     const message = `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)} failed: ${code}${why}`
     super(code, options.redact ? options.redact(message) : message, cause === undefined ? undefined : { cause })
     this.name = 'PushError'

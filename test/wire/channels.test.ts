@@ -588,7 +588,64 @@ describe('pushes', () => {
     const r = await pushed
     expect(r.ok).toBe(false)
     expect((r as { error: PushError }).error).toMatchObject({ code: 'TRANSPORT_LOST', topic: 'room:1', event: 'slow' })
+    // Why the transport went, as the link reported it: the connection dropped without a close frame (1006).
+    const reason = (r as { error: PushError }).error.reason
+    expect(reason).toMatchObject({ kind: 'dropped', retryable: true })
+    expect(reason).toEqual(link.lastDisconnectReason)
+    expect((r as { error: PushError }).error.message).toMatch(/^push "slow" on "room:1" failed: TRANSPORT_LOST \(the transport was lost: dropped/)
     expect(performance.now() - started).toBeLessThan(5_000)
+  })
+
+  it('a push over the server\'s frame limit rejects TRANSPORT_LOST with the server\'s close 1009 as its reason; the link reconnects', async () => {
+    const sim = await world().sim({ maxFrameBytes: 4096 })
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const r = await settle(room.push('upload', { blob: 'x'.repeat(8192) }, { timeoutMs: 10_000 }))
+    expect(r.ok).toBe(false)
+    const error = (r as { error: PushError }).error
+    expect(error).toMatchObject({ code: 'TRANSPORT_LOST', topic: 'room:1', event: 'upload' })
+    expect(error.reason).toMatchObject({ kind: 'closed', closeCode: 1009, closeName: 'message too big', retryable: true })
+    expect(sim.accepted('agent-1')[0]!.closeSent?.code).toBe(1009)
+    await untilState(link, 'connected', 5000)
+    expect(sim.accepted('agent-1')).toHaveLength(2)
+  })
+
+  it('a push in flight when the session is superseded carries the supersede', async () => {
+    const sim = await world().sim()
+    sim.onPush(() => null) // never replies
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const pushed = settle(room.push('slow', {}, { timeoutMs: 10_000 }))
+    await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow').length === 1, { what: 'the push to arrive' })
+    sim.supersede('agent-1')
+    const r = await pushed
+    expect((r as { error: PushError }).error).toMatchObject({ code: 'TRANSPORT_LOST', reason: { kind: 'superseded', retryable: false } })
+    expect(link.state).toBe('terminated')
+  })
+
+  it('a push in flight when the heartbeat times out carries the heartbeat timeout; one cut short by disconnect() carries none', async () => {
+    const sim = await world().sim()
+    sim.onPush(() => null) // never replies
+    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 100 } } })
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const stalled = settle(room.push('slow', {}, { timeoutMs: 10_000 }))
+    await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow').length === 1, { what: 'the push to arrive' })
+    sim.stall({ agent: 'agent-1' })
+    const r = await stalled
+    expect((r as { error: PushError }).error).toMatchObject({ code: 'TRANSPORT_LOST', reason: { kind: 'timed-out', phase: 'heartbeat' } })
+    await untilState(link, 'connected', 5000)
+    await room.joined()
+    const cut = settle(room.push('slow', {}, { timeoutMs: 10_000 }))
+    await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow').length === 1, { what: 'the second push to arrive' })
+    await link.disconnect()
+    const c = await cut
+    expect((c as { error: PushError }).error).toMatchObject({ code: 'TRANSPORT_LOST', reason: null })
   })
 
   it('a push whose join never comes ends PUSH_TIMEOUT at its own timeout, naming the topic and the event; nothing was sent', async () => {
