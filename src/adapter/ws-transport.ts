@@ -101,6 +101,13 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
    * is closed. `awaited` once ws reported close first.
    */
   #refusedSocket: 'open' | 'awaited' | null = null
+  /**
+   * Node only: ends the read of a refused upgrade's body now and reports the refusal, set while
+   * that read goes on. ws's error and close call it first: a connection the peer resets, or a body
+   * Node's parser refuses (a malformed chunk), errors the handshake request, and ws reports error
+   * and close 1006 before the response closes; the status read before it is still the answer.
+   */
+  #cutRefusal: (() => void) | null = null
 
   constructor(hooks: TransportHooks, url: string, protocols: string | string[] | undefined) {
     if (isNodeWs) {
@@ -155,17 +162,20 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
       this.#refusedSocket = null
       if (awaited) this.#hooks.onClosed()
     })
-    readRefusal(this, res, this.#hooks)
+    this.#cutRefusal = readRefusal(this, res, this.#hooks)
   }
 
-  /** ws's error event (Node): its code to the hooks. */
+  /** ws's error event (Node): its code to the hooks, after a refusal being read is reported. */
   private static errored(this: LinkWebSocket, error: unknown): void {
+    this.#cutRefusal?.()
     const code = (error as { code?: unknown } | null)?.code
     this.#hooks.onError(typeof code === 'string' ? code : null)
   }
 
   /** The close event: ws and a browser's WebSocket emit it once; reported once, the browser's bound cleared. */
   private static closed(this: LinkWebSocket): void {
+    this.#cutRefusal?.()
+    this.#cutRefusal = null
     if (this.#reported) return
     this.#reported = true
     clearTimeout(this.#closeBound)
@@ -209,8 +219,11 @@ export function transportClass(hooks: TransportHooks): new (url: string, protoco
  * `req.destroy()` does nothing and ws would emit neither error nor close: every attempt would
  * hang until the connect timeout (docs/field-notes.md, checked against Phoenix 1.7.14 on Bandit
  * 1.6.11 and Cowboy 2.12.0).
+ *
+ * @returns what ends the read now, reporting what arrived as a cut body (once: a later end or
+ *   cut reports nothing); the transport calls it when ws errors or closes first.
  */
-function readRefusal(ws: WebSocket, res: IncomingMessage, hooks: TransportHooks): void {
+function readRefusal(ws: WebSocket, res: IncomingMessage, hooks: TransportHooks): () => void {
   const status = res.statusCode ?? 0
   const header = res.headers['retry-after']
   const retryAfter = Array.isArray(header) ? (header[0] ?? null) : (header ?? null)
@@ -246,4 +259,5 @@ function readRefusal(ws: WebSocket, res: IncomingMessage, hooks: TransportHooks)
   // body cut short by the peer, when `complete` stays false; node lib/_http_incoming.js). An
   // 'error' listener is not needed: IncomingMessage emits an error only to a listener.
   res.once('close', () => finish(res.complete))
+  return () => finish(false)
 }

@@ -25,9 +25,10 @@ class RefusingServer {
 
   /**
    * A server answering every upgrade with `response`; given parts, it writes them one after
-   * another, `gapMs` apart (a slow server's body, so the client reads each part on its own).
+   * another, `gapMs` apart (a slow server's body, so the client reads each part on its own). A
+   * part that is a function acts on the connection instead (`(s) => s.resetAndDestroy()`: a TCP reset).
    */
-  static async start(response: string | string[], gapMs = 50): Promise<RefusingServer> {
+  static async start(response: string | Array<string | ((socket: Socket) => void)>, gapMs = 50): Promise<RefusingServer> {
     const server = createServer()
     const r = new RefusingServer(server)
     const parts = typeof response === 'string' ? [response] : response
@@ -43,7 +44,9 @@ class RefusingServer {
       const write = (i: number): void => {
         timer = null
         if (socket.destroyed) return
-        socket.write(parts[i]!)
+        const part = parts[i]!
+        if (typeof part === 'function') part(socket)
+        else socket.write(part)
         if (i + 1 < parts.length) timer = setTimeout(write, gapMs, i + 1)
       }
       socket.once('data', () => write(0))
@@ -76,7 +79,7 @@ afterEach(async () => {
  * it took in milliseconds, and the server.
  */
 async function refusedConnect(
-  response: string | string[],
+  response: string | Array<string | ((socket: Socket) => void)>,
   transport: NonNullable<LinkPolicyInput['transport']>,
   connectTimeoutMs = 30_000,
 ): Promise<{ reason: DisconnectReason; elapsedMs: number; server: RefusingServer }> {
@@ -171,6 +174,23 @@ describe('rule: a refused upgrade is classified within one round trip, whatever 
     expect(reason).toMatchObject({ kind: 'rejected', status: 403, message: expect.stringMatching(/^stop stop /) })
     await server.closed[0]
   })
+
+  // Node's http client errors the handshake request on a reset or a body its parser refuses, and
+  // ws reports error and close 1006 before the response closes: the status already read decides.
+  for (const [name, parts, status] of [
+    ['reset in the middle of the body', ['HTTP/1.1 403 Forbidden\r\ncontent-length: 100\r\n\r\npartial', (s: Socket) => s.resetAndDestroy()], 403],
+    ['reset before any of the body', ['HTTP/1.1 401 Unauthorized\r\ncontent-length: 10\r\n\r\n', (s: Socket) => s.resetAndDestroy()], 401],
+    ['a malformed chunk', ['HTTP/1.1 403 Forbidden\r\ntransfer-encoding: chunked\r\n\r\n', 'ZZZ\r\n'], 403],
+  ] as const) {
+    it(`a body the peer ends in an error (${name}): rejected from the status, not a retryable drop`, async () => {
+      const { reason, elapsedMs, server } = await refusedConnect([...parts], { refusalBodyTimeoutMs: 20_000 })
+      expect(reason).toMatchObject({ kind: 'rejected', cause: 'unauthenticated', status, retryable: false })
+      expect(elapsedMs).toBeLessThan(5_000)
+      // One attempt: a terminal refusal is not retried.
+      expect(server.closed).toHaveLength(1)
+      await server.closed[0]
+    })
+  }
 
   it('no body and the connection kept open (stock Phoenix): rejected at once, the connection released', async () => {
     const { reason, server } = await refusedConnect('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\ncache-control: max-age=0, private, must-revalidate\r\n\r\n', {
