@@ -9,7 +9,7 @@ import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '
 import { gracefulReason, thrownText, type Env } from '../machines/types.js'
 import { abortError, checkSignal, onAbort } from './abort.js'
 import { callOptions, checkFunction, describeArgument } from './call-checks.js'
-import { PhoenixAdapter, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
+import { PhoenixAdapter, quoteServerText, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
 import { RunningChart } from './runtime/chart-runner.js'
@@ -479,7 +479,7 @@ export class Link {
       return this.link.redactOutput(text)
     }
     reportUnhandled(topic: string, event: string): void {
-      this.link.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${JSON.stringify(event)} on ${topic}` })
+      this.link.emitter.emit('ignored', { event: 'channel.message', detail: `no handler for ${quoteServerText(event)} on ${topic}` })
     }
   }
 

@@ -78,6 +78,18 @@ const REFUSAL_MARGIN_MS = 50
 /** Characters of a malformed frame quoted in its `ignored` detail. */
 const FRAME_EXCERPT = 80
 
+/**
+ * Server text (an event name, a topic, a ref or join_ref) as an `ignored` detail quotes it:
+ * JSON-quoted, so a line break in it cannot forge a log line, and cut to 80 characters between
+ * tokens (reasons.ts clipText), its length said when cut, so a 5 MB event name makes no 5 MB log
+ * line. `null` (no ref) reads `null`.
+ */
+export function quoteServerText(text: string | null): string {
+  if (text === null) return 'null'
+  const clipped = clipText(text, FRAME_EXCERPT)
+  return clipped.length === text.length ? JSON.stringify(text) : `${JSON.stringify(clipped)}... (${text.length} characters)`
+}
+
 function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
   return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function'
 }
@@ -1035,27 +1047,27 @@ export class PhoenixAdapter {
     const { topic, event, ref } = frame
     if (topic === HEARTBEAT_TOPIC) {
       if (event === CHANNEL_EVENTS.reply && ref !== null && ref === handle.socket?.pendingHeartbeatRef) return true
-      return this.reportUnexpected(handle, `${event} on the heartbeat topic with ref ${String(ref)}, which answers no pending heartbeat`)
+      return this.reportUnexpected(handle, `${quoteServerText(event)} on the heartbeat topic with ref ${quoteServerText(ref)}, which answers no pending heartbeat`)
     }
     const attachment = handle.attachments.get(topic)
     if (!attachment) {
       if (this.isLeaveTail(handle, frame)) return false
-      return this.reportUnexpected(handle, `${event} for topic ${JSON.stringify(topic)}, which this link has not joined on this transport`)
+      return this.reportUnexpected(handle, `${quoteServerText(event)} for topic ${quoteServerText(topic)}, which this link has not joined on this transport`)
     }
     if (isReservedEvent(event) && !SERVER_EVENTS.has(event)) {
-      return this.reportUnexpected(handle, `${event} on ${topic}: an event name phoenix reserves, not sent by a Phoenix server`)
+      return this.reportUnexpected(handle, `${quoteServerText(event)} on ${topic}: an event name phoenix reserves, not sent by a Phoenix server`)
     }
     const current = attachment.channel.joinRef()
     if (frame.join_ref !== null && current !== null && frame.join_ref !== current) {
       if (attachment.leaving && event === CHANNEL_EVENTS.close) return true
       // The topic was left and joined again: the earlier join's tail may still come.
       if (this.isLeaveTail(handle, frame)) return false
-      return this.reportUnexpected(handle, `${event} on ${topic} with stale join_ref ${frame.join_ref} (current ${current})`)
+      return this.reportUnexpected(handle, `${quoteServerText(event)} on ${topic} with stale join_ref ${quoteServerText(frame.join_ref)} (current ${current})`)
     }
     if (event === CHANNEL_EVENTS.reply) {
       if (!attachment.channel.bindings.some((b) => b.event === `chan_reply_${ref}`)) {
         if (attachment.leaving) return false // the leave settled locally before its reply (channel.js leave)
-        return this.reportUnexpected(handle, `phx_reply on ${topic} to ref ${String(ref)}, which no push of this link waits for`)
+        return this.reportUnexpected(handle, `phx_reply on ${topic} to ref ${quoteServerText(ref)}, which no push of this link waits for`)
       }
       const { status, response } = frame.payload as { status: string; response?: unknown }
       if (status !== 'ok' && status !== 'error') return this.replyOfOtherStatus(handle, attachment, ref, status, response)
@@ -1073,7 +1085,7 @@ export class PhoenixAdapter {
    */
   private replyOfOtherStatus(handle: TransportHandle, attachment: Attachment, ref: string | null, status: string, response: unknown): false {
     const { topic, channel } = attachment
-    const shown = JSON.stringify(clipText(status, FRAME_EXCERPT))
+    const shown = quoteServerText(status)
     for (const [push, fail] of attachment.pushes ?? []) {
       if (push.ref !== ref) continue
       push.cancelTimeout()
@@ -1081,7 +1093,7 @@ export class PhoenixAdapter {
       fail({ code: 'PUSH_REPLY_STATUS', response, status, cause: new Error(`the server replied with status ${shown}, neither ok nor error`) })
       return false
     }
-    const what = ref === channel.joinPush.ref ? `the join of ${topic}: a join is answered ok or error (Phoenix.Channel join/3)` : `ref ${String(ref)} on ${topic}, which waits for ok or error`
+    const what = ref === channel.joinPush.ref ? `the join of ${topic}: a join is answered ok or error (Phoenix.Channel join/3)` : `ref ${quoteServerText(ref)} on ${topic}, which waits for ok or error`
     return this.reportUnexpected(handle, `phx_reply with status ${shown} to ${what}`)
   }
 
@@ -1106,7 +1118,7 @@ export class PhoenixAdapter {
       if (parsed.ok) this.emit({ type: 'control.signal', signal: parsed.signal, generation, epoch })
       else this.emit({ type: 'socket.malformed', detail: `agent.control payload ignored: ${parsed.issues.join('; ')}`, generation, epoch })
     } else {
-      this.emit({ type: 'socket.malformed', detail: `unknown event ${JSON.stringify(event)} on the control channel`, generation, epoch })
+      this.emit({ type: 'socket.malformed', detail: `unknown event ${quoteServerText(event)} on the control channel`, generation, epoch })
     }
   }
 
@@ -1135,7 +1147,7 @@ export class PhoenixAdapter {
       this.deliverData(handle, frame)
       return
     }
-    this.reportUnexpected(handle, `${event} on ${JSON.stringify(topic)} read after the link ended this transport (generation ${handle.origin.generation}), while its socket closed`)
+    this.reportUnexpected(handle, `${quoteServerText(event)} on ${quoteServerText(topic)} read after the link ended this transport (generation ${handle.origin.generation}), while its socket closed`)
   }
 
   /** @internal A frame over maxFrameBytes arrived on a transport the chart had ended: ws closed it with 1009, the frame unread. */

@@ -43,6 +43,32 @@ describe('hostile payloads', () => {
     expect((await control).signal.correlationId).toBe('deep')
   })
 
+  it("server text an ignored report quotes (an event name, a topic) is JSON-quoted and cut to 80 characters: a 1 MB name makes no 1 MB log line, a line break forges none", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const conn = sim.live('agent-1')[0]!
+    const control = controlTopic('agent-1')
+    const ref = conn.channels.get(control)!.joinRef
+    const details: string[] = []
+    link.on('ignored', (e) => void details.push(e.detail))
+    const huge = 'e'.repeat(1_000_000)
+    conn.sendRaw(JSON.stringify([ref, null, control, `unknown ${huge}`, {}]))
+    conn.sendRaw(JSON.stringify([null, null, `topic:${huge}`, 'news', {}]))
+    conn.sendRaw(JSON.stringify([null, null, 'elsewhere:1', 'x\n[error] FORGED LOG LINE', {}]))
+    conn.sendRaw(JSON.stringify([ref, null, control, `phx_${huge}`, {}]))
+    await vi.waitFor(() => expect(details).toHaveLength(4), { timeout: 3000 })
+    expect(details[0]).toBe('unknown event "unknown "... (1000008 characters) on the control channel')
+    expect(details[1]).toBe('"news" for topic ""... (1000006 characters), which this link has not joined on this transport')
+    expect(details[2]).toBe('"x\\n[error] FORGED LOG LINE" for topic "elsewhere:1", which this link has not joined on this transport')
+    expect(details[3]).toMatch(/^""\.\.\. \(1000004 characters\) on agent_control:agent-1: an event name phoenix reserves/)
+    // The log lines of the reports hold no raw line break and nothing of the megabyte.
+    const lines = world().captured.get(link)!.lines.filter((l) => /ignored/.test(l.message) || JSON.stringify(l.fields).includes('characters'))
+    expect(lines.length).toBeGreaterThanOrEqual(4)
+    for (const line of lines) expect(JSON.stringify(line).length).toBeLessThan(1000)
+    expect(link.state).toBe('connected')
+  })
+
   it('a supersede with a null payload is still terminal', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

@@ -175,7 +175,7 @@ describe('leave() in any state leaves the server without the topic', () => {
     // After its tail, a phx_close for that join is no longer expected: reported, not swallowed.
     const reported = next(link, 'ignored', { filter: (e) => e.detail.includes('room:task') })
     sim.sendRaw({ agent: 'agent-1' }, JSON.stringify([joinRef, joinRef, 'room:task', 'phx_close', {}]))
-    expect((await reported).detail).toMatch(/phx_close for topic "room:task", which this link has not joined/)
+    expect((await reported).detail).toMatch(/"phx_close" for topic "room:task", which this link has not joined/)
     // The tail itself was not reported.
     expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored' && e.detail.includes('room:task'))).toHaveLength(1)
   })

@@ -48,7 +48,7 @@ describe('rule: stale generations are ignored', () => {
     // A supersede under a join_ref the control channel never had is not the platform's: reported, not terminal.
     const foreign = next(link, 'ignored')
     expect(sim.sendRaw({ agent: 'agent-1' }, JSON.stringify(['999', null, 'agent_control:agent-1', 'supersede', {}]))).toBe(1)
-    expect((await foreign).detail).toBe('supersede on "agent_control:agent-1" read after the link ended this transport (generation 1), while its socket closed')
+    expect((await foreign).detail).toBe('"supersede" on "agent_control:agent-1" read after the link ended this transport (generation 1), while its socket closed')
     // A frame over maxFrameBytes: ws closes the socket with 1009 unread, and says so.
     const oversize = next(link, 'ignored')
     expect(sim.sendRaw({ agent: 'agent-1' }, JSON.stringify([null, null, 'agent_control:agent-1', 'supersede', { pad: 'x'.repeat(5000) }]))).toBe(1)
@@ -114,7 +114,7 @@ describe('rule: stale generations are ignored', () => {
     await room.leave()
     const ignored = next(link, 'ignored')
     sim.push({ agent: 'agent-1' }, 'room:1', 'phx_close', {}, { joinRef: `${joinRef}9` })
-    expect((await ignored).detail).toMatch(/phx_close for topic "room:1", which this link has not joined on this transport/)
+    expect((await ignored).detail).toMatch(/"phx_close" for topic "room:1", which this link has not joined on this transport/)
     // A push on the left topic under the very join_ref left is no tail of the leave (only its reply and phx_close are): reported.
     const pushed = next(link, 'ignored')
     sim.push({ agent: 'agent-1' }, 'room:1', 'new_msg', { late: true }, { joinRef })
