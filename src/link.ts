@@ -110,7 +110,9 @@ export interface LinkOptions {
    * the epoch), only for the `at` stamps of reasons; `monotonic`: ms on a clock that never steps,
    * for every elapsed time the link decides on or reports (the own-conflict window,
    * `reconnected.downtimeMs`); `random`: [0, 1) for jitter (a draw outside it is read as a throw:
-   * the reconnect chart's crash, terminated with reason `other`).
+   * the reconnect chart's crash, terminated with reason `other`). A `now` or `monotonic` reading
+   * that is not a finite number (NaN, a string) is logged once and replaced by the process's own
+   * clock (`Date.now()`, `performance.now()`).
    * @default { now: Date.now, monotonic: performance.now, random: Math.random }
    */
   env?: Partial<Env>
@@ -118,7 +120,9 @@ export interface LinkOptions {
    * The scheduler of the charts' delays (backoff, rapid and stable windows, connect/join/leave
    * timeouts): an XState `Clock` such as `new SimulatedClock()`, so a test advances chart time by
    * hand while the sockets stay real. phoenix.js's own timers (heartbeat, push replies) are not
-   * affected. @default real timers
+   * affected. A `now()` that reads no finite number is read as a throw where a delay is
+   * scheduled (that chart's crash, state terminated, reason `other` naming it), not as a due time
+   * every delay has passed. @default real timers
    */
   clock?: Clock
 }
@@ -148,6 +152,29 @@ const DEFAULT_ENV: Env = Object.freeze({
   monotonic: () => performance.now(),
   random: () => Math.random(),
 })
+
+/** `read`, each reading checked to be a finite number of milliseconds: one that is not throws a RangeError naming `name`. */
+function finiteReading(name: string, read: () => number): () => number {
+  return () => {
+    const t: unknown = read()
+    if (typeof t !== 'number' || !Number.isFinite(t)) throw new RangeError(`${name}() must return a finite number of milliseconds, got ${typeof t === 'number' ? String(t) : typeof t}`)
+    return t
+  }
+}
+
+/**
+ * The host's `clock`, each `now()` reading checked to be a finite number of milliseconds: one
+ * that is not (NaN, an infinity, not a number at all) throws a RangeError naming it, where a
+ * throwing `now` would throw (scheduling a chart's delay: that chart's crash, state terminated,
+ * reason `other`), instead of a due time of NaN, which every delay reads as passed.
+ */
+function finiteClock(clock: Clock): Clock {
+  return {
+    setTimeout: (fn, timeout) => clock.setTimeout(fn, timeout),
+    clearTimeout: (id) => clock.clearTimeout(id),
+    now: finiteReading('clock.now', () => clock.now()),
+  }
+}
 
 /**
  * The host's `env.random`, each draw checked to lie in [0, 1): one outside it (NaN, a negative or
@@ -498,8 +525,8 @@ export class Link {
       env === undefined
         ? DEFAULT_ENV
         : {
-            now: env.now ?? DEFAULT_ENV.now,
-            monotonic: env.monotonic ?? DEFAULT_ENV.monotonic,
+            now: env.now === undefined ? DEFAULT_ENV.now : this.finiteOrOwn('now', env.now),
+            monotonic: env.monotonic === undefined ? DEFAULT_ENV.monotonic : this.finiteOrOwn('monotonic', env.monotonic),
             random: env.random === undefined ? DEFAULT_ENV.random : inUnitRange(env.random),
           }
     this.log = redacting(options.logger, () => this.#keys)
@@ -526,7 +553,7 @@ export class Link {
     const observe = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect)
     this.charts = new LinkCharts({
       io: this.#adapter,
-      clock: options.clock ?? REAL_CLOCK,
+      clock: options.clock === undefined ? REAL_CLOCK : finiteClock(options.clock),
       env: this.env,
       policy: this.policy,
       onConflict: options.onConflict,
@@ -1208,12 +1235,33 @@ export class Link {
     try {
       return this.env[name]()
     } catch (error) {
-      if (!(this.#envFaults ??= new Set()).has(name)) {
-        this.#envFaults.add(name)
-        this.log.error(`env.${name} threw; phoenix-link reads its own clock instead where it only stamps or measures`, { error: thrownText(error) })
-      }
+      this.envFault(name, `env.${name} threw; phoenix-link reads its own clock instead where it only stamps or measures`, thrownText(error))
       return name === 'now' ? Date.now() : performance.now()
     }
+  }
+
+  /**
+   * The host's `env.now` or `env.monotonic` (`name`) as the link and its charts read it: a reading
+   * that is not a finite number (NaN, an infinity, a string, undefined) is logged once per clock
+   * and replaced by the process's own (`Date.now()`, `performance.now()`), so a reason's `at` is
+   * always a number, as its schema says, and a broken wall clock, which only stamps, never ends a
+   * session. A throw passes through (outside the charts {@link readClock} catches it; inside a
+   * chart's transition it is that chart's crash).
+   */
+  private finiteOrOwn(name: 'now' | 'monotonic', read: () => number): () => number {
+    return () => {
+      const t: unknown = read()
+      if (typeof t === 'number' && Number.isFinite(t)) return t
+      this.envFault(name, `env.${name} returned ${typeof t === 'number' ? String(t) : typeof t}, not a finite number of milliseconds; phoenix-link reads its own clock instead`, null)
+      return name === 'now' ? Date.now() : performance.now()
+    }
+  }
+
+  /** Logs a fault of the host's `env.<name>` once per clock. */
+  private envFault(name: 'now' | 'monotonic', message: string, error: string | null): void {
+    if ((this.#envFaults ??= new Set()).has(name)) return
+    this.#envFaults.add(name)
+    this.log.error(message, error === null ? {} : { error })
   }
 
   /**

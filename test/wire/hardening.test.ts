@@ -7,6 +7,7 @@ import { request } from 'node:http'
 import { inspect } from 'node:util'
 import { runInNewContext } from 'node:vm'
 import { describe, expect, it, vi } from 'vitest'
+import { DisconnectReason } from '../../src/reasons.js'
 import { CONTROL_EVENT, PROTOCOL_VSN, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
 import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
@@ -342,6 +343,39 @@ describe('a chart crash', () => {
     expect(await ended).toMatchObject({ outcome: 'terminated', nextDelayMs: null, reason: { kind: 'other', detail: 'internal error: env.random() must return a number in [0, 1), got NaN' } })
     expect(link.state).toBe('terminated')
     expect(sim.upgrades).toHaveLength(1)
+  })
+
+  it('a clock whose now() reads NaN is read as a throw: the connection chart crashes naming it before any upgrade, instead of every delay firing at once', async () => {
+    const sim = await world().sim()
+    const clock = { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout), now: () => Number.NaN }
+    const link = world().link(sim, { clock })
+    const r = await settle(link.connect())
+    expect(r).toMatchObject({ ok: false, error: { code: 'INTERNAL' } })
+    expect(link.lastDisconnectReason).toMatchObject({ kind: 'other', detail: 'internal error: clock.now() must return a finite number of milliseconds, got NaN' })
+    expect(link.state).toBe('terminated')
+    expect(sim.upgrades).toHaveLength(0)
+  })
+
+  it("a wall clock that reads no number (a string, NaN, undefined) is logged once and replaced: the link lives on, and every reason's at is a number", async () => {
+    for (const bad of ['yesterday', Number.NaN, undefined]) {
+      const sim = await world().sim()
+      const lines: string[] = []
+      const logged = (...args: unknown[]) => void lines.push(args.find((a): a is string => typeof a === 'string') ?? '')
+      const logger = { debug: () => {}, info: () => {}, warn: () => {}, error: logged }
+      const link = world().link(sim, { env: { now: () => bad as unknown as number }, logger })
+      await link.connect()
+      const lost = next(link, 'disconnected')
+      sim.close({ agent: 'agent-1' }, 1011)
+      // The loss is stamped inside the connection chart: no crash, the process's own wall clock.
+      const event = await lost
+      expect(event.reason).toMatchObject({ kind: 'closed', closeCode: 1011, at: expect.any(Number) })
+      expect(DisconnectReason.safeParse(event.reason).success).toBe(true)
+      await untilState(link, 'connected')
+      await link.disconnect()
+      expect(link.lastDisconnectReason).toMatchObject({ kind: 'graceful', at: expect.any(Number) })
+      const got = typeof bad === 'number' ? String(bad) : typeof bad
+      expect(lines.filter((l) => l.startsWith('env.now'))).toEqual([`env.now returned ${got}, not a finite number of milliseconds; phoenix-link reads its own clock instead`])
+    }
   })
 
   it('a crash with no run in flight sends the run supervisor no abort report (nothing-to-abort), as a stop does not', async () => {
