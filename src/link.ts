@@ -23,7 +23,7 @@ import { redact, redacting, type LinkLog, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { RunSupervisor, runProblem, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
-import { HEARTBEAT_TOPIC, hasLoneSurrogate, LONE_SURROGATE_MESSAGE, notPlainObject, ON_CONFLICT_PARAM, type ControlSignal, type Payload } from './protocol.js'
+import { HEARTBEAT_TOPIC, hasLoneSurrogate, LONE_SURROGATE_MESSAGE, notPlainObject, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 import { traceSpans, type TracerLike } from './tracing.js'
 
@@ -1274,7 +1274,7 @@ export class Link {
 
   /**
    * The credentials of one connection attempt: the key and params (each a value or the host's
-   * function, sync or async), the on_conflict param added; each key seen is remembered so it is
+   * function, sync or async) and the host's onConflict; each key seen is remembered so it is
    * redacted from output. Throws or rejects with the host function's error.
    */
   private credentials(options: LinkOptions, attempt: AttemptInfo): Credentials | Promise<Credentials> {
@@ -1290,8 +1290,9 @@ export class Link {
     const combine = (apiKey: string, extra: Record<string, string>): Credentials => {
       this.rememberKey(apiKey)
       // Anything but an object is passed on as it is, for the adapter to refuse with a typed reason.
-      if (extra === null || typeof extra !== 'object' || Array.isArray(extra)) return { apiKey, params: extra }
-      return { apiKey, params: { ...extra, ...(options.onConflict ? { [ON_CONFLICT_PARAM]: options.onConflict } : {}) } }
+      // The params as the host gave them: the adapter refuses what it cannot send (not an object of
+      // strings, a param the link sets itself) with a typed reason, and adds on_conflict.
+      return options.onConflict ? { apiKey, params: extra, onConflict: options.onConflict } : { apiKey, params: extra }
     }
     if (!isPromise(key) && !isPromise(params)) return combine(key, params)
     return Promise.all([key, params]).then(([k, p]) => combine(k, p))

@@ -6,7 +6,7 @@ import * as z from 'zod/mini'
 import { ConfigurationError } from './errors/configuration-error.js'
 import { describeIssue } from './zod-issues.js'
 import { thrownText } from '../machines/types.js'
-import { isWellFormedText, LONE_SURROGATE_CANNOT_GO_IN } from './protocol.js'
+import { isWellFormedText, linkParamIn, LONE_SURROGATE_CANNOT_GO_IN } from './protocol.js'
 
 const wellFormed = (what: string, carrier = 'a URL') => z.refine<string>(isWellFormedText, `${what} cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} ${carrier}`)
 
@@ -49,7 +49,8 @@ export const LinkOptionsSchema = z.strictObject({
  * the host's object does later (a getter that changes, a field reassigned).
  *
  * @throws {ConfigurationError} naming the first option that is missing, unknown or of the wrong
- *   type, or whose read threw (a getter, a Proxy).
+ *   type, or whose read threw (a getter, a Proxy); for `params` that set a param the link sets
+ *   itself (protocol.ts LINK_PARAMS: agent_id, api_key, on_conflict, vsn).
  */
 export function checkOptions<T>(options: T): T {
   const read = readOnce(options)
@@ -60,7 +61,12 @@ export function checkOptions<T>(options: T): T {
     // A nested option read by the check (env, clock, tracer, policy: a getter, a Proxy) threw.
     throw new ConfigurationError(`reading the options threw: ${thrownText(error)}`, { cause: error })
   }
-  if (parsed.success) return read
+  if (parsed.success) {
+    const { params } = parsed.data
+    const taken = params !== undefined && typeof params === 'object' ? linkParamIn(params) : null
+    if (taken !== null) throw new ConfigurationError(taken)
+    return read
+  }
   const issue = parsed.error.issues[0]!
   const where = issue.path.length > 0 ? issue.path.join('.') : 'options'
   const message =

@@ -50,6 +50,24 @@ export const API_KEY_HEADER = 'x-api-key'
 export const ON_CONFLICT_PARAM = 'on_conflict'
 
 /**
+ * Socket params the link sets itself: `agent_id` (agentId), `api_key` (apiKey; on Phoenix the
+ * param wins over the `x-api-key` header, so a host's own would override a rotated key, and it
+ * would not be redacted), `on_conflict` (onConflict, and the conflict probes a supersede of
+ * unknown cause asks for), `vsn` (phoenix.js socket.js endPointURL, `2.0.0`).
+ */
+export const LINK_PARAMS: readonly string[] = Object.freeze([AGENT_ID_PARAM, API_KEY_PARAM, ON_CONFLICT_PARAM, 'vsn'])
+
+/**
+ * Why host `params` cannot be sent, when they name a param the link sets itself ({@link LINK_PARAMS}); null when they can.
+ */
+export function linkParamIn(params: Record<string, unknown>): string | null {
+  const taken = LINK_PARAMS.find((name) => Object.hasOwn(params, name))
+  return taken === undefined
+    ? null
+    : `params must not set ${JSON.stringify(taken)}: the link sets agent_id, api_key, on_conflict and vsn itself (use the agentId, apiKey and onConflict options)`
+}
+
+/**
  * The mandatory control channel topic of an agent: `agent_control:<agent_id>`.
  *
  * @example controlTopic('agent-7') // 'agent_control:agent-7'

@@ -15,6 +15,7 @@ import { thrownText, type Origin, type TransportOpen } from '../../machines/type
 import {
   AGENT_ID_PARAM,
   ON_CONFLICT_PARAM,
+  linkParamIn,
   API_KEY_HEADER,
   API_KEY_PARAM,
   CHANNEL_EVENTS,
@@ -665,7 +666,7 @@ export class PhoenixAdapter {
     if (notPlain !== null) return `params must be a plain object of string values, got ${notPlain}`
     const broken = Object.entries(c.params).find(([k, v]) => !isWellFormedText(k) || !isWellFormedText(v))
     if (broken) return `params ${isWellFormedText(broken[0]) ? `value of ${JSON.stringify(broken[0])}` : 'key'} cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} a URL`
-    return null
+    return linkParamIn(c.params)
   }
 
   /** The connection chart's `joinControl`: joins the control topic on the transport of `origin.generation` (its params are fixed). */
@@ -962,6 +963,7 @@ export class PhoenixAdapter {
     const tag = { generation: origin.generation, epoch: origin.epoch }
     const headers: Record<string, string> = {}
     const params: Record<string, string> = { ...credentials.params, [AGENT_ID_PARAM]: this.config.agentId }
+    if (credentials.onConflict) params[ON_CONFLICT_PARAM] = credentials.onConflict
     // A conflict probe (the connection chart's ambiguousSupersede): the platform answers 409 rather than evict another instance.
     if (handle.conflictProbe) params[ON_CONFLICT_PARAM] = 'reject'
     if (this.config.apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS) headers[API_KEY_HEADER] = credentials.apiKey

@@ -4,7 +4,10 @@ import type { DisconnectReason } from '../reasons.js'
 /** What one connection attempt sends: the API key and the extra socket params. */
 export interface Credentials {
   apiKey: string
+  /** The host's own socket params: none of those the link sets itself (protocol.ts LINK_PARAMS). */
   params: Record<string, string>
+  /** The `on_conflict` param the host asked for (LinkOptions.onConflict); a conflict probe asks `reject` whatever it is. */
+  onConflict?: 'supersede' | 'reject'
 }
 
 /** Rejection of an app channel push. */

@@ -4,7 +4,9 @@
  */
 import { createServer, type Server, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
+import { ConfigurationError } from '../../src/errors/configuration-error.js'
 import { transportClass, type RefusedUpgrade, type TransportHooks } from '../../src/adapter/ws-transport.js'
 import type { LinkPolicyInput } from '../../src/policy.js'
 import { PROTOCOL_VSN } from '../../src/protocol.js'
@@ -307,11 +309,44 @@ describe('rule: upgrade rejection is terminal', () => {
 
   it('the key sent both ways: the api_key param wins over the x-api-key header, as on Phoenix (a good header with a stale param is refused 403; a stale header with a good param connects)', async () => {
     const sim = await world().sim()
-    const stale = world().link(sim, { params: { api_key: 'old-key' } })
-    expect(((await settle(stale.connect())) as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', status: 403 })
-    const rescued = world().link(sim, { apiKey: 'old-key', params: { api_key: 'key-1' } })
-    await rescued.connect()
+    const query = { vsn: PROTOCOL_VSN, agent_id: 'agent-1' }
+    const stale = await rawUpgrade(sim.port, { ...query, api_key: 'old-key' }, { headers: { 'x-api-key': 'key-1' } })
+    expect(stale.statusLine).toBe('HTTP/1.1 403 Forbidden')
+    const rescued = new WebSocket(`${sim.url}/websocket?${new URLSearchParams({ ...query, api_key: 'key-1' })}`, { headers: { 'x-api-key': 'old-key' } })
+    await new Promise<void>((resolve, reject) => {
+      rescued.once('open', () => resolve())
+      rescued.once('error', reject)
+    })
+    rescued.close()
+    await new Promise<void>((resolve) => rescued.once('close', () => resolve()))
     expect(sim.upgrades.map((u) => u.status)).toEqual([403, 101])
+  })
+
+  it('params that set a param the link sets itself (agent_id, api_key, on_conflict, vsn) are refused: at createLink(), or, from a params function, as a typed reason of that attempt; nothing is sent', async () => {
+    const sim = await world().sim()
+    for (const name of ['agent_id', 'api_key', 'on_conflict', 'vsn']) {
+      expect(() => world().link(sim, { params: { [name]: 'x' } })).toThrow(
+        new ConfigurationError(`params must not set "${name}": the link sets agent_id, api_key, on_conflict and vsn itself (use the agentId, apiKey and onConflict options)`),
+      )
+    }
+    const link = world().link(sim, { params: () => ({ team: 'a', api_key: 'stale' }) })
+    const lost = next(link, 'disconnected')
+    void link.connect().catch(() => {})
+    expect((await lost).reason).toMatchObject({
+      kind: 'other',
+      retryable: true,
+      detail: 'the apiKey/params of this connection attempt: params must not set "api_key": the link sets agent_id, api_key, on_conflict and vsn itself (use the agentId, apiKey and onConflict options)',
+    })
+    await link.disconnect()
+    expect(sim.upgrades).toEqual([])
+  })
+
+  it("the host's onConflict is the on_conflict param the server sees, and other params reach it as given", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { onConflict: 'reject', params: { team: 'a' } })
+    await link.connect()
+    expect(sim.upgrades.map((u) => u.onConflict)).toEqual(['reject'])
+    expect(sim.accepted('agent-1')[0]!.params).toMatchObject({ team: 'a', on_conflict: 'reject', agent_id: 'agent-1', vsn: PROTOCOL_VSN })
   })
 
   for (const [status, cause] of [
