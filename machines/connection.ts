@@ -131,7 +131,7 @@ export type ConnectionEvent =
 /** Events the chart emits for the link to publish (actor.on). */
 export type ConnectionEmitted =
   | { type: 'link.connected'; generation: number; epoch: number; reconnect: boolean }
-  | { type: 'link.disconnected'; reason: ReasonLike; nextDelayMs: number | null; attempt: number | null }
+  | { type: 'link.disconnected'; reason: ReasonLike; nextDelayMs: number | null; attempt: number | null; conflictProbe: boolean }
   | { type: 'link.channel'; topic: string; status: ChannelStatusReport['status']; reason: ReasonLike | null }
   | { type: 'link.ignored'; event: string; detail: string }
   | { type: 'link.controlDuplicate'; signal: SignalLike; sequence: number }
@@ -327,11 +327,12 @@ function dismissDoubt(
       (context.probing
         ? 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
         : 'the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket')
-    const what =
-      ambiguous.reason.cause === UNSEEN_SUPERSEDE_CAUSE
-        ? `a supersede the platform could not have pushed (the server closed the socket of generation ${ambiguous.reason.generation} before its control channel joined, or just after)`
-        : `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown`
-    enqueue.emit({ type: 'link.ignored', event: 'control.supersede', detail: `${what}: ${why}` })
+    // An unseen doubt was raised by a close, not by a supersede read: its report names the close.
+    const unseen = ambiguous.reason.cause === UNSEEN_SUPERSEDE_CAUSE
+    const what = unseen
+      ? `a close that may have hidden a supersede the platform could not push (the server closed the socket of generation ${ambiguous.reason.generation} before its control channel joined, or within unseenSupersedeWindowMs of the join)`
+      : `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown`
+    enqueue.emit({ type: 'link.ignored', event: unseen ? 'socket.close' : 'control.supersede', detail: `${what}: ${why}` })
   }
   if (held !== null || ambiguous !== null) enqueue.assign({ heldSupersede: null, ambiguousSupersede: null })
 }
@@ -810,12 +811,16 @@ export const connectionMachine = setup({
       // After recordRetry, on the same event.
       nextDelayMs: context.retry!.delayMs,
       attempt: context.retry!.attempt,
+      // After recordUnseenSupersede and the supersede handlers, on the loss: the next upgrade is a conflict probe.
+      conflictProbe: context.ambiguousSupersede !== null,
     })),
     announceEnded: emit(({ context }) => ({
       type: 'link.disconnected' as const,
       reason: context.lastReason!,
       nextDelayMs: null,
       attempt: null,
+      // After carrySupersedeDoubt: the next connect()'s upgrades are conflict probes.
+      conflictProbe: context.ambiguousSupersede !== null,
     })),
     announceChannel: emit(({ event }) => {
       const e = event as ChannelStatusReport

@@ -205,6 +205,13 @@ export interface LinkEvents {
    * A transport or the session ended. `outcome` says what follows: `reconnect` after
    * `nextDelayMs`, `stopped` (the host's disconnect()), or `terminated` (a terminal reason:
    * superseded, rejected, suppressed). `terminal` is `outcome === 'terminated'`: alert on it.
+   * `conflictProbe`: the next upgrade (of this session, or of the next `connect()` after a stop)
+   * asks the platform `on_conflict=reject`, because another instance may hold the key: a supersede
+   * whose cause is unknown is not decided yet, or this close may hide one (the server closed the
+   * socket before its control channel joined, or within `connection.unseenSupersedeWindowMs` of
+   * the join: the platform pushes `supersede` only through a joined control channel). Accepted,
+   * the link goes on and reports the doubt settled (`ignored`); refused 409, the session ends
+   * `superseded`. See the README's "Supersede is terminal".
    */
   disconnected: {
     reason: DisconnectReason
@@ -212,6 +219,7 @@ export interface LinkEvents {
     nextDelayMs: number | null
     attempt: number | null
     terminal: boolean
+    conflictProbe: boolean
   }
   /** A control signal is being handed to the handler (`sequence` counts arrivals; `epoch` is its session). */
   control: { signal: ControlSignal; sequence: number; epoch: number }
@@ -1062,7 +1070,7 @@ export class Link {
     // Terminal like any other terminal reason: the runs of link.runSignal() in flight are aborted.
     this.abortRuns(this.crashReason)
     for (const watcher of [...(this.watchers ?? [])]) watcher({ state: 'terminated', generation: -1, epoch: -1 })
-    this.emitter.emit('disconnected', { reason: this.crashReason, outcome: 'terminated', nextDelayMs: null, attempt: null, terminal: true })
+    this.emitter.emit('disconnected', { reason: this.crashReason, outcome: 'terminated', nextDelayMs: null, attempt: null, terminal: true, conflictProbe: false })
     this.emitter.emit('state', { state: 'terminated', previous })
   }
 
@@ -1151,6 +1159,7 @@ export class Link {
         if (this.lostAt === null) this.lostAt = this.monotonic()
         // The reason's own identifying fields as structured fields, for a log query or an alert (never `raw`, `detail` or `message`: text a server chose).
         const fields: Record<string, unknown> = { kind: reason.kind, retryable: reason.retryable, outcome, generation: reason.generation, attempt: event.attempt, nextDelayMs: event.nextDelayMs }
+        if (event.conflictProbe) fields.conflictProbe = true
         for (const key of REASON_LOG_FIELDS) {
           const value = (reason as Record<string, unknown>)[key]
           if (value !== undefined && value !== null) fields[key] = value
@@ -1163,6 +1172,7 @@ export class Link {
           nextDelayMs: event.nextDelayMs,
           attempt: event.attempt,
           terminal: outcome === 'terminated',
+          conflictProbe: event.conflictProbe,
         })
         return
       }

@@ -23,6 +23,7 @@ import {
   supersedeIgnored,
   PROBE_ACCEPTED,
   upgradeEvent,
+  unseenSettled,
   upgradeOut,
   waiting,
   type ConnSnapshot,
@@ -451,7 +452,7 @@ describe('rule: supersede is terminal', () => {
       expect(r.s.context.heldSupersede, how).toBeNull()
       expect(r.io, how).not.toContainEqual(expect.objectContaining({ type: 'tellReconnect' }))
       expect(r.io, how).toContainEqual({ type: 'endTransport', params: { generation: 2, epoch: 1 } })
-      expect(r.emitted, how).toContainEqual({ type: 'link.disconnected', reason: r.s.context.lastReason, nextDelayMs: null, attempt: null })
+      expect(r.emitted, how).toContainEqual({ type: 'link.disconnected', reason: r.s.context.lastReason, nextDelayMs: null, attempt: null, conflictProbe: false })
     }
     // A refusal of a stale transport's upgrade decides nothing.
     expect(state(run(held, { ...upgradeEvent(held, 429, '1'), generation: 1 } as ConnectionEvent))).toBe('connecting')
@@ -742,6 +743,16 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     expect(run(rejoined, closeEvent(rejoined, 1011)).context.ambiguousSupersede).toBeNull()
   })
 
+  it('the loss that raises the doubt is announced with conflictProbe: the host sees why the next upgrade asks on_conflict=reject; one past the window is not', () => {
+    const clock = clocked()
+    const joined = connected(clock.start())
+    const announced = (s: ConnSnapshot) =>
+      step(run(s, closeEvent(s, 1011)), { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 }).emitted.filter((e) => (e as { type: string }).type === 'link.disconnected')
+    expect(announced(joined)).toEqual([expect.objectContaining({ nextDelayMs: 100, attempt: 1, conflictProbe: true })])
+    clock.advance(DEFAULT_CONNECTION_POLICY.unseenSupersedeWindowMs)
+    expect(announced(joined)).toEqual([expect.objectContaining({ nextDelayMs: 100, attempt: 1, conflictProbe: false })])
+  })
+
   it('unseenSupersedeWindowMs 0: only a close before the join is probed', () => {
     const s = connected(initialTransition(connectionMachine, { env, policy: { ...DEFAULT_CONNECTION_POLICY, unseenSupersedeWindowMs: 0 } })[0])
     expect(run(s, closeEvent(s, 1011)).context.ambiguousSupersede).toBeNull()
@@ -762,7 +773,7 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     const probing = backoffDue(run(s, closeEvent(s, 1011))).s
     const accepted = step(probing, { type: 'socket.open', generation: 2, epoch: 1 })
     expect(accepted.s.context.ambiguousSupersede).toBeNull()
-    expect(accepted.emitted).toContainEqual(supersedeIgnored(`a supersede the platform could not have pushed (the server closed the socket of generation 1 before its control channel joined, or just after): ${PROBE_ACCEPTED}`))
+    expect(accepted.emitted).toContainEqual(unseenSettled(1))
   })
 
   it('a probe refused 409 within conflictRetryWindowMs is retried (our own socket may still be held); past it the session ends superseded, cause unseen: the newer instance is never evicted', () => {
@@ -788,11 +799,13 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     expect(state(stopped.s)).toBe('stopped')
     expect(stopped.s.context.ambiguousSupersede).toBe(lost.context.ambiguousSupersede)
     expect(stopped.emitted.filter((e) => (e as { type: string }).type === 'link.ignored')).toEqual([])
+    // The stop says the next connect() probes.
+    expect(stopped.emitted).toContainEqual(expect.objectContaining({ type: 'link.disconnected', reason: expect.objectContaining({ kind: 'graceful' }), conflictProbe: true }))
     const again = step(stopped.s, { type: 'host.connect' })
     expect(again.io).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 2, conflictProbe: true } })
     const accepted = step(run(again.s, { type: 'socket.upgradeSent', generation: 2, epoch: 2 }), { type: 'socket.open', generation: 2, epoch: 2 })
     expect(accepted.s.context.ambiguousSupersede).toBeNull()
-    expect(accepted.emitted).toContainEqual(supersedeIgnored(`a supersede the platform could not have pushed (the server closed the socket of generation 1 before its control channel joined, or just after): ${PROBE_ACCEPTED}`))
+    expect(accepted.emitted).toContainEqual(unseenSettled(1))
   })
 
   it('the unseen reason names the loss it follows (its kind and close code), and nothing a payload would carry', () => {

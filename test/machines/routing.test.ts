@@ -209,7 +209,7 @@ describe("the link's chart wiring", () => {
     w.charts.send({ type: 'control.joinOk', generation: 1, epoch: 1 })
     w.charts.send({ type: 'socket.close', reason: loss, generation: 1, epoch: 1 })
     // DEFAULT_RECONNECT_POLICY: a 500 ms ceiling on the first attempt, drawn at 0.5.
-    expect(w.emitted.filter((e) => e.type === 'link.disconnected')).toEqual([{ type: 'link.disconnected', reason: loss, nextDelayMs: 250, attempt: 1 }])
+    expect(w.emitted.filter((e) => e.type === 'link.disconnected')).toEqual([{ type: 'link.disconnected', reason: loss, nextDelayMs: 250, attempt: 1, conflictProbe: false }])
     expect(w.io.map(([name]) => name)).toEqual(['openTransport', 'joinControl', 'endTransport'])
     w.clock.increment(249)
     expect(w.io).toHaveLength(3)

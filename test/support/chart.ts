@@ -92,3 +92,12 @@ export function supersedeIgnored(detail: string) {
 
 /** The end of a dismissed doubt's report when a conflict probe was accepted. */
 export const PROBE_ACCEPTED = 'the server accepted a connection made with on_conflict=reject, so no other instance holds the key'
+
+/** The report of an unseen doubt (raised by the close of the socket of `generation`) that an accepted probe settled: it names the close, as no supersede was read. */
+export function unseenSettled(generation: number) {
+  return {
+    type: 'link.ignored',
+    event: 'socket.close',
+    detail: `a close that may have hidden a supersede the platform could not push (the server closed the socket of generation ${generation} before its control channel joined, or within unseenSupersedeWindowMs of the join): ${PROBE_ACCEPTED}`,
+  }
+}

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import ts from 'typescript'
 import type { AnyStateMachine } from 'xstate'
+import { allPaths } from '../../src/node/model/paths.js'
 import { CHARTS, policyDocs, renderLifecycle, renderReasons, renderSimulatorHttp, renderSimulatorOpenApi, RULES, transitionRows } from '../../scripts/docs-lib.js'
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')
@@ -17,6 +18,13 @@ describe('generated docs', () => {
     expect(read('docs/reasons.md')).toBe(renderReasons())
     expect(read('docs/simulator-http.md')).toBe(renderSimulatorHttp())
     expect(read('docs/simulator-openapi.json')).toBe(renderSimulatorOpenApi())
+  })
+
+  it("the README's counts of generated paths are the generator's", () => {
+    const { connection, channel, reconnect } = allPaths('wire')
+    const readme = read('README.md')
+    expect(readme).toContain(`generated lifecycle paths (${connection.length} of them,`)
+    expect(readme).toContain(`edge: ${connection.length} + ${channel.length} + ${reconnect.length} paths`)
   })
 
   it('every policy field has a doc and a @default equal to its value', () => {

@@ -242,8 +242,11 @@ describe('rule: supersede is terminal', () => {
     const link = world().link(sim, { policy: { reconnect: { initialDelayMs: 50, maxDelayMs: 50 } } })
     const up = link.connect()
     await sim.waitFor(() => sim.heldJoins.length === 1, { what: 'the control join held' })
-    const ignored = next(link, 'ignored', { filter: (e) => e.detail.includes('could not have pushed') })
+    const ignored = next(link, 'ignored', { filter: (e) => e.event === 'socket.close' && e.detail.includes('may have hidden a supersede') })
+    const lost = next(link, 'disconnected')
     expect(sim.close({ agent: 'agent-1' }, 1011)).toBe(1)
+    // The decision is visible at the loss: the next upgrade is a conflict probe.
+    expect(await lost).toMatchObject({ outcome: 'reconnect', conflictProbe: true, reason: { kind: 'closed', closeCode: 1011 } })
     await up
     expect((await ignored).detail).toContain('the server accepted a connection made with on_conflict=reject')
     expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, 'reject']])

@@ -51,10 +51,12 @@ export function describeLinkEvent(event: LinkEvent): { type: string; fields: Rec
     case 'disconnected': {
       const reason = event.reason as DisconnectReason
       const wait = event.nextDelayMs === null ? '' : `; next attempt in ${event.nextDelayMs} ms`
+      // Why the next upgrade asks on_conflict=reject: another instance may hold the key.
+      const probe = event.conflictProbe ? '; the next upgrade asks on_conflict=reject: another instance may hold the key' : ''
       return {
         type: 'disconnected',
-        fields: { reason, outcome: event.outcome, nextDelayMs: event.nextDelayMs, attempt: event.attempt, terminal: event.terminal },
-        human: `disconnected: ${describeReason(reason)}${wait}`,
+        fields: { reason, outcome: event.outcome, nextDelayMs: event.nextDelayMs, attempt: event.attempt, terminal: event.terminal, conflictProbe: event.conflictProbe },
+        human: `disconnected: ${describeReason(reason)}${wait}${probe}`,
       }
     }
     case 'control':
