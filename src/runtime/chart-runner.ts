@@ -249,9 +249,27 @@ export abstract class ChartRuntime {
     }
     if (next.due === this.timerDue) return
     this.disarm()
+    const now = this.readClock(next.chart)
+    // The clock failed: that delay's chart crashed (its delays cancelled, and this ran again for the rest).
+    if (now === null) return
     this.timerDue = next.due
     // A timer runs a delay over 2^31-1 ms after 1 ms: one that long is armed in steps (fire() re-arms).
-    this.timer = this.clock.setTimeout(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, next.due - this.clock.now())))
+    this.timer = this.clock.setTimeout(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, next.due - now)))
+  }
+
+  /**
+   * The clock's reading where no transition runs (arming or firing a timer): when the host's clock
+   * throws (or, through the link's check, reads no finite number), `chart`, whose delay it was to
+   * time, crashes with that error, as it would had the read been in its transition, and null is
+   * returned. A throw here would escape a timer callback and end the host's process.
+   */
+  private readClock(chart: RunningChart): number | null {
+    try {
+      return this.clock.now()
+    } catch (error) {
+      chart.crash(error)
+      return null
+    }
   }
 
   private disarm(): void {
@@ -278,7 +296,8 @@ export abstract class ChartRuntime {
     try {
       const delays = this.delays
       if (delays === null) return
-      const now = this.clock.now()
+      const now = this.readClock(delays[0]!.chart)
+      if (now === null) return
       // Armed for a step of a delay longer than a timer takes: not due yet (finally re-arms).
       if (delays[0]!.due - now > 1) return
       let end = 1

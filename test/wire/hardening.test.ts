@@ -356,6 +356,20 @@ describe('a chart crash', () => {
     expect(sim.upgrades).toHaveLength(0)
   })
 
+  it('a clock that starts reading NaN mid-session, when a timer fires: the chart whose delay it timed crashes naming it; nothing escapes the timer', async () => {
+    const sim = await world().sim()
+    let bad = false
+    const clock = { setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout), now: () => (bad ? Number.NaN : performance.now()) }
+    // A short channel stable window: the delay pending once connected, whose timer fires after the clock went bad.
+    const link = world().link(sim, { clock, policy: { channel: { rejoinStableAfterMs: 100 } } })
+    await link.connect()
+    const ended = next(link, 'disconnected')
+    bad = true
+    expect(await ended).toMatchObject({ outcome: 'terminated', reason: { kind: 'other', detail: 'internal error: clock.now() must return a finite number of milliseconds, got NaN' } })
+    expect(link.state).toBe('terminated')
+    bad = false
+  })
+
   it("a wall clock that reads no number (a string, NaN, undefined) is logged once and replaced: the link lives on, and every reason's at is a number", async () => {
     for (const bad of ['yesterday', Number.NaN, undefined]) {
       const sim = await world().sim()

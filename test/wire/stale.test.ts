@@ -118,7 +118,7 @@ describe('rule: stale generations are ignored', () => {
     // A push on the left topic under the very join_ref left is no tail of the leave (only its reply and phx_close are): reported.
     const pushed = next(link, 'ignored')
     sim.push({ agent: 'agent-1' }, 'room:1', 'new_msg', { late: true }, { joinRef })
-    expect((await pushed).detail).toMatch(/new_msg for topic "room:1", which this link has not joined on this transport/)
+    expect((await pushed).detail).toMatch(/"new_msg" for topic "room:1", which this link has not joined on this transport/)
     // The server reads again: the leave's own tail (its reply and phx_close, the join left) is expected, and nothing else is reported.
     const reported: string[] = []
     link.on('ignored', (e) => reported.push(e.detail))
