@@ -596,8 +596,15 @@ function safeJson(value: unknown): string {
 /** Characters of server text a reason keeps (a refusal body, a payload's JSON). */
 export const REASON_TEXT_LIMIT = 200
 
-/** Characters that make up one token of text (an id, a key, a base64 or percent-encoded value). */
-const TOKEN_CHAR = /[A-Za-z0-9\-_.~+/=%:]/
+/**
+ * Characters that may make up one token of text (an id, a key, a base64 or percent-encoded
+ * value): visible ASCII, `!` to `~`, other than a delimiter. Any of them, not only letters, digits
+ * and `- _ . ~ + / = % :`: a generated key may hold `!`, `@`, `#`, `$` or `&`, and a cut that kept
+ * the part before such a character kept part of the key (changed 2026-12-06, found by a review).
+ */
+function isTokenChar(c: string): boolean {
+  return c >= '!' && c <= '~' && !DELIMITER.test(c)
+}
 
 /** Characters that end a word of server text (whitespace, quotes, brackets, separators): a key or token holds none of them. */
 const DELIMITER = /[\s"'`<>,;()[\]{}]/
@@ -605,8 +612,8 @@ const DELIMITER = /[\s"'`<>,;()[\]{}]/
 /**
  * `text` cut to at most `limit` characters, never inside a word: when the cut would split one, it
  * ends after the last whitespace, quote, bracket or separator before it, if that is within the
- * last half of what is kept, else before the run of token characters (letters, digits and
- * `- _ . ~ + / = % :`) the cut split. Server text a reason keeps may echo a secret (an API key, a
+ * last half of what is kept, else before the run of token characters (visible ASCII other than
+ * quotes, brackets and separators) the cut split. Server text a reason keeps may echo a secret (an API key, a
  * token), and a key cut short would no longer be recognised, and redacted, where the reason is
  * written out (a log line, an error message); redaction never rewrites the reason itself.
  */
@@ -644,6 +651,6 @@ export function wholeWordsOf(text: string, next?: string): string {
   }
   // None near (the text may be one long token): before the run of token characters the cut split.
   let end = text.length
-  while (end > 0 && TOKEN_CHAR.test(text[end - 1]!)) end--
+  while (end > 0 && isTokenChar(text[end - 1]!)) end--
   return text.slice(0, end)
 }

@@ -100,8 +100,8 @@ describe('redacting logger', () => {
 
   it('redacts a clipped key: a run of at least half of it from its start, as long as it matches, inside any text', () => {
     const key = 'AAAABBBBCCCCDDDDEEEEFFFF!x'
-    // clipText stops at the 200-character limit inside the key ('!' is outside the token set, so
-    // a cut before the token run alone would keep 'AAAA…FFFF!'): it goes back to the space before it.
+    // clipText stops at the 200-character limit inside the key: it goes back to the space before
+    // it, keeping none of the key (its '!' is part of the token).
     const body = `${'y'.repeat(175)} ${key} is not a valid key`
     expect(clipText(body, 200)).toBe(`${'y'.repeat(175)} `)
     expect(clipText(`${'y'.repeat(150)} sk_live_ABCDEFGHIJ!KLMNOPQRSTUVWXYZ0123456789abcdefghij tail`, 200)).toBe(`${'y'.repeat(150)} `)

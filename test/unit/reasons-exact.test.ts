@@ -304,7 +304,10 @@ describe('clipText', () => {
     expect(clipText('a "quoted" word', 13)).toBe('a "quoted" ')
     // The delimiter farther back than half of what is kept: before the split token run instead.
     expect(clipText('x abcdefghijklmnop', 12)).toBe('x ')
-    expect(clipText('abcdefgh!ijklmnop', 12)).toBe('abcdefgh!')
+    // A key holding a character outside letters and digits ('!') is a token too: none of it is kept.
+    expect(clipText('abcdefgh!ijklmnop', 12)).toBe('')
+    expect(clipText(`${'x'.repeat(60)}ABCDEFGHIJKLMNOP!qrstuvwxyz0123456789`, 80)).toBe('')
+    expect(clipText('Fehler: Schlüssel abgelehnt', 20)).toBe('Fehler: Schlüssel ')
     expect(wholeWordsOf('denied key sk_live_Zz9Yy8X')).toBe('denied key ')
     // Cut at an unknown point: a last word shorter than 8 characters stays (it tells little of a key).
     expect(wholeWordsOf('the key is not')).toBe('the key is not')
@@ -325,8 +328,9 @@ describe('clipText', () => {
     expect(wholeWordsOf('ab cdefghij')).toBe('ab ')
     // A delimiter exactly half-way back is near: the split word goes whole, its '!' too.
     expect(wholeWordsOf('abc d!ef', 'g')).toBe('abc ')
-    // One farther back is not: the cut goes back over the token run only.
-    expect(clipText('a b!cdefghijk', 12)).toBe('a b!')
+    // One farther back is not: the cut goes back over the token run only (visible ASCII, '!' too; not 'é').
+    expect(clipText('a b!cdefghijk', 12)).toBe('a ')
+    expect(clipText('a b\u00e9cdefghijk', 12)).toBe('a b\u00e9')
     // Half a character at either end of the high-surrogate range is dropped; a character above it is kept.
     expect(clipText(`a${'\ud800\udc00'.repeat(150)}`, 200)).toBe(`a${'\ud800\udc00'.repeat(99)}`)
     expect(clipText(`a${'\udbff\udc00'.repeat(150)}`, 200)).toBe(`a${'\udbff\udc00'.repeat(99)}`)
