@@ -211,7 +211,9 @@ export interface LinkEvents {
    * socket before its control channel joined, or within `connection.unseenSupersedeWindowMs` of
    * the join: the platform pushes `supersede` only through a joined control channel). Accepted,
    * the link goes on and reports the doubt settled (`ignored`); refused 409, the session ends
-   * `superseded`. See the README's "Supersede is terminal".
+   * `superseded`. It says what was decided at this loss: a supersede read later, during the
+   * backoff, on a socket already given up, can still make the next upgrade a probe, and is
+   * reported when the probe is answered. See the README's "Supersede is terminal".
    */
   disconnected: {
     reason: DisconnectReason
@@ -447,7 +449,7 @@ export class Link {
       // arrive as ArrayBuffer): anything else is reported, never handed to a handler typed Payload.
       if ((typeof payload !== 'object' || payload === null || Array.isArray(payload)) && !(payload instanceof ArrayBuffer)) {
         const kind = payload === null ? 'null' : Array.isArray(payload) ? 'an array' : `a ${typeof payload}`
-        this.link.emitter.emit('ignored', { event: 'channel.message', detail: `${JSON.stringify(event)} on ${topic} with a payload that is ${kind}, not an object: not delivered` })
+        this.link.emitter.emit('ignored', { event: 'channel.message', detail: `${quoteServerText(event)} on ${topic} with a payload that is ${kind}, not an object: not delivered` })
         return
       }
       this.link.channels.get(topic)?.deliver(event, payload, meta)
@@ -1196,7 +1198,7 @@ export class Link {
         this.log.info('control signal with a repeated correlation id not delivered again', { sequence: event.sequence })
         this.emitter.emit('ignored', {
           event: 'control.signal',
-          detail: `duplicate correlation_id ${String(event.signal.correlationId)}: delivered once already`,
+          detail: `duplicate correlation_id ${quoteServerText(String(event.signal.correlationId))}: delivered once already`,
         })
         return
       case 'link.controlDropped': {
@@ -1210,7 +1212,7 @@ export class Link {
         for (const queued of event.signals) {
           this.emitter.emit('ignored', {
             event: 'control.signal',
-            detail: `control signal #${queued.sequence} (correlation ${String(queued.signal.correlationId ?? 'none')}) dropped: ${why}`,
+            detail: `control signal #${queued.sequence} (correlation ${queued.signal.correlationId == null ? 'none' : quoteServerText(queued.signal.correlationId)}) dropped: ${why}`,
           })
         }
         return

@@ -170,7 +170,7 @@ class TransportHandle implements TransportHooks {
   heartbeatTimedOut = false
   /**
    * The first loss the adapter reported on this transport (its close, a heartbeat timeout, a
-   * supersede read on it); null while none. A push still waiting for its reply when the transport
+   * supersede read on it, the control channel's phx_close or refused join); null while none. A push still waiting for its reply when the transport
    * is released fails `TRANSPORT_LOST` with it, so the host reads why (a close 1009 says the push
    * was over the server's frame limit).
    */
@@ -881,6 +881,16 @@ export class PhoenixAdapter {
     this.config.sink(event as ConnectionEvent)
   }
 
+  /**
+   * Records `reason` as the loss of the transport of `generation` when none is recorded yet
+   * (TransportHandle.lost): the control channel's phx_close or a refused (re)join, which end the
+   * transport, are what its pushes in flight fail with.
+   */
+  private noteLost(generation: number, reason: DisconnectReason): void {
+    const handle = this.handles.get(generation)
+    if (handle) handle.lost ??= reason
+  }
+
   /** @internal A transport closed: it leaves the adapter (its highest ref is kept, so refs never repeat). */
   forget(handle: TransportHandle): void {
     if (handle.socket) this.endedRef = Math.max(this.endedRef, handle.socket.ref)
@@ -1246,7 +1256,9 @@ export class PhoenixAdapter {
         attachment.joined = true
         this.emit({ type: 'control.joinOk', generation, epoch })
       } else {
-        this.emit({ type: 'control.joinError', reason: classifyJoinError(response, generation, this.config.now()), generation, epoch })
+        const reason = classifyJoinError(response, generation, this.config.now())
+        this.noteLost(generation, reason)
+        this.emit({ type: 'control.joinError', reason, generation, epoch })
       }
       return
     }
@@ -1287,7 +1299,11 @@ export class PhoenixAdapter {
     if (attachment.topic === this.controlTopic) {
       const { generation, epoch } = origin as Origin
       if (attachment.leaving) this.emit({ type: 'control.left', generation, epoch })
-      else this.emit({ type: 'control.lost', reason: classifyControlChannelLoss('phx_close', payload, generation, this.config.now()), generation, epoch })
+      else {
+        const reason = classifyControlChannelLoss('phx_close', payload, generation, this.config.now())
+        this.noteLost(generation, reason)
+        this.emit({ type: 'control.lost', reason, generation, epoch })
+      }
       return
     }
     const { topic, generation, attachId } = origin as AttachOrigin

@@ -38,10 +38,13 @@ export class PushError extends PhoenixLinkError {
   /**
    * For `CHANNEL_CLOSED` on a channel the server refused or closed (status `dropped`): why, as the
    * channel's typed reason (`channel.reason`). For `TRANSPORT_LOST` when the transport was lost
-   * under the push: the loss the link reported for it (the close, with its close code: a
-   * `closed` 1009 "message too big" from the server says this push was over its frame limit, RFC
-   * 6455 section 7.4.1; a heartbeat timeout; a supersede). Null otherwise (the link ended the
-   * transport itself: `disconnect()`, a stale socket replaced).
+   * under the push: the loss the link reported for it (the close, with its close code; a
+   * heartbeat timeout; a supersede; the control channel's phx_close or refused rejoin). A
+   * `closed` 1009 "message too big" (RFC 6455 section 7.4.1) says a frame was over a limit: the
+   * server's, so this push or another in flight was over its frame limit, unless its
+   * `closeReason` says the link closed the socket for an inbound frame over `maxFrameBytes`.
+   * Null otherwise (the link ended the transport itself: `disconnect()`, a stale socket
+   * replaced, a fault of its own).
    */
   readonly reason: DisconnectReason | null
 

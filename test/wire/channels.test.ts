@@ -627,6 +627,22 @@ describe('pushes', () => {
     expect(link.state).toBe('terminated')
   })
 
+  it("a push in flight when the server closes the control channel (phx_close) carries that loss, as the link's disconnected event does", async () => {
+    const sim = await world().sim()
+    sim.onPush(() => null) // never replies
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const pushed = settle(room.push('slow', {}, { timeoutMs: 10_000 }))
+    await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow').length === 1, { what: 'the push to arrive' })
+    const lost = next(link, 'disconnected')
+    sim.channelClose({ agent: 'agent-1' }, controlTopic('agent-1'))
+    const { reason } = await lost
+    expect(reason).toMatchObject({ kind: 'dropped', source: 'channel' })
+    expect(((await pushed) as { error: PushError }).error).toMatchObject({ code: 'TRANSPORT_LOST', reason })
+  })
+
   it('a push in flight when the heartbeat times out carries the heartbeat timeout; one cut short by disconnect() carries none', async () => {
     const sim = await world().sim()
     sim.onPush(() => null) // never replies

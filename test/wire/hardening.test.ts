@@ -58,15 +58,33 @@ describe('hostile payloads', () => {
     conn.sendRaw(JSON.stringify([null, null, `topic:${huge}`, 'news', {}]))
     conn.sendRaw(JSON.stringify([null, null, 'elsewhere:1', 'x\n[error] FORGED LOG LINE', {}]))
     conn.sendRaw(JSON.stringify([ref, null, control, `phx_${huge}`, {}]))
-    await vi.waitFor(() => expect(details).toHaveLength(4), { timeout: 3000 })
+    // On the heartbeat topic, a reply to a ref nothing waits for, a message no handler takes, a non-object payload.
+    const room = link.channel('room:q')
+    await room.joined()
+    const roomRef = conn.channels.get('room:q')!.joinRef
+    conn.sendRaw(JSON.stringify([null, null, 'phoenix', 'news\nforged', {}]))
+    conn.sendRaw(JSON.stringify([roomRef, `9\n${huge}`, 'room:q', 'phx_reply', { status: 'ok', response: {} }]))
+    conn.sendRaw(JSON.stringify([roomRef, null, 'room:q', `unheard\n${huge}`, {}]))
+    conn.sendRaw(JSON.stringify([roomRef, null, 'room:q', 'listed\nforged', 5]))
+    await vi.waitFor(() => expect(details).toHaveLength(8), { timeout: 3000 })
+    expect(details.slice(4)).toEqual([
+      '"news\\nforged" on the heartbeat topic with ref null, which answers no pending heartbeat',
+      'phx_reply on room:q to ref "9\\n"... (1000002 characters), which no push of this link waits for',
+      'no handler for "unheard\\n"... (1000008 characters) on room:q',
+      '"listed\\nforged" on room:q with a payload that is a number, not an object: not delivered',
+    ])
+    for (const detail of details) expect(detail).not.toMatch(/\n/)
     expect(details[0]).toBe('unknown event "unknown "... (1000008 characters) on the control channel')
     expect(details[1]).toBe('"news" for topic ""... (1000006 characters), which this link has not joined on this transport')
     expect(details[2]).toBe('"x\\n[error] FORGED LOG LINE" for topic "elsewhere:1", which this link has not joined on this transport')
     expect(details[3]).toMatch(/^""\.\.\. \(1000004 characters\) on agent_control:agent-1: an event name phoenix reserves/)
-    // The log lines of the reports hold no raw line break and nothing of the megabyte.
-    const lines = world().captured.get(link)!.lines.filter((l) => /ignored/.test(l.message) || JSON.stringify(l.fields).includes('characters'))
-    expect(lines.length).toBeGreaterThanOrEqual(4)
-    for (const line of lines) expect(JSON.stringify(line).length).toBeLessThan(1000)
+    // No log line of the link holds a raw line break or anything of the megabyte.
+    const lines = world().captured.get(link)!.lines
+    expect(lines.filter((l) => /characters\)/.test(JSON.stringify(l))).length).toBeGreaterThanOrEqual(4)
+    for (const line of lines) {
+      expect(JSON.stringify(line).length).toBeLessThan(1000)
+      expect(line.message).not.toMatch(/\n/)
+    }
     expect(link.state).toBe('connected')
   })
 
@@ -392,6 +410,20 @@ describe('a chart crash', () => {
     }
   })
 
+  it('a monotonic clock that reads NaN is logged once and replaced: reconnected.downtimeMs is a number', async () => {
+    const sim = await world().sim()
+    const lines: string[] = []
+    const logged = (...args: unknown[]) => void lines.push(args.find((a): a is string => typeof a === 'string') ?? '')
+    const logger = { debug: () => {}, info: () => {}, warn: () => {}, error: logged }
+    const link = world().link(sim, { env: { monotonic: () => Number.NaN }, logger })
+    await link.connect()
+    const back = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1011)
+    const { downtimeMs } = await back
+    expect(Number.isFinite(downtimeMs) && downtimeMs >= 0).toBe(true)
+    expect(lines.filter((l) => l.startsWith('env.monotonic'))).toEqual(['env.monotonic returned NaN, not a finite number of milliseconds; phoenix-link reads its own clock instead'])
+  })
+
   it('a crash with no run in flight sends the run supervisor no abort report (nothing-to-abort), as a stop does not', async () => {
     const sim = await world().sim()
     const clock = clockThatThrowsOnce()
@@ -615,7 +647,7 @@ describe('reentrant host code (second review)', () => {
     for (let i = 0; i < 10; i++) sim.control('agent-1', { mode: 'interrupt', correlation_id: `c${i}` })
     await waitForChart(chartOf(link), (s) => s.context.signalSeq >= 10, 4000)
     expect(ignored).toHaveLength(6)
-    expect(ignored[0]).toMatch(/^control signal #5 \(correlation c4\) dropped: control.maxQueued signals were already waiting/)
+    expect(ignored[0]).toMatch(/^control signal #5 \(correlation "c4"\) dropped: control.maxQueued signals were already waiting/)
     expect(warnings.filter((w) => w.includes('queue behind the control handler is full'))).toHaveLength(6)
     const four = handledCount(4)
     release()
@@ -652,7 +684,7 @@ describe('reentrant host code (second review)', () => {
     link.on('ignored', (e) => void ignored.push(e.detail))
     await link.disconnect()
     // The drop is reported, and it is not the overflow's warning: a stop is no reason to alert.
-    expect(ignored).toEqual(['control signal #2 (correlation A) dropped: the host stopped the session before its turn'])
+    expect(ignored).toEqual(['control signal #2 (correlation "A") dropped: the host stopped the session before its turn'])
     expect(warnings.filter((w) => w.includes('control'))).toEqual([])
     release()
     await link.connect()
