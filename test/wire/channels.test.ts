@@ -1,6 +1,7 @@
 /** SCENARIOS 31-35 on the real wire: app channels and the control channel. */
 import { describe, expect, it, vi } from 'vitest'
 import { PushError } from '../../src/errors/push-error.js'
+import type { LinkPolicyInput } from '../../src/policy.js'
 import { controlTopic } from '../../src/protocol.js'
 import { describeReason } from '../../src/reasons.js'
 import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
@@ -573,6 +574,22 @@ describe('channel handlers', () => {
   })
 })
 
+/**
+ * A link (with `policy`) connected to a simulator that never replies to a push, with room:1
+ * joined and a push `slow` in flight that the server has read: what it settles with is `pushed`.
+ */
+async function pushInFlight(policy: LinkPolicyInput = {}) {
+  const sim = await world().sim()
+  sim.onPush(() => null) // never replies
+  const link = world().link(sim, { policy })
+  await link.connect()
+  const room = link.channel('room:1')
+  await room.joined()
+  const pushed = settle(room.push('slow', {}, { timeoutMs: 10_000 }))
+  await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow').length === 1, { what: 'the push to arrive' })
+  return { sim, link, room, pushed }
+}
+
 describe('pushes', () => {
   it('a push in flight when its transport drops rejects TRANSPORT_LOST at once, not after its timeout', async () => {
     const sim = await world().sim()
@@ -613,14 +630,7 @@ describe('pushes', () => {
   })
 
   it('a push in flight when the session is superseded carries the supersede', async () => {
-    const sim = await world().sim()
-    sim.onPush(() => null) // never replies
-    const link = world().link(sim)
-    await link.connect()
-    const room = link.channel('room:1')
-    await room.joined()
-    const pushed = settle(room.push('slow', {}, { timeoutMs: 10_000 }))
-    await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow').length === 1, { what: 'the push to arrive' })
+    const { sim, link, pushed } = await pushInFlight()
     sim.supersede('agent-1')
     const r = await pushed
     expect((r as { error: PushError }).error).toMatchObject({ code: 'TRANSPORT_LOST', reason: { kind: 'superseded', retryable: false } })
@@ -628,14 +638,7 @@ describe('pushes', () => {
   })
 
   it("a push in flight when the server closes the control channel (phx_close) carries that loss, as the link's disconnected event does", async () => {
-    const sim = await world().sim()
-    sim.onPush(() => null) // never replies
-    const link = world().link(sim)
-    await link.connect()
-    const room = link.channel('room:1')
-    await room.joined()
-    const pushed = settle(room.push('slow', {}, { timeoutMs: 10_000 }))
-    await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow').length === 1, { what: 'the push to arrive' })
+    const { sim, link, pushed } = await pushInFlight()
     const lost = next(link, 'disconnected')
     sim.channelClose({ agent: 'agent-1' }, controlTopic('agent-1'))
     const { reason } = await lost
@@ -644,14 +647,7 @@ describe('pushes', () => {
   })
 
   it('a push in flight when the heartbeat times out carries the heartbeat timeout; one cut short by disconnect() carries none', async () => {
-    const sim = await world().sim()
-    sim.onPush(() => null) // never replies
-    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 100 } } })
-    await link.connect()
-    const room = link.channel('room:1')
-    await room.joined()
-    const stalled = settle(room.push('slow', {}, { timeoutMs: 10_000 }))
-    await sim.waitFor(() => framesIn(sim.live('agent-1')[0]!, 'slow').length === 1, { what: 'the push to arrive' })
+    const { sim, link, room, pushed: stalled } = await pushInFlight({ transport: { heartbeatIntervalMs: 100, closeTimeoutMs: 100 } })
     sim.stall({ agent: 'agent-1' })
     const r = await stalled
     expect((r as { error: PushError }).error).toMatchObject({ code: 'TRANSPORT_LOST', reason: { kind: 'timed-out', phase: 'heartbeat' } })
