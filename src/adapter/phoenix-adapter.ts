@@ -170,9 +170,9 @@ class TransportHandle implements TransportHooks {
   heartbeatTimedOut = false
   /**
    * The first loss the adapter reported on this transport (its close, a heartbeat timeout, a
-   * supersede read on it, the control channel's phx_close or refused join); null while none. A push still waiting for its reply when the transport
-   * is released fails `TRANSPORT_LOST` with it, so the host reads why (a close 1009 says the push
-   * was over the server's frame limit).
+   * supersede read on it, the control channel's phx_close or refused join); null while none. A
+   * push still waiting for its reply when the transport is released fails `TRANSPORT_LOST` with
+   * it, so the host reads why (a close 1009 from the server says a push was over its frame limit).
    */
   lost: DisconnectReason | null = null
   /** True while phoenix.js dispatches a frame the server sent (so a phx_error is the server's, whatever its payload). */

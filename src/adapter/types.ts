@@ -18,6 +18,10 @@ export interface PushFailure {
   cause?: unknown
   /** The reply's status, for PUSH_REPLY_STATUS. */
   status?: string
-  /** For TRANSPORT_LOST: why the transport ended, when the adapter saw it end (its close, a heartbeat timeout, a supersede); null when the link ended it. */
+  /**
+   * For TRANSPORT_LOST: why the transport ended, when the adapter saw it end (its close, a
+   * heartbeat timeout, a supersede, the control channel's phx_close or refused join); null when
+   * the link ended it.
+   */
   reason?: DisconnectReason | null
 }
