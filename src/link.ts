@@ -153,12 +153,19 @@ const DEFAULT_ENV: Env = Object.freeze({
   random: () => Math.random(),
 })
 
+/** What a clock reading `t` is when it is not a finite number of milliseconds (`NaN`, `Infinity`, `string`, `undefined`); null when it is one. */
+function badReading(t: unknown): string | null {
+  if (typeof t === 'number') return Number.isFinite(t) ? null : String(t)
+  return typeof t
+}
+
 /** `read`, each reading checked to be a finite number of milliseconds: one that is not throws a RangeError naming `name`. */
 function finiteReading(name: string, read: () => number): () => number {
   return () => {
     const t: unknown = read()
-    if (typeof t !== 'number' || !Number.isFinite(t)) throw new RangeError(`${name}() must return a finite number of milliseconds, got ${typeof t === 'number' ? String(t) : typeof t}`)
-    return t
+    const bad = badReading(t)
+    if (bad !== null) throw new RangeError(`${name}() must return a finite number of milliseconds, got ${bad}`)
+    return t as number
   }
 }
 
@@ -1263,8 +1270,9 @@ export class Link {
   private finiteOrOwn(name: 'now' | 'monotonic', read: () => number): () => number {
     return () => {
       const t: unknown = read()
-      if (typeof t === 'number' && Number.isFinite(t)) return t
-      this.envFault(name, `env.${name} returned ${typeof t === 'number' ? String(t) : typeof t}, not a finite number of milliseconds; phoenix-link reads its own clock instead`, null)
+      const bad = badReading(t)
+      if (bad === null) return t as number
+      this.envFault(name, `env.${name} returned ${bad}, not a finite number of milliseconds; phoenix-link reads its own clock instead`, null)
       return name === 'now' ? Date.now() : performance.now()
     }
   }
