@@ -125,6 +125,13 @@ export interface LinkOptions {
    * every delay has passed. @default real timers
    */
   clock?: Clock
+  /**
+   * The runs of {@link Link.runSignal}: `hookTimeoutMs` is the longest wait, in milliseconds, for
+   * a run's `onAbort` hook to settle once the session ends (a hook still pending then is reported
+   * `failed`); {@link Link.disconnect} waits for those hooks. A whole number in [0, 2^31-1].
+   * @default { hookTimeoutMs: 5000 }
+   */
+  runs?: { hookTimeoutMs?: number }
 }
 
 /**
@@ -365,10 +372,14 @@ export class Link {
    * session ends (terminated, or stopped by disconnect()). `link.runs.onAborted(fn)` hears each abort.
    */
   get runs(): RunSupervisor {
-    return (this.#runs ??= new RunSupervisor())
+    return (this.#runs ??= new RunSupervisor({ hookTimeoutMs: this.#hookTimeoutMs, now: this.env.now }))
   }
   /** Made at the first use of runs or runSignal(): until then there is no run to abort and nobody to tell. */
   #runs: RunSupervisor | null = null
+  /** `runs.hookTimeoutMs` of the options, checked; undefined for the supervisor's default. */
+  readonly #hookTimeoutMs: number | undefined
+  /** Abort rounds of ended sessions whose hooks have not all settled: disconnect() waits for them. */
+  readonly #abortRounds = new Set<Promise<unknown>>()
   readonly #agentId: string
   #nextRun = 1
   /** Every API key this link has used, oldest first: redacted from everything the link writes. */
@@ -533,6 +544,7 @@ export class Link {
     const options = checkOptions(given)
     const { url, agentId, apiKey } = options
     this.#agentId = agentId
+    this.#hookTimeoutMs = options.runs?.hookTimeoutMs
     // An array literal of its size: a pushed-to empty array keeps room for 16.
     this.#keys = typeof apiKey === 'string' ? [apiKey] : []
     const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, this.#keys)
@@ -741,7 +753,9 @@ export class Link {
 
   /**
    * Stops the session from any state: leaves the control channel when joined, closes the socket
-   * with 1000, cancels every timer. Resolves once every socket is closed. Never rejects;
+   * with 1000, cancels every timer. Resolves once every socket is closed and the `onAbort` hooks
+   * of the runs the session's end aborted ({@link Link.runSignal}) have settled, each within
+   * `runs.hookTimeoutMs` (5 s by default; one still pending then is reported `failed`). Never rejects;
    * idempotent. After a terminal reason it sends nothing on the wire, keeps that reason and the
    * state `terminated`, and drops the control signals still waiting behind the handler (as a stop
    * from any other state does; each reported `ignored`).
@@ -771,6 +785,8 @@ export class Link {
     }
     for (const channel of this.channels.values()) channel.failWaiting()
     await this.#adapter.settled(upTo)
+    // The runs the session's end aborted: their hooks settled or timed out, each reported.
+    await Promise.allSettled(this.#abortRounds)
   }
 
   /**
@@ -1085,7 +1101,11 @@ export class Link {
 
   /** Aborts the runs of link.runSignal() in flight; a session that ends with none reports nothing (no nothing-to-abort). */
   private abortRuns(reason: DisconnectReason | null): void {
-    if ((this.#runs?.inFlight(this.#agentId).length ?? 0) > 0) void this.#runs!.abortPrincipal(this.#agentId, reason)
+    if ((this.#runs?.inFlight(this.#agentId).length ?? 0) === 0) return
+    // A round never rejects (a hook's throw is its report); each hook is bounded by hookTimeoutMs.
+    const round = this.#runs!.abortPrincipal(this.#agentId, reason)
+    this.#abortRounds.add(round)
+    void round.then(() => this.#abortRounds.delete(round))
   }
 
   private send(event: ConnectionEvent): void {

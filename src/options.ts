@@ -41,6 +41,15 @@ export const LinkOptionsSchema = z.strictObject({
   env: z.optional(z.strictObject({ now: z.optional(fn('env.now')), monotonic: z.optional(fn('env.monotonic')), random: z.optional(fn('env.random')) })),
   clock: z.optional(z.looseObject({ setTimeout: fn('clock.setTimeout'), clearTimeout: fn('clock.clearTimeout'), now: fn('clock.now') })),
   tracer: z.optional(z.looseObject({ startSpan: fn('tracer.startSpan') })),
+  runs: z.optional(
+    z.strictObject({
+      hookTimeoutMs: z.optional(
+        z.number({ error: 'must be a whole number of milliseconds in [0, 2^31-1]' }).check(
+          z.refine((ms) => Number.isInteger(ms) && ms >= 0 && ms <= 2 ** 31 - 1, 'must be a whole number of milliseconds in [0, 2^31-1]'),
+        ),
+      ),
+    }),
+  ),
 })
 
 /**

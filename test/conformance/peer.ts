@@ -11,6 +11,7 @@
  */
 import { startSimulator, SERVER_FLAVORS, type FlavorName, type PlatformSimulator, type ServerFlavor } from '../../src/node/server/index.js'
 import { controlTopic, type Payload } from '../../src/protocol.js'
+import { until } from '../support/until.js'
 import { buildRealPhoenix, RealServer, type RealEvent, type RealServerName } from '../support/real-phoenix.js'
 
 /** An agent id and its API key. */
@@ -120,15 +121,6 @@ class AgentPool {
     if (this.next > AGENTS) throw new Error(`${peer}: all ${AGENTS} agents used; raise AGENTS in test/conformance/peer.ts`)
     const id = `c${this.next++}`
     return { id, key: AGENT_TABLE[id]! }
-  }
-}
-
-/** A bounded poll for a peer in another process, whose changes nothing announces. */
-async function poll(check: () => Promise<boolean>, what: string, timeoutMs: number, name: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`${name}: timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
   }
 }
 
@@ -383,7 +375,7 @@ class RealPeer implements Peer {
       .map((e) => String(e.event))
   }
   until(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
-    return poll(check, what, timeoutMs, this.name)
+    return until(check, timeoutMs, `${what} on ${this.name}`)
   }
   async close(): Promise<void> {
     await this.server.stop()

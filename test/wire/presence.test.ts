@@ -789,6 +789,45 @@ describe('the link\'s metrics and run signals', () => {
     expect(reports).toEqual(['work-1:graceful', 'work-1:superseded'])
   })
 
+  it("disconnect() resolves once the abort hooks of the runs its stop aborted have settled: a hook that never settles is reported failed at runs.hookTimeoutMs, and no timer is left", async () => {
+    const sim = await world().sim()
+    // Longer than a stop takes here (about 150 ms), so the hook is still pending when the socket has closed.
+    const link = world().link(sim, { runs: { hookTimeoutMs: 1000 } })
+    const seen: string[] = []
+    link.runs.onAborted((report) => seen.push(`${report.runId}:${report.outcome}:${report.error}`))
+    await link.connect()
+    let released = false
+    const signal = link.runSignal('hangs', { onAbort: () => new Promise<void>(() => {}) })
+    link.runSignal('settles', { onAbort: () => Promise.resolve().then(() => void (released = true)) })
+    await link.disconnect()
+    expect(signal.aborted).toBe(true)
+    expect(released).toBe(true)
+    expect(seen.sort()).toEqual(['hangs:failed:the abort hook did not settle within 1000 ms', 'settles:aborted:null'])
+  })
+
+  it('disconnect() of a link a supersede ended waits for the abort round that ending started', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { runs: { hookTimeoutMs: 1000 } })
+    const seen: string[] = []
+    link.runs.onAborted((report) => seen.push(`${report.runId}:${report.outcome}:${report.reason?.kind}`))
+    await link.connect()
+    link.runSignal('hangs', { onAbort: () => new Promise<void>(() => {}) })
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    expect(seen).toEqual([])
+    await link.disconnect()
+    expect(seen).toEqual(['hangs:failed:superseded'])
+  })
+
+  it('createLink() refuses a runs.hookTimeoutMs that is not a whole number of milliseconds in [0, 2^31-1]', async () => {
+    const sim = await world().sim()
+    for (const bad of [-1, 1.5, 2 ** 31, Number.NaN, '40']) {
+      expect(() => world().link(sim, { runs: { hookTimeoutMs: bad as number } })).toThrow(/^runs\.hookTimeoutMs: .*whole number of milliseconds/)
+    }
+    expect(() => world().link(sim, { runs: { hookTimeout: 40 } as never })).toThrow(/unknown option "hookTimeout"|runs/)
+  })
+
   it('link.runSignal() aborts when the session ends for good, not on a reconnect', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
