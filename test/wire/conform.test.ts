@@ -66,11 +66,20 @@ describe('phoenix-link conform', () => {
 
 describe('phoenix-link conform catches each classic mistake (test/fixtures/conform-agent.mjs)', () => {
   const agent = [process.execPath, 'test/fixtures/conform-agent.mjs']
-  it('join_refs reused, Retry-After ignored, a SIGTERM that kills without a close frame: exactly those rules break', async () => {
-    const report = await runConformance({ command: agent, cwd: REPO, env: { REUSE_JOIN_REF: '1', RETRY_AT_ONCE: '1', DIE_ON_SIGTERM: '1' } })
+  it('join_refs reused, Retry-After ignored, a SIGTERM that kills without a close frame, or one that does not stop the agent (it reconnects, or opens a new socket and leaves the server to supersede the old one): exactly those rules break', async () => {
+    const [report, reconnects, restarts] = await Promise.all([
+      runConformance({ command: agent, cwd: REPO, env: { REUSE_JOIN_REF: '1', RETRY_AT_ONCE: '1', DIE_ON_SIGTERM: '1' }, concurrency: 2 }),
+      runConformance({ command: agent, cwd: REPO, env: { RECONNECT_ON_SIGTERM: '1' }, concurrency: 2 }),
+      runConformance({ command: agent, cwd: REPO, env: { RESTART_ON_SIGTERM: '1' }, concurrency: 2 }),
+    ])
+    const detail = (report: ConformanceReport) => report.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail
     expect(broken(report)).toEqual(['rejoins-with-fresh-join-ref', 'honours-retry-after', 'stops-heartbeats-after-stop'])
-    expect(report.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail).toMatch(/no close frame \(1006\)/)
-  }, 60_000)
+    expect(detail(report)).toMatch(/no close frame \(1006\)/)
+    expect(broken(reconnects)).toEqual(['stops-heartbeats-after-stop'])
+    expect(detail(reconnects)).toMatch(/^1 upgrade\(s\) after SIGTERM, the first \d+ ms after it: the agent closed its socket \(close 1000\) and came back$/)
+    expect(broken(restarts)).toEqual(['one-live-socket', 'stops-heartbeats-after-stop'])
+    expect(detail(restarts)).toMatch(/^after SIGTERM its socket was closed by the server \(close \d+: a newer socket of the agent superseded it\), not by the agent$/)
+  }, 90_000)
 
   it('a process that exits on a supersede push without closing its socket breaks stops-heartbeats-after-stop: no close frame (1006)', async () => {
     const report = await runConformance({ command: agent, cwd: REPO, env: { EXIT_ON_SUPERSEDE: '1' }, concurrency: 2 })
@@ -137,6 +146,19 @@ describe('phoenix-link conform on an agent that is not there', () => {
         message: expect.stringMatching(/^runConformance: options.signal must be an AbortSignal/),
       })
     }
+  })
+
+  it('timings that are not whole milliseconds in [1, 2^31-1] (a timer Node would run at once), or a Retry-After wait past it, are refused before anything starts', async () => {
+    const command = [process.execPath, 'test/fixtures/conform-agent.mjs']
+    for (const [name, bad] of [['quietMs', 0], ['quietMs', 2 ** 32], ['connectTimeoutMs', -1], ['reconnectCapMs', 1.5], ['stopTimeoutMs', Number.NaN]] as const) {
+      await expect(runConformance({ command, cwd: REPO, [name]: bad })).rejects.toThrow(new RangeError(`conform ${name} must be a whole number of milliseconds in [1, 2147483647], got ${bad}`))
+    }
+    for (const retryAfterS of [0, -3, 2.5]) {
+      await expect(runConformance({ command, cwd: REPO, retryAfterS })).rejects.toThrow(/^conform retryAfterS must be a whole number of seconds >= 1/)
+    }
+    await expect(runConformance({ command, cwd: REPO, reconnectCapMs: 2147483000 })).rejects.toThrow(
+      'conform retryAfterS must be a whole number of seconds >= 1 whose wait with reconnectCapMs (retryAfterS * 1000 + reconnectCapMs) is at most 2147483647 ms, got 3 with reconnectCapMs 2147483000',
+    )
   })
 
   it("the agent's output is printed with its control characters shown, so terminal escapes cannot hide the verdicts", () => {

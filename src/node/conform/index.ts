@@ -63,7 +63,7 @@ export const CONFORMANCE_RULES = deepFreeze([
   },
   {
     id: 'stops-heartbeats-after-stop',
-    rule: 'Once stopped (SIGTERM) or superseded, closes its socket itself and sends nothing more on it.',
+    rule: 'Once stopped (SIGTERM) or superseded, closes its socket itself (its own close frame, not the server’s), sends nothing more on it, and opens no other.',
   },
 ] as const)
 
@@ -215,6 +215,8 @@ interface Stage {
 }
 
 const CONTROL = (agentId: string) => controlTopic(agentId)
+/** The longest timer Node keeps: a longer one runs after 1 ms (a `TimeoutOverflowWarning`). */
+const MAX_TIMER_MS = 2 ** 31 - 1
 /** How long after the agent's exit the server is given to read the end of its sockets. */
 const EXIT_SETTLE_MS = 1000
 
@@ -357,7 +359,9 @@ async function closes(stage: Stage): Promise<Verdicts> {
     : rejoins.length > 0
       ? verdict('rejoins-with-fresh-join-ref', false, rejoins.join('; '))
       : verdict('rejoins-with-fresh-join-ref', true, `${new Set(joinsOf(first).map((j) => j.topic)).size} topic(s) rejoined with fresh join_refs after each close`)
-  // Stop: SIGTERM, and the agent must close its own socket and then send nothing.
+  // Stop: SIGTERM, and the agent must close its own socket and then send nothing: no heartbeat on
+  // it, and no upgrade after it (an agent that reconnects, or opens a new socket and leaves the
+  // server to supersede the old one, has not stopped).
   const socket = current
   const termAt = sim.now()
   if (!reconnectFailure) {
@@ -366,15 +370,22 @@ async function closes(stage: Stage): Promise<Verdicts> {
     // A heartbeat already on its way when the signal came is not the agent's fault; later ones are.
     const beats = socket.frames.filter((f) => f.dir === 'in' && f.at > termAt + 200 && f.frame?.event === HEARTBEAT_EVENT)
     const code = socket.closeSeen?.code
+    await agent.stop(settings.stopTimeoutMs)
+    const later = sim.upgrades.filter((u) => u.agentId === agentId && u.at > termAt)
     out['stops-heartbeats-after-stop'] = !closedItself
       ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket was still open ${settings.stopTimeoutMs} ms later${beats.length > 0 ? `, with ${beats.length} heartbeat(s)` : ''}`)
       : code === 1006
         ? verdict('stops-heartbeats-after-stop', false, 'after SIGTERM its socket ended with no close frame (1006): the process died without closing it')
-        : beats.length > 0
-          ? verdict('stops-heartbeats-after-stop', false, `${beats.length} heartbeat(s) after SIGTERM, before its socket closed`)
-          : verdict('stops-heartbeats-after-stop', true, `after SIGTERM its socket closed in ${(socket.closedAt ?? termAt) - termAt} ms (close ${code ?? '?'})`)
+        : socket.clientClosed === null
+          ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket was closed by the server (close ${socket.closeSent?.code ?? code ?? '?'}${later.length > 0 ? ': a newer socket of the agent superseded it' : ''}), not by the agent`)
+          : beats.length > 0
+            ? verdict('stops-heartbeats-after-stop', false, `${beats.length} heartbeat(s) after SIGTERM, before its socket closed`)
+            : later.length > 0
+              ? verdict('stops-heartbeats-after-stop', false, `${later.length} upgrade(s) after SIGTERM, the first ${later[0]!.at - termAt} ms after it: the agent closed its socket (close ${code ?? '?'}) and came back`)
+              : verdict('stops-heartbeats-after-stop', true, `after SIGTERM its socket closed in ${(socket.closedAt ?? termAt) - termAt} ms (close ${code ?? '?'}), and no upgrade followed`)
+  } else {
+    await agent.stop(settings.stopTimeoutMs)
   }
-  await agent.stop(settings.stopTimeoutMs)
   const overlapping = overlaps(sim, agentId)
   out['one-live-socket'] = verdict('one-live-socket', overlapping.length === 0, overlapping.length === 0 ? `${sim.accepted(agentId).length} sockets, never two at once` : overlapping.join('; '))
   return out
@@ -419,7 +430,9 @@ async function supersede(stage: Stage): Promise<Verdicts> {
     ? `a superseded socket left open by the server was still open ${settings.stopTimeoutMs} ms after the push${beats > 0 ? `, with ${beats} heartbeat(s)` : ''}`
     : socket.closeSeen?.code === 1006
       ? `after the supersede its socket ended with no close frame (1006), ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push: the process died without closing it`
-      : null
+      : socket.clientClosed === null
+        ? `after the supersede its socket was closed by the server (close ${socket.closeSent?.code ?? socket.closeSeen?.code ?? '?'}), not by the agent`
+        : null
   out['stops-heartbeats-after-stop'] = supersedeStop
     ? verdict('stops-heartbeats-after-stop', false, supersedeStop)
     : verdict('stops-heartbeats-after-stop', true, `closed its superseded socket ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push`)
@@ -554,6 +567,11 @@ const SCENARIO_RULES: Record<string, ConformanceRuleId[]> = {
  *
  * @returns the verdicts (it resolves whether or not they pass).
  * @throws {TypeError} (rejects) when `options` is not an object.
+ * @throws {RangeError} (rejects) for a `concurrency` that is not a whole number >= 1; a
+ *   `connectTimeoutMs`, `reconnectCapMs`, `quietMs` or `stopTimeoutMs` that is not a whole number
+ *   of milliseconds in [1, 2^31-1]; a `retryAfterS` that is not a whole number >= 1, or whose
+ *   wait with the reconnect cap (`retryAfterS * 1000 + reconnectCapMs`) passes 2^31-1 ms (the
+ *   longest timer Node keeps). Before the simulator starts or any agent is spawned.
  * @throws {Error} (rejects) when the command is empty or the simulator cannot listen.
  * @throws {ConfigurationError} (rejects) when `options.signal` is given and is not an AbortSignal
  *   (before the simulator starts or any agent is spawned).
@@ -570,6 +588,16 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     quietMs: options.quietMs ?? 6_000,
     retryAfterS: options.retryAfterS ?? 3,
     stopTimeoutMs: options.stopTimeoutMs ?? 3_000,
+  }
+  // Each is a timer's length (Node keeps at most 2^31-1 ms and runs a longer one at once, which
+  // would judge a quiet window as passed); 0 would judge nothing.
+  for (const name of ['connectTimeoutMs', 'reconnectCapMs', 'quietMs', 'stopTimeoutMs'] as const) {
+    const value = settings[name]
+    if (!(Number.isInteger(value) && value >= 1 && value <= MAX_TIMER_MS)) throw new RangeError(`conform ${name} must be a whole number of milliseconds in [1, ${MAX_TIMER_MS}], got ${String(value)}`)
+  }
+  const { retryAfterS, reconnectCapMs } = settings
+  if (!(Number.isInteger(retryAfterS) && retryAfterS >= 1 && retryAfterS * 1000 + reconnectCapMs <= MAX_TIMER_MS)) {
+    throw new RangeError(`conform retryAfterS must be a whole number of seconds >= 1 whose wait with reconnectCapMs (retryAfterS * 1000 + reconnectCapMs) is at most ${MAX_TIMER_MS} ms, got ${String(retryAfterS)} with reconnectCapMs ${reconnectCapMs}`)
   }
   const started = performance.now()
   const apiKey = `conform-${randomBytes(8).toString('hex')}`
