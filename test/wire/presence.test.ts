@@ -435,6 +435,39 @@ describe('the simulator as a test scripts it', () => {
     stalled.resume()
   })
 
+  it('what the test scripts while frozen is kept at the thaw: a hold set then stays, a socket stalled then stays stalled, and a hold released then waits for the thaw', async () => {
+    const sim = await world().sim({ agents: 'any' })
+    const stalledLink = world().link(sim, { agentId: 'stalled-1', apiKey: 'k' })
+    const otherLink = world().link(sim, { agentId: 'other-1', apiKey: 'k' })
+    await Promise.all([stalledLink.connect(), otherLink.connect()])
+    const [stalled, other] = [sim.live('stalled-1')[0]!, sim.live('other-1')[0]!]
+    const thaw = sim.freeze()
+    // Set while frozen: a hold of held-*, a stall, and a hold released before the thaw.
+    const release = sim.holdUpgrades(/^held-/)
+    sim.stall(stalled)
+    const free = world().link(sim, { agentId: 'free-1', apiKey: 'k' })
+    const held = world().link(sim, { agentId: 'held-1', apiKey: 'k' })
+    const freeConnected = free.connect()
+    let heldConnected = false
+    const heldConnect = held.connect().then(() => (heldConnected = true))
+    await sim.waitFor(() => sim.heldUpgrades === 2, { what: 'both upgrades held' })
+    const releaseEarly = sim.holdUpgrades(/^never-/)
+    releaseEarly()
+    // Released while frozen: the freeze still holds both, and the test's first hold is gone.
+    expect(sim.heldUpgrades).toBe(2)
+    sim.holdUpgrades(/^held-/)
+    thaw()
+    thaw() // a second call does nothing
+    await freeConnected
+    expect([stalled.stalled, other.stalled]).toEqual([true, false])
+    expect(sim.heldUpgradesOf('held-1')).toBe(1)
+    expect(heldConnected).toBe(false)
+    release()
+    await heldConnect
+    expect(sim.heldUpgrades).toBe(0)
+    stalled.resume()
+  })
+
   it('the joins count of /admin/wait counts every phx_join received, whatever recordLimit keeps', async () => {
     const sim = await world().sim({ recordLimit: 0 })
     const link = world().link(sim)

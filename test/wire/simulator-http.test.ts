@@ -474,7 +474,21 @@ describe('the simulator over HTTP', () => {
     const started = performance.now()
     await sim.stop()
     expect(performance.now() - started).toBeLessThan(5_000)
-    expect(await pending).toMatchObject({ status: 503, body: { error: { code: 'stopping', message: 'the simulator is stopping' } } })
+    expect(await pending).toMatchObject({ status: 503, body: { error: { code: 'stopping', message: 'the simulator is stopping: it scripts nothing more' } } })
+  })
+
+  it("a wait that stop()'s own closes would meet is answered 503 stopping, not 200", async () => {
+    const sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
+    const http = httpOf(sim)
+    const link = createLink({ url: sim.url, agentId: 'agent-1', apiKey: 'key-1' })
+    await link.connect()
+    const ended = new Promise<void>((resolve) => link.once('disconnected', () => resolve()))
+    const pending = call(http, 'POST', '/admin/wait', { until: 'closed', agent: 'agent-1', timeoutMs: 60_000 })
+    await until(() => sim.listenerCount('change') > 0, 2000, 'the wait to listen')
+    await sim.stop()
+    expect(await pending).toMatchObject({ status: 503, body: { error: { code: 'stopping' } } })
+    await ended
+    await link.disconnect()
   })
 
   it('a refusal scripted with a bad body is never queued: the next upgrade is accepted, and a held upgrade stays held', async () => {

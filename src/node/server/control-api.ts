@@ -298,15 +298,12 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
           resolve(answer)
         }
         const onChange = () => {
+          // What stop() itself does (its closes) meets no wait: from its start a pending wait is 503.
+          if (sim.isStopping) return done(STOPPING)
           const n = current()
           if (n >= atLeast) done(ok({ count: n }))
         }
-        const onAbort = () =>
-          done(
-            signal.reason === 'stopping'
-              ? { status: 503, body: { error: { code: 'stopping', message: 'the simulator is stopping' } } }
-              : { status: 499, body: { error: { code: 'client_gone', message: 'the caller went away' } } },
-          )
+        const onAbort = () => done(signal.reason === 'stopping' ? STOPPING : { status: 499, body: { error: { code: 'client_gone', message: 'the caller went away' } } })
         const timer = setTimeout(
           () => done({ status: 408, body: { error: { code: 'timeout', message: `${body.until} of ${body.agent ?? 'every agent'} is ${current()}, not ${atLeast}, after ${body.timeoutMs ?? 10_000} ms`, count: current() } } }),
           body.timeoutMs ?? 10_000,
@@ -483,7 +480,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
   route({
     method: 'POST',
     path: '/admin/thaw',
-    summary: 'Ends a freeze (SIGCONT): what clients sent meanwhile is read, then the held upgrades are answered.',
+    summary: 'Ends a freeze (SIGCONT): what clients sent meanwhile is read, then the upgrades only the freeze held are answered; a hold or a stall the test set, before or during the freeze, stays.',
     body: z.strictObject({}),
     response: Ok,
     run: (ctx) => {

@@ -396,10 +396,16 @@ export class PlatformSimulator extends EventEmitter {
   /** Refused upgrades' connections kept open for a next request (keep-alive), until they close or stop(). */
   private readonly keptAlive = new Set<Duplex>()
   private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
-  private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> | null = null
+  /** Upgrades held unanswered, oldest first: by the test's hold ({@link holdUpgrades}) or by a freeze. */
+  private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> = []
   /** Held upgrades that ended with no answer, by agent id (null: a request without one). */
   private readonly unanswered = new Map<string | null, number>()
-  private holdMatch: RegExp | null = null
+  /** The test's hold ({@link holdUpgrades}): of the agents `match` matches, or of all when null; null when none. */
+  private hold: { match: RegExp | null } | null = null
+  /** Freezes not yet thawed: while any is, every upgrade is held and every socket it froze is stalled. */
+  private freezes = 0
+  /** Sockets the test stalled itself ({@link stall}): a thaw leaves them stalled, even those it froze. */
+  private readonly stalledByTest = new WeakSet<SimConnection>()
   /** Joins held unanswered, each with the later frames of the same join (same join_ref), which wait behind it. */
   private readonly heldJoinFrames: Array<{ connection: SimConnection; frame: Frame; behind: Frame[] }> = []
   private nextSocket = 1
@@ -637,13 +643,25 @@ export class PlatformSimulator extends EventEmitter {
    */
   holdUpgrades(agents?: RegExp): () => void {
     this.assertRunning('holdUpgrades()')
-    this.held ??= []
-    this.holdMatch = agents ?? null
+    this.hold = { match: agents ?? null }
     return () => {
-      const held = this.held ?? []
-      this.held = null
-      for (const { answer } of held) answer()
+      this.hold = null
+      this.answerUnheld()
     }
+  }
+
+  /** Whether an upgrade of `agentId` is held now: by a freeze, or by the test's hold. */
+  private holds(agentId: string | null): boolean {
+    return this.freezes > 0 || (this.hold !== null && (this.hold.match === null || this.hold.match.test(agentId ?? '')))
+  }
+
+  /** Answers, as usual, the held upgrades nothing holds any more (a freeze holds them all until its thaw). */
+  private answerUnheld(): void {
+    const free = this.held.filter((h) => !this.holds(h.agentId))
+    if (free.length === 0) return
+    this.held = this.held.filter((h) => !free.includes(h))
+    for (const { answer } of free) answer()
+    this.changed()
   }
 
   /** Whether stop() has been called (the simulator is stopping or has stopped): it scripts nothing more. */
@@ -663,12 +681,12 @@ export class PlatformSimulator extends EventEmitter {
 
   /** Upgrades held by {@link holdUpgrades}, not yet answered. */
   get heldUpgrades(): number {
-    return this.held?.length ?? 0
+    return this.held.length
   }
 
   /** Held upgrades of one agent. */
   heldUpgradesOf(agentId: string): number {
-    return this.held?.filter((h) => h.agentId === agentId).length ?? 0
+    return this.held.filter((h) => h.agentId === agentId).length
   }
 
   /**
@@ -699,9 +717,9 @@ export class PlatformSimulator extends EventEmitter {
     if (typeof refusal === 'object') checkRefusal(refusal)
     if (which !== 'oldest' && which !== 'newest') throw new TypeError(`which: expected 'oldest' or 'newest', got ${String(which)}`)
     const matches = (h: { agentId: string | null }) => agentId === undefined || h.agentId === agentId
-    const index = (which === 'oldest' ? this.held?.findIndex(matches) : this.held?.findLastIndex(matches)) ?? -1
+    const index = which === 'oldest' ? this.held.findIndex(matches) : this.held.findLastIndex(matches)
     if (index < 0) return false
-    const [held] = this.held!.splice(index, 1)
+    const [held] = this.held.splice(index, 1)
     held!.answer(refusal)
     return true
   }
@@ -743,9 +761,9 @@ export class PlatformSimulator extends EventEmitter {
     this.joinRules.length = 0
     this.pushHandler = DEFAULT_PUSH_HANDLER
     this.cooldowns.clear()
-    const held = this.held ?? []
-    this.held = null
-    for (const { answer } of held) answer()
+    // The test's hold ends; a freeze still holds what it holds until its thaw.
+    this.hold = null
+    this.answerUnheld()
     return this
   }
 
@@ -822,41 +840,41 @@ export class PlatformSimulator extends EventEmitter {
    * (heartbeats included), and every upgrade is held unanswered. The returned thaw (SIGCONT)
    * reads again: what clients sent meanwhile (their close frames) is handled first, on this turn
    * of the event loop's reads, and the held upgrades are answered just after (so a client's new
-   * socket does not supersede its old one whose close is still unread). What the test set up
-   * before the freeze stays: a socket it stalled stays stalled, and an upgrade its
-   * {@link holdUpgrades} holds stays held (the thaw answers only those the freeze alone held).
-   * Stalls and holds changed while frozen are not tracked: the thaw undoes them with the freeze.
+   * socket does not supersede its old one whose close is still unread). What the test scripts
+   * stays its own, set before the freeze or during it: a socket it stalled ({@link stall}) stays
+   * stalled, and an upgrade its {@link holdUpgrades} holds at the thaw stays held; the thaw
+   * answers the upgrades only the freeze held. Freezes nest: upgrades are answered at the last
+   * thaw. A thaw called again does nothing.
    */
   freeze(): () => void {
     this.assertRunning('freeze()')
     const frozen = this.live().filter((c) => !c.stalled)
     for (const c of frozen) this.stallOne(c)
-    // The test's own hold, if any, comes back at the thaw; meanwhile every upgrade is held.
-    const before = this.held === null ? null : { match: this.holdMatch }
-    this.held ??= []
-    this.holdMatch = null
+    this.freezes++
+    let thawed = false
     return () => {
+      if (thawed) return
+      thawed = true
       for (const c of frozen) {
+        if (this.stalledByTest.has(c)) continue
         c.resume()
         if (c.state === 'open') this.armIdle(c)
       }
       this.changed()
       // After the poll phase that reads what the resumed sockets have buffered.
       setImmediate(() => {
-        const held = this.held ?? []
-        if (before === null) this.held = null
-        else this.holdMatch = before.match
-        const answered = before === null ? held.splice(0) : held.filter((h) => before.match !== null && !before.match.test(h.agentId ?? ''))
-        if (this.held !== null) this.held = held.filter((h) => !answered.includes(h))
-        for (const { answer } of answered) answer()
-        this.changed()
+        this.freezes--
+        this.answerUnheld()
       })
     }
   }
 
   /** Stops answering heartbeats and reading on the target sockets; they never close by themselves. Returns how many. */
   stall(target: Target): number {
-    return this.each(target, (c) => this.stallOne(c))
+    return this.each(target, (c) => {
+      this.stalledByTest.add(c)
+      this.stallOne(c)
+    })
   }
 
   /**
@@ -1045,8 +1063,9 @@ export class PlatformSimulator extends EventEmitter {
     // A run started from now on would have no connection left to end it, and stop() aborts those already started.
     this.runs.close('the simulator has stopped (or is stopping) and aborts its runs; start another simulator')
     this.stopping = (async () => {
-      const held = this.held ?? []
-      this.held = null
+      const held = this.held
+      this.held = []
+      this.hold = null
       for (const { answer } of held) answer('drop')
       for (const socket of this.keptAlive) socket.destroy()
       this.keptAlive.clear()
@@ -1369,7 +1388,7 @@ export class PlatformSimulator extends EventEmitter {
     // An unparsable URL is answered (400) below.
     const asker = askerOf(req)
     const { agentId } = asker
-    if (this.held && (this.holdMatch === null || this.holdMatch.test(agentId ?? ''))) {
+    if (this.holds(agentId)) {
       // A client that gives up on a held upgrade closes its end: close ours and forget it.
       const unanswered = () => this.countUnanswered(agentId)
       const entry = {
@@ -1386,9 +1405,9 @@ export class PlatformSimulator extends EventEmitter {
       this.held.push(entry)
       socket.once('end', () => socket.destroy())
       socket.once('close', () => {
-        const index = this.held?.indexOf(entry) ?? -1
+        const index = this.held.indexOf(entry)
         if (index >= 0) {
-          this.held!.splice(index, 1)
+          this.held.splice(index, 1)
           unanswered()
         }
         this.changed()
