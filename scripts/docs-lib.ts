@@ -14,7 +14,7 @@ import { DEFAULT_LINK_POLICY } from '../src/policy.js'
 import { DEFAULT_PRESENCE_POLICY } from '../machines/presence.js'
 import { CLOSE_CODES, DisconnectReason, JOIN_ERRORS, REASON_KINDS, UPGRADE_STATUSES } from '../src/reasons.js'
 import * as z from 'zod/mini'
-import { CONTROL_ROUTES, SIMULATOR_API_VERSION, simulatorOpenApi } from '../src/node/server/index.js'
+import { ADMIN_ROUTES, CONTROL_ROUTES, SIMULATOR_API_VERSION, simulatorOpenApi } from '../src/node/server/index.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -251,9 +251,9 @@ export function renderSimulatorHttp(): string {
     'The platform simulator (`phoenix-link serve`, or `startSimulator()` from `phoenix-link/server`) serves every control of its TypeScript API as a JSON route on its own port, its records, and long-poll waits, so an agent in any language, or a host in its own process, can be scripted against it. The OpenAPI 3.1 document is `GET /admin/openapi.json` (and [simulator-openapi.json](simulator-openapi.json), the same document).',
     '',
     '- **Access.** Without an admin token (`--admin-token`, `PHOENIX_LINK_ADMIN_TOKEN`, or `adminToken`), only loopback callers (127.0.0.0/8, ::1) are served, under a loopback `Host` and, when a browser sends one, a loopback `Origin` (so neither another site\'s page nor a DNS-rebinding name can drive it): anyone else gets 403. With one (a non-empty string of visible ASCII; anything else is refused at start), every `/admin` route needs `Authorization: Bearer <token>` (401 otherwise), from any address; a GET may carry it as `?token=`, percent-encoded as any query value (`encodeURIComponent(token)`: a `+`, `&`, `#` or `%` in it otherwise reads as something else; the dashboard page, opened as `/?token=<encoded token>#dashboard`, passes it on). Every POST must be `content-type: application/json` (415 otherwise): a page cannot send that cross-origin without asking first.',
-    '- **Bodies** are JSON, at most 1 MiB (413), checked with zod: a bad one is a 400 whose `error.message` names the field (`code: expected number, received string`), an unknown field included (a typo is an error, never ignored); a payload is carried exactly as sent, an own `__proto__` key included. Unknown routes are 404; a wrong method is 405 with `Allow`. Once the simulator is stopping (`stop()`, SIGTERM to `serve`), every POST is 503 `stopping`, a pending wait too; a 500 (`control_failed`, `admin_failed`) is a simulator fault, with what was thrown. Close codes are those a server may send (1000-1003, 1007-1014, 3000-4999; RFC 6455 section 7.4.1).',
+    '- **Bodies** are JSON, at most 1 MiB (413), checked with zod: a bad one is a 400 whose `error.message` names the field (`timeoutMs: expected number, received string`), an unknown field included (a typo is an error, never ignored); a payload is carried exactly as sent, an own `__proto__` key included. Unknown routes are 404; a wrong method is 405 with `Allow`. Once the simulator is stopping (`stop()`, SIGTERM to `serve`), every POST is 503 `stopping`, a pending wait too; a 500 (`control_failed`, `admin_failed`) is a simulator fault, with what was thrown. Close codes are those a server may send (1000-1003, 1007-1014, 3000-4999; RFC 6455 section 7.4.1).',
     '- **Time.** Every record\'s `at`, `openedAt` and `closedAt` is milliseconds since the simulator started, on its monotonic clock (`GET /admin/clock`).',
-    '- **Waits.** `POST /admin/wait` answers once a count, of one agent or of all, is at least `atLeast` (default 1), or 408 after `timeoutMs` (default 10000, at most 120000) with the count it saw. Counts of what holds now: `live` (open sockets), `joined` (channels joined on open sockets), `heldUpgrades`, `heldJoins`; counts that only grow: `accepted` (sockets ever accepted), `upgrades` (answered), `refused`, `closed`, `joins` (phx_join frames received), except that with a `historyLimit` (`phoenix-link serve` keeps 10,000 of each record) they count the records kept, at most that many: wait for `live`, or on a fresh agent id, not for a total since the start. Never sleep: wait.',
+    '- **Waits.** `POST /admin/wait` answers once a count, of one agent or of all, is at least `atLeast` (default 1) and, when `atMost` is given, at most that (`atLeast` is then 0 unless given: `{"until":"live","agent":"agent-7","atMost":0}` waits for its last socket to close), or 408 after `timeoutMs` (default 10000, at most 120000) with the count it saw. Counts of what holds now: `live` (open sockets), `joined` (channels joined on open sockets), `heldUpgrades`, `heldJoins`; counts that only grow: `accepted` (sockets ever accepted), `upgrades` (answered), `refused`, `closed`, `joins` (phx_join frames received), except that with a `historyLimit` (`phoenix-link serve` keeps 10,000 of each record) they count the records kept, at most that many: wait for `live`, or on a fresh agent id, not for a total since the start. Never sleep: wait.',
     '',
     '```sh',
     'phoenix-link serve --port 4000 --json &',
@@ -266,7 +266,12 @@ export function renderSimulatorHttp(): string {
     '## Routes',
     '',
   )
-  parts.push(table(['route', 'what it does', 'body'], routes.map((r) => [`\`${r.method} ${r.path}\``, r.summary, r.body ? `\`${bodySchema(r)}\`` : '—'])))
+  parts.push(
+    table(
+      ['route', 'what it does', 'body'],
+      [...routes.map((r) => [`\`${r.method} ${r.path}\``, r.summary, r.body ? `\`${bodySchema(r)}\`` : '—']), ...ADMIN_ROUTES.map((r) => [`\`${r.method} ${r.path}\``, r.summary, '—'])],
+    ),
+  )
   parts.push('', '## The lifecycle stimuli over HTTP', '')
   parts.push(
     'The test kit\'s stimulus vocabulary (`phoenix-link/testing`, `phoenix-link paths --json`) applied from another process: what a runner in Python or Rust sends for each step of a generated path.',

@@ -209,6 +209,29 @@ describe('the simulator over HTTP', () => {
     }
   })
 
+  it('a wait with atMost waits for a count to fall: the last socket of an agent closing; atLeast above atMost is refused', async () => {
+    const sim = await startSimulator({ agents: { a: 'ka' } })
+    const a = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })
+    try {
+      const http = httpOf(sim)
+      await a.connect()
+      const stillOpen = await call(http, 'POST', '/admin/wait', { until: 'live', agent: 'a', atMost: 0, timeoutMs: 50 })
+      expect([stillOpen.status, stillOpen.body.error.message, stillOpen.body.error.count]).toEqual([408, 'live of a is 1, not at most 0, after 50 ms', 1])
+      const gone = call(http, 'POST', '/admin/wait', { until: 'live', agent: 'a', atMost: 0, timeoutMs: 5000 })
+      await until(() => sim.listenerCount('change') > 0, 2000, 'the wait to listen')
+      const stopped = a.disconnect()
+      expect(await gone).toMatchObject({ status: 200, body: { count: 0 } })
+      await stopped
+      const between = await call(http, 'POST', '/admin/wait', { until: 'accepted', agent: 'a', atLeast: 1, atMost: 1, timeoutMs: 50 })
+      expect(between).toMatchObject({ status: 200, body: { count: 1 } })
+      const never = await call(http, 'POST', '/admin/wait', { until: 'live', atLeast: 2, atMost: 1 })
+      expect([never.status, never.body.error.message]).toEqual([400, 'atLeast: 2 is more than atMost (1): no count meets both'])
+    } finally {
+      await a.disconnect()
+      await sim.stop()
+    }
+  })
+
   it('records and waits filter by agent; /admin itself is behind the access rule; a held join answered over HTTP', async () => {
     const sim = await startSimulator({ agents: { a: 'ka', b: 'kb' } })
     const a = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })

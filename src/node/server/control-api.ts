@@ -278,18 +278,24 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     method: 'POST',
     path: '/admin/wait',
     summary:
-      'Long-poll: answers once the count of `until` (of `agent`, or of every agent) is at least `atLeast` (default 1), or 408 after timeoutMs (default 10000). Now: live, joined, heldUpgrades, heldJoins; so far: accepted, upgrades, refused, closed, joins.',
+      'Long-poll: answers once the count of `until` (of `agent`, or of every agent) is at least `atLeast` (default 1 unless `atMost` is given) and at most `atMost` (when given: `{"until":"live","atMost":0}` waits for every socket to close), or 408 after timeoutMs (default 10000). Now: live, joined, heldUpgrades, heldJoins; so far: accepted, upgrades, refused, closed, joins.',
     body: z.strictObject({
       until: WaitCondition,
       agent: z.optional(z.string()),
       atLeast: z.optional(z.number().check(z.int(), z.gte(0))),
+      atMost: z.optional(z.number().check(z.int(), z.gte(0))),
       timeoutMs: z.optional(z.number().check(z.int(), z.gte(1), z.lte(MAX_WAIT_MS))),
     }),
     response: z.strictObject({ count: z.number() }),
     run: ({ sim, signal }, body) => {
-      const atLeast = body.atLeast ?? 1
+      // Without atMost a wait is for something to happen (at least 1); with it, atLeast is 0 unless given.
+      const atLeast = body.atLeast ?? (body.atMost === undefined ? 1 : 0)
+      const atMost = body.atMost ?? Number.POSITIVE_INFINITY
+      if (atLeast > atMost) return { status: 400, body: { error: { code: 'bad_request', message: `atLeast: ${atLeast} is more than atMost (${atMost}): no count meets both` } } }
       const current = () => count(sim, body.until, body.agent)
-      if (current() >= atLeast) return ok({ count: current() })
+      const met = (n: number) => n >= atLeast && n <= atMost
+      const wanted = [body.atLeast !== undefined || body.atMost === undefined ? `at least ${atLeast}` : '', body.atMost === undefined ? '' : `at most ${atMost}`].filter((w) => w !== '').join(' and ')
+      if (met(current())) return ok({ count: current() })
       return new Promise<Answer>((resolve) => {
         const done = (answer: Answer) => {
           clearTimeout(timer)
@@ -301,11 +307,11 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
           // What stop() itself does (its closes) meets no wait: from its start a pending wait is 503.
           if (sim.isStopping) return done(STOPPING)
           const n = current()
-          if (n >= atLeast) done(ok({ count: n }))
+          if (met(n)) done(ok({ count: n }))
         }
         const onAbort = () => done(signal.reason === 'stopping' ? STOPPING : { status: 499, body: { error: { code: 'client_gone', message: 'the caller went away' } } })
         const timer = setTimeout(
-          () => done({ status: 408, body: { error: { code: 'timeout', message: `${body.until} of ${body.agent ?? 'every agent'} is ${current()}, not ${atLeast}, after ${body.timeoutMs ?? 10_000} ms`, count: current() } } }),
+          () => done({ status: 408, body: { error: { code: 'timeout', message: `${body.until} of ${body.agent ?? 'every agent'} is ${current()}, not ${wanted}, after ${body.timeoutMs ?? 10_000} ms`, count: current() } } }),
           body.timeoutMs ?? 10_000,
         )
         sim.on('change', onChange)
@@ -569,13 +575,13 @@ const ROUTE_PATTERNS = [...new Set(CONTROL_ROUTES.map((r) => r.path))].map((path
   candidates: CONTROL_ROUTES.filter((r) => r.path === path),
 }))
 
-/** The routes the admin API serves itself (documented beside the control routes). */
-const ADMIN_ROUTES = [
+/** The GET routes the admin API serves beside {@link CONTROL_ROUTES} (no body): method, path and what each answers. */
+export const ADMIN_ROUTES = deepFreeze([
   { method: 'GET', path: '/admin/connections', summary: 'Who is attached, since when, in what state (open sockets).' },
   { method: 'GET', path: '/admin/events', summary: 'Server-sent events: principal-presence crossings and agent-aborted reports, live.' },
-  { method: 'GET', path: '/admin/openapi.json', summary: 'This document.' },
+  { method: 'GET', path: '/admin/openapi.json', summary: 'The OpenAPI 3.1 document of every route (this one).' },
   { method: 'GET', path: '/metrics', summary: 'Prometheus text (prom-client).' },
-] as const
+] as const)
 
 function schemaOf(schema: z.ZodMiniType): unknown {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<string, unknown>

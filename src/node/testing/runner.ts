@@ -78,8 +78,10 @@ export interface PathRunOptions<H> {
   /** The checks of every step; default {@link LIFECYCLE_ORACLES}. Extend: `[...LIFECYCLE_ORACLES, mine]`. */
   oracles?: ReadonlyArray<LifecycleOracle<H>>
   /**
-   * Bound of each wait (a state, an upgrade to arrive, a signal handed over).
-   * @default the larger of 3000 and two heartbeat intervals plus the close timeout plus 1000, from the link's policy
+   * Bound of each wait (a state, an upgrade to arrive, a signal handed over), and of the host
+   * factory's return.
+   * @default for the waits, the larger of 3000 and two heartbeat intervals plus the close timeout
+   *   plus 1000, from the link's policy; for the factory, 10000
    */
   timeoutMs?: number
 }
