@@ -380,6 +380,8 @@ export class Link {
   readonly #hookTimeoutMs: number | undefined
   /** Abort rounds of ended sessions whose hooks have not all settled: disconnect() waits for them. */
   readonly #abortRounds = new Set<Promise<unknown>>()
+  /** Above 0 while a run's onAbort hook is being called: a disconnect() from it waits for no abort round (its own among them). */
+  #inHook = 0
   readonly #agentId: string
   #nextRun = 1
   /** Every API key this link has used, oldest first: redacted from everything the link writes. */
@@ -755,7 +757,8 @@ export class Link {
    * Stops the session from any state: leaves the control channel when joined, closes the socket
    * with 1000, cancels every timer. Resolves once every socket is closed and the `onAbort` hooks
    * of the runs the session's end aborted ({@link Link.runSignal}) have settled, each within
-   * `runs.hookTimeoutMs` (5 s by default; one still pending then is reported `failed`). Never rejects;
+   * `runs.hookTimeoutMs` (5 s by default; one still pending then is reported `failed`); called
+   * from such a hook (before the hook's first `await`), it does not wait for the hooks. Never rejects;
    * idempotent. After a terminal reason it sends nothing on the wire, keeps that reason and the
    * state `terminated`, and drops the control signals still waiting behind the handler (as a stop
    * from any other state does; each reported `ignored`).
@@ -764,6 +767,7 @@ export class Link {
     // Read by a connect() or runForever() called earlier inside the charts' processing, which decide
     // only once the queued events are processed: this later call wins.
     this.disconnectCalls++
+    const fromHook = this.#inHook > 0
     // Only this session's sockets: a connect() right after must not hold this disconnect() open,
     // so the last generation is read the moment the stop is seen, before any connect() runs.
     let upTo = this.charts.connection.snapshot.context.generation
@@ -785,8 +789,9 @@ export class Link {
     }
     for (const channel of this.channels.values()) channel.failWaiting()
     await this.#adapter.settled(upTo)
-    // The runs the session's end aborted: their hooks settled or timed out, each reported.
-    await Promise.allSettled(this.#abortRounds)
+    // The runs the session's end aborted: their hooks settled or timed out, each reported. Not
+    // when called from such a hook: the round would wait for the hook, and the hook for this.
+    if (!fromHook) await Promise.allSettled(this.#abortRounds)
   }
 
   /**
@@ -860,7 +865,19 @@ export class Link {
       controller.abort(this.lastDisconnectReason)
       return controller.signal
     }
-    return this.runs.startRun(this.#agentId, runId, options)
+    const { onAbort } = options
+    if (onAbort === undefined) return this.runs.startRun(this.#agentId, runId, options)
+    return this.runs.startRun(this.#agentId, runId, {
+      onAbort: (reason) => {
+        // A disconnect() the hook calls (before its first await) must not wait for this hook.
+        this.#inHook++
+        try {
+          return onAbort(reason)
+        } finally {
+          this.#inHook--
+        }
+      },
+    })
   }
 
   /**

@@ -853,6 +853,30 @@ describe('the link\'s metrics and run signals', () => {
     expect(seen).toEqual(['hangs:failed:superseded'])
   })
 
+  it('an onAbort hook that calls disconnect() itself is not waited for by that call: no cycle, the hook settles and is reported aborted, after a supersede and during a stop', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { runs: { hookTimeoutMs: 2000 } })
+    const seen: string[] = []
+    link.runs.onAborted((report) => seen.push(`${report.runId}:${report.outcome}:${report.reason?.kind}`))
+    await link.connect()
+    // A hook that awaits disconnect() inside it: the session ended for good, so it tears the link down.
+    link.runSignal('tears-down', { onAbort: async () => void (await link.disconnect()) })
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    const started = performance.now()
+    await link.disconnect()
+    expect(seen).toEqual(['tears-down:aborted:superseded'])
+    // Well within the hook's bound: the hook's own disconnect() did not wait for the hook.
+    expect(performance.now() - started).toBeLessThan(1000)
+    await link.connect()
+    link.runSignal('stops-too', { onAbort: () => link.disconnect() })
+    const stopStarted = performance.now()
+    await link.disconnect()
+    expect(seen).toEqual(['tears-down:aborted:superseded', 'stops-too:aborted:graceful'])
+    expect(performance.now() - stopStarted).toBeLessThan(1000)
+  })
+
   it('createLink() refuses a runs.hookTimeoutMs that is not a whole number of milliseconds in [0, 2^31-1]', async () => {
     const sim = await world().sim()
     for (const bad of [-1, 1.5, 2 ** 31, Number.NaN, '40']) {
