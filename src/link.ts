@@ -107,7 +107,7 @@ export interface LinkOptions {
   allowInsecureTransport?: boolean
   /**
    * Clocks and random source; tests pass their own, any part of them. `now`: wall time (ms since
-   * the epoch), only for the `at` stamps of reasons; `monotonic`: ms on a clock that never steps,
+   * the epoch), only for stamps (the `at` of reasons and of run abort reports); `monotonic`: ms on a clock that never steps,
    * for every elapsed time the link decides on or reports (the own-conflict window,
    * `reconnected.downtimeMs`); `random`: [0, 1) for jitter (a draw outside it is read as a throw:
    * the reconnect chart's crash, terminated with reason `other`). A `now` or `monotonic` reading
@@ -378,7 +378,7 @@ export class Link {
   #runs: RunSupervisor | null = null
   /** `runs.hookTimeoutMs` of the options, checked; undefined for the supervisor's default. */
   readonly #hookTimeoutMs: number | undefined
-  /** Abort rounds of ended sessions whose hooks have not all settled: disconnect() waits for them. */
+  /** Abort rounds of ended sessions (any session of this link) whose hooks have not all settled: disconnect() waits for them. */
   readonly #abortRounds = new Set<Promise<unknown>>()
   /** Above 0 while a run's onAbort hook is being called: a disconnect() from it waits for no abort round (its own among them). */
   #inHook = 0
@@ -755,10 +755,11 @@ export class Link {
 
   /**
    * Stops the session from any state: leaves the control channel when joined, closes the socket
-   * with 1000, cancels every timer. Resolves once every socket is closed and the `onAbort` hooks
-   * of the runs the session's end aborted ({@link Link.runSignal}) have settled, each within
-   * `runs.hookTimeoutMs` (5 s by default; one still pending then is reported `failed`); called
-   * from such a hook (before the hook's first `await`), it does not wait for the hooks. Never rejects;
+   * with 1000, cancels every timer. Resolves once every socket is closed and every `onAbort` hook
+   * of a run ({@link Link.runSignal}) that a session's end aborted, this session's or an earlier
+   * one's, has settled, each within `runs.hookTimeoutMs` (5 s by default; one still pending then
+   * is reported `failed`): nothing the link started is left running. Called from such a hook
+   * (before the hook's first `await`), it does not wait for the hooks. Never rejects;
    * idempotent. After a terminal reason it sends nothing on the wire, keeps that reason and the
    * state `terminated`, and drops the control signals still waiting behind the handler (as a stop
    * from any other state does; each reported `ignored`).

@@ -204,7 +204,12 @@ export function program(): Command {
     .argument('<command...>', 'the agent command and its arguments (after --)')
     .option('--json', 'the report as one JSON object', false)
     .option('--connect-timeout <ms>', 'first connect and control join', ms, 15_000)
-    .option('--reconnect-cap <ms>', 'a reconnect after a normal close, at most', ms, 10_000)
+    .option('--reconnect-cap <ms>', 'a reconnect after a normal close, at most', (v: string) => {
+      // The 429 scenario waits up to its Retry-After (3 s) plus the cap: one timer, at most 2^31-1 ms.
+      const n = ms(v)
+      if (n > 2 ** 31 - 1 - 3000) throw new InvalidArgumentError(`milliseconds, a whole number in [1, ${2 ** 31 - 1 - 3000}]`)
+      return n
+    }, 10_000)
     .option('--quiet <ms>', 'how long the server watches for an attempt that must not come (an agent whose first retry comes later is not caught)', ms, 6_000)
     .option('--concurrency <n>', 'scenarios at once', (v: string) => {
       const n = DECIMAL.test(v) ? Number(v) : Number.NaN

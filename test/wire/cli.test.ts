@@ -89,8 +89,14 @@ describe('phoenix-link command line', () => {
   })
 
   it('a port or a duration that is not written in decimal digits is refused with exit 1, not read as hex or an exponent', async () => {
-    const expected: Record<string, RegExp> = { '--port': /a port is a whole number in \[0, 65535\]/, '--quiet': /milliseconds, a whole number/, '--history': /--history <n>' argument '-1' is invalid\. a whole number >= 0/ }
-    for (const args of [['serve', '--port', '0x1f90'], ['serve', '--port', '1e3'], ['conform', '--quiet', '1e3', '--', 'true'], ['serve', '--history', '-1']]) {
+    const expected: Record<string, RegExp> = {
+      '--port': /a port is a whole number in \[0, 65535\]/,
+      '--quiet': /milliseconds, a whole number/,
+      '--history': /--history <n>' argument '-1' is invalid\. a whole number >= 0/,
+      // The 429 scenario's wait is the cap plus its Retry-After (3 s): one timer, at most 2^31-1 ms.
+      '--reconnect-cap': /argument '2147483000' is invalid\. milliseconds, a whole number in \[1, 2147480647\]/,
+    }
+    for (const args of [['serve', '--port', '0x1f90'], ['serve', '--port', '1e3'], ['conform', '--quiet', '1e3', '--', 'true'], ['serve', '--history', '-1'], ['conform', '--reconnect-cap', '2147483000', '--', 'true']]) {
       const child = cli(args)
       let stderr = ''
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))

@@ -468,6 +468,31 @@ describe('the simulator as a test scripts it', () => {
     stalled.resume()
   })
 
+  it('freezes nest (sockets stay stalled and upgrades held until the last thaw), and a socket the test stalled and resumed before a freeze is resumed by its thaw', async () => {
+    const sim = await world().sim({ agents: 'any' })
+    const link = world().link(sim, { agentId: 'nested-1', apiKey: 'k' })
+    const plain = world().link(sim, { agentId: 'plain-1', apiKey: 'k' })
+    await Promise.all([link.connect(), plain.connect()])
+    const socket = sim.live('nested-1')[0]!
+    const untouched = sim.live('plain-1')[0]!
+    sim.stall(socket)
+    socket.resume()
+    const thawA = sim.freeze()
+    const thawB = sim.freeze()
+    const late = world().link(sim, { agentId: 'late-1', apiKey: 'k' })
+    const lateConnected = late.connect()
+    await sim.waitFor(() => sim.heldUpgrades === 1, { what: 'the upgrade held' })
+    thawA()
+    expect([socket.stalled, untouched.stalled]).toEqual([true, true])
+    // Held past the first thaw's turn too: the second freeze still holds it.
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    expect(sim.heldUpgrades).toBe(1)
+    thawB()
+    await lateConnected
+    expect([socket.stalled, untouched.stalled]).toEqual([false, false])
+    expect(sim.heldUpgrades).toBe(0)
+  })
+
   it('the joins count of /admin/wait counts every phx_join received, whatever recordLimit keeps', async () => {
     const sim = await world().sim({ recordLimit: 0 })
     const link = world().link(sim)

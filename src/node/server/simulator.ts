@@ -402,10 +402,12 @@ export class PlatformSimulator extends EventEmitter {
   private readonly unanswered = new Map<string | null, number>()
   /** The test's hold ({@link holdUpgrades}): of the agents `match` matches, or of all when null; null when none. */
   private hold: { match: RegExp | null } | null = null
-  /** Freezes not yet thawed: while any is, every upgrade is held and every socket it froze is stalled. */
+  /** Freezes not yet thawed: while any is, every upgrade is held and the sockets they froze are stalled. */
   private freezes = 0
-  /** Sockets the test stalled itself ({@link stall}): a thaw leaves them stalled, even those it froze. */
-  private readonly stalledByTest = new WeakSet<SimConnection>()
+  /** Last thaws whose held upgrades are not answered yet (just after the reads they let in): they still hold. */
+  private thawing = 0
+  /** Sockets the freezes stalled (not those the test stalled, before or during them): the last thaw resumes them. */
+  private readonly frozen = new Set<SimConnection>()
   /** Joins held unanswered, each with the later frames of the same join (same join_ref), which wait behind it. */
   private readonly heldJoinFrames: Array<{ connection: SimConnection; frame: Frame; behind: Frame[] }> = []
   private nextSocket = 1
@@ -652,7 +654,7 @@ export class PlatformSimulator extends EventEmitter {
 
   /** Whether an upgrade of `agentId` is held now: by a freeze, or by the test's hold. */
   private holds(agentId: string | null): boolean {
-    return this.freezes > 0 || (this.hold !== null && (this.hold.match === null || this.hold.match.test(agentId ?? '')))
+    return this.freezes > 0 || this.thawing > 0 || (this.hold !== null && (this.hold.match === null || this.hold.match.test(agentId ?? '')))
   }
 
   /** Answers, as usual, the held upgrades nothing holds any more (a freeze holds them all until its thaw). */
@@ -843,27 +845,32 @@ export class PlatformSimulator extends EventEmitter {
    * socket does not supersede its old one whose close is still unread). What the test scripts
    * stays its own, set before the freeze or during it: a socket it stalled ({@link stall}) stays
    * stalled, and an upgrade its {@link holdUpgrades} holds at the thaw stays held; the thaw
-   * answers the upgrades only the freeze held. Freezes nest: upgrades are answered at the last
-   * thaw. A thaw called again does nothing.
+   * answers the upgrades only the freeze held. Freezes nest: the sockets stay stalled and the
+   * upgrades held until the last thaw. A thaw called again does nothing.
    */
   freeze(): () => void {
     this.assertRunning('freeze()')
-    const frozen = this.live().filter((c) => !c.stalled)
-    for (const c of frozen) this.stallOne(c)
+    for (const c of this.live()) {
+      if (c.stalled) continue
+      this.stallOne(c)
+      this.frozen.add(c)
+    }
     this.freezes++
     let thawed = false
     return () => {
       if (thawed) return
       thawed = true
-      for (const c of frozen) {
-        if (this.stalledByTest.has(c)) continue
+      if (--this.freezes > 0) return
+      for (const c of this.frozen) {
         c.resume()
         if (c.state === 'open') this.armIdle(c)
       }
+      this.frozen.clear()
       this.changed()
       // After the poll phase that reads what the resumed sockets have buffered.
+      this.thawing++
       setImmediate(() => {
-        this.freezes--
+        this.thawing--
         this.answerUnheld()
       })
     }
@@ -872,7 +879,8 @@ export class PlatformSimulator extends EventEmitter {
   /** Stops answering heartbeats and reading on the target sockets; they never close by themselves. Returns how many. */
   stall(target: Target): number {
     return this.each(target, (c) => {
-      this.stalledByTest.add(c)
+      // The test's own stall: a thaw leaves it.
+      this.frozen.delete(c)
       this.stallOne(c)
     })
   }
