@@ -7,7 +7,7 @@ import type { ConnectionEmitted, ConnectionEvent } from '../machines/connection.
 import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
 import { gracefulReason, thrownText, type Env } from '../machines/types.js'
-import { abortError, checkSignal, onAbort } from './abort.js'
+import { abortError, checkSignal, isAbortSignal, onAbort } from './abort.js'
 import { callOptions, checkFunction, describeArgument } from './call-checks.js'
 import { PhoenixAdapter, quoteServerText, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
@@ -107,8 +107,8 @@ export interface LinkOptions {
   allowInsecureTransport?: boolean
   /**
    * Clocks and random source; tests pass their own, any part of them. `now`: wall time (ms since
-   * the epoch), only for stamps (the `at` of reasons and of run abort reports); `monotonic`: ms on a clock that never steps,
-   * for every elapsed time the link decides on or reports (the own-conflict window,
+   * the epoch), only for stamps (the `at` of reasons and of run abort reports); `monotonic`: ms
+   * on a clock that never steps, for every elapsed time the link decides on or reports (the own-conflict window,
    * `reconnected.downtimeMs`); `random`: [0, 1) for jitter (a draw outside it is read as a throw:
    * the reconnect chart's crash, terminated with reason `other`). A `now` or `monotonic` reading
    * that is not a finite number (NaN, a string) is logged once and replaced by the process's own
@@ -885,8 +885,11 @@ export class Link {
    * The run that `signal` (from {@link Link.runSignal}) belongs to ended normally: it leaves the
    * link's run registry. Idempotent; nothing for a run already aborted or ended, nor for a signal
    * of another link. Ends only that run, even when a later run took its id.
+   *
+   * @throws {ConfigurationError} when `signal` is not an AbortSignal (a run id, say: nothing ends).
    */
   endRun(signal: AbortSignal): void {
+    if (!isAbortSignal(signal)) throw new ConfigurationError(`link.endRun: pass the AbortSignal link.runSignal() returned, got ${signal === null ? 'null' : typeof signal}`)
     this.#runs?.endRunOf(this.#agentId, signal)
   }
 

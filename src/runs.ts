@@ -5,8 +5,10 @@
  * nobody will receive. Every abort is reported with its outcome.
  */
 import { thrownText } from '../machines/types.js'
-import type { DisconnectReason } from './reasons.js'
+import { DisconnectReason } from './reasons.js'
 import { settleReported } from './emitter.js'
+import { isAbortSignal } from './abort.js'
+import { describeIssue } from './zod-issues.js'
 
 /** How an abort went. */
 export type AbortOutcome =
@@ -132,8 +134,13 @@ export class RunSupervisor {
     return this.closedBecause !== null
   }
 
-  /** Calls `listener` with every abort report; returns the function that removes it. Listener errors (a throw, an `async` listener's rejection) are swallowed. */
+  /**
+   * Calls `listener` with every abort report; returns the function that removes it. Listener errors (a throw, an `async` listener's rejection) are swallowed.
+   *
+   * @throws {TypeError} when `listener` is not a function (nothing is registered).
+   */
   onAborted(listener: (report: AgentAborted) => void): () => void {
+    if (typeof listener !== 'function') throw new TypeError(`RunSupervisor: onAborted(): the listener must be a function, got ${shownType(listener)}`)
     ;(this.listeners ??= new Set()).add(listener)
     return () => this.listeners!.delete(listener)
   }
@@ -145,8 +152,14 @@ export class RunSupervisor {
    *   a run that was aborted, and whose id a later run of the principal took meanwhile (the agent
    *   reconnected and started it again), ends nothing when its own cleanup calls this late.
    *   Without it, whichever run holds the id now ends.
+   * @throws {TypeError} when `principal` or `runId` is not a non-empty string, or `signal` is given
+   *   and is not an AbortSignal (nothing ends: a run the host meant to end would otherwise stay in
+   *   flight and be reported aborted later).
    */
   endRun(principal: string, runId: string, signal?: AbortSignal): void {
+    const problem = runProblem(principal, runId, null)
+    if (problem !== null) throw new TypeError(`RunSupervisor: endRun(): ${problem}`)
+    if (signal !== undefined && !isAbortSignal(signal)) throw new TypeError(`RunSupervisor: endRun(): signal must be the AbortSignal startRun() returned, got ${shownType(signal)}`)
     const runs = this.runs.get(principal)
     if (runs === undefined) return
     if (signal !== undefined && runs.get(runId)?.controller.signal !== signal) return
@@ -158,8 +171,14 @@ export class RunSupervisor {
    * Ends the run of `principal` that `signal` belongs to (the signal {@link startRun} returned),
    * whatever its id; nothing when that run already ended or was aborted. For callers that let the
    * id be chosen for them (`link.runSignal()`).
+   *
+   * @throws {TypeError} when `principal` is not a non-empty string or `signal` is not an
+   *   AbortSignal (nothing ends).
    */
   endRunOf(principal: string, signal: AbortSignal): void {
+    const problem = runProblem(principal, 'run', null)
+    if (problem !== null) throw new TypeError(`RunSupervisor: endRunOf(): ${problem}`)
+    if (!isAbortSignal(signal)) throw new TypeError(`RunSupervisor: endRunOf(): signal must be the AbortSignal startRun() returned, got ${shownType(signal)}`)
     const runs = this.runs.get(principal)
     if (runs === undefined) return
     for (const [runId, run] of runs) {
@@ -188,9 +207,22 @@ export class RunSupervisor {
 
   /**
    * Aborts every run of the principal, waits for their hooks (bounded), reports each, and
-   * resolves with the reports. Never rejects.
+   * resolves with the reports. A hook's fault (a throw, a rejection, no answer in time) is its
+   * report, never a rejection.
+   *
+   * @throws {TypeError} (rejects) when `principal` is not a non-empty string or `reason` is
+   *   neither null nor a {@link DisconnectReason} (src/reasons.ts): nothing is aborted or reported.
    */
   async abortPrincipal(principal: string, reason: DisconnectReason | null): Promise<AgentAborted[]> {
+    const problem = runProblem(principal, 'run', null)
+    if (problem !== null) throw new TypeError(`RunSupervisor: abortPrincipal(): ${problem}`)
+    if (reason !== null) {
+      const parsed = DisconnectReason.safeParse(reason)
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!
+        throw new TypeError(`RunSupervisor: abortPrincipal(): reason must be null or a DisconnectReason (src/reasons.ts): ${issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''}${describeIssue(issue)}`)
+      }
+    }
     const runs = this.runs.get(principal)
     this.runs.delete(principal)
     if (!runs || runs.size === 0) {
@@ -255,4 +287,9 @@ export class RunSupervisor {
       clearTimeout(timer)
     }
   }
+}
+
+/** How a bad argument is named in an error: `null`, `an array`, or its `typeof`. */
+function shownType(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
 }

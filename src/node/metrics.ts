@@ -12,6 +12,7 @@ import { Counter, Gauge, Registry } from 'prom-client'
 import { LINK_STATES } from '../../machines/status.js'
 import type { Link } from '../link.js'
 import { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions } from './prometheus.js'
+import { isWellFormedText, LONE_SURROGATE_CANNOT_GO_IN } from '../protocol.js'
 
 export type { MetricsOptions } from './prometheus.js'
 
@@ -41,6 +42,8 @@ interface Follower {
   reasons: Set<string>
   /** The handle of the current follow: an older handle's stop() changes nothing of a later follow. */
   owner: object
+  /** Stops listening to the link (its state and losses), once. */
+  unfollow: () => void
 }
 
 /** The link metrics of one registry and prefix, shared by every link followed into it. */
@@ -63,6 +66,12 @@ function sharedMetrics(registry: Registry, prefix: string): Shared {
   if (!byPrefix) SHARED.set(registry, (byPrefix = new Map()))
   const existing = byPrefix.get(prefix)
   if (existing && registry.getSingleMetric(`${prefix}link_state`) === existing.state) return existing
+  // Cleared since: the links followed into the old metrics are exported nowhere any more; they stop
+  // listening (following them again starts over in the new ones), so re-following leaks nothing.
+  if (existing) {
+    for (const follower of existing.followers.values()) follower.unfollow()
+    byPrefix.delete(prefix)
+  }
   // Every name is checked before any is registered: a registry holding one of them already (the
   // host's own metric, or a part of a link's made before a clear) gets nothing half-made.
   const taken = [`${prefix}link_state`, `${prefix}link_reconnects_total`, `${prefix}link_connected_seconds_total`].filter((name) => registry.getSingleMetric(name) !== undefined)
@@ -98,6 +107,9 @@ function sharedMetrics(registry: Registry, prefix: string): Shared {
   return shared
 }
 
+/** The options {@link linkMetrics} reads. */
+const LINK_METRICS_OPTIONS: ReadonlySet<string> = new Set(['registry', 'prefix', 'now', 'label'])
+
 /**
  * Follows `link` and keeps its metrics in `options.registry` (a new one by default), each series
  * labelled `link` (the agent id, or `options.label`), so several links can share one registry.
@@ -105,19 +117,26 @@ function sharedMetrics(registry: Registry, prefix: string): Shared {
  * `options.now` is the clock connected time is measured on: monotonic milliseconds (the link's
  * own `env.monotonic` by default), so a wall-clock step never adds or removes connected seconds.
  *
- * @throws {RangeError} for a prefix Prometheus would refuse, or a label another link being
- *   followed into the same registry already uses (pass `label`).
- * @throws {TypeError} for a `prefix` or `label` that is not a string (a label must not be empty),
+ * @throws {RangeError} for an unknown option, a prefix Prometheus would refuse, or a label
+ *   another link being followed into the same registry already uses (pass `label`).
+ * @throws {TypeError} for a `prefix` or `label` that is not a string (a label must not be empty
+ *   nor hold half a character, which the exposition's UTF-8 cannot carry),
  *   a `now` that is not a function, or a `registry` that is not a prom-client Registry.
  * @throws {Error} when the registry already holds one of the three metric names as something else
  *   (nothing is registered then: pass another registry or prefix).
  */
 export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => number; label?: string } = {}): LinkMetrics {
   if (options === null || typeof options !== 'object') throw new TypeError(`linkMetrics options must be an object, got ${options === null ? 'null' : typeof options}`)
+  // A typo is an error, never a default silently kept (a label or prefix of another link's).
+  const unknown = Object.keys(options).find((key) => !LINK_METRICS_OPTIONS.has(key))
+  if (unknown !== undefined) throw new RangeError(`unknown linkMetrics option ${JSON.stringify(unknown)}; known: ${[...LINK_METRICS_OPTIONS].join(', ')}`)
   if (options.prefix !== undefined && typeof options.prefix !== 'string') throw new TypeError(`linkMetrics prefix must be a string, got ${typeof options.prefix}`)
   if (options.label !== undefined && (typeof options.label !== 'string' || options.label === '')) {
     throw new TypeError(`linkMetrics label must be a non-empty string (the link label of every series), got ${typeof options.label === 'string' ? 'an empty string' : typeof options.label}`)
   }
+  // The exposition format is UTF-8: half a character would be written as U+FFFD, so two labels
+  // would export as one series (a scrape Prometheus refuses).
+  if (options.label !== undefined && !isWellFormedText(options.label)) throw new TypeError(`linkMetrics label cannot be exported: ${LONE_SURROGATE_CANNOT_GO_IN} a metrics label`)
   if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError(`linkMetrics now must be a function returning monotonic milliseconds, got ${typeof options.now}`)
   if (options.registry !== undefined && typeof (options.registry as { getSingleMetric?: unknown } | null)?.getSingleMetric !== 'function') {
     throw new TypeError('linkMetrics registry must be a prom-client Registry')
@@ -130,7 +149,7 @@ export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => 
   const previous = shared.followers.get(label)
   if (previous?.active) throw new RangeError(`a link labelled ${JSON.stringify(label)} is already followed into this registry; pass options.label`)
   const owner = {}
-  const follower: Follower = previous ?? { now, accumulated: 0, since: null, reported: 0, active: true, reasons: new Set(), owner }
+  const follower: Follower = previous ?? { now, accumulated: 0, since: null, reported: 0, active: true, reasons: new Set(), owner, unfollow: () => {} }
   follower.owner = owner
   follower.now = now
   follower.active = true
@@ -153,18 +172,20 @@ export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => 
     follower.reasons.add(e.reason.kind)
     shared.reconnects.inc({ link: label, reason: e.reason.kind })
   })
+  follower.unfollow = () => {
+    if (!follower.active) return
+    offState()
+    offLoss()
+    if (follower.since !== null) follower.accumulated += now() - follower.since
+    follower.since = null
+    follower.active = false
+  }
   return {
     registry,
     stop(stopOptions = {}) {
       // A handle whose label was followed again since (after its stop) owns nothing any more.
       if (follower.owner !== owner) return
-      if (follower.active) {
-        offState()
-        offLoss()
-        if (follower.since !== null) follower.accumulated += now() - follower.since
-        follower.since = null
-        follower.active = false
-      }
+      follower.unfollow()
       if (stopOptions.forget !== true || shared.followers.get(label) !== follower) return
       shared.followers.delete(label)
       for (const state of LINK_STATES) shared.state.remove({ link: label, state })

@@ -151,6 +151,28 @@ describe('run supervisor', () => {
     expect(runs.principals()).toEqual(['q', 'p'])
   })
 
+  it('refuses bad arguments to endRun, endRunOf, onAborted and abortPrincipal, naming them, and changes nothing', async () => {
+    const runs = new RunSupervisor()
+    const signal = runs.startRun('agent-7', 'run-42')
+    const reports: AgentAborted[] = []
+    runs.onAborted((r) => reports.push(r))
+    expect(() => runs.endRun('agent-7', 'run-42', null as never)).toThrow(new TypeError('RunSupervisor: endRun(): signal must be the AbortSignal startRun() returned, got null'))
+    expect(() => runs.endRun('run-42' as never, signal as never)).toThrow(new TypeError('RunSupervisor: endRun(): runId must be a non-empty string, got object'))
+    expect(() => runs.endRun('', 'run-42')).toThrow(new TypeError('RunSupervisor: endRun(): principal must be a non-empty string, got an empty string'))
+    expect(() => runs.endRunOf('agent-7', 'run-42' as never)).toThrow(new TypeError('RunSupervisor: endRunOf(): signal must be the AbortSignal startRun() returned, got string'))
+    expect(() => runs.endRunOf(undefined as never, signal)).toThrow(new TypeError('RunSupervisor: endRunOf(): principal must be a non-empty string, got undefined'))
+    expect(() => runs.onAborted(42 as never)).toThrow(new TypeError('RunSupervisor: onAborted(): the listener must be a function, got number'))
+    await expect(runs.abortPrincipal(undefined as never, null)).rejects.toThrow(new TypeError('RunSupervisor: abortPrincipal(): principal must be a non-empty string, got undefined'))
+    await expect(runs.abortPrincipal('agent-7', 'nope' as never)).rejects.toThrow(/^RunSupervisor: abortPrincipal\(\): reason must be null or a DisconnectReason \(src\/reasons.ts\): /)
+    await expect(runs.abortPrincipal('agent-7', { kind: 'closed' } as never)).rejects.toThrow(TypeError)
+    // Nothing ended, nothing aborted, nothing reported.
+    expect(runs.inFlight('agent-7')).toEqual(['run-42'])
+    expect(signal.aborted).toBe(false)
+    expect(reports).toEqual([])
+    runs.endRun('agent-7', 'run-42', signal)
+    expect(runs.inFlight('agent-7')).toEqual([])
+  })
+
   it('refuses a run id already in flight and a bad hook bound', () => {
     const runs = new RunSupervisor()
     runs.startRun('p', 'a')

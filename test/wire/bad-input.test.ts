@@ -247,6 +247,26 @@ describe('a misbehaving host of the simulator', () => {
     await vi.waitFor(() => expect(warnings).toHaveLength(2), { timeout: 2000 })
     expect(warnings).toEqual(['a simulator event listener threw: an unprintable object', 'a simulator event listener threw: async listener bug'])
   })
+  it("a 'change' listener that throws is logged too: the socket still closes, presence crosses, the run is aborted, and the gauge falls", async () => {
+    const warnings: string[] = []
+    const warn = (...line: unknown[]) => void warnings.push(`${String(line[1])}: ${String((line[0] as { error?: string } | undefined)?.error)}`)
+    const sim = await world().sim({ logger: { info: () => {}, warn } })
+    const link = world().link(sim)
+    await link.connect()
+    sim.runs.startRun('agent-1', 'run-1')
+    let thrown = 0
+    sim.on('change', () => {
+      if (thrown++ === 0) throw new Error('host change listener threw once')
+    })
+    await link.disconnect()
+    await sim.waitFor(() => sim.presence.some((p) => p.kind === 'last-disconnected'), { what: 'last-disconnected' })
+    await sim.waitFor(() => sim.aborts.length === 1, { what: 'the run aborted' })
+    expect(sim.accepted('agent-1')[0]!.state).toBe('closed')
+    expect(sim.aborts[0]).toMatchObject({ runId: 'run-1', outcome: 'aborted', reason: { kind: 'graceful' } })
+    expect(await sim.metrics.registry.metrics()).toMatch(/^phoenix_link_active_connections 0$/m)
+    expect(thrown).toBeGreaterThan(1)
+    expect(warnings).toContain('a simulator event listener threw: host change listener threw once')
+  })
 })
 
 describe('a misbehaving client against the simulator', () => {

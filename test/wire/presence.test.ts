@@ -577,6 +577,12 @@ describe('the simulator as a test scripts it', () => {
       [{ supersedeRetryAfterS: Number.POSITIVE_INFINITY }, /supersedeRetryAfterS must be a finite number of seconds >= 0/],
       [{ metrics: null }, /metrics must be an object of options, got null/],
       [{ runs: { now: 'Date.now' } }, /RunSupervisor now must be a function/],
+      // A typo is an error, not a default kept (a grace window of 0, unbounded records).
+      [{ histroyLimit: 10 }, /^unknown simulator option "histroyLimit"; known: host, port, path, agents, /],
+      [{ presence: { graceWindowMz: 5 } }, /^unknown simulator option "presence.graceWindowMz"; known: graceWindowMs$/],
+      [{ runs: { hookTimeoutMz: 5 } }, /^unknown simulator option "runs.hookTimeoutMz"; known: hookTimeoutMs, now$/],
+      [{ metrics: { prefx: 'a_' } }, /^unknown simulator option "metrics.prefx"; known: registry, prefix$/],
+      [{ metrics: { registry: {} } }, /^metrics.registry must be a prom-client Registry$/],
     ] as const) {
       await expect(startSimulator(options as never)).rejects.toThrow(message)
     }
@@ -801,6 +807,48 @@ describe('the link\'s metrics and run signals', () => {
     expect(parsed.get('phoenix_link_link_state{link="agent-2",state="connected"}')).toBe(1)
     third.stop({ forget: true })
     expect([...parseMetrics(await registry.metrics()).keys()].filter((key) => key.includes('agent-2'))).toEqual([])
+  })
+
+  it('following links again after each registry.clear() leaves no listener behind on the link: the links followed before the clear stop listening', async () => {
+    const sim = await world().sim()
+    const registry = new Registry()
+    const link = world().link(sim)
+    const listeners = () => (link as unknown as { emitter: { listenerCount(): number } }).emitter.listenerCount()
+    const before = listeners()
+    for (let i = 0; i < 50; i++) {
+      linkMetrics(link, { registry })
+      registry.clear()
+    }
+    const last = linkMetrics(link, { registry })
+    // The last follow's two listeners (state, losses); the 50 cleared ones are gone.
+    expect(listeners() - before).toBe(2)
+    await link.connect()
+    expect(parseMetrics(await registry.metrics()).get('phoenix_link_link_state{link="agent-1",state="connected"}')).toBe(1)
+    last.stop()
+    expect(listeners()).toBe(before)
+  })
+
+  it('linkMetrics refuses an unknown option and a label holding half a character (two such labels would export as one series)', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    expect(() => linkMetrics(link, { lable: 'mine' } as never)).toThrow(new RangeError('unknown linkMetrics option "lable"; known: registry, prefix, now, label'))
+    expect(() => linkMetrics(link, { label: 'x\uD800' })).toThrow(/^linkMetrics label cannot be exported: it holds a lone UTF-16 surrogate/)
+  })
+
+  it("a simulator's metrics come back, with their counts, at its /metrics after a registry.clear(), and a simulator started after the clear shares them", async () => {
+    const registry = new Registry()
+    const sim = await world().sim({ metrics: { registry }, agents: 'any' })
+    const open = (s: PlatformSimulator, agent: string) => world().link(s, { agentId: agent, apiKey: 'k' }).connect()
+    await open(sim, 'a')
+    registry.clear()
+    await open(sim, 'b')
+    const scrape = async (s: PlatformSimulator) => parseMetrics(await (await fetch(`http://127.0.0.1:${s.port}/metrics`)).text())
+    expect((await scrape(sim)).get('phoenix_link_active_connections')).toBe(2)
+    registry.clear()
+    const second = await world().sim({ metrics: { registry }, agents: 'any' })
+    await open(second, 'c')
+    expect((await scrape(second)).get('phoenix_link_active_connections')).toBe(3)
+    expect((await scrape(sim)).get('phoenix_link_active_connections')).toBe(3)
   })
 
   it('several links share one registry, each under its own link label; a label in use is refused', async () => {

@@ -232,6 +232,22 @@ describe('the simulator over HTTP', () => {
     }
   })
 
+  it('a query parameter a route does not read (a typo) is a 400 naming it, not an answer for every agent', async () => {
+    const sim = await startSimulator({ agents: 'any' })
+    try {
+      const http = httpOf(sim)
+      const typo = await call(http, 'GET', '/admin/sockets?agnet=a')
+      expect([typo.status, typo.body.error.message]).toEqual([400, 'unknown query parameter "agnet"; this route reads agent (and token, for access)'])
+      const none = await call(http, 'GET', '/admin/connections?agent=a')
+      expect([none.status, none.body.error.message]).toEqual([400, 'unknown query parameter "agent"; this route reads none (and token, for access)'])
+      expect((await call(http, 'GET', '/admin/sockets?agent=a')).status).toBe(200)
+      // /metrics is left to scrapers, which may add parameters of their own.
+      expect((await fetch(`${http}/metrics?scrape=1`)).status).toBe(200)
+    } finally {
+      await sim.stop()
+    }
+  })
+
   it('records and waits filter by agent; /admin itself is behind the access rule; a held join answered over HTTP', async () => {
     const sim = await startSimulator({ agents: { a: 'ka', b: 'kb' } })
     const a = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })

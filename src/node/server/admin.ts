@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ServerMetrics } from './metrics.js'
-import { json, methodNotAllowed, requestUrl, type ControlApi } from './control-api.js'
+import { json, methodNotAllowed, requestUrl, unknownQuery, type ControlApi } from './control-api.js'
 import { thrownText } from '../../../machines/types.js'
 
 /** One attached socket as the admin API lists it. */
@@ -50,8 +50,11 @@ export class AdminApi {
   /** Handles one HTTP request. Never throws into the server. */
   handle(req: IncomingMessage, res: ServerResponse): void {
     let path = ''
+    let query = new URLSearchParams()
     try {
-      path = requestUrl(req.url).pathname
+      const url = requestUrl(req.url)
+      path = url.pathname
+      query = url.searchParams
     } catch {
       path = ''
     }
@@ -59,7 +62,15 @@ export class AdminApi {
     const gets = ['/metrics', '/admin/connections', '/admin/events']
     if (!gets.includes(path)) return json(res, 404, { error: { code: 'not_found', message: `no route ${req.method ?? 'GET'} ${path}` } })
     if (req.method !== 'GET') return methodNotAllowed(res, path, ['GET'])
+    // The admin routes read no query parameter (token aside): one given is a mistake, said so.
+    // /metrics is left to scrapers, which may add parameters of their own.
+    if (path !== '/metrics') {
+      const stray = unknownQuery(query, [])
+      if (stray !== null) return json(res, 400, { error: { code: 'bad_request', message: stray } })
+    }
     if (path === '/metrics') {
+      // A registry cleared since (a test teardown) gets the simulator's metrics back, with their counts.
+      this.sources.metrics.reattach()
       this.sources.metrics.registry.metrics().then(
         (text) => {
           res.writeHead(200, { 'content-type': this.sources.metrics.registry.contentType })

@@ -155,6 +155,18 @@ export interface ControlRoute {
 
 const ok = (body: unknown = { ok: true }): Answer => ({ status: 200, body })
 
+/**
+ * A query parameter the route does not read (a typo such as `?agnet=`, which would otherwise
+ * answer for every agent), named; null when there is none. `token` is read by the access check.
+ */
+export function unknownQuery(query: URLSearchParams, known: readonly string[]): string | null {
+  for (const name of query.keys()) {
+    if (name === 'token' || known.includes(name)) continue
+    return `unknown query parameter ${JSON.stringify(name)}; this route reads ${known.length === 0 ? 'none' : known.join(', ')}${' (and token, for access)'}`
+  }
+  return null
+}
+
 /** What every POST answers once the simulator is stopping. */
 const STOPPING: Answer = { status: 503, body: { error: { code: 'stopping', message: 'the simulator is stopping: it scripts nothing more' } } }
 
@@ -816,6 +828,11 @@ export class ControlApi {
     this.pending.add(stop)
     res.on('close', () => this.pending.delete(stop))
     const query = requestUrl(req.url).searchParams
+    const stray = unknownQuery(query, Object.keys(r.query ?? {}))
+    if (stray !== null) {
+      json(res, 400, { error: { code: 'bad_request', message: stray } })
+      return true
+    }
     void this.body(req, r)
       .then(async (body) => {
         if ('error' in body) return body.error

@@ -9,10 +9,16 @@ import { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions } from '../pro
 
 export { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions }
 
+/** The simulators' metric objects of each registry, by name: a registry cleared since still gets the same ones back. */
+const MADE = new WeakMap<Registry, Map<string, Gauge | Counter>>()
+
 /**
  * The simulator's metrics. Simulators given one registry and prefix (several at once, or one
  * started again after a stop) share the metrics: `active_connections` counts the open sockets of
- * all of them and the counters go on counting, as one platform's would across a restart.
+ * all of them and the counters go on counting, as one platform's would across a restart. A
+ * `registry.clear()` (a test teardown) unregisters them; a simulator's `GET /metrics`, or
+ * {@link ServerMetrics.reattach}, registers them again with their counts, and a simulator started
+ * on that registry after the clear shares them as before.
  *
  * @throws {Error} when the registry holds a metric of one of these names that is not the
  *   simulator's kind (a gauge, or a counter with the same label).
@@ -50,6 +56,17 @@ export class ServerMetrics {
       })) as Counter<'reason'>
     for (const outcome of ['aborted', 'nothing-to-abort', 'failed'] satisfies AbortOutcome[]) this.agentAborts.inc({ outcome }, 0)
   }
+
+  /**
+   * Registers again, with their counts, the metrics a `registry.clear()` removed since; a name the
+   * registry holds (these metrics, or the host's own made after the clear) is left as it is.
+   */
+  reattach(): void {
+    for (const metric of [this.activeConnections, this.agentAborts, this.principalDisconnects] as Array<Gauge | Counter>) {
+      const name = (metric as unknown as { name: string }).name
+      if (this.registry.getSingleMetric(name) === undefined) this.registry.registerMetric(metric)
+    }
+  }
 }
 
 /**
@@ -65,7 +82,24 @@ function assertFits(registry: Registry, kind: abstract new (...args: never[]) =>
   throw new Error(`the metrics registry already holds ${name}, not as the simulator's ${kind.name.toLowerCase()}${labels.length > 0 ? ` with the label ${labels.join(', ')}` : ''}: give the simulator another registry or prefix`)
 }
 
-/** The metric `name` already in `registry` (checked by {@link assertFits}), else a new one from `make`. */
+/**
+ * The metric `name` already in `registry` (checked by {@link assertFits}), else the one a simulator
+ * made for it before a `registry.clear()` (registered again), else a new one from `make`.
+ */
 function shared<M extends Gauge | Counter>(registry: Registry, name: string, make: () => M): M {
-  return (registry.getSingleMetric(name) as M | undefined) ?? make()
+  let made = MADE.get(registry)
+  if (!made) MADE.set(registry, (made = new Map()))
+  const held = registry.getSingleMetric(name) as M | undefined
+  if (held !== undefined) {
+    made.set(name, held)
+    return held
+  }
+  const before = made.get(name) as M | undefined
+  if (before !== undefined) {
+    registry.registerMetric(before)
+    return before
+  }
+  const metric = make()
+  made.set(name, metric)
+  return metric
 }

@@ -40,7 +40,7 @@ import { AdminApi } from './admin.js'
 import { ControlApi, isLoopbackInterface, requestUrl } from './control-api.js'
 import { RunSupervisor, type AgentAborted, type RunSupervisorOptions } from '../../runs.js'
 import { classifyClose, classifySupersede, clipText, heartbeatTimeout, type DisconnectReason } from '../../reasons.js'
-import type { PresencePolicy } from '../../../machines/presence-policy.js'
+import { DEFAULT_PRESENCE_POLICY, type PresencePolicy } from '../../../machines/presence-policy.js'
 import { redacting, type LinkLog, type Logger } from '../../logger.js'
 import { thrownText } from '../../../machines/types.js'
 import { describeArgument } from '../../call-checks.js'
@@ -294,6 +294,25 @@ function httpDate(): string {
   return new Date().toUTCString()
 }
 
+/** Every option of {@link SimulatorOptions}: another key is a typo, refused. */
+const SIMULATOR_OPTION_KEYS: ReadonlySet<string> = new Set([
+  'host', 'port', 'path', 'agents', 'flavor', 'idleTimeoutMs', 'supersedeCooldownMs', 'supersedeRetryAfterS', 'recordLimit', 'historyLimit',
+  'maxFrameBytes', 'presence', 'runs', 'metrics', 'routes', 'eventStreamKeepAliveMs', 'rejectMode', 'adminToken', 'logger',
+] satisfies Array<keyof SimulatorOptions>)
+
+/** The keys of the nested option objects. */
+const NESTED_OPTION_KEYS: Record<'presence' | 'runs' | 'metrics', ReadonlySet<string>> = {
+  presence: new Set(Object.keys(DEFAULT_PRESENCE_POLICY)),
+  runs: new Set(['hookTimeoutMs', 'now'] satisfies Array<keyof RunSupervisorOptions>),
+  metrics: new Set(['registry', 'prefix'] satisfies Array<keyof MetricsOptions>),
+}
+
+/** @throws {RangeError} naming the first own key of `value` that `known` lacks (`where` is its path prefix). */
+function unknownKeys(where: string, value: object, known: ReadonlySet<string>): void {
+  const unknown = Object.keys(value).find((key) => !known.has(key))
+  if (unknown !== undefined) throw new RangeError(`unknown simulator option ${JSON.stringify(`${where}${unknown}`)}; known: ${[...known].join(', ')}`)
+}
+
 /**
  * Starts a simulator on loopback and resolves once it listens.
  *
@@ -304,8 +323,11 @@ function httpDate(): string {
  * @throws {Error} (rejects) when the port cannot be bound.
  * @throws {RangeError} (rejects) for an option out of range (a numeric option that is not a whole
  *   number in its range, an unknown flavor or rejectMode), naming it.
- * @throws {TypeError} (rejects) when `presence`, `runs` or `metrics` is not an object, or
- *   `adminToken` is not a non-empty string of visible ASCII.
+ * @throws {TypeError} (rejects) when `presence`, `runs` or `metrics` is not an object,
+ *   `metrics.registry` is not a prom-client Registry, or `adminToken` is not a non-empty string
+ *   of visible ASCII.
+ * @throws {RangeError} (rejects) for an unknown option, at the top or inside `presence`, `runs`
+ *   or `metrics` (a typo is an error, never ignored).
  * @throws {RangeError} (rejects) for a `host` that is not loopback when no `adminToken` is set.
  */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<PlatformSimulator> {
@@ -353,7 +375,8 @@ function checkRefusal(refusal: UpgradeRefusal): void {
 /**
  * A running simulator. Emits `connection` (a SimConnection accepted), `closed` (a SimConnection
  * closed), `refused` (an UpgradeRecord) and `change` after anything it records, so `waitFor`
- * can re-check a condition without polling.
+ * can re-check a condition without polling. A listener that throws or rejects is logged (the
+ * logger's `warn`) and never thrown into the simulator; the listeners after it still hear the event.
  */
 export class PlatformSimulator extends EventEmitter {
   /** The flavor in use. */
@@ -422,6 +445,8 @@ export class PlatformSimulator extends EventEmitter {
   constructor(options: SimulatorOptions) {
     super()
     this.setMaxListeners(0)
+    if (options === null || typeof options !== 'object') throw new TypeError(`simulator options must be an object, got ${options === null ? 'null' : typeof options}`)
+    unknownKeys('', options, SIMULATOR_OPTION_KEYS)
     checkAgents(options.agents)
     this.options = {
       // `[::1]` as a URL writes it is the address `::1` to listen on.
@@ -491,7 +516,11 @@ export class PlatformSimulator extends EventEmitter {
     for (const name of ['presence', 'runs', 'metrics'] as const) {
       const value = options[name]
       if (value !== undefined && (value === null || typeof value !== 'object')) throw new TypeError(`${name} must be an object of options, got ${value === null ? 'null' : typeof value}`)
+      // A typo is an error, never a default silently kept (a grace window of 0, unbounded records).
+      if (value !== undefined) unknownKeys(`${name}.`, value, NESTED_OPTION_KEYS[name])
     }
+    const registry: unknown = options.metrics?.registry
+    if (registry !== undefined && typeof (registry as { getSingleMetric?: unknown } | null)?.getSingleMetric !== 'function') throw new TypeError('metrics.registry must be a prom-client Registry')
     const flavor = SERVER_FLAVORS[this.options.flavor]
     if (!flavor) throw new RangeError(`unknown flavor ${String(options.flavor)}; use one of ${Object.keys(SERVER_FLAVORS).join(', ')}`)
     this.flavor = flavor
@@ -1237,8 +1266,9 @@ export class PlatformSimulator extends EventEmitter {
     return Math.round(performance.now() - this.started)
   }
 
+  /** Tells `change` listeners (waits, and the host's own: one that throws is logged, never thrown into the simulator's socket handling). */
   private changed(): void {
-    this.emit('change')
+    this.emitSafely('change', undefined)
   }
 
   /**
