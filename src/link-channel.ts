@@ -141,7 +141,7 @@ export class LinkChannel {
    * @throws {ConfigurationError} (rejects) when `options` is not an object, or `options.signal` is
    *   given and is not an AbortSignal.
    */
-  joined(options: { signal?: AbortSignal } | null = {}): Promise<unknown> {
+  joined(options: { signal?: AbortSignal | undefined } | null = {}): Promise<unknown> {
     let signal: AbortSignal | undefined
     try {
       signal = callOptions(options, 'channel.joined').signal
@@ -198,7 +198,7 @@ export class LinkChannel {
    * @throws {ConfigurationError} (rejects) when `options` is not an object, or `options.signal` is
    *   given and is not an AbortSignal.
    */
-  async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number; signal?: AbortSignal } | null = {}): Promise<unknown> {
+  async push(event: string, payload: Payload | ArrayBuffer = {}, options: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } | null = {}): Promise<unknown> {
     options = callOptions(options, 'channel.push')
     const { signal } = options
     checkSignal(signal, 'channel.push')

@@ -79,32 +79,32 @@ export interface LinkOptions {
    */
   apiKey: string | ((attempt: AttemptInfo) => string | Promise<string>)
   /** Policy overrides, by concern; see `DEFAULT_LINK_POLICY`. */
-  policy?: LinkPolicyInput
+  policy?: LinkPolicyInput | undefined
   /** Where the link logs its transitions; default silent. Every line is redacted of the API key. */
-  logger?: Logger
+  logger?: Logger | undefined
   /**
    * An OpenTelemetry tracer (`trace.getTracer('my-agent')` from `@opentelemetry/api`, an optional
    * peer): spans `phoenix_link.session` and one `phoenix_link.connect` per attempt (src/tracing.ts).
    */
-  tracer?: TracerLike
+  tracer?: TracerLike | undefined
   /**
    * An XState inspection observer (or @statelyai/inspect's `inspector.inspect`), passed to the
    * chart actor: a function of each event, or an object with `next(event)`.
    */
-  inspect?: InspectListener | { next?: InspectListener }
+  inspect?: InspectListener | { next?: InspectListener | undefined } | undefined
   /** Handler of `agent.control` signals, called once per signal, in order, one at a time. */
-  onControl?: ControlHandler
+  onControl?: ControlHandler | undefined
   /**
    * How the API key is sent: the `x-api-key` upgrade header (default in Node; keeps it out of
    * URLs and proxy logs) or the `api_key` socket param (the only way in browsers).
    */
-  apiKeyIn?: 'header' | 'param'
+  apiKeyIn?: 'header' | 'param' | undefined
   /** `reject`: a second same-key socket is refused with HTTP 409 instead of superseding this one. */
-  onConflict?: 'supersede' | 'reject'
+  onConflict?: 'supersede' | 'reject' | undefined
   /** Extra socket params, or a function giving them for each attempt (sync or async, like `apiKey`). */
-  params?: Record<string, string> | ((attempt: AttemptInfo) => Record<string, string> | Promise<Record<string, string>>)
+  params?: Record<string, string> | ((attempt: AttemptInfo) => Record<string, string> | Promise<Record<string, string>>) | undefined
   /** Allow `ws://` (no TLS) to a host that is not loopback. @default false */
-  allowInsecureTransport?: boolean
+  allowInsecureTransport?: boolean | undefined
   /**
    * Clocks and random source; tests pass their own, any part of them. `now`: wall time (ms since
    * the epoch), only for stamps (the `at` of reasons and of run abort reports); `monotonic`: ms
@@ -115,7 +115,7 @@ export interface LinkOptions {
    * clock (`Date.now()`, `performance.now()`).
    * @default { now: Date.now, monotonic: performance.now, random: Math.random }
    */
-  env?: Partial<Env>
+  env?: Partial<Env> | undefined
   /**
    * The scheduler of the charts' delays (backoff, rapid and stable windows, connect/join/leave
    * timeouts): an XState `Clock` such as `new SimulatedClock()`, so a test advances chart time by
@@ -124,14 +124,14 @@ export interface LinkOptions {
    * scheduled (that chart's crash, state terminated, reason `other` naming it), not as a due time
    * every delay has passed. @default real timers
    */
-  clock?: Clock
+  clock?: Clock | undefined
   /**
    * The runs of {@link Link.runSignal}: `hookTimeoutMs` is the longest wait, in milliseconds, for
    * a run's `onAbort` hook to settle once the session ends (a hook still pending then is reported
    * `failed`); {@link Link.disconnect} waits for those hooks. A whole number in [0, 2^31-1].
    * @default { hookTimeoutMs: 5000 }
    */
-  runs?: { hookTimeoutMs?: number }
+  runs?: { hookTimeoutMs?: number | undefined } | undefined
 }
 
 /**
@@ -659,7 +659,7 @@ export class Link {
    * @throws {ConfigurationError} (rejects) when `options` is not an object (`null` is no options),
    *   or `options.signal` is given and is not an AbortSignal.
    */
-  async connect(options: { signal?: AbortSignal } | null = {}): Promise<void> {
+  async connect(options: { signal?: AbortSignal | undefined } | null = {}): Promise<void> {
     this.assertUsable()
     const { signal } = callOptions(options, 'link.connect')
     checkSignal(signal, 'link.connect')
@@ -725,7 +725,7 @@ export class Link {
    * @throws {ConfigurationError} (rejects) when `options` is not an object (`null` is no options),
    *   or `options.signal` is given and is not an AbortSignal.
    */
-  async runForever(options: { signal?: AbortSignal } | null = {}): Promise<void> {
+  async runForever(options: { signal?: AbortSignal | undefined } | null = {}): Promise<void> {
     this.assertUsable()
     const { signal } = callOptions(options, 'link.runForever')
     checkSignal(signal, 'link.runForever')
@@ -940,10 +940,10 @@ export class Link {
    *   function nor an options object, or `options.signal` is given and is not an AbortSignal.
    */
   once<K extends keyof LinkEvents>(type: K, listener: (payload: LinkEvents[K]) => void): Unsubscribe
-  once<K extends keyof LinkEvents>(type: K, options?: { signal?: AbortSignal } | null): Promise<LinkEvents[K]>
+  once<K extends keyof LinkEvents>(type: K, options?: { signal?: AbortSignal | undefined } | null): Promise<LinkEvents[K]>
   once<K extends keyof LinkEvents>(
     type: K,
-    listenerOrOptions?: ((payload: LinkEvents[K]) => void) | { signal?: AbortSignal } | null,
+    listenerOrOptions?: ((payload: LinkEvents[K]) => void) | { signal?: AbortSignal | undefined } | null,
   ): Unsubscribe | Promise<LinkEvents[K]> {
     if (typeof listenerOrOptions === 'function') {
       checkEventType(type, 'link.once')
@@ -998,7 +998,7 @@ export class Link {
    * @throws {ConfigurationError} (rejects) for a name that is not a link state, an empty list,
    *   anything but a name or an array of names, or options that are not an object.
    */
-  async whenState(state: LinkState | readonly LinkState[], options: { signal?: AbortSignal } | null = {}): Promise<LinkState> {
+  async whenState(state: LinkState | readonly LinkState[], options: { signal?: AbortSignal | undefined } | null = {}): Promise<LinkState> {
     if (typeof state !== 'string' && !Array.isArray(state)) {
       throw new ConfigurationError(`link.whenState: name a link state or an array of them (${LINK_STATES.join(', ')}), got ${describeArgument(state)}`)
     }
@@ -1065,7 +1065,7 @@ export class Link {
    * @throws {ConfigurationError} when `options` is not an object, or `options.signal` is given and
    *   is not an AbortSignal (nothing is registered).
    */
-  events(options: { signal?: AbortSignal; untilSessionEnds?: boolean } | null = {}): AsyncIterableIterator<LinkEvent> {
+  events(options: { signal?: AbortSignal | undefined; untilSessionEnds?: boolean | undefined } | null = {}): AsyncIterableIterator<LinkEvent> {
     options = callOptions(options, 'link.events')
     checkSignal(options.signal, 'link.events')
     return this.emitter.iterate({

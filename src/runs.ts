@@ -36,15 +36,15 @@ export interface AgentAborted {
 /** Options of {@link RunSupervisor}. */
 export interface RunSupervisorOptions {
   /** Longest wait for a run's abort hook to settle, in milliseconds. @default 5000 */
-  hookTimeoutMs?: number
+  hookTimeoutMs?: number | undefined
   /** Clock for reports, in milliseconds; one that throws stamps that report with `Date.now()` instead. @default Date.now */
-  now?: () => number
+  now?: (() => number) | undefined
 }
 
 /** What a caller gives when it starts a run. */
 export interface RunOptions {
   /** Called when the run is aborted; may return a promise (cleanup, cancelling a model call). */
-  onAbort?: (reason: DisconnectReason | null) => void | Promise<void>
+  onAbort?: ((reason: DisconnectReason | null) => void | Promise<void>) | undefined
 }
 
 /**

@@ -27,7 +27,7 @@
  * the suite (it never skips).
  */
 import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bin, bytes, installProject, packPackage, REPO, run, runOk, type Packed } from './packed.js'
 
@@ -89,9 +89,14 @@ describe('the packed package', () => {
         [...dirs].map(([dir, size]) => `  ${dir.padEnd(24)} ${bytes(size)}`).join('\n') +
         '\n',
     )
-    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([])
+    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('examples/'))).toEqual([])
     expect(files.filter((f) => /\.(map|png|jpe?g|tsbuildinfo)$/.test(f))).toEqual([])
-    expect(files.filter((f) => /^(test|scripts|src|machines|bench|soak|examples|scratch|reports)\//.test(f))).toEqual([])
+    expect(files.filter((f) => /^(test|scripts|src|machines|bench|soak|scratch|reports)\//.test(f))).toEqual([])
+    // The examples the README points to ship as their sources (a user copies them), nothing built or installed.
+    expect(files.filter((f) => f.startsWith('examples/') && !/\.(md|ts|mjs|py|html|json)$/.test(f))).toEqual([])
+    expect(files.filter((f) => /^examples\/.*\/(node_modules|dist)\//.test(f))).toEqual([])
+    // What only the repository's own tests and benchmarks import.
+    expect(files.filter((f) => /^dist\/src\/(node\/model\/coverage|adapter\/index)\./.test(f))).toEqual([])
     expect(files.filter((f) => /^dist\/(test|scripts|bench|soak|visualizer)\//.test(f))).toEqual([])
     // Nothing of an earlier build (dist/ is emptied first), no pointer to a source map that does not ship.
     expect(files.filter((f) => f.startsWith('dist/src/server/'))).toEqual([])
@@ -112,6 +117,17 @@ describe('the packed package', () => {
       './docs/simulator-openapi.json',
     ].map((target) => target.replace(/^\.\//, ''))
     expect(targets.filter((target) => !files.includes(target))).toEqual([])
+    // Every relative link of the packaged Markdown resolves in the package; the screenshots of
+    // docs/visualize.md stay in the repository (images do not ship).
+    const broken: string[] = []
+    for (const f of packed!.files.filter((file) => file.path.endsWith('.md'))) {
+      for (const [, target] of f.body.toString('utf8').matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
+        if (/^[a-z]+:/i.test(target!) || target!.endsWith('.png')) continue
+        const resolved = join(dirname(f.path), target!).replace(/\/$/, '')
+        if (!files.includes(resolved) && !files.some((other) => other.startsWith(`${resolved}/`))) broken.push(`${f.path} -> ${target}`)
+      }
+    }
+    expect(broken).toEqual([])
     expect(files.some((f) => f.startsWith('visualizer/dist/assets/') && f.endsWith('.js'))).toBe(true)
     // The page draws mermaid's state diagrams only: no other diagram type, layout, grammar or katex ships (visualizer/vite.config.ts).
     const assets = files.filter((f) => f.startsWith('visualizer/dist/assets/'))
@@ -201,7 +217,12 @@ import { parseTrace, traceLink, type TraceRecord } from 'phoenix-link/visualizer
 import { Registry } from 'prom-client'
 
 const sim: PlatformSimulator = await startSimulator({ agents: { 'agent-7': 'key' }, flavor: 'bandit' })
-const link = createLink({ url: sim.url, agentId: 'agent-7', apiKey: 'key', logger: console })
+// Optional values passed through as they are (undefined when the host has none): accepted as left out.
+const given: { logger?: Console | undefined; signal?: AbortSignal | undefined } = {}
+const link = createLink({ url: sim.url, agentId: 'agent-7', apiKey: 'key', logger: given.logger ?? console, tracer: undefined, runs: { hookTimeoutMs: undefined } })
+await link.connect({ signal: given.signal })
+await link.whenState('connected', { signal: given.signal })
+await link.channel('room:1').push('x', {}, { signal: given.signal, timeoutMs: undefined }).catch(() => {})
 const registry = new Registry()
 const metrics = linkMetrics(link, { registry, prefix: 'app_' })
 const records: TraceRecord[] = []
@@ -241,6 +262,24 @@ process.stdout.write(JSON.stringify({ errors: result.errors.map((m) => m.text ??
     process.stdout.write(`esbuild browser bundle of createLink: ${bytes(report.bytes)} minified\n`)
     expect({ errors: report.errors, warnings: report.warnings, node: report.node }).toEqual({ errors: [], warnings: [], node: [] })
     expect(report.bytes).toBeGreaterThan(10_000)
+  }, 30_000)
+
+  it('a browser bundle of a Node-only entry (/server, /metrics, /visualizer, /testing) fails at build time, saying it runs only in Node', async () => {
+    const entries = ['server', 'metrics', 'visualizer', 'testing']
+    write(join(web, 'node-only'), {
+      ...Object.fromEntries(entries.map((entry) => [`${entry}.js`, `import * as m from 'phoenix-link/${entry}'\nconsole.log(m)\n`])),
+      'build.mjs': `import * as esbuild from 'esbuild'
+const out = {}
+for (const entry of ${JSON.stringify(entries)}) {
+  out[entry] = await esbuild.build({ entryPoints: ['node-only/' + entry + '.js'], bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent' })
+    .then(() => null, (failure) => (failure.errors ?? []).map((m) => m.text).join('; '))
+}
+process.stdout.write(JSON.stringify(out))
+`,
+    })
+    const result = await runOk(process.execPath, ['node-only/build.mjs'], { cwd: web, timeoutMs: 30_000 })
+    const errors = JSON.parse(result.stdout) as Record<string, string | null>
+    for (const entry of entries) expect(errors[entry], entry).toMatch(/^Could not resolve ".*run-only-in-Node--in-a-browser-import-createLink-from-phoenix-link\.js"$/)
   }, 30_000)
 
   it('vite builds a page importing it, its logger hearing no warning and no error', async () => {
