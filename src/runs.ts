@@ -5,10 +5,12 @@
  * nobody will receive. Every abort is reported with its outcome.
  */
 import { thrownText } from '../machines/types.js'
-import { DisconnectReason } from './reasons.js'
+import { REASON_KINDS as KINDS, type DisconnectReason } from './reasons.js'
+
+/** The kinds of {@link DisconnectReason}. */
+const REASON_KINDS: ReadonlySet<string> = new Set(KINDS)
 import { settleReported } from './emitter.js'
 import { isAbortSignal } from './abort.js'
-import { describeIssue } from './zod-issues.js'
 
 /** How an abort went. */
 export type AbortOutcome =
@@ -211,17 +213,19 @@ export class RunSupervisor {
    * report, never a rejection.
    *
    * @throws {TypeError} (rejects) when `principal` is not a non-empty string or `reason` is
-   *   neither null nor a {@link DisconnectReason} (src/reasons.ts): nothing is aborted or reported.
+   *   neither null nor a reason object (an object whose `kind` is one of {@link DisconnectReason}'s,
+   *   src/reasons.ts; its other fields are the caller's, not checked): nothing is aborted or reported.
    */
   async abortPrincipal(principal: string, reason: DisconnectReason | null): Promise<AgentAborted[]> {
     const problem = runProblem(principal, 'run', null)
     if (problem !== null) throw new TypeError(`RunSupervisor: abortPrincipal(): ${problem}`)
-    if (reason !== null) {
-      const parsed = DisconnectReason.safeParse(reason)
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!
-        throw new TypeError(`RunSupervisor: abortPrincipal(): reason must be null or a DisconnectReason (src/reasons.ts): ${issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''}${describeIssue(issue)}`)
-      }
+    // Only the kind is checked: a reason the library made carries what the server sent (a
+    // supersede's payload in `raw`, which may be any object), and a round must not reject on it.
+    const kind: unknown = reason !== null && typeof reason === 'object' ? (reason as { kind?: unknown }).kind : undefined
+    if (reason !== null && !(typeof kind === 'string' && REASON_KINDS.has(kind))) {
+      throw new TypeError(
+        `RunSupervisor: abortPrincipal(): reason must be null or a DisconnectReason (src/reasons.ts), whose kind is one of ${[...REASON_KINDS].join(', ')}; got ${reason === null || typeof reason !== 'object' ? shownType(reason) : `kind ${JSON.stringify(kind) ?? 'undefined'}`}`,
+      )
     }
     const runs = this.runs.get(principal)
     this.runs.delete(principal)

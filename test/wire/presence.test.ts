@@ -493,6 +493,23 @@ describe('the simulator as a test scripts it', () => {
     expect(sim.heldUpgrades).toBe(0)
   })
 
+  it("a supersede whose payload is any object (a class instance, a symbol key) still aborts the principal's runs, and stop() resolves", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    sim.runs.startRun('agent-1', 'run-1')
+    class SupersedeNotice {
+      reason = 'session.already_connected'
+    }
+    const notice = Object.assign(new SupersedeNotice(), { [Symbol('trace')]: 1 })
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1', { payload: notice as never })
+    await ended
+    await sim.waitFor(() => sim.aborts.length === 1, { what: 'the run aborted' })
+    expect(sim.aborts.map((a) => `${a.runId}:${a.outcome}:${a.reason?.kind}`)).toEqual(['run-1:aborted:superseded'])
+    await sim.stop()
+  })
+
   it('the joins count of /admin/wait counts every phx_join received, whatever recordLimit keeps', async () => {
     const sim = await world().sim({ recordLimit: 0 })
     const link = world().link(sim)
@@ -849,6 +866,13 @@ describe('the link\'s metrics and run signals', () => {
     await open(second, 'c')
     expect((await scrape(second)).get('phoenix_link_active_connections')).toBe(3)
     expect((await scrape(sim)).get('phoenix_link_active_connections')).toBe(3)
+    // Once no simulator on it runs, a clear is a fresh start (a test's teardown): nothing carries over.
+    await Promise.all([sim.stop(), second.stop()])
+    expect((await registry.getSingleMetricAsString('phoenix_link_principal_disconnects_total'))).toMatch(/ 3$/m)
+    registry.clear()
+    const third = await world().sim({ metrics: { registry }, agents: 'any' })
+    const after = await scrape(third)
+    expect([after.get('phoenix_link_active_connections'), [...after.keys()].filter((k) => k.startsWith('phoenix_link_principal_disconnects_total'))]).toEqual([0, []])
   })
 
   it('several links share one registry, each under its own link label; a label in use is refused', async () => {

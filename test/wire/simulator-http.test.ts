@@ -241,6 +241,9 @@ describe('the simulator over HTTP', () => {
       const none = await call(http, 'GET', '/admin/connections?agent=a')
       expect([none.status, none.body.error.message]).toEqual([400, 'unknown query parameter "agent"; this route reads none (and token, for access)'])
       expect((await call(http, 'GET', '/admin/sockets?agent=a')).status).toBe(200)
+      expect((await call(http, 'GET', '/admin/openapi.json?v=2')).status).toBe(400)
+      // A POST reads its body, not its query.
+      expect((await call(http, 'POST', '/admin/reset?note=x', {})).status).toBe(200)
       // /metrics is left to scrapers, which may add parameters of their own.
       expect((await fetch(`${http}/metrics?scrape=1`)).status).toBe(200)
     } finally {

@@ -808,6 +808,11 @@ export class ControlApi {
         methodNotAllowed(res, path, ['GET'])
         return true
       }
+      const stray = unknownQuery(requestUrl(req.url).searchParams, [])
+      if (stray !== null) {
+        json(res, 400, { error: { code: 'bad_request', message: stray } })
+        return true
+      }
       this.document ??= simulatorOpenApi(this.version)
       json(res, 200, this.document)
       return true
@@ -828,7 +833,8 @@ export class ControlApi {
     this.pending.add(stop)
     res.on('close', () => this.pending.delete(stop))
     const query = requestUrl(req.url).searchParams
-    const stray = unknownQuery(query, Object.keys(r.query ?? {}))
+    // A GET reads its query; a POST reads its body (its query is not read, as before).
+    const stray = r.method === 'GET' ? unknownQuery(query, Object.keys(r.query ?? {})) : null
     if (stray !== null) {
       json(res, 400, { error: { code: 'bad_request', message: stray } })
       return true

@@ -9,16 +9,20 @@ import { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions } from '../pro
 
 export { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions }
 
-/** The simulators' metric objects of each registry, by name: a registry cleared since still gets the same ones back. */
-const MADE = new WeakMap<Registry, Map<string, Gauge | Counter>>()
+/**
+ * The simulators' metric objects of each registry, by name, while a simulator using them runs: a
+ * registry cleared meanwhile gets the same ones back (their counts go on). Once none runs, they
+ * are forgotten, so a registry cleared then (a test's teardown) starts the next simulator at zero.
+ */
+const MADE = new WeakMap<Registry, { metrics: Map<string, Gauge | Counter>; running: Set<ServerMetrics> }>()
 
 /**
  * The simulator's metrics. Simulators given one registry and prefix (several at once, or one
  * started again after a stop) share the metrics: `active_connections` counts the open sockets of
  * all of them and the counters go on counting, as one platform's would across a restart. A
- * `registry.clear()` (a test teardown) unregisters them; a simulator's `GET /metrics`, or
- * {@link ServerMetrics.reattach}, registers them again with their counts, and a simulator started
- * on that registry after the clear shares them as before.
+ * `registry.clear()` (a test teardown) unregisters them: while a simulator using them runs, its
+ * `GET /metrics` (or {@link ServerMetrics.reattach}) registers them again with their counts, and a
+ * simulator started on that registry shares them; once none runs, the next starts from zero.
  *
  * @throws {Error} when the registry holds a metric of one of these names that is not the
  *   simulator's kind (a gauge, or a counter with the same label).
@@ -58,6 +62,18 @@ export class ServerMetrics {
   }
 
   /**
+   * Whether the simulator using these metrics runs (listening, not yet stopped): while one does,
+   * its metric objects are kept for a registry cleared meanwhile; once none does, forgotten.
+   * @internal called by the simulator.
+   */
+  running(on: boolean): void {
+    const entry = MADE.get(this.registry)
+    if (!entry) return
+    if (on) entry.running.add(this)
+    else if (entry.running.delete(this) && entry.running.size === 0) entry.metrics.clear()
+  }
+
+  /**
    * Registers again, with their counts, the metrics a `registry.clear()` removed since; a name the
    * registry holds (these metrics, or the host's own made after the clear) is left as it is.
    */
@@ -83,18 +99,20 @@ function assertFits(registry: Registry, kind: abstract new (...args: never[]) =>
 }
 
 /**
- * The metric `name` already in `registry` (checked by {@link assertFits}), else the one a simulator
- * made for it before a `registry.clear()` (registered again), else a new one from `make`.
+ * The metric `name` already in `registry` (checked by {@link assertFits}), else the one a running
+ * simulator made for it before a `registry.clear()` (registered again), else a new one from `make`.
  */
 function shared<M extends Gauge | Counter>(registry: Registry, name: string, make: () => M): M {
-  let made = MADE.get(registry)
-  if (!made) MADE.set(registry, (made = new Map()))
+  let entry = MADE.get(registry)
+  if (!entry) MADE.set(registry, (entry = { metrics: new Map(), running: new Set() }))
+  const made = entry.metrics
   const held = registry.getSingleMetric(name) as M | undefined
   if (held !== undefined) {
     made.set(name, held)
     return held
   }
-  const before = made.get(name) as M | undefined
+  // Kept only for a simulator still running (one that failed to start, or stopped, counts for nothing).
+  const before = entry.running.size > 0 ? (made.get(name) as M | undefined) : undefined
   if (before !== undefined) {
     registry.registerMetric(before)
     return before

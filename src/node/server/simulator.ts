@@ -520,7 +520,8 @@ export class PlatformSimulator extends EventEmitter {
       if (value !== undefined) unknownKeys(`${name}.`, value, NESTED_OPTION_KEYS[name])
     }
     const registry: unknown = options.metrics?.registry
-    if (registry !== undefined && typeof (registry as { getSingleMetric?: unknown } | null)?.getSingleMetric !== 'function') throw new TypeError('metrics.registry must be a prom-client Registry')
+    // null, as undefined, is a registry of its own.
+    if (registry !== undefined && registry !== null && typeof (registry as { getSingleMetric?: unknown }).getSingleMetric !== 'function') throw new TypeError('metrics.registry must be a prom-client Registry')
     const flavor = SERVER_FLAVORS[this.options.flavor]
     if (!flavor) throw new RangeError(`unknown flavor ${String(options.flavor)}; use one of ${Object.keys(SERVER_FLAVORS).join(', ')}`)
     this.flavor = flavor
@@ -576,6 +577,7 @@ export class PlatformSimulator extends EventEmitter {
         const address = this.http.address()
         this.boundPort = typeof address === 'object' && address ? address.port : this.options.port
         this.logger.info('simulator listening', { url: this.url, flavor: this.flavor.name })
+        this.metrics.running(true)
         resolve()
       })
     })
@@ -1145,6 +1147,7 @@ export class PlatformSimulator extends EventEmitter {
       this.http.closeAllConnections()
       await closed
       this.stopped = true
+      this.metrics.running(false)
       // Waits still pending are settled now: met, or rejected (nothing will change any more).
       for (const settle of [...this.waits]) settle()
       this.removeAllListeners()
@@ -1193,9 +1196,13 @@ export class PlatformSimulator extends EventEmitter {
     if (crossing.kind === 'last-disconnected') {
       // No connection of this principal is left: nobody will receive its runs' results. Told after
       // the crossing, so the reports (a nothing-to-abort one comes at once) follow it everywhere.
-      const round = this.runs.abortPrincipal(crossing.principal, crossing.reason).then(() => {
-        this.abortsInFlight.delete(round)
-      })
+      const round = this.runs
+        .abortPrincipal(crossing.principal, crossing.reason)
+        // A round rejects only on arguments it refuses (a simulator fault): said, never unhandled, never stop()'s rejection.
+        .catch((error: unknown) => this.logger.warn('aborting the runs of a principal failed', { principal: crossing.principal, error: thrownText(error) }))
+        .then(() => {
+          this.abortsInFlight.delete(round)
+        })
       this.abortsInFlight.add(round)
     }
     // A crossing is a record too (a grace window's end comes from a timer, with no socket event): waits re-check.
