@@ -6,11 +6,11 @@
  */
 import { thrownText } from '../machines/types.js'
 import { REASON_KINDS as KINDS, type DisconnectReason } from './reasons.js'
+import { settleReported } from './emitter.js'
+import { isAbortSignal } from './abort.js'
 
 /** The kinds of {@link DisconnectReason}. */
 const REASON_KINDS: ReadonlySet<string> = new Set(KINDS)
-import { settleReported } from './emitter.js'
-import { isAbortSignal } from './abort.js'
 
 /** How an abort went. */
 export type AbortOutcome =

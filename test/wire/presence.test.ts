@@ -408,6 +408,20 @@ describe('presence on the simulator', () => {
   })
 })
 
+/**
+ * While a freeze holds every upgrade: links of `free-1` and `held-1` (which a test's hold of
+ * /^held-/ holds past the thaw) start connecting; resolves once the server holds both upgrades.
+ */
+async function twoHeldUpgrades(sim: PlatformSimulator): Promise<{ freeConnected: Promise<void>; heldConnect: Promise<unknown>; heldConnected: () => boolean }> {
+  const free = world().link(sim, { agentId: 'free-1', apiKey: 'k' })
+  const held = world().link(sim, { agentId: 'held-1', apiKey: 'k' })
+  const freeConnected = free.connect()
+  let connected = false
+  const heldConnect = held.connect().then(() => (connected = true))
+  await sim.waitFor(() => sim.heldUpgrades === 2, { what: 'both upgrades held' })
+  return { freeConnected, heldConnect, heldConnected: () => connected }
+}
+
 describe('the simulator as a test scripts it', () => {
   it('freeze() and its thaw leave what the test set up: a socket it stalled stays stalled, upgrades its own hold holds stay held; the ones the freeze held are answered', async () => {
     const sim = await world().sim({ agents: 'any' })
@@ -417,17 +431,12 @@ describe('the simulator as a test scripts it', () => {
     sim.stall(stalled)
     const release = sim.holdUpgrades(/^held-/)
     const thaw = sim.freeze()
-    const free = world().link(sim, { agentId: 'free-1', apiKey: 'k' })
-    const held = world().link(sim, { agentId: 'held-1', apiKey: 'k' })
-    const freeConnected = free.connect()
-    let heldConnected = false
-    const heldConnect = held.connect().then(() => (heldConnected = true))
-    await sim.waitFor(() => sim.heldUpgrades === 2, { what: 'both upgrades held' })
+    const { freeConnected, heldConnect, heldConnected } = await twoHeldUpgrades(sim)
     thaw()
     await freeConnected
     expect(stalled.stalled).toBe(true)
     expect(sim.heldUpgradesOf('held-1')).toBe(1)
-    expect(heldConnected).toBe(false)
+    expect(heldConnected()).toBe(false)
     // The test's own hold ends when the test says so.
     release()
     await heldConnect
@@ -445,12 +454,7 @@ describe('the simulator as a test scripts it', () => {
     // Set while frozen: a hold of held-*, a stall, and a hold released before the thaw.
     const release = sim.holdUpgrades(/^held-/)
     sim.stall(stalled)
-    const free = world().link(sim, { agentId: 'free-1', apiKey: 'k' })
-    const held = world().link(sim, { agentId: 'held-1', apiKey: 'k' })
-    const freeConnected = free.connect()
-    let heldConnected = false
-    const heldConnect = held.connect().then(() => (heldConnected = true))
-    await sim.waitFor(() => sim.heldUpgrades === 2, { what: 'both upgrades held' })
+    const { freeConnected, heldConnect, heldConnected } = await twoHeldUpgrades(sim)
     const releaseEarly = sim.holdUpgrades(/^never-/)
     releaseEarly()
     // Released while frozen: the freeze still holds both, and the test's first hold is gone.
@@ -461,7 +465,7 @@ describe('the simulator as a test scripts it', () => {
     await freeConnected
     expect([stalled.stalled, other.stalled]).toEqual([true, false])
     expect(sim.heldUpgradesOf('held-1')).toBe(1)
-    expect(heldConnected).toBe(false)
+    expect(heldConnected()).toBe(false)
     release()
     await heldConnect
     expect(sim.heldUpgrades).toBe(0)
