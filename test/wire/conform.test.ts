@@ -66,11 +66,14 @@ describe('phoenix-link conform', () => {
 
 describe('phoenix-link conform catches each classic mistake (test/fixtures/conform-agent.mjs)', () => {
   const agent = [process.execPath, 'test/fixtures/conform-agent.mjs']
+  // The fixture retries 100 ms (RETRY_AT_ONCE) or 500 ms after a loss: a 2.5 s quiet window sees
+  // every attempt that must not come, in less time than the default 6 s a slower client needs.
+  const fixture = { command: agent, cwd: REPO, quietMs: 2500 }
   it('join_refs reused, Retry-After ignored, a SIGTERM that kills without a close frame, or one that does not stop the agent (it reconnects, or opens a new socket and leaves the server to supersede the old one): exactly those rules break', async () => {
     const [report, reconnects, restarts] = await Promise.all([
-      runConformance({ command: agent, cwd: REPO, env: { REUSE_JOIN_REF: '1', RETRY_AT_ONCE: '1', DIE_ON_SIGTERM: '1' }, concurrency: 2 }),
-      runConformance({ command: agent, cwd: REPO, env: { RECONNECT_ON_SIGTERM: '1' }, concurrency: 2 }),
-      runConformance({ command: agent, cwd: REPO, env: { RESTART_ON_SIGTERM: '1' }, concurrency: 2 }),
+      runConformance({ ...fixture, env: { REUSE_JOIN_REF: '1', RETRY_AT_ONCE: '1', DIE_ON_SIGTERM: '1' }, concurrency: 2 }),
+      runConformance({ ...fixture, env: { RECONNECT_ON_SIGTERM: '1' }, concurrency: 2 }),
+      runConformance({ ...fixture, env: { RESTART_ON_SIGTERM: '1' }, concurrency: 2 }),
     ])
     const detail = (report: ConformanceReport) => report.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail
     expect(broken(report)).toEqual(['rejoins-with-fresh-join-ref', 'honours-retry-after', 'stops-heartbeats-after-stop'])
@@ -82,16 +85,16 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
   }, 90_000)
 
   it('a process that exits on a supersede push without closing its socket breaks stops-heartbeats-after-stop: no close frame (1006)', async () => {
-    const report = await runConformance({ command: agent, cwd: REPO, env: { EXIT_ON_SUPERSEDE: '1' }, concurrency: 2 })
+    const report = await runConformance({ ...fixture, env: { EXIT_ON_SUPERSEDE: '1' }, concurrency: 2 })
     expect(broken(report)).toEqual(['stops-heartbeats-after-stop'])
     expect(report.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail).toMatch(/^after the supersede its socket ended with no close frame \(1006\), \d+ ms after the push/)
   }, 60_000)
 
   it('a double connect at start (both at once, or the second once the first has joined) breaks only one-live-socket; the same agent without its bugs keeps every rule', async () => {
     const [double, late, clean] = await Promise.all([
-      runConformance({ command: agent, cwd: REPO, env: { DOUBLE_CONNECT: '1' }, concurrency: 2 }),
-      runConformance({ command: agent, cwd: REPO, env: { DOUBLE_CONNECT: 'late' }, concurrency: 2 }),
-      runConformance({ command: agent, cwd: REPO, concurrency: 2 }),
+      runConformance({ ...fixture, env: { DOUBLE_CONNECT: '1' }, concurrency: 2 }),
+      runConformance({ ...fixture, env: { DOUBLE_CONNECT: 'late' }, concurrency: 2 }),
+      runConformance({ ...fixture, concurrency: 2 }),
     ])
     for (const report of [double, late]) {
       expect(broken(report)).toEqual(['one-live-socket'])
