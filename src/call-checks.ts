@@ -49,6 +49,16 @@ export function callOptions<T extends object>(options: T | null | undefined, whe
 /** The options the link's calls read (`signal`, a push's `timeoutMs`, events()' `untilSessionEnds`), inherited ones too. */
 const CALL_OPTIONS = ['signal', 'timeoutMs', 'untilSessionEnds'] as const
 
+/** The type of a host's argument as an error message names it: `null`, `an array`, or its `typeof`. */
+export function typeName(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
+}
+
+/** The first own key of `options` that `known` lacks (a typo), or undefined. */
+export function unknownKey(options: object, known: ReadonlySet<string>): string | undefined {
+  return Object.keys(options).find((key) => !known.has(key))
+}
+
 /**
  * Throws unless `value` is a function: a listener or handler that is not one would be registered
  * and then fail at every call, far from the mistake. `what` names it, e.g. `link.on: the listener`.
@@ -56,5 +66,5 @@ const CALL_OPTIONS = ['signal', 'timeoutMs', 'untilSessionEnds'] as const
  * @throws {ConfigurationError} `<what> must be a function, got <type>`.
  */
 export function checkFunction(value: unknown, what: string): void {
-  if (typeof value !== 'function') throw new ConfigurationError(`${what} must be a function, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`)
+  if (typeof value !== 'function') throw new ConfigurationError(`${what} must be a function, got ${typeName(value)}`)
 }

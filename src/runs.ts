@@ -8,6 +8,7 @@ import { thrownText } from '../machines/types.js'
 import { REASON_KINDS as KINDS, type DisconnectReason } from './reasons.js'
 import { settleReported } from './emitter.js'
 import { isAbortSignal } from './abort.js'
+import { typeName } from './call-checks.js'
 
 /** The kinds of {@link DisconnectReason}. */
 const REASON_KINDS: ReadonlySet<string> = new Set(KINDS)
@@ -142,7 +143,7 @@ export class RunSupervisor {
    * @throws {TypeError} when `listener` is not a function (nothing is registered).
    */
   onAborted(listener: (report: AgentAborted) => void): () => void {
-    if (typeof listener !== 'function') throw new TypeError(`RunSupervisor: onAborted(): the listener must be a function, got ${shownType(listener)}`)
+    if (typeof listener !== 'function') throw new TypeError(`RunSupervisor: onAborted(): the listener must be a function, got ${typeName(listener)}`)
     ;(this.listeners ??= new Set()).add(listener)
     return () => this.listeners!.delete(listener)
   }
@@ -161,7 +162,7 @@ export class RunSupervisor {
   endRun(principal: string, runId: string, signal?: AbortSignal): void {
     const problem = runProblem(principal, runId, null)
     if (problem !== null) throw new TypeError(`RunSupervisor: endRun(): ${problem}`)
-    if (signal !== undefined && !isAbortSignal(signal)) throw new TypeError(`RunSupervisor: endRun(): signal must be the AbortSignal startRun() returned, got ${shownType(signal)}`)
+    if (signal !== undefined && !isAbortSignal(signal)) throw new TypeError(`RunSupervisor: endRun(): signal must be the AbortSignal startRun() returned, got ${typeName(signal)}`)
     const runs = this.runs.get(principal)
     if (runs === undefined) return
     if (signal !== undefined && runs.get(runId)?.controller.signal !== signal) return
@@ -180,7 +181,7 @@ export class RunSupervisor {
   endRunOf(principal: string, signal: AbortSignal): void {
     const problem = runProblem(principal, 'run', null)
     if (problem !== null) throw new TypeError(`RunSupervisor: endRunOf(): ${problem}`)
-    if (!isAbortSignal(signal)) throw new TypeError(`RunSupervisor: endRunOf(): signal must be the AbortSignal startRun() returned, got ${shownType(signal)}`)
+    if (!isAbortSignal(signal)) throw new TypeError(`RunSupervisor: endRunOf(): signal must be the AbortSignal startRun() returned, got ${typeName(signal)}`)
     const runs = this.runs.get(principal)
     if (runs === undefined) return
     for (const [runId, run] of runs) {
@@ -224,7 +225,7 @@ export class RunSupervisor {
     const kind: unknown = reason !== null && typeof reason === 'object' ? (reason as { kind?: unknown }).kind : undefined
     if (reason !== null && !(typeof kind === 'string' && REASON_KINDS.has(kind))) {
       throw new TypeError(
-        `RunSupervisor: abortPrincipal(): reason must be null or a DisconnectReason (src/reasons.ts), whose kind is one of ${[...REASON_KINDS].join(', ')}; got ${reason === null || typeof reason !== 'object' ? shownType(reason) : `kind ${JSON.stringify(kind) ?? 'undefined'}`}`,
+        `RunSupervisor: abortPrincipal(): reason must be null or a DisconnectReason (src/reasons.ts), whose kind is one of ${[...REASON_KINDS].join(', ')}; got ${reason === null || typeof reason !== 'object' ? typeName(reason) : `kind ${JSON.stringify(kind) ?? 'undefined'}`}`,
       )
     }
     const runs = this.runs.get(principal)
@@ -291,9 +292,4 @@ export class RunSupervisor {
       clearTimeout(timer)
     }
   }
-}
-
-/** How a bad argument is named in an error: `null`, `an array`, or its `typeof`. */
-function shownType(value: unknown): string {
-  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
 }

@@ -11,7 +11,8 @@
 import { Counter, Gauge, Registry } from 'prom-client'
 import { LINK_STATES } from '../../machines/status.js'
 import type { Link } from '../link.js'
-import { checkPrefix, DEFAULT_METRICS_PREFIX, type MetricsOptions } from './prometheus.js'
+import { checkPrefix, DEFAULT_METRICS_PREFIX, isRegistry, type MetricsOptions } from './prometheus.js'
+import { unknownKey } from '../call-checks.js'
 import { isWellFormedText, LONE_SURROGATE_CANNOT_GO_IN } from '../protocol.js'
 
 export type { MetricsOptions } from './prometheus.js'
@@ -128,7 +129,7 @@ const LINK_METRICS_OPTIONS: ReadonlySet<string> = new Set(['registry', 'prefix',
 export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => number; label?: string } = {}): LinkMetrics {
   if (options === null || typeof options !== 'object') throw new TypeError(`linkMetrics options must be an object, got ${options === null ? 'null' : typeof options}`)
   // A typo is an error, never a default silently kept (a label or prefix of another link's).
-  const unknown = Object.keys(options).find((key) => !LINK_METRICS_OPTIONS.has(key))
+  const unknown = unknownKey(options, LINK_METRICS_OPTIONS)
   if (unknown !== undefined) throw new RangeError(`unknown linkMetrics option ${JSON.stringify(unknown)}; known: ${[...LINK_METRICS_OPTIONS].join(', ')}`)
   if (options.prefix !== undefined && typeof options.prefix !== 'string') throw new TypeError(`linkMetrics prefix must be a string, got ${typeof options.prefix}`)
   if (options.label !== undefined && (typeof options.label !== 'string' || options.label === '')) {
@@ -138,9 +139,7 @@ export function linkMetrics(link: Link, options: MetricsOptions & { now?: () => 
   // would export as one series (a scrape Prometheus refuses).
   if (options.label !== undefined && !isWellFormedText(options.label)) throw new TypeError(`linkMetrics label cannot be exported: ${LONE_SURROGATE_CANNOT_GO_IN} a metrics label`)
   if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError(`linkMetrics now must be a function returning monotonic milliseconds, got ${typeof options.now}`)
-  if (options.registry !== undefined && typeof (options.registry as { getSingleMetric?: unknown } | null)?.getSingleMetric !== 'function') {
-    throw new TypeError('linkMetrics registry must be a prom-client Registry')
-  }
+  if (options.registry !== undefined && !isRegistry(options.registry)) throw new TypeError('linkMetrics registry must be a prom-client Registry')
   const prefix = checkPrefix(options.prefix ?? DEFAULT_METRICS_PREFIX)
   const registry = options.registry ?? new Registry()
   const now = options.now ?? (() => link.monotonic())

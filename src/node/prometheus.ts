@@ -9,6 +9,11 @@ export interface MetricsOptions {
   prefix?: string
 }
 
+/** Whether `value` is a prom-client Registry (of any copy of prom-client): it has `getSingleMetric`. */
+export function isRegistry(value: unknown): value is Registry {
+  return typeof (value as { getSingleMetric?: unknown } | null | undefined)?.getSingleMetric === 'function'
+}
+
 /** The default metric name prefix. */
 export const DEFAULT_METRICS_PREFIX = 'phoenix_link_'
 

@@ -412,14 +412,22 @@ describe('presence on the simulator', () => {
  * While a freeze holds every upgrade: links of `free-1` and `held-1` (which a test's hold of
  * /^held-/ holds past the thaw) start connecting; resolves once the server holds both upgrades.
  */
-async function twoHeldUpgrades(sim: PlatformSimulator): Promise<{ freeConnected: Promise<void>; heldConnect: Promise<unknown>; heldConnected: () => boolean }> {
+async function twoHeldUpgrades(sim: PlatformSimulator): Promise<{ freeConnected: Promise<void>; releasedByTest: (release: () => void) => Promise<void> }> {
   const free = world().link(sim, { agentId: 'free-1', apiKey: 'k' })
   const held = world().link(sim, { agentId: 'held-1', apiKey: 'k' })
   const freeConnected = free.connect()
   let connected = false
   const heldConnect = held.connect().then(() => (connected = true))
   await sim.waitFor(() => sim.heldUpgrades === 2, { what: 'both upgrades held' })
-  return { freeConnected, heldConnect, heldConnected: () => connected }
+  /** After the thaw: held-1's upgrade is still held, until the test's own `release`. */
+  const releasedByTest = async (release: () => void) => {
+    expect(sim.heldUpgradesOf('held-1')).toBe(1)
+    expect(connected).toBe(false)
+    release()
+    await heldConnect
+    expect(sim.heldUpgrades).toBe(0)
+  }
+  return { freeConnected, releasedByTest }
 }
 
 describe('the simulator as a test scripts it', () => {
@@ -431,16 +439,12 @@ describe('the simulator as a test scripts it', () => {
     sim.stall(stalled)
     const release = sim.holdUpgrades(/^held-/)
     const thaw = sim.freeze()
-    const { freeConnected, heldConnect, heldConnected } = await twoHeldUpgrades(sim)
+    const { freeConnected, releasedByTest } = await twoHeldUpgrades(sim)
     thaw()
     await freeConnected
     expect(stalled.stalled).toBe(true)
-    expect(sim.heldUpgradesOf('held-1')).toBe(1)
-    expect(heldConnected()).toBe(false)
     // The test's own hold ends when the test says so.
-    release()
-    await heldConnect
-    expect(sim.heldUpgrades).toBe(0)
+    await releasedByTest(release)
     stalled.resume()
   })
 
@@ -454,7 +458,7 @@ describe('the simulator as a test scripts it', () => {
     // Set while frozen: a hold of held-*, a stall, and a hold released before the thaw.
     const release = sim.holdUpgrades(/^held-/)
     sim.stall(stalled)
-    const { freeConnected, heldConnect, heldConnected } = await twoHeldUpgrades(sim)
+    const { freeConnected, releasedByTest } = await twoHeldUpgrades(sim)
     const releaseEarly = sim.holdUpgrades(/^never-/)
     releaseEarly()
     // Released while frozen: the freeze still holds both, and the test's first hold is gone.
@@ -464,11 +468,7 @@ describe('the simulator as a test scripts it', () => {
     thaw() // a second call does nothing
     await freeConnected
     expect([stalled.stalled, other.stalled]).toEqual([true, false])
-    expect(sim.heldUpgradesOf('held-1')).toBe(1)
-    expect(heldConnected()).toBe(false)
-    release()
-    await heldConnect
-    expect(sim.heldUpgrades).toBe(0)
+    await releasedByTest(release)
     stalled.resume()
   })
 

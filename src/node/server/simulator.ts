@@ -35,6 +35,7 @@ import {
 import { SimConnection, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
+import { isRegistry } from '../prometheus.js'
 import { PresenceTracker, type PresenceCrossing } from './presence.js'
 import { AdminApi } from './admin.js'
 import { ControlApi, isLoopbackInterface, requestUrl } from './control-api.js'
@@ -43,7 +44,7 @@ import { classifyClose, classifySupersede, clipText, heartbeatTimeout, type Disc
 import { DEFAULT_PRESENCE_POLICY, type PresencePolicy } from '../../../machines/presence-policy.js'
 import { redacting, type LinkLog, type Logger } from '../../logger.js'
 import { thrownText } from '../../../machines/types.js'
-import { describeArgument } from '../../call-checks.js'
+import { describeArgument, unknownKey } from '../../call-checks.js'
 import { settleReported } from '../../emitter.js'
 
 /** What an admin token may be: visible ASCII, spaces inside it allowed (an HTTP field value without CR, LF or control characters, RFC 9110 section 5.5). */
@@ -309,7 +310,7 @@ const NESTED_OPTION_KEYS: Record<'presence' | 'runs' | 'metrics', ReadonlySet<st
 
 /** @throws {RangeError} naming the first own key of `value` that `known` lacks (`where` is its path prefix). */
 function unknownKeys(where: string, value: object, known: ReadonlySet<string>): void {
-  const unknown = Object.keys(value).find((key) => !known.has(key))
+  const unknown = unknownKey(value, known)
   if (unknown !== undefined) throw new RangeError(`unknown simulator option ${JSON.stringify(`${where}${unknown}`)}; known: ${[...known].join(', ')}`)
 }
 
@@ -521,7 +522,7 @@ export class PlatformSimulator extends EventEmitter {
     }
     const registry: unknown = options.metrics?.registry
     // null, as undefined, is a registry of its own.
-    if (registry !== undefined && registry !== null && typeof (registry as { getSingleMetric?: unknown }).getSingleMetric !== 'function') throw new TypeError('metrics.registry must be a prom-client Registry')
+    if (registry !== undefined && registry !== null && !isRegistry(registry)) throw new TypeError('metrics.registry must be a prom-client Registry')
     const flavor = SERVER_FLAVORS[this.options.flavor]
     if (!flavor) throw new RangeError(`unknown flavor ${String(options.flavor)}; use one of ${Object.keys(SERVER_FLAVORS).join(', ')}`)
     this.flavor = flavor
