@@ -150,20 +150,20 @@ export const reconnectMachine = setup({
           type: 'reconnect.suspended',
           delayMs: context.delayMs,
           attempt: context.attempt,
-          reason: suppressedReason('rapid-disconnects', context.attempt, context.lastLoss!.generation, context.env.now(), true),
+          reason: suppressedReason('rapid-disconnects', context.attempt, context.lastLoss!, context.env.now(), true),
         },
       }),
     ),
     reportRapidGiveUp: enqueueActions(({ context, enqueue }) =>
       enqueue({
         type: 'report',
-        params: { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', context.attempt, context.lastLoss!.generation, context.env.now()) },
+        params: { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', context.attempt, context.lastLoss!, context.env.now()) },
       }),
     ),
     reportAttemptGiveUp: enqueueActions(({ context, enqueue }) =>
       enqueue({
         type: 'report',
-        params: { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', context.attempt, context.lastLoss!.generation, context.env.now()) },
+        params: { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', context.attempt, context.lastLoss!, context.env.now()) },
       }),
     ),
     /**

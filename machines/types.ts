@@ -127,6 +127,12 @@ export interface SuppressedReason extends ReasonLike {
   readonly cause: 'rapid-disconnects' | 'max-attempts'
   /** Consecutive losses counted. */
   readonly attempts: number
+  /**
+   * The loss that reached the limit (the last of the rapid losses, or the loss past `maxAttempts`),
+   * as the reconnect chart was told of it: the host is told `suppressed` instead of that loss, so
+   * its close code, status or detail are kept here.
+   */
+  readonly lastLoss: ReasonLike
 }
 
 /**
@@ -187,15 +193,19 @@ export function timedOutReason(phase: TimedOutReason['phase'], generation: numbe
   return { kind: 'timed-out', phase, retryable: true, generation, at }
 }
 
-/** Makes the `suppressed` reason of a reconnect slow-down (`retryable: true`) or give-up (`retryable: false`). */
+/**
+ * Makes the `suppressed` reason of a reconnect slow-down (`retryable: true`) or give-up
+ * (`retryable: false`) after `attempts` consecutive losses, the last of them `lastLoss` (whose
+ * transport generation the reason takes); `at` is wall time (env.now).
+ */
 export function suppressedReason(
   cause: SuppressedReason['cause'],
   attempts: number,
-  generation: number,
+  lastLoss: ReasonLike,
   at: number,
   retryable = false,
 ): SuppressedReason {
-  return { kind: 'suppressed', cause, attempts, retryable, generation, at }
+  return { kind: 'suppressed', cause, attempts, retryable, lastLoss, generation: lastLoss.generation, at }
 }
 
 /**

@@ -147,16 +147,6 @@ export const TimedOutReason = z.object({
   ...base,
 })
 
-/** The reconnect chart slowed down past the rapid-disconnect limit (retryable: the link is suspended), or gave up by policy (terminal). */
-export const SuppressedReason = z.object({
-  kind: z.literal('suppressed'),
-  /** True while the link is `suspended` (slow retry, the default); false when the policy gave up. */
-  retryable: z.boolean(),
-  cause: z.enum(['rapid-disconnects', 'max-attempts']),
-  attempts: z.int().check(z.nonnegative()),
-  ...base,
-})
-
 /**
  * Anything unrecognised: diagnostics only, never control flow. The session retries it with
  * backoff; an app channel whose join was refused with an unlisted reason is dropped.
@@ -171,6 +161,25 @@ export const OtherReason = z.object({
   detail: z.string(),
   /** The raw text that could not be classified, when there was one. */
   raw: z.optional(z.string()),
+  ...base,
+})
+
+/** The reconnect chart slowed down past the rapid-disconnect limit (retryable: the link is suspended), or gave up by policy (terminal). */
+export const SuppressedReason = z.object({
+  kind: z.literal('suppressed'),
+  /** True while the link is `suspended` (slow retry, the default); false when the policy gave up. */
+  retryable: z.boolean(),
+  cause: z.enum(['rapid-disconnects', 'max-attempts']),
+  attempts: z.int().check(z.nonnegative()),
+  /**
+   * The loss that reached the limit: the last of the rapid losses (for `rapid-disconnects`), or the
+   * loss past `maxAttempts`. The host's `disconnected` event for that loss carries this `suppressed`
+   * reason instead, so the loss's own close code, status or detail are here. Always set by the
+   * link; optional so that a reason recorded by an earlier build (a trace) still parses.
+   */
+  lastLoss: z.optional(
+    z.discriminatedUnion('kind', [RejectedReason, ClosedReason, DroppedReason, TimedOutReason, OtherReason]),
+  ),
   ...base,
 })
 
@@ -575,10 +584,12 @@ export function describeReason(reason: DisconnectReason): string {
       return `dropped: ${reason.detail}, ${tail}`
     case 'timed-out':
       return `timed out waiting for the ${reason.phase === 'heartbeat' ? 'heartbeat reply' : reason.phase === 'join' ? 'control channel join reply' : 'transport to open'}, ${tail}`
-    case 'suppressed':
+    case 'suppressed': {
+      const last = reason.lastLoss ? `, the last ${describeReason(reason.lastLoss).replace(/, (will reconnect|terminal)$/, '')}` : ''
       return reason.retryable
-        ? `suspended after ${reason.attempts} attempts (${reason.cause}): one attempt per cooldown, will reconnect`
-        : `gave up after ${reason.attempts} attempts (${reason.cause}), terminal`
+        ? `suspended after ${reason.attempts} attempts (${reason.cause}${last}): one attempt per cooldown, will reconnect`
+        : `gave up after ${reason.attempts} attempts (${reason.cause}${last}), terminal`
+    }
     case 'other':
       return `other: ${reason.detail}, ${tail}`
   }

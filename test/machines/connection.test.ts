@@ -26,6 +26,7 @@ import {
   unseenSettled,
   upgradeOut,
   waiting,
+  normalLoss,
   type ConnSnapshot,
 } from '../support/chart.js'
 
@@ -253,7 +254,7 @@ describe('rule: supersede is terminal', () => {
     expect(state(refused.s)).toBe('terminated')
     expect(refused.s.context.lastReason?.kind).toBe('rejected')
     const lost = run(probing, dropEvent(3))
-    const gaveUp = step(lost, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 3, 3, 0) })
+    const gaveUp = step(lost, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 3, normalLoss(3), 0) })
     expect(state(gaveUp.s)).toBe('terminated')
     expect(gaveUp.s.context.lastReason?.kind).toBe('suppressed')
     for (const ended of [refused, gaveUp]) {
@@ -544,7 +545,7 @@ describe('rule: supersede is terminal', () => {
 
     it('after a policy give-up or a refusal too; not after the session ended superseded (the host was told: its connect() is its own decision)', () => {
       const lost = run(connected(), { type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(1, 5), generation: 1, epoch: 1 } as ConnectionEvent)
-      const gaveUp = run(lost, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 1, 1, 0) })
+      const gaveUp = run(lost, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 1, normalLoss(1), 0) })
       expect(state(gaveUp)).toBe('terminated')
       expect(probes(run(gaveUp, supersedeEvent({ generation: 1, epoch: 1 })))).toMatchObject({ conflictProbe: true })
       const refused = run(upgradeOut(waiting()), { type: 'socket.upgradeRejected', reason: classifyUpgrade({ status: 403 }, 2, 0), generation: 2, epoch: 1 } as ConnectionEvent)
@@ -1070,7 +1071,7 @@ describe('lastDisconnectReason', () => {
   it('every reason the chart makes itself parses as a DisconnectReason', () => {
     const made = [
       run(connected(), { type: 'host.disconnect' }, { type: 'control.left', generation: 1, epoch: 1 }).context.lastReason,
-      run(connected(), closeEvent(connected(), 1000), { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', 10, 1, 1) }).context.lastReason,
+      run(connected(), closeEvent(connected(), 1000), { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', 10, normalLoss(1), 1) }).context.lastReason,
       run(run(start(), { type: 'host.connect' }), { type: 'xstate.after.connectTimeout.connection.session.online.connecting' } as never).context.lastReason,
     ]
     for (const reason of made) expect(DisconnectReason.safeParse(reason).success, JSON.stringify(reason)).toBe(true)
@@ -1097,7 +1098,7 @@ describe("app channel reports while the reconnect chart decides", () => {
     const erroredReport = { type: 'channel.status', topic: 'room:2', status: 'errored', reason: { kind: 'dropped', retryable: true, generation: 1, at: 0 } } as const
     for (const answer of [
       { type: 'reconnect.scheduled', delayMs: 100, attempt: 1 },
-      { type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason: suppressedReason('rapid-disconnects', 10, 1, 0, true) },
+      { type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason: suppressedReason('rapid-disconnects', 10, normalLoss(1), 0, true) },
     ] as const) {
       const r = step(run(held.s, droppedReport, erroredReport, leftReport), answer)
       expect(r.emitted.slice(0, 4)).toEqual([
@@ -1123,7 +1124,7 @@ describe("app channel reports while the reconnect chart decides", () => {
   it('are queued again behind the end of the session when it ends instead (a give-up, a supersede, a stop): announced after it', () => {
     const held = run(deciding(), detachedReport)
     for (const end of [
-      { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 1, 1, 0) },
+      { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 1, normalLoss(1), 0) },
       supersedeEvent({ generation: 1, epoch: 1 }),
       { type: 'host.disconnect' },
     ] as const) {
@@ -1298,7 +1299,7 @@ describe('app channel routing and ignored reports', () => {
     const s = run(connected(), closeEvent(connected(), 1000))
     const scheduled = run(s, { type: 'reconnect.scheduled', delayMs: 42, attempt: 3 })
     expect(scheduled.context.retry).toEqual({ delayMs: 42, attempt: 3 })
-    const gaveUp = run(s, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 4, 1, 9) })
+    const gaveUp = run(s, { type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 4, normalLoss(1), 9) })
     expect(gaveUp.context.lastReason).toMatchObject({ kind: 'suppressed', cause: 'max-attempts', attempts: 4 })
     const back = run(scheduled, { type: 'reconnect.due' })
     expect(back.context.retry).toEqual({ delayMs: 42, attempt: 3 })
@@ -1381,7 +1382,7 @@ describe('rule: giving up is not the default (suspended past the rapid-disconnec
   it('reconnect.suspended -> suspended: the reason suppressed (retryable) with the cooldown as the next delay; due -> a new transport', () => {
     const c = connected()
     const s = run(c, closeEvent(c, 1000))
-    const reason = suppressedReason('rapid-disconnects', 10, 1, 5, true)
+    const reason = suppressedReason('rapid-disconnects', 10, normalLoss(1), 5, true)
     const r = step(s, { type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason })
     expect(state(r.s)).toBe('suspended')
     expect(r.s.context.lastReason).toMatchObject({ kind: 'suppressed', retryable: true })

@@ -9,6 +9,7 @@ import { createActor, SimulatedClock } from 'xstate'
 import { presenceMachine, validatePresencePolicy, type PrincipalPresence } from '../../machines/presence.js'
 import { classifyClose, classifySupersede, classifyUpgrade, type DisconnectReason } from '../../src/reasons.js'
 import { gracefulReason, suppressedReason, timedOutReason } from '../../machines/types.js'
+import { normalLoss } from '../support/chart.js'
 
 function harness(graceWindowMs = 0) {
   const clock = new SimulatedClock()
@@ -135,7 +136,7 @@ describe('presence chart', () => {
       classifyClose({ code: 1000, reason: '' }, 1, 0),
       classifyClose({ code: 1006, reason: '' }, 1, 0),
       timedOutReason('join', 1, 0) as DisconnectReason,
-      suppressedReason('rapid-disconnects', 10, 1, 0) as DisconnectReason,
+      suppressedReason('rapid-disconnects', 10, normalLoss(1), 0) as DisconnectReason,
       classifyClose({ code: 99, reason: '' }, 1, 0),
     ]
     const h = harness()

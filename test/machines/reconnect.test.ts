@@ -118,9 +118,12 @@ describe('reconnect chart', () => {
     const cooldowns: number[] = []
     for (let k = 0; k < 7; k++) {
       h.opened()
-      h.lost()
+      // Each loss its own: the suppressed reason names the one that reached the limit.
+      const loss = classifyClose({ code: 1000 + k, reason: `loss ${k}` }, 10 + k, k)
+      h.lost(loss)
       const report = h.last()
-      expect(report).toMatchObject({ type: 'reconnect.suspended', reason: { kind: 'suppressed', cause: 'rapid-disconnects', retryable: true } })
+      expect(report).toMatchObject({ type: 'reconnect.suspended', reason: { kind: 'suppressed', cause: 'rapid-disconnects', retryable: true, generation: 10 + k } })
+      expect((report as { reason: { lastLoss: unknown } }).reason.lastLoss).toBe(loss)
       expect(h.child().value).toBe('suspended')
       const { delayMs } = report as { delayMs: number }
       cooldowns.push(delayMs)
@@ -159,8 +162,10 @@ describe('reconnect chart', () => {
       h.due()
     }
     h.opened()
-    h.lost()
+    const tenth = classifyClose({ code: 1011, reason: 'tenth' }, 1, 0)
+    h.lost(tenth)
     expect(h.last()).toMatchObject({ type: 'reconnect.gaveUp', reason: { kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10, retryable: false } })
+    expect((h.last() as { reason: { lastLoss: unknown } }).reason.lastLoss).toBe(tenth)
     expect(h.child().status).toBe('done')
     h.stop()
   })
@@ -238,8 +243,10 @@ describe('reconnect chart', () => {
     h.due()
     h.lost()
     h.due()
-    h.lost()
-    expect(h.last()).toMatchObject({ type: 'reconnect.gaveUp', reason: { cause: 'max-attempts', attempts: 3 } })
+    const third = classifyUpgrade({ status: 503 }, 3, 0)
+    h.lost(third)
+    expect(h.last()).toMatchObject({ type: 'reconnect.gaveUp', reason: { cause: 'max-attempts', attempts: 3, generation: 3 } })
+    expect((h.last() as { reason: { lastLoss: unknown } }).reason.lastLoss).toBe(third)
     h.stop()
   })
 })

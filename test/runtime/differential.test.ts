@@ -18,6 +18,7 @@ import { suppressedReason, type ReasonLike } from '../../machines/types.js'
 import { classifyClose, classifyControlChannelLoss, classifyJoinError, classifySupersede, classifyUpgrade } from '../../src/reasons.js'
 import { seeded } from '../../scripts/seeded.js'
 import { TestRuntime } from '../support/runtime.js'
+import { normalLoss } from '../support/chart.js'
 
 /** One step: an event for the chart, or the clock advancing by `ms`. */
 type Step<E> = { event: E } | { advance: number }
@@ -178,8 +179,8 @@ describe('the chart runtime decides as XState actors do', () => {
       origin.map((o): ConnectionEvent => ({ type: 'control.signal', signal: { correlationId: 'c' }, ...o })),
       fc.integer({ min: 0, max: 3000 }).map((delayMs): ConnectionEvent => ({ type: 'reconnect.scheduled', delayMs, attempt: 1 })),
       fc.constant<ConnectionEvent>({ type: 'reconnect.due' }),
-      fc.constant<ConnectionEvent>({ type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason: suppressedReason('rapid-disconnects', 10, 1, 0, true) }),
-      fc.constant<ConnectionEvent>({ type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 4, 1, 0) }),
+      fc.constant<ConnectionEvent>({ type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason: suppressedReason('rapid-disconnects', 10, normalLoss(1), 0, true) }),
+      fc.constant<ConnectionEvent>({ type: 'reconnect.gaveUp', reason: suppressedReason('max-attempts', 4, normalLoss(1), 0) }),
       fc.constantFrom('joined', 'errored', 'dropped', 'left').map((status): ConnectionEvent => ({ type: 'channel.status', topic: 'room:1', status, reason: null })),
       fc.constant<ConnectionEvent>({ type: 'channel.joinOk', topic: 'room:1', generation: 1, attachId: 1 }),
     )

@@ -101,3 +101,8 @@ export function unseenSettled(generation: number) {
     detail: `a close that may have hidden a supersede the platform could not push (the server closed the socket of generation ${generation} before its control channel joined, or within unseenSupersedeWindowMs of the join): ${PROBE_ACCEPTED}`,
   }
 }
+
+/** A server close 1000 of transport `generation` at wall time `at`, as the adapter classifies it: the last loss a `suppressed` reason names. */
+export function normalLoss(generation: number, at = 0) {
+  return classifyClose({ code: 1000, reason: '' }, generation, at)
+}

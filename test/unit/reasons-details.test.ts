@@ -15,6 +15,7 @@ import {
   type DisconnectReason,
 } from '../../src/reasons.js'
 import { assertMs, gracefulReason, suppressedReason, timedOutReason } from '../../machines/types.js'
+import { normalLoss } from '../support/chart.js'
 import { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy } from '../../machines/reconnect.js'
 import { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy } from '../../machines/connection.js'
 import { DEFAULT_CHANNEL_POLICY, validateChannelPolicy } from '../../machines/channel.js'
@@ -37,8 +38,16 @@ describe('describeReason', () => {
     [heartbeatTimeout(1, 0), 'timed out waiting for the heartbeat reply, will reconnect'],
     [timedOutReason('join', 1, 0) as DisconnectReason, 'timed out waiting for the control channel join reply, will reconnect'],
     [timedOutReason('connect', 1, 0) as DisconnectReason, 'timed out waiting for the transport to open, will reconnect'],
-    [suppressedReason('rapid-disconnects', 10, 1, 0) as DisconnectReason, 'gave up after 10 attempts (rapid-disconnects), terminal'],
-    [suppressedReason('rapid-disconnects', 10, 1, 0, true) as DisconnectReason, 'suspended after 10 attempts (rapid-disconnects): one attempt per cooldown, will reconnect'],
+    [suppressedReason('rapid-disconnects', 10, normalLoss(1), 0) as DisconnectReason, 'gave up after 10 attempts (rapid-disconnects, the last closed 1000 (normal closure)), terminal'],
+    [
+      suppressedReason('rapid-disconnects', 10, classifyClose({ code: 1011, reason: 'boom' }, 1, 0), 0, true) as DisconnectReason,
+      'suspended after 10 attempts (rapid-disconnects, the last closed 1011 (internal error) "boom"): one attempt per cooldown, will reconnect',
+    ],
+    [
+      suppressedReason('max-attempts', 4, classifyUpgrade({ status: 503, retryAfter: '2' }, 1, 0), 0) as DisconnectReason,
+      'gave up after 4 attempts (max-attempts, the last rejected (unavailable) by upgrade HTTP 503, retry after 2000 ms), terminal',
+    ],
+    [{ kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10, retryable: true, generation: 1, at: 0 }, 'suspended after 10 attempts (rapid-disconnects): one attempt per cooldown, will reconnect'],
     [classifyClose({ code: 999, reason: '' }, 1, 0), 'other: close code 999 is outside every range of the close code table, will reconnect'],
   ]
   for (const [reason, text] of cases) it(text, () => expect(describeReason(reason)).toBe(text))

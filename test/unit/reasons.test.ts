@@ -14,6 +14,7 @@ import {
   UPGRADE_STATUSES,
 } from '../../src/reasons.js'
 import { gracefulReason, suppressedReason, timedOutReason } from '../../machines/types.js'
+import { normalLoss } from '../support/chart.js'
 
 describe('close code table', () => {
   it('never reads 1000, 1001 or 1011 as a stop', () => {
@@ -146,9 +147,21 @@ describe('DisconnectReason', () => {
     expect(REASON_KINDS).toEqual(['graceful', 'superseded', 'rejected', 'closed', 'dropped', 'timed-out', 'suppressed', 'other'])
   })
   it('accepts every reason the charts make themselves', () => {
-    for (const r of [gracefulReason(1, 2), timedOutReason('connect', 1, 2), timedOutReason('join', 1, 2), suppressedReason('rapid-disconnects', 10, 1, 2)]) {
+    for (const r of [gracefulReason(1, 2), timedOutReason('connect', 1, 2), timedOutReason('join', 1, 2), suppressedReason('rapid-disconnects', 10, normalLoss(1), 2)]) {
       expect(DisconnectReason.safeParse(r).success, JSON.stringify(r)).toBe(true)
     }
+  })
+  it("a suppressed reason names the loss that reached the limit: any retryable loss kind, never another session end", () => {
+    const reason = suppressedReason('rapid-disconnects', 10, classifyClose({ code: 1013, reason: 'later' }, 7, 5), 9, true)
+    expect(DisconnectReason.parse(reason)).toMatchObject({ generation: 7, lastLoss: { kind: 'closed', closeCode: 1013, closeReason: 'later', generation: 7 } })
+    for (const loss of [classifyUpgrade({ status: 429 }, 1, 0), classifyClose({ code: 1006, reason: '' }, 1, 0), timedOutReason('join', 1, 0), classifyClose({ code: 999, reason: '' }, 1, 0)]) {
+      expect(DisconnectReason.safeParse({ ...reason, lastLoss: loss }).success, loss.kind).toBe(true)
+    }
+    for (const loss of [gracefulReason(1, 0), classifySupersede({}, 1, 0), reason, { kind: 'closed', closeCode: 1000 }]) {
+      expect(DisconnectReason.safeParse({ ...reason, lastLoss: loss }).success, JSON.stringify(loss)).toBe(false)
+    }
+    const { lastLoss: _, ...recordedBefore } = reason
+    expect(DisconnectReason.safeParse(recordedBefore).success).toBe(true)
   })
   it('describes every kind in one line', () => {
     const samples = [
@@ -158,7 +171,7 @@ describe('DisconnectReason', () => {
       classifyClose({ code: 1001, reason: '' }, 1, 0),
       classifyClose({ code: 1006, reason: '' }, 1, 0),
       timedOutReason('join', 1, 0),
-      suppressedReason('max-attempts', 3, 1, 0),
+      suppressedReason('max-attempts', 3, normalLoss(1), 0),
       classifyClose({ code: 99, reason: '' }, 1, 0),
     ] as DisconnectReason[]
     expect(new Set(samples.map((s) => s.kind)).size).toBe(REASON_KINDS.length)

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { framesIn, next, untilState, useWorld } from '../support/wire.js'
 import { chartsOf } from '../../src/chart-of.js'
+import { DisconnectReason } from '../../src/reasons.js'
 
 const world = useWorld()
 
@@ -168,6 +169,9 @@ describe('reconnect policy on the wire (scenarios 6-8)', () => {
     void link.runForever().catch((e: unknown) => (ended = e))
     const first = await next(link, 'disconnected', { filter: (e) => e.reason.kind === 'suppressed' })
     expect(first).toMatchObject({ outcome: 'reconnect', terminal: false, reason: { kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10, retryable: true } })
+    // The tenth loss is reported as suppressed, its own close kept in the reason.
+    expect(first.reason).toMatchObject({ generation: 10, lastLoss: { kind: 'closed', closeCode: 1000, generation: 10 } })
+    expect(DisconnectReason.parse(first.reason)).toEqual(first.reason)
     expect(first.nextDelayMs).toBeGreaterThanOrEqual(100)
     expect(first.nextDelayMs).toBeLessThanOrEqual(200)
     expect(link.state).toBe('suspended')
@@ -209,7 +213,7 @@ describe('reconnect policy on the wire (scenarios 6-8)', () => {
     const result = link.runForever().catch((e: unknown) => e)
     const error = (await result) as { code: string; reason: { kind: string; cause: string } }
     expect(error.code).toBe('AGENT_DISCONNECTED')
-    expect(error.reason).toMatchObject({ kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10, retryable: false })
+    expect(error.reason).toMatchObject({ kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10, retryable: false, lastLoss: { kind: 'closed', closeCode: 1000, generation: 10 } })
     expect(link.state).toBe('terminated')
     // Why, then where it led: the give-up goes from joining to terminated, not through reconnecting.
     if (log.at(-1) !== 'state terminated') await next(link, 'state', { filter: (e) => e.state === 'terminated' })

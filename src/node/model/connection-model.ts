@@ -296,8 +296,8 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
         add('backoff chosen', 'auto', { type: 'reconnect.scheduled', delayMs: 0, attempt: 1 })
         if (mode === 'pure') {
           // Past the rapid limit (ten accept-then-close connections: too long a path for the wire).
-          add('suspended', 'auto', { type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason: suppressedReason('rapid-disconnects', 10, g, 0, true) })
-          add('gave up', 'auto', { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', 10, g, 0) })
+          add('suspended', 'auto', { type: 'reconnect.suspended', delayMs: 30_000, attempt: 10, reason: suppressedReason('rapid-disconnects', 10, classifyClose({ code: 1000, reason: '' }, g, 0), 0, true) })
+          add('gave up', 'auto', { type: 'reconnect.gaveUp', reason: suppressedReason('rapid-disconnects', 10, classifyClose({ code: 1000, reason: '' }, g, 0), 0) })
           add('host disconnect', 'host', { type: 'host.disconnect' })
           lateSupersede(keyHolder)
         }
