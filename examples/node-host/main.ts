@@ -100,7 +100,8 @@ function onDisconnected({ reason, outcome, nextDelayMs }: LinkEvents['disconnect
       log.error(fields, 'disconnected for good')
       break
   }
-  if (reason.kind === 'suppressed') log.error(fields, 'the platform keeps closing this agent: retrying slowly (state suspended)')
+  // The loss that reached the limit is reported as this suppressed reason; its own kind and close code are in lastLoss.
+  if (reason.kind === 'suppressed') log.error({ ...fields, lastLoss: reason.lastLoss }, 'the platform keeps closing this agent: retrying slowly (state suspended)')
 }
 
 // An app channel: joined on every connection, with fresh params each time.
