@@ -244,6 +244,8 @@ function highlight(records: readonly TraceRecord[], index: number): void {
 
 const liveRecords = new Map<string, TraceRecord[]>()
 let liveSource: EventSource | null = null
+/** The feed's run (the visualizer server's token) whose records `liveRecords` holds; null before the first. */
+let liveRun: string | null = null
 
 function currentLink(): string {
   return ($('link-select') as HTMLSelectElement).value
@@ -254,6 +256,20 @@ function startLive(): void {
   liveSource = new EventSource('./events')
   liveSource.onopen = () => statusText('live: connected to the link feed')
   liveSource.onerror = () => statusText('live: feed closed')
+  // Sent first on every (re)connection: a run other than the one shown (the command was started
+  // again on the same port while this page stayed open) replaces what the page showed.
+  liveSource.addEventListener('run', (message) => {
+    const run = (message as MessageEvent<string>).data
+    if (liveRun !== null && run !== liveRun) {
+      liveRecords.clear()
+      if (view() === 'live') {
+        setLinkOptions([])
+        highlight([], -1)
+      }
+      statusText('live: the link was started again; showing its new run')
+    }
+    liveRun = run
+  })
   liveSource.onmessage = (message) => {
     const record = JSON.parse(message.data as string) as TraceRecord
     let list = liveRecords.get(record.link)

@@ -270,6 +270,34 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
     }
   }, 60_000)
 
+  it('live: a page left open while the command starts again on the same port shows the new run alone, not a mix of the two', async () => {
+    const record = (link: string, seq: number, state: 'idle' | 'stopped') =>
+      ({ link, seq, at: 0, event: 'host.connect', actor: 'connection', state, charts: { connection: state, reconnect: null, control: null, channels: {} }, lastReason: null }) as TraceRecord
+    const first = await startVisualizer()
+    const port = Number(new URL(first.url).port)
+    for (let seq = 1; seq <= 6; seq++) first.publish(record('A', seq, 'idle'))
+    const { page, errors, close } = await open(`${first.url}#live`)
+    const options = () => page.locator('[data-testid="link-select"] option').allInnerTexts()
+    let second: Awaited<ReturnType<typeof startVisualizer>> | null = null
+    try {
+      await expect.poll(options).toEqual(['A'])
+      await expect.poll(() => page.locator('[data-testid="last-step"]').innerText()).toContain('#6')
+      await first.close()
+      // Started again on the same port: its ids count from 1 again, under a run of its own.
+      second = await startVisualizer({ port })
+      second.publish(record('B', 1, 'stopped'))
+      second.publish(record('B', 2, 'stopped'))
+      await expect.poll(options, { timeout: 10_000 }).toEqual(['B'])
+      await expect.poll(() => page.locator('[data-testid="link-state"]').innerText()).toBe('stopped')
+      expect(await page.locator('[data-testid="last-step"]').innerText()).toContain('#2')
+      expect(errors).toEqual([])
+    } finally {
+      await close()
+      await first.close()
+      await second?.close()
+    }
+  }, 60_000)
+
   it('replay: a recorded trace steps through the same states, forward and back; the key is not in it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-trace-'))
     const file = join(dir, 'trace.jsonl')

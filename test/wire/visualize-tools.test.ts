@@ -124,12 +124,61 @@ describe('startVisualizer', () => {
           req.on('error', (error) => (text === '' ? reject(error) : undefined))
           req.end()
         })
-      const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
-      expect(ids(await read(null))).toEqual([1, 2, 3])
-      expect(ids(await read('2'))).toEqual([3])
+      const first = await read(null)
+      // Every connection starts with the run's token; each id is `<run>.<n>`.
+      const run = /^retry: 1000\nevent: run\ndata: ([0-9a-f]{8})\n\n/.exec(first)?.[1]
+      expect(run).toBeDefined()
+      const ids = (text: string) => [...text.matchAll(/^id: ([0-9a-f]{8})\.(\d+)$/gm)].map((m) => (m[1] === run ? Number(m[2]) : `other run ${m[1]}`))
+      expect(ids(first)).toEqual([1, 2, 3])
+      expect(ids(await read(`${run}.2`))).toEqual([3])
       expect(ids(await read('not a number'))).toEqual([1, 2, 3])
+      // An id of another run (the page of a command started before on this port) is not ours: everything kept.
+      expect(ids(await read('00000000.2'))).toEqual([1, 2, 3])
+      expect(ids(await read('2'))).toEqual([1, 2, 3])
     } finally {
       await viz.close()
+    }
+  })
+
+  it("a page's Last-Event-ID from the previous server on the same port gets the new run's records, each server its own run", async () => {
+    const first = await startVisualizer()
+    const port = Number(new URL(first.url).port)
+    const record = (seq: number) => ({ link: 'A', seq, at: 0, event: 'e', actor: 'connection', state: 'idle', charts: { connection: 'idle', reconnect: null, control: null, channels: {} }, lastReason: null }) as TraceRecord
+    const read = (url: string, lastEventId: string | null, records: number) =>
+      new Promise<string>((resolve, reject) => {
+        let text = ''
+        const req = request(`${url}events`, { headers: lastEventId === null ? {} : { 'last-event-id': lastEventId } }, (res) => {
+          res.setEncoding('utf8')
+          res.on('data', (chunk: string) => {
+            text += chunk
+            if ((text.match(/^id: /gm) ?? []).length === records) {
+              req.destroy()
+              resolve(text)
+            }
+          })
+        })
+        req.on('error', (error) => (text === '' ? reject(error) : undefined))
+        req.end()
+      })
+    let lastId: string
+    let firstRun: string
+    try {
+      for (let seq = 1; seq <= 6; seq++) first.publish(record(seq))
+      const text = await read(first.url, null, 6)
+      lastId = [...text.matchAll(/^id: (\S+)$/gm)].at(-1)![1]!
+      firstRun = /^data: (\S+)$/m.exec(text)![1]!
+    } finally {
+      await first.close()
+    }
+    const second = await startVisualizer({ port })
+    try {
+      for (let seq = 1; seq <= 2; seq++) second.publish(record(seq))
+      const text = await read(second.url, lastId, 2)
+      const secondRun = /^data: (\S+)$/m.exec(text)![1]!
+      expect(secondRun).not.toBe(firstRun)
+      expect([...text.matchAll(/^id: (\S+)$/gm)].map((m) => m[1])).toEqual([`${secondRun}.1`, `${secondRun}.2`])
+    } finally {
+      await second.close()
     }
   })
 

@@ -4,6 +4,7 @@
  * far). `GET /trace.jsonl` serves a recorded trace for replay when one is given.
  */
 import { spawnSync } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { closeSync, constants, existsSync, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { extname, join, normalize, sep } from 'node:path'
@@ -21,7 +22,10 @@ const MAX_KEPT_BYTES = 4 * 1024 * 1024
  * Bytes a page's live feed may have waiting to be sent beyond what it was sent on opening (the
  * kept records, at most 4 MiB): a page that stops reading (a tab in the background, a stalled
  * connection) is cut off past it rather than buffered without bound. Each record goes with its
- * `id:`, so the page's EventSource reconnects with `Last-Event-ID` and is sent only what it missed.
+ * `id:` (`<run>.<n>`, the run a token of this server), so the page's EventSource reconnects with
+ * `Last-Event-ID` and is sent only what it missed; an id of another run (a page left open while
+ * the command was started again on the same port) gets every kept record, after a `run` event
+ * that tells the page to drop what it showed of the old run.
  */
 export const MAX_FEED_BUFFER_BYTES = 8 * 1024 * 1024
 
@@ -198,6 +202,8 @@ export async function startVisualizer(options: { port?: number; host?: string; t
   const kept: Array<{ id: number; frame: string }> = []
   let keptBytes = 0
   let lastId = 0
+  // This server's run, in every record's id: a page's Last-Event-ID from another run is not ours.
+  const run = randomUUID().slice(0, 8)
   const feeds = new Set<ServerResponse>()
   const viewerWaiters = new Set<(seen?: boolean) => void>()
   const notFound = (res: ServerResponse) => {
@@ -221,9 +227,15 @@ export async function startVisualizer(options: { port?: number; host?: string; t
     }
     if (path === '/events') {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' })
-      // A reconnecting EventSource says what it saw last: only what came after is sent again.
+      // Which run this is (no id: the page's Last-Event-ID stays that of its last record), and a
+      // reconnection delay of 1 s instead of the browser's default (3 s in Chromium): the server is
+      // on this machine, and a command started again should show at once.
+      res.write(`retry: 1000\nevent: run\ndata: ${run}\n\n`)
+      // A reconnecting EventSource says what it saw last: only what came after is sent again. An
+      // id of another run (this port's previous server) or none: everything kept.
       const header = req.headers['last-event-id']
-      const seen = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : 0
+      const ours = typeof header === 'string' && header.startsWith(`${run}.`) ? header.slice(run.length + 1) : ''
+      const seen = /^\d+$/.test(ours) ? Number(ours) : 0
       for (const { id, frame } of kept) if (id > seen) res.write(frame)
       feeds.add(res)
       for (const wake of [...viewerWaiters]) wake()
@@ -265,7 +277,7 @@ export async function startVisualizer(options: { port?: number; host?: string; t
       })
     },
     publish(record) {
-      const frame = `id: ${++lastId}\ndata: ${JSON.stringify(record)}\n\n`
+      const frame = `id: ${run}.${++lastId}\ndata: ${JSON.stringify(record)}\n\n`
       kept.push({ id: lastId, frame })
       keptBytes += frame.length
       // A page that opens late gets the most recent records, not an unbounded history.
