@@ -103,7 +103,7 @@ export function program(): Command {
     .description('run a link through the lifecycle a platform puts agents through, on the embedded simulator')
     .option('--json', 'one JSON object per line', false)
     .option('--visualize', 'serve the visualizer on loopback and stream the links to it; waits for the page, then keeps it up until Ctrl-C', false)
-    .option('--visualize-port <port>', 'port of the visualizer (0 picks one)', port, 0)
+    .addOption(new Option('--visualize-port <port>', 'port of the visualizer (0 picks one); implies --visualize').argParser(port).default(0).implies({ visualize: true }))
     .option('--trace <file>', 'write both links\' transitions to <file> as JSON lines, for the visualizer\'s #replay (the API key is never written)', filePath)
     .action(async (opts: { json: boolean; visualize: boolean; visualizePort: number; trace?: string }) => {
       const loaded = await simulatorCommand(() => import('./cli/demo.js'))
@@ -129,7 +129,7 @@ export function program(): Command {
     .option('--allow-insecure', 'allow ws:// to a host that is not loopback', false)
     .option('--json', 'one JSON object per line', false)
     .option('--visualize', 'serve the visualizer on loopback and stream the link to it', false)
-    .option('--visualize-port <port>', 'port of the visualizer (0 picks one)', port, 0)
+    .addOption(new Option('--visualize-port <port>', 'port of the visualizer (0 picks one); implies --visualize').argParser(port).default(0).implies({ visualize: true }))
     .option('--trace <file>', 'write every transition to <file> as JSON lines (the API key is never written)', filePath)
     .action(
       async (opts: { url: string; agentId: string; apiKey: string; onConflict?: 'supersede' | 'reject'; allowInsecure: boolean; json: boolean; visualize: boolean; visualizePort: number; trace?: string }) => {

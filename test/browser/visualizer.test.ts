@@ -509,17 +509,29 @@ describe.skipIf(!HAVE_CHROMIUM)('phoenix-link demo --trace and --visualize', () 
     const lines: string[] = []
     let interrupt!: () => void
     const holdUntil = new Promise<void>((resolve) => (interrupt = resolve))
-    const code = await runDemo({
-      json: true,
-      visualize: { port: 0, waitForViewerMs: 0, holdUntil },
-      write: (line) => {
-        lines.push(line)
-        if (line.includes('3. the server closes with 1001')) interrupt()
-      },
-    })
-    expect(code).toBe(130)
-    expect(lines.filter((line) => line.includes('"interrupted"'))).toHaveLength(1)
-    expect(lines.join('\n')).not.toContain('4. the server closes with 1011')
+    const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-demo-'))
+    const file = join(dir, 'trace.jsonl')
+    try {
+      const code = await runDemo({
+        json: true,
+        trace: file,
+        visualize: { port: 0, waitForViewerMs: 0, holdUntil },
+        write: (line) => {
+          lines.push(line)
+          if (line.includes('3. the server closes with 1001')) interrupt()
+        },
+      })
+      expect(code).toBe(130)
+      expect(lines.filter((line) => line.includes('"interrupted"'))).toHaveLength(1)
+      expect(lines.join('\n')).not.toContain('4. the server closes with 1011')
+      // Interrupted before link B existed: the trace holds link A alone, and says so.
+      const written = lines.map((line) => JSON.parse(line) as { source?: string; type?: string; links?: string[] }).filter((e) => e.source === 'trace' && e.type === 'written')
+      expect(written.map((e) => e.links)).toEqual([['A']])
+      const links = new Set(readFileSync(file, 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as TraceRecord).link))
+      expect([...links]).toEqual(['A'])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   }, 60_000)
 
   it('waits for the page, streams both links through the whole demo, and stops on SIGINT with exit 0', async () => {

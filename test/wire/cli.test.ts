@@ -3,7 +3,11 @@
  * Ctrl-C (SIGINT) or SIGTERM, with the exit codes the README promises.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { next, useWorld } from '../support/wire.js'
@@ -154,6 +158,46 @@ describe('phoenix-link command line', () => {
     expect(events.filter((e) => e.source === 'trace').map((e) => e.type)).toEqual(['failed'])
     // The demo's own steps held; its last line says the trace is what failed.
     expect(events.filter((e) => e.source === 'demo' && e.type === 'failed').map((e) => e.error)).toEqual([expect.stringMatching(/^the trace was not written: .*ENOSPC/)])
+  })
+
+  it.skipIf(!existsSync('/dev/full'))('connect --trace to a file that fails as it is written: the failure reported, exit 1 after Ctrl-C, not 0', async () => {
+    const sim = await world().sim()
+    const child = cli(['connect', '--url', sim.url, '--agent-id', 'agent-1', '--json', '--trace', '/dev/full'], { PHOENIX_LINK_API_KEY: 'key-1' })
+    let stdout = ''
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    await line(child, (e) => e.type === 'connected', 'connected')
+    child.kill('SIGINT')
+    expect(await exit(child)).toBe(1)
+    const events = stdout
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { source: string; type: string; error?: string })
+    expect(events.filter((e) => e.source === 'trace').map((e) => e.type)).toEqual(['failed', 'not-written'])
+    expect(events.at(-1)?.error).toMatch(/ENOSPC/)
+  })
+
+  it('a visualizer port in use fails the start with exit 1 and leaves an earlier trace at the --trace path as it was', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'phoenix-link-cli-'))
+    const taken = createServer()
+    try {
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+      const port = String((taken.address() as AddressInfo).port)
+      const earlier = join(dir, 'earlier.jsonl')
+      writeFileSync(earlier, '{"kept":true}\n')
+      for (const command of [['demo'], ['connect', '--url', 'ws://127.0.0.1:9/socket', '--agent-id', 'a', '--api-key', 'k']]) {
+        const child = cli([...command, '--visualize-port', port, '--trace', earlier])
+        let stderr = ''
+        child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+        expect(await exit(child), command[0]).toBe(1)
+        // --visualize-port alone asks for the visualizer (it implies --visualize): its port is taken.
+        expect(stderr, command[0]).toMatch(/EADDRINUSE/)
+        expect(readFileSync(earlier, 'utf8'), command[0]).toBe('{"kept":true}\n')
+      }
+    } finally {
+      await new Promise((resolve) => taken.close(resolve))
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('an empty --trace is refused with exit 1 before anything runs, not ignored', async () => {

@@ -11,13 +11,15 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { request } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Counter, Registry } from 'prom-client'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLink } from '../../src/index.js'
 import { linkMetrics } from '../../src/node/metrics.js'
-import { openTraceFile, startVisualizer, traceToFile, type TraceRecord } from '../../src/node/visualize/index.js'
-import { readTraceFile } from '../../src/node/visualize/server.js'
+import { openTraceFile, startVisualizer, traceLink, traceToFile, type TraceRecord } from '../../src/node/visualize/index.js'
+import { startSimulator } from '../../src/node/server/index.js'
+import { pageSources, readTraceFile } from '../../src/node/visualize/server.js'
 import { until } from '../support/until.js'
 import { createOutput } from '../../src/node/cli/output.js'
 
@@ -203,7 +205,52 @@ describe('startVisualizer', () => {
   })
 })
 
+describe('the page build', () => {
+  it("a checkout's page is stale when any module it is built from changed: the trace checker and what it imports too, not only the page's folders", () => {
+    const root = join(fileURLToPath(new URL('../..', import.meta.url)))
+    const sources = pageSources(root).map((file) => relative(root, file).split(sep).join('/'))
+    for (const file of ['visualizer/main.ts', 'visualizer/index.html', 'visualizer/style.css', 'src/node/visualize/parse-trace.ts', 'src/json-depth.ts', 'src/node/model/visual.ts', 'src/node/model/labels.ts', 'machines/status.ts', 'machines/connection.ts', 'src/reasons.ts']) {
+      expect(sources, file).toContain(file)
+    }
+    // Only sources that exist, and nothing of the server side the page never bundles.
+    for (const file of sources) expect(existsSync(join(root, file)), file).toBe(true)
+    expect(sources.filter((file) => file.startsWith('src/node/server/') || file.startsWith('src/node/cli'))).toEqual([])
+  })
+})
+
 describe('trace files', () => {
+  it("the records of every link of one trace file count their time from the file's opening, not each from its own follow", async () => {
+    const dir = scratch()
+    const sim = await startSimulator({ agents: { 'agent-1': 'key-1' } })
+    const a = createLink({ url: sim.url, agentId: 'agent-1', apiKey: 'key-1' })
+    const b = idleLink('agent-2')
+    const path = join(dir, 'two.jsonl')
+    try {
+      const opened = performance.now()
+      const file = openTraceFile(path)
+      file.follow(a, 'A')
+      // A connect takes some milliseconds: B is followed that much later than the file opened.
+      await a.connect()
+      const followedB = performance.now()
+      file.follow(b, 'B')
+      await a.disconnect()
+      await file.close()
+      const records = readFileSync(path, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TraceRecord)
+      const firstOfB = records.find((r) => r.link === 'B')!
+      expect(firstOfB.seq).toBe(1)
+      expect(Math.round(followedB - opened)).toBeGreaterThan(0)
+      expect(firstOfB.at).toBeGreaterThanOrEqual(Math.floor(followedB - opened) - 1)
+      // In the file's order, time never goes back.
+      const times = records.map((r) => r.at)
+      expect(times).toEqual([...times].sort((x, y) => x - y))
+    } finally {
+      await a.disconnect()
+      await sim.stop()
+    }
+    expect(() => traceLink(b, 'B', () => {}, Number.NaN)).toThrow(new TypeError('a trace origin must be a finite performance.now() reading in milliseconds, got NaN'))
+    expect(() => traceLink(b, 'B', () => {}, '1' as unknown as number)).toThrow(/got string/)
+  })
+
   it('a label must be a non-empty string; two links under one label are refused; follow after close says so; close twice is once', async () => {
     const dir = scratch()
     const a = idleLink('agent-1')

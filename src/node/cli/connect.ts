@@ -21,7 +21,8 @@ export interface ConnectOptions {
 }
 
 /**
- * Runs a link until Ctrl-C (exit 0 after a graceful stop) or a terminal reason (exit 2).
+ * Runs a link until Ctrl-C (exit 0 after a graceful stop; 1 when the trace asked for failed to
+ * write) or a terminal reason (exit 2).
  *
  * @throws {ConfigurationError} for a bad URL, agent id or key (before connecting).
  */
@@ -44,11 +45,23 @@ export async function runConnect(options: ConnectOptions): Promise<number> {
     const line = describeLinkEvent(event)
     if (line) out.event('link', line.type, line.fields, line.human)
   })
-  // Opened before anything starts: an unwritable path fails here with a clear error.
-  const stopTrace = options.trace !== undefined
-    ? traceToFile(link, options.agentId, options.trace, (error) => out.event('trace', 'failed', { error: error.message }, `the trace stopped: ${error.message}`))
-    : null
+  // The visualizer first: a port in use fails before the trace file is opened (and an earlier
+  // trace at that path emptied). Then the trace, before anything connects: an unwritable path
+  // fails here with a clear error.
   const viz = options.visualizePort !== undefined ? await startVisualizer({ port: options.visualizePort }) : null
+  let traceError: Error | null = null
+  let stopTrace: (() => Promise<void>) | null = null
+  try {
+    stopTrace = options.trace !== undefined
+      ? traceToFile(link, options.agentId, options.trace, (error) => {
+          traceError = error
+          out.event('trace', 'failed', { error: error.message }, `the trace stopped: ${error.message}`)
+        })
+      : null
+  } catch (error) {
+    await viz?.close()
+    throw error
+  }
   const stopLive = viz ? traceLink(link, options.agentId, (record) => viz.publish(record)) : null
   if (viz) out.event('visualizer', 'listening', { url: `${viz.url}#live` }, `follow the link at ${viz.url}#live`)
   const stop = () => void link.disconnect()
@@ -56,6 +69,13 @@ export async function runConnect(options: ConnectOptions): Promise<number> {
   process.once('SIGTERM', stop)
   try {
     await link.runForever()
+    // Stopped as asked; a trace that failed to write is not the run the user asked for.
+    await stopTrace?.()
+    if (traceError !== null) {
+      const { message } = traceError as Error
+      out.event('trace', 'not-written', { error: message }, `the trace was not written: ${message}`)
+      return 1
+    }
     return 0
   } catch (error) {
     if (isAgentDisconnectedError(error)) {

@@ -104,14 +104,22 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
 }
 
 async function demo(options: DemoOptions, out: Output, traced: { error: Error | null }): Promise<number> {
-  const traceFile =
-    options.trace !== undefined
-      ? openTraceFile(options.trace, (error) => {
-          traced.error = error
-          out.event('trace', 'failed', { error: error.message }, `the trace stopped: ${error.message}`)
-        })
-      : null
+  // The visualizer first: a port in use fails before the trace file is opened (and an earlier
+  // trace at that path emptied).
   const viz = options.visualize ? await startVisualizer({ port: options.visualize.port ?? 0 }) : null
+  let traceFile: ReturnType<typeof openTraceFile> | null = null
+  try {
+    traceFile =
+      options.trace !== undefined
+        ? openTraceFile(options.trace, (error) => {
+            traced.error = error
+            out.event('trace', 'failed', { error: error.message }, `the trace stopped: ${error.message}`)
+          })
+        : null
+  } catch (error) {
+    await viz?.close()
+    throw error
+  }
   // Ctrl-C while the demo waits for a viewer or runs: the wait in progress rejects, the rest is released.
   const hold = options.visualize?.holdUntil
   let interrupted = false
@@ -134,9 +142,16 @@ async function demo(options: DemoOptions, out: Output, traced: { error: Error | 
     }
   }
   const stopTraces: Array<() => void> = []
+  // The links written to the trace file, by label (an interrupted run writes fewer than two).
+  const written: string[] = []
+  // The live records of both links count their time from one origin, as the file's do.
+  const liveOrigin = performance.now()
   const trace = (link: Link, label: string) => {
-    if (viz) stopTraces.push(traceLink(link, label, (record) => viz.publish(record)))
-    if (traceFile && traced.error === null) stopTraces.push(traceFile.follow(link, label))
+    if (viz) stopTraces.push(traceLink(link, label, (record) => viz.publish(record), liveOrigin))
+    if (traceFile && traced.error === null) {
+      stopTraces.push(traceFile.follow(link, label))
+      written.push(label)
+    }
   }
   const apiKey = `demo-${randomBytes(12).toString('hex')}`
   // Presence waits out a grace window, so the reconnects of steps 2-5 are not reported as the
@@ -268,7 +283,10 @@ async function demo(options: DemoOptions, out: Output, traced: { error: Error | 
     for (const stop of stopTraces) stop()
     if (traceFile) {
       await traceFile.close()
-      if (traced.error === null) out.event('trace', 'written', { path: options.trace }, `trace of links A and B written to ${options.trace} (open it in the visualizer's #replay)`)
+      if (traced.error === null) {
+        const which = written.length === 0 ? 'no link' : `link${written.length > 1 ? 's' : ''} ${written.join(' and ')}`
+        out.event('trace', 'written', { path: options.trace, links: written }, `trace of ${which} written to ${options.trace} (open it in the visualizer's #replay)`)
+      }
     }
     if (viz) {
       if (options.visualize?.holdUntil && !interrupted) {

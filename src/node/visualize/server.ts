@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { closeSync, constants, existsSync, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { extname, join, normalize, sep } from 'node:path'
+import { dirname, extname, join, normalize, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { TraceRecord } from './trace.js'
 import { MAX_TRACE_BYTES } from './parse-trace.js'
@@ -88,21 +88,44 @@ export function ensurePageBuilt(options: { force?: boolean } = {}): string {
 }
 
 /**
- * In a checkout (the page's sources are present): whether any source the page is built from
- * (visualizer/, src/node/model/, machines/) is newer than the built page. The published package has
- * no page sources, so its built page is never stale.
+ * In a checkout (the page's sources are present): whether any source the page is built from is
+ * newer than the built page: the page's own files (visualizer/), and every module the page and
+ * its chart data (src/node/model/visual.ts, which the build runs) import, followed through their
+ * relative imports (a `./x.js` import is the source `./x.ts`). The published package has no page
+ * sources, so its built page is never stale.
  */
 function isStale(root: string, built: string): boolean {
-  const sources = join(root, 'visualizer', 'main.ts')
-  if (!existsSync(sources)) return false
+  if (!existsSync(join(root, 'visualizer', 'main.ts'))) return false
   const builtAt = statSync(built).mtimeMs
-  for (const folder of ["visualizer", join("src", "node", "model"), "machines"]) {
-    for (const name of readdirSync(join(root, folder))) {
-      if (!/\.(ts|html|css)$/.test(name)) continue
-      if (statSync(join(root, folder, name)).mtimeMs > builtAt) return true
+  return pageSources(root).some((file) => statSync(file).mtimeMs > builtAt)
+}
+
+/**
+ * A checkout's sources of the visualizer page (absolute paths): visualizer/'s .ts, .html and .css
+ * files, and every module the page and its chart data import (see {@link isStale}). Exported for
+ * the tests; not part of the package's API.
+ */
+export function pageSources(root: string): string[] {
+  const own = readdirSync(join(root, 'visualizer'))
+    .filter((name) => /\.(ts|html|css)$/.test(name))
+    .map((name) => join(root, 'visualizer', name))
+  return [...new Set([...own, ...pageModules([join(root, 'visualizer', 'main.ts'), join(root, 'src', 'node', 'model', 'visual.ts')])])]
+}
+
+/** The TypeScript sources `entries` import, directly or not, through relative imports (`from './x.js'`, `import('./x.js')`), entries included. */
+function pageModules(entries: string[]): Set<string> {
+  const seen = new Set<string>()
+  const queue = [...entries]
+  for (let file = queue.pop(); file !== undefined; file = queue.pop()) {
+    if (seen.has(file) || !existsSync(file)) continue
+    seen.add(file)
+    const text = readFileSync(file, 'utf8')
+    for (const match of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)) {
+      const target = join(dirname(file), match[1]!).replace(/\.js$/, '.ts')
+      if (target.endsWith('.ts')) queue.push(target)
     }
   }
-  return false
+  return seen
 }
 
 /** visualizer/dist at the package root, from src/node/visualize/ or from dist/src/node/visualize/. */

@@ -25,7 +25,11 @@ export interface TraceRecord {
   link: string
   /** Counts records of this link from 1. */
   seq: number
-  /** Milliseconds since the trace started. */
+  /**
+   * Milliseconds since the trace started (a monotonic clock: `performance.now()`): since the trace
+   * file was opened, for every link of one {@link openTraceFile}; since `origin` (by default,
+   * since the link was followed) for {@link traceLink}.
+   */
   at: number
   /** The chart event that caused this step, e.g. `socket.close`, `xstate.after.backoffDelay…`. */
   event: string
@@ -70,14 +74,17 @@ function checkLabel(label: unknown): asserts label is string {
  * Follows `link` and calls `onRecord` after every chart event that changed a chart's state or
  * the last reason (plus one record at once for the current state).
  *
+ * @param origin the `performance.now()` reading each record's `at` counts from (milliseconds);
+ *   default: now. Give the links of one trace the same origin, so their records' times line up.
  * @returns a function that stops following.
  *
  * @throws {TypeError} when `label` is not a non-empty string (a trace names every record's link
- *   by it; the replay refuses a record without one).
+ *   by it; the replay refuses a record without one), or `origin` is not a finite number.
  */
-export function traceLink(link: Link, label: string, onRecord: (record: TraceRecord) => void): () => void {
+export function traceLink(link: Link, label: string, onRecord: (record: TraceRecord) => void, origin: number = performance.now()): () => void {
   checkLabel(label)
-  const started = performance.now()
+  if (typeof origin !== 'number' || !Number.isFinite(origin)) throw new TypeError(`a trace origin must be a finite performance.now() reading in milliseconds, got ${typeof origin === 'number' ? String(origin) : typeof origin}`)
+  const started = origin
   let seq = 0
   let last = ''
   const all = chartsOf(link)
@@ -157,6 +164,8 @@ export function openTraceFile(path: string, onError: (error: Error) => void = ()
     throw new Error(`cannot write the trace to ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
   }
   const out: WriteStream = createWriteStream(path, { fd })
+  // Every link's `at` counts from the file's opening.
+  const opened = performance.now()
   // The stop of each link being followed, by label.
   const stops = new Map<string, () => void>()
   let failed = false
@@ -177,9 +186,14 @@ export function openTraceFile(path: string, onError: (error: Error) => void = ()
       if (closing) throw new Error(`the trace file ${path} is closed: open another to follow more links`)
       if (failed) throw new Error(`the trace file ${path} failed to write: nothing more is recorded`)
       if (stops.has(label)) throw new RangeError(`a link labelled ${JSON.stringify(label)} is already followed into ${path}: give each link its own label`)
-      const stop = traceLink(link, label, (record) => {
-        if (!failed) out.write(`${JSON.stringify(record)}\n`)
-      })
+      const stop = traceLink(
+        link,
+        label,
+        (record) => {
+          if (!failed) out.write(`${JSON.stringify(record)}\n`)
+        },
+        opened,
+      )
       stops.set(label, stop)
       return () => {
         stop()
