@@ -209,8 +209,8 @@ const MAX_REMEMBERED_KEYS = 1000
 
 /** The link's events, by name. */
 export interface LinkEvents {
-  /** The public state changed. */
-  state: { state: LinkState; previous: LinkState }
+  /** The public state changed; `epoch` is the session it changed in (see {@link Link.epoch}). */
+  state: { state: LinkState; previous: LinkState; epoch: number }
   /** The session's first connect: the control channel is joined. */
   connected: { generation: number; epoch: number }
   /** A later connect of the same session, after a loss; `downtimeMs` since the loss. */
@@ -637,6 +637,15 @@ export class Link {
     const { value } = this.charts.connection.snapshot
     // Waiting for the reconnect decision (within this processing): still the state before the loss.
     return isDeciding(value) ? this.lastState : linkStateOf(value)
+  }
+
+  /**
+   * The session: 0 before the first connect(), then +1 for each connect() that starts a session
+   * (from idle, stopped or terminated; a connect() while one runs joins it). The `epoch` of the
+   * `connected`, `reconnected`, `state` and `control` events.
+   */
+  get epoch(): number {
+    return this.charts.connection.snapshot.context.epoch
   }
 
   /**
@@ -1079,10 +1088,6 @@ export class Link {
 
   // ---- private ----------------------------------------------------------------------------
 
-  /** The chart's session epoch (+1 per session). */
-  private get epoch(): number {
-    return this.charts.connection.snapshot.context.epoch
-  }
 
   /**
    * A chart stopped with an error (a phoenix-link bug: a throwing guard or assign, an action the
@@ -1117,7 +1122,7 @@ export class Link {
     this.abortRuns(this.crashReason)
     for (const watcher of [...(this.watchers ?? [])]) watcher({ state: 'terminated', generation: -1, epoch: -1 })
     this.emitter.emit('disconnected', { reason: this.crashReason, outcome: 'terminated', nextDelayMs: null, attempt: null, terminal: true, conflictProbe: false })
-    this.emitter.emit('state', { state: 'terminated', previous })
+    this.emitter.emit('state', { state: 'terminated', previous, epoch: this.epoch })
   }
 
   /** Aborts the runs of link.runSignal() in flight; a session that ends with none reports nothing (no nothing-to-abort). */
@@ -1184,7 +1189,7 @@ export class Link {
     // ended, for a terminal reason or by disconnect(), so a run of it is never left to a later one.
     if (seen.state === 'terminated' || seen.state === 'stopped') this.abortRuns(this.lastDisconnectReason)
     if (this.watchers !== null) for (const watcher of [...this.watchers]) watcher(seen)
-    this.emitter.emit('state', { state: seen.state, previous })
+    this.emitter.emit('state', { state: seen.state, previous, epoch: seen.epoch })
   }
 
 

@@ -8,7 +8,8 @@
  *   its message). Each loss of a connected transport is a span event `phoenix_link.disconnected`.
  * - `phoenix_link.connect`: one per connection attempt, from `connecting` to the control
  *   channel's join (`connected`; status OK) or to the attempt's failure (status ERROR), with the
- *   transport generation, the reason kind, its close code or HTTP status, and what follows.
+ *   transport generation, the reason's attributes (`phoenix_link.reason.*`: kind, close code or
+ *   HTTP status, cause, phase, source, detail, ...), and what follows.
  *
  * Attribute names follow the OpenTelemetry convention of a namespace prefix; values are redacted
  * of the link's keys like every line the link writes. Built on the link's public events only.
@@ -40,7 +41,11 @@ const STATUS_ERROR = 2
 /** The link events the spans are made from (a structural slice of `Link`, so this file needs no import of it). */
 export interface TracedLink {
   readonly agentId: string
-  on(type: 'state', listener: (e: { state: LinkState; previous: LinkState }) => void): () => void
+  /** The public state now: read when tracing starts, to join a session already under way. */
+  readonly state: LinkState
+  /** The session now (`Link.epoch`): read when tracing starts. */
+  readonly epoch: number
+  on(type: 'state', listener: (e: { state: LinkState; previous: LinkState; epoch: number }) => void): () => void
   on(type: 'connected' | 'reconnected', listener: (e: { generation: number; epoch: number }) => void): () => void
   on(
     type: 'disconnected',
@@ -49,23 +54,53 @@ export interface TracedLink {
   redactOutput<T>(value: T): T
 }
 
-/** Attributes of a reason: kind, retryable, close code or HTTP status. */
-function reasonAttributes(reason: DisconnectReason): Record<string, SpanAttributeValue> {
-  const out: Record<string, SpanAttributeValue> = { 'phoenix_link.reason.kind': reason.kind, 'phoenix_link.reason.retryable': reason.retryable }
-  if ('closeCode' in reason && typeof reason.closeCode === 'number') out['phoenix_link.reason.close_code'] = reason.closeCode
-  if ('status' in reason && typeof reason.status === 'number') out['phoenix_link.reason.http_status'] = reason.status
-  if ('cause' in reason && typeof reason.cause === 'string') out['phoenix_link.reason.cause'] = reason.cause
+/**
+ * Attributes of a reason (`phoenix_link.reason.*`): kind, retryable, and each of close_code,
+ * http_status, cause, phase, source, error_code, retry_after_ms and detail the reason has (detail:
+ * an `other` or `dropped` reason's text, which names what the tables did not know, such as an
+ * upgrade refused with HTTP 404); for `suppressed`, attempts and the kind, close code and HTTP
+ * status of its last loss (`phoenix_link.reason.last_loss.*`).
+ */
+function reasonAttributes(reason: DisconnectReason, prefix = 'phoenix_link.reason'): Record<string, SpanAttributeValue> {
+  const out: Record<string, SpanAttributeValue> = { [`${prefix}.kind`]: reason.kind, [`${prefix}.retryable`]: reason.retryable }
+  const fields = reason as Partial<Record<string, unknown>>
+  const copy = (field: string, name: string, type: 'number' | 'string') => {
+    if (typeof fields[field] === type) out[`${prefix}.${name}`] = fields[field] as SpanAttributeValue
+  }
+  copy('closeCode', 'close_code', 'number')
+  copy('status', 'http_status', 'number')
+  copy('cause', 'cause', 'string')
+  copy('phase', 'phase', 'string')
+  copy('source', 'source', 'string')
+  copy('errorCode', 'error_code', 'string')
+  copy('retryAfterMs', 'retry_after_ms', 'number')
+  copy('detail', 'detail', 'string')
+  copy('attempts', 'attempts', 'number')
+  if (reason.kind === 'suppressed' && reason.lastLoss) {
+    const last = reasonAttributes(reason.lastLoss, `${prefix}.last_loss`)
+    for (const name of ['kind', 'close_code', 'http_status']) {
+      const key = `${prefix}.last_loss.${name}`
+      if (last[key] !== undefined) out[key] = last[key]
+    }
+  }
   return out
 }
 
+/** The states of a session under way: tracing started in one joins it. */
+const IN_SESSION: ReadonlySet<LinkState> = new Set(['connecting', 'joining', 'connected', 'reconnecting', 'suspended', 'stopping'])
+
 /**
  * Starts following `link` with spans on `tracer`; returns the function that stops following it
- * (ending any open span). A throwing tracer is the host's bug: the link's emitter catches and
- * logs it, and the link runs on.
+ * (ending any open span). Started while a session is under way (`link.state` connecting through
+ * stopping), it opens that session's span at once, with the link's `epoch` and
+ * `phoenix_link.traced_from` (the state it was in), and an attempt span if an attempt is in
+ * flight; `phoenix_link.attempt` then counts the attempts traced. A throwing tracer is the host's
+ * bug: the link's emitter catches and logs it, and the link runs on.
  */
 export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
   let session: SpanLike | null = null
   let attempt: SpanLike | null = null
+  /** The epoch of the open session span. */
   let epoch = 0
   let attempts = 0
   const redacted = (attributes: Record<string, SpanAttributeValue>) => link.redactOutput(attributes)
@@ -79,19 +114,31 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
   }
   const attemptConnected = ({ generation }: { generation: number }) =>
     endAttempt(STATUS_OK, { 'phoenix_link.generation': generation, 'phoenix_link.outcome': 'connected' })
+  const openSession = (sessionEpoch: number, tracedFrom: LinkState | null) => {
+    epoch = sessionEpoch
+    attempts = 0
+    session = tracer.startSpan('phoenix_link.session', {
+      attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch, ...(tracedFrom === null ? {} : { 'phoenix_link.traced_from': tracedFrom }) }),
+    })
+  }
+  const openAttempt = () => {
+    attempts++
+    attempt = tracer.startSpan('phoenix_link.connect', {
+      attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch, 'phoenix_link.attempt': attempts }),
+    })
+  }
+  // A session already under way: its span from now, and the attempt in flight if there is one.
+  const now = link.state
+  if (IN_SESSION.has(now)) {
+    openSession(link.epoch, now)
+    if (now === 'connecting' || now === 'joining') openAttempt()
+  }
   const offs = [
-    link.on('state', ({ state }) => {
+    link.on('state', ({ state, epoch: stateEpoch }) => {
       if (state === 'connecting') {
         // A new session: the last one's span ended with it (stopped, terminated), or there was none.
-        if (session === null) {
-          epoch++
-          attempts = 0
-          session = tracer.startSpan('phoenix_link.session', { attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch }) })
-        }
-        attempts++
-        attempt = tracer.startSpan('phoenix_link.connect', {
-          attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch, 'phoenix_link.attempt': attempts }),
-        })
+        if (session === null) openSession(stateEpoch, null)
+        openAttempt()
       }
       if ((state === 'stopped' || state === 'terminated') && session) {
         if (state === 'stopped') endAttempt(null, { 'phoenix_link.outcome': state })

@@ -63,4 +63,48 @@ describe('OpenTelemetry spans', () => {
       [2, 'stopped', SpanStatusCode.UNSET],
     ])
   })
+
+  it("a refused upgrade the tables do not know (404) carries the detail that names its status; a dropped socket its source", async () => {
+    const sim = await world().sim()
+    sim.refuseUpgrades({ status: 404 })
+    const link = world().link(sim, { tracer: provider.getTracer('test') })
+    await link.connect()
+    sim.abort({ agent: 'agent-1' })
+    await untilState(link, 'reconnecting')
+    await untilState(link, 'connected')
+    await link.disconnect()
+    const connects = exporter.getFinishedSpans().filter((s) => s.name === 'phoenix_link.connect')
+    expect(connects[0]!.attributes).toMatchObject({ 'phoenix_link.reason.kind': 'other', 'phoenix_link.outcome': 'reconnect' })
+    expect(connects[0]!.attributes['phoenix_link.reason.detail']).toMatch(/^upgrade refused with HTTP 404/)
+    const session = exporter.getFinishedSpans().find((s) => s.name === 'phoenix_link.session')!
+    expect(session.events.map((e) => [e.attributes?.['phoenix_link.reason.kind'], e.attributes?.['phoenix_link.reason.source'] ?? null])).toEqual([
+      ['dropped', 'socket'],
+      ['graceful', null],
+    ])
+  })
+
+  it('traceSpans started during a session joins it: the link\'s epoch, the session span open at once, its losses recorded on it', async () => {
+    const { traceSpans } = await import('../../src/index.js')
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    await link.disconnect()
+    await link.connect()
+    expect(link.epoch).toBe(2)
+    const stop = traceSpans(link, provider.getTracer('test'))
+    sim.close({ agent: 'agent-1' }, 1000)
+    await untilState(link, 'reconnecting')
+    await untilState(link, 'connected')
+    await link.disconnect()
+    stop()
+    const spans = exporter.getFinishedSpans()
+    const sessions = spans.filter((s) => s.name === 'phoenix_link.session')
+    expect(sessions.map((s) => [s.attributes['phoenix_link.epoch'], s.attributes['phoenix_link.traced_from'], s.attributes['phoenix_link.outcome']])).toEqual([[2, 'connected', 'stopped']])
+    expect(sessions[0]!.events.map((e) => [e.attributes?.['phoenix_link.reason.kind'], e.attributes?.['phoenix_link.reason.close_code'] ?? null])).toEqual([
+      ['closed', 1000],
+      ['graceful', null],
+    ])
+    const connects = spans.filter((s) => s.name === 'phoenix_link.connect')
+    expect(connects.map((s) => [s.attributes['phoenix_link.epoch'], s.attributes['phoenix_link.attempt'], s.attributes['phoenix_link.outcome']])).toEqual([[2, 1, 'connected']])
+  })
 })
