@@ -112,7 +112,7 @@ export type ConnectionEvent =
   /** Adapter: a `supersede` push on the control channel, classified as `superseded`. */
   | ({ type: 'control.supersede'; reason: ReasonLike } & Origin)
   /** Adapter: a valid `agent.control` push on the control channel. */
-  | ({ type: 'control.signal'; signal: SignalLike } & Origin)
+  | ({ type: 'control.signal'; signal: SignalLike; /** The size of its frame as read (control `maxQueuedBytes`); absent counts 0. */ bytes?: number } & Origin)
   /** Adapter: an inbound frame or payload it could not use; reported, never acted on. */
   | ({ type: 'socket.malformed'; detail: string } & Origin)
   /** Adapter: events of app channels, forwarded to the channel actor of `topic`. */
@@ -677,7 +677,7 @@ export const connectionMachine = setup({
       const event = anyEvent as Extract<ConnectionEvent, { type: 'control.signal' }>
       const sequence = context.signalSeq + 1
       enqueue.assign({ signalSeq: sequence })
-      enqueue({ type: 'tellControl', params: { type: 'control.enqueue', signal: event.signal, sequence, epoch: event.epoch } })
+      enqueue({ type: 'tellControl', params: { type: 'control.enqueue', signal: event.signal, sequence, epoch: event.epoch, bytes: event.bytes ?? 0 } })
     }),
     // Runs only when the isNewChannel guard passed: the event is a host.channel of a new topic.
     spawnChannel: enqueueActions(({ context, event, enqueue }) => {

@@ -21,6 +21,16 @@ export const DEFAULT_CONTROL_POLICY = {
    * the handler runs. @default 1000
    */
   maxQueued: 1000,
+  /**
+   * Size of the signals that may wait behind the one in the host's handler, counted as their
+   * frames were read (a text frame's characters, a binary frame's bytes); a signal that would take
+   * the waiting ones past it is dropped and reported like one past `maxQueued` (`control.dropped`,
+   * cause `overflow`), so a server that sends large signals (each under the transport's
+   * `maxFrameBytes`) cannot grow the queue without bound either. The platform's signals are
+   * under 1 KB. 0 drops every signal that arrives while the handler runs.
+   * @default 16777216 — 16 MiB, two frames of the transport's default `maxFrameBytes`.
+   */
+  maxQueuedBytes: 16 * 1024 * 1024,
 }
 
 /** Control delivery policy; see {@link DEFAULT_CONTROL_POLICY}. */

@@ -9,7 +9,8 @@
  *
  * A signal already delivered or queued with the same correlation id is dropped and reported
  * (the platform does not deduplicate; see docs/field-notes.md "agent.control payload"); so is one
- * that arrives while `maxQueued` signals wait behind a handler that has not settled.
+ * that arrives while `maxQueued` signals (or `maxQueuedBytes` of them) wait behind a handler that
+ * has not settled.
  */
 import { assign, enqueueActions, setup } from 'xstate'
 import type { ControlPolicy } from './control-policy.js'
@@ -20,12 +21,46 @@ export interface SignalLike {
   readonly correlationId?: string | null
 }
 
+/**
+ * Correlation ids up to this many characters are remembered as they are; a longer one (the
+ * platform's are UUIDs, 36) by {@link dedupeKey}'s digest, so the `dedupeWindow` ids a link
+ * remembers stay small whatever a server sends (each id may be as long as a frame).
+ */
+export const MAX_REMEMBERED_ID_CHARS = 128
+
+/**
+ * The key a correlation id is remembered by: the id itself when it has at most
+ * {@link MAX_REMEMBERED_ID_CHARS} characters, else its first 64 characters, its length and two
+ * 32-bit FNV-1a digests of it (different offset bases), about 100 characters. Two long ids share a
+ * key only if they agree in all of those: a server could make one of its own signals look like a
+ * resend, which it could do by resending.
+ */
+export function dedupeKey(id: string): string {
+  if (id.length <= MAX_REMEMBERED_ID_CHARS) return id
+  let a = 0x811c9dc5
+  let b = 0x050c5d1f
+  for (let i = 0; i < id.length; i++) {
+    const c = id.charCodeAt(i)
+    a = Math.imul(a ^ c, 0x01000193)
+    b = Math.imul(b ^ c, 0x01000193)
+  }
+  // The start copied code unit by code unit: `id.slice()` would be a V8 sliced string, which keeps
+  // the whole id alive (measured: about 0.4 MB kept per 7.5 MB id). Not cut inside a surrogate pair.
+  const end = id.charCodeAt(63) >= 0xd800 && id.charCodeAt(63) <= 0xdbff ? 63 : 64
+  const head: number[] = []
+  for (let i = 0; i < end; i++) head.push(id.charCodeAt(i))
+  return `${String.fromCharCode(...head)}…#${id.length}#${(a >>> 0).toString(16)}${(b >>> 0).toString(16)}`
+}
+
 export { DEFAULT_CONTROL_POLICY, type ControlPolicy } from './control-policy.js'
 
 /** Events of the control delivery chart. */
 export type ControlEvent =
-  /** Connection chart: a valid `agent.control` signal arrived on the current transport of session `epoch`. */
-  | { type: 'control.enqueue'; signal: SignalLike; sequence: number; epoch: number }
+  /**
+   * Connection chart: a valid `agent.control` signal arrived on the current transport of session
+   * `epoch`; `bytes`: the size of its frame as read (see `maxQueuedBytes`), absent counts 0.
+   */
+  | { type: 'control.enqueue'; signal: SignalLike; sequence: number; epoch: number; bytes?: number }
   /** Connection chart: the host stopped the session; signals not yet handed over are dropped. */
   | { type: 'control.flush' }
   /** Connection chart: a new session starts; signals of the old one still waiting are dropped and a handler still running is no longer waited for (its signal counts as delivered). */
@@ -47,7 +82,8 @@ export type ControlReport =
    * Signals dropped before their turn: by a flush (`stopped`: the host stopped the session; the one
    * in the handler finishes), a reset (`reset`: a new session started; the one in the handler was
    * delivered, so it is not among them: its AbortSignal aborts and a resend of it is a duplicate) or a
-   * full queue (`overflow`: the signal that arrived when `maxQueued` were waiting).
+   * full queue (`overflow`: the signal that arrived when `maxQueued` were waiting, or that would
+   * have taken the waiting ones past `maxQueuedBytes`).
    */
   | { type: 'control.dropped'; signals: QueuedSignal[]; cause: ControlDropCause }
 
@@ -60,6 +96,8 @@ export interface QueuedSignal {
   sequence: number
   /** Session epoch the signal arrived in. */
   epoch: number
+  /** The size of its frame as read (characters of a text frame), counted against `maxQueuedBytes`. */
+  bytes: number
 }
 
 /** Context of the control delivery chart. */
@@ -67,7 +105,7 @@ export interface ControlContext {
   policy: ControlPolicy
   /** Signals received and not yet handed to the handler, oldest first. */
   queue: QueuedSignal[]
-  /** Recent correlation ids, oldest first, at most `policy.dedupeWindow`. */
+  /** Recent correlation ids as {@link dedupeKey} keys, oldest first, at most `policy.dedupeWindow`. */
   seen: string[]
 }
 
@@ -81,8 +119,16 @@ function forget(seen: string[], dropped: QueuedSignal[]): string[] {
   return seen.filter((id) => !ids.has(id))
 }
 
+/** The key a signal's correlation id is remembered by ({@link dedupeKey}), or null: never deduplicated. */
 const correlationOf = (signal: SignalLike) =>
-  typeof signal.correlationId === 'string' && signal.correlationId !== '' ? signal.correlationId : null
+  typeof signal.correlationId === 'string' && signal.correlationId !== '' ? dedupeKey(signal.correlationId) : null
+
+/** The size of the signals waiting behind the one in the handler (the head of the queue). */
+function waitingBytes(context: ControlContext): number {
+  let total = 0
+  for (let i = 1; i < context.queue.length; i++) total += context.queue[i]!.bytes
+  return total
+}
 
 type Enqueue = Extract<ControlEvent, { type: 'control.enqueue' }>
 /** The event of an action or guard that only `control.enqueue` transitions name. */
@@ -114,8 +160,13 @@ export const controlMachine = setup({
       if (id === null || context.policy.dedupeWindow === 0) return false
       return context.seen.includes(id) || context.queue.some((queued) => correlationOf(queued.signal) === id)
     },
-    /** `maxQueued` signals wait behind the one in the handler (in idle the queue is empty). */
-    isQueueFull: ({ context }) => context.queue.length > context.policy.maxQueued,
+    /**
+     * A handler runs, and `maxQueued` signals wait behind it, or the arriving one would take the
+     * waiting ones past `maxQueuedBytes` (in idle the queue is empty: a signal goes to the handler).
+     */
+    isQueueFull: ({ context, event }) =>
+      context.queue.length > context.policy.maxQueued ||
+      (context.queue.length > 0 && waitingBytes(context) + (enqueued(event).bytes ?? 0) > context.policy.maxQueuedBytes),
     hasQueued: ({ context }) => context.queue.length > 0,
     hasWaiting: ({ context }) => context.queue.length > 1,
     /**
@@ -127,11 +178,11 @@ export const controlMachine = setup({
   },
   actions: {
     enqueue: assign(({ context, event }) => {
-      const { signal, sequence, epoch } = enqueued(event)
+      const { signal, sequence, epoch, bytes } = enqueued(event)
       const id = correlationOf(signal)
       const window = context.policy.dedupeWindow
       const seen = id === null || window === 0 ? context.seen : [...context.seen, id].slice(-window)
-      return { queue: [...context.queue, { signal, sequence, epoch }], seen }
+      return { queue: [...context.queue, { signal, sequence, epoch, bytes: bytes ?? 0 }], seen }
     }),
     // A dropped signal was never delivered: forget its correlation id so a resend is delivered. The
     // head of the queue is in the handler (named in delivering only): it was delivered, and stays seen.
@@ -143,8 +194,8 @@ export const controlMachine = setup({
       if (context.queue.length > 1) enqueue({ type: 'report', params: waitingDropped(context, 'reset') })
     }),
     reportOverflow: enqueueActions(({ event, enqueue }) => {
-      const { signal, sequence, epoch } = enqueued(event)
-      enqueue({ type: 'report', params: { type: 'control.dropped', signals: [{ signal, sequence, epoch }], cause: 'overflow' } })
+      const { signal, sequence, epoch, bytes } = enqueued(event)
+      enqueue({ type: 'report', params: { type: 'control.dropped', signals: [{ signal, sequence, epoch, bytes: bytes ?? 0 }], cause: 'overflow' } })
     }),
     dequeue: assign({ queue: ({ context }) => context.queue.slice(1) }),
     reportDuplicate: enqueueActions(({ event, enqueue }) =>

@@ -1260,6 +1260,7 @@ export class Link {
           this.log.warn('control signal dropped: the queue behind the control handler is full', {
             sequence: event.signals[0]?.sequence,
             maxQueued: this.policy.control.maxQueued,
+            maxQueuedBytes: this.policy.control.maxQueuedBytes,
           })
         }
         for (const queued of event.signals) {
@@ -1401,7 +1402,7 @@ if (typeof Symbol.asyncDispose === 'symbol') {
 const CONTROL_DROP_DETAIL = {
   stopped: 'the host stopped the session before its turn',
   reset: 'a new session started before its turn',
-  overflow: 'control.maxQueued signals were already waiting behind a control handler that has not settled',
+  overflow: 'control.maxQueued signals, or control.maxQueuedBytes of frames, were already waiting behind a control handler that has not settled',
 } as const
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {

@@ -95,7 +95,7 @@ function mergePolicy(input: LinkPolicyInput): LinkPolicy {
     validateReconnectPolicy(policy.reconnect)
     validateChannelPolicy(policy.channel)
     validateTransportPolicy(policy.transport)
-    for (const name of ['dedupeWindow', 'maxQueued'] as const) {
+    for (const name of ['dedupeWindow', 'maxQueued', 'maxQueuedBytes'] as const) {
       const value = policy.control[name]
       if (!(Number.isInteger(value) && value >= 0)) throw new RangeError(`control.${name} must be a whole number >= 0, got ${value}`)
     }

@@ -944,8 +944,10 @@ export class PhoenixAdapter {
     const decoded = typeof raw === 'string' ? decodeTextFrame(raw, maxFrameBytes) : decodeBinaryFromServer(raw, maxFrameBytes)
     if (decoded.ok) {
       const { frame } = decoded
+      // The frame's size as read: what a queued control signal counts against control.maxQueuedBytes.
+      const bytes = typeof raw === 'string' ? raw.length : raw.byteLength
       if (handle.ended) {
-        this.readLate(handle, frame)
+        this.readLate(handle, frame, bytes)
         return
       }
       if (!this.isExpected(handle, frame)) return
@@ -958,7 +960,7 @@ export class PhoenixAdapter {
         } finally {
           handle.dispatchingServerFrame = false
         }
-      } else this.deliverData(handle, frame)
+      } else this.deliverData(handle, frame, bytes)
       return
     }
     // The detail quotes the frame's start, cut between tokens (clipText), so a secret the
@@ -1114,7 +1116,7 @@ export class PhoenixAdapter {
    * control channel (anything else there is reported), or an app channel's push or broadcast for
    * the link's handlers. phoenix.js would hand them to the channel's onMessage unchanged.
    */
-  private deliverData(handle: TransportHandle, frame: Frame): void {
+  private deliverData(handle: TransportHandle, frame: Frame, bytes: number): void {
     const { topic, event, payload } = frame
     const { generation, epoch } = handle.origin
     if (topic !== this.controlTopic) {
@@ -1127,7 +1129,7 @@ export class PhoenixAdapter {
       this.emit({ type: 'control.supersede', reason, generation, epoch })
     } else if (event === CONTROL_EVENT) {
       const parsed = parseControlSignal(payload)
-      if (parsed.ok) this.emit({ type: 'control.signal', signal: parsed.signal, generation, epoch })
+      if (parsed.ok) this.emit({ type: 'control.signal', signal: parsed.signal, bytes, generation, epoch })
       else this.emit({ type: 'socket.malformed', detail: `agent.control payload ignored: ${parsed.issues.join('; ')}`, generation, epoch })
     } else {
       this.emit({ type: 'socket.malformed', detail: `unknown event ${quoteServerText(event)} on the control channel`, generation, epoch })
@@ -1147,7 +1149,7 @@ export class PhoenixAdapter {
    * push, leave or heartbeat this link sent; nothing waits for it now) and the tail of a leave are
    * dropped; anything else is reported (`socket.malformed`).
    */
-  private readLate(handle: TransportHandle, frame: Frame): void {
+  private readLate(handle: TransportHandle, frame: Frame, bytes: number): void {
     const { topic, event } = frame
     // A reply answers what this link sent on the transport (a join, a push, a leave, a
     // heartbeat: each settled or failed when the transport ended), and a phx_close may end a
@@ -1156,7 +1158,7 @@ export class PhoenixAdapter {
     // join_ref null: an endpoint broadcast (fastlane), as isExpected() lets through.
     const ofControl = topic === this.controlTopic && handle.controlJoinRef !== null && (frame.join_ref === null || frame.join_ref === handle.controlJoinRef)
     if (ofControl && !isReservedEvent(event)) {
-      this.deliverData(handle, frame)
+      this.deliverData(handle, frame, bytes)
       return
     }
     this.reportUnexpected(handle, `${quoteServerText(event)} on ${quoteServerText(topic)} read after the link ended this transport (generation ${handle.origin.generation}), while its socket closed`)

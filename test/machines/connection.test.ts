@@ -1144,7 +1144,7 @@ describe('control signals', () => {
     const s = connected()
     const signal = { correlationId: 'a' }
     const r = step(s, { type: 'control.signal', signal, ...origin(s) })
-    expect(r.io).toEqual([{ type: 'tellControl', params: { type: 'control.enqueue', signal, sequence: 1, epoch: 1 } }])
+    expect(r.io).toEqual([{ type: 'tellControl', params: { type: 'control.enqueue', signal, sequence: 1, epoch: 1, bytes: 0 } }])
     expect(r.s.context.signalSeq).toBe(1)
     expect(state(r.s)).toBe('connected')
   })
@@ -1168,7 +1168,7 @@ describe('control signals', () => {
       ['the next upgrade refused 429', run(out, upgradeEvent(out, 429, '1'), scheduled)],
     ] as const) {
       const r = step(s, { type: 'control.signal', signal, generation: 1, epoch: s.context.epoch })
-      expect(r.io, how).toEqual([{ type: 'tellControl', params: { type: 'control.enqueue', signal, sequence: 1, epoch: 1 } }])
+      expect(r.io, how).toEqual([{ type: 'tellControl', params: { type: 'control.enqueue', signal, sequence: 1, epoch: 1, bytes: 0 } }])
       expect(r.emitted, how).toEqual([])
       expect(linkStateOf(r.s.value), how).toBe(linkStateOf(s.value))
     }
@@ -1178,7 +1178,7 @@ describe('control signals', () => {
     const s = waiting()
     const signal = { correlationId: 'late' }
     const r = step(s, { type: 'control.signal', signal, generation: 1, epoch: s.context.epoch })
-    expect(r.io).toEqual([{ type: 'tellControl', params: { type: 'control.enqueue', signal, sequence: 1, epoch: 1 } }])
+    expect(r.io).toEqual([{ type: 'tellControl', params: { type: 'control.enqueue', signal, sequence: 1, epoch: 1, bytes: 0 } }])
     expect(state(r.s)).toBe('reconnecting')
   })
 

@@ -4,8 +4,10 @@
  * runtime; its `deliver` action calls the handler here as the link does, and answers
  * `control.delivered` or `control.deliveryFailed` when the handler settles.
  */
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
-import { controlMachine, DEFAULT_CONTROL_POLICY, type ControlReport, type QueuedSignal } from '../../machines/control.js'
+import { controlMachine, dedupeKey, DEFAULT_CONTROL_POLICY, MAX_REMEMBERED_ID_CHARS, type ControlReport, type QueuedSignal } from '../../machines/control.js'
 import { waitForChart } from '../../src/chart-of.js'
 import { TestRuntime } from '../support/runtime.js'
 
@@ -27,7 +29,8 @@ function harness(handler: (q: QueuedSignal) => Promise<void>, policy = DEFAULT_C
     control,
     abandoned,
     send: (event: Parameters<typeof control.send>[0]) => control.send(event),
-    enqueue: (seq: number, id: string | null = null) => control.send({ type: 'control.enqueue', signal: { correlationId: id }, sequence: seq, epoch: 1 }),
+    enqueue: (seq: number, id: string | null = null, bytes?: number) =>
+      control.send({ type: 'control.enqueue', signal: { correlationId: id }, sequence: seq, epoch: 1, ...(bytes === undefined ? {} : { bytes }) }),
     idle: () => waitForChart(control, (s) => s.matches('idle') && s.context.queue.length === 0, 2000),
     reports: () => runtime.paramsOf<ControlReport>('report'),
     delivered: () => runtime.paramsOf<QueuedSignal>('deliver').map((q) => q.sequence),
@@ -84,13 +87,88 @@ describe('control delivery chart', () => {
     h.enqueue(2, 'b')
     h.enqueue(3, 'c')
     h.enqueue(4, 'd') // 2 and 3 wait behind 1: full
-    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1 }], cause: 'overflow' }])
+    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1, bytes: 0 }], cause: 'overflow' }])
     expect(h.control.getSnapshot().context.seen).toEqual(['a', 'b', 'c'])
     release()
     await h.idle()
     h.enqueue(5, 'd') // a resend of the dropped one is delivered
     await h.idle()
     expect(delivered).toEqual([1, 2, 3, 5])
+    h.control.stop()
+  })
+
+  it('a signal that would take the ones waiting behind the handler past maxQueuedBytes is dropped (overflow); one arriving with no handler running is delivered whatever its size', async () => {
+    const delivered: number[] = []
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const h = harness(async (q) => {
+      if (q.sequence === 1) await gate
+      delivered.push(q.sequence)
+    }, { ...DEFAULT_CONTROL_POLICY, maxQueuedBytes: 100 })
+    h.enqueue(1, 'a', 5_000) // no handler running: delivered, its size counts for nothing
+    h.enqueue(2, 'b', 40)
+    h.enqueue(3, 'c', 60) // 100 waiting: at the limit, kept
+    h.enqueue(4, 'd', 1) // 101: dropped
+    h.enqueue(5, 'e', 0) // nothing to add: kept (maxQueued counts it)
+    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1, bytes: 1 }], cause: 'overflow' }])
+    release()
+    await h.idle()
+    expect(delivered).toEqual([1, 2, 3, 5])
+    // Delivered ones no longer count: a large one fits again once the queue drained.
+    let release2!: () => void
+    const gate2 = new Promise<void>((resolve) => (release2 = resolve))
+    const h2 = harness(async (q) => {
+      if (q.sequence === 1) await gate2
+    }, { ...DEFAULT_CONTROL_POLICY, maxQueuedBytes: 0 })
+    h2.enqueue(1, null, 10)
+    h2.enqueue(2, null, 1)
+    expect(h2.reports()).toMatchObject([{ cause: 'overflow', signals: [{ sequence: 2 }] }])
+    release2()
+    await h2.idle()
+    h.control.stop()
+    h2.control.stop()
+  })
+
+  it('long correlation ids are remembered by a bounded key: resends are still duplicates, ids that differ anywhere are not, and the window holds no long string', async () => {
+    const h = harness(async () => {})
+    const long = 'x'.repeat(1_000_000)
+    const twin = `${'x'.repeat(999_999)}y`
+    const longer = `${long}x`
+    h.enqueue(1, long)
+    await h.idle()
+    h.enqueue(2, long)
+    h.enqueue(3, twin)
+    h.enqueue(4, longer)
+    await h.idle()
+    expect(h.delivered()).toEqual([1, 3, 4])
+    expect(h.reports().map((r) => [r.type, (r as { sequence?: number }).sequence])).toEqual([['control.duplicate', 2]])
+    const { seen } = h.control.getSnapshot().context
+    expect(seen).toHaveLength(3)
+    for (const key of seen) expect(key.length).toBeLessThan(MAX_REMEMBERED_ID_CHARS)
+    // Short ids are kept as they are, up to MAX_REMEMBERED_ID_CHARS characters.
+    const exact = 'z'.repeat(MAX_REMEMBERED_ID_CHARS)
+    expect(dedupeKey(exact)).toBe(exact)
+    expect(dedupeKey(`${exact}z`)).not.toBe(`${exact}z`)
+    h.control.stop()
+  })
+
+  it('the keys of long ids keep nothing of the ids alive: 40 ids of 2 MB each, delivered and out of scope, leave the heap within 2 MiB (a key sliced from its id kept 6)', async () => {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as () => void
+    const h = harness(async () => {})
+    gc()
+    const before = process.memoryUsage().heapUsed
+    for (let i = 0; i < 40; i++) {
+      // A flat string as JSON.parse makes one from a frame.
+      h.enqueue(i + 1, JSON.parse(`"${'k'.repeat(2_000_000)}${i}"`) as string)
+      await h.idle()
+    }
+    // The test runtime records every I/O action's params (each signal, its id): not the chart's.
+    h.runtime.io.length = 0
+    gc()
+    const kept = process.memoryUsage().heapUsed - before
+    expect(h.control.getSnapshot().context.seen).toHaveLength(40)
+    expect(kept, `${(kept / 2 ** 20).toFixed(1)} MiB kept`).toBeLessThan(2 * 2 ** 20)
     h.control.stop()
   })
 
@@ -175,7 +253,7 @@ describe('control delivery chart details', () => {
     h.enqueue(1, 'x')
     h.enqueue(2, 'y')
     h.send({ type: 'control.flush' })
-    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'y' }, sequence: 2, epoch: 1 }], cause: 'stopped' }])
+    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'y' }, sequence: 2, epoch: 1, bytes: 0 }], cause: 'stopped' }])
     expect(h.control.getSnapshot().context.seen).toEqual(['x'])
     expect(h.abandoned).toEqual([])
     release()
@@ -194,7 +272,7 @@ describe('control delivery chart details', () => {
     // 'p' reached the handler: still seen, so a resend is a duplicate; 'w' never did: forgotten.
     expect(h.control.getSnapshot().context.seen).toEqual(['p'])
     expect(h.abandoned).toEqual([1])
-    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'w' }, sequence: 3, epoch: 1 }], cause: 'reset' }])
+    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'w' }, sequence: 3, epoch: 1, bytes: 0 }], cause: 'reset' }])
     h.enqueue(4, 'p')
     expect(h.reports().at(-1)).toEqual({ type: 'control.duplicate', signal: { correlationId: 'p' }, sequence: 4 })
     // With nothing waiting behind the handler, a reset reports nothing.
@@ -257,7 +335,7 @@ describe('control delivery chart, what each report and guard holds', () => {
     h.enqueue(3, 'c')
     h.send({ type: 'control.flush' })
     expect(h.reports()).toEqual([
-      { type: 'control.dropped', cause: 'stopped', signals: [{ signal: { correlationId: 'b' }, sequence: 2, epoch: 1 }, { signal: { correlationId: 'c' }, sequence: 3, epoch: 1 }] },
+      { type: 'control.dropped', cause: 'stopped', signals: [{ signal: { correlationId: 'b' }, sequence: 2, epoch: 1, bytes: 0 }, { signal: { correlationId: 'c' }, sequence: 3, epoch: 1, bytes: 0 }] },
     ])
     expect(h.control.getSnapshot().context.seen).toEqual(['a'])
     h.enqueue(4, 'd')
@@ -265,7 +343,7 @@ describe('control delivery chart, what each report and guard holds', () => {
     expect(h.reports().at(-1)).toEqual({
       type: 'control.dropped',
       cause: 'reset',
-      signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1 }],
+      signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1, bytes: 0 }],
     })
     expect(h.control.getSnapshot().context.seen).toEqual(['a'])
     release()

@@ -132,11 +132,11 @@ describe('reports the chart emits', () => {
     const signal = { correlationId: 'c-1' }
     h.send({ type: 'control.duplicate', signal, sequence: 3 })
     h.send({ type: 'control.handlerFailed', signal, sequence: 4, error: 'boom' })
-    h.send({ type: 'control.dropped', signals: [{ signal, sequence: 5, epoch: 1 }], cause: 'reset' })
+    h.send({ type: 'control.dropped', signals: [{ signal, sequence: 5, epoch: 1, bytes: 80 }], cause: 'reset' })
     expect(h.emitted).toEqual([
       { type: 'link.controlDuplicate', signal, sequence: 3 },
       { type: 'link.controlFailed', signal, sequence: 4, error: 'boom' },
-      { type: 'link.controlDropped', signals: [{ signal, sequence: 5, epoch: 1 }], cause: 'reset' },
+      { type: 'link.controlDropped', signals: [{ signal, sequence: 5, epoch: 1, bytes: 80 }], cause: 'reset' },
     ])
   })
 
@@ -164,12 +164,13 @@ describe('reports the chart emits', () => {
   it('a control signal goes to the control chart with the next sequence number and its epoch', () => {
     const h = harness()
     h.connect()
-    h.send({ type: 'control.signal', signal: { correlationId: 'a' }, generation: 1, epoch: 1 })
+    h.send({ type: 'control.signal', signal: { correlationId: 'a' }, bytes: 120, generation: 1, epoch: 1 })
     h.send({ type: 'control.signal', signal: { correlationId: 'b' }, generation: 1, epoch: 1 })
     expect(h.chart.getSnapshot().context.signalSeq).toBe(2)
     expect(h.runtime.paramsOf('tellControl').filter((e) => (e as { type: string }).type === 'control.enqueue')).toEqual([
-      { type: 'control.enqueue', signal: { correlationId: 'a' }, sequence: 1, epoch: 1 },
-      { type: 'control.enqueue', signal: { correlationId: 'b' }, sequence: 2, epoch: 1 },
+      // The frame's size goes with it (absent: 0).
+      { type: 'control.enqueue', signal: { correlationId: 'a' }, sequence: 1, epoch: 1, bytes: 120 },
+      { type: 'control.enqueue', signal: { correlationId: 'b' }, sequence: 2, epoch: 1, bytes: 0 },
     ])
   })
 

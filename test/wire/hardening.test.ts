@@ -11,6 +11,7 @@ import { DisconnectReason } from '../../src/reasons.js'
 import { CONTROL_EVENT, PROTOCOL_VSN, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
 import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
+import { until } from '../support/until.js'
 import { createLink } from '../../src/link.js'
 import { chartOf, chartsOf, waitForChart } from '../../src/chart-of.js'
 
@@ -647,7 +648,7 @@ describe('reentrant host code (second review)', () => {
     for (let i = 0; i < 10; i++) sim.control('agent-1', { mode: 'interrupt', correlation_id: `c${i}` })
     await waitForChart(chartOf(link), (s) => s.context.signalSeq >= 10, 4000)
     expect(ignored).toHaveLength(6)
-    expect(ignored[0]).toMatch(/^control signal #5 \(correlation "c4"\) dropped: control.maxQueued signals were already waiting/)
+    expect(ignored[0]).toMatch(/^control signal #5 \(correlation "c4"\) dropped: control.maxQueued signals, or control.maxQueuedBytes of frames, were already waiting/)
     expect(warnings.filter((w) => w.includes('queue behind the control handler is full'))).toHaveLength(6)
     const four = handledCount(4)
     release()
@@ -658,6 +659,57 @@ describe('reentrant host code (second review)', () => {
     sim.control('agent-1', { mode: 'interrupt', correlation_id: 'c9' })
     await five
     expect(handled.at(-1)).toBe('c9')
+  })
+
+  it('a server sending large signals to a handler that never settles: the ones waiting stay within control.maxQueuedBytes, each past it an ignored report (overflow)', async () => {
+    const sim = await world().sim()
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const handled: string[] = []
+    const link = world().link(sim, {
+      policy: { control: { maxQueuedBytes: 500_000 } },
+      onControl: async (s) => {
+        if (s.correlationId === 'c0') await gate
+        handled.push(s.correlationId!)
+      },
+    })
+    await link.connect()
+    const ignored: string[] = []
+    link.on('ignored', (e) => void ignored.push(e.detail))
+    // Each about 200 KB (an extra field the platform never sends): the first goes to the handler,
+    // two wait (about 400 KB), every later one would take them past 500,000.
+    for (let i = 0; i < 8; i++) sim.control('agent-1', { mode: 'interrupt', correlation_id: `c${i}`, padding: 'x'.repeat(200_000) })
+    // The eighth signal's report comes from the control chart, after the connection chart counted it.
+    await until(() => ignored.length >= 5, 4000, 'five overflow reports')
+    expect(chartOf(link).getSnapshot().context.signalSeq).toBe(8)
+    expect(ignored).toHaveLength(5)
+    expect(ignored[0]).toMatch(/^control signal #4 \(correlation "c3"\) dropped: control.maxQueued signals, or control.maxQueuedBytes of frames, were already waiting/)
+    const queue = chartsOf(link).control!.getSnapshot().context.queue
+    expect(queue.map((q) => q.signal.correlationId)).toEqual(['c0', 'c1', 'c2'])
+    // Counted as the frames were read: the padding and the frame around it.
+    for (const q of queue) expect(q.bytes).toBeGreaterThan(200_000)
+    release()
+    await waitForChart(chartsOf(link).control!, (s) => s.matches('idle') && s.context.queue.length === 0, 4000)
+    expect(handled).toEqual(['c0', 'c1', 'c2'])
+  })
+
+  it('a server sending megabyte correlation ids: each delivered once, a resend still a duplicate, and the link remembers a short key of each, not the id', async () => {
+    const sim = await world().sim()
+    const handled: number[] = []
+    const link = world().link(sim, { onControl: (s) => void handled.push(s.correlationId!.length) })
+    await link.connect()
+    const ignored: string[] = []
+    link.on('ignored', (e) => void ignored.push(e.detail))
+    const ids = [1, 2, 3].map((n) => `${String(n).repeat(1_000_000)}`)
+    for (const id of [...ids, ids[0]!]) sim.control('agent-1', { mode: 'interrupt', correlation_id: id })
+    await waitForChart(chartOf(link), (s) => s.context.signalSeq >= 4, 4000)
+    await waitForChart(chartsOf(link).control!, (s) => s.matches('idle') && s.context.queue.length === 0, 4000)
+    expect(handled).toEqual([1_000_000, 1_000_000, 1_000_000])
+    expect(ignored).toHaveLength(1)
+    expect(ignored[0]).toMatch(/^duplicate correlation_id .*: delivered once already$/)
+    const { seen } = chartsOf(link).control!.getSnapshot().context
+    expect(seen).toHaveLength(3)
+    expect(Math.max(...seen.map((key) => key.length))).toBeLessThan(128)
   })
 
   it('a signal dropped by disconnect() is an ignored report (stopped) and no warning, and resent in the next session it is delivered', async () => {
@@ -847,6 +899,7 @@ describe('strict inputs (second review)', () => {
       [{ transport: { credentialsTimeoutMs: 0 } }, /transport.credentialsTimeoutMs must be at least 1/],
       [{ reconnect: { onRapidLimit: 'stop' } }, /reconnect.onRapidLimit must be 'suspend' or 'give-up'/],
       [{ control: { maxQueued: -1 } }, /control.maxQueued must be a whole number >= 0, got -1/],
+      [{ control: { maxQueuedBytes: 0.5 } }, /control.maxQueuedBytes must be a whole number >= 0, got 0.5/],
       [{ control: { dedupeWindow: 2.5 } }, /control.dedupeWindow must be a whole number >= 0, got 2.5/],
       [{ channel: { rejoinStableAfterMs: -1 } }, /channel.rejoinStableAfterMs must be a whole number of milliseconds/],
       [{ reconnect: { suspendInitialDelayMs: 600_000 } }, /suspendMaxDelayMs \(300000\) must be at least reconnect.suspendInitialDelayMs/],
