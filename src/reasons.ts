@@ -85,7 +85,12 @@ export const SupersededReason = z.object({
   retryAfterMs: RetryAfterMs,
   targetSocketId: z.nullable(z.string()),
   correlationId: z.nullable(z.string()),
-  /** The payload as received, odd fields included. */
+  /**
+   * The payload as received, odd fields included; a payload that is no object as `{ value }`, a
+   * binary frame's as `{ binary, bytes }` (base64 of its first 150 bytes, and its length). Its
+   * text fields above are cut to {@link REASON_TEXT_LIMIT} characters between tokens (a field that
+   * is one longer token is null); `raw` keeps them whole.
+   */
   raw: z.record(z.string(), z.unknown()),
   ...base,
 })
@@ -497,7 +502,7 @@ export function classifyJoinError(response: unknown, generation: number, at: num
     phase: 'join',
     status: null,
     errorCode: reasonText,
-    message: typeof record.message === 'string' ? record.message : null,
+    message: typeof record.message === 'string' ? clipText(record.message, REASON_TEXT_LIMIT) : null,
     requestId: null,
     retryAfterMs,
     generation,
@@ -510,22 +515,45 @@ export function classifyJoinError(response: unknown, generation: number, at: num
  * supersede is still the platform saying a newer session holds the key. Never throws.
  */
 export function classifySupersede(payload: unknown, generation: number, at: number): DisconnectReason {
-  const raw = payload && typeof payload === 'object' && !Array.isArray(payload) ? (payload as Record<string, unknown>) : { value: payload }
+  const raw = supersedeRaw(payload)
   // Every field of SupersedePayload reads leniently (a wrong type is null), so an object always parses.
   const p = SupersedePayload.parse(raw)
   const retryAfterMs = retryAfterSecondsToMs(raw.retry_after)
+  // Server text, cut between tokens (a token longer than the limit goes whole: it may be a
+  // secret the server echoed): a megabyte `reason` must not become a megabyte log line.
+  const text = (value: string | null | undefined) => {
+    const clipped = typeof value === 'string' ? clipText(value, REASON_TEXT_LIMIT) : ''
+    return clipped === '' && value !== '' ? null : typeof value === 'string' ? clipped : null
+  }
   return {
     kind: 'superseded',
     retryable: false,
-    cause: p.reason ?? 'unknown',
-    message: p.message ?? null,
+    cause: text(p.reason) ?? 'unknown',
+    message: text(p.message),
     retryAfterMs,
-    targetSocketId: p.target_socket_id ?? null,
-    correlationId: p.correlation_id ?? null,
+    targetSocketId: text(p.target_socket_id),
+    correlationId: text(p.correlation_id),
     raw,
     generation,
     at,
   }
+}
+
+/** Bytes of a binary payload a reason's `raw` keeps (as base64). */
+const RAW_BINARY_BYTES = 150
+
+/**
+ * A supersede payload as a reason's `raw` (a JSON object, as `SupersededReason.raw` says): an
+ * object as it is; a binary frame's payload (an ArrayBuffer) as `{ binary, bytes }`, its first
+ * {@link RAW_BINARY_BYTES} bytes in base64 and its length; anything else (an array, a string,
+ * null) as `{ value }`.
+ */
+function supersedeRaw(payload: unknown): Record<string, unknown> {
+  if (payload instanceof ArrayBuffer || ArrayBuffer.isView(payload)) {
+    const bytes = payload instanceof ArrayBuffer ? new Uint8Array(payload) : new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength)
+    return { binary: btoa(String.fromCharCode(...bytes.subarray(0, RAW_BINARY_BYTES))), bytes: bytes.byteLength }
+  }
+  return payload && typeof payload === 'object' && !Array.isArray(payload) ? (payload as Record<string, unknown>) : { value: payload }
 }
 
 /** Classifies phx_error or phx_close on the control channel: a session-level loss, retried. */
@@ -599,7 +627,9 @@ function safeJson(value: unknown): string {
   try {
     const text = JSON.stringify(value)
     return clipText(text === undefined ? String(value) : text, REASON_TEXT_LIMIT)
-  } catch {
+  } catch (error) {
+    // Nested too deep for JSON.stringify (a recursion limit, thousands of levels): said so, not `[object Object]`.
+    if (value !== null && typeof value === 'object') return `(a payload JSON.stringify cannot write: ${clipText(error instanceof Error ? error.message : 'it threw', REASON_TEXT_LIMIT)})`
     return clipText(String(value), REASON_TEXT_LIMIT)
   }
 }

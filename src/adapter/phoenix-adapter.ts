@@ -1060,7 +1060,14 @@ export class PhoenixAdapter {
   private isExpected(handle: TransportHandle, frame: Frame): boolean {
     const { topic, event, ref } = frame
     if (topic === HEARTBEAT_TOPIC) {
-      if (event === CHANNEL_EVENTS.reply && ref !== null && ref === handle.socket?.pendingHeartbeatRef) return true
+      if (event === CHANNEL_EVENTS.reply && ref !== null && ref === handle.socket?.pendingHeartbeatRef) {
+        // Phoenix answers every heartbeat ok (Phoenix.Socket's handle_in for "phoenix"/"heartbeat").
+        // Another status still answers it (the peer is alive; phoenix.js clears the pending
+        // heartbeat whatever the status), but is reported, not passed over in silence.
+        const { status } = frame.payload as { status: string }
+        if (status !== 'ok') this.reportUnexpected(handle, `heartbeat reply with status ${quoteServerText(status)}, not ok: counted as an answer (the peer is alive)`)
+        return true
+      }
       return this.reportUnexpected(handle, `${quoteServerText(event)} on the heartbeat topic with ref ${quoteServerText(ref)}, which answers no pending heartbeat`)
     }
     const attachment = handle.attachments.get(topic)

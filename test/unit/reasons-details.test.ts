@@ -12,6 +12,7 @@ import {
   parseRetryAfter,
   DisconnectReason as DisconnectReasonSchema,
   MAX_RETRY_AFTER_MS,
+  REASON_TEXT_LIMIT,
   type DisconnectReason,
 } from '../../src/reasons.js'
 import { assertMs, gracefulReason, suppressedReason, timedOutReason } from '../../machines/types.js'
@@ -80,7 +81,7 @@ describe('reason fields', () => {
     expect(classifyControlChannelLoss('phx_close', null, 1, 0)).toMatchObject({ detail: 'the server closed the control channel (phx_close)' })
     expect(classifyChannelClose({}, 1, 0)).toMatchObject({ detail: 'the server closed the channel (phx_close)' })
     expect(classifyChannelClose({ why: 1 }, 1, 0)).toMatchObject({ detail: 'the server closed the channel (phx_close): {"why":1}' })
-    expect(classifyControlChannelLoss('phx_error', { big: 10n }, 1, 0)).toMatchObject({ detail: expect.stringContaining('[object Object]') })
+    expect(classifyControlChannelLoss('phx_error', { big: 10n }, 1, 0)).toMatchObject({ detail: 'the control channel crashed (phx_error): (a payload JSON.stringify cannot write: Do not know how to serialize a BigInt)' })
   })
 
   it('a supersede of a payload that is no object, or of an object without a prototype, is superseded and terminal, and nothing throws', () => {
@@ -187,5 +188,33 @@ describe('policy checks', () => {
     expect(() => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, maxAttempts: 1.5 })).toThrow(/maxAttempts/)
     expect(() => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, maxAttempts: 0 })).not.toThrow()
     expect(() => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, maxRetryAfterMs: -1 })).toThrow(/maxRetryAfterMs/)
+  })
+})
+
+describe('server text in reasons is bounded', () => {
+  it("a supersede's text fields and a join error's message are cut to REASON_TEXT_LIMIT; a field that is one long token is null, not half of it", () => {
+    const r = classifySupersede({ reason: 'session.already_connected', message: 'word '.repeat(1000), correlation_id: 'c'.repeat(5000), target_socket_id: '' }, 1, 0) as { cause: string; message: string; correlationId: string | null; targetSocketId: string | null }
+    expect(r.cause).toBe('session.already_connected')
+    expect(r.message.length).toBeLessThanOrEqual(REASON_TEXT_LIMIT)
+    expect(r.message.length).toBeGreaterThan(REASON_TEXT_LIMIT - 10)
+    expect(r.correlationId).toBeNull()
+    expect(r.targetSocketId).toBe('')
+    expect((classifySupersede({ reason: 'x'.repeat(5000) }, 1, 0) as { cause: string }).cause).toBe('unknown')
+    const join = classifyJoinError({ reason: 'rate_limited', message: 'slow down '.repeat(1000) }, 1, 0) as { message: string }
+    expect(join.message.length).toBeLessThanOrEqual(REASON_TEXT_LIMIT)
+  })
+
+  it('a binary supersede payload is kept as base64 of its first 150 bytes and its length; a view of a buffer as the bytes it views', () => {
+    const buffer = new Uint8Array([1, 2, 3, 4, 5, 6]).buffer
+    expect(classifySupersede(buffer, 1, 0)).toMatchObject({ raw: { binary: Buffer.from([1, 2, 3, 4, 5, 6]).toString('base64'), bytes: 6 } })
+    expect(classifySupersede(new Uint8Array(buffer, 2, 3), 1, 0)).toMatchObject({ raw: { binary: Buffer.from([3, 4, 5]).toString('base64'), bytes: 3 } })
+    expect(classifySupersede(new ArrayBuffer(1000), 1, 0)).toMatchObject({ raw: { binary: Buffer.alloc(150).toString('base64'), bytes: 1000 } })
+  })
+
+  it('a control channel phx_close nested too deep for JSON.stringify says so in its detail', () => {
+    let deep: unknown = {}
+    for (let i = 0; i < 20_000; i++) deep = { d: deep }
+    const { detail } = classifyControlChannelLoss('phx_close', deep, 1, 0) as { detail: string }
+    expect(detail).toMatch(/^the server closed the control channel \(phx_close\): \(a payload JSON.stringify cannot write: Maximum call stack size exceeded\)$/)
   })
 })

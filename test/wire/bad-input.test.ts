@@ -6,7 +6,10 @@
  */
 import { runInNewContext } from 'node:vm'
 import { describe, expect, it, vi } from 'vitest'
-import WebSocket from 'ws'
+import WebSocket, { WebSocketServer } from 'ws'
+import { once } from 'node:events'
+import { createLink } from '../../src/link.js'
+import { DisconnectReason } from '../../src/reasons.js'
 import { controlTopic, encodeBinaryToClient } from '../../src/protocol.js'
 import { framesIn, next, untilState, useWorld } from '../support/wire.js'
 
@@ -171,6 +174,70 @@ describe('a misbehaving server against the link', () => {
     const joinRef = sim.live('agent-1')[0]!.channels.get('room:1')!.joinRef!
     sim.sendRaw({ agent: 'agent-1' }, encodeBinaryToClient({ kind: 'push', join_ref: joinRef, topic: 'room:1', event: 'blob', payload: new Uint8Array([9, 8, 7]) }))
     expect(new Uint8Array(await got)).toEqual(new Uint8Array([9, 8, 7]))
+  })
+
+  it('a supersede sent as a binary frame ends the session superseded with a reason that parses and survives JSON: its bytes as base64, its length', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const joinRef = sim.live('agent-1')[0]!.channels.get(controlTopic('agent-1'))!.joinRef!
+    const ended = untilState(link, 'terminated')
+    const bytes = new Uint8Array(400).map((_, i) => i % 256)
+    sim.sendRaw({ agent: 'agent-1' }, encodeBinaryToClient({ kind: 'push', join_ref: joinRef, topic: controlTopic('agent-1'), event: 'supersede', payload: bytes }))
+    await ended
+    const reason = link.lastDisconnectReason!
+    expect(DisconnectReason.parse(reason)).toEqual(reason)
+    expect(reason).toMatchObject({ kind: 'superseded', cause: 'unknown', raw: { bytes: 400 } })
+    const raw = (reason as unknown as { raw: { binary: string } }).raw
+    expect([...Buffer.from(raw.binary, 'base64')]).toEqual([...bytes.subarray(0, 150)])
+    expect(JSON.parse(JSON.stringify(reason))).toEqual(reason)
+  })
+
+  it("a supersede's megabyte reason and message are cut in the reason and in every log line", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1', { payload: { reason: `session.${'r'.repeat(1_000_000)}`, message: 'm '.repeat(500_000), correlation_id: 'c'.repeat(1_000_000), target_socket_id: 't'.repeat(1_000_000) } })
+    await ended
+    const reason = link.lastDisconnectReason as { cause: string; message: string; correlationId: string | null; targetSocketId: string | null }
+    for (const text of [reason.cause, reason.message, reason.correlationId ?? '', reason.targetSocketId ?? '']) expect(text.length).toBeLessThanOrEqual(200)
+    expect(reason.message.length).toBeGreaterThan(100)
+    for (const line of world().captured.get(link)!.lines) expect(JSON.stringify(line).length).toBeLessThan(4000)
+  })
+
+  it('a heartbeat answered with a status other than ok counts as an answer (no timeout), and each is reported', async () => {
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+    await once(server, 'listening')
+    let heartbeats = 0
+    server.on('connection', (ws) => {
+      ws.on('message', (data) => {
+        const [joinRef, ref, topic, event] = JSON.parse(String(data)) as [string | null, string, string, string]
+        if (event === 'phx_join') ws.send(JSON.stringify([joinRef, ref, topic, 'phx_reply', { status: 'ok', response: {} }]))
+        else if (topic === 'phoenix' && event === 'heartbeat') {
+          heartbeats++
+          ws.send(JSON.stringify([null, ref, 'phoenix', 'phx_reply', { status: 'error', response: {} }]))
+        }
+      })
+    })
+    const link = createLink({ url: `ws://127.0.0.1:${(server.address() as { port: number }).port}/socket`, agentId: 'agent-1', apiKey: 'key-1', policy: { transport: { heartbeatIntervalMs: 40 } } })
+    const ignored: string[] = []
+    link.on('ignored', (e) => void ignored.push(e.detail))
+    const lost: string[] = []
+    link.on('disconnected', (e) => void lost.push(e.reason.kind))
+    try {
+      await link.connect()
+      // Four intervals, each answered error: with no answer the second would have timed out.
+      await vi.waitFor(() => expect(heartbeats).toBeGreaterThanOrEqual(4), { timeout: 3000 })
+      expect(lost).toEqual([])
+      expect(link.state).toBe('connected')
+      expect(ignored.length).toBeGreaterThanOrEqual(3)
+      expect(ignored[0]).toBe('heartbeat reply with status "error", not ok: counted as an answer (the peer is alive)')
+    } finally {
+      await link.disconnect()
+      for (const client of server.clients) client.terminate()
+      await new Promise((resolve) => server.close(resolve))
+    }
   })
 
   it('a listener that throws is logged; the link goes on', async () => {
