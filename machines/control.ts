@@ -98,6 +98,12 @@ export interface QueuedSignal {
   epoch: number
   /** The size of its frame as read (characters of a text frame), counted against `maxQueuedBytes`. */
   bytes: number
+  /**
+   * The key its correlation id is remembered by ({@link dedupeKey}), or null (no id: never
+   * deduplicated), computed once as it arrives: a long id is hashed once, not again for each
+   * signal that arrives after it.
+   */
+  key: string | null
 }
 
 /** Context of the control delivery chart. */
@@ -115,8 +121,8 @@ export interface ControlInput {
 }
 
 function forget(seen: string[], dropped: QueuedSignal[]): string[] {
-  const ids = new Set(dropped.map((q) => correlationOf(q.signal)))
-  return seen.filter((id) => !ids.has(id))
+  const keys = new Set(dropped.map((q) => q.key))
+  return seen.filter((key) => !keys.has(key))
 }
 
 /** The key a signal's correlation id is remembered by ({@link dedupeKey}), or null: never deduplicated. */
@@ -156,9 +162,10 @@ export const controlMachine = setup({
      * must not let a resend of a queued signal through). A window of 0 turns it off.
      */
     isDuplicate: ({ context, event }) => {
-      const id = correlationOf(enqueued(event).signal)
-      if (id === null || context.policy.dedupeWindow === 0) return false
-      return context.seen.includes(id) || context.queue.some((queued) => correlationOf(queued.signal) === id)
+      if (context.policy.dedupeWindow === 0) return false
+      const key = correlationOf(enqueued(event).signal)
+      if (key === null) return false
+      return context.seen.includes(key) || context.queue.some((queued) => queued.key === key)
     },
     /**
      * A handler runs, and `maxQueued` signals wait behind it, or the arriving one would take the
@@ -166,7 +173,8 @@ export const controlMachine = setup({
      */
     isQueueFull: ({ context, event }) =>
       context.queue.length > context.policy.maxQueued ||
-      (context.queue.length > 0 && waitingBytes(context) + (enqueued(event).bytes ?? 0) > context.policy.maxQueuedBytes),
+      (context.queue.length > 0 &&
+        (context.policy.maxQueuedBytes === 0 || waitingBytes(context) + (enqueued(event).bytes ?? 0) > context.policy.maxQueuedBytes)),
     hasQueued: ({ context }) => context.queue.length > 0,
     hasWaiting: ({ context }) => context.queue.length > 1,
     /**
@@ -179,10 +187,10 @@ export const controlMachine = setup({
   actions: {
     enqueue: assign(({ context, event }) => {
       const { signal, sequence, epoch, bytes } = enqueued(event)
-      const id = correlationOf(signal)
+      const key = correlationOf(signal)
       const window = context.policy.dedupeWindow
-      const seen = id === null || window === 0 ? context.seen : [...context.seen, id].slice(-window)
-      return { queue: [...context.queue, { signal, sequence, epoch, bytes: bytes ?? 0 }], seen }
+      const seen = key === null || window === 0 ? context.seen : [...context.seen, key].slice(-window)
+      return { queue: [...context.queue, { signal, sequence, epoch, bytes: bytes ?? 0, key }], seen }
     }),
     // A dropped signal was never delivered: forget its correlation id so a resend is delivered. The
     // head of the queue is in the handler (named in delivering only): it was delivered, and stays seen.
@@ -195,7 +203,7 @@ export const controlMachine = setup({
     }),
     reportOverflow: enqueueActions(({ event, enqueue }) => {
       const { signal, sequence, epoch, bytes } = enqueued(event)
-      enqueue({ type: 'report', params: { type: 'control.dropped', signals: [{ signal, sequence, epoch, bytes: bytes ?? 0 }], cause: 'overflow' } })
+      enqueue({ type: 'report', params: { type: 'control.dropped', signals: [{ signal, sequence, epoch, bytes: bytes ?? 0, key: correlationOf(signal) }], cause: 'overflow' } })
     }),
     dequeue: assign({ queue: ({ context }) => context.queue.slice(1) }),
     reportDuplicate: enqueueActions(({ event, enqueue }) =>

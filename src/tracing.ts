@@ -93,8 +93,9 @@ const IN_SESSION: ReadonlySet<LinkState> = new Set(['connecting', 'joining', 'co
  * Starts following `link` with spans on `tracer`; returns the function that stops following it
  * (ending any open span). Started while a session is under way (`link.state` connecting through
  * stopping), it opens that session's span at once, with the link's `epoch` and
- * `phoenix_link.traced_from` (the state it was in), and an attempt span if an attempt is in
- * flight; `phoenix_link.attempt` then counts the attempts traced. A throwing tracer is the host's
+ * `phoenix_link.traced_from` (the state it was in), and an attempt span when it starts in
+ * `connecting` (an attempt that reached `joining` is not traced: that state is also a control
+ * channel's rejoin); `phoenix_link.attempt` then counts the attempts traced. A throwing tracer is the host's
  * bug: the link's emitter catches and logs it, and the link runs on.
  */
 export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
@@ -127,11 +128,14 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
       attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch, 'phoenix_link.attempt': attempts }),
     })
   }
-  // A session already under way: its span from now, and the attempt in flight if there is one.
+  // A session already under way: its span from now, and the attempt in flight if one is surely
+  // in flight (connecting). Not in `joining`, which is also a control channel rejoining on a
+  // socket that stays up: no connected event ends that, so its span would stay open and the next
+  // loss read as the attempt's failure.
   const now = link.state
   if (IN_SESSION.has(now)) {
     openSession(link.epoch, now)
-    if (now === 'connecting' || now === 'joining') openAttempt()
+    if (now === 'connecting') openAttempt()
   }
   const offs = [
     link.on('state', ({ state, epoch: stateEpoch }) => {

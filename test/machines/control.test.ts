@@ -87,7 +87,7 @@ describe('control delivery chart', () => {
     h.enqueue(2, 'b')
     h.enqueue(3, 'c')
     h.enqueue(4, 'd') // 2 and 3 wait behind 1: full
-    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1, bytes: 0 }], cause: 'overflow' }])
+    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1, bytes: 0, key: 'd' }], cause: 'overflow' }])
     expect(h.control.getSnapshot().context.seen).toEqual(['a', 'b', 'c'])
     release()
     await h.idle()
@@ -110,7 +110,7 @@ describe('control delivery chart', () => {
     h.enqueue(3, 'c', 60) // 100 waiting: at the limit, kept
     h.enqueue(4, 'd', 1) // 101: dropped
     h.enqueue(5, 'e', 0) // nothing to add: kept (maxQueued counts it)
-    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1, bytes: 1 }], cause: 'overflow' }])
+    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1, bytes: 1, key: 'd' }], cause: 'overflow' }])
     release()
     await h.idle()
     expect(delivered).toEqual([1, 2, 3, 5])
@@ -127,6 +127,44 @@ describe('control delivery chart', () => {
     await h2.idle()
     h.control.stop()
     h2.control.stop()
+  })
+
+  it('a queued signal\'s correlation id is keyed once, as it arrives: later arrivals compare keys, never read (or hash) the queued ids again', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const h = harness(() => gate)
+    h.enqueue(1, 'head')
+    let reads = 0
+    const long = 'q'.repeat(10_000)
+    const counted = { get correlationId() {
+      reads++
+      return long
+    } }
+    h.send({ type: 'control.enqueue', signal: counted, sequence: 2, epoch: 1, bytes: 10_100 })
+    const afterArrival = reads
+    expect(afterArrival).toBeGreaterThan(0)
+    for (let i = 3; i < 53; i++) h.enqueue(i, `other-${i}`, 100)
+    expect(reads).toBe(afterArrival)
+    // A resend of it is still a duplicate.
+    h.enqueue(53, long, 10_100)
+    expect(h.reports().map((r) => [r.type, (r as { sequence: number }).sequence])).toEqual([['control.duplicate', 53]])
+    release()
+    await h.idle()
+    h.control.stop()
+  })
+
+  it('maxQueuedBytes 0 drops every signal that arrives while the handler runs, its size given or not', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const h = harness(() => gate, { ...DEFAULT_CONTROL_POLICY, maxQueuedBytes: 0 })
+    h.enqueue(1)
+    h.enqueue(2) // no size given (a chart driven by hand): counts 0, still dropped
+    h.enqueue(3, null, 0)
+    expect(h.reports()).toMatchObject([{ cause: 'overflow', signals: [{ sequence: 2 }] }, { cause: 'overflow', signals: [{ sequence: 3 }] }])
+    release()
+    await h.idle()
+    expect(h.delivered()).toEqual([1])
+    h.control.stop()
   })
 
   it('long correlation ids are remembered by a bounded key: resends are still duplicates, ids that differ anywhere are not, and the window holds no long string', async () => {
@@ -253,7 +291,7 @@ describe('control delivery chart details', () => {
     h.enqueue(1, 'x')
     h.enqueue(2, 'y')
     h.send({ type: 'control.flush' })
-    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'y' }, sequence: 2, epoch: 1, bytes: 0 }], cause: 'stopped' }])
+    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'y' }, sequence: 2, epoch: 1, bytes: 0, key: 'y' }], cause: 'stopped' }])
     expect(h.control.getSnapshot().context.seen).toEqual(['x'])
     expect(h.abandoned).toEqual([])
     release()
@@ -272,7 +310,7 @@ describe('control delivery chart details', () => {
     // 'p' reached the handler: still seen, so a resend is a duplicate; 'w' never did: forgotten.
     expect(h.control.getSnapshot().context.seen).toEqual(['p'])
     expect(h.abandoned).toEqual([1])
-    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'w' }, sequence: 3, epoch: 1, bytes: 0 }], cause: 'reset' }])
+    expect(h.reports()).toEqual([{ type: 'control.dropped', signals: [{ signal: { correlationId: 'w' }, sequence: 3, epoch: 1, bytes: 0, key: 'w' }], cause: 'reset' }])
     h.enqueue(4, 'p')
     expect(h.reports().at(-1)).toEqual({ type: 'control.duplicate', signal: { correlationId: 'p' }, sequence: 4 })
     // With nothing waiting behind the handler, a reset reports nothing.
@@ -335,7 +373,7 @@ describe('control delivery chart, what each report and guard holds', () => {
     h.enqueue(3, 'c')
     h.send({ type: 'control.flush' })
     expect(h.reports()).toEqual([
-      { type: 'control.dropped', cause: 'stopped', signals: [{ signal: { correlationId: 'b' }, sequence: 2, epoch: 1, bytes: 0 }, { signal: { correlationId: 'c' }, sequence: 3, epoch: 1, bytes: 0 }] },
+      { type: 'control.dropped', cause: 'stopped', signals: [{ signal: { correlationId: 'b' }, sequence: 2, epoch: 1, bytes: 0, key: 'b' }, { signal: { correlationId: 'c' }, sequence: 3, epoch: 1, bytes: 0, key: 'c' }] },
     ])
     expect(h.control.getSnapshot().context.seen).toEqual(['a'])
     h.enqueue(4, 'd')
@@ -343,7 +381,7 @@ describe('control delivery chart, what each report and guard holds', () => {
     expect(h.reports().at(-1)).toEqual({
       type: 'control.dropped',
       cause: 'reset',
-      signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1, bytes: 0 }],
+      signals: [{ signal: { correlationId: 'd' }, sequence: 4, epoch: 1, bytes: 0, key: 'd' }],
     })
     expect(h.control.getSnapshot().context.seen).toEqual(['a'])
     release()

@@ -132,11 +132,11 @@ describe('reports the chart emits', () => {
     const signal = { correlationId: 'c-1' }
     h.send({ type: 'control.duplicate', signal, sequence: 3 })
     h.send({ type: 'control.handlerFailed', signal, sequence: 4, error: 'boom' })
-    h.send({ type: 'control.dropped', signals: [{ signal, sequence: 5, epoch: 1, bytes: 80 }], cause: 'reset' })
+    h.send({ type: 'control.dropped', signals: [{ signal, sequence: 5, epoch: 1, bytes: 80, key: 'c-1' }], cause: 'reset' })
     expect(h.emitted).toEqual([
       { type: 'link.controlDuplicate', signal, sequence: 3 },
       { type: 'link.controlFailed', signal, sequence: 4, error: 'boom' },
-      { type: 'link.controlDropped', signals: [{ signal, sequence: 5, epoch: 1, bytes: 80 }], cause: 'reset' },
+      { type: 'link.controlDropped', signals: [{ signal, sequence: 5, epoch: 1, bytes: 80, key: 'c-1' }], cause: 'reset' },
     ])
   })
 

@@ -68,6 +68,26 @@ describe('phoenix-link command line', () => {
     expect(await exit(child)).toBe(2)
   })
 
+  it("connect --json prints a supersede's megabyte payload as its length, not as a megabyte line; exit 2", async () => {
+    const sim = await world().sim()
+    const child = cli(['connect', '--url', sim.url, '--agent-id', 'agent-1', '--json'], { PHOENIX_LINK_API_KEY: 'key-1' })
+    let stdout = ''
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    await line(child, (e) => e.type === 'connected', 'connected')
+    sim.supersede('agent-1', { payload: { reason: 'session.already_connected', message: 'newer', padding: 'p'.repeat(1_000_000) } })
+    expect(await exit(child)).toBe(2)
+    const lines = stdout.trim().split('\n')
+    for (const text of lines) expect(text.length).toBeLessThan(4000)
+    const events = lines.map((text) => JSON.parse(text) as { type: string; reason?: { kind: string; cause?: string; raw?: unknown } })
+    for (const type of ['disconnected', 'ended']) {
+      expect(events.find((e) => e.type === type)?.reason, type).toMatchObject({
+        kind: 'superseded',
+        cause: 'session.already_connected',
+        raw: { omitted: expect.stringMatching(/^10000\d\d characters of JSON, over the 1000 a line prints$/) },
+      })
+    }
+  })
+
   it('connect prints no key, as text or --json, when a server echoes it back', async () => {
     const key = 'sk-live-0123456789abcdef'
     const sim = await world().sim({ agents: { 'agent-1': key } })

@@ -107,4 +107,37 @@ describe('OpenTelemetry spans', () => {
     const connects = spans.filter((s) => s.name === 'phoenix_link.connect')
     expect(connects.map((s) => [s.attributes['phoenix_link.epoch'], s.attributes['phoenix_link.attempt'], s.attributes['phoenix_link.outcome']])).toEqual([[2, 1, 'connected']])
   })
+
+  it('traceSpans started while the control channel rejoins (joining, the socket up) opens no attempt: the next close is a session event, not a failed attempt', async () => {
+    const { traceSpans } = await import('../../src/index.js')
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { channel: { rejoinInitialDelayMs: 50 } } })
+    await link.connect()
+    let stop: (() => void) | null = null
+    const rejoining = new Promise<void>((resolve) =>
+      link.on('state', ({ state }) => {
+        if (state === 'joining' && stop === null) {
+          stop = traceSpans(link, provider.getTracer('test'))
+          resolve()
+        }
+      }),
+    )
+    sim.channelError({ agent: 'agent-1' }, 'agent_control:agent-1')
+    await rejoining
+    await untilState(link, 'connected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    await untilState(link, 'reconnecting')
+    await untilState(link, 'connected')
+    await link.disconnect()
+    stop!()
+    const spans = exporter.getFinishedSpans()
+    const connects = spans.filter((s) => s.name === 'phoenix_link.connect')
+    expect(connects.map((s) => [s.attributes['phoenix_link.attempt'], s.attributes['phoenix_link.outcome'], s.status.code])).toEqual([[1, 'connected', SpanStatusCode.OK]])
+    const session = spans.find((s) => s.name === 'phoenix_link.session')!
+    expect(session.attributes['phoenix_link.traced_from']).toBe('joining')
+    expect(session.events.map((e) => [e.attributes?.['phoenix_link.reason.kind'], e.attributes?.['phoenix_link.reason.close_code'] ?? null])).toEqual([
+      ['closed', 1000],
+      ['graceful', null],
+    ])
+  })
 })

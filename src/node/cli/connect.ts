@@ -4,7 +4,7 @@ import { traceLink, traceToFile } from '../visualize/trace.js'
 import { createLink } from '../../link.js'
 import { isAgentDisconnectedError } from '../../errors/agent-disconnected.js'
 import { describeReason } from '../../reasons.js'
-import { createOutput, describeLinkEvent } from './output.js'
+import { createOutput, describeLinkEvent, reasonForOutput } from './output.js'
 
 /** Options of {@link runConnect}. */
 export interface ConnectOptions {
@@ -79,7 +79,7 @@ export async function runConnect(options: ConnectOptions): Promise<number> {
     return 0
   } catch (error) {
     if (isAgentDisconnectedError(error)) {
-      out.event('link', 'ended', { reason: error.reason }, `ended: ${describeReason(error.reason)}`)
+      out.event('link', 'ended', { reason: reasonForOutput(error.reason) }, `ended: ${describeReason(error.reason)}`)
       return 2
     }
     throw error

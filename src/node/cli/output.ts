@@ -35,11 +35,32 @@ export function createOutput(json: boolean, write: (line: string) => void = (l) 
   }
 }
 
+/** Characters of a reason's `raw` (a supersede's payload, kept whole in the reason) a line prints. */
+export const RAW_OUTPUT_CHARS = 1000
+
+/**
+ * A reason as a line prints it: a `raw` whose JSON is over {@link RAW_OUTPUT_CHARS} characters
+ * (a server's megabyte supersede payload) is replaced by `{ omitted }`, saying how long it was;
+ * the reason's other fields are already cut (src/reasons.ts `REASON_TEXT_LIMIT`).
+ */
+export function reasonForOutput(reason: DisconnectReason): DisconnectReason {
+  if (!('raw' in reason) || reason.raw === undefined) return reason
+  let length: number
+  try {
+    length = JSON.stringify(reason.raw)?.length ?? 0
+  } catch {
+    length = Number.POSITIVE_INFINITY
+  }
+  if (length <= RAW_OUTPUT_CHARS) return reason
+  const omitted = Number.isFinite(length) ? `${length} characters of JSON, over the ${RAW_OUTPUT_CHARS} a line prints` : 'a payload JSON cannot write'
+  return { ...reason, raw: reason.kind === 'other' ? `(omitted: ${omitted})` : { omitted } } as DisconnectReason
+}
+
 /** The line for one link event, or null for events not worth a line. */
 export function describeLinkEvent(event: LinkEvent): { type: string; fields: Record<string, unknown>; human: string } | null {
   switch (event.type) {
     case 'state':
-      return { type: 'state', fields: { state: event.state, previous: event.previous }, human: `${event.previous} → ${event.state}` }
+      return { type: 'state', fields: { state: event.state, previous: event.previous, epoch: event.epoch }, human: `${event.previous} → ${event.state}` }
     case 'connected':
       return { type: 'connected', fields: { generation: event.generation, epoch: event.epoch }, human: `connected: control channel joined (transport ${event.generation}, session ${event.epoch})` }
     case 'reconnected':
@@ -55,7 +76,7 @@ export function describeLinkEvent(event: LinkEvent): { type: string; fields: Rec
       const probe = event.conflictProbe ? '; the next upgrade asks on_conflict=reject: another instance may hold the key' : ''
       return {
         type: 'disconnected',
-        fields: { reason, outcome: event.outcome, nextDelayMs: event.nextDelayMs, attempt: event.attempt, terminal: event.terminal, conflictProbe: event.conflictProbe },
+        fields: { reason: reasonForOutput(reason), outcome: event.outcome, nextDelayMs: event.nextDelayMs, attempt: event.attempt, terminal: event.terminal, conflictProbe: event.conflictProbe },
         human: `disconnected: ${describeReason(reason)}${wait}${probe}`,
       }
     }
@@ -68,7 +89,7 @@ export function describeLinkEvent(event: LinkEvent): { type: string; fields: Rec
     case 'channel':
       return {
         type: 'channel',
-        fields: { topic: event.topic, status: event.status, reason: event.reason },
+        fields: { topic: event.topic, status: event.status, reason: event.reason === null ? null : reasonForOutput(event.reason) },
         human: `channel ${event.topic} ${event.status}${event.reason ? `: ${describeReason(event.reason)}` : ''}`,
       }
     case 'ignored':
