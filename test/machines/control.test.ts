@@ -37,6 +37,18 @@ function harness(handler: (q: QueuedSignal) => Promise<void>, policy = DEFAULT_C
   }
 }
 
+/** A harness whose handler holds signal 1 until `release()`; `delivered` lists the sequences handled, in order. */
+function firstHeld(policy: Partial<typeof DEFAULT_CONTROL_POLICY>) {
+  const delivered: number[] = []
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  const h = harness(async (q) => {
+    if (q.sequence === 1) await gate
+    delivered.push(q.sequence)
+  }, { ...DEFAULT_CONTROL_POLICY, ...policy })
+  return { h, delivered, release }
+}
+
 describe('control delivery chart', () => {
   it('delivers one at a time, in arrival order, even when the handler is slow', async () => {
     const delivered: number[] = []
@@ -76,13 +88,7 @@ describe('control delivery chart', () => {
   })
 
   it('a signal arriving while maxQueued wait behind the handler is dropped and reported (overflow), its id not remembered; the rest are delivered in order', async () => {
-    const delivered: number[] = []
-    let release!: () => void
-    const gate = new Promise<void>((resolve) => (release = resolve))
-    const h = harness(async (q) => {
-      if (q.sequence === 1) await gate
-      delivered.push(q.sequence)
-    }, { ...DEFAULT_CONTROL_POLICY, maxQueued: 2 })
+    const { h, delivered, release } = firstHeld({ maxQueued: 2 })
     h.enqueue(1, 'a')
     h.enqueue(2, 'b')
     h.enqueue(3, 'c')
@@ -98,13 +104,7 @@ describe('control delivery chart', () => {
   })
 
   it('a signal that would take the ones waiting behind the handler past maxQueuedBytes is dropped (overflow); one arriving with no handler running is delivered whatever its size', async () => {
-    const delivered: number[] = []
-    let release!: () => void
-    const gate = new Promise<void>((resolve) => (release = resolve))
-    const h = harness(async (q) => {
-      if (q.sequence === 1) await gate
-      delivered.push(q.sequence)
-    }, { ...DEFAULT_CONTROL_POLICY, maxQueuedBytes: 100 })
+    const { h, delivered, release } = firstHeld({ maxQueuedBytes: 100 })
     h.enqueue(1, 'a', 5_000) // no handler running: delivered, its size counts for nothing
     h.enqueue(2, 'b', 40)
     h.enqueue(3, 'c', 60) // 100 waiting: at the limit, kept

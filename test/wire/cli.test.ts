@@ -44,6 +44,15 @@ function line(child: ChildProcessWithoutNullStreams, check: (event: Record<strin
   })
 }
 
+/** The `--json` lines of a command's stdout. */
+function jsonLines(stdout: string): Array<{ source: string; type: string; error?: string }> {
+  return stdout
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { source: string; type: string; error?: string })
+}
+
 function exit(child: ChildProcessWithoutNullStreams): Promise<number | null> {
   return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))))
 }
@@ -170,11 +179,7 @@ describe('phoenix-link command line', () => {
     let stdout = ''
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
     expect(await exit(child)).toBe(1)
-    const events = stdout
-      .trim()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { source: string; type: string; error?: string })
+    const events = jsonLines(stdout)
     expect(events.filter((e) => e.source === 'trace').map((e) => e.type)).toEqual(['failed'])
     // The demo's own steps held; its last line says the trace is what failed.
     expect(events.filter((e) => e.source === 'demo' && e.type === 'failed').map((e) => e.error)).toEqual([expect.stringMatching(/^the trace was not written: .*ENOSPC/)])
@@ -188,11 +193,7 @@ describe('phoenix-link command line', () => {
     await line(child, (e) => e.type === 'connected', 'connected')
     child.kill('SIGINT')
     expect(await exit(child)).toBe(1)
-    const events = stdout
-      .trim()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { source: string; type: string; error?: string })
+    const events = jsonLines(stdout)
     expect(events.filter((e) => e.source === 'trace').map((e) => e.type)).toEqual(['failed', 'not-written'])
     expect(events.at(-1)?.error).toMatch(/ENOSPC/)
   })
