@@ -28,10 +28,13 @@ export interface SignalLike {
  */
 export const MAX_REMEMBERED_ID_CHARS = 128
 
+/** A 32-bit value as 8 hex digits. */
+const hex8 = (value: number) => (value >>> 0).toString(16).padStart(8, '0')
+
 /**
  * The key a correlation id is remembered by: the id itself when it has at most
  * {@link MAX_REMEMBERED_ID_CHARS} characters, else its first 64 characters, its length and two
- * 32-bit FNV-1a digests of it (different offset bases), about 100 characters. Two long ids share a
+ * 32-bit FNV-1a digests of it (different offset bases; 8 hex digits each), about 100 characters. Two long ids share a
  * key only if they agree in all of those: a server could make one of its own signals look like a
  * resend, which it could do by resending.
  */
@@ -49,7 +52,7 @@ export function dedupeKey(id: string): string {
   const end = id.charCodeAt(63) >= 0xd800 && id.charCodeAt(63) <= 0xdbff ? 63 : 64
   const head: number[] = []
   for (let i = 0; i < end; i++) head.push(id.charCodeAt(i))
-  return `${String.fromCharCode(...head)}…#${id.length}#${(a >>> 0).toString(16)}${(b >>> 0).toString(16)}`
+  return `${String.fromCharCode(...head)}…#${id.length}#${hex8(a)}${hex8(b)}`
 }
 
 export { DEFAULT_CONTROL_POLICY, type ControlPolicy } from './control-policy.js'

@@ -190,6 +190,17 @@ describe('control delivery chart', () => {
     h.control.stop()
   })
 
+  it('the key of a long id: its first 64 code units (not cutting a surrogate pair), its length, and FNV-1a over every code unit from two offset bases, 8 hex digits each', () => {
+    // FNV-1a 32-bit (prime 0x01000193), offset bases 0x811c9dc5 and 0x050c5d1f, checked by hand.
+    expect(dedupeKey('a'.repeat(200))).toBe(`${'a'.repeat(64)}…#200#4e48052dc72c94c7`)
+    expect(dedupeKey('b'.repeat(129))).toBe(`${'b'.repeat(64)}…#129#b4267de5bcd2c3c7`)
+    // A pair at 63-64 is left out of the start whole; one at 62-63 is kept whole.
+    expect(dedupeKey(`${'x'.repeat(63)}😀${'y'.repeat(100)}`)).toBe(`${'x'.repeat(63)}…#165#39cf2dded08ee83c`)
+    expect(dedupeKey(`${'x'.repeat(62)}😀${'y'.repeat(100)}`)).toBe(`${'x'.repeat(62)}😀…#164#dc76ed1c39a91cc6`)
+    // The last code unit counts: ids that differ only there get different keys.
+    expect(dedupeKey(`${'c'.repeat(300)}1`)).not.toBe(dedupeKey(`${'c'.repeat(300)}2`))
+  })
+
   it('the keys of long ids keep nothing of the ids alive: 40 ids of 2 MB each, delivered and out of scope, leave the heap within 2 MiB (a key sliced from its id kept 6)', async () => {
     setFlagsFromString('--expose-gc')
     const gc = runInNewContext('gc') as () => void
