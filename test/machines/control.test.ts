@@ -197,6 +197,10 @@ describe('control delivery chart', () => {
     // A pair at 63-64 is left out of the start whole; one at 62-63 is kept whole.
     expect(dedupeKey(`${'x'.repeat(63)}😀${'y'.repeat(100)}`)).toBe(`${'x'.repeat(63)}…#165#39cf2dded08ee83c`)
     expect(dedupeKey(`${'x'.repeat(62)}😀${'y'.repeat(100)}`)).toBe(`${'x'.repeat(62)}😀…#164#dc76ed1c39a91cc6`)
+    // At the edges of the high-surrogate range too; a digest with a leading zero keeps it.
+    expect(dedupeKey(`${'x'.repeat(63)}\ud800\udc00${'y'.repeat(100)}`)).toBe(`${'x'.repeat(63)}…#165#3fdc960b92e63a69`)
+    expect(dedupeKey(`${'x'.repeat(63)}\udbff\udfff${'y'.repeat(100)}`)).toBe(`${'x'.repeat(63)}…#165#fd028b11f96396ff`)
+    expect(dedupeKey('z'.repeat(133))).toBe(`${'z'.repeat(64)}…#133#048ebc0d7472567f`)
     // The last code unit counts: ids that differ only there get different keys.
     expect(dedupeKey(`${'c'.repeat(300)}1`)).not.toBe(dedupeKey(`${'c'.repeat(300)}2`))
   })
