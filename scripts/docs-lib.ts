@@ -176,7 +176,7 @@ export function renderReasons(): string {
     ),
     '',
   )
-  parts.push('## Close codes (RFC 6455 section 7.4, IANA registry)', '', 'No close code means "stop". Codes outside every range classify as `other` (retryable).', '')
+  parts.push('## Close codes (RFC 6455 section 7.4, IANA registry)', '', 'No close code means "stop". A code outside every range (one no peer may send, RFC 6455 section 7.4.2: `ws` fails such a connection, Chromium passes it on) is read as a drop, `dropped` (retryable), as `ws` makes it.', '')
   parts.push(
     table(
       ['code', 'name', 'reason kind', 'retryable'],

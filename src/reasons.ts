@@ -270,11 +270,15 @@ export interface CloseInfo {
 export function classifyClose(close: CloseInfo, generation: number, at: number): DisconnectReason {
   const row = CLOSE_CODES.find((r) => close.code >= r.from && close.code <= r.to)
   if (!row) {
+    // A code no peer may send (RFC 6455 section 7.4.2: unassigned in 1000-2999, below 1000, 5000
+    // and up). `ws` fails such a connection (1006); Chromium hands the code on with wasClean true.
+    // Read as the drop ws makes of it, so a browser and Node report the same reason, and the loss
+    // counts toward the rapid-disconnect limit in both.
     return {
-      kind: 'other',
+      kind: 'dropped',
       retryable: true,
-      detail: `close code ${close.code} is outside every range of the close code table`,
-      raw: close.reason,
+      source: 'socket',
+      detail: `close code ${close.code} is outside every range of the close code table: no peer may send it (RFC 6455 section 7.4.2), read as a drop${close.reason ? ` (reason ${JSON.stringify(clipText(close.reason, REASON_TEXT_LIMIT))})` : ''}`,
       generation,
       at,
     }

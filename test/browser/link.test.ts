@@ -461,6 +461,18 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
     expect(sim.upgrades.filter((u) => u.agentId === AGENT && u.outcome === 'accepted')).toHaveLength(2)
   })
 
+  it('on a page: a close code no peer may send (1004), which Chromium passes on where ws fails the connection, is reported as the same drop as in Node', async () => {
+    const { sim, call } = await open('page')
+    expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY })).toBe('idle')
+    expect(await call('connect')).toBe('connected')
+    // A close frame of 1004 written on the TCP socket as it is (ws's own close() refuses the code).
+    const conn = sim.live(AGENT)[0]! as unknown as { ws: { _socket: { write(b: Buffer): void; end(): void } } }
+    conn.ws._socket.write(Buffer.from([0x88, 0x02, 0x03, 0xec]))
+    conn.ws._socket.end()
+    const back = await call('until', { state: 'connected', events: { type: 'reconnected', count: 1 }, timeoutMs: 5_000 })
+    expect(back.events.filter((e) => e.type === 'disconnected')).toEqual([{ type: 'disconnected', outcome: 'reconnect', reason: 'dropped', terminal: false }])
+  })
+
   for (const where of ['page', 'worker'] as const) {
     it(`${where === 'page' ? 'on a page' : 'in a Web Worker'}: disconnect() resolves on the close event, and from a server that stopped reading after transport.closeTimeoutMs, not the browser's own 60 s`, async () => {
       const { sim, call } = await open(where)

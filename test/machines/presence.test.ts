@@ -137,7 +137,7 @@ describe('presence chart', () => {
       classifyClose({ code: 1006, reason: '' }, 1, 0),
       timedOutReason('join', 1, 0) as DisconnectReason,
       suppressedReason('rapid-disconnects', 10, normalLoss(1), 0) as DisconnectReason,
-      classifyClose({ code: 99, reason: '' }, 1, 0),
+      classifyUpgrade({ status: 404 }, 1, 0),
     ]
     const h = harness()
     reasons.forEach((reason, i) => {

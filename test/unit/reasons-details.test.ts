@@ -49,7 +49,8 @@ describe('describeReason', () => {
       'gave up after 4 attempts (max-attempts, the last rejected (unavailable) by upgrade HTTP 503, retry after 2000 ms), terminal',
     ],
     [{ kind: 'suppressed', cause: 'rapid-disconnects', attempts: 10, retryable: true, generation: 1, at: 0 }, 'suspended after 10 attempts (rapid-disconnects): one attempt per cooldown, will reconnect'],
-    [classifyClose({ code: 999, reason: '' }, 1, 0), 'other: close code 999 is outside every range of the close code table, will reconnect'],
+    [classifyClose({ code: 999, reason: '' }, 1, 0), 'dropped: close code 999 is outside every range of the close code table: no peer may send it (RFC 6455 section 7.4.2), read as a drop, will reconnect'],
+    [classifyUpgrade({ status: 404 }, 1, 0), 'other: upgrade refused with HTTP 404: no WebSocket endpoint at this path; check the url (it ends at the socket mount, e.g. /socket), will reconnect'],
   ]
   for (const [reason, text] of cases) it(text, () => expect(describeReason(reason)).toBe(text))
 })

@@ -88,15 +88,16 @@ describe('classifyClose', () => {
     expect(classifyClose({ code: 4600, reason: '' }, 1, 2)).toMatchObject({ message: 'application (terminal)', cause: 'unauthorized' })
   })
 
-  it('a code outside the table is other, retryable, saying so and keeping the reason raw', () => {
+  it('a code outside the table (one a browser passes on, where ws fails the connection) is a drop, retryable, naming the code and quoting the reason', () => {
     expect(classifyClose({ code: 5005, reason: 'odd' }, 1, 2)).toEqual({
-      kind: 'other',
+      kind: 'dropped',
       retryable: true,
-      detail: 'close code 5005 is outside every range of the close code table',
-      raw: 'odd',
+      source: 'socket',
+      detail: 'close code 5005 is outside every range of the close code table: no peer may send it (RFC 6455 section 7.4.2), read as a drop (reason "odd")',
       generation: 1,
       at: 2,
     })
+    expect(classifyClose({ code: 1004, reason: '' }, 1, 2)).toMatchObject({ kind: 'dropped', detail: 'close code 1004 is outside every range of the close code table: no peer may send it (RFC 6455 section 7.4.2), read as a drop' })
   })
 })
 

@@ -34,7 +34,7 @@ describe('close code table', () => {
       fc.property(fc.integer({ min: -10, max: 70_000 }), fc.string(), (code, reason) => {
         const r = classifyClose({ code, reason }, 1, 0)
         expect(DisconnectReason.safeParse(r).success).toBe(true)
-        if (!CLOSE_CODES.some((row) => code >= row.from && code <= row.to)) expect(r.kind).toBe('other')
+        if (!CLOSE_CODES.some((row) => code >= row.from && code <= row.to)) expect(r.kind).toBe('dropped')
       }),
     )
   })
@@ -172,7 +172,7 @@ describe('DisconnectReason', () => {
       classifyClose({ code: 1006, reason: '' }, 1, 0),
       timedOutReason('join', 1, 0),
       suppressedReason('max-attempts', 3, normalLoss(1), 0),
-      classifyClose({ code: 99, reason: '' }, 1, 0),
+      classifyUpgrade({ status: 404 }, 1, 0),
     ] as DisconnectReason[]
     expect(new Set(samples.map((s) => s.kind)).size).toBe(REASON_KINDS.length)
     for (const s of samples) expect(describeReason(s)).not.toMatch(/\n/)
