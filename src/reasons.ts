@@ -526,8 +526,9 @@ export function classifySupersede(payload: unknown, generation: number, at: numb
   // Server text, cut between tokens (a token longer than the limit goes whole: it may be a
   // secret the server echoed): a megabyte `reason` must not become a megabyte log line.
   const text = (value: string | null | undefined) => {
-    const clipped = typeof value === 'string' ? clipText(value, REASON_TEXT_LIMIT) : ''
-    return clipped === '' && value !== '' ? null : typeof value === 'string' ? clipped : null
+    if (typeof value !== 'string') return null
+    const clipped = clipText(value, REASON_TEXT_LIMIT)
+    return clipped === '' && value !== '' ? null : clipped
   }
   return {
     kind: 'superseded',
