@@ -146,6 +146,7 @@ export function program(): Command {
     .option('--agent <id:key>', 'an agent allowed to connect (repeatable; an agent given twice keeps both keys, as during a rotation); none means any agent with a key', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--idle-timeout <ms>', 'close sockets silent this long', ms, 60_000)
     .option('--history <n>', 'records kept of each kind, the most recent (closed sockets, upgrades, presence crossings, abort reports, agents with unanswered-upgrade counts), so a server left running keeps its memory bounded', count, 10_000)
+    .option('--history-frames <n>', 'frames kept over the records of every closed socket together; past it the oldest closed sockets lose their frame records (each socket keeps at most 5000, each frame cut past 2000 characters)', count, 100_000)
     .option('--json', 'one JSON object per line', false)
     .option('--dashboard', 'also serve the visualizer page at / on the same port; its #dashboard view lists who is attached, live', false)
     .addOption(
@@ -153,7 +154,7 @@ export function program(): Command {
         'PHOENIX_LINK_ADMIN_TOKEN',
       ),
     )
-    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; history: number; json: boolean; dashboard: boolean; adminToken?: string }) => {
+    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; history: number; historyFrames: number; json: boolean; dashboard: boolean; adminToken?: string }) => {
       const loaded = await simulatorCommand(() => import('./cli/serve.js'))
       if (loaded === null) return
       process.exitCode = await loaded.runServe({
@@ -163,6 +164,7 @@ export function program(): Command {
         agents: opts.agent,
         idleTimeoutMs: opts.idleTimeout,
         historyLimit: opts.history,
+        historyFrameLimit: opts.historyFrames,
         json: opts.json,
         dashboard: opts.dashboard,
         ...(opts.adminToken !== undefined ? { adminToken: opts.adminToken } : {}),

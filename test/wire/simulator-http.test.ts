@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { createLink } from '../../src/link.js'
 import { CONTROL_ROUTES, PlatformSimulator, adminAccess, isLoopbackAddress, startSimulator, type AdminRequest } from '../../src/node/server/index.js'
-import { isLoopbackHost, isLoopbackInterface } from '../../src/node/server/control-api.js'
+import { isLoopbackHost, isLoopbackInterface, json } from '../../src/node/server/control-api.js'
 import { isSendableCloseCode } from '../../src/node/server/connection.js'
 import WebSocket from 'ws'
 
@@ -161,6 +161,11 @@ describe('the simulator over HTTP', () => {
       expect(() => sim.close('all', 1005)).toThrow(RangeError)
       expect(() => sim.close('all', 1005)).toThrow('close code 1005 may not be sent: use 1000-1003, 1007-1014 or 3000-4999 (RFC 6455 section 7.4.1)')
       expect(() => sim.close('all', 1000, 'x'.repeat(124))).toThrow('a close reason is at most 123 bytes (RFC 6455 section 5.5), got 124')
+      // Half of a character cannot go out as UTF-8 (the client would read U+FFFD, the record the original): refused both ways.
+      expect(() => sim.close('all', 4000, 'x\ud800')).toThrow(/a close reason must be well-formed text: it holds half of a character/)
+      const half = await call(http, 'POST', '/admin/close', { target: 'all', code: 4000, reason: 'x\udc00y' })
+      expect([half.status, half.body.error.message]).toEqual([400, expect.stringMatching(/^reason: a close reason must be well-formed text/)])
+      expect(() => sim.close('all', 4000, 'x\ud83d\ude00')).not.toThrow()
       // Every edge of the ranges RFC 6455 section 7.4 lets an endpoint send.
       const edges = [999, 1000, 1003, 1004, 1006, 1007, 1014, 1015, 2999, 3000, 4999, 5000, 1000.5]
       expect(edges.filter((code) => isSendableCloseCode(code))).toEqual([1000, 1003, 1007, 1014, 3000, 4999])
@@ -338,6 +343,63 @@ describe('the simulator over HTTP', () => {
       await link.disconnect()
       await sim.stop()
     }
+  })
+
+  it('a frame record stays small: a long frame keeps its envelope and top-level scalars (a reply its status); historyFrameLimit empties the oldest closed sockets\' records', async () => {
+    const sim = await startSimulator({ agents: { a: 'ka' }, historyFrameLimit: 6 })
+    const links: Array<ReturnType<typeof createLink>> = []
+    try {
+      const link = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })
+      links.push(link)
+      await link.connect()
+      const channel = link.channel('room:big')
+      await channel.joined()
+      sim.onPush(() => ({ status: 'ok', response: { echo: 'y'.repeat(5000) } }))
+      await channel.push('big', { blob: 'x'.repeat(100_000), note: 'n'.repeat(300), n: 7, flag: true, nothing: null, nested: { a: 1 }, list: [1] })
+      const [socket] = sim.accepted('a')
+      const pushed = socket!.frames.find((f) => f.dir === 'in' && f.frame?.event === 'big')!
+      expect(pushed.length).toBeGreaterThan(100_000)
+      expect(pushed.raw).toHaveLength(2001)
+      expect(pushed.frame).toEqual({ join_ref: pushed.frame!.join_ref, ref: pushed.frame!.ref, topic: 'room:big', event: 'big', payload: { blob: `${'x'.repeat(200)}…`, note: `${'n'.repeat(200)}…`, n: 7, flag: true, nothing: null } })
+      const reply = socket!.frames.find((f) => f.dir === 'out' && f.frame?.event === 'phx_reply' && f.frame.ref === pushed.frame!.ref)!
+      expect([reply.length! > 5000, reply.frame!.payload]).toEqual([true, { status: 'ok' }])
+      // A short frame's record is whole, with no length.
+      const join = socket!.frames.find((f) => f.dir === 'in' && f.frame?.event === 'phx_join' && f.frame.topic === 'room:big')!
+      expect([join.length, join.frame!.payload]).toEqual([undefined, {}])
+      await link.disconnect()
+      // Two more sessions: the closed sockets' frames together exceed 6, so the oldest lose theirs.
+      for (let i = 0; i < 2; i++) {
+        const next = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })
+        links.push(next)
+        await next.connect()
+        await next.disconnect()
+      }
+      await sim.settled('a')
+      const sockets = sim.accepted('a')
+      expect(sockets).toHaveLength(3)
+      const kept = sockets.map((c) => c.frames.length)
+      const forgotten = sockets.map((c) => c.framesForgotten)
+      // The newest closed socket keeps its record (a join, its reply, a leave and its reply at least); older ones are emptied.
+      expect(kept.slice(0, 2)).toEqual([0, 0])
+      expect(kept[2]).toBeGreaterThanOrEqual(4)
+      expect(forgotten[0]).toBeGreaterThanOrEqual(8)
+      expect(forgotten[1]).toBeGreaterThanOrEqual(4)
+      expect(forgotten[2]).toBe(0)
+      await expect(startSimulator({ historyFrameLimit: -1 })).rejects.toThrow(/historyFrameLimit must be a whole number/)
+    } finally {
+      for (const link of links) await link.disconnect()
+      await sim.stop()
+    }
+  })
+
+  it('an answer too large to write as one JSON string is a 500 answer_failed, not a throw (a throw there would end the process)', () => {
+    const written: { status?: number; text?: string } = {}
+    const res = { writeHead: (status: number) => (written.status = status), end: (text: string) => (written.text = text) } as unknown as Parameters<typeof json>[0]
+    const loop: Record<string, unknown> = {}
+    loop.self = loop
+    json(res, 200, { frames: [loop] })
+    expect(written.status).toBe(500)
+    expect(JSON.parse(written.text!)).toEqual({ error: { code: 'answer_failed', message: expect.stringMatching(/^the answer could not be written: .*circular/i) } })
   })
 
   it("abort() ends a socket stuck in its closing handshake (a close sent to a stalled socket is never read back): both sides close at once, not at ws's 30 s close timeout", async () => {

@@ -14,6 +14,8 @@ export interface ServeOptions {
   idleTimeoutMs: number | null
   /** Records kept of each kind, the most recent (the simulator's `historyLimit`; the CLI's `--history`, 10000 unless given). */
   historyLimit: number
+  /** Frames kept over every closed socket's record together (the simulator's `historyFrameLimit`; the CLI's `--history-frames`, 100000 unless given). */
+  historyFrameLimit?: number
   json: boolean
   /** Also serve the visualizer page at `/` on the simulator's port (`#dashboard`). */
   dashboard?: boolean
@@ -51,6 +53,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     agents: Object.keys(agents).length > 0 ? agents : 'any',
     idleTimeoutMs: options.idleTimeoutMs,
     historyLimit: options.historyLimit,
+    historyFrameLimit: options.historyFrameLimit ?? 100_000,
     ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
   }).catch((error: unknown) => {
     // The simulator names its options; on the command line they are flags.

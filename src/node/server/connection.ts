@@ -12,10 +12,39 @@ export interface RecordedFrame {
   dir: 'in' | 'out'
   /** Milliseconds since the simulator started. */
   at: number
-  /** The decoded frame, or null for a frame that could not be decoded. */
+  /**
+   * The decoded frame, or null for a frame that could not be decoded. The payload of a frame whose
+   * text is longer than {@link RECORD_TEXT_LIMIT} characters is cut (see `length`).
+   */
   frame: Frame | null
-  /** The raw text (binary frames: `<binary N bytes>`), at most 2,000 characters. */
+  /** The raw text (binary frames: `<binary N bytes>`), at most {@link RECORD_TEXT_LIMIT} characters (a cut one ends in `…`). */
   raw: string
+  /**
+   * Set only when the frame was longer than {@link RECORD_TEXT_LIMIT}: its whole length (of a text
+   * frame in UTF-16 code units, of a binary frame in bytes). The record then keeps the frame's topic, event and refs whole, and
+   * of its payload only the top-level fields that are not objects or arrays (strings cut to 200
+   * characters; a payload that is not an object: null), so a reply keeps its `status`: a socket's
+   * record stays small whatever the client sends (up to `maxFrameBytes` per frame), and so does a
+   * long-running simulator's memory.
+   */
+  length?: number
+}
+
+/** The characters of a frame's text a record keeps whole. */
+export const RECORD_TEXT_LIMIT = 2000
+/** The characters of a string field of a cut payload a record keeps. */
+const CUT_FIELD_LIMIT = 200
+
+/** The part of a payload a record of a long frame keeps: its top-level scalars, strings cut. */
+function cutPayload(payload: unknown): Record<string, unknown> | null {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload) || payload instanceof ArrayBuffer) return null
+  const kept: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(payload)) {
+    const scalar = typeof value === 'string' ? (value.length > CUT_FIELD_LIMIT ? `${value.slice(0, CUT_FIELD_LIMIT)}…` : value) : value
+    // defineProperty: an own `__proto__` key stays a field, as the payload carried it.
+    if (typeof scalar !== 'object' || scalar === null) Object.defineProperty(kept, key, { value: scalar, enumerable: true, writable: true, configurable: true })
+  }
+  return kept
 }
 
 /** A channel joined on one socket. */
@@ -67,6 +96,18 @@ export function isSendableCloseCode(code: number): boolean {
 export function assertSendableClose(code: number, reason: string): void {
   if (!isSendableCloseCode(code)) throw new RangeError(`close code ${code} may not be sent: use ${SENDABLE_CLOSE_CODES_TEXT}`)
   if (Buffer.byteLength(reason) > 123) throw new RangeError(`a close reason is at most 123 bytes (RFC 6455 section 5.5), got ${Buffer.byteLength(reason)}`)
+  if (holdsHalfCharacter(reason)) throw new RangeError(HALF_CHARACTER_TEXT)
+}
+
+/** A lone UTF-16 surrogate: half of a character, which UTF-8 cannot encode. */
+const HALF_CHARACTER = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+/** Why a close reason holding half a character is refused. */
+export const HALF_CHARACTER_TEXT =
+  'a close reason must be well-formed text: it holds half of a character (a lone UTF-16 surrogate), which its UTF-8 on the wire (RFC 6455 section 5.5.1) cannot carry; the client would read U+FFFD instead'
+
+/** Whether `text` holds half of a character (a lone UTF-16 surrogate). */
+export function holdsHalfCharacter(text: string): boolean {
+  return HALF_CHARACTER.test(text)
 }
 
 /**
@@ -111,6 +152,8 @@ export class SimConnection {
   readonly channels = new Map<string, SimChannel>()
   /** Frames in both directions, the most recent `recordLimit`. */
   readonly frames: RecordedFrame[] = []
+  /** Frames this socket's record lost, closed, to the simulator's `historyFrameLimit` (frames past `recordLimit` are not counted). */
+  framesForgotten = 0
   /** Heartbeats answered. */
   heartbeats = 0
   /** phx_join frames received, every one (the frame record keeps only the most recent `recordLimit` frames). */
@@ -145,11 +188,21 @@ export class SimConnection {
     return this.state === 'open' && this.ws.readyState === this.ws.OPEN
   }
 
-  /** @internal Records a frame, keeping at most `recordLimit`. */
-  record(dir: 'in' | 'out', frame: Frame | null, raw: string): void {
+  /** @internal Records a frame, keeping at most `recordLimit`; `length`: the frame's (a binary frame's bytes; default the text's). */
+  record(dir: 'in' | 'out', frame: Frame | null, raw: string, length = raw.length): void {
     if (this.recordLimit <= 0) return
     if (this.frames.length >= this.recordLimit) this.frames.shift()
-    this.frames.push({ dir, at: this.clock(), frame, raw: raw.length > 2000 ? `${raw.slice(0, 2000)}…` : raw })
+    if (length <= RECORD_TEXT_LIMIT) {
+      this.frames.push({ dir, at: this.clock(), frame, raw })
+      return
+    }
+    this.frames.push({
+      dir,
+      at: this.clock(),
+      frame: frame === null ? null : { join_ref: frame.join_ref, ref: frame.ref, topic: frame.topic, event: frame.event, payload: cutPayload(frame.payload) },
+      raw: raw.length > RECORD_TEXT_LIMIT ? `${raw.slice(0, RECORD_TEXT_LIMIT)}…` : raw,
+      length,
+    })
   }
 
   /** Sends a JSON frame to the client. Does nothing once the socket is closing. */
@@ -163,7 +216,7 @@ export class SimConnection {
   /** Sends raw text or bytes (a malformed frame, for fuzzing a client); false (nothing sent) once the socket is closing. */
   sendRaw(data: string | Uint8Array): boolean {
     if (this.state !== 'open') return false
-    this.record('out', null, typeof data === 'string' ? data : `<binary ${data.byteLength} bytes>`)
+    this.record('out', null, typeof data === 'string' ? data : `<binary ${data.byteLength} bytes>`, typeof data === 'string' ? data.length : data.byteLength)
     this.ws.send(data)
     return true
   }

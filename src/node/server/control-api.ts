@@ -16,7 +16,7 @@ import * as z from 'zod/mini'
 import { describeIssue } from '../../zod-issues.js'
 import { deepFreeze } from '../../freeze.js'
 import type { JoinOutcome, PlatformSimulator, Target, UpgradeRefusal } from './simulator.js'
-import { SENDABLE_CLOSE_CODES_TEXT, SENDABLE_CLOSE_RANGES, type SimConnection } from './connection.js'
+import { HALF_CHARACTER_TEXT, SENDABLE_CLOSE_CODES_TEXT, SENDABLE_CLOSE_RANGES, holdsHalfCharacter, type SimConnection } from './connection.js'
 import { thrownText } from '../../../machines/types.js'
 import { jsonDepth } from '../../json-depth.js'
 
@@ -93,7 +93,10 @@ export interface SocketRecord {
   heartbeats: number
   channels: Array<{ topic: string; joinRef: string | null }>
   problems: string[]
+  /** Frames in its record now. */
   frames: number
+  /** Frames its record lost, closed, to the simulator's `historyFrameLimit`. */
+  framesForgotten: number
 }
 
 function socketRecord(c: SimConnection): SocketRecord {
@@ -115,6 +118,7 @@ function socketRecord(c: SimConnection): SocketRecord {
     channels: [...c.channels.entries()].map(([topic, channel]) => ({ topic, joinRef: channel.joinRef })),
     problems: [...c.problems],
     frames: c.frames.length,
+    framesForgotten: c.framesForgotten,
   }
 }
 
@@ -457,6 +461,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
         z.string().check(
           z.maxLength(123, { error: REASON_TOO_LONG }),
           z.refine((r) => Buffer.byteLength(r) <= 123, { error: REASON_TOO_LONG }),
+          z.refine((r) => !holdsHalfCharacter(r), { error: HALF_CHARACTER_TEXT }),
         ),
       ),
     }),
@@ -961,8 +966,20 @@ export function methodNotAllowed(res: ServerResponse, path: string, methods: rea
   json(res, 405, { error: { code: 'method_not_allowed', message: `${path} takes ${methods.join(', ')}` } })
 }
 
-/** Writes a JSON answer (every admin route answers this way). */
+/**
+ * Writes a JSON answer (every admin route answers this way). An answer that cannot be written
+ * (a record too large for one string: V8 caps a string near 512 MiB, and `JSON.stringify` throws
+ * RangeError past it) is answered 500 `answer_failed` instead, never thrown: this runs after a
+ * route's own error handling, where a throw would end the simulator's process.
+ */
 export function json(res: ServerResponse, status: number, body: unknown): void {
+  let text: string
+  try {
+    text = JSON.stringify(body)
+  } catch (error) {
+    status = 500
+    text = JSON.stringify({ error: { code: 'answer_failed', message: `the answer could not be written: ${thrownText(error)}` } })
+  }
   res.writeHead(status, { 'content-type': 'application/json' })
-  res.end(JSON.stringify(body))
+  res.end(text)
 }

@@ -96,6 +96,16 @@ export interface SimulatorOptions {
    * @default Infinity
    */
   historyLimit?: number
+  /**
+   * Frames kept over the records of every closed socket together (each socket's own record is
+   * bounded by `recordLimit`, each frame by its cut past 2,000 characters): past it, the oldest
+   * closed sockets' frame records are emptied, their other fields kept (`framesForgotten` says how
+   * many frames each lost). A whole number, or Infinity (the default) for all; `phoenix-link serve`
+   * sets 100000, so that a server left running for days with agents reconnecting keeps tens of
+   * megabytes of frames, not gigabytes (about 300 bytes a heartbeat frame).
+   * @default Infinity
+   */
+  historyFrameLimit?: number
   /** Largest inbound frame in bytes; larger ones are closed with 1009 by `ws`. @default 8388608 */
   maxFrameBytes?: number
   /** Presence policy: the grace window before last-disconnected. @default { graceWindowMs: 0 } */
@@ -297,7 +307,7 @@ function httpDate(): string {
 
 /** Every option of {@link SimulatorOptions}: another key is a typo, refused. */
 const SIMULATOR_OPTION_KEYS: ReadonlySet<string> = new Set([
-  'host', 'port', 'path', 'agents', 'flavor', 'idleTimeoutMs', 'supersedeCooldownMs', 'supersedeRetryAfterS', 'recordLimit', 'historyLimit',
+  'host', 'port', 'path', 'agents', 'flavor', 'idleTimeoutMs', 'supersedeCooldownMs', 'supersedeRetryAfterS', 'recordLimit', 'historyLimit', 'historyFrameLimit',
   'maxFrameBytes', 'presence', 'runs', 'metrics', 'routes', 'eventStreamKeepAliveMs', 'rejectMode', 'adminToken', 'logger',
 ] satisfies Array<keyof SimulatorOptions>)
 
@@ -424,6 +434,8 @@ export class PlatformSimulator extends EventEmitter {
   private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> = []
   /** Held upgrades that ended with no answer, by agent id (null: a request without one). */
   private readonly unanswered = new Map<string | null, number>()
+  /** Frames in the records of the closed sockets still in `connections` (bounded by `historyFrameLimit`). */
+  private closedFrames = 0
   /** The test's hold ({@link holdUpgrades}): of the agents `match` matches, or of all when null; null when none. */
   private hold: { match: RegExp | null } | null = null
   /** Freezes not yet thawed: while any is, every upgrade is held and the sockets they froze are stalled. */
@@ -463,6 +475,7 @@ export class PlatformSimulator extends EventEmitter {
       supersedeRetryAfterS: options.supersedeRetryAfterS ?? 30,
       recordLimit: options.recordLimit ?? 5000,
       historyLimit: options.historyLimit ?? Number.POSITIVE_INFINITY,
+      historyFrameLimit: options.historyFrameLimit ?? Number.POSITIVE_INFINITY,
       maxFrameBytes: options.maxFrameBytes ?? 8 * 1024 * 1024,
       eventStreamKeepAliveMs: options.eventStreamKeepAliveMs ?? 15_000,
       rejectMode: options.rejectMode ?? 'plain',
@@ -495,6 +508,7 @@ export class PlatformSimulator extends EventEmitter {
     // Infinity keeps every frame.
     if (this.options.recordLimit !== Number.POSITIVE_INFINITY) whole('recordLimit', this.options.recordLimit, 0, Number.MAX_SAFE_INTEGER)
     if (this.options.historyLimit !== Number.POSITIVE_INFINITY) whole('historyLimit', this.options.historyLimit, 0, Number.MAX_SAFE_INTEGER)
+    if (this.options.historyFrameLimit !== Number.POSITIVE_INFINITY) whole('historyFrameLimit', this.options.historyFrameLimit, 0, Number.MAX_SAFE_INTEGER)
     whole('maxFrameBytes', this.options.maxFrameBytes, 1, Number.MAX_SAFE_INTEGER)
     whole('eventStreamKeepAliveMs', this.options.eventStreamKeepAliveMs, 1, 2 ** 31 - 1)
     const retryAfter = this.options.supersedeRetryAfterS
@@ -1227,17 +1241,31 @@ export class PlatformSimulator extends EventEmitter {
     if (excess > 0) list.splice(0, excess)
   }
 
-  /** Drops the oldest closed sockets from `connections` past `historyLimit`; open ones stay. */
-  private trimClosedConnections(): void {
+  /**
+   * Called as `closed` closes: drops the oldest closed sockets from `connections` past
+   * `historyLimit` (open ones stay), then empties the frame records of the oldest closed sockets
+   * while the closed sockets' frames together exceed `historyFrameLimit`.
+   */
+  private trimClosedConnections(closed: SimConnection): void {
+    this.closedFrames += closed.frames.length
     const limit = this.options.historyLimit
-    if (this.connections.length <= limit) return
-    let excess = this.connections.reduce((n, c) => n + (c.state === 'closed' ? 1 : 0), 0) - limit
-    if (excess <= 0) return
-    for (let i = 0; i < this.connections.length && excess > 0; ) {
-      if (this.connections[i]!.state === 'closed') {
-        this.connections.splice(i, 1)
-        excess--
-      } else i++
+    if (this.connections.length > limit) {
+      let excess = this.connections.reduce((n, c) => n + (c.state === 'closed' ? 1 : 0), 0) - limit
+      for (let i = 0; i < this.connections.length && excess > 0; ) {
+        const c = this.connections[i]!
+        if (c.state === 'closed') {
+          this.connections.splice(i, 1)
+          this.closedFrames -= c.frames.length
+          excess--
+        } else i++
+      }
+    }
+    for (let i = 0; i < this.connections.length && this.closedFrames > this.options.historyFrameLimit; i++) {
+      const c = this.connections[i]!
+      if (c.state !== 'closed' || c.frames.length === 0) continue
+      this.closedFrames -= c.frames.length
+      c.framesForgotten += c.frames.length
+      c.frames.length = 0
     }
   }
 
@@ -1594,7 +1622,7 @@ export class PlatformSimulator extends EventEmitter {
       this.tracker.closed(agentId, connection.id, this.reasonOf(connection), this.now())
       // A join held on this socket can no longer be answered: forget it (and the frames behind it).
       for (let i = this.heldJoinFrames.length - 1; i >= 0; i--) if (this.heldJoinFrames[i]!.connection === connection) this.heldJoinFrames.splice(i, 1)
-      this.trimClosedConnections()
+      this.trimClosedConnections(connection)
       this.emitSafely('closed', connection)
       this.changed()
     })
@@ -1672,7 +1700,7 @@ export class PlatformSimulator extends EventEmitter {
       return
     }
     const frame = decoded.frame
-    c.record('in', frame, isBinary ? `<binary ${bytes.length} bytes>` : text)
+    c.record('in', frame, isBinary ? `<binary ${bytes.length} bytes>` : text, isBinary ? bytes.length : text.length)
     const heldJoin = frame.join_ref === null ? undefined : this.heldJoinFrames.find((j) => j.connection === c && j.frame.topic === frame.topic && j.frame.join_ref === frame.join_ref)
     if (heldJoin) {
       // A push or leave of a join still held: answered once the join is (as Phoenix, in order).
