@@ -134,6 +134,7 @@ export function program(): Command {
     .action(
       async (opts: { url: string; agentId: string; apiKey: string; onConflict?: 'supersede' | 'reject'; allowInsecure: boolean; json: boolean; visualize: boolean; visualizePort: number; trace?: string }) => {
         const { visualize, visualizePort, ...rest } = opts
+        outlivesOutput = true
         process.exitCode = await runConnect({ ...rest, ...(visualize ? { visualizePort } : {}) })
       },
     )
@@ -157,6 +158,7 @@ export function program(): Command {
     .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; history: number; historyFrames: number; json: boolean; dashboard: boolean; adminToken?: string }) => {
       const loaded = await simulatorCommand(() => import('./cli/serve.js'))
       if (loaded === null) return
+      outlivesOutput = true
       process.exitCode = await loaded.runServe({
         port: opts.port,
         host: opts.host,
@@ -196,6 +198,7 @@ export function program(): Command {
     .option('--port <port>', 'port of the page (0 picks one)', port, 0)
     .option('--json', 'one JSON object per line', false)
     .action(async (file: string, opts: { port: number; json: boolean }) => {
+      outlivesOutput = true
       process.exitCode = await runReplay({ file, port: opts.port, json: opts.json, holdUntil: untilSignal() })
     })
   cli
@@ -233,11 +236,25 @@ export function program(): Command {
   return cli
 }
 
+/**
+ * Set by the commands that run until Ctrl-C (`serve`, `connect`, `replay`): they outlive their
+ * output. A reader that goes away (`serve --json | head -n 1`, to learn the port) or a full disk
+ * stops their log lines, said once on stderr, and they go on serving (a simulator with agents
+ * attached is not stopped by its log's reader; it still drains on SIGTERM or Ctrl-C).
+ */
+let outlivesOutput = false
+let outputLost = false
+
 /** Runs the program on `argv`; errors print one line and set exit code 1. */
 export async function main(argv: string[] = process.argv): Promise<void> {
   // `phoenix-link paths | head`: a reader that stops early is not an error. Any other failure to
   // write the output (a full disk, ENOSPC) ends the command with one line, not a stack trace.
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (outlivesOutput) {
+      if (!outputLost) process.stderr.write(`phoenix-link: no more log lines (${error.code === 'EPIPE' ? 'the reader of the output went away' : `cannot write the output: ${visible(thrownText(error))}`}); running on until Ctrl-C or SIGTERM\n`)
+      outputLost = true
+      return
+    }
     if (error.code === 'EPIPE') process.exit(0)
     process.stderr.write(`phoenix-link: cannot write the output: ${visible(thrownText(error))}\n`)
     process.exit(1)

@@ -142,6 +142,33 @@ describe('the simulator over HTTP', () => {
     }
   })
 
+  it('serve outlives the reader of its output (serve --json | head -n 1, to learn the port): it says so once on stderr, serves on, and drains on SIGTERM with exit 0', async () => {
+    const child = serve()
+    let stderr = ''
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    try {
+      const { url, http } = await listening(child)
+      // The reader goes away: the next log line ("accepted") meets a closed pipe (EPIPE).
+      child.stdout.destroy()
+      for (const agent of ['after-1', 'after-2']) {
+        const link = createLink({ url, agentId: agent, apiKey: 'k' })
+        try {
+          await link.connect()
+          expect((await call(http, 'POST', '/admin/wait', { until: 'joined', agent, timeoutMs: 5000 })).body).toEqual({ count: 1 })
+        } finally {
+          await link.disconnect()
+        }
+      }
+      await until(() => stderr.includes('no more log lines'), 5000, 'serve to say its log lines stopped')
+      expect(child.exitCode).toBe(null)
+      expect(stderr.match(/no more log lines/g)).toHaveLength(1)
+      expect(stderr).toContain('phoenix-link: no more log lines (the reader of the output went away); running on until Ctrl-C or SIGTERM')
+    } finally {
+      child.kill('SIGTERM')
+      expect(await exited(child)).toBe(0)
+    }
+  })
+
   it('bad requests: a wrong type names the field (400), bad JSON (400), an unknown control (404), a wrong method (405 with Allow)', async () => {
     const sim = await startSimulator()
     try {
