@@ -372,6 +372,43 @@ describe('the simulator over HTTP', () => {
     }
   })
 
+  it('the per-agent records a wait counts stay equal to the records themselves as historyLimit trims them: sockets, upgrades, refusals', async () => {
+    const sim = await startSimulator({ agents: { a: 'ka', b: 'kb' }, historyLimit: 3 })
+    const http = httpOf(sim)
+    const opened: WebSocket[] = []
+    const attempt = async (agent: string, key: string) => {
+      const ws = new WebSocket(`${sim.url}/websocket?agent_id=${agent}&vsn=2.0.0`, { headers: { 'x-api-key': key } })
+      opened.push(ws)
+      const outcome = await Promise.race([once(ws, 'open').then(() => 'open'), once(ws, 'unexpected-response').then(() => 'refused'), once(ws, 'error').then(() => 'error')])
+      if (outcome === 'open') {
+        ws.close()
+        await once(ws, 'close')
+      } else ws.terminate()
+    }
+    try {
+      const script: Array<[string, string]> = [['a', 'ka'], ['b', 'wrong'], ['a', 'wrong'], ['b', 'kb'], ['a', 'ka'], ['b', 'wrong'], ['a', 'ka'], ['a', 'wrong']]
+      for (const [agent, key] of script) {
+        await attempt(agent, key)
+        await sim.settled()
+        for (const who of ['a', 'b', 'nobody', undefined]) {
+          const mine = sim.upgrades.filter((u) => who === undefined || u.agentId === who)
+          expect(sim.upgradeCounts(who)).toEqual({ upgrades: mine.length, refused: mine.filter((u) => u.status !== 101).length })
+          if (who !== undefined) expect(sim.accepted(who).map((c) => c.id)).toEqual(sim.accepted().filter((c) => c.agentId === who).map((c) => c.id))
+        }
+      }
+      // Three upgrade records kept, the most recent: a refused, a accepted, a refused (the script's last three).
+      expect(sim.upgrades.map((u) => [u.agentId, u.status])).toEqual([['b', 403], ['a', 101], ['a', 403]])
+      expect((await call(http, 'POST', '/admin/wait', { until: 'refused', agent: 'a', timeoutMs: 1000 })).body).toEqual({ count: 1 })
+      expect((await call(http, 'POST', '/admin/wait', { until: 'upgrades', agent: 'b', timeoutMs: 1000 })).body).toEqual({ count: 1 })
+      expect((await call(http, 'POST', '/admin/wait', { until: 'accepted', agent: 'a', timeoutMs: 1000 })).body).toEqual({ count: 2 })
+      expect(sim.accepted('a')).toHaveLength(2)
+      expect(sim.accepted('b')).toHaveLength(1)
+    } finally {
+      for (const ws of opened) ws.terminate()
+      await sim.stop()
+    }
+  })
+
   it('a frame record stays small: a long frame keeps its envelope and top-level scalars (a reply its status); historyFrameLimit empties the oldest closed sockets\' records', async () => {
     const sim = await startSimulator({ agents: { a: 'ka' }, historyFrameLimit: 6 })
     const links: Array<ReturnType<typeof createLink>> = []

@@ -210,16 +210,15 @@ function agentRoute(path: string, summary: string, control: (sim: PlatformSimula
 }
 
 function count(sim: PlatformSimulator, what: z.infer<typeof WaitCondition>, agent: string | undefined): number {
-  const mine = <T extends { agentId: string | null }>(items: readonly T[]) => (agent === undefined ? items : items.filter((i) => i.agentId === agent))
   switch (what) {
     case 'live':
       return sim.live(agent).length
     case 'accepted':
       return sim.accepted(agent).length
     case 'upgrades':
-      return mine(sim.upgrades).length
+      return sim.upgradeCounts(agent).upgrades
     case 'refused':
-      return mine(sim.upgrades).filter((u) => u.status !== 101).length
+      return sim.upgradeCounts(agent).refused
     case 'closed':
       return sim.accepted(agent).filter((c) => c.state === 'closed').length
     case 'heldUpgrades':

@@ -434,6 +434,12 @@ export class PlatformSimulator extends EventEmitter {
   private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> = []
   /** Held upgrades that ended with no answer, by agent id (null: a request without one). */
   private readonly unanswered = new Map<string | null, number>()
+  /** Per agent: its sockets in `connections`, in order (what accepted(agentId) and live(agentId) read). */
+  private readonly socketsOf = new Map<string, SimConnection[]>()
+  /** Per agent: its upgrades in `upgrades`, and how many of them were refused. */
+  private readonly upgradesOf = new Map<string, { upgrades: number; refused: number }>()
+  /** The refused upgrades in `upgrades`. */
+  private refusedUpgrades = 0
   /** Frames in the records of the closed sockets still in `connections` (bounded by `historyFrameLimit`). */
   private closedFrames = 0
   /** The test's hold ({@link holdUpgrades}): of the agents `match` matches, or of all when null; null when none. */
@@ -611,7 +617,8 @@ export class PlatformSimulator extends EventEmitter {
 
   /** Open sockets, of one agent or of all. */
   live(agentId?: string): SimConnection[] {
-    return this.connections.filter((c) => c.live && (agentId === undefined || c.agentId === agentId))
+    if (agentId === undefined) return this.connections.filter((c) => c.live)
+    return (this.socketsOf.get(agentId) ?? []).filter((c) => c.live)
   }
 
   /**
@@ -633,7 +640,18 @@ export class PlatformSimulator extends EventEmitter {
 
   /** Sockets ever accepted, of one agent or of all. */
   accepted(agentId?: string): SimConnection[] {
-    return agentId === undefined ? [...this.connections] : this.connections.filter((c) => c.agentId === agentId)
+    return agentId === undefined ? [...this.connections] : [...(this.socketsOf.get(agentId) ?? [])]
+  }
+
+  /**
+   * @internal How many of the upgrade records kept (`upgrades`) are of `agentId` (every agent when
+   * undefined), and how many of those were refused: read by the HTTP route's long-poll waits on
+   * every change, so kept per agent rather than counted over the whole record.
+   */
+  upgradeCounts(agentId?: string): { upgrades: number; refused: number } {
+    if (agentId === undefined) return { upgrades: this.upgrades.length, refused: this.refusedUpgrades }
+    const counts = this.upgradesOf.get(agentId)
+    return counts === undefined ? { upgrades: 0, refused: 0 } : { ...counts }
   }
 
   /** Close frames the simulator sent, in order, with the socket they went to. */
@@ -1235,6 +1253,23 @@ export class PlatformSimulator extends EventEmitter {
     if (this.unanswered.size > this.options.historyLimit) this.unanswered.delete(this.unanswered.keys().next().value!)
   }
 
+  /** Records an upgrade answered, keeping the most recent `historyLimit` and the counts per agent. */
+  private recordUpgrade(record: UpgradeRecord): void {
+    const count = (r: UpgradeRecord, by: number) => {
+      if (r.status !== 101) this.refusedUpgrades += by
+      if (r.agentId === null) return
+      const counts = this.upgradesOf.get(r.agentId) ?? { upgrades: 0, refused: 0 }
+      counts.upgrades += by
+      if (r.status !== 101) counts.refused += by
+      if (counts.upgrades === 0) this.upgradesOf.delete(r.agentId)
+      else this.upgradesOf.set(r.agentId, counts)
+    }
+    this.upgrades.push(record)
+    count(record, 1)
+    const excess = this.upgrades.length - this.options.historyLimit
+    if (excess > 0) for (const dropped of this.upgrades.splice(0, excess)) count(dropped, -1)
+  }
+
   /** Drops the oldest entries of a record list past `historyLimit`. */
   private trimHistory(list: unknown[]): void {
     const excess = list.length - this.options.historyLimit
@@ -1255,6 +1290,9 @@ export class PlatformSimulator extends EventEmitter {
         const c = this.connections[i]!
         if (c.state === 'closed') {
           this.connections.splice(i, 1)
+          const sockets = this.socketsOf.get(c.agentId)!
+          sockets.splice(sockets.indexOf(c), 1)
+          if (sockets.length === 0) this.socketsOf.delete(c.agentId)
           this.closedFrames -= c.frames.length
           excess--
         } else i++
@@ -1422,8 +1460,7 @@ export class PlatformSimulator extends EventEmitter {
       this.keepAlive(socket as Socket, head)
     }
     const record: UpgradeRecord = { at: this.now(), agentId, status, outcome, onConflict: asker.onConflict }
-    this.upgrades.push(record)
-    this.trimHistory(this.upgrades)
+    this.recordUpgrade(record)
     this.logger.info('upgrade refused', { status, agentId, outcome })
     this.emitSafely('refused', record)
     this.changed()
@@ -1572,8 +1609,10 @@ export class PlatformSimulator extends EventEmitter {
     )
     const older = this.live(agentId)
     this.connections.push(connection)
-    this.upgrades.push({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id), onConflict })
-    this.trimHistory(this.upgrades)
+    const sockets = this.socketsOf.get(agentId)
+    if (sockets === undefined) this.socketsOf.set(agentId, [connection])
+    else sockets.push(connection)
+    this.recordUpgrade({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id), onConflict })
     this.logger.info('socket accepted', { socket: connection.id, agentId })
     ws.on('message', (data, isBinary) => this.receive(connection, data, isBinary))
     // A WebSocket ping or pong is traffic too: Bandit and Cowboy keep a socket that sends only
