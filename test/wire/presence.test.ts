@@ -161,6 +161,43 @@ describe('presence on the simulator', () => {
     expect(sim.aborts[0]!.outcome).toBe('nothing-to-abort')
   })
 
+  it('presence ends as a socket stops being live, not at its TCP end: a superseded socket that never answers the close, and a client that sends its close and hangs, hold nothing up for ws\'s 30 s close timeout', async () => {
+    const sim = await world().sim({ agents: 'any', idleTimeoutMs: null })
+    const opened: WebSocket[] = []
+    const open = async (agent: string) => {
+      const ws = new WebSocket(`${sim.url}/websocket?agent_id=${agent}&vsn=2.0.0`, { headers: { 'x-api-key': 'k' } })
+      opened.push(ws)
+      await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject))
+      return ws
+    }
+    const hang = (ws: WebSocket) => (ws as unknown as { _socket: { pause(): void } })._socket.pause()
+    try {
+      // The older instance hangs (never reads the supersede close); the newer one supersedes it, then leaves with 1000.
+      const older = await open('agent-h')
+      hang(older)
+      const newer = await open('agent-h')
+      await sim.waitFor(() => sim.accepted('agent-h')[0]!.state === 'closing', { what: 'the superseded socket to be closing' })
+      expect(crossings(sim, 'agent-h')).toEqual(['first-connected'])
+      sim.runs.startRun('agent-h', 'run-h', {})
+      newer.close(1000)
+      await sim.waitFor(() => crossings(sim, 'agent-h').length === 2, { timeoutMs: 5000, what: 'last-disconnected of agent-h' })
+      // The close that ended the principal's last live socket decides the reason (before: superseded, 30 s later).
+      expect(crossings(sim, 'agent-h')).toEqual(['first-connected', 'last-disconnected:graceful'])
+      expect(sim.accepted('agent-h')[0]!.state).toBe('closing')
+      await sim.waitFor(() => sim.aborts.some((a) => a.runId === 'run-h'), { timeoutMs: 5000, what: 'the run of agent-h aborted' })
+      // A client that sends its close and stops reading: its presence ends as its close is read.
+      const closer = await open('agent-c')
+      closer.close(1000)
+      hang(closer)
+      await sim.waitFor(() => crossings(sim, 'agent-c').length === 2, { timeoutMs: 5000, what: 'last-disconnected of agent-c' })
+      expect(crossings(sim, 'agent-c')).toEqual(['first-connected', 'last-disconnected:graceful'])
+    } finally {
+      // ws clears a client's close timer as its socket ends: awaited, so no timer outlives the test.
+      await Promise.all(opened.map((ws) => (ws.readyState === WebSocket.CLOSED ? undefined : new Promise((resolve) => ws.once('close', resolve).terminate()))))
+      await sim.stop()
+    }
+  })
+
   it('each way a connection ends reaches last-disconnected with its reason kind', async () => {
     const sim = await world().sim({ idleTimeoutMs: 300, agents: 'any' })
     const cases: Array<[string, (agent: string) => unknown, string]> = [

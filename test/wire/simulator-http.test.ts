@@ -527,7 +527,7 @@ describe('the simulator over HTTP', () => {
       close: 'POST /admin/close', abort: 'POST /admin/abort', disconnect: 'POST /admin/disconnect', setKeys: 'POST /admin/keys', revoke: 'POST /admin/revoke',
       unrevoke: 'POST /admin/unrevoke', freeze: 'POST /admin/freeze', stall: 'POST /admin/stall', restart: 'POST /admin/restart', push: 'POST /admin/push',
       sendRaw: 'POST /admin/raw', control: 'POST /admin/control', broadcast: 'POST /admin/broadcast', supersede: 'POST /admin/supersede',
-      channelError: 'POST /admin/channel-error', channelClose: 'POST /admin/channel-close', now: 'GET /admin/clock',
+      channelError: 'POST /admin/channel-error', channelClose: 'POST /admin/channel-close', now: 'GET /admin/clock', upgradeCounts: 'GET /admin/upgrades',
     }
     // Not controls: the process's own lifecycle (serve starts and stops it; a stopping simulator answers every POST 503) and its address (serve prints it).
     const notControls = new Set(['constructor', 'listen', 'stop', 'isStopping', 'port', 'url'])

@@ -161,6 +161,9 @@ export class SimConnection {
   /** Inbound frames that could not be decoded, with why. */
   readonly problems: string[] = []
 
+  /** @internal Called once, as the socket stops being live by the simulator's close or abort (the simulator's presence ends there). */
+  onClosing: (() => void) | null = null
+
   /** @internal */
   idleTimer: NodeJS.Timeout | null = null
   /** @internal A drain's cut of a socket with no channel (Cowboy's way), pending. */
@@ -232,6 +235,7 @@ export class SimConnection {
     this.closeSent = { code, reason }
     this.closeCause = cause
     this.ws.close(code, reason)
+    this.closing()
   }
 
   /**
@@ -244,6 +248,13 @@ export class SimConnection {
     if (this.clientClosed === null) this.aborted = true
     this.state = 'closing'
     this.ws.terminate()
+    this.closing()
+  }
+
+  private closing(): void {
+    const onClosing = this.onClosing
+    this.onClosing = null
+    onClosing?.()
   }
 
   /** Stops answering heartbeats and stops reading from the socket; it never closes by itself. */

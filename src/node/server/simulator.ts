@@ -434,6 +434,8 @@ export class PlatformSimulator extends EventEmitter {
   private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> = []
   /** Held upgrades that ended with no answer, by agent id (null: a request without one). */
   private readonly unanswered = new Map<string | null, number>()
+  /** Sockets whose presence ended (endPresence), weakly: a socket trimmed from the records is forgotten. */
+  private readonly presenceEnded = new WeakSet<SimConnection>()
   /** Per agent: its sockets in `connections`, in order (what accepted(agentId) and live(agentId) read). */
   private readonly socketsOf = new Map<string, SimConnection[]>()
   /** Per agent: its upgrades in `upgrades`, and how many of them were refused. */
@@ -1206,13 +1208,27 @@ export class PlatformSimulator extends EventEmitter {
    * that started the closing handshake is never aborted nor sent a close after it (SimConnection's
    * `clientClosed`), so its own close decides.
    */
+  /**
+   * The principal's presence of `c` ends: once, as the socket stops being live (the simulator's
+   * close or abort, the client's close frame read, a frame ws refused), not at its TCP end, which a
+   * peer that never answers a close holds up for ws's 30 s close timeout. As a Phoenix socket
+   * process ends when it sends its close or reads the client's (connection.ts `live`).
+   */
+  private endPresence(c: SimConnection): void {
+    if (this.presenceEnded.has(c)) return
+    this.presenceEnded.add(c)
+    c.onClosing = null
+    this.tracker.closed(c.agentId, c.id, this.reasonOf(c), this.now())
+  }
+
   private reasonOf(c: SimConnection): DisconnectReason {
     const at = Date.now()
     if (c.superseded) return classifySupersede(c.superseded, 0, at)
     if (c.closeCause === 'idle') return heartbeatTimeout(0, at)
     if (c.aborted) return { kind: 'dropped', retryable: true, source: 'socket', detail: 'the server ended the connection without a close frame', generation: 0, at }
     if (c.closeSent) return classifyClose({ code: c.closeSent.code, reason: c.closeSent.reason }, 0, at)
-    const seen = c.closeSeen ?? { code: 1006, reason: '' }
+    // The client's close frame when its presence ends on it (the TCP end, closeSeen, may come later).
+    const seen = c.clientClosed ?? c.closeSeen ?? { code: 1006, reason: '' }
     if (seen.code === 1000 || seen.code === 1001) return { kind: 'graceful', retryable: false, generation: 0, at }
     return classifyClose({ code: seen.code, reason: seen.reason }, 0, at)
   }
@@ -1629,6 +1645,7 @@ export class PlatformSimulator extends EventEmitter {
       if (connection.state !== 'open') return
       connection.state = 'closing'
       connection.clientClosed = { code, reason: reason.toString() }
+      this.endPresence(connection)
       this.changed()
     })
     ws.on('error', (error) => {
@@ -1642,6 +1659,7 @@ export class PlatformSimulator extends EventEmitter {
           connection.closeSent = { code, reason: '' }
           connection.closeCause = 'protocol'
         }
+        this.endPresence(connection)
         this.changed()
       }
       connection.problems.push(`socket error: ${error.message}`)
@@ -1658,7 +1676,7 @@ export class PlatformSimulator extends EventEmitter {
       connection.channels.clear()
       this.logger.info('socket closed', { socket: connection.id, code })
       this.metrics.activeConnections.dec()
-      this.tracker.closed(agentId, connection.id, this.reasonOf(connection), this.now())
+      this.endPresence(connection)
       // A join held on this socket can no longer be answered: forget it (and the frames behind it).
       for (let i = this.heldJoinFrames.length - 1; i >= 0; i--) if (this.heldJoinFrames[i]!.connection === connection) this.heldJoinFrames.splice(i, 1)
       this.trimClosedConnections(connection)
@@ -1667,6 +1685,7 @@ export class PlatformSimulator extends EventEmitter {
     })
     this.metrics.activeConnections.inc()
     this.tracker.opened(agentId, connection.id, this.now())
+    connection.onClosing = () => this.endPresence(connection)
     this.armIdle(connection)
     // A second socket with the same key supersedes the older ones: push first, then close.
     for (const old of older) this.supersedeOne(old, undefined, undefined)
