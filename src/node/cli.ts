@@ -148,6 +148,7 @@ export function program(): Command {
     .option('--idle-timeout <ms>', 'close sockets silent this long', ms, 60_000)
     .option('--history <n>', 'records kept of each kind, the most recent (closed sockets, upgrades, presence crossings, abort reports, agents with unanswered-upgrade counts), so a server left running keeps its memory bounded', count, 10_000)
     .option('--history-frames <n>', 'frames kept over the records of every closed socket together; past it the oldest closed sockets lose their frame records (each socket keeps at most 5000, each frame cut past 2000 characters)', count, 100_000)
+    .option('--allow-origin <origin>', "a page origin whose browser upgrades are accepted besides loopback pages (repeatable; '*' accepts any, as Phoenix's check_origin: false)", (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--json', 'one JSON object per line', false)
     .option('--dashboard', 'also serve the visualizer page at / on the same port; its #dashboard view lists who is attached, live', false)
     .addOption(
@@ -155,7 +156,7 @@ export function program(): Command {
         'PHOENIX_LINK_ADMIN_TOKEN',
       ),
     )
-    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; history: number; historyFrames: number; json: boolean; dashboard: boolean; adminToken?: string }) => {
+    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; history: number; historyFrames: number; allowOrigin: string[]; json: boolean; dashboard: boolean; adminToken?: string }) => {
       const loaded = await simulatorCommand(() => import('./cli/serve.js'))
       if (loaded === null) return
       outlivesOutput = true
@@ -167,6 +168,7 @@ export function program(): Command {
         idleTimeoutMs: opts.idleTimeout,
         historyLimit: opts.history,
         historyFrameLimit: opts.historyFrames,
+        allowOrigins: opts.allowOrigin,
         json: opts.json,
         dashboard: opts.dashboard,
         ...(opts.adminToken !== undefined ? { adminToken: opts.adminToken } : {}),

@@ -409,6 +409,75 @@ describe('the simulator over HTTP', () => {
     }
   })
 
+  it('checkOrigin: an upgrade from a page of another site is refused 403 with no body, as Phoenix\'s check_origin does, so it cannot supersede the agent under test; loopback pages and clients without an Origin connect', async () => {
+    const outcomeOf = async (sim: PlatformSimulator, origin: string | undefined) => {
+      const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-o&vsn=2.0.0`, { headers: { 'x-api-key': 'k' }, ...(origin === undefined ? {} : { origin }) })
+      const outcome = await new Promise<string>((resolve) => {
+        ws.once('open', () => resolve('101'))
+        ws.once('unexpected-response', (_req, res) => {
+          let body = ''
+          res.on('data', (chunk: Buffer) => (body += chunk.toString()))
+          res.on('end', () => resolve(`${res.statusCode} ${JSON.stringify(body)}`))
+        })
+        ws.once('error', () => {})
+      })
+      await new Promise((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve(undefined) : ws.once('close', resolve).terminate()))
+      await sim.settled()
+      return outcome
+    }
+    const sim = await startSimulator({ agents: 'any' })
+    try {
+      const origins = [undefined, 'http://127.0.0.1:5173', 'http://localhost:3000', 'http://[::1]:8080', 'https://evil.example', 'null', 'http://127.0.0.1.evil.example', 'chrome-extension://abc']
+      const got: Record<string, string> = {}
+      for (const origin of origins) got[origin ?? '(none)'] = await outcomeOf(sim, origin)
+      expect(got).toEqual({
+        '(none)': '101', 'http://127.0.0.1:5173': '101', 'http://localhost:3000': '101', 'http://[::1]:8080': '101',
+        'https://evil.example': '403 ""', null: '403 ""', 'http://127.0.0.1.evil.example': '403 ""', 'chrome-extension://abc': '403 ""',
+      })
+      expect(sim.upgrades.filter((u) => u.status === 403).map((u) => u.outcome)).toEqual(Array(4).fill('origin not allowed'))
+    } finally {
+      await sim.stop()
+    }
+    const any = await startSimulator({ agents: 'any', checkOrigin: false })
+    const listed = await startSimulator({ agents: 'any', checkOrigin: ['https://app.example'] })
+    try {
+      expect(await outcomeOf(any, 'https://evil.example')).toBe('101')
+      expect([await outcomeOf(listed, 'https://app.example'), await outcomeOf(listed, 'https://app.example:8443'), await outcomeOf(listed, 'http://127.0.0.1:5173'), await outcomeOf(listed, undefined)]).toEqual(['101', '403 ""', '101', '101'])
+    } finally {
+      await any.stop()
+      await listed.stop()
+    }
+    await expect(startSimulator({ checkOrigin: 'yes' as unknown as boolean })).rejects.toThrow("checkOrigin must be true, false or a list of origins such as ['https://app.example'], got \"yes\"")
+  })
+
+  it("serve --allow-origin accepts that page's upgrades besides loopback pages; '*' accepts any", async () => {
+    const statusFor = async (url: string, origin: string) => {
+      const ws = new WebSocket(`${url}/websocket?agent_id=agent-s&vsn=2.0.0`, { headers: { 'x-api-key': 'k' }, origin })
+      const status = await new Promise<number>((resolve) => {
+        ws.once('open', () => resolve(101))
+        ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0))
+        ws.once('error', () => {})
+      })
+      await new Promise((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve(undefined) : ws.once('close', resolve).terminate()))
+      return status
+    }
+    for (const [args, want] of [
+      [[], [403, 403, 101]],
+      [['--allow-origin', 'https://app.example'], [101, 403, 101]],
+      [['--allow-origin', '*'], [101, 101, 101]],
+    ] as Array<[string[], number[]]>) {
+      const child = serve(args)
+      try {
+        const { url } = await listening(child)
+        const got = [await statusFor(url, 'https://app.example'), await statusFor(url, 'https://evil.example'), await statusFor(url, 'http://localhost:5173')]
+        expect(got, args.join(' ')).toEqual(want)
+      } finally {
+        child.kill('SIGTERM')
+        expect(await exited(child)).toBe(0)
+      }
+    }
+  })
+
   it('a frame record stays small: a long frame keeps its envelope and top-level scalars (a reply its status); historyFrameLimit empties the oldest closed sockets\' records', async () => {
     const sim = await startSimulator({ agents: { a: 'ka' }, historyFrameLimit: 6 })
     const links: Array<ReturnType<typeof createLink>> = []

@@ -16,11 +16,23 @@ export interface ServeOptions {
   historyLimit: number
   /** Frames kept over every closed socket's record together (the simulator's `historyFrameLimit`; the CLI's `--history-frames`, 100000 unless given). */
   historyFrameLimit?: number
+  /**
+   * Page origins whose browser upgrades are accepted besides loopback pages (the CLI's repeatable
+   * `--allow-origin`); `'*'` among them accepts any origin. Empty or absent: loopback pages only.
+   */
+  allowOrigins?: string[]
   json: boolean
   /** Also serve the visualizer page at `/` on the simulator's port (`#dashboard`). */
   dashboard?: boolean
   /** A token the HTTP admin routes require (`Authorization: Bearer <token>`); without one they serve loopback callers only. */
   adminToken?: string
+}
+
+/** The simulator's `checkOrigin` for `--allow-origin` values: none, loopback pages only; `*`, any; else loopback pages and those. */
+function checkOriginFor(allowed: readonly string[]): boolean | string[] {
+  if (allowed.length === 0) return true
+  if (allowed.includes('*')) return false
+  return [...allowed]
 }
 
 /**
@@ -54,6 +66,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     idleTimeoutMs: options.idleTimeoutMs,
     historyLimit: options.historyLimit,
     historyFrameLimit: options.historyFrameLimit ?? 100_000,
+    checkOrigin: checkOriginFor(options.allowOrigins ?? []),
     ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
   }).catch((error: unknown) => {
     // The simulator names its options; on the command line they are flags.

@@ -38,7 +38,7 @@ import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { isRegistry } from '../prometheus.js'
 import { PresenceTracker, type PresenceCrossing } from './presence.js'
 import { AdminApi } from './admin.js'
-import { ControlApi, isLoopbackInterface, requestUrl } from './control-api.js'
+import { ControlApi, isLoopbackHost, isLoopbackInterface, requestUrl } from './control-api.js'
 import { RunSupervisor, type AgentAborted, type RunSupervisorOptions } from '../../runs.js'
 import { classifyClose, classifySupersede, clipText, heartbeatTimeout, type DisconnectReason } from '../../reasons.js'
 import { DEFAULT_PRESENCE_POLICY, type PresencePolicy } from '../../../machines/presence-policy.js'
@@ -106,6 +106,19 @@ export interface SimulatorOptions {
    * @default Infinity
    */
   historyFrameLimit?: number
+  /**
+   * Which pages may open a socket, by the upgrade's `Origin` header, as Phoenix's `check_origin`
+   * (phoenix/lib/phoenix/socket/transport.ex `check_origin/5`: an upgrade without an Origin, which
+   * no browser omits and most other clients do not send, always passes; a refused one is answered
+   * 403 with an empty body, before the socket's `connect`). `true`: pages served from loopback
+   * only (`localhost`, 127.0.0.0/8, `[::1]`), the counterpart of Phoenix's default, which allows
+   * the endpoint's own host: so a page of another site the developer has open cannot connect as an
+   * agent under test and supersede it; an opaque origin (`null`: a `file://` page, a sandboxed
+   * frame) is refused too. `false`: any origin (the reference peer's config does this). A list:
+   * loopback pages and exactly these origins (`'https://app.example:8443'`, as browsers send them).
+   * @default true
+   */
+  checkOrigin?: boolean | readonly string[]
   /** Largest inbound frame in bytes; larger ones are closed with 1009 by `ws`. @default 8388608 */
   maxFrameBytes?: number
   /** Presence policy: the grace window before last-disconnected. @default { graceWindowMs: 0 } */
@@ -243,6 +256,14 @@ export type PushHandler = (push: { connection: SimConnection; topic: string; eve
 
 const DEFAULT_PUSH_HANDLER: PushHandler = () => ({ status: 'ok', response: {} })
 
+/** The `checkOrigin` option checked and copied. @throws {TypeError} for anything but a boolean or a list of origin strings. */
+function checkOriginOf(value: unknown): boolean | readonly string[] {
+  if (value === undefined) return true
+  if (typeof value === 'boolean') return value
+  if (Array.isArray(value) && value.every((o) => typeof o === 'string' && o !== '')) return Object.freeze([...(value as string[])])
+  throw new TypeError(`checkOrigin must be true, false or a list of origins such as ['https://app.example'], got ${shownAs(value)}`)
+}
+
 /** Error codes of the platform's refusal body, by status (docs/field-notes.md "The platform's control channel"). */
 const ERROR_CODES: Record<number, string> = {
   400: 'invalid_on_conflict',
@@ -307,7 +328,7 @@ function httpDate(): string {
 
 /** Every option of {@link SimulatorOptions}: another key is a typo, refused. */
 const SIMULATOR_OPTION_KEYS: ReadonlySet<string> = new Set([
-  'host', 'port', 'path', 'agents', 'flavor', 'idleTimeoutMs', 'supersedeCooldownMs', 'supersedeRetryAfterS', 'recordLimit', 'historyLimit', 'historyFrameLimit',
+  'host', 'port', 'path', 'agents', 'flavor', 'idleTimeoutMs', 'supersedeCooldownMs', 'supersedeRetryAfterS', 'recordLimit', 'historyLimit', 'historyFrameLimit', 'checkOrigin',
   'maxFrameBytes', 'presence', 'runs', 'metrics', 'routes', 'eventStreamKeepAliveMs', 'rejectMode', 'adminToken', 'logger',
 ] satisfies Array<keyof SimulatorOptions>)
 
@@ -484,6 +505,7 @@ export class PlatformSimulator extends EventEmitter {
       recordLimit: options.recordLimit ?? 5000,
       historyLimit: options.historyLimit ?? Number.POSITIVE_INFINITY,
       historyFrameLimit: options.historyFrameLimit ?? Number.POSITIVE_INFINITY,
+      checkOrigin: checkOriginOf(options.checkOrigin),
       maxFrameBytes: options.maxFrameBytes ?? 8 * 1024 * 1024,
       eventStreamKeepAliveMs: options.eventStreamKeepAliveMs ?? 15_000,
       rejectMode: options.rejectMode ?? 'plain',
@@ -1545,6 +1567,20 @@ export class PlatformSimulator extends EventEmitter {
     this.answerUpgradeSafely(req, socket, head)
   }
 
+  /** Whether an upgrade with this `Origin` header may open a socket (`checkOrigin`). */
+  private originAllowed(origin: string): boolean {
+    const check = this.options.checkOrigin
+    if (check === false) return true
+    if (check !== true && check.includes(origin)) return true
+    if (origin === 'null') return false
+    try {
+      const url = new URL(origin)
+      return (url.protocol === 'http:' || url.protocol === 'https:') && isLoopbackHost(url.host)
+    } catch {
+      return false
+    }
+  }
+
   /** A request the simulator cannot parse gets HTTP 400; nothing a client sends can stop the server. */
   private answerUpgradeSafely(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     try {
@@ -1565,6 +1601,12 @@ export class PlatformSimulator extends EventEmitter {
     }
     const asker = askerIn(url.searchParams)
     const { agentId, onConflict } = asker
+    const origin = req.headers.origin
+    if (origin !== undefined && !this.originAllowed(origin)) {
+      // Phoenix's transport checks the origin before the socket's connect/3: a 403 with no body.
+      this.refuse(socket, { status: 403, body: 'none' }, asker, 'origin not allowed', head)
+      return
+    }
     const own = agentId === null ? undefined : this.agentRefusals.get(agentId)
     const scripted = own?.shift() ?? this.refusals.shift()
     if (own?.length === 0) this.agentRefusals.delete(agentId!)
