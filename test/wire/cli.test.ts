@@ -268,6 +268,15 @@ describe('phoenix-link command line', () => {
     const { allPaths } = await import('../../src/node/model/paths.js')
     expect(lines).toHaveLength(allPaths('wire').reconnect.length)
     expect(lines.every((l) => l.chart === 'reconnect' && l.steps.length > 0)).toBe(true)
+    // The small policy the reconnect paths run under is said, not left for a reader to mistake for the defaults.
+    expect(new Set(lines.map((l) => JSON.stringify((l as { policy?: unknown }).policy)))).toEqual(new Set([JSON.stringify({ stableAfterMs: 5000, rapidWindowMs: 1000, rapidLimit: 2, maxAttempts: 3 })]))
+    const text = cli(['paths', '--chart', 'reconnect'])
+    let header = ''
+    text.stdout.on('data', (c: Buffer) => (header += c.toString()))
+    expect(await exit(text)).toBe(0)
+    expect(header.split('\n')[0]).toBe(
+      `reconnect chart: ${lines.length} wire paths, generated with xstate/graph from machines/reconnect.ts, under a small policy so that its slow-down and give-up paths are short: stableAfterMs 5000 (default 60000), rapidWindowMs 1000 (default 5000), rapidLimit 2 (default 10), maxAttempts 3 (default none)`,
+    )
   })
 
   it('paths --json prints the connection paths in the test kit’s stimulus vocabulary, equal to lifecyclePaths()', async () => {

@@ -202,7 +202,11 @@ async function demo(options: DemoOptions, out: Output, traced: { error: Error | 
       ['5. the connection drops with no close frame (1006)', () => sim.abort({ agent: AGENT }), 'dropped'],
     ]
     for (const [title, disrupt, kind] of disruptions) {
-      out.step(`${title}: not a stop, so reconnect and rejoin`)
+      // Every close here comes within connection.unseenSupersedeWindowMs (5 s) of a join: the first step says why the link then probes.
+      const probe = title.startsWith('2.')
+        ? '; this soon after the join (under 5 s) a close may hide a supersede the platform could not push, so the next upgrade asks on_conflict=reject, and the server accepting it shows that nobody else holds the key'
+        : ''
+      out.step(`${title}: not a stop, so reconnect and rejoin${probe}`)
       const lost = a.once('disconnected')
       const back = a.once('reconnected')
       const rejoined = new Promise<void>((resolve) => {

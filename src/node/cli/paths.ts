@@ -2,6 +2,8 @@
 import { allPaths, type ModelPath } from '../model/paths.js'
 import type { Expectation } from '../model/connection-model.js'
 import { lifecyclePathOf } from '../testing/paths.js'
+import { MODEL_RECONNECT_POLICY } from '../model/small-models.js'
+import { DEFAULT_RECONNECT_POLICY } from '../../../machines/reconnect-policy.js'
 
 /** Options of {@link runPaths}. */
 export interface PathsOptions {
@@ -22,6 +24,21 @@ function describeExpect(expect: Record<string, unknown>): string {
 }
 
 /**
+ * The policy fields a chart's paths are generated under that differ from the link's defaults:
+ * the reconnect chart's model uses small limits so that its slow-down and give-up paths are short
+ * (src/node/model/small-models.ts `MODEL_RECONNECT_POLICY`); the other charts use the defaults.
+ */
+export function modelPolicyOf(chart: string): Record<string, { model: unknown; default: unknown }> {
+  if (chart !== 'reconnect') return {}
+  const differs: Record<string, { model: unknown; default: unknown }> = {}
+  for (const [key, value] of Object.entries(MODEL_RECONNECT_POLICY)) {
+    const fallback = (DEFAULT_RECONNECT_POLICY as Record<string, unknown>)[key]
+    if (value !== fallback) differs[key] = { model: value, default: fallback ?? null }
+  }
+  return differs
+}
+
+/**
  * Prints the paths and returns the exit code (0).
  *
  * @throws {Error} for an unknown chart name.
@@ -33,7 +50,14 @@ export function runPaths(options: PathsOptions): number {
   for (const chart of charts) {
     const paths = all[chart]
     if (!paths) throw new Error(`no model for chart ${JSON.stringify(chart)}; use connection, channel or reconnect`)
-    if (!options.json) write(`${chart} chart: ${paths.length} ${options.mode} paths, generated with xstate/graph from machines/${chart}.ts`)
+    const policy = modelPolicyOf(chart)
+    const changed = Object.entries(policy).map(([key, { model, default: fallback }]) => `${key} ${String(model)} (default ${fallback === null ? 'none' : String(fallback)})`)
+    if (!options.json) {
+      write(
+        `${chart} chart: ${paths.length} ${options.mode} paths, generated with xstate/graph from machines/${chart}.ts` +
+          (changed.length > 0 ? `, under a small policy so that its slow-down and give-up paths are short: ${changed.join(', ')}` : ''),
+      )
+    }
     paths.forEach((path, i) => {
       if (options.json && chart === 'connection') {
         // The test kit's vocabulary (phoenix-link/testing): each step's world action and what holds after it.
@@ -46,6 +70,7 @@ export function runPaths(options: PathsOptions): number {
             mode: options.mode,
             index: i + 1,
             name: path.name,
+            ...(changed.length > 0 ? { policy: Object.fromEntries(Object.entries(policy).map(([key, { model }]) => [key, model])) } : {}),
             steps: path.steps.map((s) => ({ name: s.stimulus, kind: s.kind, event: s.event.type, expect: s.expect })),
           }),
         )
