@@ -167,7 +167,7 @@ describe('phoenix-link conform on an agent that is not there', () => {
   it("the agent's output is printed with its control characters shown, so terminal escapes cannot hide the verdicts", () => {
     expect(visible('ok\x1b[2J\x1b[H\tdone\r\nnext\x07')).toBe('ok\\x1b[2J\\x1b[H\tdone\\x0d\nnext\\x07')
     // A verdict quotes what the agent sent (a topic it joined): the table shows its escapes too.
-    const table = formatConformance({ passed: false, ms: 1, output: {}, verdicts: [{ rule: 'rejoins-with-fresh-join-ref', pass: false, detail: 'room:\x1b[2K\x1b[1APASS' } as never] })
+    const table = formatConformance({ passed: false, ms: 1, output: {}, neverConnected: {}, verdicts: [{ rule: 'rejoins-with-fresh-join-ref', pass: false, detail: 'room:\x1b[2K\x1b[1APASS' } as never] })
     expect(table).toContain('room:\\x1b[2K\\x1b[1APASS')
     expect(table).not.toContain('\x1b')
   })
@@ -180,8 +180,17 @@ describe('phoenix-link conform on an agent that is not there', () => {
     // The first line says why: the agent could not start, not a timeout it never waited out.
     expect(report.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/^no socket joined \S+ before the agent could not start \/nonexistent\/agent: .*ENOENT.* \(no upgrade arrived\)$/)
     expect(report.output.closes).toContain('could not start /nonexistent/agent')
+    // The table says first that the agent never connected, in every scenario, and how it ended.
+    expect(Object.keys(report.neverConnected).sort()).toEqual(Object.keys(report.output).sort())
+    expect(Object.values(report.neverConnected).every((how) => how.startsWith('could not start /nonexistent/agent'))).toBe(true)
+    expect(formatConformance(report).split('\n')[0]).toMatch(/^the agent never connected: in every scenario \(\d+\) it ended before any upgrade \(could not start \/nonexistent\/agent: .*\); the rules below fail for that alone: read its output below$/)
     // The scenarios give up as soon as the agent has exited, not after their timeouts.
     expect(performance.now() - started).toBeLessThan(10_000)
+    // An agent that starts and exits at once (a missing module): the same first line, with its exit code.
+    const exits = await runConformance({ command: [process.execPath, '-e', "console.error(\"No module named 'websockets'\"); process.exit(1)"], cwd: REPO })
+    expect(formatConformance(exits).split('\n')[0]).toMatch(/^the agent never connected: in every scenario \(\d+\) it ended before any upgrade \(exited with code 1\)/)
+    // An agent that connects has no such line.
+    expect(formatConformance({ ...exits, neverConnected: {} }).split('\n')[0]).toMatch(/^(PASS|FAIL) /)
     await expect(runConformance({ command: [] })).rejects.toThrow(/conform needs the agent command/)
     await expect(runConformance(null as never)).rejects.toThrow(new TypeError('runConformance needs an options object with the agent command, got null'))
     await expect(runConformance('python3 agent.py' as never)).rejects.toThrow(new TypeError('runConformance needs an options object with the agent command, got string'))

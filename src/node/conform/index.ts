@@ -85,6 +85,12 @@ export interface ConformanceReport {
   passed: boolean
   /** The tail of each scenario's agent output (stdout and stderr, at most 4,000 characters), for a failure's context. */
   output: Record<string, string>
+  /**
+   * The scenarios whose agent (every instance) ended before the simulator saw any upgrade from it,
+   * with how it ended (`exited with code 1`, `could not start …`): an agent that cannot start (a
+   * missing module, a wrong path) fails every rule for that one cause, said first by the table.
+   */
+  neverConnected: Record<string, string>
   ms: number
 }
 
@@ -606,6 +612,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const sim = await startSimulator({ recordLimit: 5_000, ...options.simulator, host: '127.0.0.1', agents: 'any' })
   const found: Verdicts[] = []
   const output: Record<string, string> = {}
+  const neverConnected: Record<string, string> = {}
   const running = new Set<Agent>()
   let workers: Promise<unknown> | null = null
   let aborted: (() => void) | null = null
@@ -654,10 +661,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
           const why = `not judged: the ${name} scenario failed (${thrownText(error)})`
           verdicts = Object.fromEntries(SCENARIO_RULES[name]!.map((rule) => [rule, verdict(rule, false, why)]))
         }
+        const ended = agents.length > 0 && agents.every((a) => a.gone !== null) && sim.upgradeCounts(agentId).upgrades === 0 ? agents[0]!.gone! : null
         for (const agent of agents) {
           await agent.stop(settings.stopTimeoutMs)
           running.delete(agent)
         }
+        if (ended !== null && !options.signal?.aborted) neverConnected[name] = ended
         // A scenario the stop cut short judged nothing: no verdict, no report after the run rejected.
         if (options.signal?.aborted) return
         output[name] = agents.map((a, i) => (agents.length > 1 ? `[instance ${i + 1}]\n${a.output}` : a.output)).join('\n')
@@ -685,7 +694,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     const failed = all.filter((v) => !v.pass)
     return failed.length > 0 ? verdict(id, false, failed.map((v) => v.detail).join('; ')) : verdict(id, true, all.map((v) => v.detail).join('; '))
   })
-  return { verdicts, passed: verdicts.every((v) => v.pass), output, ms: Math.round(performance.now() - started) }
+  return { verdicts, passed: verdicts.every((v) => v.pass), output, neverConnected, ms: Math.round(performance.now() - started) }
 }
 
 /**
@@ -695,7 +704,18 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
  */
 export function formatConformance(report: ConformanceReport): string {
   const width = Math.max(...report.verdicts.map((v) => v.rule.length))
-  const lines = report.verdicts.map((v) => `${v.pass ? 'PASS' : 'FAIL'}  ${v.rule.padEnd(width)}  ${visible(v.detail)}`)
+  const lines: string[] = []
+  const unconnected = Object.entries(report.neverConnected ?? {})
+  if (unconnected.length > 0) {
+    const all = unconnected.length === Object.keys(report.output).length
+    const hows = [...new Set(unconnected.map(([, how]) => how))].join(', ')
+    lines.push(
+      all
+        ? `the agent never connected: in every scenario (${unconnected.length}) it ended before any upgrade (${visible(hows)}); the rules below fail for that alone: read its output below`
+        : `the agent ended before any upgrade in scenario ${unconnected.map(([name]) => name).join(', ')} (${visible(hows)}); read its output below`,
+    )
+  }
+  lines.push(...report.verdicts.map((v) => `${v.pass ? 'PASS' : 'FAIL'}  ${v.rule.padEnd(width)}  ${visible(v.detail)}`))
   const failed = report.verdicts.filter((v) => !v.pass).length
   lines.push(`${report.verdicts.length - failed} of ${report.verdicts.length} rules held (${(report.ms / 1000).toFixed(1)} s)`)
   return lines.join('\n')
