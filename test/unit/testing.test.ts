@@ -171,6 +171,72 @@ describe('the runner sees what a host does on its own', () => {
     expect((failure as Error).message).toMatch(/moved the link from terminated to connecting|attempted \d+ upgrade/)
   })
 
+  it('a host that restarts after a supersede or a 403 within settleMs fails its path; one that restarts later makes kit.stop() reject naming the path, its link disconnected', async () => {
+    const restarting = (delayMs: number) => (options: Parameters<Parameters<PathKit['run']>[1]>[0]) => {
+      const link = createLink(options)
+      link.on('disconnected', (e) => e.terminal && setTimeout(() => void link.connect().catch(() => {}), delayMs))
+      return link
+    }
+    const refused = pathFrom('host connect > upgrade sent > upgrade 403', 3)
+    expect(refused.steps.at(-1)!.expect.state).toBe('terminated')
+    // A restart 20 ms after the 403: inside the run's watch.
+    const soon = await failureOf(kit.run(refused, restarting(20)))
+    expect(soon, String(soon)).toBeInstanceOf(PathFailure)
+    expect((soon as Error).message).toMatch(/moved the link from terminated to connecting|attempted \d+ upgrade/)
+    // A restart 300 ms after it, past a 50 ms watch: the run passes, the kit's stop() does not.
+    const own = await startPathKit({ agentPrefix: 'kit-late-', settleMs: 50 })
+    const links: Link[] = []
+    try {
+      await own.run(refused, (options) => {
+        const link = restarting(300)(options)
+        links.push(link)
+        return link
+      })
+      await own.simulator.waitFor(() => own.simulator.heldUpgradesOf(links[0]!.agentId) > 0, { timeoutMs: 5_000, what: 'the late restart to reach the server' })
+    } finally {
+      const stopped = await failureOf(own.stop())
+      expect(String(stopped)).toMatch(/^Error: after their runs ended, the hosts of 1 path\(s\) connected again on their own .*"host connect > upgrade sent > upgrade 403": 1 upgrade\(s\) after its run ended \(the link is connecting\)$/)
+    }
+    expect(links[0]!.state).toBe('stopped')
+    await expect(startPathKit({ settleMs: -1 })).rejects.toThrow('startPathKit: settleMs must be a whole number of milliseconds in [0, 2^31-1], got -1')
+  })
+
+  it('runs go concurrently: every path, 50 at a time, passes a correct host (an upgrade abandoned by disconnect() that reaches the server late is never the one a later step answers), and stop() finds no late upgrade', async () => {
+    const own = await startPathKit({ agentPrefix: 'kit-par-' })
+    const paths = lifecyclePaths()
+    const failures: string[] = []
+    let next = 0
+    try {
+      await Promise.all(
+        Array.from({ length: 50 }, async () => {
+          while (next < paths.length) {
+            const path = paths[next++]!
+            await own.run(path, (options) => createLink(options)).catch((error: Error) => failures.push(error.message))
+          }
+        }),
+      )
+    } finally {
+      await own.stop()
+    }
+    expect(failures).toEqual([])
+    expect(next).toBe(paths.length)
+  })
+
+  it('a host whose own control handler rejects (its work failed) still passes the queued-signals path: each signal was handed over once, in order', async () => {
+    const path = lifecyclePaths().find((p) => p.name === 'host connect > upgrade sent > open > join ok > queued signals')!
+    const seen: string[] = []
+    await kit.run(path, (options) =>
+      createLink({
+        ...options,
+        onControl: async (signal) => {
+          seen.push(signal.correlationId ?? '')
+          throw new Error('the agent could not act on it')
+        },
+      }),
+    )
+    expect(seen).toEqual([expect.stringMatching(/^path-slow-\d+$/), expect.stringMatching(/^path-queued-\d+-a$/), expect.stringMatching(/^path-queued-\d+-b$/)])
+  })
+
   it('counts an attempt the link gave up on (its connect timeout) as one the server saw: another connection the host makes on its own is caught', async () => {
     const path = pathFrom('host connect > upgrade sent > open > join crashed > backoff chosen > backoff elapsed > upgrade sent > stale supersede > connect timeout > backoff chosen', 10)
     expect(path.name.endsWith('stale supersede > connect timeout > backoff chosen')).toBe(true)

@@ -452,7 +452,7 @@ export class PlatformSimulator extends EventEmitter {
   private readonly keptAlive = new Set<Duplex>()
   private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
   /** Upgrades held unanswered, oldest first: by the test's hold ({@link holdUpgrades}) or by a freeze. */
-  private held: Array<{ agentId: string | null; answer: (refusal?: UpgradeRefusal | 'drop') => void }> = []
+  private held: Array<{ agentId: string | null; gone: () => boolean; answer: (refusal?: UpgradeRefusal | 'drop') => void }> = []
   /** Held upgrades that ended with no answer, by agent id (null: a request without one). */
   private readonly unanswered = new Map<string | null, number>()
   /** Sockets whose presence ended (endPresence), weakly: a socket trimmed from the records is forgotten. */
@@ -769,27 +769,29 @@ export class PlatformSimulator extends EventEmitter {
     return `PlatformSimulator { url: '${this.url}', flavor: '${this.flavor.name}', ${state}, live sockets: ${this.live().length}, upgrades seen: ${this.upgrades.length} }`
   }
 
-  /** Upgrades held by {@link holdUpgrades}, not yet answered. */
+  /** Upgrades held by {@link holdUpgrades}, not yet answered, whose client is still there (one that went away counts as unanswered). */
   get heldUpgrades(): number {
-    return this.held.length
+    return this.held.filter((h) => !h.gone()).length
   }
 
   /** Held upgrades of one agent. */
   heldUpgradesOf(agentId: string): number {
-    return this.held.filter((h) => h.agentId === agentId).length
+    return this.held.filter((h) => h.agentId === agentId && !h.gone()).length
   }
 
   /**
    * Upgrades held by {@link holdUpgrades} that ended with no answer: closed by the client while
-   * held (it gave up on it: its connect timeout), or answered `'drop'`; of `agentId` when given,
+   * held (it gave up on it: its connect timeout; counted from when its end of the connection is
+   * read, before the socket closes), or answered `'drop'`; of `agentId` when given,
    * else of every agent. Neither kind is in {@link upgrades} (which records answered upgrades), so
    * `upgrades` of the agent, {@link heldUpgradesOf} and this count together are every upgrade of
    * it the server saw while holding, as long as nothing was forgotten under `historyLimit` (which
    * keeps the counts of the most recent agents only, as it keeps the most recent upgrades).
    */
   unansweredUpgradesOf(agentId?: string): number {
-    if (agentId !== undefined) return this.unanswered.get(agentId) ?? 0
-    let total = 0
+    const leaving = this.held.filter((h) => (agentId === undefined || h.agentId === agentId) && h.gone()).length
+    if (agentId !== undefined) return (this.unanswered.get(agentId) ?? 0) + leaving
+    let total = leaving
     for (const n of this.unanswered.values()) total += n
     return total
   }
@@ -806,7 +808,8 @@ export class PlatformSimulator extends EventEmitter {
   answerHeldUpgrade(refusal?: UpgradeRefusal | 'drop', agentId?: string, which: 'oldest' | 'newest' = 'oldest'): boolean {
     if (typeof refusal === 'object') checkRefusal(refusal)
     if (which !== 'oldest' && which !== 'newest') throw new TypeError(`which: expected 'oldest' or 'newest', got ${String(which)}`)
-    const matches = (h: { agentId: string | null }) => agentId === undefined || h.agentId === agentId
+    // An upgrade whose client already went away (it gave the attempt up) is not answered: it leaves the hold as its socket closes.
+    const matches = (h: { agentId: string | null; gone: () => boolean }) => (agentId === undefined || h.agentId === agentId) && !h.gone()
     const index = which === 'oldest' ? this.held.findIndex(matches) : this.held.findLastIndex(matches)
     if (index < 0) return false
     const [held] = this.held.splice(index, 1)
@@ -1542,6 +1545,8 @@ export class PlatformSimulator extends EventEmitter {
       const unanswered = () => this.countUnanswered(agentId)
       const entry = {
         agentId,
+        // The client went away (its end of the connection read, or the socket destroyed): the entry leaves at its close.
+        gone: () => socket.destroyed || (socket as Socket).readableEnded,
         answer: (refusal?: UpgradeRefusal | 'drop') => {
           if (socket.destroyed || this.stopping || refusal === 'drop') {
             unanswered()

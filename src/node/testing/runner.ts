@@ -127,6 +127,14 @@ export interface PathKitOptions {
   simulator?: SimulatorOptions
   /** Prefix of the agent ids the kit gives its runs (`<prefix><n>`); its upgrades and control joins are held. @default 'path-' */
   agentPrefix?: string
+  /**
+   * How long (milliseconds of real time: a host's own timers run on it) a run watches the link
+   * after its last step, before it judges where the link is and what the server saw: a host that
+   * acts on its own sooner (`connect()` again 5 ms after a supersede or a 403) fails the path.
+   * Later ones are caught by {@link PathKit.stop}, which rejects naming every path whose host
+   * attempted an upgrade after its run ended. @default 100
+   */
+  settleMs?: number
 }
 
 function escape(text: string): string {
@@ -154,15 +162,21 @@ export async function startPathKit(options: PathKitOptions | null = {}): Promise
   if (sim.agents !== undefined && sim.agents !== 'any') {
     throw new TypeError("startPathKit: simulator.agents must be 'any' (or left out): the kit's runs connect as agents it names, with its own key")
   }
+  const settleMs = given.settleMs ?? 100
+  if (!(Number.isInteger(settleMs) && settleMs >= 0 && settleMs <= 2 ** 31 - 1)) {
+    throw new RangeError(`startPathKit: settleMs must be a whole number of milliseconds in [0, 2^31-1], got ${String(settleMs)}`)
+  }
   const simulator = await startSimulator({ agents: 'any', recordLimit: 200, ...sim })
   simulator.holdUpgrades(new RegExp(`^${escape(prefix)}`))
   simulator.onJoin(new RegExp(`^${escape(controlTopic(prefix))}`), { reply: 'hold' })
-  return new PathKit(simulator, prefix)
+  return new PathKit(simulator, prefix, settleMs)
 }
 
 /** Runs lifecycle paths against its simulator; see {@link startPathKit}. Runs may go concurrently. */
 export class PathKit {
   private runs = 0
+  /** Every finished run: its agent, link and the upgrades the server had seen of it at its end (stop() checks nothing came after). */
+  private readonly finished: Array<{ path: string; agentId: string; link: Link; attempts: number; sent: () => number; sentAtEnd: number }> = []
   /** Set by stop(): a run started after it, or still going then, rejects saying so. */
   private stopped = false
   /** Resolves when stop() is called: a run waiting on a host factory stops waiting. */
@@ -174,6 +188,7 @@ export class PathKit {
     /** The kit's simulator: read what it saw (`accepted(agentId)`, `closesSent`, ...) from oracles. */
     readonly simulator: PlatformSimulator,
     private readonly prefix: string,
+    private readonly settleMs = 100,
   ) {
     this.stopping = new Promise<void>((resolve) => (this.signalStop = resolve))
   }
@@ -217,6 +232,8 @@ export class PathKit {
     const agentId = `${this.prefix}${++this.runs}`
     const clock = new SimulatedClock()
     const report: PathReport = { path: path.name, agentId, sockets: 0, transitions: new Set(), states: new Set() }
+    // The upgrades the link sent (one per transport generation that reported its request written).
+    const sent = new Set<string>()
     const built = await this.build(host, requested ?? 10_000, path.name, {
       url: sim.url,
       agentId,
@@ -226,6 +243,11 @@ export class PathKit {
       env: { random: PATH_RANDOM, monotonic: () => clock.now() },
       policy: PATH_POLICY,
       inspect: (event) => {
+        if (event.type === '@xstate.event') {
+          const e = (event as { event?: { type?: string; epoch?: number; generation?: number } }).event
+          if (e?.type === 'socket.upgradeSent') sent.add(`${e.epoch}:${e.generation}`)
+          return
+        }
         if (event.type !== '@xstate.microstep') return
         for (const t of event._transitions) report.transitions.add(keyOf(t as never))
         for (const node of (event.snapshot as { _nodes?: Array<{ id: string }> })._nodes ?? []) report.states.add(node.id)
@@ -253,7 +275,7 @@ export class PathKit {
     const fail = (index: number, detail: string): never => {
       throw new PathFailure(path.name, index, path.steps[index]?.name ?? '(end)', detail)
     }
-    const world = new World(link, sim, clock, agentId, timeoutMs)
+    const world = new World(link, sim, clock, agentId, timeoutMs, () => sent.size)
     let opens = 0
     // Every upgrade the link attempted: answered, or still held by the kit (a link that comes
     // back on its own after a terminal step shows here, never as an accepted socket).
@@ -295,8 +317,9 @@ export class PathKit {
         before = after
       }
       // A host that acts on its own after the last step (connect() after a terminal reason, say):
-      // let its callbacks run one turn, then the link must still be where the path left it.
-      await new Promise<void>((resolve) => setTimeout(resolve, 0))
+      // watch it for settleMs of real time (its timers run on it), then the link must still be where
+      // the path left it. A host that acts later is caught by stop().
+      await new Promise<void>((resolve) => setTimeout(resolve, this.settleMs))
       const settled = observe(link)
       if (settled.state !== path.steps.at(-1)!.expect.state) fail(path.steps.length - 1, `after the path the host moved the link from ${path.steps.at(-1)!.expect.state} to ${settled.state}`)
       // The simulator saw exactly the sockets and attempts the path made: nothing reconnected on its own.
@@ -331,6 +354,9 @@ export class PathKit {
       for (const c of sim.accepted(agentId)) if (c.stalled && c.state !== 'closed') c.abort()
       await sim.settled(agentId, { timeoutMs })
       if (failure === null && late > 0) failure = new PathFailure(path.name, path.steps.length - 1, path.steps.at(-1)!.name, `the link attempted ${late} upgrade(s) the path did not answer`)
+      // An upgrade the link sent during the run may reach the server after it (under load): the
+      // link's own count of what it sent, when the host passed the kit's inspect on, covers it.
+      this.finished.push({ path: path.name, agentId, link, attempts: Math.max(attempts(), sent.size), sent: () => sent.size, sentAtEnd: sent.size })
       if (failure === null && stopError !== null) failure = stopError
       else if (failure instanceof PathFailure && stopError !== null) failure.hostStopError = stopError
     }
@@ -370,11 +396,35 @@ export class PathKit {
     }
   }
 
-  /** Stops the kit's simulator (every socket closed). */
+  /**
+   * Stops the kit's simulator (every socket closed), after one last judgement: a host that acted on
+   * its own after its run had ended (a `connect()` on a timer after a supersede or a 403, later
+   * than the run's `settleMs`) made upgrades the server saw (the kit held them). Such a link is
+   * disconnected here, so it does not retry against a stopped server, and stop() then rejects.
+   *
+   * @throws {Error} (rejects, once everything is stopped) naming each path whose host attempted an
+   *   upgrade after its run ended, and how many.
+   */
   async stop(): Promise<void> {
     this.stopped = true
     this.signalStop()
-    await this.simulator.stop()
+    const sim = this.simulator
+    const late: string[] = []
+    for (const run of this.finished) {
+      const attempts = sim.upgradeCounts(run.agentId).upgrades + sim.heldUpgradesOf(run.agentId) + sim.unansweredUpgradesOf(run.agentId)
+      const after = Math.max(attempts - run.attempts, run.sent() - run.sentAtEnd)
+      if (after > 0) late.push(`"${run.path}": ${after} upgrade(s) after its run ended (the link is ${run.link.state})`)
+      if (after > 0 || (run.link.state !== 'stopped' && run.link.state !== 'terminated' && run.link.state !== 'idle')) {
+        await within(run.link.disconnect(), 5_000, '').catch(() => {})
+      }
+    }
+    this.finished.length = 0
+    await sim.stop()
+    if (late.length > 0) {
+      throw new Error(
+        `after their runs ended, the hosts of ${late.length} path(s) connected again on their own (a host that reconnects after a terminal reason brings back the eviction loop the lifecycle rules forbid): ${late.join('; ')}`,
+      )
+    }
   }
 }
 
@@ -422,6 +472,8 @@ class World {
     private readonly clock: SimulatedClock,
     private readonly agent: string,
     private readonly timeoutMs: number,
+    /** How many upgrades the link reported sent (read through the inspect option the kit passes; 0 when the host leaves it out). */
+    private readonly upgradesSent: () => number = () => 0,
   ) {
     this.topic = controlTopic(agent)
     let resolve!: () => void
@@ -432,9 +484,14 @@ class World {
       const id = signal.correlationId ?? ''
       if (id.startsWith('path-fail-')) throw new Error('handler failure (path kit)')
       if (id.startsWith('path-slow-')) await this.gate.promise
-      await original?.(signal, context)
-      this.handled.push(id)
-      for (const waiter of [...this.waiters]) waiter()
+      try {
+        await original?.(signal, context)
+      } finally {
+        // Handed over either way: a host handler that rejects (its work failed) is the host's
+        // business (the link logs it and goes on), not a delivery the path waits for again.
+        this.handled.push(id)
+        for (const waiter of [...this.waiters]) waiter()
+      }
     })
   }
 
@@ -518,7 +575,11 @@ class World {
         // server has let go of every held upgrade of the agent, so a later step answers the next
         // session's upgrade, not this one (the oldest held).
         await this.bounded('disconnect() to settle', stopping)
-        await this.held('the abandoned upgrade to close', () => sim.heldUpgradesOf(agent) === 0)
+        // Every upgrade the link sent has reached the server (answered, or held and let go): under
+        // load the abandoned one can arrive after disconnect() settled, and must not be the one a
+        // later step answers.
+        const seen = () => sim.upgradeCounts(agent).upgrades + sim.heldUpgradesOf(agent) + sim.unansweredUpgradesOf(agent)
+        await this.held('the abandoned upgrade to reach the server and close', () => seen() >= this.upgradesSent() && sim.heldUpgradesOf(agent) === 0)
         return
       }
       case 'host.cancelWait': {
@@ -536,9 +597,11 @@ class World {
       case 'upgrade.refuse':
       case 'upgrade.drop': {
         await this.held('the upgrade to arrive', () => sim.heldUpgradesOf(agent) > 0)
-        if (s.type === 'upgrade.accept') sim.answerHeldUpgrade(undefined, agent)
-        else if (s.type === 'upgrade.drop') sim.answerHeldUpgrade('drop', agent)
-        else sim.answerHeldUpgrade({ status: s.status, ...(s.retryAfterS !== undefined ? { retryAfter: String(s.retryAfterS) } : {}) }, agent)
+        // The newest: the link has one upgrade out at a time, so an older one still held is one it
+        // gave up (a disconnect() or a connect timeout) that reached the server late, under load.
+        if (s.type === 'upgrade.accept') sim.answerHeldUpgrade(undefined, agent, 'newest')
+        else if (s.type === 'upgrade.drop') sim.answerHeldUpgrade('drop', agent, 'newest')
+        else sim.answerHeldUpgrade({ status: s.status, ...(s.retryAfterS !== undefined ? { retryAfter: String(s.retryAfterS) } : {}) }, agent, 'newest')
         return
       }
       case 'join.reply': {
@@ -645,7 +708,7 @@ class World {
       throw new Error(`the link queued ${chartOf(link).getSnapshot().context.signalSeq - seq} of 3 signals behind a slow handler`)
     }
     this.gate.resolve()
-    await this.event<void>('the queued signals to be handled', (done) => {
+    await this.event<void>("the queued signals to be handled (the host's own control handler, when it has one, returning for each)", (done) => {
       const check = () => {
         if (this.handled.length >= from + 3) done()
       }
