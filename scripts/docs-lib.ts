@@ -234,7 +234,7 @@ const STIMULUS_ROUTES: Array<[stimulus: string, how: string]> = [
   ['server.close', '`POST /admin/close {"target":{"agent":…},"code":1000}`'],
   ['server.drop', '`POST /admin/abort {"target":{"agent":…}}`'],
   ['server.stall', '`POST /admin/stall {"target":{"agent":…}}`'],
-  ['server.supersede', '`POST /admin/supersede {"agent":…,"close":null}`'],
+  ['server.supersede', '`POST /admin/supersede {"agent":…,"close":null}` when the control channel is joined. While its join is held (or the channel crashed and is not rejoined) the platform pushes nothing, as Phoenix routes `supersede` only through a joined channel (the route still counts the socket superseded); there the path means a push read before the join\'s reply: take the held control join\'s `joinRef` from `GET /admin/held`, then `POST /admin/raw {"target":{"agent":…},"data":"[\\"<joinRef>\\",null,\\"agent_control:<id>\\",\\"supersede\\",{\\"reason\\":\\"session.already_connected\\",\\"retryable\\":false}]"}`, as the kit\'s own runner does'],
   ['server.malformed', '`POST /admin/raw {"target":{"agent":…},"data":"[not json"}`'],
   ['join.reply', 'before the test: `POST /admin/join-rule {"topic":"agent_control:…","outcome":{"reply":"hold"}}`; per step `POST /admin/wait {"until":"heldJoins","agent":…}` then `POST /admin/answer-join {"topic":…,"outcome":{"reply":"ok"}}` or `{"reply":"error","response":{"reason":"unauthorized"}}`'],
   ['channel.error / channel.close', '`POST /admin/channel-error` / `POST /admin/channel-close {"target":{"agent":…},"topic":"agent_control:…"}`'],

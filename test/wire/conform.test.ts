@@ -84,17 +84,26 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(detail(restarts)).toMatch(/^after SIGTERM its socket was closed by the server \(close \d+: a newer socket of the agent superseded it\), not by the agent$/)
   }, 90_000)
 
+  it('heartbeats on a superseded socket before closing it, two sockets at once after a 429, and join_refs reused by an agent whose pushes outrun the frame record: each rule breaks (each passed before)', async () => {
+    const report = await runConformance({ ...fixture, env: { BEATS_AFTER_SUPERSEDE: '1', DOUBLE_AFTER_429: '1', REUSE_JOIN_REF: '1', CHATTY: '1' }, concurrency: 3 })
+    const detail = (rule: string) => report.verdicts.find((v) => v.rule === rule)?.detail
+    expect(broken(report)).toEqual(['rejoins-with-fresh-join-ref', 'one-live-socket', 'stops-heartbeats-after-stop'])
+    expect(detail('rejoins-with-fresh-join-ref')).toMatch(/^after close 1000, agent_control:\S+ was rejoined with join_ref 1, used on the closed socket/)
+    expect(detail('one-live-socket')).toMatch(/^in the retry-after scenario: at \d+ ms a socket opened while sock-\d+ was open$/)
+    expect(detail('stops-heartbeats-after-stop')).toMatch(/^\d+ heartbeat\(s\) on the superseded socket more than 1 s after the push, before the agent closed it \d+ ms after the push$/)
+  }, 90_000)
+
   it('a process that exits on a supersede push without closing its socket breaks stops-heartbeats-after-stop: no close frame (1006)', async () => {
     const report = await runConformance({ ...fixture, env: { EXIT_ON_SUPERSEDE: '1' }, concurrency: 2 })
     expect(broken(report)).toEqual(['stops-heartbeats-after-stop'])
     expect(report.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail).toMatch(/^after the supersede its socket ended with no close frame \(1006\), \d+ ms after the push/)
   }, 60_000)
 
-  it('a double connect at start (both at once, or the second once the first has joined) breaks only one-live-socket; the same agent without its bugs keeps every rule', async () => {
+  it('a double connect at start (both at once, or the second once the first has joined) breaks only one-live-socket; the same agent without its bugs keeps every rule, an app channel it joins 400 ms after each socket opens included', async () => {
     const [double, late, clean] = await Promise.all([
       runConformance({ ...fixture, env: { DOUBLE_CONNECT: '1' }, concurrency: 2 }),
       runConformance({ ...fixture, env: { DOUBLE_CONNECT: 'late' }, concurrency: 2 }),
-      runConformance({ ...fixture, concurrency: 2 }),
+      runConformance({ ...fixture, env: { LATE_LOBBY: '400' }, concurrency: 2 }),
     ])
     for (const report of [double, late]) {
       expect(broken(report)).toEqual(['one-live-socket'])

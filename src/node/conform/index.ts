@@ -21,7 +21,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { startSimulator, type PlatformSimulator, type SimConnection, type SimulatorOptions } from '../server/index.js'
-import { controlTopic, CHANNEL_EVENTS, HEARTBEAT_EVENT } from '../../protocol.js'
+import { controlTopic, HEARTBEAT_EVENT } from '../../protocol.js'
 import { deepFreeze } from '../../freeze.js'
 import { thrownText } from '../../../machines/types.js'
 import { checkSignal } from '../../abort.js'
@@ -272,10 +272,9 @@ function quietFor(ms: number, signal?: AbortSignal): Promise<void> {
   })
 }
 
+/** The socket's joins, from the simulator's join record (not the frame record, which a chatty agent's pushes outrun). */
 function joinsOf(c: SimConnection): Array<{ topic: string; joinRef: string | null }> {
-  return c.frames
-    .filter((f) => f.dir === 'in' && f.frame?.event === CHANNEL_EVENTS.join)
-    .map((f) => ({ topic: f.frame!.topic, joinRef: f.frame!.join_ref }))
+  return c.joinsReceived
 }
 
 function joinedControl(c: SimConnection, agentId: string): boolean {
@@ -342,17 +341,21 @@ async function closes(stage: Stage): Promise<Verdicts> {
     sim.close(current, code)
     const next = await connected(stage, settings.reconnectCapMs, before)
     if (!next) {
-      reconnectFailure = `after close ${code}, no new socket joined ${CONTROL(agentId)} within ${settings.reconnectCapMs} ms`
+      reconnectFailure = `after close ${code}, no new socket joined ${CONTROL(agentId)} ${agent.gone === null ? `within ${settings.reconnectCapMs} ms` : `before the agent ${agent.gone} (its command must run as long as the agent: a launcher that exits, \`sh -c 'agent &'\`, ends the scenario; use exec)`}`
       break
     }
     delays.push(`${code}: ${next.openedAt - closedAt} ms`)
-    await stage.watch(300)
     const old = joinsOf(current)
+    const topics = [...new Set(old.map((j) => j.topic))]
+    // Every topic of the closed socket joined on the new one (an agent may join its app channels
+    // some time after the control channel), within the cap; then a moment for a second join of one.
+    await stage.until(() => topics.every((topic) => joinsOf(next).some((j) => j.topic === topic)), settings.reconnectCapMs)
+    await stage.watch(300)
     const fresh = joinsOf(next)
     const usedRefs = new Set(old.map((j) => j.joinRef))
     for (const topic of new Set(old.map((j) => j.topic))) {
       const again = fresh.filter((j) => j.topic === topic)
-      if (again.length === 0) rejoins.push(`after close ${code}, ${topic} was not rejoined`)
+      if (again.length === 0) rejoins.push(`after close ${code}, ${topic} was not rejoined within ${settings.reconnectCapMs} ms`)
       else if (again.some((j) => usedRefs.has(j.joinRef))) rejoins.push(`after close ${code}, ${topic} was rejoined with join_ref ${again[0]!.joinRef}, used on the closed socket`)
     }
     current = next
@@ -391,6 +394,8 @@ async function closes(stage: Stage): Promise<Verdicts> {
               : verdict('stops-heartbeats-after-stop', true, `after SIGTERM its socket closed in ${(socket.closedAt ?? termAt) - termAt} ms (close ${code ?? '?'}), and no upgrade followed`)
   } else {
     await agent.stop(settings.stopTimeoutMs)
+    // Its half of the rule is not judged, and says so: a PASS from the supersede half alone would hide it.
+    out['stops-heartbeats-after-stop'] = verdict('stops-heartbeats-after-stop', false, 'not judged after SIGTERM: the agent did not reconnect')
   }
   const overlapping = overlaps(sim, agentId)
   out['one-live-socket'] = verdict('one-live-socket', overlapping.length === 0, overlapping.length === 0 ? `${sim.accepted(agentId).length} sockets, never two at once` : overlapping.join('; '))
@@ -438,7 +443,9 @@ async function supersede(stage: Stage): Promise<Verdicts> {
       ? `after the supersede its socket ended with no close frame (1006), ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push: the process died without closing it`
       : socket.clientClosed === null
         ? `after the supersede its socket was closed by the server (close ${socket.closeSent?.code ?? socket.closeSeen?.code ?? '?'}), not by the agent`
-        : null
+        : beats > 0
+          ? `${beats} heartbeat(s) on the superseded socket more than 1 s after the push, before the agent closed it ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push`
+          : null
   out['stops-heartbeats-after-stop'] = supersedeStop
     ? verdict('stops-heartbeats-after-stop', false, supersedeStop)
     : verdict('stops-heartbeats-after-stop', true, `closed its superseded socket ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push`)
@@ -502,10 +509,13 @@ async function retryAfter(stage: Stage): Promise<Verdicts> {
     const n = next()
     // Records are whole milliseconds: a next attempt 1 ms early is rounding, not a broken rule.
     result = !n
-      ? verdict(rule, false, `no attempt within ${wantMs + settings.reconnectCapMs} ms of the 429: it never tried again`)
+      ? verdict(rule, false, agent.gone === null ? `no attempt within ${wantMs + settings.reconnectCapMs} ms of the 429: it never tried again` : `no attempt after the 429 before the agent ${agent.gone}`)
       : n.at - at >= wantMs - 1
         ? verdict(rule, true, `next attempt ${n.at - at} ms after a 429 with Retry-After: ${settings.retryAfterS}`)
         : verdict(rule, false, `next attempt ${n.at - at} ms after a 429 with Retry-After: ${settings.retryAfterS}`)
+    // A moment for a second socket the retry may have opened beside the first (both the error and
+    // the close path of a refused upgrade scheduling a reconnect): one-live-socket judges it.
+    if (n) await stage.watch(300)
   }
   await agent.stop(settings.stopTimeoutMs)
   return { [rule]: result }
@@ -660,6 +670,11 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
         } catch (error) {
           const why = `not judged: the ${name} scenario failed (${thrownText(error)})`
           verdicts = Object.fromEntries(SCENARIO_RULES[name]!.map((rule) => [rule, verdict(rule, false, why)]))
+        }
+        // Two sockets of the agent open at once, in any scenario but the one that starts two instances.
+        if (name !== 'same-key' && name !== 'closes' && !options.signal?.aborted) {
+          const overlapping = overlaps(sim, agentId)
+          if (overlapping.length > 0) verdicts['one-live-socket'] = verdict('one-live-socket', false, `in the ${name} scenario: ${overlapping.join('; ')}`)
         }
         const ended = agents.length > 0 && agents.every((a) => a.gone !== null) && sim.upgradeCounts(agentId).upgrades === 0 ? agents[0]!.gone! : null
         for (const agent of agents) {

@@ -30,6 +30,9 @@ export interface RecordedFrame {
   length?: number
 }
 
+/** The phx_join frames of one socket its `joinsReceived` keeps (the first ones). */
+export const JOINS_KEPT = 1000
+
 /** The characters of a frame's text a record keeps whole. */
 export const RECORD_TEXT_LIMIT = 2000
 /** The characters of a string field of a cut payload a record keeps. */
@@ -158,6 +161,12 @@ export class SimConnection {
   heartbeats = 0
   /** phx_join frames received, every one (the frame record keeps only the most recent `recordLimit` frames). */
   joins = 0
+  /**
+   * The first {@link JOINS_KEPT} phx_join frames received, whatever the frame record keeps (a chatty
+   * client's joins leave a `recordLimit` record quickly): topic, join_ref, and when (ms since the
+   * simulator started). What a rejoin is judged by (a fresh join_ref for every topic).
+   */
+  readonly joinsReceived: Array<{ topic: string; joinRef: string | null; at: number }> = []
   /** Inbound frames that could not be decoded, with why. */
   readonly problems: string[] = []
 

@@ -32,7 +32,7 @@ import {
   type Frame,
   type Payload,
 } from '../../protocol.js'
-import { SimConnection, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
+import { JOINS_KEPT, SimConnection, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { isRegistry } from '../prometheus.js'
@@ -1853,6 +1853,7 @@ export class PlatformSimulator extends EventEmitter {
     }
     if (frame.event === CHANNEL_EVENTS.join) {
       c.joins++
+      if (c.joinsReceived.length < JOINS_KEPT) c.joinsReceived.push({ topic: frame.topic, joinRef: frame.join_ref, at: this.now() })
       return this.join(c, frame)
     }
     const channel = c.channels.get(frame.topic)

@@ -630,8 +630,8 @@ class World {
         sim.supersede(agent, { close: null })
         for (const c of sim.live(agent)) {
           if (c.channels.has(topic)) continue
-          const join = c.frames.filter((f) => f.dir === 'in' && f.frame?.topic === topic && f.frame.event === 'phx_join').at(-1)
-          c.send({ join_ref: join?.frame?.join_ref ?? null, ref: null, topic, event: SUPERSEDE_EVENT, payload: { reason: 'session.already_connected', retryable: false, target_socket_id: c.id } })
+          const join = c.joinsReceived.filter((j) => j.topic === topic).at(-1)
+          c.send({ join_ref: join?.joinRef ?? null, ref: null, topic, event: SUPERSEDE_EVENT, payload: { reason: 'session.already_connected', retryable: false, target_socket_id: c.id } })
         }
         return
       }
