@@ -270,3 +270,22 @@ export function thrownText(error: unknown): string {
     return `an unprintable ${typeof error}`
   }
 }
+
+/**
+ * The first `end` code units of `text` (all of it by default) as a string of their own: a
+ * `slice()` of a long string is, in V8, a sliced string that keeps the whole original alive
+ * (measured: a 2,000-character cut of a 1 MB frame kept the megabyte). Never ends inside a
+ * surrogate pair (a cut there drops its first half). Linear in `end`.
+ */
+export function copyText(text: string, end = text.length): string {
+  let stop = Math.min(end, text.length)
+  const last = text.charCodeAt(stop - 1)
+  if (stop < text.length && last >= 0xd800 && last <= 0xdbff) stop--
+  let copy = ''
+  for (let at = 0; at < stop; at += 4096) {
+    const codes: number[] = []
+    for (let i = at; i < Math.min(stop, at + 4096); i++) codes.push(text.charCodeAt(i))
+    copy += String.fromCharCode(...codes)
+  }
+  return copy
+}

@@ -249,6 +249,9 @@ let outputLost = false
 
 /** Runs the program on `argv`; errors print one line and set exit code 1. */
 export async function main(argv: string[] = process.argv): Promise<void> {
+  // A diagnostic that cannot be written (stderr's reader gone too: `serve 2>&1 | head -n 1`) is
+  // lost, not a crash that would end a server without its drain.
+  process.stderr.on('error', () => {})
   // `phoenix-link paths | head`: a reader that stops early is not an error. Any other failure to
   // write the output (a full disk, ENOSPC) ends the command with one line, not a stack trace.
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {

@@ -198,8 +198,11 @@ describe('phoenix-link conform on an agent that is not there', () => {
     // An agent that starts and exits at once (a missing module): the same first line, with its exit code.
     const exits = await runConformance({ command: [process.execPath, '-e', "console.error(\"No module named 'websockets'\"); process.exit(1)"], cwd: REPO })
     expect(formatConformance(exits).split('\n')[0]).toMatch(/^the agent never connected: in every scenario \(\d+\) it ended before any upgrade \(exited with code 1\)/)
-    // An agent that connects has no such line.
+    // An agent that connects has no such line; nor has one that runs but never connects, stopped by conform after the connect timeout.
     expect(formatConformance({ ...exits, neverConnected: {} }).split('\n')[0]).toMatch(/^(PASS|FAIL) /)
+    const sleeps = await runConformance({ command: [process.execPath, '-e', 'setInterval(() => {}, 1000)'], cwd: REPO, connectTimeoutMs: 1500, concurrency: 5 })
+    expect(sleeps.neverConnected).toEqual({})
+    expect(sleeps.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/within 1500 ms \(no upgrade arrived\)$/)
     await expect(runConformance({ command: [] })).rejects.toThrow(/conform needs the agent command/)
     await expect(runConformance(null as never)).rejects.toThrow(new TypeError('runConformance needs an options object with the agent command, got null'))
     await expect(runConformance('python3 agent.py' as never)).rejects.toThrow(new TypeError('runConformance needs an options object with the agent command, got string'))

@@ -167,6 +167,24 @@ describe('the simulator over HTTP', () => {
       child.kill('SIGTERM')
       expect(await exited(child)).toBe(0)
     }
+    // stderr on the same pipe (`serve --json 2>&1 | head -n 1`): the notice itself cannot be written, and the server still serves on.
+    const both = spawn('sh', ['-c', `exec "${process.execPath}" --import tsx src/node/cli.ts serve --port 0 --json 2>&1`], { cwd: root })
+    try {
+      const { url, http } = await listening(both)
+      both.stdout.destroy()
+      const link = createLink({ url, agentId: 'after-both', apiKey: 'k' })
+      try {
+        await link.connect()
+        expect((await call(http, 'POST', '/admin/wait', { until: 'joined', agent: 'after-both', timeoutMs: 5000 })).body).toEqual({ count: 1 })
+      } finally {
+        await link.disconnect()
+      }
+      expect((await call(http, 'GET', '/admin/clock')).status).toBe(200)
+      expect(both.exitCode).toBe(null)
+    } finally {
+      both.kill('SIGTERM')
+      expect(await exited(both)).toBe(0)
+    }
   })
 
   it('bad requests: a wrong type names the field (400), bad JSON (400), an unknown control (404), a wrong method (405 with Allow)', async () => {
@@ -439,13 +457,17 @@ describe('the simulator over HTTP', () => {
       await sim.stop()
     }
     const any = await startSimulator({ agents: 'any', checkOrigin: false })
-    const listed = await startSimulator({ agents: 'any', checkOrigin: ['https://app.example'] })
+    // An entry is read as a browser serializes an origin: case, a default port and a bare '/' do not matter.
+    const listed = await startSimulator({ agents: 'any', checkOrigin: ['https://App.example:443/'] })
     try {
       expect(await outcomeOf(any, 'https://evil.example')).toBe('101')
       expect([await outcomeOf(listed, 'https://app.example'), await outcomeOf(listed, 'https://app.example:8443'), await outcomeOf(listed, 'http://127.0.0.1:5173'), await outcomeOf(listed, undefined)]).toEqual(['101', '403 ""', '101', '101'])
     } finally {
       await any.stop()
       await listed.stop()
+    }
+    for (const bad of ['app.example', 'https://app.example/path', 'ws://app.example', 'https://app.example?x']) {
+      await expect(startSimulator({ checkOrigin: [bad] })).rejects.toThrow(`checkOrigin: ${JSON.stringify(bad)} is not an origin: give scheme://host[:port]`)
     }
     await expect(startSimulator({ checkOrigin: 'yes' as unknown as boolean })).rejects.toThrow("checkOrigin must be true, false or a list of origins such as ['https://app.example'], got \"yes\"")
   })
@@ -525,6 +547,20 @@ describe('the simulator over HTTP', () => {
     }
   })
 
+  it('the record of long frames holds kilobytes, not the frames: 60 frames of about 1 MB (a long field, a long topic, 100,000 fields) keep under 8 MB of heap (measured in a process of its own)', async () => {
+    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', 'test/support/record-memory.ts'], { cwd: root })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()))
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve))
+    expect(code, err.slice(-800)).toBe(0)
+    const { sentMB, keptMB, recorded } = JSON.parse(out.trim().split('\n').at(-1)!) as { sentMB: number; keptMB: number; recorded: number }
+    // Before: the parsed payload was kept whole (about 70 MB); then its cut, a V8 slice, kept it alive all the same.
+    expect([sentMB > 60, recorded]).toEqual([true, 120])
+    expect(keptMB).toBeLessThan(8)
+  }, 60_000)
+
   it('an answer too large to write as one JSON string is a 500 answer_failed, not a throw (a throw there would end the process)', () => {
     const written: { status?: number; text?: string } = {}
     const res = { writeHead: (status: number) => (written.status = status), end: (text: string) => (written.text = text) } as unknown as Parameters<typeof json>[0]
@@ -596,7 +632,7 @@ describe('the simulator over HTTP', () => {
       close: 'POST /admin/close', abort: 'POST /admin/abort', disconnect: 'POST /admin/disconnect', setKeys: 'POST /admin/keys', revoke: 'POST /admin/revoke',
       unrevoke: 'POST /admin/unrevoke', freeze: 'POST /admin/freeze', stall: 'POST /admin/stall', restart: 'POST /admin/restart', push: 'POST /admin/push',
       sendRaw: 'POST /admin/raw', control: 'POST /admin/control', broadcast: 'POST /admin/broadcast', supersede: 'POST /admin/supersede',
-      channelError: 'POST /admin/channel-error', channelClose: 'POST /admin/channel-close', now: 'GET /admin/clock', upgradeCounts: 'GET /admin/upgrades',
+      channelError: 'POST /admin/channel-error', channelClose: 'POST /admin/channel-close', now: 'GET /admin/clock', upgradeCounts: 'GET /admin/upgrades', upgradesSeenOf: 'GET /admin/held',
     }
     // Not controls: the process's own lifecycle (serve starts and stops it; a stopping simulator answers every POST 503) and its address (serve prints it).
     const notControls = new Set(['constructor', 'listen', 'stop', 'isStopping', 'port', 'url'])

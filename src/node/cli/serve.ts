@@ -70,7 +70,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
   }).catch((error: unknown) => {
     // The simulator names its options; on the command line they are flags.
-    if (error instanceof Error) error.message = error.message.replace(/^adminToken\b/, '--admin-token (or PHOENIX_LINK_ADMIN_TOKEN)').replace(/^host\b/, '--host').replace(/set adminToken\b/, 'pass --admin-token').replace(/unless agents lists them/, 'unless --agent lists them')
+    if (error instanceof Error) error.message = error.message.replace(/^adminToken\b/, '--admin-token (or PHOENIX_LINK_ADMIN_TOKEN)').replace(/^host\b/, '--host').replace(/^checkOrigin:/, '--allow-origin:').replace(/set adminToken\b/, 'pass --admin-token').replace(/unless agents lists them/, 'unless --agent lists them')
     throw error
   })
   const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')

@@ -179,8 +179,12 @@ class Agent {
     return this.running ? null : (this.end ?? 'exited')
   }
 
+  /** Whether conform signalled the agent (a stop, a SIGTERM step): an exit after it is not the agent's own. */
+  signalled = false
+
   /** Sends `signal` to the agent's process group. */
   signal(signal: NodeJS.Signals): void {
+    if (this.running) this.signalled = true
     if (this.child.pid === undefined) return
     try {
       process.kill(-this.child.pid, signal)
@@ -676,7 +680,8 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
           const overlapping = overlaps(sim, agentId)
           if (overlapping.length > 0) verdicts['one-live-socket'] = verdict('one-live-socket', false, `in the ${name} scenario: ${overlapping.join('; ')}`)
         }
-        const ended = agents.length > 0 && agents.every((a) => a.gone !== null) && sim.upgradeCounts(agentId).upgrades === 0 ? agents[0]!.gone! : null
+        // Every instance ended on its own (not stopped by conform after a wait) before any upgrade.
+        const ended = agents.length > 0 && agents.every((a) => a.gone !== null && !a.signalled) && sim.upgradeCounts(agentId).upgrades === 0 ? agents[0]!.gone! : null
         for (const agent of agents) {
           await agent.stop(settings.stopTimeoutMs)
           running.delete(agent)

@@ -5,6 +5,7 @@
 import type { WebSocket } from 'ws'
 import { encodeTextFrame, type Frame } from '../../protocol.js'
 import { deepFreeze } from '../../freeze.js'
+import { copyText } from '../../../machines/types.js'
 
 /** A frame the simulator saw or sent on one socket. */
 export interface RecordedFrame {
@@ -21,31 +22,44 @@ export interface RecordedFrame {
   raw: string
   /**
    * Set only when the frame was longer than {@link RECORD_TEXT_LIMIT}: its whole length (of a text
-   * frame in UTF-16 code units, of a binary frame in bytes). The record then keeps the frame's topic, event and refs whole, and
-   * of its payload only the top-level fields that are not objects or arrays (strings cut to 200
-   * characters; a payload that is not an object: null), so a reply keeps its `status`: a socket's
-   * record stays small whatever the client sends (up to `maxFrameBytes` per frame), and so does a
-   * long-running simulator's memory.
+   * frame in UTF-16 code units, of a binary frame in bytes). The record then keeps the frame's
+   * topic, event and refs and, of its payload, the first 20 top-level fields that are not objects or
+   * arrays (a payload that is not an object: null), so a reply keeps its `status`; each text cut to
+   * 200 characters, every cut a copy of its own (a V8 slice would keep the whole frame alive). So a
+   * record holds at most a few kilobytes whatever the client sends (up to `maxFrameBytes` per frame),
+   * and a long-running simulator's memory stays bounded.
    */
   length?: number
 }
 
 /** The phx_join frames of one socket its `joinsReceived` keeps (the first ones). */
-export const JOINS_KEPT = 1000
+export const JOINS_KEPT = 200
 
 /** The characters of a frame's text a record keeps whole. */
 export const RECORD_TEXT_LIMIT = 2000
-/** The characters of a string field of a cut payload a record keeps. */
+/** The characters of a text of a cut record (a topic, a ref, a payload field and its name) it keeps. */
 const CUT_FIELD_LIMIT = 200
+/** The top-level fields of a cut payload a record keeps. */
+const CUT_FIELDS = 20
 
-/** The part of a payload a record of a long frame keeps: its top-level scalars, strings cut. */
+/** A text of a cut record: whole when short, else its first {@link CUT_FIELD_LIMIT} characters copied, then `…`. */
+export function cutField(text: string): string {
+  return text.length > CUT_FIELD_LIMIT ? `${copyText(text, CUT_FIELD_LIMIT)}…` : text
+}
+
+/** The part of a payload a record of a long frame keeps: its first top-level scalars, texts cut. */
 function cutPayload(payload: unknown): Record<string, unknown> | null {
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload) || payload instanceof ArrayBuffer) return null
   const kept: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(payload)) {
-    const scalar = typeof value === 'string' ? (value.length > CUT_FIELD_LIMIT ? `${value.slice(0, CUT_FIELD_LIMIT)}…` : value) : value
+  let fields = 0
+  for (const key in payload) {
+    if (!Object.hasOwn(payload, key)) continue
+    const value = (payload as Record<string, unknown>)[key]
+    if (typeof value === 'object' && value !== null) continue
+    if (typeof value === 'function' || typeof value === 'symbol' || typeof value === 'undefined') continue
     // defineProperty: an own `__proto__` key stays a field, as the payload carried it.
-    if (typeof scalar !== 'object' || scalar === null) Object.defineProperty(kept, key, { value: scalar, enumerable: true, writable: true, configurable: true })
+    Object.defineProperty(kept, cutField(key), { value: typeof value === 'string' ? cutField(value) : value, enumerable: true, writable: true, configurable: true })
+    if (++fields === CUT_FIELDS) break
   }
   return kept
 }
@@ -163,8 +177,10 @@ export class SimConnection {
   joins = 0
   /**
    * The first {@link JOINS_KEPT} phx_join frames received, whatever the frame record keeps (a chatty
-   * client's joins leave a `recordLimit` record quickly): topic, join_ref, and when (ms since the
-   * simulator started). What a rejoin is judged by (a fresh join_ref for every topic).
+   * client's joins leave a `recordLimit` record quickly): topic and join_ref (each cut to 200
+   * characters, as a cut record's), and when (ms since the simulator started). What a rejoin is
+   * judged by (a fresh join_ref for every topic). A closed socket's count toward `historyFrameLimit`,
+   * which empties them with its frames.
    */
   readonly joinsReceived: Array<{ topic: string; joinRef: string | null; at: number }> = []
   /** Inbound frames that could not be decoded, with why. */
@@ -211,8 +227,17 @@ export class SimConnection {
     this.frames.push({
       dir,
       at: this.clock(),
-      frame: frame === null ? null : { join_ref: frame.join_ref, ref: frame.ref, topic: frame.topic, event: frame.event, payload: cutPayload(frame.payload) },
-      raw: raw.length > RECORD_TEXT_LIMIT ? `${raw.slice(0, RECORD_TEXT_LIMIT)}…` : raw,
+      frame:
+        frame === null
+          ? null
+          : {
+              join_ref: frame.join_ref === null ? null : cutField(frame.join_ref),
+              ref: frame.ref === null ? null : cutField(frame.ref),
+              topic: cutField(frame.topic),
+              event: cutField(frame.event),
+              payload: cutPayload(frame.payload),
+            },
+      raw: raw.length > RECORD_TEXT_LIMIT ? `${copyText(raw, RECORD_TEXT_LIMIT)}…` : raw,
       length,
     })
   }

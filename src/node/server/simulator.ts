@@ -32,7 +32,7 @@ import {
   type Frame,
   type Payload,
 } from '../../protocol.js'
-import { JOINS_KEPT, SimConnection, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
+import { JOINS_KEPT, SimConnection, cutField, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { isRegistry } from '../prometheus.js'
@@ -97,7 +97,7 @@ export interface SimulatorOptions {
    */
   historyLimit?: number
   /**
-   * Frames kept over the records of every closed socket together (each socket's own record is
+   * Frames (and recorded joins, `joinsReceived`) kept over the records of every closed socket together (each socket's own record is
    * bounded by `recordLimit`, each frame by its cut past 2,000 characters): past it, the oldest
    * closed sockets' frame records are emptied, their other fields kept (`framesForgotten` says how
    * many frames each lost). A whole number, or Infinity (the default) for all; `phoenix-link serve`
@@ -256,12 +256,37 @@ export type PushHandler = (push: { connection: SimConnection; topic: string; eve
 
 const DEFAULT_PUSH_HANDLER: PushHandler = () => ({ status: 'ok', response: {} })
 
+/** What a socket's records hold toward `historyFrameLimit`: its recorded frames and joins. */
+function recorded(c: SimConnection): number {
+  return c.frames.length + c.joinsReceived.length
+}
+
 /** The `checkOrigin` option checked and copied. @throws {TypeError} for anything but a boolean or a list of origin strings. */
 function checkOriginOf(value: unknown): boolean | readonly string[] {
   if (value === undefined) return true
   if (typeof value === 'boolean') return value
-  if (Array.isArray(value) && value.every((o) => typeof o === 'string' && o !== '')) return Object.freeze([...(value as string[])])
-  throw new TypeError(`checkOrigin must be true, false or a list of origins such as ['https://app.example'], got ${shownAs(value)}`)
+  if (!Array.isArray(value)) throw new TypeError(`checkOrigin must be true, false or a list of origins such as ['https://app.example'], got ${shownAs(value)}`)
+  // Each as a browser sends it (RFC 6454 serialization: scheme://host[:port], lower case, no
+  // default port), so `https://App.example:443/` allows the page `https://app.example`.
+  return Object.freeze(
+    value.map((given: unknown) => {
+      const origin = typeof given === 'string' ? originOf(given) : null
+      if (origin === null) throw new TypeError(`checkOrigin: ${shownAs(given)} is not an origin: give scheme://host[:port], such as 'https://app.example:8443' (no path, query or fragment)`)
+      return origin
+    }),
+  )
+}
+
+/** The serialized origin of `text` (`new URL(text).origin`), or null when it is not an http(s) origin with at most a `/` path. */
+function originOf(text: string): string | null {
+  try {
+    const url = new URL(text)
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '' || url.pathname !== '/' || url.search !== '' || url.hash !== '') return null
+    if (text.endsWith('#') || text.endsWith('?')) return null
+    return url.origin
+  } catch {
+    return null
+  }
 }
 
 /** Error codes of the platform's refusal body, by status (docs/field-notes.md "The platform's control channel"). */
@@ -665,6 +690,16 @@ export class PlatformSimulator extends EventEmitter {
   /** Sockets ever accepted, of one agent or of all. */
   accepted(agentId?: string): SimConnection[] {
     return agentId === undefined ? [...this.connections] : [...(this.socketsOf.get(agentId) ?? [])]
+  }
+
+  /**
+   * Every upgrade of `agentId` the server has seen: answered (in `upgrades`), held, or ended
+   * unanswered (see {@link unansweredUpgradesOf}); as long as nothing was forgotten under
+   * `historyLimit`. A client's count of the upgrades it sent, compared with this, says whether they
+   * have all reached the server.
+   */
+  upgradesSeenOf(agentId: string): number {
+    return this.upgradeCounts(agentId).upgrades + this.heldUpgradesOf(agentId) + this.unansweredUpgradesOf(agentId)
   }
 
   /**
@@ -1323,7 +1358,7 @@ export class PlatformSimulator extends EventEmitter {
    * while the closed sockets' frames together exceed `historyFrameLimit`.
    */
   private trimClosedConnections(closed: SimConnection): void {
-    this.closedFrames += closed.frames.length
+    this.closedFrames += recorded(closed)
     const limit = this.options.historyLimit
     if (this.connections.length > limit) {
       let excess = this.connections.reduce((n, c) => n + (c.state === 'closed' ? 1 : 0), 0) - limit
@@ -1334,17 +1369,18 @@ export class PlatformSimulator extends EventEmitter {
           const sockets = this.socketsOf.get(c.agentId)!
           sockets.splice(sockets.indexOf(c), 1)
           if (sockets.length === 0) this.socketsOf.delete(c.agentId)
-          this.closedFrames -= c.frames.length
+          this.closedFrames -= recorded(c)
           excess--
         } else i++
       }
     }
     for (let i = 0; i < this.connections.length && this.closedFrames > this.options.historyFrameLimit; i++) {
       const c = this.connections[i]!
-      if (c.state !== 'closed' || c.frames.length === 0) continue
-      this.closedFrames -= c.frames.length
+      if (c.state !== 'closed' || recorded(c) === 0) continue
+      this.closedFrames -= recorded(c)
       c.framesForgotten += c.frames.length
       c.frames.length = 0
+      c.joinsReceived.length = 0
     }
   }
 
@@ -1576,7 +1612,10 @@ export class PlatformSimulator extends EventEmitter {
   private originAllowed(origin: string): boolean {
     const check = this.options.checkOrigin
     if (check === false) return true
-    if (check !== true && check.includes(origin)) return true
+    if (check !== true) {
+      const sent = originOf(origin)
+      if (sent !== null && check.includes(sent)) return true
+    }
     if (origin === 'null') return false
     try {
       const url = new URL(origin)
@@ -1853,7 +1892,7 @@ export class PlatformSimulator extends EventEmitter {
     }
     if (frame.event === CHANNEL_EVENTS.join) {
       c.joins++
-      if (c.joinsReceived.length < JOINS_KEPT) c.joinsReceived.push({ topic: frame.topic, joinRef: frame.join_ref, at: this.now() })
+      if (c.joinsReceived.length < JOINS_KEPT) c.joinsReceived.push({ topic: cutField(frame.topic), joinRef: frame.join_ref === null ? null : cutField(frame.join_ref), at: this.now() })
       return this.join(c, frame)
     }
     const channel = c.channels.get(frame.topic)

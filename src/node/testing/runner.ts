@@ -176,12 +176,15 @@ export async function startPathKit(options: PathKitOptions | null = {}): Promise
 export class PathKit {
   private runs = 0
   /** Every finished run: its agent, link and the upgrades the server had seen of it at its end (stop() checks nothing came after). */
-  private readonly finished: Array<{ path: string; agentId: string; link: Link; attempts: number; sent: () => number; sentAtEnd: number }> = []
+  private readonly finished: Array<{ path: string; agentId: string; link: WeakRef<Link>; attempts: number; sent: ReadonlySet<string>; sentAtEnd: number }> = []
   /** Set by stop(): a run started after it, or still going then, rejects saying so. */
   private stopped = false
   /** Resolves when stop() is called: a run waiting on a host factory stops waiting. */
-  private readonly stopping: Promise<void>
-  private signalStop!: () => void
+  /**
+   * What stop() tells: each run waiting on its host factory. A set, emptied as each wait ends: a
+   * reaction on one long-lived promise per run would keep every run's host and link until the stop.
+   */
+  private readonly stopWaiters = new Set<() => void>()
 
   /** @internal use {@link startPathKit}. */
   constructor(
@@ -190,7 +193,6 @@ export class PathKit {
     private readonly prefix: string,
     private readonly settleMs = 100,
   ) {
-    this.stopping = new Promise<void>((resolve) => (this.signalStop = resolve))
   }
 
   /**
@@ -280,7 +282,7 @@ export class PathKit {
     // Every upgrade the link attempted: answered, or still held by the kit (a link that comes
     // back on its own after a terminal step shows here, never as an accepted socket).
     // Every upgrade the server saw: answered, still held, or ended unanswered (dropped, or given up by the link).
-    const attempts = () => sim.upgrades.filter((u) => u.agentId === agentId).length + sim.heldUpgradesOf(agentId) + sim.unansweredUpgradesOf(agentId)
+    const attempts = () => sim.upgradesSeenOf(agentId)
     // One upgrade per transport the chart opened (its generation counts them, across sessions):
     // answered by the path, timed out, given up by the host, or still in flight at the end.
     const allowed = path.steps.at(-1)?.expect.generation ?? 0
@@ -356,7 +358,8 @@ export class PathKit {
       if (failure === null && late > 0) failure = new PathFailure(path.name, path.steps.length - 1, path.steps.at(-1)!.name, `the link attempted ${late} upgrade(s) the path did not answer`)
       // An upgrade the link sent during the run may reach the server after it (under load): the
       // link's own count of what it sent, when the host passed the kit's inspect on, covers it.
-      this.finished.push({ path: path.name, agentId, link, attempts: Math.max(attempts(), sent.size), sent: () => sent.size, sentAtEnd: sent.size })
+      // Weakly: a link its host let go of can make no upgrade, and a kit that runs many paths keeps none of them.
+      this.finished.push({ path: path.name, agentId, link: new WeakRef(link), attempts: Math.max(attempts(), sent.size), sent, sentAtEnd: sent.size })
       if (failure === null && stopError !== null) failure = stopError
       else if (failure instanceof PathFailure && stopError !== null) failure.hostStopError = stopError
     }
@@ -382,9 +385,12 @@ export class PathKit {
     const bound = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`the path host did not return a link within ${timeoutMs} ms (path "${name}")`)), timeoutMs)
     })
-    const stopped = this.stopping.then((): never => {
-      throw new Error(`the path kit was stopped while the host of path "${name}" was being built`)
+    let onStop!: () => void
+    const stopped = new Promise<never>((_, reject) => {
+      onStop = () => reject(new Error(`the path kit was stopped while the host of path "${name}" was being built`))
     })
+    stopped.catch(() => {})
+    this.stopWaiters.add(onStop)
     try {
       return await Promise.race([building, bound, stopped])
     } catch (error) {
@@ -392,6 +398,7 @@ export class PathKit {
       throw error
     } finally {
       clearTimeout(timer)
+      this.stopWaiters.delete(onStop)
       if (late) building.then(release, () => {})
     }
   }
@@ -407,15 +414,16 @@ export class PathKit {
    */
   async stop(): Promise<void> {
     this.stopped = true
-    this.signalStop()
+    for (const onStop of this.stopWaiters) onStop()
     const sim = this.simulator
     const late: string[] = []
     for (const run of this.finished) {
-      const attempts = sim.upgradeCounts(run.agentId).upgrades + sim.heldUpgradesOf(run.agentId) + sim.unansweredUpgradesOf(run.agentId)
-      const after = Math.max(attempts - run.attempts, run.sent() - run.sentAtEnd)
-      if (after > 0) late.push(`"${run.path}": ${after} upgrade(s) after its run ended (the link is ${run.link.state})`)
-      if (after > 0 || (run.link.state !== 'stopped' && run.link.state !== 'terminated' && run.link.state !== 'idle')) {
-        await within(run.link.disconnect(), 5_000, '').catch(() => {})
+      const attempts = sim.upgradesSeenOf(run.agentId)
+      const after = Math.max(attempts - run.attempts, run.sent.size - run.sentAtEnd)
+      const link = run.link.deref()
+      if (after > 0) late.push(`"${run.path}": ${after} upgrade(s) after its run ended${link ? ` (the link is ${link.state})` : ''}`)
+      if (link && link.state !== 'stopped' && link.state !== 'terminated' && link.state !== 'idle') {
+        await within(link.disconnect(), 5_000, '').catch(() => {})
       }
     }
     this.finished.length = 0
@@ -578,8 +586,7 @@ class World {
         // Every upgrade the link sent has reached the server (answered, or held and let go): under
         // load the abandoned one can arrive after disconnect() settled, and must not be the one a
         // later step answers.
-        const seen = () => sim.upgradeCounts(agent).upgrades + sim.heldUpgradesOf(agent) + sim.unansweredUpgradesOf(agent)
-        await this.held('the abandoned upgrade to reach the server and close', () => seen() >= this.upgradesSent() && sim.heldUpgradesOf(agent) === 0)
+        await this.held('the abandoned upgrade to reach the server and close', () => sim.upgradesSeenOf(agent) >= this.upgradesSent() && sim.heldUpgradesOf(agent) === 0)
         return
       }
       case 'host.cancelWait': {
@@ -596,7 +603,8 @@ class World {
       case 'upgrade.accept':
       case 'upgrade.refuse':
       case 'upgrade.drop': {
-        await this.held('the upgrade to arrive', () => sim.heldUpgradesOf(agent) > 0)
+        // Every upgrade the link sent has reached the server, so the newest held is its current one.
+        await this.held('the upgrade to arrive', () => sim.heldUpgradesOf(agent) > 0 && sim.upgradesSeenOf(agent) >= this.upgradesSent())
         // The newest: the link has one upgrade out at a time, so an older one still held is one it
         // gave up (a disconnect() or a connect timeout) that reached the server late, under load.
         if (s.type === 'upgrade.accept') sim.answerHeldUpgrade(undefined, agent, 'newest')
