@@ -42,7 +42,7 @@ const CUT_FIELD_LIMIT = 200
 /** The top-level fields of a cut payload a record keeps. */
 const CUT_FIELDS = 20
 
-/** A text of a cut record: whole when short, else its first {@link CUT_FIELD_LIMIT} characters copied, then `…`. */
+/** A text of a cut record: whole when short, else its first 200 characters copied, then `…`. */
 export function cutField(text: string): string {
   return text.length > CUT_FIELD_LIMIT ? `${copyText(text, CUT_FIELD_LIMIT)}…` : text
 }
