@@ -31,7 +31,9 @@ let sim: PlatformSimulator
 let kit: PathKit
 
 beforeAll(async () => {
-  kit = await startPathKit()
+  // The charts' own hosts act on nothing by themselves: a short watch after each path is enough here
+  // (test/unit/testing.test.ts proves the default watch catches a host that does).
+  kit = await startPathKit({ settleMs: 20 })
   sim = await startSimulator({ agents: 'any', recordLimit: 200 })
   sim.holdUpgrades(/^model-r/)
   sim.onJoin(/^room:model-/, { reply: 'hold' })

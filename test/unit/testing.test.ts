@@ -280,6 +280,12 @@ describe('the runner sees what a host does on its own', () => {
     )
     expect(failure).toBeInstanceOf(PathFailure)
     expect((failure as PathFailure).hostStopError).toMatchObject({ message: 'stop failed' })
+    // A path that held and whose host's stop() throws: a PathFailure naming the path, at its end.
+    const held = pathFrom('host connect > upgrade sent > upgrade 403', 3)
+    const ending = await failureOf(kit.run(held, (options) => ({ link: createLink(options), stop: () => Promise.reject(new Error('stop boom')) })))
+    expect(ending).toBeInstanceOf(PathFailure)
+    expect((ending as Error).message).toBe(`path "${held.name}", step 3 ((end)): every step held, but ending the run failed: stop boom`)
+    expect((ending as PathFailure).hostStopError).toMatchObject({ message: 'stop boom' })
   })
 
   it("bounds every wait on the host's disconnect(): one that never settles fails the step by name within the run's timeout, one that rejects after the path is reported, and the run cleans up either way", async () => {
@@ -317,7 +323,8 @@ describe('the runner sees what a host does on its own', () => {
         return link
       }),
     )
-    expect(rejects).toMatchObject({ message: 'host cleanup failed' })
+    expect(rejects).toBeInstanceOf(PathFailure)
+    expect(rejects).toMatchObject({ stimulus: '(end)', hostStopError: { message: 'host cleanup failed' } })
     // The cleanup after it still ran: the agent holds nothing on the server.
     expect(kit.simulator.live(agent)).toEqual([])
     expect(kit.simulator.heldUpgradesOf(agent)).toBe(0)

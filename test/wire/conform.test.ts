@@ -70,10 +70,13 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
   // every attempt that must not come, in less time than the default 6 s a slower client needs.
   const fixture = { command: agent, cwd: REPO, quietMs: 2500 }
   it('join_refs reused, Retry-After ignored, a SIGTERM that kills without a close frame, or one that does not stop the agent (it reconnects, or opens a new socket and leaves the server to supersede the old one): exactly those rules break', async () => {
-    const [report, reconnects, restarts] = await Promise.all([
+    const [report, reconnects, restarts, chatty] = await Promise.all([
       runConformance({ ...fixture, env: { REUSE_JOIN_REF: '1', RETRY_AT_ONCE: '1', DIE_ON_SIGTERM: '1' }, concurrency: 2 }),
       runConformance({ ...fixture, env: { RECONNECT_ON_SIGTERM: '1' }, concurrency: 2 }),
       runConformance({ ...fixture, env: { RESTART_ON_SIGTERM: '1' }, concurrency: 2 }),
+      // Heartbeats on a superseded socket before closing it, two sockets at once after a 429, and
+      // join_refs reused by an agent whose pushes outrun the frame record: each passed before.
+      runConformance({ ...fixture, env: { BEATS_AFTER_SUPERSEDE: '1', DOUBLE_AFTER_429: '1', REUSE_JOIN_REF: '1', CHATTY: '1' }, concurrency: 2 }),
     ])
     const detail = (report: ConformanceReport) => report.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail
     expect(broken(report)).toEqual(['rejoins-with-fresh-join-ref', 'honours-retry-after', 'stops-heartbeats-after-stop'])
@@ -82,15 +85,11 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(detail(reconnects)).toMatch(/^1 upgrade\(s\) after SIGTERM, the first \d+ ms after it: the agent closed its socket \(close 1000\) and came back$/)
     expect(broken(restarts)).toEqual(['one-live-socket', 'stops-heartbeats-after-stop'])
     expect(detail(restarts)).toMatch(/^after SIGTERM its socket was closed by the server \(close \d+: a newer socket of the agent superseded it\), not by the agent$/)
-  }, 90_000)
-
-  it('heartbeats on a superseded socket before closing it, two sockets at once after a 429, and join_refs reused by an agent whose pushes outrun the frame record: each rule breaks (each passed before)', async () => {
-    const report = await runConformance({ ...fixture, env: { BEATS_AFTER_SUPERSEDE: '1', DOUBLE_AFTER_429: '1', REUSE_JOIN_REF: '1', CHATTY: '1' }, concurrency: 3 })
-    const detail = (rule: string) => report.verdicts.find((v) => v.rule === rule)?.detail
-    expect(broken(report)).toEqual(['rejoins-with-fresh-join-ref', 'one-live-socket', 'stops-heartbeats-after-stop'])
-    expect(detail('rejoins-with-fresh-join-ref')).toMatch(/^after close 1000, agent_control:\S+ was rejoined with join_ref 1, used on the closed socket/)
-    expect(detail('one-live-socket')).toMatch(/^in the retry-after scenario: at \d+ ms a socket opened while sock-\d+ was open$/)
-    expect(detail('stops-heartbeats-after-stop')).toMatch(/^\d+ heartbeat\(s\) on the superseded socket more than 1 s after the push, before the agent closed it \d+ ms after the push$/)
+    const chattyDetail = (rule: string) => chatty.verdicts.find((v) => v.rule === rule)?.detail
+    expect(broken(chatty)).toEqual(['rejoins-with-fresh-join-ref', 'one-live-socket', 'stops-heartbeats-after-stop'])
+    expect(chattyDetail('rejoins-with-fresh-join-ref')).toMatch(/^after close 1000, agent_control:\S+ was rejoined with join_ref 1, used on the closed socket/)
+    expect(chattyDetail('one-live-socket')).toMatch(/^in the retry-after scenario: at \d+ ms a socket opened while sock-\d+ was open$/)
+    expect(chattyDetail('stops-heartbeats-after-stop')).toMatch(/^\d+ heartbeat\(s\) on the superseded socket more than 1 s after the push, before the agent closed it \d+ ms after the push$/)
   }, 90_000)
 
   it('a process that exits on a supersede push without closing its socket breaks stops-heartbeats-after-stop: no close frame (1006)', async () => {
@@ -196,11 +195,13 @@ describe('phoenix-link conform on an agent that is not there', () => {
     // The scenarios give up as soon as the agent has exited, not after their timeouts.
     expect(performance.now() - started).toBeLessThan(10_000)
     // An agent that starts and exits at once (a missing module): the same first line, with its exit code.
-    const exits = await runConformance({ command: [process.execPath, '-e', "console.error(\"No module named 'websockets'\"); process.exit(1)"], cwd: REPO })
+    const [exits, sleeps] = await Promise.all([
+      runConformance({ command: [process.execPath, '-e', "console.error(\"No module named 'websockets'\"); process.exit(1)"], cwd: REPO }),
+      runConformance({ command: [process.execPath, '-e', 'setInterval(() => {}, 1000)'], cwd: REPO, connectTimeoutMs: 1500, concurrency: 5 }),
+    ])
     expect(formatConformance(exits).split('\n')[0]).toMatch(/^the agent never connected: in every scenario \(\d+\) it ended before any upgrade \(exited with code 1\)/)
     // An agent that connects has no such line; nor has one that runs but never connects, stopped by conform after the connect timeout.
     expect(formatConformance({ ...exits, neverConnected: {} }).split('\n')[0]).toMatch(/^(PASS|FAIL) /)
-    const sleeps = await runConformance({ command: [process.execPath, '-e', 'setInterval(() => {}, 1000)'], cwd: REPO, connectTimeoutMs: 1500, concurrency: 5 })
     expect(sleeps.neverConnected).toEqual({})
     expect(sleeps.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/within 1500 ms \(no upgrade arrived\)$/)
     await expect(runConformance({ command: [] })).rejects.toThrow(/conform needs the agent command/)

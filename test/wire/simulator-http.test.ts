@@ -291,6 +291,9 @@ describe('the simulator over HTTP', () => {
       const none = await call(http, 'GET', '/admin/connections?agent=a')
       expect([none.status, none.body.error.message]).toEqual([400, 'unknown query parameter "agent"; this route reads none (and token, for access)'])
       expect((await call(http, 'GET', '/admin/sockets?agent=a')).status).toBe(200)
+      // One given twice: which one a route would read is a guess (it read the first).
+      const twice = await call(http, 'GET', '/admin/sockets?agent=a&agent=b')
+      expect([twice.status, twice.body.error.message]).toEqual([400, 'query parameter "agent" given 2 times; give it once'])
       expect((await call(http, 'GET', '/admin/openapi.json?v=2')).status).toBe(400)
       // A POST reads its body, not its query.
       expect((await call(http, 'POST', '/admin/reset?note=x', {})).status).toBe(200)
@@ -483,21 +486,25 @@ describe('the simulator over HTTP', () => {
       await new Promise((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve(undefined) : ws.once('close', resolve).terminate()))
       return status
     }
-    for (const [args, want] of [
+    const cases = [
       [[], [403, 403, 101]],
       [['--allow-origin', 'https://app.example'], [101, 403, 101]],
       [['--allow-origin', '*'], [101, 101, 101]],
-    ] as Array<[string[], number[]]>) {
-      const child = serve(args)
-      try {
-        const { url } = await listening(child)
-        const got = [await statusFor(url, 'https://app.example'), await statusFor(url, 'https://evil.example'), await statusFor(url, 'http://localhost:5173')]
-        expect(got, args.join(' ')).toEqual(want)
-      } finally {
-        child.kill('SIGTERM')
-        expect(await exited(child)).toBe(0)
-      }
-    }
+    ] as Array<[string[], number[]]>
+    // The three servers at once: each is its own process and port.
+    await Promise.all(
+      cases.map(async ([args, want]) => {
+        const child = serve(args)
+        try {
+          const { url } = await listening(child)
+          const got = [await statusFor(url, 'https://app.example'), await statusFor(url, 'https://evil.example'), await statusFor(url, 'http://localhost:5173')]
+          expect(got, args.join(' ')).toEqual(want)
+        } finally {
+          child.kill('SIGTERM')
+          expect(await exited(child)).toBe(0)
+        }
+      }),
+    )
   })
 
   it('a frame record stays small: a long frame keeps its envelope and top-level scalars (a reply its status); historyFrameLimit empties the oldest closed sockets\' records', async () => {

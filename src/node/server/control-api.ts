@@ -161,14 +161,23 @@ const ok = (body: unknown = { ok: true }): Answer => ({ status: 200, body })
 
 /**
  * A query parameter the route does not read (a typo such as `?agnet=`, which would otherwise
- * answer for every agent), named; null when there is none. `token` is read by the access check.
+ * answer for every agent), or one given more than once, named; null when there is none. `token`
+ * is read by the access check.
  */
 export function unknownQuery(query: URLSearchParams, known: readonly string[]): string | null {
   for (const name of query.keys()) {
+    // One value each: which of two a route would read (`?agent=a&agent=b`) is a guess, not an answer.
+    const given = query.getAll(name).length
+    if (given > 1) return `query parameter ${JSON.stringify(name)} given ${given} times; give it once`
     if (name === 'token' || known.includes(name)) continue
     return `unknown query parameter ${JSON.stringify(name)}; this route reads ${known.length === 0 ? 'none' : known.join(', ')}${' (and token, for access)'}`
   }
   return null
+}
+
+/** A route's OpenAPI operationId: its path after `/admin/` (or `/`) in camel case, `Get` after a GET's (`/admin/sockets/{id}/frames` GET: `socketsFramesGet`). */
+function operationIdOf(method: string, path: string): string {
+  return path.replace(/^\/(admin\/)?/, '').replace(/\/\{\w+\}\//g, '-').replace(/[^a-z]+(.)/g, (_, c: string) => c.toUpperCase()) + (method === 'GET' ? 'Get' : '')
 }
 
 /** What every POST answers once the simulator is stopping. */
@@ -632,7 +641,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
       ...paths[r.path],
       [r.method.toLowerCase()]: {
         summary: r.summary,
-        operationId: r.path.replace(/^\/admin\//, '').replace(/\/\{\w+\}\//g, '-').replace(/[^a-z]+(.)/g, (_, c: string) => c.toUpperCase()) + (r.method === 'GET' ? 'Get' : ''),
+        operationId: operationIdOf(r.method, r.path),
         ...(parameters.length > 0 ? { parameters } : {}),
         // An empty body is read as `{}`: a route whose schema takes `{}` may be sent none.
         ...(r.body ? { requestBody: { required: !r.body.safeParse({}).success, content: { 'application/json': { schema: schemaOf(r.body) } } } } : {}),
@@ -650,7 +659,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
   for (const r of ADMIN_ROUTES) {
     // /metrics is outside /admin: not behind the access rule (it carries no principal label).
     const access = r.path.startsWith('/admin/') ? { '401': errors['401'], '403': errors['403'] } : {}
-    paths[r.path] = { [r.method.toLowerCase()]: { summary: r.summary, responses: { '200': { description: 'Done.' }, ...access, '405': errors['405'], ...(r.path === '/metrics' ? { '500': errors['500'] } : {}) } } }
+    paths[r.path] = { [r.method.toLowerCase()]: { summary: r.summary, operationId: operationIdOf(r.method, r.path), responses: { '200': { description: 'Done.' }, ...access, '405': errors['405'], ...(r.path === '/metrics' ? { '500': errors['500'] } : {}) } } }
   }
   return {
     openapi: '3.1.0',

@@ -199,7 +199,9 @@ export class PathKit {
    * Runs `path` with a fresh agent id on a host `host` builds, and resolves with what it saw.
    * The link is disconnected (and `stop()` of the host called) before it settles, pass or fail.
    *
-   * @throws {PathFailure} (rejects) naming the path, the step and what differed from the chart or broke an oracle.
+   * @throws {PathFailure} (rejects) naming the path, the step and what differed from the chart or broke an oracle;
+   *   at the last step (`(end)`) when every step held but ending the run failed (the host's `stop()`
+   *   or the link's `disconnect()` threw or did not settle: `hostStopError`).
    * @throws {Error} (rejects) when the host factory throws, does not settle within `timeoutMs`
    *   (10000 unless given), returns no link (or a Link of another copy of phoenix-link), or returns a
    *   link that connects as another agent than the kit's (what it returned is disconnected and its
@@ -360,8 +362,11 @@ export class PathKit {
       // link's own count of what it sent, when the host passed the kit's inspect on, covers it.
       // Weakly: a link its host let go of can make no upgrade, and a kit that runs many paths keeps none of them.
       this.finished.push({ path: path.name, agentId, link: new WeakRef(link), attempts: Math.max(attempts(), sent.size), sent, sentAtEnd: sent.size })
-      if (failure === null && stopError !== null) failure = stopError
-      else if (failure instanceof PathFailure && stopError !== null) failure.hostStopError = stopError
+      if (failure === null && stopError !== null) {
+        // The path held; ending the run did not: said as a failure of this path, with what threw.
+        failure = new PathFailure(path.name, path.steps.length - 1, '(end)', `every step held, but ending the run failed: ${thrownText(stopError)}`)
+        ;(failure as PathFailure).hostStopError = stopError
+      } else if (failure instanceof PathFailure && stopError !== null) failure.hostStopError = stopError
     }
     // The kit's simulator stopped under the run: neither a pass nor a path failure can be trusted.
     if (this.stopped) throw new Error(`the path kit was stopped during path "${path.name}": the run was cut short and is not judged`, { cause: failure ?? undefined })
