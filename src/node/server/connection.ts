@@ -3,7 +3,7 @@
  * controls a test uses on it (close with any code, abort without a close frame, stall).
  */
 import type { WebSocket } from 'ws'
-import { encodeTextFrame, type Frame } from '../../protocol.js'
+import { encodeTextFrame, isWellFormedText, type Frame } from '../../protocol.js'
 import { deepFreeze } from '../../freeze.js'
 import { copyText } from '../../../machines/types.js'
 
@@ -113,19 +113,12 @@ export function isSendableCloseCode(code: number): boolean {
 export function assertSendableClose(code: number, reason: string): void {
   if (!isSendableCloseCode(code)) throw new RangeError(`close code ${code} may not be sent: use ${SENDABLE_CLOSE_CODES_TEXT}`)
   if (Buffer.byteLength(reason) > 123) throw new RangeError(`a close reason is at most 123 bytes (RFC 6455 section 5.5), got ${Buffer.byteLength(reason)}`)
-  if (holdsHalfCharacter(reason)) throw new RangeError(HALF_CHARACTER_TEXT)
+  if (!isWellFormedText(reason)) throw new RangeError(HALF_CHARACTER_TEXT)
 }
-
-/** A lone UTF-16 surrogate: half of a character, which UTF-8 cannot encode. */
-const HALF_CHARACTER = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 /** Why a close reason holding half a character is refused. */
 export const HALF_CHARACTER_TEXT =
   'a close reason must be well-formed text: it holds half of a character (a lone UTF-16 surrogate), which its UTF-8 on the wire (RFC 6455 section 5.5.1) cannot carry; the client would read U+FFFD instead'
 
-/** Whether `text` holds half of a character (a lone UTF-16 surrogate). */
-export function holdsHalfCharacter(text: string): boolean {
-  return HALF_CHARACTER.test(text)
-}
 
 /**
  * One accepted WebSocket. Read its fields to assert what the server saw; call `close`,

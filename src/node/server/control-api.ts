@@ -16,9 +16,10 @@ import * as z from 'zod/mini'
 import { describeIssue } from '../../zod-issues.js'
 import { deepFreeze } from '../../freeze.js'
 import type { JoinOutcome, PlatformSimulator, Target, UpgradeRefusal } from './simulator.js'
-import { HALF_CHARACTER_TEXT, SENDABLE_CLOSE_CODES_TEXT, SENDABLE_CLOSE_RANGES, holdsHalfCharacter, type SimConnection } from './connection.js'
+import { HALF_CHARACTER_TEXT, SENDABLE_CLOSE_CODES_TEXT, SENDABLE_CLOSE_RANGES, type SimConnection } from './connection.js'
 import { thrownText } from '../../../machines/types.js'
 import { jsonDepth } from '../../json-depth.js'
+import { isWellFormedText } from '../../protocol.js'
 
 /** Largest request body, bytes. */
 export const MAX_CONTROL_BODY_BYTES = 1_048_576
@@ -469,7 +470,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
         z.string().check(
           z.maxLength(123, { error: REASON_TOO_LONG }),
           z.refine((r) => Buffer.byteLength(r) <= 123, { error: REASON_TOO_LONG }),
-          z.refine((r) => !holdsHalfCharacter(r), { error: HALF_CHARACTER_TEXT }),
+          z.refine(isWellFormedText, { error: HALF_CHARACTER_TEXT }),
         ),
       ),
     }),
