@@ -114,6 +114,15 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(broken(clean)).toEqual([])
   }, 90_000)
 
+  it('an agent started by a launcher that exits at once (`sh -c \'agent & exit 0\'`, a wrapper without exec) is judged as the agent: every rule held, and its stop reaches the agent in the background', async () => {
+    const launched = await runConformance({ ...fixture, command: ['sh', '-c', `'${process.execPath}' test/fixtures/conform-agent.mjs & exit 0`], concurrency: 2 })
+    const why = (r: ConformanceReport) => r.verdicts.filter((v) => !v.pass).map((v) => `${v.rule}: ${v.detail}`).join('\n')
+    expect(broken(launched), why(launched)).toEqual([])
+    // SIGTERM went to the launcher's group: the agent in the background closed its own socket.
+    expect(launched.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail).toMatch(/after SIGTERM its socket closed in \d+ ms \(close 1000\), and no upgrade followed/)
+    expect(launched.neverConnected).toEqual({})
+  }, 90_000)
+
   it('Ctrl-C stops every agent it started and exits 130 at once (a long quiet window cut short), judging nothing after the stop', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'conform', '--quiet', '30000', '--', process.execPath, 'test/fixtures/conform-agent.mjs'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
     let err = ''
@@ -202,6 +211,9 @@ describe('phoenix-link conform on an agent that is not there', () => {
       runConformance({ command: [process.execPath, '-e', "console.error(\"No module named 'websockets'\"); process.exit(1)"], cwd: REPO }),
       runConformance({ command: [process.execPath, '-e', 'setInterval(() => {}, 1000)'], cwd: REPO, connectTimeoutMs: 1500, concurrency: 5 }),
     ])
+    // The same agent behind a launcher that exits first: it ended when the agent did, and says so.
+    const launched = await runConformance({ command: ['sh', '-c', `'${process.execPath}' -e 'setTimeout(() => process.exit(1), 300)' & exit 0`], cwd: REPO, concurrency: 5 })
+    expect(formatConformance(launched).split('\n')[0]).toMatch(/^the agent never connected: in every scenario \(\d+\) it ended before any upgrade \(exited: its command with code 0, then the last process of its group\); the rules below/)
     expect(formatConformance(exits).split('\n')[0]).toMatch(/^the agent never connected: in every scenario \(\d+\) it ended before any upgrade \(exited with code 1\)/)
     // An agent that connects has no such line; nor has one that runs but never connects, stopped by conform after the connect timeout.
     expect(formatConformance({ ...exits, neverConnected: {} }).split('\n')[0]).toMatch(/^(PASS|FAIL) /)

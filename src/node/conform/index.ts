@@ -20,6 +20,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
 import { startSimulator, type PlatformSimulator, type SimConnection, type SimulatorOptions } from '../server/index.js'
 import { controlTopic, HEARTBEAT_EVENT } from '../../protocol.js'
 import { deepFreeze } from '../../freeze.js'
@@ -134,12 +135,64 @@ interface Settings {
   stopTimeoutMs: number
 }
 
-/** One spawned agent process. */
+/** How often the group of an agent whose command has exited is looked at, while processes of it run on. */
+const GROUP_POLL_MS = 100
+/** How long after its SIGKILL an agent's group is waited for (a process in uninterruptible sleep dies when it wakes). */
+const GROUP_KILL_WAIT_MS = 2000
+
+/**
+ * Whether a process of group `pgid` still runs. `kill(-pgid, 0)` finds a group while any member
+ * exists, and a member that has exited stays one until it is reaped: an orphan (the agent a
+ * launcher left in the background) is reaped by PID 1, which in a container may never do it (here,
+ * 2026-12-06: a backgrounded `sleep` outlived by its `sh` stayed a zombie of its group for good).
+ * So on Linux the group's members are read from /proc (proc(5): the state is the field after the
+ * command's closing parenthesis, the group two fields later) and zombies do not count; elsewhere
+ * (macOS's launchd reaps orphans) the kill probe decides.
+ */
+function groupRuns(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0)
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+  if (process.platform !== 'linux') return true
+  let entries: string[]
+  try {
+    entries = readdirSync('/proc')
+  } catch {
+    return true
+  }
+  for (const entry of entries) {
+    if (!DIGITS.test(entry)) continue
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+    } catch {
+      continue // gone since the listing
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') return true
+  }
+  return false
+}
+const DIGITS = /^\d+$/
+
+/**
+ * One spawned agent: its command's process and every process the command starts in its group. The
+ * agent runs while any of them does: a launcher that starts the agent in the background and exits
+ * (`sh -c 'agent & exit 0'`, a wrapper script without `exec`) has not ended it. A process that
+ * leaves the group (`setsid`, a daemonizing helper) is not followed.
+ */
 class Agent {
   private readonly child: ChildProcess
   private text = ''
   /** How the agent ended, once it has: `could not start …: …` or `exited …`. */
   private end: string | null = null
+  /** The command exited while processes of its group ran on, and they still do. */
+  private groupLeft = false
+  private poll: NodeJS.Timeout | undefined
+  private groupGone: (() => void) | null = null
+  /** Resolves once the agent has ended: its command exited (or never started) and no process of its group runs. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 
   constructor(command: readonly string[], cwd: string, env: NodeJS.ProcessEnv) {
@@ -157,11 +210,32 @@ class Agent {
       })
       // 'exit', not 'close': a helper the agent left running (setsid) may hold its pipes open for ever.
       this.child.once('exit', (code, signal) => {
-        this.end = `exited ${signal ? `on ${signal}` : `with code ${code}`}`
-        this.text = `${this.text}\n(${this.end})`.slice(-4000)
-        this.child.stdout?.destroy()
-        this.child.stderr?.destroy()
-        resolve({ code, signal })
+        const how = signal ? `on ${signal}` : `with code ${code}`
+        const ended = () => {
+          this.child.stdout?.destroy()
+          this.child.stderr?.destroy()
+          resolve({ code, signal })
+        }
+        const pid = this.child.pid!
+        if (!groupRuns(pid)) {
+          this.end = `exited ${how}`
+          this.text = `${this.text}\n(${this.end})`.slice(-4000)
+          return ended()
+        }
+        // The command is gone and its group runs on (an agent started in the background): the agent
+        // ends when the last of them does, or when stop() gives up on them.
+        this.groupLeft = true
+        this.groupGone = () => {
+          clearInterval(this.poll)
+          this.groupLeft = false
+          this.groupGone = null
+          this.end = `exited: its command ${how}, then the last process of its group`
+          this.text = `${this.text}\n(${this.end})`.slice(-4000)
+          ended()
+        }
+        this.poll = setInterval(() => {
+          if (!groupRuns(pid)) this.groupGone?.()
+        }, GROUP_POLL_MS)
       })
     })
   }
@@ -171,10 +245,10 @@ class Agent {
   }
 
   get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null && this.child.pid !== undefined
+    return this.groupLeft || (this.child.exitCode === null && this.child.signalCode === null && this.child.pid !== undefined)
   }
 
-  /** Null while the agent runs; once it is gone, how: `could not start …: …` or `exited with code N` (`exited on SIGNAL`). */
+  /** Null while the agent runs; once it is gone, how: `could not start …: …`, `exited with code N` (`exited on SIGNAL`), or `exited: its command with code N, then the last process of its group`. */
   get gone(): string | null {
     return this.running ? null : (this.end ?? 'exited')
   }
@@ -193,22 +267,32 @@ class Agent {
     }
   }
 
-  /** Ends the agent: SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited (its whole group killed). */
+  /**
+   * Ends the agent: SIGTERM to its group, then SIGKILL after `graceMs`; resolves once it has ended
+   * (its whole group killed), or `GROUP_KILL_WAIT_MS` after the SIGKILL when a process of its group
+   * still runs (one that cannot die yet): it stops looking at the group then.
+   */
   async stop(graceMs: number): Promise<void> {
     if (this.running) {
       this.signal('SIGTERM')
-      let timer: NodeJS.Timeout | undefined
-      const killed = new Promise<void>((resolve) => {
-        timer = setTimeout(() => {
-          this.signal('SIGKILL')
-          resolve()
-        }, graceMs)
-      })
-      await Promise.race([this.exited, killed])
-      clearTimeout(timer)
+      if (!(await within(this.exited, graceMs))) this.signal('SIGKILL')
     }
+    if (!(await within(this.exited, GROUP_KILL_WAIT_MS))) this.groupGone?.()
     await this.exited
     this.signal('SIGKILL') // whatever the command left behind in its group
+  }
+}
+
+/** Resolves true once `promise` settles within `ms`, false after `ms`; leaves no timer behind. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms)
+  })
+  try {
+    return await Promise.race([promise.then(() => true as const), late])
+  } finally {
+    clearTimeout(timer)
   }
 }
 
@@ -345,7 +429,7 @@ async function closes(stage: Stage): Promise<Verdicts> {
     sim.close(current, code)
     const next = await connected(stage, settings.reconnectCapMs, before)
     if (!next) {
-      reconnectFailure = `after close ${code}, no new socket joined ${CONTROL(agentId)} ${agent.gone === null ? `within ${settings.reconnectCapMs} ms` : `before the agent ${agent.gone} (its command must run as long as the agent: a launcher that exits, \`sh -c 'agent &'\`, ends the scenario; use exec)`}`
+      reconnectFailure = `after close ${code}, no new socket joined ${CONTROL(agentId)} ${agent.gone === null ? `within ${settings.reconnectCapMs} ms` : `before the agent ${agent.gone}`}`
       break
     }
     delays.push(`${code}: ${next.openedAt - closedAt} ms`)
