@@ -227,7 +227,7 @@ export interface LinkEvents {
    * the link goes on and reports the doubt settled (`ignored`); refused 409, the session ends
    * `superseded`. It says what was decided at this loss: a supersede read later, during the
    * backoff, on a socket already given up, can still make the next upgrade a probe, and is
-   * reported when the probe is answered. See the README's "Supersede is terminal".
+   * reported when the probe is answered. See "Supersede is terminal" in docs/rules.md.
    */
   disconnected: {
     reason: DisconnectReason
