@@ -375,6 +375,32 @@ describe('presence on the simulator', () => {
     }
   })
 
+  it("a silent client the server sends to every 100 ms: Bandit's idle timeout counts what it sends and keeps it open; Cowboy's counts only what it receives and closes it (1000)", async () => {
+    for (const flavor of ['bandit', 'cowboy'] as const) {
+      const sim = await world().sim({ idleTimeoutMs: 300, flavor })
+      const ws = new WebSocket(`${sim.url}/websocket?vsn=2.0.0&agent_id=agent-1&api_key=key-1`)
+      try {
+        const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)))
+        await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject))
+        const [c] = sim.accepted('agent-1')
+        // A server frame every 100 ms for 900 ms: three idle timeouts pass with nothing received.
+        for (let i = 0; i < 9 && c!.state === 'open'; i++) {
+          c!.send({ join_ref: null, ref: null, topic: 'room:news', event: 'tick', payload: { i } })
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+        if (flavor === 'bandit') {
+          expect(c!.state, flavor).toBe('open')
+          expect(c!.frames.filter((f) => f.dir === 'out')).toHaveLength(9)
+        } else {
+          expect(await closed, flavor).toBe(1000)
+          expect(c!.closeCause, flavor).toBe('idle')
+        }
+      } finally {
+        ws.terminate()
+      }
+    }
+  })
+
   it('simulators given one registry share its metrics: one started again after a stop counts on; a foreign metric of the name is refused', async () => {
     const registry = new Registry()
     const first = await world().sim({ metrics: { registry } })

@@ -181,6 +181,8 @@ export class SimConnection {
 
   /** @internal Called once, as the socket stops being live by the simulator's close or abort (the simulator's presence ends there). */
   onClosing: (() => void) | null = null
+  /** @internal Called after each frame sent to the client (a Bandit-flavored simulator restarts its idle timeout on it). */
+  onSent: (() => void) | null = null
 
   /** @internal */
   idleTimer: NodeJS.Timeout | null = null
@@ -241,6 +243,7 @@ export class SimConnection {
     const text = encodeTextFrame(frame)
     this.record('out', frame, text)
     this.ws.send(text)
+    this.onSent?.()
   }
 
   /** Sends raw text or bytes (a malformed frame, for fuzzing a client); false (nothing sent) once the socket is closing. */
@@ -248,6 +251,7 @@ export class SimConnection {
     if (this.state !== 'open') return false
     this.record('out', null, typeof data === 'string' ? data : `<binary ${data.byteLength} bytes>`, typeof data === 'string' ? data.length : data.byteLength)
     this.ws.send(data)
+    this.onSent?.()
     return true
   }
 

@@ -21,6 +21,14 @@ export interface ServerFlavor {
   supersede: number
   /** Close code of the transport's idle timeout (nothing received for `idleTimeoutMs`). */
   idle: number
+  /**
+   * Whether a frame the server sends restarts the idle timeout too. Bandit's WebSocket handler
+   * returns its `read_timeout` from every `handle_info` of the socket process, a push or broadcast
+   * to the client included (bandit 1.6.11 lib/bandit/websocket/handler.ex), so a silent client the
+   * server pushes to every 10 s stays open past 60 s; Cowboy counts only what it receives
+   * (measured 2026-12-06 against the reference peer).
+   */
+  idleCountsSends: boolean
   /** Close code of a drain or server stop (SIGTERM). */
   restart: number
   /** Headers a refused upgrade carries besides content-length, content-type, retry-after and connection, in the server's order. */
@@ -54,6 +62,7 @@ export const SERVER_FLAVORS = deepFreeze({
     disconnect: 1001,
     supersede: 1001,
     idle: 1000,
+    idleCountsSends: false,
     restart: 1012,
     refusalHeaders: [CACHE_CONTROL, ['server', 'Cowboy']],
     sortsHeaders: true,
@@ -69,6 +78,7 @@ export const SERVER_FLAVORS = deepFreeze({
     disconnect: 1000,
     supersede: 1000,
     idle: 1000,
+    idleCountsSends: false,
     restart: 1012,
     refusalHeaders: [CACHE_CONTROL, ['server', 'Cowboy']],
     sortsHeaders: true,
@@ -83,6 +93,7 @@ export const SERVER_FLAVORS = deepFreeze({
     disconnect: 1011,
     supersede: 1011,
     idle: 1002,
+    idleCountsSends: true,
     restart: 1012,
     refusalHeaders: [['vary', 'accept-encoding'], CACHE_CONTROL],
     sortsHeaders: false,

@@ -1772,6 +1772,7 @@ export class PlatformSimulator extends EventEmitter {
     this.metrics.activeConnections.inc()
     this.tracker.opened(agentId, connection.id, this.now())
     connection.onClosing = () => this.endPresence(connection)
+    if (this.flavor.idleCountsSends) connection.onSent = traffic
     this.armIdle(connection)
     // A second socket with the same key supersedes the older ones: push first, then close.
     for (const old of older) this.supersedeOne(old, undefined, undefined)
