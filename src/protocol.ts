@@ -156,6 +156,20 @@ function problem(kind: FrameProblemKind, detail: string, raw: string): DecodeRes
  *   (the transport's own limit closes with 1009 before this; this guards other transports).
  */
 export function decodeTextFrame(text: string, maxBytes = Number.POSITIVE_INFINITY): DecodeResult {
+  return decodeText(text, maxBytes, true)
+}
+
+/**
+ * Decodes a V2 text frame a client sent to a server, as Phoenix's socket reads it: the same checks
+ * as {@link decodeTextFrame} but the shape of a `phx_reply` payload, since Phoenix routes a
+ * client's `phx_reply` like any other event (ok on a joined topic, "unmatched topic" otherwise;
+ * measured 2026-12-06 on Bandit and Cowboy). Never throws.
+ */
+export function decodeTextFrameFromClient(text: string, maxBytes = Number.POSITIVE_INFINITY): DecodeResult {
+  return decodeText(text, maxBytes, false)
+}
+
+function decodeText(text: string, maxBytes: number, replyShape: boolean): DecodeResult {
   if (text.length > maxBytes) return problem('too-large', `frame of ${text.length} characters exceeds ${maxBytes}`, preview(text))
   let parsed: unknown
   try {
@@ -190,7 +204,7 @@ export function decodeTextFrame(text: string, maxBytes = Number.POSITIVE_INFINIT
     const names = ['join_ref (string or null)', 'ref (string or null)', 'topic (string)', 'event (string)']
     return problem('wrong-types', `element ${wrong} must be ${names[wrong]} (expected [join_ref, ref, topic, event, payload])`, preview(text))
   }
-  if (event === CHANNEL_EVENTS.reply) {
+  if (replyShape && event === CHANNEL_EVENTS.reply) {
     const reply = payload as { status?: unknown } | null
     if (!reply || typeof reply !== 'object' || Array.isArray(reply) || typeof reply.status !== 'string') {
       return problem('bad-reply', 'a phx_reply payload is {"status": string, "response": ...}', preview(text))
@@ -372,7 +386,9 @@ export function decodeBinaryFromServer(data: ArrayBuffer | Uint8Array, maxBytes 
 
 /**
  * Decodes a binary frame sent by a client to a server: kind 0 push with join_ref, ref, topic and
- * event sizes (assets/js/phoenix/serializer.js binaryEncode). Never throws.
+ * event sizes (assets/js/phoenix/serializer.js binaryEncode). A join_ref or ref of no bytes is the
+ * empty string, as Phoenix's V2 serializer reads it (its replies echo `""`; measured 2026-12-06 on
+ * Bandit and Cowboy). Never throws.
  */
 export function decodeBinaryFromClient(data: ArrayBuffer | Uint8Array, maxBytes = Number.POSITIVE_INFINITY): DecodeResult {
   const bytes = toBytes(data)
@@ -388,7 +404,8 @@ export function decodeBinaryFromClient(data: ArrayBuffer | Uint8Array, maxBytes 
   const end = 5 + sizes.reduce((a, b) => a + b, 0)
   return {
     ok: true,
-    frame: { join_ref: join_ref || null, ref: ref || null, topic, event, payload: sliceBuffer(bytes, end) },
+    // A field of no bytes is the empty string, as Phoenix's V2 serializer reads it (it echoes `""`).
+    frame: { join_ref, ref, topic, event, payload: sliceBuffer(bytes, end) },
   }
 }
 

@@ -205,6 +205,103 @@ async function malformed(peer: Peer): Promise<{ code: number; reason: string }> 
   return closed
 }
 
+/** What a raw client saw of the frames and paths no phoenix.js client sends (a breaker's probes, 2026-12-06). */
+interface Edges {
+  /** A client's own phx_reply: on a topic not joined, then on its joined control topic. */
+  clientReply: RawFrame[] | string
+  /** A binary heartbeat whose join_ref and ref have no bytes: the reply. */
+  emptyRefs: RawFrame | string
+  /** A frame holding a number beyond a double's range: the close. */
+  outOfRange: { code: number; reason: string } | string
+  /** Upgrades to the socket's path written with an empty segment: whether each opened. */
+  paths: Record<string, boolean>
+}
+
+/** One raw socket of a fresh agent, open. */
+async function rawSocket(peer: Peer, path = '/websocket'): Promise<WebSocket> {
+  const agent = peer.agent()
+  const ws = new WebSocket(`${peer.url}${path}?agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0`)
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  return ws
+}
+
+/** The next `count` frames `ws` receives, parsed. */
+function nextFrames(ws: WebSocket, count: number): Promise<RawFrame[]> {
+  const got: RawFrame[] = []
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      ws.off('message', onMessage)
+      reject(new Error(`timed out waiting for ${count} frame(s); got ${JSON.stringify(got)}`))
+    }, 4000)
+    const onMessage = (data: Buffer) => {
+      got.push(JSON.parse(data.toString()) as RawFrame)
+      if (got.length < count) return
+      clearTimeout(timer)
+      ws.off('message', onMessage)
+      resolve(got)
+    }
+    ws.on('message', onMessage)
+  })
+}
+
+/** Runs one probe on a socket of its own; a probe that fails is recorded as its error's text, so each fact fails alone. */
+async function probe<T>(peer: Peer, run: (ws: WebSocket, closed: Promise<{ code: number; reason: string }>, agentId: string) => Promise<T>): Promise<T | string> {
+  let ws: WebSocket | null = null
+  try {
+    ws = await rawSocket(peer)
+    const socket = ws
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString() })))
+    return await run(ws, closed, new URL(ws.url).searchParams.get('agent_id')!)
+  } catch (error) {
+    return `probe failed: ${(error as Error).message}`
+  } finally {
+    ws?.terminate()
+  }
+}
+
+async function edges(peer: Peer): Promise<Edges> {
+  const clientReply = await probe(peer, async (ws, _closed, agentId) => {
+    ws.send(JSON.stringify(['1', '1', controlTopic(agentId), 'phx_join', {}]))
+    await nextFrames(ws, 1)
+    // One at a time: Phoenix answers a joined topic from its channel process, and may answer a
+    // later frame to another topic first.
+    ws.send(JSON.stringify(['9', '2', 'room:none', 'phx_reply', {}]))
+    const first = await nextFrames(ws, 1)
+    ws.send(JSON.stringify(['1', '3', controlTopic(agentId), 'phx_reply', {}]))
+    return [...first, ...(await nextFrames(ws, 1))]
+  })
+  const emptyRefs = await probe(peer, async (ws) => {
+    // Kind 0 (push), sizes 0, 0, 7, 9: join_ref and ref empty, topic "phoenix", event "heartbeat", payload {}.
+    ws.send(Buffer.concat([Buffer.from([0, 0, 0, 7, 9]), Buffer.from('phoenixheartbeat{}')]))
+    return (await nextFrames(ws, 1))[0]!
+  })
+  const outOfRange = await probe(peer, async (ws, closed) => {
+    ws.send('[null,"4","phoenix","heartbeat",{"n":1e309}]')
+    let timer: NodeJS.Timeout | undefined
+    try {
+      return await Promise.race([closed, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the socket stayed open 4000 ms')), 4000)))])
+    } finally {
+      clearTimeout(timer)
+    }
+  })
+  const paths: Record<string, boolean> = {}
+  for (const path of ['//websocket', '/websocket/']) {
+    try {
+      const other = await rawSocket(peer, path)
+      const otherClosed = new Promise((resolve) => other.once('close', resolve))
+      other.close(1000)
+      await otherClosed
+      paths[path] = true
+    } catch {
+      paths[path] = false
+    }
+  }
+  return { clientReply, emptyRefs, outOfRange, paths }
+}
+
 /** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
 interface Drained {
   bare: { code: number; reason: string; afterMs: number }
@@ -233,6 +330,7 @@ interface Observed {
   refusals: Record<string, RawRefusal>
   malformed: { code: number; reason: string }
   drained: Drained
+  edges: Edges
 }
 
 function observeAll(factory: PeerFactory): () => Promise<Observed> {
@@ -241,7 +339,7 @@ function observeAll(factory: PeerFactory): () => Promise<Observed> {
     (cached ??= (async () => {
       const peer = await factory.open()
       try {
-        return { transcript: await observe(peer), refusals: await refusals(peer), malformed: await malformed(peer), drained: await drained(peer) }
+        return { transcript: await observe(peer), refusals: await refusals(peer), malformed: await malformed(peer), edges: await edges(peer), drained: await drained(peer) }
       } finally {
         await peer.close()
       }
@@ -309,6 +407,21 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
         expect(o.drained.bare).toMatchObject({ code: 1006 })
         expect(o.drained.bare.afterMs).toBeGreaterThanOrEqual(4500)
       }
+    })
+    it("a client's own phx_reply is routed like any event: \"unmatched topic\" on a topic not joined, ok on a joined one", () => {
+      expect(o.edges.clientReply).toEqual([
+        [null, '2', 'room:none', 'phx_reply', { response: { reason: 'unmatched topic' }, status: 'error' }],
+        ['1', '3', expect.stringMatching(/^agent_control:/), 'phx_reply', { response: {}, status: 'ok' }],
+      ])
+    })
+    it('a binary frame whose join_ref and ref have no bytes: they are "", echoed as such', () => {
+      expect(o.edges.emptyRefs).toEqual([null, '', 'phoenix', 'phx_reply', { response: {}, status: 'ok' }])
+    })
+    it("a number beyond a double's range (1e309) crashes the socket: close 1011, no reason text", () => {
+      expect(o.edges.outOfRange).toEqual({ code: 1011, reason: '' })
+    })
+    it('an empty path segment is dropped: //socket/websocket and /socket/websocket/ reach the socket', () => {
+      expect(o.edges.paths).toEqual({ '//websocket': true, '/websocket/': true })
     })
     it('a refused upgrade: 403, content-length 0, no body, and the connection serves a next request', () => {
       const r = o.refusals['a wrong key (connect/3 returns :error)']!

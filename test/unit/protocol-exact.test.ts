@@ -128,10 +128,10 @@ describe('binary frames from a server: every header and field check', () => {
 })
 
 describe('binary frames from a client', () => {
-  it('encodes null refs as empty fields and decodes them back to null', () => {
+  it('encodes null refs as empty fields, which a server reads as empty strings (as Phoenix\'s V2 serializer does, and echoes "")', () => {
     const frame = encodeBinaryToServer({ join_ref: null, ref: null, topic: 't', event: 'e', payload: bytes(1) })
     expect(Array.from(frame)).toEqual([0, 0, 0, 1, 1, ...text('t'), ...text('e'), 1])
-    expect(decodeBinaryFromClient(frame)).toMatchObject({ ok: true, frame: { join_ref: null, ref: null, topic: 't', event: 'e' } })
+    expect(decodeBinaryFromClient(frame)).toMatchObject({ ok: true, frame: { join_ref: '', ref: '', topic: 't', event: 'e' } })
     const full = encodeBinaryToServer({ join_ref: '3', ref: '4', topic: 'room', event: 'go', payload: bytes(5, 6) })
     const decoded = decodeBinaryFromClient(full) as { ok: true; frame: { join_ref: string; ref: string; payload: ArrayBuffer } }
     expect(decoded.frame).toMatchObject({ join_ref: '3', ref: '4', topic: 'room', event: 'go' })

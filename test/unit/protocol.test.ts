@@ -5,6 +5,7 @@ import {
   decodeBinaryFromClient,
   decodeBinaryFromServer,
   decodeTextFrame,
+  decodeTextFrameFromClient,
   encodeBinaryToClient,
   encodeBinaryToServer,
   encodeTextFrame,
@@ -38,6 +39,14 @@ describe('text frames', () => {
       if (!r.ok) expect(r.problem.kind, text).toBe(kind)
     }
     expect(decodeTextFrame('x'.repeat(50), 10)).toMatchObject({ ok: false, problem: { kind: 'too-large' } })
+    // A server reads a client's phx_reply as any event (Phoenix routes it); every other check holds.
+    for (const [text, kind] of cases) {
+      const r = decodeTextFrameFromClient(text)
+      if (kind === 'bad-reply') expect(r, text).toEqual({ ok: true, frame: { join_ref: null, ref: '1', topic: 't', event: 'phx_reply', payload: { response: {} } } })
+      else expect(r, text).toMatchObject({ ok: false, problem: { kind } })
+    }
+    expect(decodeTextFrameFromClient('["1","7","room:none","phx_reply",{}]')).toMatchObject({ ok: true, frame: { event: 'phx_reply', payload: {} } })
+    expect(decodeTextFrameFromClient('x'.repeat(50), 10)).toMatchObject({ ok: false, problem: { kind: 'too-large' } })
     // Payloads other than objects are kept (a null supersede still means supersede); replies are checked.
     expect(decodeTextFrame('[null,null,"t","e",null]')).toMatchObject({ ok: true, frame: { payload: null } })
     expect(decodeTextFrame('[null,null,"t","e",[1]]')).toMatchObject({ ok: true, frame: { payload: [1] } })

@@ -8,6 +8,7 @@ import { runInNewContext } from 'node:vm'
 import { describe, expect, it, vi } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import { once } from 'node:events'
+import { connect } from 'node:net'
 import { createLink } from '../../src/link.js'
 import { DisconnectReason } from '../../src/reasons.js'
 import { controlTopic, encodeBinaryToClient } from '../../src/protocol.js'
@@ -343,6 +344,46 @@ describe('a misbehaving host of the simulator', () => {
 })
 
 describe('a misbehaving client against the simulator', () => {
+  it('frames written with the upgrade request in one TCP write: the cowboy flavor answers them, the bandit flavor drops them and reads on from the next (as Bandit does)', async () => {
+    /** A masked client text frame (RFC 6455 section 5.2; mask key 0 keeps the bytes as they are). */
+    const masked = (text: string) => Buffer.concat([Buffer.from([0x81, 0x80 | Buffer.byteLength(text), 0, 0, 0, 0]), Buffer.from(text)])
+    for (const flavor of ['cowboy', 'bandit'] as const) {
+      const sim = await world().sim({ flavor })
+      const socket = connect(sim.port, '127.0.0.1')
+      try {
+        let received = Buffer.alloc(0)
+        const heard = (ref: string) => received.includes(Buffer.from(`"${ref}","phoenix","phx_reply"`))
+        const data = new Set<() => void>()
+        socket.on('data', (chunk: Buffer) => {
+          received = Buffer.concat([received, chunk])
+          for (const wake of [...data]) wake()
+        })
+        const until = (check: () => boolean, what: string) =>
+          new Promise<void>((resolve, reject) => {
+            if (check()) return resolve()
+            const timer = setTimeout(() => (data.delete(wake), reject(new Error(`${flavor}: no ${what} within 4000 ms; got ${received.toString('latin1')}`))), 4000)
+            const wake = () => {
+              if (!check()) return
+              clearTimeout(timer)
+              data.delete(wake)
+              resolve()
+            }
+            data.add(wake)
+          })
+        await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
+        const request = `GET /socket/websocket?agent_id=agent-1&api_key=key-1&vsn=2.0.0 HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`
+        socket.write(Buffer.concat([Buffer.from(request), masked('[null,"h1","phoenix","heartbeat",{}]')]))
+        await until(() => received.includes(Buffer.from('101 Switching Protocols')), 'upgrade')
+        socket.write(masked('[null,"h2","phoenix","heartbeat",{}]'))
+        await until(() => heard('h2'), 'reply to the second heartbeat')
+        expect(heard('h1'), flavor).toBe(flavor === 'cowboy')
+        expect(sim.accepted('agent-1')[0]!.heartbeats, flavor).toBe(flavor === 'cowboy' ? 2 : 1)
+      } finally {
+        socket.destroy()
+      }
+    }
+  })
+
   it('closes a socket that sends an undecodable frame with 1011 as a crashed Phoenix socket process does, records the problem, and keeps serving others', async () => {
     const sim = await world().sim()
     const link = world().link(sim, { agentId: 'agent-2', apiKey: 'key-2' })

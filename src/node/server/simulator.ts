@@ -21,7 +21,7 @@ import {
   CONTROL_EVENT,
   controlTopic,
   decodeBinaryFromClient,
-  decodeTextFrame,
+  decodeTextFrameFromClient,
   type DecodeResult,
   hasLoneSurrogate,
   HEARTBEAT_EVENT,
@@ -1639,7 +1639,9 @@ export class PlatformSimulator extends EventEmitter {
 
   private answerUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const url = requestUrl(req.url)
-    if (url.pathname !== `${this.options.path}/websocket`) {
+    // Plug routes by path segments and drops empty ones: `//socket/websocket` and
+    // `/socket/websocket/` reach the socket on Phoenix (measured 2026-12-06 on Bandit and Cowboy).
+    if (segmentsOf(url.pathname) !== segmentsOf(`${this.options.path}/websocket`)) {
       this.refuse(socket, { status: 404, body: { text: JSON.stringify({ error: { code: 'not_found', message: `no socket at ${url.pathname}` } }) } }, NOBODY, 'no such path', head)
       return
     }
@@ -1699,7 +1701,7 @@ export class PlatformSimulator extends EventEmitter {
     }
     const params: Record<string, string> = {}
     for (const [k, v] of url.searchParams) if (k !== API_KEY_PARAM) params[k] = v
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, agentId!, params, onConflict))
+    this.wss.handleUpgrade(req, socket, this.flavor.readsFramesWithUpgrade ? head : Buffer.alloc(0), (ws) => this.accept(ws, agentId!, params, onConflict))
   }
 
   private accept(ws: WebSocket, agentId: string, params: Record<string, string>, onConflict: string | null): void {
@@ -1833,7 +1835,7 @@ export class PlatformSimulator extends EventEmitter {
       ? decodeBinaryFromClient(bytes)
       : hasLoneSurrogate(text)
         ? ({ ok: false, problem: { kind: 'not-json', detail: 'the JSON holds a lone UTF-16 surrogate escape, which Phoenix\'s JSON decoder (Jason) refuses', raw: text } } satisfies DecodeResult)
-        : decodeTextFrame(text)
+        : refuseOutOfRange(text, decodeTextFrameFromClient(text))
     if (!decoded.ok) {
       c.record('in', null, decoded.problem.raw)
       c.problems.push(`${decoded.problem.kind}: ${decoded.problem.detail}`)
@@ -1951,6 +1953,39 @@ export class PlatformSimulator extends EventEmitter {
       c.send({ join_ref: previous.joinRef, ref: previous.joinRef, topic: frame.topic, event: CHANNEL_EVENTS.close, payload: {} })
     }
   }
+}
+
+/** A path's non-empty segments, joined by `/` (how Plug's router sees the path). */
+function segmentsOf(pathname: string): string {
+  return pathname
+    .split('/')
+    .filter((segment) => segment !== '')
+    .join('/')
+}
+
+/** A number literal that may lie outside a double's range: an exponent of 3 digits or more, or 309 digits in a row. */
+const MAYBE_OUT_OF_RANGE = /\d[eE][+-]?\d{3}|\d{309}/
+
+/**
+ * A decoded client frame whose payload holds a number beyond a double's range (`1e309`, which
+ * JSON.parse reads as Infinity) refused as not JSON: Jason raises on it, and Phoenix closes the
+ * socket 1011 (measured 2026-12-06 on Bandit and Cowboy). Only a text that may hold one is
+ * walked, without recursion (a payload may nest a million deep).
+ */
+function refuseOutOfRange(text: string, decoded: DecodeResult): DecodeResult {
+  if (!decoded.ok || !MAYBE_OUT_OF_RANGE.test(text)) return decoded
+  const pending: unknown[] = [decoded.frame.payload]
+  while (pending.length > 0) {
+    const value = pending.pop()
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) return { ok: false, problem: { kind: 'not-json', detail: "the JSON holds a number beyond a double's range, which Phoenix's JSON decoder (Jason) refuses", raw: text } }
+    } else if (Array.isArray(value)) {
+      for (const item of value) pending.push(item)
+    } else if (value !== null && typeof value === 'object') {
+      for (const item of Object.values(value)) pending.push(item)
+    }
+  }
+  return decoded
 }
 
 /** A value as an error message shows it: its JSON where it has one (cut between tokens at 80 characters, reasons.ts clipText), else its String(). */
