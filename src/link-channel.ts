@@ -103,11 +103,16 @@ export class LinkChannel {
   /**
    * Calls `handler` for every `event` pushed or broadcast on this channel's current join.
    *
-   * @throws {ConfigurationError} when `event` is not a non-empty string or `handler` is not a
+   * @throws {ConfigurationError} when `event` is not a non-empty string, is one of phoenix.js's
+   *   own (`phx_*`, `chan_reply_*`: a channel's replies, errors and closes, which reach no handler;
+   *   the channel's status says what they did: `onStatus`, `joined()`), or `handler` is not a
    *   function (nothing is registered).
    */
   on(event: string, handler: MessageHandler): Unsubscribe {
     if (typeof event !== 'string' || event === '') throw new ConfigurationError(`channel ${this.topic}: on() needs an event name (a non-empty string), got ${event === '' ? 'an empty string' : event === null ? 'null' : typeof event}`)
+    if (isReservedEvent(event)) {
+      throw new ConfigurationError(`channel ${this.topic}: on(${JSON.stringify(event)}) would never be called: phoenix's own ${event.startsWith('phx_') ? 'phx_' : 'chan_reply_'} events (replies, errors, closes) reach no handler; listen with onStatus() (or await joined()) for what they do to the channel`)
+    }
     checkFunction(handler, `channel ${this.topic}: the handler of ${JSON.stringify(event)}`)
     const handlers = (this.handlers ??= new Map())
     let set = handlers.get(event)

@@ -1048,9 +1048,12 @@ export class Link {
    * rapid-disconnect counts stay (the next rapid loss suspends again, with a longer cooldown), and
    * what the server asked for is kept: after a 429/503 with Retry-After, or a close 1012/1013, the
    * wait is cut to the end of that (machines/reconnect-policy.ts `serverFloorMs`; the reconnect
-   * chart's `holding` state), so a host calling it on a timer cannot hammer the platform. Changes
-   * nothing in any other state (a live link, a stopped one: use connect(); a terminated one: a
-   * supersede or rejection must not be undone by a retry).
+   * chart's `holding` state). Nothing else bounds it: each call cuts the current wait, a
+   * `suspended` cooldown too, so call it on an event (the browser's `online`, a user's action),
+   * not on a timer; a host calling it every 10 ms against a server that refuses every upgrade with
+   * 500 made about 80 attempts a second (a breaker's run, 2026-12-06). Changes nothing in any other
+   * state (a live link, a stopped one: use connect(); a terminated one: a supersede or rejection
+   * must not be undone by a retry).
    *
    * @returns whether the link was waiting out a backoff or cooldown (the wait is then cut, down to
    *   what the server asked for, if anything).

@@ -1108,6 +1108,10 @@ describe('strict inputs (third review)', () => {
     expect(() => room.on('news', 'handler' as never)).toThrow('channel room:1: the handler of "news" must be a function, got string')
     expect(() => room.on('', () => {})).toThrow('channel room:1: on() needs an event name (a non-empty string), got an empty string')
     expect(() => room.on(5 as never, () => {})).toThrow('channel room:1: on() needs an event name (a non-empty string), got number')
+    // phoenix's own events reach no handler (the adapter gives them to phoenix.js): a listener of one would never run.
+    for (const reserved of ['phx_error', 'phx_close', 'phx_reply', 'chan_reply_3']) {
+      expect(() => room.on(reserved, () => {}), reserved).toThrow(new RegExp(`^channel room:1: on\\(${JSON.stringify(reserved)}\\) would never be called: phoenix's own .* listen with onStatus\\(\\)`))
+    }
     expect(() => room.onAny(undefined as never)).toThrow('channel room:1: the onAny handler must be a function, got undefined')
     expect(() => room.onStatus([] as never)).toThrow('channel room:1: the onStatus listener must be a function, got an array')
     const delivered = next(link, 'control')
