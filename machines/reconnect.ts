@@ -7,7 +7,7 @@
  *   idle | up --reconnect.lost--> deciding --> waiting --after backoffDelay--> idle
  *                                          \-> suspended --after cooldown--> idle
  *                                          \-> gaveUp (final: `suppressed`, by policy only)
- *   waiting | suspended --reconnect.retryNow--> idle, or holding (the server's floor left) --after--> idle
+ *   waiting | suspended --reconnect.retryNow--> idle, or holding (the server's floor, or a retry-now floor, left) --after--> idle
  *
  * Its answers go to the connection chart through one I/O action, `report`, which the link's
  * runtime (src/runtime/) carries out; the chart holds no actor and spawns none.
@@ -19,9 +19,9 @@
  */
 import { and, assign, enqueueActions, setup, stateIn } from 'xstate'
 import { suppressedReason, type Env, type ReasonLike, type SuppressedReason } from './types.js'
-import { backoffDelay, cooldownDelay, serverFloorMs, type ReconnectPolicy } from './reconnect-policy.js'
+import { backoffDelay, cooldownDelay, retryNowFloorMs, serverFloorMs, type ReconnectPolicy } from './reconnect-policy.js'
 
-export { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, backoffDelay, cooldownDelay, serverFloorMs, type ReconnectPolicy } from './reconnect-policy.js'
+export { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, backoffDelay, cooldownDelay, retryNowFloorMs, serverFloorMs, type ReconnectPolicy } from './reconnect-policy.js'
 
 /** Events of the reconnect chart; all are sent by the connection chart (machines/connection.ts). */
 export type ReconnectEvent =
@@ -66,10 +66,25 @@ export interface ReconnectContext {
   delayMs: number
   /** The loss being decided. */
   lastLoss: ReasonLike | null
-  /** The part of the current wait the server asked for (`serverFloorMs` of the loss), in milliseconds. */
+  /**
+   * The part of the current wait a retry now cannot cut, in milliseconds from its start: the
+   * server's (`serverFloorMs` of the loss); once the host retried now, that or its retry-now floor
+   * (`retryNowFloorMs`), whichever is longer. Never more than the wait itself.
+   */
   floorMs: number
+  /** Retries now (reconnect()) that cut a wait since a connection last outlived `rapidWindowMs`. */
+  retriesNow: number
   /** When the current wait started (env.monotonic), in milliseconds. */
   waitSince: number
+}
+
+/**
+ * What of the current wait a retry now cannot cut, in milliseconds from its start: the server's
+ * floor, or the retry-now floor of the retries in a row so far (`retryNowFloorMs`), whichever is
+ * longer, never more than the wait.
+ */
+function retryFloor(context: ReconnectContext): number {
+  return Math.min(context.delayMs, Math.max(context.floorMs, retryNowFloorMs(context.policy, context.retriesNow)))
 }
 
 /** The reconnect statechart. Pure: time comes from `after` delays, randomness from `input.env`. */
@@ -96,8 +111,11 @@ export const reconnectMachine = setup({
     givesUpOnRapid: ({ context }) => context.policy.onRapidLimit === 'give-up',
     /** `rapidLimit` short-lived connections in a row: an accept-then-close loop. */
     isRapidLimitReached: ({ context }) => context.rapidStreak >= context.policy.rapidLimit,
-    /** The part of the wait the server asked for (Retry-After, a 1012/1013 floor) has passed, or there was none. */
-    isServerFloorPast: ({ context }) => context.floorMs === 0 || context.env.monotonic() - context.waitSince >= context.floorMs,
+    /** What a retry now cannot cut (the server's Retry-After or 1012/1013 floor, the retry-now floor) has passed, or there is none. */
+    isRetryFloorPast: ({ context }) => {
+      const floor = retryFloor(context)
+      return floor === 0 || context.env.monotonic() - context.waitSince >= floor
+    },
     /** More consecutive losses than `maxAttempts` allows. */
     isAttemptLimitReached: ({ context }) =>
       context.policy.maxAttempts !== null && context.attempt > context.policy.maxAttempts,
@@ -109,7 +127,12 @@ export const reconnectMachine = setup({
     }),
     countRapid: assign({ rapidStreak: ({ context }) => context.rapidStreak + 1 }),
     /** A connection outlived the rapid window: the streak and any suspension are over. */
-    clearRapidStreak: assign({ rapidStreak: 0, suspensions: 0 }),
+    clearRapidStreak: assign({ rapidStreak: 0, suspensions: 0, retriesNow: 0 }),
+    /** A retry now cuts the wait: what it cannot cut is fixed for `holding`, and it counts. */
+    countRetryNow: assign({
+      floorMs: ({ context }) => retryFloor(context),
+      retriesNow: ({ context }) => context.retriesNow + 1,
+    }),
     countSuspension: assign({ suspensions: ({ context }) => context.suspensions + 1 }),
     chooseCooldown: assign({
       delayMs: ({ context }) =>
@@ -192,6 +215,7 @@ export const reconnectMachine = setup({
     delayMs: 0,
     lastLoss: null,
     floorMs: 0,
+    retriesNow: 0,
     waitSince: 0,
   }),
   initial: 'idle',
@@ -251,8 +275,8 @@ export const reconnectMachine = setup({
       after: { cooldown: { target: 'idle', actions: 'reportDue' } },
       on: {
         'reconnect.retryNow': [
-          { guard: 'isServerFloorPast', target: 'idle', actions: 'reportDue' },
-          { target: 'holding' },
+          { guard: 'isRetryFloorPast', target: 'idle', actions: ['countRetryNow', 'reportDue'] },
+          { target: 'holding', actions: 'countRetryNow' },
         ],
       },
     },
@@ -263,17 +287,18 @@ export const reconnectMachine = setup({
       after: { backoffDelay: { target: 'idle', actions: 'reportDue' } },
       on: {
         'reconnect.retryNow': [
-          { guard: 'isServerFloorPast', target: 'idle', actions: 'reportDue' },
-          { target: 'holding' },
+          { guard: 'isRetryFloorPast', target: 'idle', actions: ['countRetryNow', 'reportDue'] },
+          { target: 'holding', actions: 'countRetryNow' },
         ],
       },
     },
     /**
-     * The host asked to retry now (`reconnect()`), but the server asked for longer: its
-     * Retry-After, or a 1012/1013 floor. The attempt waits for what is left of that, no more.
+     * The host asked to retry now (`reconnect()`), but the server asked for longer (its
+     * Retry-After, or a 1012/1013 floor), or the host has retried now in a row (the retry-now
+     * floor). The attempt waits for what is left of that, no more.
      */
     holding: {
-      description: "The host asked to retry now; the server's Retry-After (or a 1012/1013 floor) still runs: the attempt starts when it ends.",
+      description: "The host asked to retry now; the server's Retry-After (or a 1012/1013 floor), or the floor of retries now in a row, still runs: the attempt starts when it ends.",
       after: { floorRemaining: { target: 'idle', actions: 'reportDue' } },
     },
     /** Gave up (policy: onRapidLimit give-up, or maxAttempts): the session ends `suppressed`. */

@@ -1048,12 +1048,16 @@ export class Link {
    * rapid-disconnect counts stay (the next rapid loss suspends again, with a longer cooldown), and
    * what the server asked for is kept: after a 429/503 with Retry-After, or a close 1012/1013, the
    * wait is cut to the end of that (machines/reconnect-policy.ts `serverFloorMs`; the reconnect
-   * chart's `holding` state). Nothing else bounds it: each call cuts the current wait, a
-   * `suspended` cooldown too, so call it on an event (the browser's `online`, a user's action),
-   * not on a timer; a host calling it every 10 ms against a server that refuses every upgrade with
-   * 500 made about 80 attempts a second (a breaker's run, 2026-12-06). Changes nothing in any other
-   * state (a live link, a stopped one: use connect(); a terminated one: a supersede or rejection
-   * must not be undone by a retry).
+   * chart's `holding` state). Retries now in a row back off: the first since a connection last
+   * outlived `reconnect.rapidWindowMs` starts the attempt at once, and each later one (its attempt
+   * failed or was closed at once) waits at least the backoff's own ceiling for it from the wait's
+   * start (`initialDelayMs`, times `factor` per retry, up to `maxDelayMs`:
+   * machines/reconnect-policy.ts `retryNowFloorMs`), never longer than the wait itself. So a host
+   * calling it on a timer against a server that keeps refusing makes about as many attempts as the
+   * link alone would (3 in 2 s by default, where every call was one before: about 80 a second from
+   * a 10 ms timer, a breaker's run of 2026-12-06). Changes nothing in any other state (a live link,
+   * a stopped one: use connect(); a terminated one: a supersede or rejection must not be undone
+   * by a retry).
    *
    * @returns whether the link was waiting out a backoff or cooldown (the wait is then cut, down to
    *   what the server asked for, if anything).

@@ -8,6 +8,7 @@ import {
   serverFloorMs,
   DEFAULT_RECONNECT_POLICY,
   reconnectMachine,
+  retryNowFloorMs,
   validateReconnectPolicy,
   type ReconnectPolicy,
   type ReconnectReport,
@@ -362,3 +363,76 @@ describe("the host's retry now never lengthens a wait", () => {
     expect(chart.getSnapshot().value).toBe('idle')
   })
 })
+
+describe("retries now in a row back off: a host's timer cannot hammer the platform", () => {
+  const policy = { ...DEFAULT_RECONNECT_POLICY, initialDelayMs: 1_000, factor: 2, maxDelayMs: 30_000 }
+  function clocked(roll: number) {
+    const runtime = new TestRuntime()
+    runtime.clock.increment(10_000)
+    const chart = runtime.run(reconnectMachine, { policy, env: { now: () => 0, monotonic: () => runtime.clock.now(), random: () => roll } })
+    const dues = () => runtime.paramsOf<ReconnectReport>('report').filter((r) => r.type === 'reconnect.due').length
+    return { runtime, chart, dues }
+  }
+
+  it('retryNowFloorMs: nothing for the first retry now, then the backoff\'s ceilings (initialDelayMs times factor per retry, up to maxDelayMs)', () => {
+    expect([0, 1, 2, 3, 6, 7, 40].map((retries) => retryNowFloorMs(policy, retries))).toEqual([0, 1_000, 2_000, 4_000, 30_000, 30_000, 30_000])
+    expect(retryNowFloorMs({ ...policy, initialDelayMs: 0 }, 5)).toBe(0)
+  })
+
+  it('the first retry now is at once; each next one, its attempt refused, waits 1 s, then 2 s from its wait\'s start; a connection that outlives the rapid window starts the count over', () => {
+    const h = clocked(0.999)
+    h.chart.send({ type: 'reconnect.lost', reason: closed(1000) })
+    h.chart.send({ type: 'reconnect.retryNow' })
+    expect(h.chart.getSnapshot().value).toBe('idle')
+    expect(h.dues()).toBe(1)
+    for (const [retries, floor] of [
+      [1, 1_000],
+      [2, 2_000],
+    ] as const) {
+      // The attempt is refused (it never opened): the next wait, its own delay about twice the floor.
+      h.chart.send({ type: 'reconnect.lost', reason: classifyUpgrade({ status: 500, retryAfter: null }, 1, 0) })
+      expect(h.chart.getSnapshot().value).toBe('waiting')
+      expect(h.chart.getSnapshot().context.delayMs).toBeGreaterThan(floor)
+      h.chart.send({ type: 'reconnect.retryNow' })
+      expect(h.chart.getSnapshot().value).toBe('holding')
+      h.chart.send({ type: 'reconnect.retryNow' }) // a timer's next call changes nothing
+      h.runtime.clock.increment(floor - 1)
+      expect(h.dues()).toBe(retries)
+      h.runtime.clock.increment(1)
+      expect(h.dues()).toBe(retries + 1)
+      expect(h.chart.getSnapshot().context.retriesNow).toBe(retries + 1)
+    }
+    h.chart.send({ type: 'reconnect.opened' })
+    h.runtime.clock.increment(policy.rapidWindowMs)
+    expect(h.chart.getSnapshot().context.retriesNow).toBe(0)
+    h.chart.send({ type: 'reconnect.lost', reason: closed(1000) })
+    h.chart.send({ type: 'reconnect.retryNow' })
+    expect(h.chart.getSnapshot().value).toBe('idle')
+  })
+
+  it('a connection the server closes within the rapid window does not start the count over', () => {
+    const h = clocked(0.999)
+    h.chart.send({ type: 'reconnect.lost', reason: closed(1000) })
+    h.chart.send({ type: 'reconnect.retryNow' })
+    h.chart.send({ type: 'reconnect.opened' })
+    h.runtime.clock.increment(100)
+    h.chart.send({ type: 'reconnect.lost', reason: closed(1000) })
+    h.chart.send({ type: 'reconnect.retryNow' })
+    expect(h.chart.getSnapshot().value).toBe('holding')
+  })
+
+  it('never lengthens a wait: a floor past the wait\'s own end leaves the attempt at that end', () => {
+    const h = clocked(0.3)
+    h.chart.send({ type: 'reconnect.lost', reason: closed(1000) })
+    h.chart.send({ type: 'reconnect.retryNow' })
+    h.chart.send({ type: 'reconnect.lost', reason: classifyUpgrade({ status: 500, retryAfter: null }, 1, 0) })
+    // Its own delay: 0.3 of a 2 s ceiling, 600 ms, shorter than the second retry's 1 s floor.
+    expect(h.chart.getSnapshot().context.delayMs).toBe(600)
+    h.chart.send({ type: 'reconnect.retryNow' })
+    h.runtime.clock.increment(599)
+    expect(h.dues()).toBe(1)
+    h.runtime.clock.increment(1)
+    expect(h.dues()).toBe(2)
+  })
+})
+

@@ -309,6 +309,38 @@ describe('reconnect(): retry now after a long backoff', () => {
   })
 })
 
+describe("reconnect() on a timer cannot hammer the platform", () => {
+  it('retry now every 10 ms for 2 s against a server answering every upgrade 500: the first call retries at once, the next ones back off as the link would (a handful of upgrades, not one per call); once the server accepts, the link connects', async () => {
+    const sim = await world().sim()
+    // The default backoff (first delay 500 ms, doubling to 30 s), not the suite's fast one.
+    const link = world().link(sim, { policy: { reconnect: { initialDelayMs: 500, maxDelayMs: 30_000, rapidWindowMs: 5_000 } } })
+    await link.connect()
+    sim.refuseUpgrades(...Array.from({ length: 1_000 }, () => ({ status: 500 })))
+    const lost = next(link, 'disconnected')
+    sim.close({ agent: 'agent-1' }, 1000, '')
+    await lost
+    let calls = 0
+    const loop = setInterval(() => {
+      calls++
+      link.reconnect()
+    }, 10)
+    try {
+      // The host's watchdog runs for 2 s (a stimulus of that length; nothing waits on it).
+      await new Promise((resolve) => setTimeout(resolve, 2_000))
+    } finally {
+      clearInterval(loop)
+    }
+    const refused = sim.upgrades.filter((u) => u.status === 500).length
+    // The link's own backoff alone makes 3 or 4 attempts in 2 s; before the retry-now floor every call was one (about 80 a second).
+    expect(calls).toBeGreaterThan(100)
+    expect(refused).toBeGreaterThanOrEqual(2)
+    expect(refused).toBeLessThanOrEqual(6)
+    sim.resetScripts() // the refusals left are forgotten: the server accepts again
+    link.reconnect()
+    await untilState(link, 'connected', 40_000)
+  }, 60_000)
+})
+
 describe("reconnect() never cuts what the server asked for", () => {
   it("after a 429 with Retry-After: 1, retry now in a loop: the next upgrade still comes no sooner than the Retry-After, then at once (not after the link's own 60 s backoff)", async () => {
     const sim = await world().sim()

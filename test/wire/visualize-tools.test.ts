@@ -226,8 +226,10 @@ describe('trace files', () => {
     const b = idleLink('agent-2')
     const path = join(dir, 'two.jsonl')
     try {
-      const opened = performance.now()
       const file = openTraceFile(path)
+      // Read after the file opened (its own origin, read inside openTraceFile, is earlier still):
+      // an opening that takes milliseconds, as under load, must not make B's first record look early.
+      const opened = performance.now()
       file.follow(a, 'A')
       // A connect takes some milliseconds: B is followed that much later than the file opened.
       await a.connect()
