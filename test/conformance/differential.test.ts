@@ -70,8 +70,12 @@ class Client {
   }
 
   /**
-   * A heartbeat round trip: the socket process answers it after everything it was sent before,
-   * so frames a step caused on the socket have arrived once it returns. Its reply is not kept.
+   * A heartbeat round trip: the socket process answers it itself, after what the socket itself
+   * answered of the frames sent before (a refusal, "unmatched topic", a join). A joined channel's
+   * own process answers its pushes and leaves, and that reply may come after this one (on Phoenix
+   * about half the time, on the simulator always when both came in one read: docs/field-notes.md),
+   * so a step that expects a channel's reply waits for that frame first (`until`). Its reply is
+   * not kept.
    */
   async barrier(): Promise<void> {
     const ref = `barrier-${++this.barriers}`

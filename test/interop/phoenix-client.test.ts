@@ -103,15 +103,13 @@ describe('official phoenix.js client against the simulator', () => {
     await closed
     const frames = sim.live()[0]!.frames.filter((f) => f.frame?.topic === 'room:3')
     const joins = frames.filter((f) => f.dir === 'in' && f.frame?.event === 'phx_join')
-    expect(frames.map((f) => `${f.dir} ${f.frame!.event} ${f.frame!.join_ref === joins[0]!.frame!.join_ref ? 'first' : 'second'}`)).toEqual([
-      'in phx_join first',
-      'out phx_reply first',
-      'in phx_leave first',
-      'out phx_reply first',
-      'out phx_close first',
-      'in phx_join second',
-      'out phx_reply second',
-    ])
+    const seen = frames.map((f) => `${f.dir} ${f.frame!.event} ${f.frame!.join_ref === joins[0]!.frame!.join_ref ? 'first' : 'second'}`)
+    // The leave goes to the channel's process and the join is the socket's own: read in one go, the
+    // join comes first and the leave races it, unanswered (Phoenix, 10 of 11 runs on both servers:
+    // docs/field-notes.md); read apart, the leave is answered before the join arrives.
+    const raced = ['in phx_join first', 'out phx_reply first', 'in phx_leave first', 'in phx_join second', 'out phx_reply second', 'out phx_close first']
+    const apart = ['in phx_join first', 'out phx_reply first', 'in phx_leave first', 'out phx_reply first', 'out phx_close first', 'in phx_join second', 'out phx_reply second']
+    expect([raced, apart]).toContainEqual(seen)
   })
 
   it('answers a message to an unjoined topic with "unmatched topic"', async () => {
