@@ -343,86 +343,77 @@ describe('a misbehaving host of the simulator', () => {
   })
 })
 
+/** A masked client text frame (RFC 6455 section 5.2; mask key 0 keeps the bytes as they are). */
+const masked = (text: string) => Buffer.concat([Buffer.from([0x81, 0x80 | Buffer.byteLength(text), 0, 0, 0, 0]), Buffer.from(text)])
+
+/** A WebSocket upgrade request of agent-1, written by hand. */
+const UPGRADE_REQUEST = 'GET /socket/websocket?agent_id=agent-1&api_key=key-1&vsn=2.0.0 HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n'
+
+/** A raw TCP client of the simulator: what it received so far (latin1), and a bounded wait on it. */
+function rawClient(port: number) {
+  const socket = connect(port, '127.0.0.1')
+  let text = ''
+  const wakers = new Set<() => void>()
+  socket.on('data', (chunk: Buffer) => {
+    text += chunk.toString('latin1')
+    for (const wake of [...wakers]) wake()
+  })
+  const connected = new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
+  const until = (check: () => boolean, what: string) =>
+    new Promise<void>((resolve, reject) => {
+      if (check()) return resolve()
+      const timer = setTimeout(() => (wakers.delete(wake), reject(new Error(`no ${what} within 4000 ms; got ${text}`))), 4000)
+      const wake = () => {
+        if (!check()) return
+        clearTimeout(timer)
+        wakers.delete(wake)
+        resolve()
+      }
+      wakers.add(wake)
+    })
+  return { socket, connected, until, received: () => text }
+}
+
 describe('a misbehaving client against the simulator', () => {
   it("channel frames are handled on the channel's turn, as Phoenix's channel processes do: a heartbeat written with a push has its reply first; a push written with its topic's phx_leave gets no answer", async () => {
-    const masked = (text: string) => Buffer.concat([Buffer.from([0x81, 0x80 | Buffer.byteLength(text), 0, 0, 0, 0]), Buffer.from(text)])
     const sim = await world().sim()
-    const socket = connect(sim.port, '127.0.0.1')
+    const raw = rawClient(sim.port)
     try {
-      let received = ''
-      const data = new Set<() => void>()
-      socket.on('data', (chunk: Buffer) => {
-        received += chunk.toString('latin1')
-        for (const wake of [...data]) wake()
-      })
-      const until = (check: () => boolean, what: string) =>
-        new Promise<void>((resolve, reject) => {
-          if (check()) return resolve()
-          const timer = setTimeout(() => (data.delete(wake), reject(new Error(`no ${what} within 4000 ms; got ${received}`))), 4000)
-          const wake = () => {
-            if (!check()) return
-            clearTimeout(timer)
-            data.delete(wake)
-            resolve()
-          }
-          data.add(wake)
-        })
-      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
-      socket.write(`GET /socket/websocket?agent_id=agent-1&api_key=key-1&vsn=2.0.0 HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`)
-      await until(() => received.includes('101 Switching Protocols'), 'upgrade')
+      await raw.connected
+      raw.socket.write(UPGRADE_REQUEST)
+      await raw.until(() => raw.received().includes('101 Switching Protocols'), 'upgrade')
       const topic = controlTopic('agent-1')
-      socket.write(masked(JSON.stringify(['1', '1', topic, 'phx_join', {}])))
-      await until(() => received.includes('"1","1"'), 'join reply')
+      raw.socket.write(masked(JSON.stringify(['1', '1', topic, 'phx_join', {}])))
+      await raw.until(() => raw.received().includes('"1","1"'), 'join reply')
       // One write, so one read: the push, then the heartbeat.
-      socket.write(Buffer.concat([masked(JSON.stringify(['1', 'p1', topic, 'status', {}])), masked('[null,"h1","phoenix","heartbeat",{}]')]))
-      await until(() => received.includes('"p1"') && received.includes('"h1"'), 'both replies')
-      expect(received.indexOf('"h1"')).toBeLessThan(received.indexOf('"p1"'))
+      raw.socket.write(Buffer.concat([masked(JSON.stringify(['1', 'p1', topic, 'status', {}])), masked('[null,"h1","phoenix","heartbeat",{}]')]))
+      await raw.until(() => raw.received().includes('"p1"') && raw.received().includes('"h1"'), 'both replies')
+      expect(raw.received().indexOf('"h1"')).toBeLessThan(raw.received().indexOf('"p1"'))
       // One write: the leave, then a push on the topic it leaves.
-      socket.write(Buffer.concat([masked(JSON.stringify(['1', 'l1', topic, 'phx_leave', {}])), masked(JSON.stringify(['1', 'p2', topic, 'status', {}]))]))
-      await until(() => received.includes('"phx_close"'), 'phx_close of the left channel')
+      raw.socket.write(Buffer.concat([masked(JSON.stringify(['1', 'l1', topic, 'phx_leave', {}])), masked(JSON.stringify(['1', 'p2', topic, 'status', {}]))]))
+      await raw.until(() => raw.received().includes('"phx_close"'), 'phx_close of the left channel')
       const [c] = sim.accepted('agent-1')
       expect(c!.frames.filter((f) => f.dir === 'out').map((f) => f.frame!.ref)).toEqual(['1', 'h1', 'p1', 'l1', '1'])
     } finally {
-      socket.destroy()
+      raw.socket.destroy()
     }
   })
 
   it('frames written with the upgrade request in one TCP write: the cowboy flavor answers them, the bandit flavor drops them and reads on from the next (as Bandit does)', async () => {
-    /** A masked client text frame (RFC 6455 section 5.2; mask key 0 keeps the bytes as they are). */
-    const masked = (text: string) => Buffer.concat([Buffer.from([0x81, 0x80 | Buffer.byteLength(text), 0, 0, 0, 0]), Buffer.from(text)])
     for (const flavor of ['cowboy', 'bandit'] as const) {
       const sim = await world().sim({ flavor })
-      const socket = connect(sim.port, '127.0.0.1')
+      const raw = rawClient(sim.port)
       try {
-        let received = Buffer.alloc(0)
-        const heard = (ref: string) => received.includes(Buffer.from(`"${ref}","phoenix","phx_reply"`))
-        const data = new Set<() => void>()
-        socket.on('data', (chunk: Buffer) => {
-          received = Buffer.concat([received, chunk])
-          for (const wake of [...data]) wake()
-        })
-        const until = (check: () => boolean, what: string) =>
-          new Promise<void>((resolve, reject) => {
-            if (check()) return resolve()
-            const timer = setTimeout(() => (data.delete(wake), reject(new Error(`${flavor}: no ${what} within 4000 ms; got ${received.toString('latin1')}`))), 4000)
-            const wake = () => {
-              if (!check()) return
-              clearTimeout(timer)
-              data.delete(wake)
-              resolve()
-            }
-            data.add(wake)
-          })
-        await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
-        const request = `GET /socket/websocket?agent_id=agent-1&api_key=key-1&vsn=2.0.0 HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`
-        socket.write(Buffer.concat([Buffer.from(request), masked('[null,"h1","phoenix","heartbeat",{}]')]))
-        await until(() => received.includes(Buffer.from('101 Switching Protocols')), 'upgrade')
-        socket.write(masked('[null,"h2","phoenix","heartbeat",{}]'))
-        await until(() => heard('h2'), 'reply to the second heartbeat')
+        const heard = (ref: string) => raw.received().includes(`"${ref}","phoenix","phx_reply"`)
+        await raw.connected
+        raw.socket.write(Buffer.concat([Buffer.from(UPGRADE_REQUEST), masked('[null,"h1","phoenix","heartbeat",{}]')]))
+        await raw.until(() => raw.received().includes('101 Switching Protocols'), `${flavor}: upgrade`)
+        raw.socket.write(masked('[null,"h2","phoenix","heartbeat",{}]'))
+        await raw.until(() => heard('h2'), `${flavor}: reply to the second heartbeat`)
         expect(heard('h1'), flavor).toBe(flavor === 'cowboy')
         expect(sim.accepted('agent-1')[0]!.heartbeats, flavor).toBe(flavor === 'cowboy' ? 2 : 1)
       } finally {
-        socket.destroy()
+        raw.socket.destroy()
       }
     }
   })
