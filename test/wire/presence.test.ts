@@ -383,11 +383,17 @@ describe('presence on the simulator', () => {
         const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)))
         await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject))
         const [c] = sim.accepted('agent-1')
-        // A server frame every 100 ms for 900 ms: three idle timeouts pass with nothing received.
-        for (let i = 0; i < 9 && c!.state === 'open'; i++) {
-          c!.send({ join_ref: null, ref: null, topic: 'room:news', event: 'tick', payload: { i } })
-          await new Promise((resolve) => setTimeout(resolve, 100))
-        }
+        // A server frame every 100 ms, 9 of them: three idle timeouts pass with nothing received.
+        let ticker: NodeJS.Timeout | undefined
+        let sent = 0
+        await new Promise<void>((resolve) => {
+          const tick = () => {
+            if (c!.state !== 'open' || sent === 9) return resolve()
+            c!.send({ join_ref: null, ref: null, topic: 'room:news', event: 'tick', payload: { i: sent++ } })
+          }
+          tick()
+          ticker = setInterval(tick, 100)
+        }).finally(() => clearInterval(ticker))
         if (flavor === 'bandit') {
           expect(c!.state, flavor).toBe('open')
           expect(c!.frames.filter((f) => f.dir === 'out')).toHaveLength(9)
