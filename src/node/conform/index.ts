@@ -141,26 +141,27 @@ const GROUP_POLL_MS = 100
 const GROUP_KILL_WAIT_MS = 2000
 
 /**
- * Whether a process of group `pgid` still runs. `kill(-pgid, 0)` finds a group while any member
- * exists, and a member that has exited stays one until it is reaped: an orphan (the agent a
- * launcher left in the background) is reaped by PID 1, which in a container may never do it (here,
- * 2026-12-06: a backgrounded `sleep` outlived by its `sh` stayed a zombie of its group for good).
- * So on Linux the group's members are read from /proc (proc(5): the state is the field after the
- * command's closing parenthesis, the group two fields later) and zombies do not count; elsewhere
- * (macOS's launchd reaps orphans) the kill probe decides.
+ * What is left of group `pgid`: `runs` while a process of it runs, `ended` when its only members
+ * are processes that have exited and were not reaped, `none` when it has no member. `kill(-pgid,
+ * 0)` finds a group while any member exists, and a member that has exited stays one until it is
+ * reaped: an orphan (the agent a launcher left in the background) is reaped by PID 1, which in a
+ * container may never do it (here, 2026-12-06: a backgrounded `sleep` outlived by its `sh` stayed
+ * a zombie of its group for good). So on Linux the group's members are read from /proc (proc(5):
+ * the state is the field after the command's closing parenthesis, the group two fields later) and
+ * zombies do not run; elsewhere (macOS's launchd reaps orphans) the kill probe decides.
  */
-function groupRuns(pgid: number): boolean {
+function groupState(pgid: number): 'runs' | 'ended' | 'none' {
   try {
     process.kill(-pgid, 0)
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? 'runs' : 'none'
   }
-  if (process.platform !== 'linux') return true
+  if (process.platform !== 'linux') return 'runs'
   let entries: string[]
   try {
     entries = readdirSync('/proc')
   } catch {
-    return true
+    return 'runs'
   }
   for (const entry of entries) {
     if (!DIGITS.test(entry)) continue
@@ -171,9 +172,9 @@ function groupRuns(pgid: number): boolean {
       continue // gone since the listing
     }
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') return true
+    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') return 'runs'
   }
-  return false
+  return 'ended'
 }
 const DIGITS = /^\d+$/
 
@@ -217,8 +218,10 @@ class Agent {
           resolve({ code, signal })
         }
         const pid = this.child.pid!
-        if (!groupRuns(pid)) {
-          this.end = `exited ${how}`
+        const left = groupState(pid)
+        if (left !== 'runs') {
+          // `ended`: processes it started in its group ran and exited before its own exit was read.
+          this.end = left === 'none' ? `exited ${how}` : `exited: its command ${how}, then the last process of its group`
           this.text = `${this.text}\n(${this.end})`.slice(-4000)
           return ended()
         }
@@ -234,7 +237,7 @@ class Agent {
           ended()
         }
         this.poll = setInterval(() => {
-          if (!groupRuns(pid)) this.groupGone?.()
+          if (groupState(pid) !== 'runs') this.groupGone?.()
         }, GROUP_POLL_MS)
       })
     })
