@@ -177,17 +177,18 @@ export function serverFloorMs(policy: ReconnectPolicy, reason: ReasonLike): numb
 }
 
 /**
- * How much of a wait a host's `reconnect()` (the chart's `reconnect.retryNow`) cannot cut besides
- * the server's floor, counted from the wait's start, in milliseconds: nothing for the first retry
- * now since a connection last outlived the rapid window, then the backoff's own ceilings for each
- * one in a row after it (`initialDelayMs`, times `factor` per retry, up to `maxDelayMs`). So a
- * host that calls reconnect() on an event (the browser's `online`) retries at once, and one that
- * calls it on a timer against a server that keeps refusing backs off as the link would on its own
- * (before this, every call was an attempt: about 80 a second from a 10 ms timer against a server
- * answering 500, a breaker's run of 2026-12-06). The chart never lengthens a wait with it.
+ * How much of a backoff wait a host's `reconnect()` (the chart's `reconnect.retryNow`) cannot cut
+ * besides the server's floor, counted from the wait's start, in milliseconds: nothing for the
+ * first retry now of a row, then the backoff's own ceilings for each one in a row after it
+ * (`initialDelayMs`, times `factor` per retry, up to `maxDelayMs`). A row ends when a wait runs
+ * out on its own or a connection outlives the rapid window. So a host that calls reconnect() on an
+ * event (the browser's `online`) retries at once, and one that calls it on a timer against a
+ * server that keeps refusing backs off about as the link would on its own (before this, every call
+ * was an attempt: about 80 a second from a 10 ms timer against a server answering 500, a breaker's
+ * run of 2026-12-06). A `suspended` cooldown is cut by the first retry now of a row only. The
+ * chart never lengthens a wait with it.
  *
- * @param retries retries now that cut a wait since a connection last outlived `rapidWindowMs`
- *   (0 for the first).
+ * @param retries retries now in a row so far (0 for the first).
  */
 export function retryNowFloorMs(policy: ReconnectPolicy, retries: number): number {
   return retries === 0 ? 0 : exponentialCeiling(policy.initialDelayMs, policy.factor, retries - 1, policy.maxDelayMs)

@@ -72,7 +72,10 @@ export interface ReconnectContext {
    * (`retryNowFloorMs`), whichever is longer. Never more than the wait itself.
    */
   floorMs: number
-  /** Retries now (reconnect()) that cut a wait since a connection last outlived `rapidWindowMs`. */
+  /**
+   * Retries now (reconnect()) in a row: those that cut a wait since a wait last ran out on its own
+   * or a connection last outlived `rapidWindowMs`.
+   */
   retriesNow: number
   /** When the current wait started (env.monotonic), in milliseconds. */
   waitSince: number
@@ -116,6 +119,8 @@ export const reconnectMachine = setup({
       const floor = retryFloor(context)
       return floor === 0 || context.env.monotonic() - context.waitSince >= floor
     },
+    /** The host has retried now since a wait last ran out on its own or a connection last held. */
+    isRetryInARow: ({ context }) => context.retriesNow > 0,
     /** More consecutive losses than `maxAttempts` allows. */
     isAttemptLimitReached: ({ context }) =>
       context.policy.maxAttempts !== null && context.attempt > context.policy.maxAttempts,
@@ -128,6 +133,8 @@ export const reconnectMachine = setup({
     countRapid: assign({ rapidStreak: ({ context }) => context.rapidStreak + 1 }),
     /** A connection outlived the rapid window: the streak and any suspension are over. */
     clearRapidStreak: assign({ rapidStreak: 0, suspensions: 0, retriesNow: 0 }),
+    /** A wait ran out on its own: the host's next retry now is the first of a row again. */
+    forgetRetriesNow: assign({ retriesNow: 0 }),
     /** A retry now cuts the wait: what it cannot cut is fixed for `holding`, and it counts. */
     countRetryNow: assign({
       floorMs: ({ context }) => retryFloor(context),
@@ -272,9 +279,12 @@ export const reconnectMachine = setup({
     suspended: {
       description: 'Past the rapid-disconnect limit: one attempt per growing cooldown (to ~5 min), for ever.',
       entry: 'startWait',
-      after: { cooldown: { target: 'idle', actions: 'reportDue' } },
+      after: { cooldown: { target: 'idle', actions: ['forgetRetriesNow', 'reportDue'] } },
       on: {
         'reconnect.retryNow': [
+          // A cooldown is cut by the first retry now only: one in a row waits it out (a host's timer
+          // gets at most one attempt more per cooldown than the link alone).
+          { guard: 'isRetryInARow' },
           { guard: 'isRetryFloorPast', target: 'idle', actions: ['countRetryNow', 'reportDue'] },
           { target: 'holding', actions: 'countRetryNow' },
         ],
@@ -284,7 +294,7 @@ export const reconnectMachine = setup({
     waiting: {
       description: 'Waiting out the chosen delay; then the connection chart opens the next transport.',
       entry: 'startWait',
-      after: { backoffDelay: { target: 'idle', actions: 'reportDue' } },
+      after: { backoffDelay: { target: 'idle', actions: ['forgetRetriesNow', 'reportDue'] } },
       on: {
         'reconnect.retryNow': [
           { guard: 'isRetryFloorPast', target: 'idle', actions: ['countRetryNow', 'reportDue'] },

@@ -1048,19 +1048,21 @@ export class Link {
    * rapid-disconnect counts stay (the next rapid loss suspends again, with a longer cooldown), and
    * what the server asked for is kept: after a 429/503 with Retry-After, or a close 1012/1013, the
    * wait is cut to the end of that (machines/reconnect-policy.ts `serverFloorMs`; the reconnect
-   * chart's `holding` state). Retries now in a row back off: the first since a connection last
-   * outlived `reconnect.rapidWindowMs` starts the attempt at once, and each later one (its attempt
-   * failed or was closed at once) waits at least the backoff's own ceiling for it from the wait's
-   * start (`initialDelayMs`, times `factor` per retry, up to `maxDelayMs`:
-   * machines/reconnect-policy.ts `retryNowFloorMs`), never longer than the wait itself. So a host
-   * calling it on a timer against a server that keeps refusing makes about as many attempts as the
-   * link alone would (3 in 2 s by default, where every call was one before: about 80 a second from
-   * a 10 ms timer, a breaker's run of 2026-12-06). Changes nothing in any other state (a live link,
-   * a stopped one: use connect(); a terminated one: a supersede or rejection must not be undone
-   * by a retry).
+   * chart's `holding` state). Retries now in a row back off: a row ends when a wait runs out on
+   * its own or a connection outlives `reconnect.rapidWindowMs`, so the first retry now after
+   * either (an `online` event after a long offline spell) starts the attempt at once; each later
+   * one in a row (its attempt failed or was closed at once) cuts a backoff wait only down to the
+   * backoff's own ceiling for it from the wait's start (`initialDelayMs`, times `factor` per retry,
+   * up to `maxDelayMs`: machines/reconnect-policy.ts `retryNowFloorMs`), and a `suspended`
+   * cooldown not at all. So a host calling it on a timer against a server that keeps refusing
+   * makes about as many attempts as the link alone would (2 to 6 in 2 s by default, where every
+   * call was one before: about 80 a second from a 10 ms timer, a breaker's run of 2026-12-06), and
+   * against one that accepts and closes at once at most one more per cooldown. Changes nothing in
+   * any other state (a live link, a stopped one: use connect(); a terminated one: a supersede or
+   * rejection must not be undone by a retry).
    *
-   * @returns whether the link was waiting out a backoff or cooldown (the wait is then cut, down to
-   *   what the server asked for, if anything).
+   * @returns whether the link was waiting out a backoff or cooldown: true even when the call cut
+   *   nothing (a retry now in a row whose floor covers the wait, or a cooldown after the first).
    */
   reconnect(): boolean {
     // After a disconnect() (its stop maybe still queued inside the processing) there is no wait to cut.

@@ -434,5 +434,43 @@ describe("retries now in a row back off: a host's timer cannot hammer the platfo
     h.runtime.clock.increment(1)
     expect(h.dues()).toBe(2)
   })
-})
 
+  it("a wait that runs out on its own ends the row: retries now an hour apart (a flapping network's online events) are each the first, at once", () => {
+    const h = clocked(0.999)
+    h.chart.send({ type: 'reconnect.lost', reason: closed(1000) })
+    for (let flap = 1; flap <= 8; flap++) {
+      // The host's online event: at once; the attempt is refused; then an hour offline, the link's own waits running out.
+      h.chart.send({ type: 'reconnect.retryNow' })
+      expect(h.chart.getSnapshot().value, `flap ${flap}`).toBe('idle')
+      h.chart.send({ type: 'reconnect.lost', reason: classifyUpgrade({ status: 500, retryAfter: null }, 1, 0) })
+      h.runtime.clock.increment(h.chart.getSnapshot().context.delayMs)
+      expect(h.chart.getSnapshot().context.retriesNow, `flap ${flap}`).toBe(0)
+      h.chart.send({ type: 'reconnect.lost', reason: classifyUpgrade({ status: 500, retryAfter: null }, 1, 0) })
+    }
+  })
+
+  it('a suspended cooldown is cut by the first retry now of a row only; one in a row waits the cooldown out', () => {
+    const runtime = new TestRuntime()
+    const chart = runtime.run(reconnectMachine, { policy: { ...policy, rapidLimit: 1 }, env: { now: () => 0, monotonic: () => runtime.clock.now(), random: () => 0.5 } })
+    const dues = () => runtime.paramsOf<ReconnectReport>('report').filter((r) => r.type === 'reconnect.due').length
+    chart.send({ type: 'reconnect.opened' })
+    chart.send({ type: 'reconnect.lost', reason: closed(1000) })
+    expect(chart.getSnapshot().value).toBe('suspended')
+    chart.send({ type: 'reconnect.retryNow' })
+    expect(dues()).toBe(1)
+    // The attempt is accepted and closed at once: suspended again, and the host's timer goes on.
+    chart.send({ type: 'reconnect.opened' })
+    chart.send({ type: 'reconnect.lost', reason: closed(1000) })
+    expect(chart.getSnapshot().value).toBe('suspended')
+    const cooldown = chart.getSnapshot().context.delayMs
+    chart.send({ type: 'reconnect.retryNow' })
+    expect(chart.getSnapshot().value).toBe('suspended')
+    runtime.clock.increment(cooldown - 1)
+    chart.send({ type: 'reconnect.retryNow' })
+    expect(dues()).toBe(1)
+    runtime.clock.increment(1)
+    expect(dues()).toBe(2)
+    // The cooldown ran out on its own: the row is over.
+    expect(chart.getSnapshot().context.retriesNow).toBe(0)
+  })
+})
