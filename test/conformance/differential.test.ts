@@ -217,6 +217,8 @@ interface Edges {
   emptyRefs: RawFrame | string
   /** A frame holding a number beyond a double's range: the close. */
   outOfRange: { code: number; reason: string } | string
+  /** A frame holding an integer of 310 digits (beyond a double's range too, but an integer): the reply. */
+  bigInteger: RawFrame | string
   /** Upgrades to the socket's path written with an empty segment: whether each opened. */
   paths: Record<string, boolean>
 }
@@ -291,6 +293,10 @@ async function edges(peer: Peer): Promise<Edges> {
       clearTimeout(timer)
     }
   })
+  const bigInteger = await probe(peer, async (ws) => {
+    ws.send(`[null,"6","phoenix","heartbeat",{"n":1${'0'.repeat(309)}}]`)
+    return (await nextFrames(ws, 1))[0]!
+  })
   const paths: Record<string, boolean> = {}
   for (const path of ['//websocket', '/websocket/']) {
     try {
@@ -303,7 +309,7 @@ async function edges(peer: Peer): Promise<Edges> {
       paths[path] = false
     }
   }
-  return { clientReply, emptyRefs, outOfRange, paths }
+  return { clientReply, emptyRefs, outOfRange, bigInteger, paths }
 }
 
 /** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
@@ -423,6 +429,9 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
     })
     it("a number beyond a double's range (1e309) crashes the socket: close 1011, no reason text", () => {
       expect(o.edges.outOfRange).toEqual({ code: 1011, reason: '' })
+    })
+    it('an integer of 310 digits is served (Jason reads it exactly), where a float beyond the range is not', () => {
+      expect(o.edges.bigInteger).toEqual([null, '6', 'phoenix', 'phx_reply', { response: {}, status: 'ok' }])
     })
     it('an empty path segment is dropped: //socket/websocket and /socket/websocket/ reach the socket', () => {
       expect(o.edges.paths).toEqual({ '//websocket': true, '/websocket/': true })

@@ -399,6 +399,40 @@ describe('a misbehaving client against the simulator', () => {
     }
   })
 
+  it("a push read just before a freeze is answered after the thaw, not while the server is frozen (its channel's turn waits)", async () => {
+    const sim = await world().sim()
+    const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&api_key=key-1&vsn=2.0.0`)
+    try {
+      await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject))
+      const topic = controlTopic('agent-1')
+      const joined = new Promise((resolve) => ws.once('message', resolve))
+      ws.send(JSON.stringify(['1', '1', topic, 'phx_join', {}]))
+      await joined
+      const [c] = sim.accepted('agent-1')
+      const replied = () => c!.frames.some((f) => f.dir === 'out' && f.frame?.ref === 'p1')
+      // Frozen in the same turn as the push is read, before its channel's turn.
+      const frozen = new Promise<() => void>((resolve) => {
+        const onChange = () => {
+          if (!c!.frames.some((f) => f.dir === 'in' && f.frame?.ref === 'p1')) return
+          sim.off('change', onChange)
+          resolve(sim.freeze())
+        }
+        sim.on('change', onChange)
+      })
+      ws.send(JSON.stringify(['1', 'p1', topic, 'status', {}]))
+      const thaw = await frozen
+      // Two turns: the channel's turn has come and gone.
+      await new Promise((resolve) => setImmediate(resolve))
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(replied()).toBe(false)
+      const reply = new Promise<string>((resolve) => ws.once('message', (data) => resolve(String(data))))
+      thaw()
+      expect(JSON.parse(await reply)).toEqual(['1', 'p1', topic, 'phx_reply', { response: {}, status: 'ok' }])
+    } finally {
+      ws.terminate()
+    }
+  })
+
   it('frames written with the upgrade request in one TCP write: the cowboy flavor answers them, the bandit flavor drops them and reads on from the next (as Bandit does)', async () => {
     for (const flavor of ['cowboy', 'bandit'] as const) {
       const sim = await world().sim({ flavor })

@@ -218,6 +218,9 @@ describe('phoenix-link conform on an agent that is not there', () => {
     const ends = '(?:exited: its command with code 0, then the last process of its group|exited with code 0)'
     expect(formatConformance(launched).split('\n')[0]).toMatch(new RegExp(`^the agent never connected: in every scenario \\(\\d+\\) it ended before any upgrade \\(${ends}(?:, ${ends})*\\); the rules below`))
     expect(Object.values(launched.neverConnected)).toContain('exited: its command with code 0, then the last process of its group')
+    // An agent that crashed beside a helper it started (a sidecar) runs on as its group; the detail says its command ended.
+    const sidecar = await runConformance({ command: ['sh', '-c', `sleep 30 & '${process.execPath}' -e 'process.exit(1)'`], cwd: REPO, connectTimeoutMs: 1500, concurrency: 5 })
+    expect(sidecar.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/within 1500 ms \(no upgrade arrived\); its command exited with code 1 and processes it left in its group ran on/)
     expect(formatConformance(exits).split('\n')[0]).toMatch(/^the agent never connected: in every scenario \(\d+\) it ended before any upgrade \(exited with code 1\)/)
     // An agent that connects has no such line; nor has one that runs but never connects, stopped by conform after the connect timeout.
     expect(formatConformance({ ...exits, neverConnected: {} }).split('\n')[0]).toMatch(/^(PASS|FAIL) /)

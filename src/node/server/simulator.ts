@@ -507,6 +507,8 @@ export class PlatformSimulator extends EventEmitter {
    */
   private channelWork: Array<{ connection: SimConnection; frame: Frame; channel: SimChannel }> = []
   private channelTurn: NodeJS.Immediate | null = null
+  /** Channel work of stalled (frozen) sockets, in order: handled once the socket is thawed, dropped when it closes. */
+  private readonly parkedWork = new Map<SimConnection, Array<{ connection: SimConnection; frame: Frame; channel: SimChannel }>>()
   private nextSocket = 1
   private boundPort = 0
   private stopping: Promise<void> | null = null
@@ -997,6 +999,13 @@ export class PlatformSimulator extends EventEmitter {
       for (const c of this.frozen) {
         c.resume()
         if (c.state === 'open') this.armIdle(c)
+        // What its channels had read before the freeze comes first, in order.
+        const parked = this.parkedWork.get(c)
+        this.parkedWork.delete(c)
+        if (parked !== undefined && c.state === 'open') {
+          this.channelWork.unshift(...parked)
+          this.channelTurn ??= setImmediate(() => this.runChannelWork())
+        }
       }
       this.frozen.clear()
       this.changed()
@@ -1211,6 +1220,7 @@ export class PlatformSimulator extends EventEmitter {
       if (this.channelTurn !== null) clearImmediate(this.channelTurn)
       this.channelTurn = null
       this.channelWork = []
+      this.parkedWork.clear()
       for (const { answer } of held) answer('drop')
       for (const socket of this.keptAlive) socket.destroy()
       this.keptAlive.clear()
@@ -1776,6 +1786,7 @@ export class PlatformSimulator extends EventEmitter {
       this.logger.info('socket closed', { socket: connection.id, code })
       this.metrics.activeConnections.dec()
       this.endPresence(connection)
+      this.parkedWork.delete(connection)
       // A join held on this socket can no longer be answered: forget it (and the frames behind it).
       for (let i = this.heldJoinFrames.length - 1; i >= 0; i--) if (this.heldJoinFrames[i]!.connection === connection) this.heldJoinFrames.splice(i, 1)
       this.trimClosedConnections(connection)
@@ -1939,8 +1950,16 @@ export class PlatformSimulator extends EventEmitter {
     this.channelTurn = null
     const work = this.channelWork
     this.channelWork = []
-    for (const { connection: c, frame, channel } of work) {
+    for (const item of work) {
+      const { connection: c, frame, channel } = item
       if (c.state !== 'open' || c.channels.get(frame.topic) !== channel) continue
+      // A frozen server's channel processes answer nothing either: the work waits for the thaw.
+      if (c.stalled) {
+        const parked = this.parkedWork.get(c)
+        if (parked === undefined) this.parkedWork.set(c, [item])
+        else parked.push(item)
+        continue
+      }
       try {
         this.channelHandles(c, frame, channel)
       } catch (error) {
@@ -2016,14 +2035,22 @@ function segmentsOf(pathname: string): string {
     .join('/')
 }
 
-/** A number literal that may lie outside a double's range: an exponent of 3 digits or more, or 309 digits in a row. */
-const MAYBE_OUT_OF_RANGE = /\d[eE][+-]?\d{3}|\d{309}/
+/**
+ * Text that may hold a float literal beyond a double's range: an exponent of 3 digits or more, or
+ * a run of 309 digits or more before a decimal point. An integer literal of any length is not one:
+ * Jason reads it exactly (a bignum) and Phoenix serves it. The lookbehind starts the digit run's
+ * scan only at its first digit, so the test is linear in the text (a scan at every digit cost
+ * 0.5 s per MB of long digit strings, a review found).
+ */
+const MAYBE_OUT_OF_RANGE = /\d[eE][+-]?\d{3}|(?<!\d)\d{309,}\./
 
 /**
- * A decoded client frame whose payload holds a number beyond a double's range (`1e309`, which
+ * A decoded client frame whose payload holds a float beyond a double's range (`1e309`, which
  * JSON.parse reads as Infinity) refused as not JSON: Jason raises on it, and Phoenix closes the
- * socket 1011 (measured 2026-12-06 on Bandit and Cowboy). Only a text that may hold one is
- * walked, without recursion (a payload may nest a million deep).
+ * socket 1011 (measured 2026-12-06 on Bandit and Cowboy); a 309-digit integer is served there, and
+ * here. Only a text that may hold such a float is walked, without recursion (a payload may nest a
+ * million deep). A frame holding both such text (an `e123` in a string) and a huge integer is
+ * refused here, served there: Node 20's JSON.parse does not say which literal gave an Infinity.
  */
 function refuseOutOfRange(text: string, decoded: DecodeResult): DecodeResult {
   if (!decoded.ok || !MAYBE_OUT_OF_RANGE.test(text)) return decoded
