@@ -32,6 +32,8 @@ export const UNREACHABLE: Record<string, { states?: Record<string, string>; tran
     transitions: {
       'reconnect.deciding||0':
         'the rapid-limit give-up needs onRapidLimit give-up; the model runs the default policy (suspend). test/machines/reconnect.test.ts "with onRapidLimit \'give-up\' it gives up with suppressed (terminal) after rapidLimit rapid connections"',
+      'reconnect.suspended|reconnect.retryNow|0':
+        'a second retry now in a row while suspended: the first one\'s attempt accepted and closed at once, suspended again, within one row; the model gives a path one retry now. test/machines/reconnect.test.ts "a suspended cooldown is cut by the first retry now of a row only; one in a row waits the cooldown out"',
     },
   },
   control: {
