@@ -505,10 +505,10 @@ export class PlatformSimulator extends EventEmitter {
    * theirs (`dispatch`): what the socket answers itself (a heartbeat, "unmatched topic", a join)
    * goes out first.
    */
-  private channelWork: Array<{ connection: SimConnection; frame: Frame; channel: SimChannel }> = []
+  private channelWork: ChannelWork[] = []
   private channelTurn: NodeJS.Immediate | null = null
   /** Channel work of stalled (frozen) sockets, in order: handled once the socket is thawed, dropped when it closes. */
-  private readonly parkedWork = new Map<SimConnection, Array<{ connection: SimConnection; frame: Frame; channel: SimChannel }>>()
+  private readonly parkedWork = new Map<SimConnection, ChannelWork[]>()
   private nextSocket = 1
   private boundPort = 0
   private stopping: Promise<void> | null = null
@@ -1886,14 +1886,21 @@ export class PlatformSimulator extends EventEmitter {
     try {
       this.dispatch(c, frame)
     } catch (error) {
-      // A join hook that throws is Phoenix's crashed join/3 (an error reply, "join crashed"); a
-      // push handler that throws is the channel process crashing (phx_error, the join forgotten).
-      const text = thrownText(error)
-      c.problems.push(`handler error on ${frame.topic} ${frame.event}: ${text}`)
-      this.logger.warn('handler threw', { socket: c.id, topic: frame.topic, error: text })
-      if (frame.event === CHANNEL_EVENTS.join) this.reply(c, frame, 'error', { reason: 'join crashed' })
-      else this.crashChannel(c, frame.topic)
+      this.handlerThrew(c, frame, error)
     }
+  }
+
+  /**
+   * A join hook or push handler threw: recorded and logged. A join hook that throws is Phoenix's
+   * crashed join/3 (an error reply, "join crashed"); a push handler that throws is the channel
+   * process crashing (phx_error, the join forgotten).
+   */
+  private handlerThrew(c: SimConnection, frame: Frame, error: unknown): void {
+    const text = thrownText(error)
+    c.problems.push(`handler error on ${frame.topic} ${frame.event}: ${text}`)
+    this.logger.warn('handler threw', { socket: c.id, topic: frame.topic, error: text })
+    if (frame.event === CHANNEL_EVENTS.join) this.reply(c, frame, 'error', { reason: 'join crashed' })
+    else this.crashChannel(c, frame.topic)
   }
 
   /** A phx_reply to `frame`, carrying `joinRef` (the frame's own by default). */
@@ -1963,11 +1970,7 @@ export class PlatformSimulator extends EventEmitter {
       try {
         this.channelHandles(c, frame, channel)
       } catch (error) {
-        // A push handler that throws is the channel process crashing (phx_error, the join forgotten).
-        const text = thrownText(error)
-        c.problems.push(`handler error on ${frame.topic} ${frame.event}: ${text}`)
-        this.logger.warn('handler threw', { socket: c.id, topic: frame.topic, error: text })
-        this.crashChannel(c, frame.topic)
+        this.handlerThrew(c, frame, error)
       }
     }
     if (work.length > 0) this.changed()
@@ -2025,6 +2028,13 @@ export class PlatformSimulator extends EventEmitter {
       c.send({ join_ref: previous.joinRef, ref: previous.joinRef, topic: frame.topic, event: CHANNEL_EVENTS.close, payload: {} })
     }
   }
+}
+
+/** A client frame handed to its joined channel, to handle on the channel's turn. */
+interface ChannelWork {
+  connection: SimConnection
+  frame: Frame
+  channel: SimChannel
 }
 
 /** A path's non-empty segments, joined by `/` (how Plug's router sees the path). */
