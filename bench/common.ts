@@ -6,7 +6,7 @@ import { Socket, type Channel } from 'phoenix'
 import WebSocket from 'isomorphic-ws'
 import type { ChildCommand } from './sim-child.js'
 import { createLink } from '../src/link.js'
-import { within } from '../src/node/cli/within.js'
+import { within } from '../src/node/within.js'
 export { within }
 
 /** One line of the results table. */

@@ -12,7 +12,7 @@ import { startSimulator, type AgentAborted, type PlatformSimulator, type Presenc
 import { createOutput, describeLinkEvent, type Output } from './output.js'
 import { startVisualizer } from '../visualize/server.js'
 import { openTraceFile, traceLink } from '../visualize/trace.js'
-import { within } from './within.js'
+import { within } from '../within.js'
 import { thrownText } from '../../../machines/types.js'
 
 /** Options of {@link runDemo}. */

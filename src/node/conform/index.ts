@@ -27,6 +27,7 @@ import { deepFreeze } from '../../freeze.js'
 import { thrownText } from '../../../machines/types.js'
 import { checkSignal } from '../../abort.js'
 import { visible } from '../visible.js'
+import { within } from '../within.js'
 
 /** The rules a conformance run judges, in the order the report lists them. */
 export const CONFORMANCE_RULES = deepFreeze([
@@ -196,11 +197,10 @@ class Agent {
   private text = ''
   /** How the agent ended, once it has: `could not start …: …` or `exited …`. */
   private end: string | null = null
-  /** The command exited while processes of its group ran on, and they still do. */
-  private groupLeft = false
   /** How the command itself ended when processes of its group ran on after it (`its command exited with code 1`), else null. */
   commandEnded: string | null = null
   private poll: NodeJS.Timeout | undefined
+  /** Set while the command has exited and processes of its group run on: ends the agent. */
   private groupGone: (() => void) | null = null
   /** Resolves once the agent has ended: its command exited (or never started) and no process of its group runs. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
@@ -221,32 +221,25 @@ class Agent {
       // 'exit', not 'close': a helper the agent left running (setsid) may hold its pipes open for ever.
       this.child.once('exit', (code, signal) => {
         const how = signal ? `on ${signal}` : `with code ${code}`
-        const ended = () => {
+        const ended = (end: string) => {
+          clearInterval(this.poll)
+          this.groupGone = null
+          this.end = end
+          this.text = `${this.text}\n(${end})`.slice(-4000)
           this.child.stdout?.destroy()
           this.child.stderr?.destroy()
           resolve({ code, signal })
         }
+        const afterGroup = `exited: its command ${how}, then the last process of its group`
         const pid = this.child.pid!
         const members = new Set<string>()
         const left = groupState(pid, members)
-        if (left !== 'runs') {
-          // `ended`: processes it started in its group ran and exited before its own exit was read.
-          this.end = left === 'none' ? `exited ${how}` : `exited: its command ${how}, then the last process of its group`
-          this.text = `${this.text}\n(${this.end})`.slice(-4000)
-          return ended()
-        }
+        // `ended`: processes it started in its group ran and exited before its own exit was read.
+        if (left !== 'runs') return ended(left === 'none' ? `exited ${how}` : afterGroup)
         // The command is gone and its group runs on (an agent started in the background): the agent
         // ends when the last of them does, or when stop() gives up on them.
-        this.groupLeft = true
         this.commandEnded = `its command exited ${how}`
-        this.groupGone = () => {
-          clearInterval(this.poll)
-          this.groupLeft = false
-          this.groupGone = null
-          this.end = `exited: its command ${how}, then the last process of its group`
-          this.text = `${this.text}\n(${this.end})`.slice(-4000)
-          ended()
-        }
+        this.groupGone = () => ended(afterGroup)
         this.poll = setInterval(() => {
           if (groupState(pid, members) !== 'runs') this.groupGone?.()
         }, GROUP_POLL_MS)
@@ -259,7 +252,7 @@ class Agent {
   }
 
   get running(): boolean {
-    return this.groupLeft || (this.child.exitCode === null && this.child.signalCode === null && this.child.pid !== undefined)
+    return this.groupGone !== null || (this.child.exitCode === null && this.child.signalCode === null && this.child.pid !== undefined)
   }
 
   /** Null while the agent runs; once it is gone, how: `could not start …: …`, `exited with code N` (`exited on SIGNAL`), or `exited: its command with code N, then the last process of its group`. */
@@ -289,26 +282,20 @@ class Agent {
   async stop(graceMs: number): Promise<void> {
     if (this.running) {
       this.signal('SIGTERM')
-      if (!(await within(this.exited, graceMs))) this.signal('SIGKILL')
+      if (!(await endsWithin(this, graceMs))) this.signal('SIGKILL')
     }
-    if (!(await within(this.exited, GROUP_KILL_WAIT_MS))) this.groupGone?.()
+    if (!(await endsWithin(this, GROUP_KILL_WAIT_MS))) this.groupGone?.()
     await this.exited
     this.signal('SIGKILL') // whatever the command left behind in its group
   }
 }
 
-/** Resolves true once `promise` settles within `ms`, false after `ms`; leaves no timer behind. */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms)
-  })
-  try {
-    return await Promise.race([promise.then(() => true as const), late])
-  } finally {
-    clearTimeout(timer)
-  }
-}
+/** Whether the agent ends within `ms` (`within`, its timeout read as false). */
+const endsWithin = (agent: { exited: Promise<unknown> }, ms: number): Promise<boolean> =>
+  within(agent.exited, ms, 'the agent to end').then(
+    () => true,
+    () => false,
+  )
 
 /** What one scenario can use. */
 interface Stage {
