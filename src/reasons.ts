@@ -317,8 +317,12 @@ export function classifyClose(close: CloseInfo, generation: number, at: number):
  * HTTP statuses of a refused WebSocket upgrade and the rejection cause they mean. 400/401/402/403/409
  * end the session (a 409 soon after this session lost its own connection is retried instead: the
  * connection chart's `isOwnConflict`); 429 and 503 wait at least Retry-After (docs/field-notes.md "The platform's control
- * channel"; Phoenix answers 403 when connect/3 returns :error). Statuses not listed: other 5xx are
- * `unavailable` (retryable), anything else is `other`.
+ * channel"; Phoenix answers 403 when connect/3 returns :error). 414 and 431 end it too: the web
+ * server's HTTP parser refused the request's size (the url with its socket params, or a header
+ * such as a long x-api-key), which is the same on every attempt (Bandit past 10,000 bytes a
+ * line, Cowboy past 8,000 for the request line and 4,096 for a header value; docs/field-notes.md
+ * "Real Phoenix"). Statuses not listed: other 5xx are `unavailable` (retryable), anything else is
+ * `other`.
  */
 export const UPGRADE_STATUSES: Readonly<Record<number, Readonly<{ cause: RejectionCause; retryable: boolean }>>> = deepFreeze({
   400: { cause: 'protocol-error', retryable: false },
@@ -326,7 +330,9 @@ export const UPGRADE_STATUSES: Readonly<Record<number, Readonly<{ cause: Rejecti
   402: { cause: 'quota-exceeded', retryable: false },
   403: { cause: 'unauthenticated', retryable: false },
   409: { cause: 'conflict', retryable: false },
+  414: { cause: 'protocol-error', retryable: false },
   429: { cause: 'rate-limited', retryable: true },
+  431: { cause: 'protocol-error', retryable: false },
   503: { cause: 'unavailable', retryable: true },
 })
 
@@ -590,6 +596,12 @@ export function heartbeatTimeout(generation: number, at: number): DisconnectReas
   return { kind: 'timed-out', retryable: true, phase: 'heartbeat', generation, at }
 }
 
+/** What a 414 or 431 upgrade refusal asks of the host, for {@link describeReason}. */
+const TOO_LARGE_HINT = {
+  414: 'the url with its socket params is too long for the server: shorten the params',
+  431: 'a header is too large for the server: shorten it (an x-api-key, say), or send the key as a param',
+} as const
+
 /**
  * One line a person can read, for logs and the CLI. Never contains the API key (no reason holds it).
  *
@@ -609,7 +621,8 @@ export function describeReason(reason: DisconnectReason): string {
           : reason.phase === 'close'
             ? `close ${reason.closeCode}`
             : 'join error'
-      return `rejected (${reason.cause}) by ${where}${reason.errorCode ? ` ${reason.errorCode}` : ''}${reason.message ? `: ${reason.message}` : ''}${reason.retryAfterMs !== null ? `, retry after ${reason.retryAfterMs} ms` : ''}, ${tail}`
+      const hint = reason.phase === 'upgrade' && (reason.status === 414 || reason.status === 431) ? ` (${TOO_LARGE_HINT[reason.status]})` : ''
+      return `rejected (${reason.cause}) by ${where}${hint}${reason.errorCode ? ` ${reason.errorCode}` : ''}${reason.message ? `: ${reason.message}` : ''}${reason.retryAfterMs !== null ? `, retry after ${reason.retryAfterMs} ms` : ''}, ${tail}`
     }
     case 'closed':
       return `closed ${reason.closeCode} (${reason.closeName})${reason.closeReason ? ` "${reason.closeReason}"` : ''}, ${tail}`

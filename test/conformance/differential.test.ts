@@ -8,6 +8,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest'
 import { Serializer, Socket } from 'phoenix'
+import { connect } from 'node:net'
 import WebSocket from 'isomorphic-ws'
 import { controlTopic, type Payload } from '../../src/protocol.js'
 import { rawUpgrade, type RawRefusal } from '../support/raw-http.js'
@@ -221,6 +222,105 @@ interface Edges {
   bigInteger: RawFrame | string
   /** Upgrades to the socket's path written with an empty segment: whether each opened. */
   paths: Record<string, boolean>
+  /** What each {@link SIZED} request was answered with. */
+  sizes: Record<string, string>
+  /** Milliseconds from the server's close frame to its end of the TCP connection, the client never answering. */
+  closeTail: number | string
+}
+
+/**
+ * Upgrade requests around the web servers' size limits (src/node/server/request-limits.ts), each
+ * with a request line of exactly `line` bytes and `extra` headers after the five an upgrade
+ * needs. The key is wrong, so a request the server reads gets the platform's 403 and opens nothing.
+ */
+const SIZED: Array<{ name: string; line: number; extra: Array<[string, string]> }> = [
+  { name: 'request line 8,758 bytes', line: 8_758, extra: [] },
+  { name: 'request line 8,759 bytes', line: 8_759, extra: [] },
+  { name: 'request line 9,998 bytes', line: 9_998, extra: [] },
+  { name: 'request line 9,999 bytes', line: 9_999, extra: [] },
+  { name: 'a header value of 4,139 bytes after a 100-byte request line', line: 100, extra: [['x-pad', 'v'.repeat(4_139)]] },
+  { name: 'a header value of 4,140 bytes after a 100-byte request line', line: 100, extra: [['x-pad', 'v'.repeat(4_140)]] },
+  { name: 'a header line of 10,000 bytes with its CRLF', line: 100, extra: [['x-pad', 'v'.repeat(9_991)]] },
+  { name: 'a header line of 10,001 bytes with its CRLF', line: 100, extra: [['x-pad', 'v'.repeat(9_992)]] },
+  { name: '50 headers', line: 100, extra: Array.from({ length: 45 }, (_, i): [string, string] => [`x-h${i}`, 'v']) },
+  { name: '51 headers', line: 100, extra: Array.from({ length: 46 }, (_, i): [string, string] => [`x-h${i}`, 'v']) },
+  { name: '100 header names', line: 100, extra: Array.from({ length: 95 }, (_, i): [string, string] => [`x-h${i}`, 'v']) },
+  { name: '101 header names', line: 100, extra: Array.from({ length: 96 }, (_, i): [string, string] => [`x-h${i}`, 'v']) },
+]
+
+/** The request of one {@link SIZED} case, written at once as a client writes it; the answer's status line, and a refusal's whole head. */
+function sizedUpgrade(port: number, c: (typeof SIZED)[number]): Promise<string> {
+  const start = 'GET /socket/websocket?agent_id=c1&api_key=wrong&vsn=2.0.0&pad='
+  const end = ' HTTP/1.1'
+  const requestLine = `${start}${'p'.repeat(c.line - start.length - end.length)}${end}`
+  const head = [requestLine, 'host: 127.0.0.1', 'upgrade: websocket', 'connection: Upgrade', 'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version: 13', ...c.extra.map(([k, v]) => `${k}: ${v}`)]
+  const socket = connect(port, '127.0.0.1')
+  return new Promise<string>((resolve) => {
+    let text = ''
+    const done = (answer: string) => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(answer)
+    }
+    const timer = setTimeout(() => done(`no answer within 3000 ms; got ${JSON.stringify(text)}`), 3000)
+    socket.on('error', () => {})
+    socket.once('connect', () => socket.write(`${head.join('\r\n')}\r\n\r\n`))
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1')
+      const at = text.indexOf('\r\n\r\n')
+      if (at < 0) return
+      const status = text.slice(0, text.indexOf('\r\n'))
+      done(/ (414|431) /.test(status) ? text.slice(0, at) : status)
+    })
+    socket.once('close', () => done(`closed with ${JSON.stringify(text)}`))
+  })
+}
+
+/**
+ * How long after the "disconnect" broadcast's close frame the server ended the TCP connection of
+ * a client that never answers it (a raw upgrade that then only reads), in milliseconds, or why
+ * there is no figure.
+ */
+async function closeTail(peer: Peer): Promise<number | string> {
+  const agent = peer.agent()
+  const socket = connect(peer.port, '127.0.0.1')
+  socket.on('error', () => {})
+  try {
+    return await new Promise<number | string>((resolve) => {
+      let text = ''
+      let upgraded = false
+      let closeFrameAt: number | null = null
+      const timer = setTimeout(() => resolve(`the connection stayed open 5000 ms${closeFrameAt === null ? ', no close frame came' : ' after the close frame'}`), 5000)
+      socket.once('connect', () =>
+        socket.write(
+          `GET /socket/websocket?agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0 HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n`,
+        ),
+      )
+      socket.on('data', (chunk: Buffer) => {
+        if (!upgraded) {
+          text += chunk.toString('latin1')
+          const at = text.indexOf('\r\n\r\n')
+          if (at < 0) return
+          upgraded = true
+          if (!text.startsWith('HTTP/1.1 101')) {
+            clearTimeout(timer)
+            resolve(`not upgraded: ${text.slice(0, text.indexOf('\r\n'))}`)
+            return
+          }
+          peer.disconnect(agent).catch((error: Error) => resolve(`disconnect failed: ${error.message}`))
+          chunk = Buffer.from(text.slice(at + 4), 'latin1')
+        }
+        // A server frame's first byte: 0x88 is a close frame (FIN, opcode 8).
+        if (closeFrameAt === null && chunk.includes(0x88)) closeFrameAt = performance.now()
+      })
+      socket.once('end', () => {
+        clearTimeout(timer)
+        resolve(closeFrameAt === null ? 'ended with no close frame' : Math.round(performance.now() - closeFrameAt))
+      })
+    })
+  } finally {
+    socket.destroy()
+  }
 }
 
 /** One raw socket of a fresh agent, open. */
@@ -309,7 +409,9 @@ async function edges(peer: Peer): Promise<Edges> {
       paths[path] = false
     }
   }
-  return { clientReply, emptyRefs, outOfRange, bigInteger, paths }
+  const sizes: Record<string, string> = {}
+  for (const c of SIZED) sizes[c.name] = await sizedUpgrade(peer.port, c)
+  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, sizes, closeTail: await closeTail(peer) }
 }
 
 /** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
@@ -436,6 +538,29 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
     it('an empty path segment is dropped: //socket/websocket and /socket/websocket/ reach the socket', () => {
       expect(o.edges.paths).toEqual({ '//websocket': true, '/websocket/': true })
     })
+    it(`requests past the web server's size limits: ${disconnectCode === 1011 ? 'Bandit counts whole lines (10,000 bytes with the CRLF) and 50 headers, and answers HTTP/1.0' : 'Cowboy checks what it has read of a line (8,000 bytes of request line, 4,096 of a header value, in reads of 1,460 bytes) and 100 header names'}`, () => {
+      const forbidden = 'HTTP/1.1 403 Forbidden'
+      const bandit = disconnectCode === 1011
+      const uri = bandit ? 'HTTP/1.0 414 Request-URI Too Long\r\nconnection: close' : 'HTTP/1.1 414 Request-URI Too Long\r\nconnection: close\r\ncontent-length: 0'
+      const header = bandit ? 'HTTP/1.0 431 Request Header Fields Too Large\r\nconnection: close' : 'HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\ncontent-length: 0'
+      expect(o.edges.sizes).toEqual({
+        'request line 8,758 bytes': forbidden,
+        'request line 8,759 bytes': bandit ? forbidden : uri,
+        'request line 9,998 bytes': bandit ? forbidden : uri,
+        'request line 9,999 bytes': uri,
+        'a header value of 4,139 bytes after a 100-byte request line': forbidden,
+        'a header value of 4,140 bytes after a 100-byte request line': bandit ? forbidden : header,
+        'a header line of 10,000 bytes with its CRLF': bandit ? forbidden : header,
+        'a header line of 10,001 bytes with its CRLF': header,
+        '50 headers': forbidden,
+        '51 headers': bandit ? header : forbidden,
+        '100 header names': bandit ? header : forbidden,
+        '101 header names': header,
+      })
+    })
+    it('the server ends the TCP connection right after its close frame, without waiting for the client to answer it', () => {
+      expect(o.edges.closeTail).toBeLessThan(1000)
+    })
     it('a refused upgrade: 403, content-length 0, no body, and the connection serves a next request', () => {
       const r = o.refusals['a wrong key (connect/3 returns :error)']!
       expect(r.statusLine).toBe('HTTP/1.1 403 Forbidden')
@@ -483,6 +608,9 @@ for (const [sim, real] of pairs) {
     })
     it('the same close after a malformed frame', () => {
       expect(s.malformed).toEqual(r.malformed)
+    })
+    it("the same answers, byte for byte, to requests around the web server's size limits", () => {
+      expect(s.edges.sizes).toEqual(r.edges.sizes)
     })
     for (const c of refusalCases) {
       it(`the same refusal on the wire: ${c.name}`, () => {

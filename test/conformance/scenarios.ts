@@ -602,6 +602,23 @@ export function conformance(factory: PeerFactory): void {
         }
       }
 
+      // Phoenix's web server refuses a request its HTTP parser will not read (docs/field-notes.md
+      // "Real Phoenix"): the same on every attempt, so terminal. Bandit answers HTTP/1.0 and closes.
+      for (const { what, options, status } of [
+        { what: 'a socket param of 11,000 bytes', options: { params: { token: 't'.repeat(11_000) } }, status: 414 },
+        { what: 'an x-api-key header of 11,000 bytes', options: { apiKeyIn: 'header' as const, apiKey: 'k'.repeat(11_000) }, status: 431 },
+      ]) {
+        it(`${what}: the web server refuses ${status} before Phoenix sees it; \`rejected(protocol-error)\` within one round trip, terminal, one attempt`, async () => {
+          const link = scene().link(peer, peer.agent(), { ...options, policy: { connection: { connectTimeoutMs: 30_000 } } })
+          const started = performance.now()
+          const reason = reasonOf(await settle(link.connect()))
+          expect(reason).toMatchObject({ kind: 'rejected', cause: 'protocol-error', phase: 'upgrade', status, retryable: false })
+          expect(performance.now() - started).toBeLessThan(1_000)
+          expect(link.state).toBe('terminated')
+          expect(scene().seen(link, 'disconnected').map((d) => d.outcome)).toEqual(['terminated'])
+        })
+      }
+
       it('a key revoked mid-session ends `terminated` after exactly one refused attempt (scenario 20)', async () => {
         const { agent, link } = await connected()
         const ended = settle(link.runForever())

@@ -41,13 +41,22 @@ describe('close code table', () => {
 })
 
 describe('upgrade status table', () => {
-  it('ends the session on 400, 401, 403, 409 and waits on 429 and 503', () => {
+  it('ends the session on 400, 401, 402, 403, 409, 414 and 431 and waits on 429 and 503', () => {
     for (const [status, row] of Object.entries(UPGRADE_STATUSES)) {
       const r = classifyUpgrade({ status: Number(status) }, 1, 0)
       expect(r).toMatchObject({ kind: 'rejected', cause: row.cause, retryable: row.retryable })
     }
     expect(classifyUpgrade({ status: 403 }, 1, 0).retryable).toBe(false)
     expect(classifyUpgrade({ status: 429 }, 1, 0).retryable).toBe(true)
+  })
+  it('a request too large for the server (414, 431) is a terminal protocol error, and its line says what to shorten', () => {
+    expect(describeReason(classifyUpgrade({ status: 414 }, 1, 0))).toBe(
+      'rejected (protocol-error) by upgrade HTTP 414 (the url with its socket params is too long for the server: shorten the params), terminal',
+    )
+    expect(describeReason(classifyUpgrade({ status: 431 }, 1, 0))).toBe(
+      'rejected (protocol-error) by upgrade HTTP 431 (a header is too large for the server: shorten it (an x-api-key, say), or send the key as a param), terminal',
+    )
+    expect(describeReason(classifyUpgrade({ status: 400 }, 1, 0))).toBe('rejected (protocol-error) by upgrade HTTP 400, terminal')
   })
   it('reads the platform error body and Retry-After', () => {
     const r = classifyUpgrade(

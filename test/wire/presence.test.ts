@@ -161,8 +161,10 @@ describe('presence on the simulator', () => {
     expect(sim.aborts[0]!.outcome).toBe('nothing-to-abort')
   })
 
-  it('presence ends as a socket stops being live, not at its TCP end: a superseded socket that never answers the close, and a client that sends its close and hangs, hold nothing up for ws\'s 30 s close timeout', async () => {
-    const sim = await world().sim({ agents: 'any', idleTimeoutMs: null })
+  it('presence ends as a socket stops being live, not at its TCP end: on Bandit, which reads on after its close frame until the client ends, a superseded socket that never answers the close and a client that sends its close and hangs hold nothing up', async () => {
+    // Bandit shuts down only its sending side after a close frame (flavors.ts afterCloseFrame), so
+    // the TCP connection of a client that never answers lasts until ws's 30 s close timeout.
+    const sim = await world().sim({ agents: 'any', idleTimeoutMs: null, flavor: 'bandit' })
     const opened: WebSocket[] = []
     const open = async (agent: string) => {
       const ws = new WebSocket(`${sim.url}/websocket?agent_id=${agent}&vsn=2.0.0`, { headers: { 'x-api-key': 'k' } })

@@ -7,9 +7,19 @@ import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { chartOf, waitForChart } from '../../src/chart-of.js'
 import { rawUpgrade } from '../support/raw-http.js'
+import type { PlatformSimulator, SimConnection } from '../../src/node/server/index.js'
 import { framesIn, gatedControl, newerInstanceSupersedes, next, OWN_SUPERSEDE_IGNORED, settle, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
+
+/**
+ * The supersede's close ended the lost socket's TCP connection as Phoenix does, without waiting
+ * for a close of the client's that a stalled server would never read (flavors.ts afterCloseFrame).
+ */
+async function endedBySupersede(sim: PlatformSimulator, socket: SimConnection): Promise<void> {
+  await sim.waitFor(() => socket.state === 'closed', { what: 'the superseded socket ended' })
+  expect(socket.closeSent).toEqual({ code: sim.flavor.supersede, reason: '' })
+}
 
 /** Upgrades the server holds until the connect timeout (600 ms), a probe's 409 past a short window (100 ms), 400 ms backoffs. */
 const UNANSWERED_PROBE = {
@@ -226,7 +236,7 @@ describe('rule: supersede is terminal', () => {
     expect(gen1!.frames.filter((f) => f.dir === 'out' && f.frame?.event === SUPERSEDE_EVENT)).toHaveLength(1)
     await waitForChart(chartOf(older), (s) => s.context.ambiguousSupersede !== null, 2_000)
     expect(older.state).toBe('stopped')
-    expect(sim.abort(gen1!)).toBe(1)
+    await endedBySupersede(sim, gen1!)
     await stopping
     now += 1_000
     const r = await settle(older.connect())
@@ -345,8 +355,7 @@ describe('rule: supersede is terminal', () => {
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101, 409])
     expect(sim.upgrades[2]!.outcome).toBe('an open connection holds this key')
     expect(sim.accepted('agent-1')).toHaveLength(2)
-    // The stalled server never reads the old socket's close: cut it rather than wait out closeTimeoutMs.
-    expect(sim.abort(gen1!)).toBe(1)
+    await endedBySupersede(sim, gen1!)
   })
 
   /**
@@ -390,7 +399,7 @@ describe('rule: supersede is terminal', () => {
     expect(older.state).toBe('terminated')
     expect(newer.state).toBe('connected')
     release()
-    expect(sim.abort(gen1)).toBe(1)
+    await endedBySupersede(sim, gen1!)
     await sim.waitFor(() => sim.live('agent-1').length === 1, { what: "only the newer instance's socket live" })
     // No attempt of the older link after the refused one; the newer instance's socket is the only live one.
     expect(sim.upgrades.filter((u) => u.agentId === 'agent-1').map((u) => u.status)).toEqual([101, 101, 429])
@@ -417,7 +426,7 @@ describe('rule: supersede is terminal', () => {
       expect(probes.every((u) => u.status === 409 && u.onConflict === 'reject')).toBe(true)
       expect(sim.unansweredUpgradesOf('agent-1')).toBe(answer === 'drop' ? 1 : 0)
       expect(sim.accepted('agent-1')).toHaveLength(2)
-      expect(sim.abort(gen1)).toBe(1)
+      await endedBySupersede(sim, gen1!)
       expect(newer.state).toBe('connected')
     })
   }
@@ -434,7 +443,7 @@ describe('rule: supersede is terminal', () => {
     // The platform decides the race: the upgrade it accepted last superseded the newer instance.
     expect((await newerEnded).reason).toMatchObject({ kind: 'superseded' })
     release()
-    expect(sim.abort(gen1)).toBe(1)
+    await endedBySupersede(sim, gen1!)
     expect(older.state).toBe('connected')
   })
 
@@ -461,7 +470,7 @@ describe('rule: supersede is terminal', () => {
     expect(sim.accepted('agent-1')).toHaveLength(2)
     expect(newer.state).toBe('open')
     expect(newerKept).not.toHaveBeenCalled()
-    expect(sim.abort(gen1!)).toBe(1)
+    await endedBySupersede(sim, gen1!)
   })
 
   it("with the host's onConflict 'reject' no supersede can be the link's own doing: one read after an unanswered upgrade ends the link at once; the newer instance stays", async () => {
@@ -478,7 +487,7 @@ describe('rule: supersede is terminal', () => {
     release()
     await newerInstanceSupersedes(world(), sim, older)
     expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
-    expect(sim.abort(gen1!)).toBe(1)
+    await endedBySupersede(sim, gen1!)
   })
 
   it("the platform superseding the link's own lost socket because its next one connected (a stalled server, the old socket still closing) changes nothing: reported as ignored, the link stays connected", async () => {

@@ -365,6 +365,26 @@ describe('rule: upgrade rejection is terminal', () => {
     })
   }
 
+  for (const flavor of ['bandit', 'cowboy'] as const) {
+    it(`an upgrade request too large for the server's HTTP parser (${flavor}): a long param is 414, a long x-api-key header 431, each rejected(protocol-error) at once and terminal, one upgrade each`, async () => {
+      const sim = await world().sim({ flavor, agents: 'any' })
+      const cases = [
+        { options: { params: { token: 't'.repeat(11_000) } }, status: 414 },
+        { options: { apiKey: 'k'.repeat(11_000), apiKeyIn: 'header' as const }, status: 431 },
+      ]
+      for (const { options, status } of cases) {
+        const link = world().link(sim, options)
+        const started = performance.now()
+        const r = await settle(link.connect())
+        expect(performance.now() - started).toBeLessThan(1_000)
+        expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'rejected', cause: 'protocol-error', phase: 'upgrade', status, retryable: false })
+        expect(link.state).toBe('terminated')
+        await link.disconnect()
+      }
+      expect(sim.upgrades.map((u) => u.status)).toEqual([414, 431])
+    })
+  }
+
   it('HTTP 429 with Retry-After waits at least that long, then retries (scenario 19)', async () => {
     const sim = await world().sim()
     sim.refuseUpgrades({ status: 429, retryAfter: '1', body: 'platform' })

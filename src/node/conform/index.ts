@@ -472,10 +472,10 @@ async function closes(stage: Stage): Promise<Verdicts> {
     const later = sim.upgrades.filter((u) => u.agentId === agentId && u.at > termAt)
     out['stops-heartbeats-after-stop'] = !closedItself
       ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket was still open ${settings.stopTimeoutMs} ms later${beats.length > 0 ? `, with ${beats.length} heartbeat(s)` : ''}`)
-      : code === 1006
-        ? verdict('stops-heartbeats-after-stop', false, 'after SIGTERM its socket ended with no close frame (1006): the process died without closing it')
+      : socket.clientClosed === null && socket.closeSent !== null
+        ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket was closed by the server (close ${socket.closeSent.code}${later.length > 0 ? ': a newer socket of the agent superseded it' : ''}), not by the agent`)
         : socket.clientClosed === null
-          ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket was closed by the server (close ${socket.closeSent?.code ?? code ?? '?'}${later.length > 0 ? ': a newer socket of the agent superseded it' : ''}), not by the agent`)
+          ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket ended with no close frame (${code ?? 1006}): the process died without closing it`)
           : beats.length > 0
             ? verdict('stops-heartbeats-after-stop', false, `${beats.length} heartbeat(s) after SIGTERM, before its socket closed`)
             : later.length > 0
@@ -528,10 +528,10 @@ async function supersede(stage: Stage): Promise<Verdicts> {
   // (1006, no close frame) did not.
   const supersedeStop = !closedItself
     ? `a superseded socket left open by the server was still open ${settings.stopTimeoutMs} ms after the push${beats > 0 ? `, with ${beats} heartbeat(s)` : ''}`
-    : socket.closeSeen?.code === 1006
-      ? `after the supersede its socket ended with no close frame (1006), ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push: the process died without closing it`
+    : socket.clientClosed === null && socket.closeSent !== null
+      ? `after the supersede its socket was closed by the server (close ${socket.closeSent.code}), not by the agent`
       : socket.clientClosed === null
-        ? `after the supersede its socket was closed by the server (close ${socket.closeSent?.code ?? socket.closeSeen?.code ?? '?'}), not by the agent`
+        ? `after the supersede its socket ended with no close frame (${socket.closeSeen?.code ?? 1006}), ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push: the process died without closing it`
         : beats > 0
           ? `${beats} heartbeat(s) on the superseded socket more than 1 s after the push, before the agent closed it ${(socket.closedAt ?? pushedAt) - pushedAt} ms after the push`
           : null

@@ -34,7 +34,7 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'upgrade-rejection-is-terminal',
-    rule: 'HTTP 400/401/402/403/409 on the upgrade end the session with rejected (a 409 from our own lost socket is retried: own-conflict-retries); 429 and 503 wait at least Retry-After and retry.',
+    rule: 'HTTP 400/401/402/403/409/414/431 on the upgrade end the session with rejected (a 409 from our own lost socket is retried: own-conflict-retries); 429 and 503 wait at least Retry-After and retry.',
     tests: [
       ['test/machines/connection.test.ts', 'HTTP 403 -> terminated, rejected'],
       ['test/wire/upgrade.test.ts', 'a wrong API key: HTTP 403 -> rejected(unauthenticated), connect() rejects, no retry (scenario 17)'],

@@ -3,6 +3,7 @@
  * controls a test uses on it (close with any code, abort without a close frame, stall).
  */
 import type { WebSocket } from 'ws'
+import type { Socket } from 'node:net'
 import { encodeTextFrame, isWellFormedText, type Frame } from '../../protocol.js'
 import { deepFreeze } from '../../freeze.js'
 import { copyText } from '../../../machines/types.js'
@@ -184,6 +185,13 @@ export class SimConnection {
   /** @internal Called after each frame sent to the client (a Bandit-flavored simulator restarts its idle timeout on it). */
   onSent: (() => void) | null = null
 
+  /**
+   * @internal What close() does with the TCP connection once its close frame is written (the
+   * flavor's `afterCloseFrame`): end the sending side, or close the connection whole. Neither
+   * waits for the client's close frame, as `ws` alone would for up to 30 s.
+   */
+  afterCloseFrame: 'shutdown-write' | 'close' = 'close'
+
   /** @internal */
   idleTimer: NodeJS.Timeout | null = null
   /** @internal A drain's cut of a socket with no channel (Cowboy's way), pending. */
@@ -266,7 +274,19 @@ export class SimConnection {
     this.closeSent = { code, reason }
     this.closeCause = cause
     this.ws.close(code, reason)
+    this.endAfterCloseFrame()
     this.closing()
+  }
+
+  /**
+   * @internal Ends the TCP connection as the flavor's server does once a close frame has gone out
+   * (`ws` writes it into the socket at once; the FIN follows it): `afterCloseFrame`.
+   */
+  endAfterCloseFrame(): void {
+    const socket = this.rawSocket()
+    if (!socket || socket.destroyed) return
+    if (this.afterCloseFrame === 'close') socket.destroySoon()
+    else socket.end()
   }
 
   /**
@@ -301,7 +321,7 @@ export class SimConnection {
     this.rawSocket()?.resume()
   }
 
-  private rawSocket(): { pause(): void; resume(): void } | undefined {
-    return (this.ws as unknown as { _socket?: { pause(): void; resume(): void } })._socket
+  private rawSocket(): Socket | undefined {
+    return (this.ws as unknown as { _socket?: Socket })._socket
   }
 }

@@ -10,6 +10,7 @@
  * close codes and its phx_error payload differ from `cowboy`.
  */
 import { deepFreeze } from '../../freeze.js'
+import type { RequestParser } from './request-limits.js'
 
 /** A web server's behaviour for the platform events the simulator reproduces. */
 export interface ServerFlavor {
@@ -57,6 +58,20 @@ export interface ServerFlavor {
    * with 1000 at once; Cowboy cuts them (no close frame, 1006) after 5 s.
    */
   drainWithoutChannels: { readonly close: number } | { readonly abortAfterMs: number }
+  /**
+   * Whose HTTP/1.1 parser limits an upgrade request's size, and answers 414 or 431 past them
+   * (request-limits.ts: Bandit counts whole lines, Cowboy what it has read of one).
+   */
+  requestParser: RequestParser
+  /**
+   * What the server does with the TCP connection once its close frame is written. Bandit shuts
+   * down its sending side at once (a FIN; bandit 1.6.11 lib/bandit/websocket/socket.ex `close/2`)
+   * and reads on until the client's close; Cowboy's socket process exits, which closes the
+   * connection whole (cowboy 2.12.0 src/cowboy_websocket.erl `websocket_close/3`), so a close frame
+   * the client sends after it is answered with a reset. Neither waits for the client's close frame
+   * (measured 2026-12-06: a client that never answers saw the FIN within 9 ms on both).
+   */
+  afterCloseFrame: 'shutdown-write' | 'close'
 }
 
 const CACHE_CONTROL = ['cache-control', 'max-age=0, private, must-revalidate'] as const
@@ -79,6 +94,8 @@ export const SERVER_FLAVORS = deepFreeze({
     // Phoenix 1.8.10+ names the crash (docs/field-notes.md "Phoenix V2 wire protocol").
     channelErrorPayload: { reason: 'channel_crash' },
     drainWithoutChannels: { abortAfterMs: 5_000 },
+    requestParser: 'cowboy',
+    afterCloseFrame: 'close',
   },
   /** Phoenix 1.7.14 on Cowboy 2.12.0 (measured). */
   cowboy: {
@@ -95,6 +112,8 @@ export const SERVER_FLAVORS = deepFreeze({
     honoursConnectionClose: true,
     channelErrorPayload: {},
     drainWithoutChannels: { abortAfterMs: 5_000 },
+    requestParser: 'cowboy',
+    afterCloseFrame: 'close',
   },
   /** Phoenix 1.7.14 on Bandit 1.6.11 (measured). Bandit closes an idle socket with 1002. */
   bandit: {
@@ -111,6 +130,8 @@ export const SERVER_FLAVORS = deepFreeze({
     honoursConnectionClose: false,
     channelErrorPayload: {},
     drainWithoutChannels: { close: 1000 },
+    requestParser: 'bandit',
+    afterCloseFrame: 'shutdown-write',
   },
 } as const satisfies Record<string, ServerFlavor>)
 

@@ -5,6 +5,7 @@
 export * from './simulator.js'
 export * from './connection.js'
 export * from './flavors.js'
+export type { RequestParser } from './request-limits.js'
 export * from './presence.js'
 export * from './metrics.js'
 export * from './admin.js'

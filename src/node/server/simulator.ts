@@ -34,6 +34,7 @@ import {
 } from '../../protocol.js'
 import { JOINS_KEPT, SimConnection, cutField, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
+import { requestTooLarge, SIMULATOR_MAX_HEADER_BYTES, tooLargeResponse, type RequestTooLarge } from './request-limits.js'
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { isRegistry } from '../prometheus.js'
 import { PresenceTracker, type PresenceCrossing } from './presence.js'
@@ -629,7 +630,8 @@ export class PlatformSimulator extends EventEmitter {
       control: new ControlApi(this, options.adminToken ?? null, SIMULATOR_API_VERSION),
     })
     const routes = options.routes
-    this.http = createServer((req, res) => {
+    // Node's own cap on a request's head (16 KiB by default) would answer before the flavor's.
+    this.http = createServer({ maxHeaderSize: SIMULATOR_MAX_HEADER_BYTES }, (req, res) => {
       // What a host's route or an admin route throws must not take the simulator (and every
       // attached agent) down: it is answered 500. A host's error is its own, so not echoed.
       let hostRoute = true
@@ -925,10 +927,11 @@ export class PlatformSimulator extends EventEmitter {
   /**
    * Ends the target sockets' TCP connections without a close frame (the client sees 1006); returns
    * how many. A socket named by its record or `{ socket: id }` is reached even while its closing
-   * handshake is under way, as no other control reaches it: a close the simulator sent to a
-   * stalled socket (a supersede's, say) is never read back, and ws would hold that connection
-   * until its close timeout (the server's `closeTimeout` option, 30 s by default: ws
-   * lib/websocket-server.js); abort() ends it now, on both sides. `{ agent }` and `'all'` reach
+   * handshake is under way, as no other control reaches it: after a close the simulator sent, a
+   * Bandit-flavored socket that stopped reading (stalled) keeps the server's end until ws's close
+   * timeout (the server's `closeTimeout` option, 30 s by default: ws lib/websocket-server.js), as
+   * Bandit reads on after its close frame (flavors.ts `afterCloseFrame`); abort() ends it now, on
+   * both sides. `{ agent }` and `'all'` reach
    * open sockets only, like every control (0 for an agent between sockets).
    */
   abort(target: Target): number {
@@ -1291,8 +1294,8 @@ export class PlatformSimulator extends EventEmitter {
    */
   /**
    * The principal's presence of `c` ends: once, as the socket stops being live (the simulator's
-   * close or abort, the client's close frame read, a frame ws refused), not at its TCP end, which a
-   * peer that never answers a close holds up for ws's 30 s close timeout. As a Phoenix socket
+   * close or abort, the client's close frame read, a frame ws refused), not at its TCP end, which on
+   * a Bandit flavor a peer that never answers a close holds up for ws's 30 s close timeout. As a Phoenix socket
    * process ends when it sends its close or reads the client's (connection.ts `live`).
    */
   private endPresence(c: SimConnection): void {
@@ -1528,6 +1531,8 @@ export class PlatformSimulator extends EventEmitter {
    * "Real Phoenix"). The upgrade's head bytes go back to the HTTP parser with the socket.
    */
   private refuse(socket: Duplex, refusal: UpgradeRefusal, asker: Asker, outcome: string, head: Buffer = Buffer.alloc(0)): void {
+    // Stamped before the write: a client's next upgrade can come no sooner after it than after the refusal left.
+    const at = this.now()
     const { status } = refusal
     const { agentId } = asker
     const body = refusal.body ?? 'none'
@@ -1544,24 +1549,45 @@ export class PlatformSimulator extends EventEmitter {
     if (close) headers.push(['connection', 'close'])
     if (this.flavor.sortsHeaders) headers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     const response = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n${headers.map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${text}`
-    if (close && this.flavor.honoursConnectionClose) {
-      socket.end(response)
-      // An upgrade's socket is no longer read by the HTTP parser: read (and drop) what follows, so
-      // the client's end of the connection is seen and the socket closes; a client that never
-      // ends its side (half-open) is cut after a moment, and by stop().
-      socket.resume()
-      this.keptAlive.add(socket)
-      socket.once('close', () => this.keptAlive.delete(socket))
-      ;(socket as Socket).setTimeout(CLOSING_LINGER_MS, () => socket.destroy())
-    } else {
+    if (close && this.flavor.honoursConnectionClose) this.endWith(socket, response)
+    else {
       socket.write(response)
       this.keepAlive(socket as Socket, head)
     }
-    const record: UpgradeRecord = { at: this.now(), agentId, status, outcome, onConflict: asker.onConflict }
+    this.refused({ at, agentId, status, outcome, onConflict: asker.onConflict })
+  }
+
+  /**
+   * Writes an upgrade's last response and ends the connection. The socket is no longer read by
+   * the HTTP parser: what follows is read and dropped, so the client's end of the connection is
+   * seen and the socket closes; a client that never ends its side (half-open) is cut after a
+   * moment, and by stop().
+   */
+  private endWith(socket: Duplex, response: string): void {
+    socket.end(response)
+    socket.resume()
+    this.keptAlive.add(socket)
+    socket.once('close', () => this.keptAlive.delete(socket))
+    ;(socket as Socket).setTimeout(CLOSING_LINGER_MS, () => socket.destroy())
+  }
+
+  /** Records a refused upgrade and tells the listeners. */
+  private refused(record: UpgradeRecord): void {
     this.recordUpgrade(record)
-    this.logger.info('upgrade refused', { status, agentId, outcome })
+    this.logger.info('upgrade refused', { status: record.status, agentId: record.agentId, outcome: record.outcome })
     this.emitSafely('refused', record)
     this.changed()
+  }
+
+  /**
+   * Answers a request past the flavor's parser limits as its web server does: 414 or 431 with
+   * `connection: close` (request-limits.ts), then the connection closes, before the platform's
+   * code sees the request.
+   */
+  private refuseTooLarge(socket: Duplex, tooLarge: RequestTooLarge, asker: Asker): void {
+    const at = this.now()
+    this.endWith(socket, tooLargeResponse(tooLarge.status, this.flavor.requestParser))
+    this.refused({ at, agentId: asker.agentId, status: tooLarge.status, outcome: tooLarge.limit, onConflict: asker.onConflict })
   }
 
   /** A refusal of the simulator's own (auth, conflict, cooldown), with the body of {@link SimulatorOptions.rejectMode}. */
@@ -1596,6 +1622,11 @@ export class PlatformSimulator extends EventEmitter {
     }
     // An unparsable URL is answered (400) below.
     const asker = askerOf(req)
+    const tooLarge = requestTooLarge(req, this.flavor.requestParser)
+    if (tooLarge) {
+      this.refuseTooLarge(socket, tooLarge, asker)
+      return
+    }
     const { agentId } = asker
     if (this.holds(agentId)) {
       // A client that gives up on a held upgrade closes its end: close ours and forget it.
@@ -1754,6 +1785,9 @@ export class PlatformSimulator extends EventEmitter {
       if (connection.state !== 'open') return
       connection.state = 'closing'
       connection.clientClosed = { code, reason: reason.toString() }
+      // ws answered it; the server ends the connection as its flavor does (Cowboy's socket process
+      // exits on it; Bandit, as ws, shuts down its side and reads on until the client's end).
+      connection.endAfterCloseFrame()
       this.endPresence(connection)
       this.changed()
     })
@@ -1767,6 +1801,7 @@ export class PlatformSimulator extends EventEmitter {
         if (code !== null) {
           connection.closeSent = { code, reason: '' }
           connection.closeCause = 'protocol'
+          connection.endAfterCloseFrame()
         }
         this.endPresence(connection)
         this.changed()
@@ -1797,6 +1832,7 @@ export class PlatformSimulator extends EventEmitter {
     this.tracker.opened(agentId, connection.id, this.now())
     connection.onClosing = () => this.endPresence(connection)
     if (this.flavor.idleCountsSends) connection.onSent = traffic
+    connection.afterCloseFrame = this.flavor.afterCloseFrame
     this.armIdle(connection)
     // A second socket with the same key supersedes the older ones: push first, then close.
     for (const old of older) this.supersedeOne(old, undefined, undefined)
