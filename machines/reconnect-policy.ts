@@ -96,6 +96,10 @@ export function validateReconnectPolicy(policy: ReconnectPolicy): ReconnectPolic
   assertMs('reconnect.stableAfterMs', policy.stableAfterMs)
   assertMs('reconnect.rapidWindowMs', policy.rapidWindowMs)
   assertMs('reconnect.maxRetryAfterMs', policy.maxRetryAfterMs)
+  if (policy.maxDelayMs < policy.initialDelayMs) {
+    // A ceiling below the first delay caps every delay, so initialDelayMs would mean nothing: a unit slip.
+    throw new RangeError(`reconnect.maxDelayMs (${policy.maxDelayMs}) must be at least reconnect.initialDelayMs (${policy.initialDelayMs})`)
+  }
   if (!(policy.factor >= 1 && Number.isFinite(policy.factor))) {
     throw new RangeError(`reconnect.factor must be a finite number >= 1, got ${policy.factor}`)
   }

@@ -9,7 +9,7 @@ import { assertMs } from '../../machines/types.js'
 export const DEFAULT_TRANSPORT_POLICY = {
   /**
    * Heartbeat interval; a reply must arrive within one interval, so a dead peer is detected in
-   * at most two (docs/field-notes.md "Heartbeat timeout"). @default 30000 — phoenix.js's default.
+   * at most two (docs/field-notes.md "Heartbeat timeout"); at least 10. @default 30000 — phoenix.js's default.
    */
   heartbeatIntervalMs: 30_000,
   /**
@@ -46,7 +46,7 @@ export const DEFAULT_TRANSPORT_POLICY = {
 export type TransportPolicy = typeof DEFAULT_TRANSPORT_POLICY
 
 /**
- * Checks the transport policy: whole numbers; heartbeatIntervalMs, pushTimeoutMs, refusalBodyTimeoutMs and credentialsTimeoutMs at least 1,
+ * Checks the transport policy: whole numbers; heartbeatIntervalMs at least 10; pushTimeoutMs, refusalBodyTimeoutMs and credentialsTimeoutMs at least 1;
  * maxFrameBytes at least 1024.
  *
  * @throws {RangeError} naming the first field that is out of range.
@@ -57,10 +57,12 @@ export function validateTransportPolicy(policy: TransportPolicy): TransportPolic
 }
 
 /**
- * Lower bounds above 0. A heartbeat interval or push wait of 0 could never be met; a frame limit
- * under 1 KiB cannot carry a join reply (and `ws` reads 0 as "no limit" while the decoder would
- * refuse every frame).
+ * Lower bounds above 0. A push wait of 0 could never be met; nor could a heartbeat interval under
+ * 10 ms, since phoenix.js waits one interval for each heartbeat's reply (1 and 2 ms looped through
+ * `timed-out(heartbeat)` reconnects even on loopback, 5 ms held: a breaker, 2026-12-06); a frame
+ * limit under 1 KiB cannot carry a join reply (and `ws` reads 0 as "no limit" while the decoder
+ * would refuse every frame).
  */
-const MIN_TRANSPORT_POLICY: Partial<TransportPolicy> = { heartbeatIntervalMs: 1, pushTimeoutMs: 1, maxFrameBytes: 1024, refusalBodyTimeoutMs: 1, credentialsTimeoutMs: 1 }
+const MIN_TRANSPORT_POLICY: Partial<TransportPolicy> = { heartbeatIntervalMs: 10, pushTimeoutMs: 1, maxFrameBytes: 1024, refusalBodyTimeoutMs: 1, credentialsTimeoutMs: 1 }
 
 Object.freeze(DEFAULT_TRANSPORT_POLICY)

@@ -84,6 +84,11 @@ describe('validateReconnectPolicy', () => {
     )
   })
 
+  it('checks the backoff ceiling against the first delay: a maxDelayMs below initialDelayMs (a unit slip) would silently cap every delay', () => {
+    expect(reconnect({ initialDelayMs: 1_000, maxDelayMs: 1_000 })).not.toThrow()
+    expect(reconnect({ initialDelayMs: 1_000, maxDelayMs: 10 })).toThrow(new RangeError('reconnect.maxDelayMs (10) must be at least reconnect.initialDelayMs (1000)'))
+  })
+
   it('takes maxAttempts null or a whole number from 0', () => {
     expect(reconnect({ maxAttempts: null })).not.toThrow()
     expect(reconnect({ maxAttempts: 0 })).not.toThrow()

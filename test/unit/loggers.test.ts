@@ -42,7 +42,7 @@ describe('loggers hosts already run', () => {
   it("a link's own lines reach pino with their fields (a connect refused by a closed port)", async () => {
     const lines: Record<string, unknown>[] = []
     // Port 9 on loopback: nothing listens, so the attempt fails at once and the link logs why.
-    const link = createLink({ url: 'ws://127.0.0.1:9/socket', agentId: 'agent-1', apiKey: KEY, logger: pinoInto(lines), policy: { reconnect: { initialDelayMs: 60_000 } } })
+    const link = createLink({ url: 'ws://127.0.0.1:9/socket', agentId: 'agent-1', apiKey: KEY, logger: pinoInto(lines), policy: { reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } } })
     const lost = new Promise((resolve) => link.once('disconnected', resolve))
     void link.connect().catch(() => {})
     await lost

@@ -895,6 +895,9 @@ describe('strict inputs (second review)', () => {
       [{ transport: { maxFrameBytes: 0 } }, /transport.maxFrameBytes must be at least 1024/],
       [{ transport: { maxFrameBytes: 1.5 } }, /maxFrameBytes must be a whole number of bytes/],
       [{ transport: { pushTimeoutMs: 0 } }, /transport.pushTimeoutMs must be at least 1/],
+      // A heartbeat reply must come within one interval: 1-2 ms loop through timed-out reconnects even on loopback.
+      [{ transport: { heartbeatIntervalMs: 9 } }, /transport.heartbeatIntervalMs must be at least 10, got 9/],
+      [{ reconnect: { initialDelayMs: 1_000, maxDelayMs: 10 } }, /reconnect.maxDelayMs \(10\) must be at least reconnect.initialDelayMs \(1000\)/],
       [{ transport: { refusalBodyTimeoutMs: 0 } }, /transport.refusalBodyTimeoutMs must be at least 1/],
       [{ transport: { credentialsTimeoutMs: 0 } }, /transport.credentialsTimeoutMs must be at least 1/],
       [{ reconnect: { onRapidLimit: 'stop' } }, /reconnect.onRapidLimit must be 'suspend' or 'give-up'/],
