@@ -102,6 +102,8 @@ export class LinkChannel {
 
   /**
    * Calls `handler` for every `event` pushed or broadcast on this channel's current join.
+   * Handlers form a set per event: the same function registered twice is called once per message,
+   * and either returned function, or one off(), removes it.
    *
    * @throws {ConfigurationError} when `event` is not a non-empty string, is one of phoenix.js's
    *   own (`phx_*`, `chan_reply_*`: a channel's replies, errors and closes, which reach no handler;

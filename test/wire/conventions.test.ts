@@ -48,6 +48,24 @@ describe('events: once() as a promise, off()', () => {
     await seen
     expect(calls).toEqual([])
   })
+
+  it('listeners form a set: one function registered twice is called once per event, and either returned function removes it', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    let calls = 0
+    const listener = () => calls++
+    const first = link.on('connected', listener)
+    link.on('connected', listener)
+    const seen = link.once('connected')
+    await link.connect()
+    await seen
+    expect(calls).toBe(1)
+    first()
+    const again = link.once('connected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    await again
+    expect(calls).toBe(1)
+  })
 })
 
 describe('whenState()', () => {

@@ -186,9 +186,10 @@ export class SimConnection {
   onSent: (() => void) | null = null
 
   /**
-   * @internal What close() does with the TCP connection once its close frame is written (the
-   * flavor's `afterCloseFrame`): end the sending side, or close the connection whole. Neither
-   * waits for the client's close frame, as `ws` alone would for up to 30 s.
+   * @internal What the server does with the TCP connection once a close frame has gone out, its
+   * own or its answer to the client's (the flavor's `afterCloseFrame`): end the sending side, or
+   * close the connection whole. Neither waits for the client's close frame, as `ws` alone would
+   * for up to 30 s.
    */
   afterCloseFrame: 'shutdown-write' | 'close' = 'close'
 

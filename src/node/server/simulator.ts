@@ -931,8 +931,8 @@ export class PlatformSimulator extends EventEmitter {
    * Bandit-flavored socket that stopped reading (stalled) keeps the server's end until ws's close
    * timeout (the server's `closeTimeout` option, 30 s by default: ws lib/websocket-server.js), as
    * Bandit reads on after its close frame (flavors.ts `afterCloseFrame`); abort() ends it now, on
-   * both sides. `{ agent }` and `'all'` reach
-   * open sockets only, like every control (0 for an agent between sockets).
+   * both sides. `{ agent }` and `'all'` reach open sockets only, like every control (0 for an
+   * agent between sockets).
    */
   abort(target: Target): number {
     const sockets = this.resolve(target, { closing: true })
