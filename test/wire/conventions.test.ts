@@ -54,14 +54,15 @@ describe('events: once() as a promise, off()', () => {
     const link = world().link(sim)
     let calls = 0
     const listener = () => calls++
-    const first = link.on('connected', listener)
-    link.on('connected', listener)
-    const seen = link.once('connected')
+    const first = link.on('reconnected', listener)
+    link.on('reconnected', listener)
     await link.connect()
+    const seen = link.once('reconnected')
+    sim.close({ agent: 'agent-1' }, 1000)
     await seen
     expect(calls).toBe(1)
     first()
-    const again = link.once('connected')
+    const again = link.once('reconnected')
     sim.close({ agent: 'agent-1' }, 1000)
     await again
     expect(calls).toBe(1)
