@@ -222,6 +222,8 @@ interface Edges {
   bigInteger: RawFrame | string
   /** Upgrades to the socket's path written with an empty segment: whether each opened. */
   paths: Record<string, boolean>
+  /** An upgrade naming two agents (`agent_id=A&api_key=<B's key>&agent_id=B`): whether it opened. */
+  duplicateParam: boolean | string
   /** What each {@link SIZED} request was answered with. */
   sizes: Record<string, string>
   /** Milliseconds from the server's close frame to its end of the TCP connection, the client never answering. */
@@ -409,9 +411,25 @@ async function edges(peer: Peer): Promise<Edges> {
       paths[path] = false
     }
   }
+  let duplicateParam: boolean | string
+  {
+    const [first, second] = [peer.agent(), peer.agent()]
+    const ws = new WebSocket(`${peer.url}/websocket?agent_id=${first.id}&api_key=${second.key}&agent_id=${second.id}&vsn=2.0.0`)
+    ws.on('error', () => {})
+    duplicateParam = await new Promise<boolean | string>((resolve) => {
+      ws.once('open', () => resolve(true))
+      ws.once('unexpected-response', (_req: unknown, res: { statusCode?: number }) => resolve(`refused ${res.statusCode}`))
+      ws.once('close', () => resolve('closed'))
+    })
+    if (ws.readyState === WebSocket.OPEN) {
+      const closed = new Promise((resolve) => ws.once('close', resolve))
+      ws.close(1000)
+      await closed
+    } else ws.terminate()
+  }
   const sizes: Record<string, string> = {}
   for (const c of SIZED) sizes[c.name] = await sizedUpgrade(peer.port, c)
-  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, sizes, closeTail: await closeTail(peer) }
+  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, duplicateParam, sizes, closeTail: await closeTail(peer) }
 }
 
 /** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
@@ -537,6 +555,9 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
     })
     it('an empty path segment is dropped: //socket/websocket and /socket/websocket/ reach the socket', () => {
       expect(o.edges.paths).toEqual({ '//websocket': true, '/websocket/': true })
+    })
+    it('a query param given twice is read as its last value, as Plug reads it: agent_id=A&api_key=<B\'s key>&agent_id=B opens as B', () => {
+      expect(o.edges.duplicateParam).toBe(true)
     })
     it(`requests past the web server's size limits: ${disconnectCode === 1011 ? 'Bandit counts whole lines (10,000 bytes with the CRLF) and 50 headers, and answers HTTP/1.0' : 'Cowboy checks what it has read of a line (8,000 bytes of request line, 4,096 of a header value, in reads of 1,460 bytes) and 100 header names'}`, () => {
       const forbidden = 'HTTP/1.1 403 Forbidden'

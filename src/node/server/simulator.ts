@@ -217,7 +217,16 @@ const NOBODY: Asker = Object.freeze({ agentId: null, onConflict: null })
 
 /** The agent id and `on_conflict` parameter (the first of each) of an upgrade's query. */
 function askerIn(params: URLSearchParams): Asker {
-  return { agentId: params.get(AGENT_ID_PARAM), onConflict: params.get(ON_CONFLICT_PARAM) }
+  return { agentId: lastParam(params, AGENT_ID_PARAM), onConflict: lastParam(params, ON_CONFLICT_PARAM) }
+}
+
+/**
+ * A query param's value as Plug reads it: the last of a name given twice (`agent_id=a&agent_id=b`
+ * is `b`; Plug.Conn.Query.decode, measured on the reference peer 2026-12-03); null when absent.
+ */
+function lastParam(params: URLSearchParams, name: string): string | null {
+  const all = params.getAll(name)
+  return all.length === 0 ? null : all[all.length - 1]!
 }
 
 /** {@link askerIn} of an upgrade request; {@link NOBODY} when its URL cannot be parsed. */
@@ -1712,7 +1721,7 @@ export class PlatformSimulator extends EventEmitter {
       this.refuse(socket, scripted, asker, 'scripted refusal', head)
       return
     }
-    if (url.searchParams.get('vsn') !== PROTOCOL_VSN) {
+    if (lastParam(url.searchParams, 'vsn') !== PROTOCOL_VSN) {
       // Phoenix also speaks V1 (vsn 1.0.0, and no vsn); the simulator speaks V2 only.
       this.refuse(socket, { status: 400, body: { text: JSON.stringify({ error: { code: 'unsupported_vsn', message: `vsn must be ${PROTOCOL_VSN}` } }) } }, asker, 'unsupported vsn', head)
       return
@@ -1720,7 +1729,7 @@ export class PlatformSimulator extends EventEmitter {
     // The api_key param wins over the x-api-key header when both are sent, an empty one too, as the
     // platform reads them (reference peer: user_socket.ex `params["api_key"] || header_key`).
     const headerKey = req.headers[API_KEY_HEADER]
-    const apiKey = url.searchParams.get(API_KEY_PARAM) ?? (Array.isArray(headerKey) ? headerKey[0] : headerKey)
+    const apiKey = lastParam(url.searchParams, API_KEY_PARAM) ?? (Array.isArray(headerKey) ? headerKey[0] : headerKey)
     const agents = this.options.agents
     const authorised =
       agentId !== null &&
