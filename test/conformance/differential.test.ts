@@ -222,6 +222,8 @@ interface Edges {
   bigInteger: RawFrame | string
   /** Upgrades to the socket's path written with an empty segment: whether each opened. */
   paths: Record<string, boolean>
+  /** The head of an accepted upgrade's 101, its date normalised. */
+  head101: string
   /** An upgrade naming two agents (`agent_id=A&api_key=<B's key>&agent_id=B`): whether it opened. */
   duplicateParam: boolean | string
   /** What each {@link SIZED} request was answered with. */
@@ -323,6 +325,32 @@ async function closeTail(peer: Peer): Promise<number | string> {
   } finally {
     socket.destroy()
   }
+}
+
+/** The head of the 101 a raw upgrade of a fresh agent gets, its date as `<date>`; the connection is then cut. */
+function upgradeHead(peer: Peer): Promise<string> {
+  const agent = peer.agent()
+  const socket = connect(peer.port, '127.0.0.1')
+  return new Promise<string>((resolve) => {
+    let text = ''
+    const done = (answer: string) => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(answer)
+    }
+    const timer = setTimeout(() => done(`no answer within 3000 ms; got ${JSON.stringify(text)}`), 3000)
+    socket.on('error', () => {})
+    socket.once('connect', () =>
+      socket.write(
+        `GET /socket/websocket?agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0 HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n`,
+      ),
+    )
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1')
+      const at = text.indexOf('\r\n\r\n')
+      if (at >= 0) done(text.slice(0, at).replace(/^date: .*$/m, 'date: <date>'))
+    })
+  })
 }
 
 /** One raw socket of a fresh agent, open. */
@@ -429,7 +457,7 @@ async function edges(peer: Peer): Promise<Edges> {
   }
   const sizes: Record<string, string> = {}
   for (const c of SIZED) sizes[c.name] = await sizedUpgrade(peer.port, c)
-  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, duplicateParam, sizes, closeTail: await closeTail(peer) }
+  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer) }
 }
 
 /** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
@@ -555,6 +583,15 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
     })
     it('an empty path segment is dropped: //socket/websocket and /socket/websocket/ reach the socket', () => {
       expect(o.edges.paths).toEqual({ '//websocket': true, '/websocket/': true })
+    })
+    it(`an accepted upgrade's 101: ${disconnectCode === 1011 ? 'date first, the WebSocket headers, then cache-control (Bandit)' : 'date, cache-control and server: Cowboy among the WebSocket headers, sorted (Cowboy)'}, names in lower case`, () => {
+      const accept = 'sec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo='
+      const cache = 'cache-control: max-age=0, private, must-revalidate'
+      expect(o.edges.head101.split('\r\n')).toEqual(
+        disconnectCode === 1011
+          ? ['HTTP/1.1 101 Switching Protocols', 'date: <date>', 'upgrade: websocket', 'connection: Upgrade', accept, cache]
+          : ['HTTP/1.1 101 Switching Protocols', cache, 'connection: Upgrade', 'date: <date>', accept, 'server: Cowboy', 'upgrade: websocket'],
+      )
     })
     it('a query param given twice is read as its last value, as Plug reads it: agent_id=A&api_key=<B\'s key>&agent_id=B opens as B', () => {
       expect(o.edges.duplicateParam).toBe(true)

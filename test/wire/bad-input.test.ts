@@ -563,7 +563,7 @@ describe('a misbehaving client against the simulator', () => {
     ws.close(1000)
     await closed
   })
-  it('refuses an on_conflict it does not know (400) and records what each upgrade asked, as sent (the first of two, which decides)', async () => {
+  it('refuses an on_conflict it does not know (400) and records what each upgrade asked, as sent (the last of two, which decides, as Plug reads a param given twice)', async () => {
     const sim = await world().sim({ rejectMode: 'json' })
     const statusOf = async (query: string) => {
       const ws = new WebSocket(`${sim.url}/websocket?agent_id=agent-1&vsn=2.0.0${query}`, { headers: { 'x-api-key': 'key-1' } })
@@ -585,8 +585,9 @@ describe('a misbehaving client against the simulator', () => {
     await sim.settled('agent-1')
     expect(await statusOf('')).toBe(101)
     await sim.settled('agent-1')
-    // Given twice, the first decides, and the record says the one that decided.
-    expect(await statusOf('&on_conflict=supersede&on_conflict=bogus')).toBe(101)
-    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[400, 'evict'], [101, 'reject'], [101, null], [101, 'supersede']])
+    // Given twice, the last decides, and the record says the one that decided.
+    expect(await statusOf('&on_conflict=supersede&on_conflict=bogus')).toBe(400)
+    expect(await statusOf('&on_conflict=bogus&on_conflict=supersede')).toBe(101)
+    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[400, 'evict'], [101, 'reject'], [101, null], [400, 'bogus'], [101, 'supersede']])
   })
 })

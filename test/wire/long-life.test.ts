@@ -30,13 +30,14 @@ function heapPerCycle(mode: 'left' | 'refused' | 'reconnect', cycles: number): P
 describe('finished channels retain nothing', () => {
   // Before the fix a joined-and-left channel kept ~850 bytes and a refused one ~700, for ever
   // (XState's per-event-type transition cache met a fresh actor id per channel). Measurement
-  // noise at 4,000 cycles is about +-100 bytes per cycle.
-  it('4,000 channels joined and left, 4,000 refused, and 4,000 joined and left across 16 reconnects keep under 200 bytes each', async () => {
+  // noise at 4,000 cycles is about +-100 bytes per cycle, and reached 217 once with the three runs
+  // sharing two cores with the rest of the suite: the bound is half the smallest leak it catches.
+  it('4,000 channels joined and left, 4,000 refused, and 4,000 joined and left across 16 reconnects keep under 350 bytes each (the leak kept 700-850)', async () => {
     const [left, refused, reconnect] = await Promise.all([heapPerCycle('left', 4000), heapPerCycle('refused', 4000), heapPerCycle('reconnect', 4000)])
     expect({ left, refused, reconnect }).toEqual({ left: expect.any(Number), refused: expect.any(Number), reconnect: expect.any(Number) })
-    expect(Math.abs(left)).toBeLessThan(200)
-    expect(Math.abs(refused)).toBeLessThan(200)
-    expect(Math.abs(reconnect)).toBeLessThan(200)
+    expect(Math.abs(left)).toBeLessThan(350)
+    expect(Math.abs(refused)).toBeLessThan(350)
+    expect(Math.abs(reconnect)).toBeLessThan(350)
   }, 60_000)
 })
 

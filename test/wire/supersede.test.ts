@@ -14,7 +14,7 @@ const world = useWorld()
 
 /**
  * The supersede's close ended the lost socket's TCP connection as Phoenix does, without waiting
- * for a close of the client's that a stalled server would never read (flavors.ts afterCloseFrame).
+ * for a close of the client's that a stalled server would never read (connection.ts endAfterCloseFrame).
  */
 async function endedBySupersede(sim: PlatformSimulator, socket: SimConnection): Promise<void> {
   await sim.waitFor(() => socket.state === 'closed', { what: 'the superseded socket ended' })
@@ -29,6 +29,36 @@ const UNANSWERED_PROBE = {
 }
 
 describe('rule: supersede is terminal', () => {
+  for (const flavor of ['phoenix', 'cowboy', 'bandit'] as const) {
+    it(`a supersede pushed and closed in one tick reaches an instance that is busy pushing (${flavor}): the server's end of the connection resets nothing it has not read yet, so the older ends superseded and the newer is never evicted`, async () => {
+      const sim = await world().sim({ flavor })
+      const older = world().link(sim)
+      await older.connect()
+      const room = older.channel('room:busy')
+      await room.joined()
+      // The older instance writes as fast as it can: its latest frames are always unread at the server.
+      let pumping = true
+      const pump = (async () => {
+        while (pumping) {
+          for (let i = 0; i < 20; i++) room.push('echo', { blob: 'x'.repeat(10_000) }, { timeoutMs: 2_000 }).catch(() => {})
+          await new Promise((resolve) => setImmediate(resolve))
+        }
+      })()
+      const newer = world().link(sim)
+      try {
+        const ended = next(older, 'disconnected')
+        await newer.connect()
+        expect((await ended).reason.kind).toBe('superseded')
+      } finally {
+        pumping = false
+        await pump
+      }
+      expect(older.state).toBe('terminated')
+      expect(newer.state).toBe('connected')
+      expect(sim.upgrades.map((u) => u.status)).toEqual([101, 101])
+    })
+  }
+
   for (const code of [1000, 1001, 1011]) {
     it(`supersede push then close ${code} -> terminated, superseded with the payload fields, no new connection (scenario 9)`, async () => {
       const sim = await world().sim()

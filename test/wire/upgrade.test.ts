@@ -2,7 +2,7 @@
  * SCENARIOS 17-20 on the real wire: a refused upgrade is terminal, except 429 and 503, and a
  * 409 from our own lost socket that the platform still holds (on_conflict=reject).
  */
-import { createServer, type Server, type Socket } from 'node:net'
+import { connect, createServer, type Server, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
@@ -382,6 +382,16 @@ describe('rule: upgrade rejection is terminal', () => {
         await link.disconnect()
       }
       expect(sim.upgrades.map((u) => u.status)).toEqual([414, 431])
+      // Any request, not only an upgrade: the web server refuses it before a route sees it.
+      const plain = connect(sim.port, '127.0.0.1')
+      plain.on('error', () => {})
+      const answer = await new Promise<string>((resolve) => {
+        let text = ''
+        plain.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')))
+        plain.once('close', () => resolve(text))
+        plain.write(`GET /admin/sockets HTTP/1.1\r\nhost: 127.0.0.1\r\nx-pad: ${'p'.repeat(11_000)}\r\n\r\n`)
+      })
+      expect(answer.split('\r\n')[0]).toBe(`${flavor === 'bandit' ? 'HTTP/1.0' : 'HTTP/1.1'} 431 Request Header Fields Too Large`)
     })
   }
 

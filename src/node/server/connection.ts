@@ -121,6 +121,9 @@ export const HALF_CHARACTER_TEXT =
   'a close reason must be well-formed text: it holds half of a character (a lone UTF-16 surrogate), which its UTF-8 on the wire (RFC 6455 section 5.5.1) cannot carry; the client would read U+FFFD instead'
 
 
+/** How long a socket the server closes whole waits, after its close frame, for the client's end before it is cut. */
+const CUT_AFTER_CLOSE_MS = 1_000
+
 /**
  * One accepted WebSocket. Read its fields to assert what the server saw; call `close`,
  * `abort` or `stall` to script the peer.
@@ -185,13 +188,8 @@ export class SimConnection {
   /** @internal Called after each frame sent to the client (a Bandit-flavored simulator restarts its idle timeout on it). */
   onSent: (() => void) | null = null
 
-  /**
-   * @internal What the server does with the TCP connection once a close frame has gone out, its
-   * own or its answer to the client's (the flavor's `afterCloseFrame`): end the sending side, or
-   * close the connection whole. Neither waits for the client's close frame, as `ws` alone would
-   * for up to 30 s.
-   */
-  afterCloseFrame: 'shutdown-write' | 'close' = 'close'
+  /** @internal The flavor's `readsOnAfterClose`: close codes after which the server reads on until the client's end. */
+  readsOnAfterClose: readonly number[] = []
 
   /** @internal */
   idleTimer: NodeJS.Timeout | null = null
@@ -275,19 +273,29 @@ export class SimConnection {
     this.closeSent = { code, reason }
     this.closeCause = cause
     this.ws.close(code, reason)
-    this.endAfterCloseFrame()
+    this.endAfterCloseFrame(code)
     this.closing()
   }
 
   /**
-   * @internal Ends the TCP connection as the flavor's server does once a close frame has gone out
-   * (`ws` writes it into the socket at once; the FIN follows it): `afterCloseFrame`.
+   * @internal Ends the TCP connection as the flavor's server does once a close frame with `code`
+   * has gone out, its own or its answer to the client's (`ws` writes the frame into the socket at
+   * once; the FIN follows it): after a code in `readsOnAfterClose` it reads on until the client's
+   * end (or ws's close timeout); after any other it cuts the connection at the client's end or
+   * `CUT_AFTER_CLOSE_MS` (1 s) later.
    */
-  endAfterCloseFrame(): void {
+  endAfterCloseFrame(code: number): void {
     const socket = this.rawSocket()
     if (!socket || socket.destroyed) return
-    if (this.afterCloseFrame === 'close') socket.destroySoon()
-    else socket.end()
+    if (!socket.writableEnded) socket.end()
+    if (this.readsOnAfterClose.includes(code)) return
+    // The real servers close at once: a close(2) with the client's latest bytes unread sends a
+    // reset, which can drop on the client the frames written just before it. Phoenix's platform
+    // pushes a supersede 50 ms before its close; the simulator pushes and closes in one tick, and
+    // a reset then lost the push under a client's load (the link reconnected and evicted the
+    // newer instance: a breaker, 2026-12-06). So the cut waits a moment.
+    const cut = setTimeout(() => socket.destroy(), CUT_AFTER_CLOSE_MS)
+    socket.once('close', () => clearTimeout(cut))
   }
 
   /**

@@ -41,6 +41,11 @@ export interface ServerFlavor {
   restart: number
   /** Headers a refused upgrade carries besides content-length, content-type, retry-after and connection, in the server's order. */
   refusalHeaders: ReadonlyArray<readonly [string, string]>
+  /**
+   * Headers the 101 of an accepted upgrade carries besides date and the WebSocket ones, in the
+   * server's order (Phoenix's transport adds cache-control; Cowboy its server header).
+   */
+  upgradeHeaders: ReadonlyArray<readonly [string, string]>
   /** Whether header names come sorted (Cowboy sorts them; Bandit writes date and content-length first). */
   sortsHeaders: boolean
   /**
@@ -64,14 +69,19 @@ export interface ServerFlavor {
    */
   requestParser: RequestParser
   /**
-   * What the server does with the TCP connection once its close frame is written. Bandit shuts
-   * down its sending side at once (a FIN; bandit 1.6.11 lib/bandit/websocket/socket.ex `close/2`)
-   * and reads on until the client's close; Cowboy's socket process exits, which closes the
-   * connection whole (cowboy 2.12.0 src/cowboy_websocket.erl `websocket_close/3`), so a close frame
-   * the client sends after it is answered with a reset. Neither waits for the client's close frame
-   * (measured 2026-12-06: a client that never answers saw the FIN within 9 ms on both).
+   * Close codes after which the server reads on until the client ends the connection. After
+   * every other close frame, its own or its answer to the client's, the server closes the
+   * connection whole: Cowboy's socket process exits (cowboy 2.12.0 src/cowboy_websocket.erl
+   * `websocket_close/3`), and Bandit ends it too except after a stop that continues, a normal
+   * close (1000) or the drain's 1012 (bandit 1.6.11 lib/bandit/websocket/connection.ex `do_stop`
+   * against `do_error`, and `handle_control_frame` for the client's close). Either way the FIN
+   * follows the close frame at once; neither waits for the client's close frame (measured
+   * 2026-12-06, a client that never answers saw the FIN within 9 ms on both; a breaker's `ss`
+   * showed Bandit's end orphaned after a "disconnect", still read after a normal close). The
+   * simulator ends its sending side at once and, for a whole close, cuts the connection a second
+   * later or at the client's end (connection.ts `endAfterCloseFrame`; docs/field-notes.md).
    */
-  afterCloseFrame: 'shutdown-write' | 'close'
+  readsOnAfterClose: readonly number[]
 }
 
 const CACHE_CONTROL = ['cache-control', 'max-age=0, private, must-revalidate'] as const
@@ -88,6 +98,7 @@ export const SERVER_FLAVORS = deepFreeze({
     readsFramesWithUpgrade: true,
     restart: 1012,
     refusalHeaders: [CACHE_CONTROL, ['server', 'Cowboy']],
+    upgradeHeaders: [CACHE_CONTROL, ['server', 'Cowboy']],
     sortsHeaders: true,
     refusalKeepAliveMs: 5_000,
     honoursConnectionClose: true,
@@ -95,7 +106,7 @@ export const SERVER_FLAVORS = deepFreeze({
     channelErrorPayload: { reason: 'channel_crash' },
     drainWithoutChannels: { abortAfterMs: 5_000 },
     requestParser: 'cowboy',
-    afterCloseFrame: 'close',
+    readsOnAfterClose: [],
   },
   /** Phoenix 1.7.14 on Cowboy 2.12.0 (measured). */
   cowboy: {
@@ -107,13 +118,14 @@ export const SERVER_FLAVORS = deepFreeze({
     readsFramesWithUpgrade: true,
     restart: 1012,
     refusalHeaders: [CACHE_CONTROL, ['server', 'Cowboy']],
+    upgradeHeaders: [CACHE_CONTROL, ['server', 'Cowboy']],
     sortsHeaders: true,
     refusalKeepAliveMs: 5_000,
     honoursConnectionClose: true,
     channelErrorPayload: {},
     drainWithoutChannels: { abortAfterMs: 5_000 },
     requestParser: 'cowboy',
-    afterCloseFrame: 'close',
+    readsOnAfterClose: [],
   },
   /** Phoenix 1.7.14 on Bandit 1.6.11 (measured). Bandit closes an idle socket with 1002. */
   bandit: {
@@ -125,13 +137,14 @@ export const SERVER_FLAVORS = deepFreeze({
     readsFramesWithUpgrade: false,
     restart: 1012,
     refusalHeaders: [['vary', 'accept-encoding'], CACHE_CONTROL],
+    upgradeHeaders: [CACHE_CONTROL],
     sortsHeaders: false,
     refusalKeepAliveMs: 60_000,
     honoursConnectionClose: false,
     channelErrorPayload: {},
     drainWithoutChannels: { close: 1000 },
     requestParser: 'bandit',
-    afterCloseFrame: 'shutdown-write',
+    readsOnAfterClose: [1000, 1012],
   },
 } as const satisfies Record<string, ServerFlavor>)
 

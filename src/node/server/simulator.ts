@@ -319,6 +319,9 @@ const ERROR_MESSAGES: Record<number, string> = {
   503: 'connection tracking failed',
 }
 
+/** The code `endAfterCloseFrame` is given for the server's answer to a client's close: in no flavor's `readsOnAfterClose`, so the connection is closed whole. */
+const CLIENT_CLOSE_ANSWERED = -1
+
 /** How long a refusal sent with `Connection: close` waits for the client to end its side before the socket is cut. */
 const CLOSING_LINGER_MS = 1_000
 
@@ -641,6 +644,12 @@ export class PlatformSimulator extends EventEmitter {
     const routes = options.routes
     // Node's own cap on a request's head (16 KiB by default) would answer before the flavor's.
     this.http = createServer({ maxHeaderSize: SIMULATOR_MAX_HEADER_BYTES }, (req, res) => {
+      // The web server refuses a request past its parser's limits before any route sees it, as an upgrade.
+      const tooLarge = requestTooLarge(req, this.flavor.requestParser)
+      if (tooLarge) {
+        this.endWith(req.socket, tooLargeResponse(tooLarge.status, this.flavor.requestParser))
+        return
+      }
       // What a host's route or an admin route throws must not take the simulator (and every
       // attached agent) down: it is answered 500. A host's error is its own, so not echoed.
       let hostRoute = true
@@ -655,6 +664,7 @@ export class PlatformSimulator extends EventEmitter {
       }
     })
     this.wss = new WebSocketServer({ noServer: true, maxPayload: this.options.maxFrameBytes, clientTracking: false })
+    this.wss.on('headers', (lines: string[]) => this.upgradeHead(lines))
     this.http.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
   }
 
@@ -937,10 +947,10 @@ export class PlatformSimulator extends EventEmitter {
    * Ends the target sockets' TCP connections without a close frame (the client sees 1006); returns
    * how many. A socket named by its record or `{ socket: id }` is reached even while its closing
    * handshake is under way, as no other control reaches it: after a close the simulator sent, a
-   * Bandit-flavored socket that stopped reading (stalled) keeps the server's end until ws's close
-   * timeout (the server's `closeTimeout` option, 30 s by default: ws lib/websocket-server.js), as
-   * Bandit reads on after its close frame (flavors.ts `afterCloseFrame`); abort() ends it now, on
-   * both sides. `{ agent }` and `'all'` reach open sockets only, like every control (0 for an
+   * socket that stopped reading (stalled) keeps the server's end a moment, or, after a close its
+   * flavor reads on after (Bandit's 1000 and 1012: flavors.ts `readsOnAfterClose`), until ws's
+   * close timeout (the server's `closeTimeout` option, 30 s by default: ws
+   * lib/websocket-server.js); abort() ends it now, on both sides. `{ agent }` and `'all'` reach open sockets only, like every control (0 for an
    * agent between sockets).
    */
   abort(target: Target): number {
@@ -1303,8 +1313,9 @@ export class PlatformSimulator extends EventEmitter {
    */
   /**
    * The principal's presence of `c` ends: once, as the socket stops being live (the simulator's
-   * close or abort, the client's close frame read, a frame ws refused), not at its TCP end, which on
-   * a Bandit flavor a peer that never answers a close holds up for ws's 30 s close timeout. As a Phoenix socket
+   * close or abort, the client's close frame read, a frame ws refused), not at its TCP end, which a
+   * peer that never answers a close holds up a moment (after Bandit's 1000 and 1012, for ws's 30 s
+   * close timeout). As a Phoenix socket
    * process ends when it sends its close or reads the client's (connection.ts `live`).
    */
   private endPresence(c: SimConnection): void {
@@ -1599,6 +1610,23 @@ export class PlatformSimulator extends EventEmitter {
     this.refused({ at, agentId: asker.agentId, status: tooLarge.status, outcome: tooLarge.limit, onConflict: asker.onConflict })
   }
 
+  /**
+   * Rewrites, in place, the 101 head `ws` is about to write (its status line, then `Name: value`
+   * lines) as the flavor's server writes it: lower-case names, a date, the flavor's own headers,
+   * sorted on Cowboy, date first on Bandit (measured 2026-12-06 against the reference peer).
+   */
+  private upgradeHead(lines: string[]): void {
+    const [status, ...rest] = lines
+    const headers: Array<readonly [string, string]> = rest.map((line) => {
+      const colon = line.indexOf(':')
+      return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()] as const
+    })
+    headers.unshift(['date', httpDate()])
+    headers.push(...this.flavor.upgradeHeaders)
+    if (this.flavor.sortsHeaders) headers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    lines.splice(0, lines.length, status!, ...headers.map(([k, v]) => `${k}: ${v}`))
+  }
+
   /** A refusal of the simulator's own (auth, conflict, cooldown), with the body of {@link SimulatorOptions.rejectMode}. */
   private refuseOwn(socket: Duplex, head: Buffer, status: number, asker: Asker, outcome: string, extra: Partial<UpgradeRefusal> = {}): void {
     const mode = this.options.rejectMode
@@ -1795,8 +1823,8 @@ export class PlatformSimulator extends EventEmitter {
       connection.state = 'closing'
       connection.clientClosed = { code, reason: reason.toString() }
       // ws answered it; the server ends the connection as its flavor does (Cowboy's socket process
-      // exits on it; Bandit, as ws, shuts down its side and reads on until the client's end).
-      connection.endAfterCloseFrame()
+      // exits on it, and Bandit ends it whole after its answer).
+      connection.endAfterCloseFrame(CLIENT_CLOSE_ANSWERED)
       this.endPresence(connection)
       this.changed()
     })
@@ -1810,7 +1838,7 @@ export class PlatformSimulator extends EventEmitter {
         if (code !== null) {
           connection.closeSent = { code, reason: '' }
           connection.closeCause = 'protocol'
-          connection.endAfterCloseFrame()
+          connection.endAfterCloseFrame(code)
         }
         this.endPresence(connection)
         this.changed()
@@ -1841,7 +1869,7 @@ export class PlatformSimulator extends EventEmitter {
     this.tracker.opened(agentId, connection.id, this.now())
     connection.onClosing = () => this.endPresence(connection)
     if (this.flavor.idleCountsSends) connection.onSent = traffic
-    connection.afterCloseFrame = this.flavor.afterCloseFrame
+    connection.readsOnAfterClose = this.flavor.readsOnAfterClose
     this.armIdle(connection)
     // A second socket with the same key supersedes the older ones: push first, then close.
     for (const old of older) this.supersedeOne(old, undefined, undefined)
