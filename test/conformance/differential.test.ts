@@ -252,12 +252,20 @@ const SIZED: Array<{ name: string; line: number; extra: Array<[string, string]> 
   { name: '101 header names', line: 100, extra: Array.from({ length: 96 }, (_, i): [string, string] => [`x-h${i}`, 'v']) },
 ]
 
-/** The request of one {@link SIZED} case, written at once as a client writes it; the answer's status line, and a refusal's whole head. */
-function sizedUpgrade(port: number, c: (typeof SIZED)[number]): Promise<string> {
-  const start = 'GET /socket/websocket?agent_id=c1&api_key=wrong&vsn=2.0.0&pad='
-  const end = ' HTTP/1.1'
-  const requestLine = `${start}${'p'.repeat(c.line - start.length - end.length)}${end}`
-  const head = [requestLine, 'host: 127.0.0.1', 'upgrade: websocket', 'connection: Upgrade', 'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version: 13', ...c.extra.map(([k, v]) => `${k}: ${v}`)]
+/** The five header lines every upgrade request here carries after its request line. */
+const UPGRADE_HEADERS = ['host: 127.0.0.1', 'upgrade: websocket', 'connection: Upgrade', 'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version: 13']
+
+/** An upgrade request of a fresh agent with its key, as one string. */
+function upgradeOf(agent: Agent): string {
+  return [`GET /socket/websocket?agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0 HTTP/1.1`, ...UPGRADE_HEADERS].join('\r\n') + '\r\n\r\n'
+}
+
+/**
+ * Writes `request` at once on a fresh connection and resolves with the head of the answer (up to
+ * its blank line), or with why there is none (no answer in 3 s, the connection closed first);
+ * the connection is then cut.
+ */
+function answerHead(port: number, request: string): Promise<string> {
   const socket = connect(port, '127.0.0.1')
   return new Promise<string>((resolve) => {
     let text = ''
@@ -268,16 +276,24 @@ function sizedUpgrade(port: number, c: (typeof SIZED)[number]): Promise<string> 
     }
     const timer = setTimeout(() => done(`no answer within 3000 ms; got ${JSON.stringify(text)}`), 3000)
     socket.on('error', () => {})
-    socket.once('connect', () => socket.write(`${head.join('\r\n')}\r\n\r\n`))
+    socket.once('connect', () => socket.write(request))
     socket.on('data', (chunk: Buffer) => {
       text += chunk.toString('latin1')
       const at = text.indexOf('\r\n\r\n')
-      if (at < 0) return
-      const status = text.slice(0, text.indexOf('\r\n'))
-      done(/ (414|431) /.test(status) ? text.slice(0, at) : status)
+      if (at >= 0) done(text.slice(0, at))
     })
     socket.once('close', () => done(`closed with ${JSON.stringify(text)}`))
   })
+}
+
+/** The request of one {@link SIZED} case, written at once as a client writes it; the answer's status line, and a refusal's whole head. */
+async function sizedUpgrade(port: number, c: (typeof SIZED)[number]): Promise<string> {
+  const start = 'GET /socket/websocket?agent_id=c1&api_key=wrong&vsn=2.0.0&pad='
+  const end = ' HTTP/1.1'
+  const requestLine = `${start}${'p'.repeat(c.line - start.length - end.length)}${end}`
+  const head = await answerHead(port, `${[requestLine, ...UPGRADE_HEADERS, ...c.extra.map(([k, v]) => `${k}: ${v}`)].join('\r\n')}\r\n\r\n`)
+  const status = head.split('\r\n')[0]!
+  return / (414|431) /.test(status) ? head : status
 }
 
 /**
@@ -295,11 +311,7 @@ async function closeTail(peer: Peer): Promise<number | string> {
       let upgraded = false
       let closeFrameAt: number | null = null
       const timer = setTimeout(() => resolve(`the connection stayed open 5000 ms${closeFrameAt === null ? ', no close frame came' : ' after the close frame'}`), 5000)
-      socket.once('connect', () =>
-        socket.write(
-          `GET /socket/websocket?agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0 HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n`,
-        ),
-      )
+      socket.once('connect', () => socket.write(upgradeOf(agent)))
       socket.on('data', (chunk: Buffer) => {
         if (!upgraded) {
           text += chunk.toString('latin1')
@@ -328,29 +340,8 @@ async function closeTail(peer: Peer): Promise<number | string> {
 }
 
 /** The head of the 101 a raw upgrade of a fresh agent gets, its date as `<date>`; the connection is then cut. */
-function upgradeHead(peer: Peer): Promise<string> {
-  const agent = peer.agent()
-  const socket = connect(peer.port, '127.0.0.1')
-  return new Promise<string>((resolve) => {
-    let text = ''
-    const done = (answer: string) => {
-      clearTimeout(timer)
-      socket.destroy()
-      resolve(answer)
-    }
-    const timer = setTimeout(() => done(`no answer within 3000 ms; got ${JSON.stringify(text)}`), 3000)
-    socket.on('error', () => {})
-    socket.once('connect', () =>
-      socket.write(
-        `GET /socket/websocket?agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0 HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n`,
-      ),
-    )
-    socket.on('data', (chunk: Buffer) => {
-      text += chunk.toString('latin1')
-      const at = text.indexOf('\r\n\r\n')
-      if (at >= 0) done(text.slice(0, at).replace(/^date: .*$/m, 'date: <date>'))
-    })
-  })
+async function upgradeHead(peer: Peer): Promise<string> {
+  return (await answerHead(peer.port, upgradeOf(peer.agent()))).replace(/^date: .*$/m, 'date: <date>')
 }
 
 /** One raw socket of a fresh agent, open. */
