@@ -321,7 +321,7 @@ export function classifyClose(close: CloseInfo, generation: number, at: number):
  * server's HTTP parser refused the request's size (the url with its socket params, or a header
  * such as a long x-api-key), which is the same on every attempt (Bandit past 10,000 bytes a
  * line, Cowboy past 8,000 for the request line and 4,096 for a header value; docs/field-notes.md
- * "Real Phoenix"). Statuses not listed: other 5xx are `unavailable` (retryable), anything else is
+ * "Request size"). Statuses not listed: other 5xx are `unavailable` (retryable), anything else is
  * `other`.
  */
 export const UPGRADE_STATUSES: Readonly<Record<number, Readonly<{ cause: RejectionCause; retryable: boolean }>>> = deepFreeze({

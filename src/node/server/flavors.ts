@@ -64,7 +64,7 @@ export interface ServerFlavor {
    */
   drainWithoutChannels: { readonly close: number } | { readonly abortAfterMs: number }
   /**
-   * Whose HTTP/1.1 parser limits an upgrade request's size, and answers 414 or 431 past them
+   * Whose HTTP/1.1 parser limits a request's size, and answers 414 or 431 past them
    * (request-limits.ts: Bandit counts whole lines, Cowboy what it has read of one).
    */
   requestParser: RequestParser

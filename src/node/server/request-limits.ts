@@ -1,6 +1,7 @@
 /**
- * The HTTP/1.1 request parsers' size limits of the web servers Phoenix runs on, applied to an
- * upgrade request the way each server applies them, and the answer each writes past one. A host
+ * The HTTP/1.1 request parsers' size limits of the web servers Phoenix runs on, applied to a
+ * request (an upgrade or any other) the way each server applies them, and the answer each writes
+ * past one, before any route or the platform's code sees the request. A host
  * that puts a long token in its socket params connects to a server with no limits and is
  * refused by Phoenix: the simulator refuses it too.
  *
@@ -28,7 +29,7 @@ import type { IncomingMessage } from 'node:http'
 /** Which server's request parser a simulator flavor models. */
 export type RequestParser = 'bandit' | 'cowboy'
 
-/** A request past a parser's limits: the status and the server's reason phrase, and which limit. */
+/** A request past a parser's limits: the status it is answered with, and which limit it crossed. */
 export interface RequestTooLarge {
   /** 414 (the request line) or 431 (a header). */
   status: 414 | 431
@@ -44,7 +45,8 @@ const COWBOY = { requestLine: 8_000, headerName: 64, headerValue: 4_096, headers
 /**
  * Whether Cowboy refuses a line part that starts at byte `start` of the request and whose end
  * (the newline or colon it looks for) is at byte `end`: it is refused when a read boundary (a
- * multiple of Erlang's read size, or the request's end) falls past `start + limit` before `end`.
+ * multiple of Erlang's read size) falls past `start + limit` and before `end`. The request's own
+ * end, where the last read stops, lies past `end`, so it never cuts.
  */
 function cowboyCuts(start: number, end: number, limit: number): boolean {
   const firstBoundaryPast = (Math.floor((start + limit) / COWBOY.readBytes) + 1) * COWBOY.readBytes
@@ -52,7 +54,7 @@ function cowboyCuts(start: number, end: number, limit: number): boolean {
 }
 
 /**
- * Checks an upgrade request against a server's parser limits. The request's bytes are rebuilt
+ * Checks a request against a server's parser limits. The request's bytes are rebuilt
  * from what Node parsed (`METHOD url HTTP/x.y`, each header as `name: value`, lines ending CRLF,
  * the request starting a connection's bytes), which is how every WebSocket client writes one.
  * Returns null when the server would parse it. Never throws.
