@@ -279,16 +279,16 @@ export class SimConnection {
 
   /**
    * @internal Ends the TCP connection as the flavor's server does once a close frame with `code`
-   * has gone out, its own or its answer to the client's (`ws` writes the frame into the socket at
-   * once; the FIN follows it): after a code in `readsOnAfterClose` it reads on until the client's
-   * end (or ws's close timeout); after any other it cuts the connection at the client's end or
-   * `CUT_AFTER_CLOSE_MS` (1 s) later.
+   * has gone out, or (`null`) its answer to the client's close (`ws` writes the frame into the
+   * socket at once; the FIN follows it): after a code in `readsOnAfterClose` it reads on until
+   * the client's end (or ws's close timeout); after any other, and after its answer, it cuts the
+   * connection at the client's end or `CUT_AFTER_CLOSE_MS` (1 s) later.
    */
-  endAfterCloseFrame(code: number): void {
+  endAfterCloseFrame(code: number | null): void {
     const socket = this.rawSocket()
     if (!socket || socket.destroyed) return
     if (!socket.writableEnded) socket.end()
-    if (this.readsOnAfterClose.includes(code)) return
+    if (code !== null && this.readsOnAfterClose.includes(code)) return
     // The real servers close at once: a close(2) with the client's latest bytes unread sends a
     // reset, which can drop on the client the frames written just before it. Phoenix's platform
     // pushes a supersede 50 ms before its close; the simulator pushes and closes in one tick, and

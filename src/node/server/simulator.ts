@@ -319,9 +319,6 @@ const ERROR_MESSAGES: Record<number, string> = {
   503: 'connection tracking failed',
 }
 
-/** The code `endAfterCloseFrame` is given for the server's answer to a client's close: in no flavor's `readsOnAfterClose`, so the connection is closed whole. */
-const CLIENT_CLOSE_ANSWERED = -1
-
 /** How long a refusal sent with `Connection: close` waits for the client to end its side before the socket is cut. */
 const CLOSING_LINGER_MS = 1_000
 
@@ -950,8 +947,8 @@ export class PlatformSimulator extends EventEmitter {
    * socket that stopped reading (stalled) keeps the server's end a moment, or, after a close its
    * flavor reads on after (Bandit's 1000 and 1012: flavors.ts `readsOnAfterClose`), until ws's
    * close timeout (the server's `closeTimeout` option, 30 s by default: ws
-   * lib/websocket-server.js); abort() ends it now, on both sides. `{ agent }` and `'all'` reach open sockets only, like every control (0 for an
-   * agent between sockets).
+   * lib/websocket-server.js); abort() ends it now, on both sides. `{ agent }` and `'all'` reach
+   * open sockets only, like every control (0 for an agent between sockets).
    */
   abort(target: Target): number {
     const sockets = this.resolve(target, { closing: true })
@@ -1567,8 +1564,7 @@ export class PlatformSimulator extends EventEmitter {
     if (body === 'platform' || (typeof body === 'object' && isJson(body.text))) headers.push(['content-type', 'application/json; charset=utf-8'])
     const close = refusal.connection === 'close'
     if (close) headers.push(['connection', 'close'])
-    if (this.flavor.sortsHeaders) headers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    const response = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n${headers.map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${text}`
+    const response = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n${this.headerLines(headers).join('\r\n')}\r\n\r\n${text}`
     if (close && this.flavor.honoursConnectionClose) this.endWith(socket, response)
     else {
       socket.write(response)
@@ -1623,8 +1619,13 @@ export class PlatformSimulator extends EventEmitter {
     })
     headers.unshift(['date', httpDate()])
     headers.push(...this.flavor.upgradeHeaders)
+    lines.splice(0, lines.length, status!, ...this.headerLines(headers))
+  }
+
+  /** Header lines (`name: value`) in the flavor's order: sorted by name on Cowboy, as given on Bandit. */
+  private headerLines(headers: Array<readonly [string, string]>): string[] {
     if (this.flavor.sortsHeaders) headers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    lines.splice(0, lines.length, status!, ...headers.map(([k, v]) => `${k}: ${v}`))
+    return headers.map(([k, v]) => `${k}: ${v}`)
   }
 
   /** A refusal of the simulator's own (auth, conflict, cooldown), with the body of {@link SimulatorOptions.rejectMode}. */
@@ -1824,7 +1825,7 @@ export class PlatformSimulator extends EventEmitter {
       connection.clientClosed = { code, reason: reason.toString() }
       // ws answered it; the server ends the connection as its flavor does (Cowboy's socket process
       // exits on it, and Bandit ends it whole after its answer).
-      connection.endAfterCloseFrame(CLIENT_CLOSE_ANSWERED)
+      connection.endAfterCloseFrame(null)
       this.endPresence(connection)
       this.changed()
     })
