@@ -1,11 +1,12 @@
 // Mutation testing of the library's pure parts (npm run mutate:unit): Stryker mutates the frame
-// codec, the emitter, the logger, the run supervisor and the simulator's presence tracker and
-// metrics, and judges every mutant by the unit tests alone (vitest.mutation-unit.config.ts).
+// codec, the emitter, the logger, the run supervisor and the simulator's presence tracker,
+// metrics and request-size limits (the parser models of Bandit and Cowboy), and judges every
+// mutant by the unit tests alone (vitest.mutation-unit.config.ts).
 // The parts that need a socket are sampled instead: scripts/lib-mutations.ts.
 export default {
   testRunner: 'vitest',
   vitest: { configFile: 'vitest.mutation-unit.config.ts' },
-  mutate: ['src/protocol.ts', 'src/emitter.ts', 'src/logger.ts', 'src/runs.ts', 'src/node/server/presence.ts', 'src/node/server/metrics.ts'],
+  mutate: ['src/protocol.ts', 'src/emitter.ts', 'src/logger.ts', 'src/runs.ts', 'src/node/server/presence.ts', 'src/node/server/metrics.ts', 'src/node/server/request-limits.ts'],
   coverageAnalysis: 'perTest',
   reporters: ['clear-text', 'progress', 'json'],
   jsonReporter: { fileName: 'reports/mutation/unit.json' },

@@ -157,11 +157,17 @@ const WHY: Record<string, string> = {
   'src/logger.ts#sameKeys':
     "equivalent: each only has a list that holds the same keys read as changed (the length check made true, the key check made true, the last `true` made false, the body emptied), so its forms are built again, the same forms; or compares one place past both ends (`<=`: undefined with undefined)",
   'src/runs.ts#RunSupervisor.abortPrincipal':
-    "equivalent: the `size === 0` half (endRun forgets a principal with no runs, so an empty map is never found)",
+    "equivalent: the `size === 0` half (endRun forgets a principal with no runs, so an empty map is never found); in the reason check, the `typeof reason === object` half (a string or number has no `kind` either), the `typeof kind === string` half (the set of kinds holds only strings), and the `reason === null` half of the message (a null reason is never refused). The `?? undefined` of a reason object without a kind is killed since by test/unit/runs.test.ts \"refuses bad arguments to endRun, endRunOf, onAborted and abortPrincipal…\" (`got kind undefined`, added after the run)",
+  'src/node/server/metrics.ts#ServerMetrics.running':
+    "equivalent: the `!entry` check made false: the constructor's shared() makes the registry's entry before running() can be called, so it is always there",
+  'src/node/server/metrics.ts#shared':
+    'killed since by test/unit/server-metrics.test.ts "keeps nothing for a simulator that never ran…" (added after the run): the `running.size > 0` test made true or `>= 0` kept the metrics of a simulator that never ran',
   'src/logger.ts#redacting':
     "equivalent: the missing-level check (without it the call throws inside the try that keeps a host's logger from breaking the link), `consoleRef?.` (every runtime the link runs in has a console), and `surface !== undefined` made true (an undefined logger returned the silent log before it; a null one throws there either way, and createLink refuses it first)",
-  'src/protocol.ts#decodeTextFrame':
+  'src/protocol.ts#decodeText':
     'equivalent: a payload that is a string or number has no string `status`, so the `typeof reply !== object` half changes nothing',
+  'src/node/server/request-limits.ts#requestTooLarge':
+    "equivalent: the case a header name is folded to before Cowboy's distinct names are counted (`toUpperCase` for `toLowerCase`: any one fold merges the same names), and the `req.url ?? '/'` default emptied: Node's HTTP parser gives every request it hands over a URL, so the default is never read (the method's default is killed by test/unit/request-limits.test.ts)",
   'src/protocol.ts#notJsonDetail':
     'killed since by test/unit/pure-parts-exact.test.ts "the last survivors of the unit mutation run" (added after the run)',
   'src/protocol.ts#parseControlSignal':
@@ -536,7 +542,7 @@ const out = [
           UNIT_TITLE,
           '',
           'Stryker 9 mutates the frame codec, the emitter, the logger, the run supervisor and the',
-          "simulator's presence tracker and metrics, and runs the unit tests against each mutant",
+          "simulator's presence tracker, metrics and request-size limits, and runs the unit tests against each mutant",
           '(vitest.mutation-unit.config.ts).',
         ])
       : kept('unit', UNIT_TITLE),

@@ -3,6 +3,7 @@
  * at their boundaries, every binary header and field check, and the reserved-event test. A
  * changed bound or message shows here as a wrong value, not as a plausible one.
  */
+import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
 import {
   BINARY_KINDS,
@@ -14,6 +15,8 @@ import {
   encodeBinaryToServer,
   isReservedEvent,
   parseControlSignal,
+  linkParamIn,
+  notPlainObject,
 } from '../../src/protocol.js'
 
 const bytes = (...values: number[]) => new Uint8Array(values)
@@ -163,5 +166,70 @@ describe('parseControlSignal', () => {
     expect(nested).toEqual({ ok: false, issues: [expect.stringMatching(/^room_id: /)] })
     const many = parseControlSignal({ mode: 'fly', scope: 'agent' }) as { ok: false; issues: string[] }
     expect(many.issues.map((i) => i.split(':')[0])).toEqual(['mode', 'agent_id'])
+  })
+})
+
+describe('notPlainObject: what JSON would send as something other than the object the caller holds', () => {
+  it('passes a plain object, one with a null prototype and one from another realm', () => {
+    expect(notPlainObject({ a: 1 })).toBeNull()
+    expect(notPlainObject(Object.create(null))).toBeNull()
+    expect(notPlainObject(runInNewContext('({ a: 1 })'))).toBeNull()
+  })
+
+  it('names every other value', () => {
+    expect(notPlainObject(null)).toBe('null')
+    expect(notPlainObject('text')).toBe('a string')
+    expect(notPlainObject(7)).toBe('a number')
+    expect(notPlainObject(undefined)).toBe('a undefined')
+    expect(notPlainObject([1])).toBe('an array')
+    expect(notPlainObject(new Map())).toBe('a Map')
+    expect(notPlainObject(new Uint8Array(2))).toBe('a Uint8Array')
+    expect(notPlainObject(new Date(0))).toBe('a Date')
+    class Task {}
+    expect(notPlainObject(new Task())).toBe('a Task')
+  })
+
+  it('names a toJSON method on a plain object (JSON sends what it returns)', () => {
+    const withToJson = { toJSON: () => 'other' }
+    expect(notPlainObject(withToJson)).toBe('an object with a toJSON method (JSON would send what it returns)')
+    const bare = Object.assign(Object.create(null) as object, { toJSON: () => 1 })
+    expect(notPlainObject(bare)).toBe('an object with a toJSON method (JSON would send what it returns)')
+    // A toJSON that is not a function is only data.
+    expect(notPlainObject({ toJSON: 'data' })).toBeNull()
+  })
+
+  it('names a prototype whose constructor has no name, or none at all', () => {
+    const anonymous = Object.create({ constructor: { name: '' } }) as object
+    expect(notPlainObject(anonymous)).toBe('an object with a prototype of its own')
+    const noConstructor = Object.create(Object.create(Object.prototype, { constructor: { value: undefined } })) as object
+    expect(notPlainObject(noConstructor)).toBe('an object with a prototype of its own')
+    const numbered = Object.create({ constructor: { name: 42 } }) as object
+    expect(notPlainObject(numbered)).toBe('an object with a prototype of its own')
+  })
+
+  it('never throws: a value that cannot be read says why', () => {
+    const { proxy, revoke } = Proxy.revocable({}, {})
+    revoke()
+    expect(notPlainObject(proxy)).toMatch(/^a value that cannot be read \(.*revoked.*\)$/)
+    const throwsText = new Proxy({}, {
+      getPrototypeOf() {
+        throw 'no prototype today'
+      },
+    })
+    expect(notPlainObject(throwsText)).toBe('a value that cannot be read (no prototype today)')
+  })
+})
+
+describe('linkParamIn', () => {
+  it('passes params that name none of the link\'s own, and names the first of them that a host set', () => {
+    expect(linkParamIn({})).toBeNull()
+    expect(linkParamIn({ room: 'r1', token: 't' })).toBeNull()
+    const why = (name: string) =>
+      `params must not set ${JSON.stringify(name)}: the link sets agent_id, api_key, on_conflict and vsn itself (use the agentId, apiKey and onConflict options)`
+    for (const name of ['agent_id', 'api_key', 'on_conflict', 'vsn']) expect(linkParamIn({ room: 'r1', [name]: 'x' })).toBe(why(name))
+    // Set to undefined is still set: the host's params would carry it.
+    expect(linkParamIn({ api_key: undefined })).toBe(why('api_key'))
+    // Inherited keys are not the host's params.
+    expect(linkParamIn(Object.create({ agent_id: 'a' }) as Record<string, unknown>)).toBeNull()
   })
 })

@@ -165,6 +165,7 @@ describe('run supervisor', () => {
     await expect(runs.abortPrincipal(undefined as never, null)).rejects.toThrow(new TypeError('RunSupervisor: abortPrincipal(): principal must be a non-empty string, got undefined'))
     await expect(runs.abortPrincipal('agent-7', 'nope' as never)).rejects.toThrow(/^RunSupervisor: abortPrincipal\(\): reason must be null or a DisconnectReason \(src\/reasons.ts\), whose kind is one of graceful, .*; got string$/)
     await expect(runs.abortPrincipal('agent-7', { kind: 'nope' } as never)).rejects.toThrow(/; got kind "nope"$/)
+    await expect(runs.abortPrincipal('agent-7', {} as never)).rejects.toThrow(/; got kind undefined$/)
     // Nothing ended, nothing aborted, nothing reported.
     expect(runs.inFlight('agent-7')).toEqual(['run-42'])
     expect(signal.aborted).toBe(false)
