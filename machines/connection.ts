@@ -30,7 +30,9 @@
  *   past `conflictRetryWindowMs` ends the session (`isProbeConflict`). The platform pushes
  *   `supersede` only through a joined control channel, so a socket it supersedes before that is
  *   only closed: a server's close of an accepted socket before its control channel joined
- *   (`isLostBeforeControlJoined`) leaves a supersede of unknown cause too, probed the same way.
+ *   (`isLostUnseen`) leaves a supersede of unknown cause too, probed the same way; so does a
+ *   reset of an accepted socket at any time, which loses the frames the server had sent (a
+ *   supersede push among them) that the link had not read.
  * - upgrade rejection is terminal: 400/401/403/409 classify as non-retryable; 429/503 carry
  *   Retry-After into the reconnect chart.
  * - our own conflict is retried: a 409 within `conflictRetryWindowMs` of losing or closing a socket
@@ -61,7 +63,7 @@ import { assign, emit, enqueueActions, setup } from 'xstate'
 import { DEFAULT_CHANNEL_POLICY, rejoinDelayMs, type ChannelEvent, type ChannelPolicy, type ChannelStatusReport } from './channel.js'
 import { DEFAULT_CONTROL_POLICY, type ControlDropCause, type ControlEvent, type ControlPolicy, type ControlReport, type QueuedSignal, type SignalLike } from './control.js'
 import { DEFAULT_RECONNECT_POLICY, type ReconnectEvent, type ReconnectPolicy, type ReconnectReport } from './reconnect.js'
-import { DISCONNECT_CLOSE_CODES, gracefulReason, isRefusedBeforeSupersede, isRefusedUnaccepted, thrownText, timedOutReason, unseenSupersedeReason, UNSEEN_SUPERSEDE_CAUSE, type Env, type Origin, type ReasonLike, type TransportOpen } from './types.js'
+import { DISCONNECT_CLOSE_CODES, gracefulReason, isRefusedBeforeSupersede, isResetUnseen, isRefusedUnaccepted, thrownText, timedOutReason, unseenSupersedeReason, UNSEEN_SUPERSEDE_CAUSE, type Env, type Origin, type ReasonLike, type TransportOpen } from './types.js'
 import { DEFAULT_CONNECTION_POLICY, type ConnectionPolicy } from './connection-policy.js'
 
 export { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from './connection-policy.js'
@@ -265,7 +267,7 @@ export interface ConnectionContext {
    * and closes the socket a moment later, as a "disconnect" closes it (1011 on Bandit, 1000 on
    * Cowboy): a server's close of an accepted socket whose control channel is not joined, or
    * joined less than `unseenSupersedeWindowMs` before (after the broadcast, before the close), may
-   * be an unseen supersede (`isLostBeforeControlJoined`).
+   * be an unseen supersede (`isLostUnseen`).
    */
   controlJoinedAt: number | null
 }
@@ -290,15 +292,22 @@ function causeUnknown(context: ConnectionContext, event: Origin): boolean {
 }
 
 /**
- * Whether a server's close (`reason`) of the current transport may be a supersede the platform
- * could not push: a "disconnect" close code (`DISCONNECT_CLOSE_CODES`, which the close table in
- * src/reasons.ts reads as `closed`; a close frame comes only on a socket the server accepted)
- * while the control channel was not joined, or within `unseenSupersedeWindowMs` of its join, and
- * the link's upgrades supersede (onConflict 'supersede').
+ * Whether the loss (`reason`) of the current transport may hide a supersede, when the link's
+ * upgrades supersede (onConflict 'supersede'):
+ * - a server's close with a "disconnect" close code (`DISCONNECT_CLOSE_CODES`, which the close
+ *   table in src/reasons.ts reads as `closed`; a close frame comes only on a socket the server
+ *   accepted) while the control channel was not joined, or within `unseenSupersedeWindowMs` of
+ *   its join: the platform pushes a supersede only through a joined control channel;
+ * - a reset of a socket the server had accepted (a `dropped` reason marked `reset`), however long
+ *   its control channel had been joined: the reset loses the frames the server sent that the link
+ *   had not read, and Phoenix closes with a reset whenever the client is sending (a supersede push
+ *   then the close 50 ms later, docs/field-notes.md "A reset loses what it overtakes"). A reset
+ *   also means the server no longer holds that socket, so a probe does not meet its own 409.
  */
 function closedUnseen(context: ConnectionContext, reason: ReasonLike): boolean {
+  if (!context.config.upgradesSupersede) return false
+  if (reason.reset === true) return reason.generation === context.lastAccepted
   return (
-    context.config.upgradesSupersede &&
     DISCONNECT_CLOSE_CODES.includes(reason.closeCode!) &&
     (context.controlJoinedAt === null || context.config.env.monotonic() - context.controlJoinedAt < context.config.policy.unseenSupersedeWindowMs)
   )
@@ -329,9 +338,11 @@ function dismissDoubt(
         : 'the next upgrade, sent before it was read and without on_conflict=reject, was accepted, so it may be the platform superseding our own previous socket')
     // An unseen doubt was raised by a close, not by a supersede read: its report names the close.
     const unseen = ambiguous.reason.cause === UNSEEN_SUPERSEDE_CAUSE
-    const what = unseen
-      ? `a close that may have hidden a supersede the platform could not push (the server closed the socket of generation ${ambiguous.reason.generation} before its control channel joined, or within unseenSupersedeWindowMs of the join)`
-      : `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown`
+    const what = !unseen
+      ? `a supersede of the previous socket (generation ${ambiguous.reason.generation}), whose cause was unknown`
+      : isResetUnseen(ambiguous.reason)
+        ? `a reset that may have lost a supersede push (the connection of the socket of generation ${ambiguous.reason.generation} was reset, which discards the frames the server sent that were not yet read)`
+        : `a close that may have hidden a supersede the platform could not push (the server closed the socket of generation ${ambiguous.reason.generation} before its control channel joined, or within unseenSupersedeWindowMs of the join)`
     enqueue.emit({ type: 'link.ignored', event: unseen ? 'socket.close' : 'control.supersede', detail: `${what}: ${why}` })
   }
   if (held !== null || ambiguous !== null) enqueue.assign({ heldSupersede: null, ambiguousSupersede: null })
@@ -468,21 +479,25 @@ export const connectionMachine = setup({
     /** The loss just recorded is not retryable: supersede, upgrade rejection, terminal close code. */
     isTerminalLoss: ({ context }) => context.lastReason !== null && !context.lastReason.retryable,
     /**
-     * The server closed (a close frame: `closed`, with a code a Phoenix "disconnect" sends:
-     * `DISCONNECT_CLOSE_CODES`) a socket it had accepted whose control channel was not joined
-     * (the join pending, or a rejoin after a crash), or had joined less than
-     * `unseenSupersedeWindowMs` before (a join that lands between the platform's supersede
-     * broadcast and its close hears nothing): the platform may have
-     * superseded it unseen, since it pushes `supersede` only through a joined control channel and
-     * then closes the socket as any "disconnect" does. A drop, a timeout or a refused join is not
-     * how a supersede ends a socket, and the server may still hold that socket, so a probe would
-     * meet our own socket's 409 until the server lets it go: those reconnect as before. Under
-     * onConflict 'reject' the link's upgrades supersede nothing, so there is nothing to probe.
-     * Named on `lost`.
+     * The loss may hide a supersede the link could not read (`closedUnseen`):
+     * - the server closed (a close frame: `closed`, with a code a Phoenix "disconnect" sends:
+     *   `DISCONNECT_CLOSE_CODES`) a socket it had accepted whose control channel was not joined
+     *   (the join pending, or a rejoin after a crash), or had joined less than
+     *   `unseenSupersedeWindowMs` before (a join that lands between the platform's supersede
+     *   broadcast and its close hears nothing): the platform pushes `supersede` only through a
+     *   joined control channel, then closes the socket as any "disconnect" does;
+     * - or the connection of a socket the server had accepted was reset (a `dropped` reason
+     *   marked `reset`), at any time: a reset loses the frames the server sent that the link had
+     *   not read, the supersede push among them, and Phoenix's close is a reset whenever the
+     *   link was sending.
+     * Any other drop, a timeout or a refused join is not how a supersede ends a socket, and the
+     * server may still hold that socket, so a probe would meet our own socket's 409 until the
+     * server lets it go: those reconnect as before. Under onConflict 'reject' the link's upgrades
+     * supersede nothing, so there is nothing to probe. Named on `lost`.
      */
-    isLostBeforeControlJoined: ({ context }) => closedUnseen(context, context.lastReason!),
+    isLostUnseen: ({ context }) => closedUnseen(context, context.lastReason!),
     /**
-     * As `isLostBeforeControlJoined`, for the current transport's close while the host's
+     * As `isLostUnseen`, for the current transport's close while the host's
      * disconnect() leaves the control channel (`stopping`): the session stops as asked, and a
      * supersede there may have come unseen, so the next session's attempts probe. Named on
      * `socket.close` in `stopping`.
@@ -622,7 +637,7 @@ export const connectionMachine = setup({
     recordSuspension: assign({ lastReason: ({ event }) => (event as Extract<ConnectionEvent, { type: 'reconnect.suspended' }>).reason }),
     countControlCrash: assign({ controlCrashes: ({ context }) => context.controlCrashes + 1, controlJoinedAt: null }),
     markControlJoined: assign({ controlJoinedAt: ({ context }) => context.config.env.monotonic() }),
-    // Named on a close before the control channel joined or just after (`isLostBeforeControlJoined`):
+    // Named on a close before the control channel joined or just after, or a reset (`isLostUnseen`):
     // a supersede may have come unseen, so its cause is unknown and the next attempts probe. (None is being
     // probed then: the server accepted this socket, which dismissed any.)
     recordUnseenSupersede: assign({
@@ -1122,7 +1137,7 @@ export const connectionMachine = setup({
             { guard: 'isOwnConflict', target: 'reconnecting', actions: 'retryOwnConflict', meta: { rule: 'own-conflict-retries' } },
             { guard: 'isTerminalLoss', target: '#connection.terminated', meta: { rule: 'upgrade-rejection-is-terminal' } },
             // Accepted, closed before its control channel joined or just after: a supersede there may not be pushed, so the next attempts probe.
-            { guard: 'isLostBeforeControlJoined', target: 'reconnecting', actions: 'recordUnseenSupersede', meta: { rule: 'supersede-is-terminal' } },
+            { guard: 'isLostUnseen', target: 'reconnecting', actions: 'recordUnseenSupersede', meta: { rule: 'supersede-is-terminal' } },
             { target: 'reconnecting', meta: { rule: 'normal-close-reconnects' } },
           ],
         },

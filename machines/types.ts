@@ -31,6 +31,8 @@ export interface ReasonLike {
   readonly source?: string
   /** The HTTP status of a refused upgrade (`rejected`, phase `upgrade`); null or absent otherwise. */
   readonly status?: number | null
+  /** True on a `dropped` reason whose TCP connection was reset (src/reasons.ts `RESET_ERROR_CODES`): frames the server sent before it may be lost. */
+  readonly reset?: boolean
 }
 
 /**
@@ -162,18 +164,30 @@ export interface UnseenSupersedeReason extends ReasonLike {
   readonly raw: Record<string, never>
 }
 
+/** How the message of an unseen supersede raised by a reset begins ({@link isResetUnseen}). */
+const RESET_UNSEEN = "the socket's connection was reset (dropped)"
+
+/** Whether `reason` is an unseen supersede raised by a reset of the socket (not by a close): its report says so. */
+export function isResetUnseen(reason: ReasonLike & { message?: unknown }): boolean {
+  return reason.cause === UNSEEN_SUPERSEDE_CAUSE && typeof reason.message === 'string' && reason.message.startsWith(RESET_UNSEEN)
+}
+
 /**
  * Makes the reason a session ends with when a socket of `generation`, closed by the server with
- * `loss` before its control channel joined or just after, turns out to have been superseded
+ * `loss` before its control channel joined or just after (or reset at any time), turns out to have been superseded
  * (conflict probes refused 409 past the window). `at` is wall time (env.now) of the close.
  */
 export function unseenSupersedeReason(loss: ReasonLike, generation: number, at: number): UnseenSupersedeReason {
   const code = typeof loss.closeCode === 'number' ? ` ${loss.closeCode}` : ''
+  const where =
+    loss.reset === true
+      ? `${RESET_UNSEEN}, which loses the frames the server sent that were not yet read, a supersede push among them`
+      : `the server closed the socket (${loss.kind}${code}) before its control channel joined or just after, where the platform may not have pushed a supersede`
   return {
     kind: 'superseded',
     retryable: false,
     cause: UNSEEN_SUPERSEDE_CAUSE,
-    message: `the server closed the socket (${loss.kind}${code}) before its control channel joined or just after, where the platform may not have pushed a supersede, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key`,
+    message: `${where}, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key`,
     retryAfterMs: null,
     targetSocketId: null,
     correlationId: null,

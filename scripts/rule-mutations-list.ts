@@ -67,8 +67,8 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'supersede-is-terminal',
     how: 'a socket lost before its control channel joined reads as a plain loss: the reconnect supersedes the newer instance that took the key unseen (no supersede can be pushed there)',
     file: 'machines/connection.ts',
-    from: 'isLostBeforeControlJoined: ({ context }) => closedUnseen(context, context.lastReason!),',
-    to: 'isLostBeforeControlJoined: () => false,',
+    from: 'isLostUnseen: ({ context }) => closedUnseen(context, context.lastReason!),',
+    to: 'isLostUnseen: () => false,',
   },
   {
     rule: 'supersede-is-terminal',
@@ -79,6 +79,17 @@ export const MUTATIONS: RuleMutation[] = [
     also: {
       suites: ['test/machines/connection.test.ts', 'test/conformance/bandit.test.ts', 'test/conformance/cowboy.test.ts'],
       why: 'the gap between the platform\'s supersede and its close exists on Phoenix, not on the simulator (it closes in the tick it supersedes), so the wire paths never put a join in it',
+    },
+  },
+  {
+    rule: 'supersede-is-terminal',
+    how: 'a reset of an accepted socket reads as a plain drop: the supersede push it discarded unread goes unprobed, and the reconnect evicts the newer instance',
+    file: 'machines/connection.ts',
+    from: '  if (reason.reset === true) return reason.generation === context.lastAccepted',
+    to: '  if (reason.reset === true) return false',
+    also: {
+      suites: ['test/machines/connection.test.ts', 'test/wire/supersede.test.ts', 'test/conformance/bandit.test.ts', 'test/conformance/cowboy.test.ts'],
+      why: "the model's drops carry no socket error and the simulator never resets a connection on its own (it cuts a second after its close), so no generated path resets; the chart tests, the simulator's reset on purpose and Phoenix's resets under load do",
     },
   },
   {

@@ -141,6 +141,17 @@ export const DroppedReason = z.object({
   /** `socket`: the WebSocket itself; `channel`: phx_error or phx_close on the control channel, or phx_close on an app channel. */
   source: z.enum(['socket', 'channel']),
   detail: z.string(),
+  /**
+   * True when the socket's TCP connection was reset (Node reported `ECONNRESET` or `EPIPE`,
+   * {@link RESET_ERROR_CODES}) after the server accepted it: the server (or a proxy) closed it
+   * with bytes of ours unread, and the frames it had sent that the link had not yet read were
+   * lost with it. Phoenix on Bandit and Cowboy close so whenever a client is sending, a
+   * "disconnect" and the close after a supersede push alike (docs/field-notes.md "A reset loses
+   * what it overtakes"), so the push may be among the lost frames: the link's next upgrades ask
+   * `on_conflict=reject` (docs/rules.md). Absent otherwise, and always in a browser, whose
+   * WebSocket reports no socket error.
+   */
+  reset: z.optional(z.literal(true)),
   ...base,
 })
 
@@ -261,7 +272,16 @@ export interface CloseInfo {
   reason: string
   /** A socket error seen before the close (connection refused, reset), for the `dropped` detail. */
   error?: string | null
+  /** That error's code (Node's `ECONNRESET`, `EPIPE`, ...): one of {@link RESET_ERROR_CODES} marks a `dropped` reason `reset`. */
+  errorCode?: string | null
 }
+
+/**
+ * The socket error codes of a reset TCP connection (Node, libuv): `ECONNRESET` (a read met the
+ * peer's RST) and `EPIPE` (a write did). A connection ended by a FIN, refused or timed out is not
+ * among them.
+ */
+export const RESET_ERROR_CODES: readonly string[] = Object.freeze(['ECONNRESET', 'EPIPE'])
 
 /**
  * Classifies a transport close by the {@link CLOSE_CODES} table. Codes outside the table become
@@ -286,8 +306,8 @@ export function classifyClose(close: CloseInfo, generation: number, at: number):
   switch (row.outcome.kind) {
     case 'closed':
       return { kind: 'closed', retryable: true, closeCode: close.code, closeName: row.name, closeReason: close.reason, generation, at }
-    case 'dropped':
-      return {
+    case 'dropped': {
+      const reason: z.infer<typeof DroppedReason> = {
         kind: 'dropped',
         retryable: true,
         source: 'socket',
@@ -295,6 +315,9 @@ export function classifyClose(close: CloseInfo, generation: number, at: number):
         generation,
         at,
       }
+      if (typeof close.errorCode === 'string' && RESET_ERROR_CODES.includes(close.errorCode)) reason.reset = true
+      return reason
+    }
     case 'rejected':
       return {
         kind: 'rejected',

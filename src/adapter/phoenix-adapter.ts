@@ -154,7 +154,8 @@ interface Attachment {
 /**
  * One transport generation: its phoenix Socket and WebSocket, what the socket reported, its
  * attachments, and when it is closed. It is also the transport's hooks ({@link TransportHooks}):
- * the WebSocket reports to it directly, with no closures per generation.
+ * the WebSocket reports to it directly, with no closures per generation (but the listener for
+ * the errors of an accepted socket's TCP connection, one per accepted socket: ws-transport.ts).
  */
 class TransportHandle implements TransportHooks {
   socket: LinkSocket | null = null
@@ -163,7 +164,7 @@ class TransportHandle implements TransportHooks {
   ws: WebSocket | null = null
   refusal: RefusedUpgrade | null = null
   lastError: string | null = null
-  /** ws's error code of the last socket error, e.g. WS_ERR_UNSUPPORTED_MESSAGE_LENGTH. */
+  /** The code of the last socket error: ws's (e.g. WS_ERR_UNSUPPORTED_MESSAGE_LENGTH), or Node's for the TCP connection of an accepted socket (ECONNRESET, EPIPE). */
   lastErrorCode: string | null = null
   /** Set by the encode hook when a push could not be encoded. */
   encodeError: unknown = null
@@ -264,6 +265,13 @@ class TransportHandle implements TransportHooks {
     // ended it, phoenix.js no longer listens, and a frame over maxFrameBytes read meanwhile (ws
     // closed the socket with 1009) would vanish unreported.
     if (this.ended && code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.adapter.oversizeAfterEnd(this)
+  }
+  onSocketError(code: string | null, message: string): void {
+    // Kept for the close that follows (ws destroys the socket and closes 1006): a reset makes the
+    // drop's reason say so. An error phoenix.js reported first (socketErrored) is kept as it is.
+    if (this.ended || this.lastError !== null) return
+    this.lastError = message
+    this.lastErrorCode = code
   }
   onUpgradeSent(): void {
     // The upgrade request left: from now on the server may accept it, and may supersede an older
@@ -927,7 +935,7 @@ export class PhoenixAdapter {
     const tooBig = handle.lastErrorCode === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH'
     const close = tooBig
       ? { code: 1009, reason: `an inbound frame exceeded maxFrameBytes (${maxFrameBytes} bytes); the link closed the socket with 1009` }
-      : { code: typeof event?.code === 'number' ? event.code : 1006, reason: String(event?.reason ?? ''), error: handle.lastError }
+      : { code: typeof event?.code === 'number' ? event.code : 1006, reason: String(event?.reason ?? ''), error: handle.lastError, errorCode: handle.lastErrorCode }
     const reason = classifyClose(close, generation, now)
     handle.lost ??= reason
     this.emit({ type: 'socket.close', reason, generation, epoch })

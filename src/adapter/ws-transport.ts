@@ -61,6 +61,13 @@ export interface TransportHooks {
    * when it closes a socket (connection.js close()).
    */
   onError(code: string | null): void
+  /**
+   * Node only: the TCP connection of an accepted socket errored, with Node's code (`ECONNRESET`
+   * when the peer reset it, `EPIPE` when a write met the reset). `ws` reports no error event for
+   * it (websocket.js socketOnError destroys the socket, then the close reads 1006), so this is
+   * the only place a reset shows.
+   */
+  onSocketError(code: string | null, message: string): void
 }
 
 const isNodeWs = typeof (WebSocket as unknown as { prototype: { on?: unknown } }).prototype.on === 'function'
@@ -131,6 +138,7 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
       emitter.on('unexpected-response', LinkWebSocket.refused)
       emitter.on('close', LinkWebSocket.closed)
       emitter.on('error', LinkWebSocket.errored)
+      emitter.once('upgrade', LinkWebSocket.upgraded)
     } else {
       this.addEventListener('close', LinkWebSocket.closed)
     }
@@ -163,6 +171,15 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
       if (awaited) this.#hooks.onClosed()
     })
     this.#cutRefusal = readRefusal(this, res, this.#hooks)
+  }
+
+  /**
+   * ws's `upgrade` (Node): the server answered 101 on this TCP connection. Its errors from now on
+   * (a reset) are the hooks' to know: ws swallows them (see {@link TransportHooks.onSocketError}).
+   */
+  private static upgraded(this: LinkWebSocket, res: IncomingMessage): void {
+    const hooks = this.#hooks
+    res.socket.on('error', (error: Error & { code?: unknown }) => hooks.onSocketError(typeof error.code === 'string' ? error.code : null, error.message))
   }
 
   /** ws's error event (Node): its code to the hooks, after a refusal being read is reported. */

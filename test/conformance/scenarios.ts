@@ -205,6 +205,38 @@ export function conformance(factory: PeerFactory): void {
         expect(await statuses(peer, agent)).toEqual([101, 101])
       })
 
+      it('a newer link connects while the older is pushing hard (40 pushes of 60 KB each turn): Phoenix closes the older connection with those pushes unread, a TCP reset that can discard the supersede push before the link reads it; the older then reads a reset (`dropped`, `reset: true`) and probes. Either way it ends `superseded` and the newer keeps the key (scenarios 9, 13)', async () => {
+        const policy = { connection: { conflictRetryWindowMs: 300 }, reconnect: { initialDelayMs: 100, maxDelayMs: 100 } }
+        const { agent, link: older, socket: olderSocket } = await connected({ policy })
+        const room = older.channel(`room:${agent.id}`)
+        await channelStatus(room, 'joined')
+        const ended = settle(older.runForever())
+        const blob = 'x'.repeat(60_000)
+        let pumping = true
+        const pump = (async () => {
+          while (pumping) {
+            for (let i = 0; i < 40; i++) room.push('load', { blob }, { timeoutMs: 5_000 }).catch(() => {})
+            await new Promise((resolve) => setImmediate(resolve))
+          }
+        })()
+        const newer = scene().link(peer, agent)
+        try {
+          await newer.connect()
+          expect(reasonOf(await ended)).toMatchObject({ kind: 'superseded', retryable: false })
+        } finally {
+          pumping = false
+          await pump
+        }
+        expect(older.state).toBe('terminated')
+        expect(newer.state).toBe('connected')
+        await untilOnlyNewerLive(peer, agent, olderSocket, 'only the newer socket live')
+        // The older never connected again: a reset made its next upgrades probes, refused 409.
+        expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
+        // Its first loss is the end (the push read) or the reset, after which every upgrade probed.
+        const [first] = scene().seen(older, 'disconnected')
+        if (!first!.terminal) expect(first, 'a loss before the end is a reset, probed').toMatchObject({ conflictProbe: true, reason: { kind: 'dropped', reset: true } })
+      })
+
       it('a supersede pushed to the only link ends it `superseded`, with no reconnect (scenarios 9, 14)', async () => {
         const { agent, link, socket } = await connected()
         const ended = settle(link.runForever())

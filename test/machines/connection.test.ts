@@ -7,7 +7,7 @@ import { createActor, initialTransition, SimulatedClock } from 'xstate'
 import { connectionMachine, DEFAULT_CONNECTION_POLICY, type ConnectionEvent } from '../../machines/connection.js'
 import { rejoinDelayMs } from '../../machines/channel.js'
 import { linkStateOf } from '../../machines/status.js'
-import { classifyControlChannelLoss, classifyUpgrade, DisconnectReason, heartbeatTimeout } from '../../src/reasons.js'
+import { classifyClose, classifyControlChannelLoss, classifyUpgrade, DisconnectReason, heartbeatTimeout } from '../../src/reasons.js'
 import { suppressedReason, unseenSupersedeReason } from '../../machines/types.js'
 import {
   closeEvent,
@@ -757,6 +757,60 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
   it('unseenSupersedeWindowMs 0: only a close before the join is probed', () => {
     const s = connected(initialTransition(connectionMachine, { env, policy: { ...DEFAULT_CONNECTION_POLICY, unseenSupersedeWindowMs: 0 } })[0])
     expect(run(s, closeEvent(s, 1011)).context.ambiguousSupersede).toBeNull()
+  })
+
+  describe('a reset (the TCP connection reset: ECONNRESET or EPIPE) loses the frames the server sent that the link had not read, a supersede push among them', () => {
+    const resetEvent = (s: ConnSnapshot, errorCode = 'ECONNRESET') =>
+      ({ type: 'socket.close', reason: classifyClose({ code: 1006, reason: '', error: `read ${errorCode}`, errorCode }, s.context.generation, 5), ...origin(s) }) as ConnectionEvent
+
+    it('of an accepted socket, however long its control channel had been joined: the cause is unknown, and the next attempt is a conflict probe', () => {
+      const clock = clocked()
+      const joined = connected(clock.start())
+      clock.advance(DEFAULT_CONNECTION_POLICY.unseenSupersedeWindowMs * 100)
+      for (const code of ['ECONNRESET', 'EPIPE']) {
+        const lost = run(joined, resetEvent(joined, code))
+        expect(lost.context.lastReason, code).toMatchObject({ kind: 'dropped', reset: true, detail: `abnormal closure (1006): read ${code}` })
+        expect(lost.context.ambiguousSupersede, code).toMatchObject({ reason: { kind: 'superseded', cause: 'unseen', generation: 1 } })
+        expect((lost.context.ambiguousSupersede!.reason as unknown as { message: string }).message, code).toMatch(/^the socket's connection was reset \(dropped\), which loses the frames/)
+        expect(backoffDue(lost).io, code).toContainEqual({ type: 'openTransport', params: { generation: 2, epoch: 1, conflictProbe: true } })
+      }
+      // Before the join, and while the control channel rejoins after a crash, too.
+      const unjoined = joining(start())
+      expect(run(unjoined, resetEvent(unjoined)).context.ambiguousSupersede).toMatchObject({ reason: { cause: 'unseen' } })
+      const rejoining = crashed(joined)
+      expect(run(rejoining, resetEvent(rejoining)).context.ambiguousSupersede).toMatchObject({ reason: { cause: 'unseen' } })
+    })
+
+    it('a reset probed past the window ends the session superseded (unseen) once the probes are refused 409 past conflictRetryWindowMs', () => {
+      const clock = clocked()
+      const joined = connected(clock.start())
+      clock.advance(60_000)
+      let s = run(joined, resetEvent(joined))
+      s = run(backoffDue(s).s, { type: 'socket.upgradeSent', generation: 2, epoch: 1 })
+      clock.advance(DEFAULT_CONNECTION_POLICY.conflictRetryWindowMs + 1)
+      const ended = run(s, conflict(s))
+      expect(state(ended)).toBe('terminated')
+      expect(ended.context.lastReason).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false })
+    })
+
+    it('not a drop with no error, or another error (refused, timed out): the server may still hold that socket', () => {
+      const clock = clocked()
+      const joined = connected(clock.start())
+      clock.advance(60_000)
+      for (const errorCode of [null, 'ETIMEDOUT', 'ECONNREFUSED', 'EHOSTUNREACH']) {
+        const drop = { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '', error: errorCode === null ? null : `x ${errorCode}`, errorCode }, 1, 5), ...origin(joined) } as ConnectionEvent
+        const lost = run(joined, drop)
+        expect((lost.context.lastReason as { reset?: boolean }).reset, String(errorCode)).toBeUndefined()
+        expect(lost.context.ambiguousSupersede, String(errorCode)).toBeNull()
+      }
+    })
+
+    it("not a reset before the upgrade was accepted (the server accepted nothing to supersede), nor under the host's onConflict 'reject'", () => {
+      const s = run(start(), { type: 'host.connect' })
+      expect(run(s, resetEvent(s)).context.ambiguousSupersede).toBeNull()
+      const reject = run(initialTransition(connectionMachine, { env, onConflict: 'reject' })[0], { type: 'host.connect' }, { type: 'socket.open', generation: 1, epoch: 1 })
+      expect(run(reject, resetEvent(reject)).context.ambiguousSupersede).toBeNull()
+    })
   })
 
   it('a loss before the upgrade was answered (not accepted) is not this rule: the server held no channel to push on, nor accepted the socket', () => {

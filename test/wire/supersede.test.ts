@@ -293,6 +293,62 @@ describe('rule: supersede is terminal', () => {
     expect(link.state).toBe('connected')
   })
 
+  describe('a reset of the connection (what Phoenix\'s close is to a client that was sending) may have lost a supersede push, however long the control channel had been joined', () => {
+    /** No unseen-supersede window (a close after the join is never probed for it); backoffs long enough for a newer instance to connect in between. */
+    const RESET_POLICY = { connection: { unseenSupersedeWindowMs: 0, conflictRetryWindowMs: 150 }, reconnect: { initialDelayMs: 250, maxDelayMs: 250 } }
+
+    it('a newer instance holds the key when the probes go out: refused 409 past the window, the older ends superseded (unseen); the newer is never evicted', async () => {
+      const sim = await world().sim()
+      const older = world().link(sim, { policy: RESET_POLICY })
+      await older.connect()
+      const lost = next(older, 'disconnected')
+      const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
+      expect(sim.abort({ agent: 'agent-1' }, { reset: true })).toBe(1)
+      const loss = await lost
+      expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: true, reason: { kind: 'dropped', reset: true, source: 'socket' } })
+      expect((loss.reason as { detail: string }).detail).toMatch(/^abnormal closure \(1006\): read ECONNRESET$/)
+      // The newer instance connects during the older's backoff (its supersede push was the frame the reset lost).
+      const newer = world().link(sim)
+      await newer.connect()
+      const end = await ended
+      expect(end.reason).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false })
+      expect(end.reason.kind === 'superseded' && end.reason.message).toMatch(/^the socket's connection was reset \(dropped\)/)
+      expect(older.state).toBe('terminated')
+      expect(newer.state).toBe('connected')
+      const probes = sim.upgrades.slice(2)
+      expect(probes.length).toBeGreaterThan(0)
+      expect(probes.map((u) => [u.status, u.onConflict])).toEqual(probes.map(() => [409, 'reject']))
+      expect(sim.live('agent-1')).toHaveLength(1)
+    })
+
+    it('no other instance: the probe is accepted, the link connects, and the doubt is reported as ignored, naming the reset', async () => {
+      const sim = await world().sim()
+      const link = world().link(sim, { policy: RESET_POLICY })
+      await link.connect()
+      const ignored = next(link, 'ignored', { filter: (e) => e.event === 'socket.close' })
+      const back = next(link, 'reconnected')
+      expect(sim.abort({ agent: 'agent-1' }, { reset: true })).toBe(1)
+      await back
+      expect((await ignored).detail).toMatch(/^a reset that may have lost a supersede push \(the connection of the socket of generation 1 was reset.*: the server accepted a connection made with on_conflict=reject/)
+      expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, 'reject']])
+      expect(link.state).toBe('connected')
+    })
+
+    it('an abort without reset (a FIN: everything sent before it arrives) is a plain drop: the next upgrade asks nothing', async () => {
+      const sim = await world().sim()
+      const link = world().link(sim, { policy: RESET_POLICY })
+      await link.connect()
+      const lost = next(link, 'disconnected')
+      const back = next(link, 'reconnected')
+      expect(sim.abort({ agent: 'agent-1' })).toBe(1)
+      const loss = await lost
+      expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: false, reason: { kind: 'dropped' } })
+      expect(loss.reason).not.toHaveProperty('reset')
+      await back
+      expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, null]])
+    })
+  })
+
   it("the simulator's supersede cooldown: 429 with Retry-After for that agent until it runs out, then accepted; a cooldown that ran out is forgotten", async () => {
     const sim = await world().sim({ supersedeCooldownMs: 150, rejectMode: 'json' })
     const first = world().link(sim)

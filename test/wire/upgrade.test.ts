@@ -217,6 +217,7 @@ function hooks(overrides: Partial<TransportHooks>): TransportHooks {
     onUpgradeSent: () => {},
     onClientClose: () => {},
     onError: () => {},
+    onSocketError: () => {},
     ...overrides,
   }
 }

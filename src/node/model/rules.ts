@@ -16,7 +16,7 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'supersede-is-terminal',
-    rule: "A supersede push ends the session for good, while connecting, joining, connected and in the backoff after; the socket is ended; no reconnect follows. One the link's own unanswered upgrade may have caused is decided without evicting anyone: held while that upgrade is out (a 4xx ends the session, an accepted upgrade leaves it ignored; no answer or a 5xx, such as the platform's 503 that follows its supersede, leaves its cause unknown), and otherwise probed: the next attempts ask on_conflict=reject, an accepted probe leaves it ignored, a 409 past conflictRetryWindowMs ends the session. The platform pushes a supersede only through a joined control channel, so a server's \"disconnect\" close (1000, 1001, 1011) before the control join, or within unseenSupersedeWindowMs after it, is probed the same way (a 409 past the window ends the session superseded, cause unseen).",
+    rule: "A supersede push ends the session for good, while connecting, joining, connected and in the backoff after; the socket is ended; no reconnect follows. One the link's own unanswered upgrade may have caused is decided without evicting anyone: held while that upgrade is out (a 4xx ends the session, an accepted upgrade leaves it ignored; no answer or a 5xx, such as the platform's 503 that follows its supersede, leaves its cause unknown), and otherwise probed: the next attempts ask on_conflict=reject, an accepted probe leaves it ignored, a 409 past conflictRetryWindowMs ends the session. The platform pushes a supersede only through a joined control channel, so a server's \"disconnect\" close (1000, 1001, 1011) before the control join, or within unseenSupersedeWindowMs after it, is probed the same way (a 409 past the window ends the session superseded, cause unseen), and so is a reset of an accepted socket at any time (Node: ECONNRESET or EPIPE), which can discard a supersede push the link had not yet read.",
     tests: [
       ['test/machines/connection.test.ts', 'while the backoff (waiting): terminated with the superseded reason; the transport is stopped'],
       ['test/wire/supersede.test.ts', 'supersede push then close 1000 -> terminated, superseded with the payload fields, no new connection (scenario 9)'],
@@ -30,6 +30,7 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
         'test/wire/supersede.test.ts',
         "a supersede read on the lost socket while the next upgrade is out, which then is refused 503 (the platform's tracking_failed comes after it superseded), is ambiguous: the next attempts probe with on_conflict=reject, are refused 409 while the newer instance is live, and past conflictRetryWindowMs the link ends superseded; the newer instance is never evicted",
       ],
+      ['test/wire/supersede.test.ts', 'a newer instance holds the key when the probes go out: refused 409 past the window, the older ends superseded (unseen); the newer is never evicted'],
     ],
   },
   {

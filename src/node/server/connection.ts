@@ -301,12 +301,19 @@ export class SimConnection {
   /**
    * Ends the TCP connection without a close frame: the client sees 1006. After the client's own
    * close frame (the handshake already answered by `ws`) it only ends the TCP connection, and the
-   * close stays the client's.
+   * close stays the client's. With `reset`, the connection is reset (a TCP RST, Node's
+   * `socket.resetAndDestroy()`) instead of ended: what a real server's close does to a client
+   * whose bytes it had not read; the client's kernel discards what the client had not read, and
+   * Node reports `ECONNRESET`.
    */
-  abort(): void {
+  abort(reset = false): void {
     if (this.state === 'closed') return
     if (this.clientClosed === null) this.aborted = true
     this.state = 'closing'
+    if (reset) {
+      const socket = this.rawSocket()
+      if (socket && !socket.destroyed) socket.resetAndDestroy()
+    }
     this.ws.terminate()
     this.closing()
   }

@@ -477,7 +477,15 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     response: Acted,
     run: ({ sim }, body) => ok({ ok: true, sockets: sim.close(target(body.target), body.code, body.reason ?? '') }),
   }),
-  targetRoute('/admin/abort', 'Ends the target sockets with no close frame (the client sees 1006); a socket named by id is cut even while closing (a closing handshake a stalled socket never finishes ends now).', (sim, t) => sim.abort(t)),
+  route({
+    method: 'POST',
+    path: '/admin/abort',
+    summary:
+      'Ends the target sockets with no close frame (the client sees 1006); a socket named by id is cut even while closing (a closing handshake a stalled socket never finishes ends now). With `reset: true` the TCP connections are reset (RST) instead of ended (FIN): the client loses what it had not read, as under a real server\'s close while it was sending.',
+    body: z.strictObject({ target: TargetSchema, reset: z.optional(z.boolean()) }),
+    response: Acted,
+    run: ({ sim }, body) => ok({ ok: true, sockets: sim.abort(target(body.target), { reset: body.reset === true }) }),
+  }),
   targetRoute('/admin/disconnect', 'The platform disconnects the target sockets (the "disconnect" broadcast: the flavor\'s close code).', (sim, t) => sim.disconnect(t)),
   targetRoute('/admin/stall', 'The target sockets stop reading and answering (heartbeats included): the client\'s heartbeat times out.', (sim, t) => sim.stall(t)),
   route({

@@ -949,10 +949,15 @@ export class PlatformSimulator extends EventEmitter {
    * close timeout (the server's `closeTimeout` option, 30 s by default: ws
    * lib/websocket-server.js); abort() ends it now, on both sides. `{ agent }` and `'all'` reach
    * open sockets only, like every control (0 for an agent between sockets).
+   *
+   * @param options.reset reset the connections (a TCP RST) instead of ending them (a FIN): the
+   *   client's kernel discards what it had not read, and Node's client sees `ECONNRESET`. Phoenix's
+   *   close is a reset whenever the client is sending (docs/field-notes.md "A reset loses what it
+   *   overtakes"); this is how a test gives a client that close, with the loss, at will.
    */
-  abort(target: Target): number {
+  abort(target: Target, options: { reset?: boolean } = {}): number {
     const sockets = this.resolve(target, { closing: true })
-    for (const c of sockets) c.abort()
+    for (const c of sockets) c.abort(options.reset === true)
     return sockets.length
   }
 
