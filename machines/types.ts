@@ -187,7 +187,10 @@ export function unseenSupersedeReason(loss: ReasonLike, generation: number, at: 
     kind: 'superseded',
     retryable: false,
     cause: UNSEEN_SUPERSEDE_CAUSE,
-    message: `${where}, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key`,
+    message:
+      loss.reset === true
+        ? `${where}, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key, or the server still holds this link's own socket (a reset made by a middlebox, not by the server)`
+        : `${where}, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key`,
     retryAfterMs: null,
     targetSocketId: null,
     correlationId: null,

@@ -142,14 +142,16 @@ export const DroppedReason = z.object({
   source: z.enum(['socket', 'channel']),
   detail: z.string(),
   /**
-   * True when the socket's TCP connection was reset (Node reported `ECONNRESET` or `EPIPE`,
-   * {@link RESET_ERROR_CODES}) after the server accepted it: the server (or a proxy) closed it
-   * with bytes of ours unread, and the frames it had sent that the link had not yet read were
-   * lost with it. Phoenix on Bandit and Cowboy close so whenever a client is sending, a
-   * "disconnect" and the close after a supersede push alike (docs/field-notes.md "A reset loses
-   * what it overtakes"), so the push may be among the lost frames: the link's next upgrades ask
-   * `on_conflict=reject` (docs/rules.md). Absent otherwise, and always in a browser, whose
-   * WebSocket reports no socket error.
+   * True when the TCP connection of a socket the server had accepted was reset (Node reported
+   * `ECONNRESET` or `EPIPE`, {@link RESET_ERROR_CODES}) within transport policy
+   * `resetAfterSendMs` (2 s) of a frame the link sent (not a heartbeat): the server closed it with
+   * bytes of ours unread, and the frames it had sent that the link had not yet read were lost with
+   * it. Phoenix on Bandit and Cowboy close so whenever a client is sending, a "disconnect" and the
+   * close after a supersede push alike (docs/field-notes.md "A reset loses what it overtakes"), so
+   * the push may be among the lost frames: the link's next upgrades ask `on_conflict=reject`
+   * (docs/rules.md). Absent otherwise: a reset of a link that sent nothing that recently (a NAT or
+   * proxy dropping an idle flow) or during the handshake (the detail still names the error), and
+   * always in a browser, whose WebSocket reports no socket error.
    */
   reset: z.optional(z.literal(true)),
   ...base,
@@ -272,8 +274,12 @@ export interface CloseInfo {
   reason: string
   /** A socket error seen before the close (connection refused, reset), for the `dropped` detail. */
   error?: string | null
-  /** That error's code (Node's `ECONNRESET`, `EPIPE`, ...): one of {@link RESET_ERROR_CODES} marks a `dropped` reason `reset`. */
-  errorCode?: string | null
+  /**
+   * The adapter found the TCP connection of the accepted socket reset ({@link RESET_ERROR_CODES})
+   * soon after the link sent a frame (transport policy `resetAfterSendMs`): marks a `dropped`
+   * reason `reset`.
+   */
+  reset?: boolean
 }
 
 /**
@@ -315,7 +321,7 @@ export function classifyClose(close: CloseInfo, generation: number, at: number):
         generation,
         at,
       }
-      if (typeof close.errorCode === 'string' && RESET_ERROR_CODES.includes(close.errorCode)) reason.reset = true
+      if (close.reset === true) reason.reset = true
       return reason
     }
     case 'rejected':

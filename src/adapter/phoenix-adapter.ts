@@ -44,6 +44,7 @@ import {
   classifyUpgrade,
   clipText,
   heartbeatTimeout,
+  RESET_ERROR_CODES,
   type DisconnectReason,
 } from '../reasons.js'
 import { isHeaderValue, transportClass, SUPPORTS_UPGRADE_HEADERS, type RefusedUpgrade, type TransportHooks } from './ws-transport.js'
@@ -168,6 +169,10 @@ class TransportHandle implements TransportHooks {
   lastErrorCode: string | null = null
   /** Set by the encode hook when a push could not be encoded. */
   encodeError: unknown = null
+  /** When (adapter monotonic) the link last sent a frame other than a heartbeat on this socket (the encode hook); null before the first. */
+  lastSentAt: number | null = null
+  /** When (adapter monotonic) this accepted socket's TCP connection was found reset (onSocketError); null while it was not. */
+  resetAt: number | null = null
   heartbeatTimedOut = false
   /**
    * The first loss the adapter reported on this transport (its close, a heartbeat timeout, a
@@ -267,9 +272,12 @@ class TransportHandle implements TransportHooks {
     if (this.ended && code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.adapter.oversizeAfterEnd(this)
   }
   onSocketError(code: string | null, message: string): void {
-    // Kept for the close that follows (ws destroys the socket and closes 1006): a reset makes the
-    // drop's reason say so. An error phoenix.js reported first (socketErrored) is kept as it is.
-    if (this.ended || this.lastError !== null) return
+    // Kept for the close that follows (ws destroys the socket and closes 1006): a reset soon after
+    // the link sent makes the drop's reason say so (socketClosed). An error phoenix.js reported
+    // first (socketErrored) is kept as it is.
+    if (this.ended) return
+    if (code !== null && RESET_ERROR_CODES.includes(code)) this.resetAt ??= this.adapter.config.monotonic()
+    if (this.lastError !== null) return
     this.lastError = message
     this.lastErrorCode = code
   }
@@ -357,6 +365,8 @@ class LinkSocket extends Socket {
           this.handle.encodeError = new Error(LONE_SURROGATE_MESSAGE)
           return
         }
+        // phoenix.js encodes a frame as it sends it: the time of the last one that is not a heartbeat.
+        if ((message as { topic?: unknown }).topic !== HEARTBEAT_TOPIC) this.handle.lastSentAt = this.handle.adapter.config.monotonic()
         callback(encoded)
       })
     } catch (error) {
@@ -438,6 +448,15 @@ class AttachedChannel extends Channel {
       adapter.joinReplied(attachment, reply.status, reply.response)
     }
   }
+}
+
+/**
+ * Whether the accepted socket of `handle` was reset within `windowMs` of the link's last frame
+ * other than a heartbeat (transport policy `resetAfterSendMs`): a server's close with the link's
+ * bytes unread, which may have discarded frames the link had not read. @internal (exported for its tests)
+ */
+export function resetWhileSending(handle: { readonly resetAt: number | null; readonly lastSentAt: number | null }, windowMs: number): boolean {
+  return windowMs > 0 && handle.resetAt !== null && handle.lastSentAt !== null && handle.resetAt - handle.lastSentAt <= windowMs
 }
 
 /**
@@ -935,7 +954,7 @@ export class PhoenixAdapter {
     const tooBig = handle.lastErrorCode === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH'
     const close = tooBig
       ? { code: 1009, reason: `an inbound frame exceeded maxFrameBytes (${maxFrameBytes} bytes); the link closed the socket with 1009` }
-      : { code: typeof event?.code === 'number' ? event.code : 1006, reason: String(event?.reason ?? ''), error: handle.lastError, errorCode: handle.lastErrorCode }
+      : { code: typeof event?.code === 'number' ? event.code : 1006, reason: String(event?.reason ?? ''), error: handle.lastError, reset: resetWhileSending(handle, this.config.policy.resetAfterSendMs) }
     const reason = classifyClose(close, generation, now)
     handle.lost ??= reason
     this.emit({ type: 'socket.close', reason, generation, epoch })

@@ -40,6 +40,20 @@ export const DEFAULT_TRANSPORT_POLICY = {
    * is not worth delaying the decision: status and Retry-After already decide it.
    */
   refusalBodyTimeoutMs: 1_000,
+  /**
+   * How soon after the link last sent a frame (a push, join or leave; not a heartbeat) a reset of
+   * an accepted socket's TCP connection (Node: `ECONNRESET`, `EPIPE`) reads as a server's close
+   * that may have lost frames: a `dropped` reason with `reset: true`, after which the next
+   * upgrades are conflict probes (docs/rules.md "Supersede is terminal"). Phoenix closes a
+   * connection with the client's bytes unread with a reset, which discards what the client had
+   * not yet read, a supersede push among it (docs/field-notes.md "A reset loses what it
+   * overtakes"); a server has unread bytes only just after the client sent. A reset of a link
+   * that sent nothing that recently (a NAT or proxy that dropped an idle flow, the server still
+   * holding the socket) is a plain drop: a probe would meet that socket's 409 until the server's
+   * idle timeout. 0: no reset counts. In a browser no reset is ever seen. @default 2000 — the
+   * server's read lag under load plus a round trip, with margin.
+   */
+  resetAfterSendMs: 2_000,
 }
 
 /** Transport policy; see {@link DEFAULT_TRANSPORT_POLICY}. */

@@ -759,9 +759,9 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
     expect(run(s, closeEvent(s, 1011)).context.ambiguousSupersede).toBeNull()
   })
 
-  describe('a reset (the TCP connection reset: ECONNRESET or EPIPE) loses the frames the server sent that the link had not read, a supersede push among them', () => {
+  describe('a reset soon after the link sent (the TCP connection reset: ECONNRESET or EPIPE; the adapter marks the drop `reset`) loses the frames the server sent that the link had not read, a supersede push among them', () => {
     const resetEvent = (s: ConnSnapshot, errorCode = 'ECONNRESET') =>
-      ({ type: 'socket.close', reason: classifyClose({ code: 1006, reason: '', error: `read ${errorCode}`, errorCode }, s.context.generation, 5), ...origin(s) }) as ConnectionEvent
+      ({ type: 'socket.close', reason: classifyClose({ code: 1006, reason: '', error: `read ${errorCode}`, reset: true }, s.context.generation, 5), ...origin(s) }) as ConnectionEvent
 
     it('of an accepted socket, however long its control channel had been joined: the cause is unknown, and the next attempt is a conflict probe', () => {
       const clock = clocked()
@@ -793,12 +793,12 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
       expect(ended.context.lastReason).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false })
     })
 
-    it('not a drop with no error, or another error (refused, timed out): the server may still hold that socket', () => {
+    it('not a drop the adapter did not mark `reset` (no error, another error, or a reset of a link that sent nothing just before it): the server may still hold that socket', () => {
       const clock = clocked()
       const joined = connected(clock.start())
       clock.advance(60_000)
-      for (const errorCode of [null, 'ETIMEDOUT', 'ECONNREFUSED', 'EHOSTUNREACH']) {
-        const drop = { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '', error: errorCode === null ? null : `x ${errorCode}`, errorCode }, 1, 5), ...origin(joined) } as ConnectionEvent
+      for (const errorCode of [null, 'ETIMEDOUT', 'ECONNREFUSED', 'ECONNRESET']) {
+        const drop = { type: 'socket.close', reason: classifyClose({ code: 1006, reason: '', error: errorCode === null ? null : `read ${errorCode}`, reset: false }, 1, 5), ...origin(joined) } as ConnectionEvent
         const lost = run(joined, drop)
         expect((lost.context.lastReason as { reset?: boolean }).reset, String(errorCode)).toBeUndefined()
         expect(lost.context.ambiguousSupersede, String(errorCode)).toBeNull()

@@ -186,7 +186,7 @@ describe('the chart runtime decides as XState actors do', () => {
     )
     const io = [
       'openTransport', 'endTransport', 'joinControl', 'rejoinControl', 'leaveControl', 'startReconnect', 'stopReconnect',
-      'tellReconnect', 'tellControl', 'startChannel', 'tellChannel', 'stopChannel',
+      'tellReconnect', 'tellControl', 'startChannel', 'tellChannel', 'stopChannel', 'redeliver',
     ] as const
     fc.assert(
       fc.property(fc.array(fc.oneof(event.map((e) => ({ event: e })), advance), { maxLength: 50 }), fc.integer(), (steps, seed) => {

@@ -301,6 +301,8 @@ describe('rule: supersede is terminal', () => {
       const sim = await world().sim()
       const older = world().link(sim, { policy: RESET_POLICY })
       await older.connect()
+      // The link sends (a channel's join), and the reset follows within transport.resetAfterSendMs.
+      await older.channel('room:r').joined()
       const lost = next(older, 'disconnected')
       const ended = next(older, 'disconnected', { filter: (e) => e.terminal })
       expect(sim.abort({ agent: 'agent-1' }, { reset: true })).toBe(1)
@@ -325,6 +327,7 @@ describe('rule: supersede is terminal', () => {
       const sim = await world().sim()
       const link = world().link(sim, { policy: RESET_POLICY })
       await link.connect()
+      await link.channel('room:r').push('ping', {})
       const ignored = next(link, 'ignored', { filter: (e) => e.event === 'socket.close' })
       const back = next(link, 'reconnected')
       expect(sim.abort({ agent: 'agent-1' }, { reset: true })).toBe(1)
@@ -334,19 +337,31 @@ describe('rule: supersede is terminal', () => {
       expect(link.state).toBe('connected')
     })
 
-    it('an abort without reset (a FIN: everything sent before it arrives) is a plain drop: the next upgrade asks nothing', async () => {
-      const sim = await world().sim()
-      const link = world().link(sim, { policy: RESET_POLICY })
-      await link.connect()
-      const lost = next(link, 'disconnected')
-      const back = next(link, 'reconnected')
-      expect(sim.abort({ agent: 'agent-1' })).toBe(1)
-      const loss = await lost
-      expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: false, reason: { kind: 'dropped' } })
-      expect(loss.reason).not.toHaveProperty('reset')
-      await back
-      expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, null]])
-    })
+    for (const [how, reset, policy] of [
+      ['an abort without reset (a FIN: everything sent before it arrives)', false, RESET_POLICY],
+      [
+        'a reset of a link that sent nothing within transport.resetAfterSendMs (0 here: none counts; a NAT or proxy dropping an idle flow while the server still holds the socket)',
+        true,
+        { ...RESET_POLICY, transport: { resetAfterSendMs: 0 } },
+      ],
+    ] as const) {
+      it(`${how} is a plain drop: the next upgrade asks nothing`, async () => {
+        const sim = await world().sim()
+        const link = world().link(sim, { policy })
+        await link.connect()
+        await link.channel('room:r').push('ping', {})
+        const lost = next(link, 'disconnected')
+        const back = next(link, 'reconnected')
+        expect(sim.abort({ agent: 'agent-1' }, { reset })).toBe(1)
+        const loss = await lost
+        expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: false, reason: { kind: 'dropped' } })
+        expect(loss.reason).not.toHaveProperty('reset')
+        // The reset's error is still named (ws reports none of its own: the link reads the connection's).
+        if (reset) expect((loss.reason as { detail: string }).detail).toBe('abnormal closure (1006): read ECONNRESET')
+        await back
+        expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, null]])
+      })
+    }
   })
 
   it("the simulator's supersede cooldown: 429 with Retry-After for that agent until it runs out, then accepted; a cooldown that ran out is forgotten", async () => {

@@ -31,7 +31,7 @@ export type StimulusTopic = 'control'
  *   upgrade has arrived before answering it): `accept` (101), `refuse` with an HTTP status (and
  *   `Retry-After` in seconds for 429/503), or `drop` (the TCP connection ends unanswered).
  * - `server.*`: the server acts on the open socket: `close` with an RFC 6455 close code (section
- *   7.4.1), `drop` (TCP reset, no close frame: the client sees 1006), `stall` (stops reading and
+ *   7.4.1), `drop` (the TCP connection ended, no close frame: the client sees 1006; `abort` without `reset`), `stall` (stops reading and
  *   answering, so the client's heartbeat times out), `supersede` (the platform's supersede push
  *   on the control channel; the socket is left open, so only the client's own rule ends it),
  *   `malformed` (a frame the V2 JSON serializer cannot decode).
@@ -101,7 +101,7 @@ function delayMs(delay: ChartDelay): number | null {
 /**
  * The world action of a model stimulus: its stable name (`close 1000`), its kind and its chart
  * event, as {@link LifecycleStimulus}. `state` is the public link state the stimulus is applied
- * in (a `drop` while connecting is an unanswered upgrade; later, a TCP reset).
+ * in (a `drop` while connecting is an unanswered upgrade; later, the TCP connection ended with no close frame).
  *
  * @throws {Error} for a name the vocabulary has no action for.
  */
