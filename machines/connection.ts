@@ -301,8 +301,10 @@ function causeUnknown(context: ConnectionContext, event: Origin): boolean {
  * - a reset of a socket the server had accepted (a `dropped` reason marked `reset`), however long
  *   its control channel had been joined: the reset loses the frames the server sent that the link
  *   had not read, and Phoenix closes with a reset whenever the client is sending (a supersede push
- *   then the close 50 ms later, docs/field-notes.md "A reset loses what it overtakes"). A reset
- *   also means the server no longer holds that socket, so a probe does not meet its own 409.
+ *   then the close 50 ms later, docs/field-notes.md "A reset loses what it overtakes"). The
+ *   adapter marks only a reset soon after the link sent (transport policy `resetAfterSendMs`):
+ *   the server's own close, after which it holds that socket no more, so a probe meets no 409 of
+ *   ours; a middlebox's reset of an idle link, the server still holding the socket, is not marked.
  */
 function closedUnseen(context: ConnectionContext, reason: ReasonLike): boolean {
   if (!context.config.upgradesSupersede) return false
@@ -486,10 +488,10 @@ export const connectionMachine = setup({
      *   `unseenSupersedeWindowMs` before (a join that lands between the platform's supersede
      *   broadcast and its close hears nothing): the platform pushes `supersede` only through a
      *   joined control channel, then closes the socket as any "disconnect" does;
-     * - or the connection of a socket the server had accepted was reset (a `dropped` reason
-     *   marked `reset`), at any time: a reset loses the frames the server sent that the link had
-     *   not read, the supersede push among them, and Phoenix's close is a reset whenever the
-     *   link was sending.
+     * - or the connection of a socket the server had accepted was reset while the link was
+     *   sending (a `dropped` reason marked `reset`), however long after the join: a reset loses
+     *   the frames the server sent that the link had not read, the supersede push among them,
+     *   and Phoenix's close is a reset whenever the link was sending.
      * Any other drop, a timeout or a refused join is not how a supersede ends a socket, and the
      * server may still hold that socket, so a probe would meet our own socket's 409 until the
      * server lets it go: those reconnect as before. Under onConflict 'reject' the link's upgrades
@@ -1136,7 +1138,7 @@ export const connectionMachine = setup({
             { guard: 'isProbeConflict', target: '#connection.terminated', actions: 'recordProbedSupersede', meta: { rule: 'supersede-is-terminal' } },
             { guard: 'isOwnConflict', target: 'reconnecting', actions: 'retryOwnConflict', meta: { rule: 'own-conflict-retries' } },
             { guard: 'isTerminalLoss', target: '#connection.terminated', meta: { rule: 'upgrade-rejection-is-terminal' } },
-            // Accepted, closed before its control channel joined or just after: a supersede there may not be pushed, so the next attempts probe.
+            // Accepted, closed before its control channel joined or just after (a supersede there may not be pushed), or reset while sending (one pushed may be lost): the next attempts probe.
             { guard: 'isLostUnseen', target: 'reconnecting', actions: 'recordUnseenSupersede', meta: { rule: 'supersede-is-terminal' } },
             { target: 'reconnecting', meta: { rule: 'normal-close-reconnects' } },
           ],

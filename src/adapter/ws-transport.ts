@@ -65,7 +65,8 @@ export interface TransportHooks {
    * Node only: the TCP connection of an accepted socket errored, with Node's code (`ECONNRESET`
    * when the peer reset it, `EPIPE` when a write met the reset). `ws` reports no error event for
    * it (websocket.js socketOnError destroys the socket, then the close reads 1006), so this is
-   * the only place a reset shows.
+   * the only place a reset of an accepted socket shows (one during the handshake comes as ws's
+   * error, {@link TransportHooks.onError}).
    */
   onSocketError(code: string | null, message: string): void
 }
