@@ -31,7 +31,7 @@ export interface ReasonLike {
   readonly source?: string
   /** The HTTP status of a refused upgrade (`rejected`, phase `upgrade`); null or absent otherwise. */
   readonly status?: number | null
-  /** True on a `dropped` reason whose TCP connection was reset (src/reasons.ts `RESET_ERROR_CODES`): frames the server sent before it may be lost. */
+  /** True on a `dropped` reason whose TCP connection was reset soon after the link sent (src/reasons.ts `DroppedReason.reset`): frames the server sent before it may be lost. */
   readonly reset?: boolean
 }
 
@@ -187,10 +187,7 @@ export function unseenSupersedeReason(loss: ReasonLike, generation: number, at: 
     kind: 'superseded',
     retryable: false,
     cause: UNSEEN_SUPERSEDE_CAUSE,
-    message:
-      loss.reset === true
-        ? `${where}, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key, or the server still holds this link's own socket (a reset made by a middlebox, not by the server)`
-        : `${where}, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key`,
+    message: `${where}, and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key${loss.reset === true ? ", or the server still holds this link's own socket (a reset made by a middlebox, not by the server)" : ''}`,
     retryAfterMs: null,
     targetSocketId: null,
     correlationId: null,
