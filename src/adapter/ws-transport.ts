@@ -63,12 +63,36 @@ export interface TransportHooks {
   onError(code: string | null): void
   /**
    * Node only: the TCP connection of an accepted socket errored, with Node's code (`ECONNRESET`
-   * when the peer reset it, `EPIPE` when a write met the reset). `ws` reports no error event for
+   * when the peer reset it, `EPIPE` when a write met the reset; a reset that came behind unread
+   * bytes shows only to the empty write at the end of stream, as `write ECONNRESET`: see
+   * `probeAfterEnd`). `ws` reports no error event for
    * it (websocket.js socketOnError destroys the socket, then the close reads 1006), so this is
    * the only place a reset of an accepted socket shows (one during the handshake comes as ws's
    * error, {@link TransportHooks.onError}).
    */
   onSocketError(code: string | null, message: string): void
+}
+
+/** The empty write of {@link probeAfterEnd}. */
+const NOTHING = new Uint8Array(0)
+
+/**
+ * Node only, the `end` listener of an accepted socket's TCP connection: the server's FIN, or a
+ * reset that arrived behind bytes the link had not read yet. libuv takes a hang-up seen after a
+ * read that did not fill its buffer as the end of stream without reading again
+ * (libuv src/unix/stream.c `uv__stream_io`), so for such a reset Node reports an `end` and never
+ * the connection's `ECONNRESET` (measured 2026-12-06, docs/field-notes.md "A reset loses what it
+ * overtakes"). An empty write tells the two apart: the kernel fails a write to a reset connection
+ * (`ECONNRESET`, or `EPIPE` once that error was read), which reaches the socket's `error`
+ * listener as `write ECONNRESET`, while a connection the server only ended still takes it and
+ * sends nothing. It calls the prototype's `write`: at the end of stream Node gives the socket an
+ * own `write` that fails without writing (node lib/net.js `onReadableStreamEnd`, `writeAfterFIN`).
+ * It runs before ws's own `end` listener (which ends the socket), as ws adds that one only after
+ * the `upgrade` event returns (websocket.js `initAsClient`).
+ */
+function probeAfterEnd(this: { destroyed: boolean; writableEnded: boolean }): void {
+  if (this.destroyed || this.writableEnded) return
+  ;(Object.getPrototypeOf(this) as { write(this: unknown, chunk: Uint8Array): boolean }).write.call(this, NOTHING)
 }
 
 const isNodeWs = typeof (WebSocket as unknown as { prototype: { on?: unknown } }).prototype.on === 'function'
@@ -181,6 +205,7 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
   private static upgraded(this: LinkWebSocket, res: IncomingMessage): void {
     const hooks = this.#hooks
     res.socket.on('error', (error: Error & { code?: unknown }) => hooks.onSocketError(typeof error.code === 'string' ? error.code : null, error.message))
+    res.socket.on('end', probeAfterEnd)
   }
 
   /** ws's error event (Node): its code to the hooks, after a refusal being read is reported. */

@@ -362,6 +362,49 @@ describe('rule: supersede is terminal', () => {
         expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, null]])
       })
     }
+
+    it('a reset that arrives behind a frame the link has not read yet (Node reports an end of stream, not ECONNRESET) still counts: the next upgrade probes', async () => {
+      const sim = await world().sim()
+      const link = world().link(sim, { policy: RESET_POLICY })
+      await link.connect()
+      await link.channel('room:r').push('ping', {})
+      const [socket] = sim.live('agent-1')
+      const lost = next(link, 'disconnected')
+      const back = next(link, 'reconnected')
+      // A frame, then the reset, in one turn: the link's kernel holds the frame unread when the reset arrives.
+      socket!.send({ join_ref: null, ref: null, topic: 'room:r', event: 'notice', payload: {} })
+      expect(sim.abort({ agent: 'agent-1' }, { reset: true })).toBe(1)
+      const loss = await lost
+      expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: true, reason: { kind: 'dropped', reset: true, source: 'socket' } })
+      // Found by the transport's empty write at the end of stream (a write to a reset connection fails).
+      expect((loss.reason as { detail: string }).detail).toBe('abnormal closure (1006): write ECONNRESET')
+      await back
+      expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, 'reject']])
+    })
+
+    it('a heartbeat is not a frame the link sent: a reset past transport.resetAfterSendMs since its last push, heartbeats sent since, is a plain drop', async () => {
+      const sim = await world().sim()
+      // The link's monotonic clock, stepped by the test (phoenix.js's heartbeat runs on real timers).
+      let now = 0
+      const link = world().link(sim, { policy: { ...RESET_POLICY, transport: { heartbeatIntervalMs: 20 } }, env: { monotonic: () => now } })
+      await link.connect()
+      await link.channel('room:r').push('ping', {})
+      const [socket] = sim.live('agent-1')
+      // Past the window (2 s) since the push; a heartbeat goes out after it and is answered.
+      now = 10_000
+      const seen = socket!.heartbeats
+      await sim.waitFor(() => socket!.heartbeats >= seen + 2, { what: 'two more heartbeats from the link' })
+      const lost = next(link, 'disconnected')
+      const back = next(link, 'reconnected')
+      expect(sim.abort({ agent: 'agent-1' }, { reset: true })).toBe(1)
+      const loss = await lost
+      expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: false, reason: { kind: 'dropped' } })
+      expect(loss.reason).not.toHaveProperty('reset')
+      // The reset reached the link (read, or written behind a heartbeat's reply it had not read): the window alone decided.
+      expect((loss.reason as { detail: string }).detail).toMatch(/^abnormal closure \(1006\): (read|write) ECONNRESET$/)
+      await back
+      expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, null]])
+    })
   })
 
   it("the simulator's supersede cooldown: 429 with Retry-After for that agent until it runs out, then accepted; a cooldown that ran out is forgotten", async () => {
