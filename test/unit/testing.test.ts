@@ -50,7 +50,7 @@ describe('the paths as data', () => {
     expect([...types].sort()).toEqual(
       [
         'adapter.late', 'await', 'channel.close', 'channel.error', 'clock.advance', 'control.signal', 'host.cancelWait', 'host.connect',
-        'host.disconnect', 'join.reply', 'server.close', 'server.drop', 'server.malformed', 'server.stall', 'server.supersede',
+        'host.disconnect', 'join.reply', 'server.close', 'server.drop', 'server.malformed', 'server.reset', 'server.stall', 'server.supersede',
         'upgrade.accept', 'upgrade.drop', 'upgrade.refuse',
       ].sort(),
     )

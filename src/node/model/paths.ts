@@ -11,6 +11,7 @@ import {
   applyModel,
   expectationOf,
   initialModel,
+  afterReset,
   serializeModel,
   stimuliOf,
   type Expectation,
@@ -118,10 +119,11 @@ export const connectionModel: PathModel<ReturnType<typeof initialModel>, Expecta
   // A 409 means one thing before the server first accepted a socket of this link and another after it lost one
   // (isOwnConflict): both are edges to cover, and the second both before the link ever connected (a
   // stalled first join) and after. A supersede held until the upgrade's answer, or one being
-  // probed, changes what the stimuli after it mean: each is an edge again. An ambiguous supersede
+  // probed, changes what the stimuli after it mean: each is an edge again; so does a reset, until
+  // the next upgrade's answer (whatever the chart decided on it). An ambiguous supersede
   // before the current upgrade left starts the attempt again as a probe: an edge of its own.
   edge: (snapshot, stimulus) =>
-    `${JSON.stringify(snapshot.value)}|${snapshot.context.generation > 1}|${snapshot.context.epoch > 1}|${stimulus}${stimulus === 'upgrade 409' ? ownConflictEdge(snapshot.context) : ''}${snapshot.context.heldSupersede === null ? '' : '|held-supersede'}${snapshot.context.ambiguousSupersede === null ? '' : '|probing'}${stimulus === 'ambiguous supersede' && snapshot.context.keyHolder !== snapshot.context.generation ? '|before-upgrade' : ''}`,
+    `${JSON.stringify(snapshot.value)}|${snapshot.context.generation > 1}|${snapshot.context.epoch > 1}|${stimulus}${stimulus === 'upgrade 409' ? ownConflictEdge(snapshot.context) : ''}${snapshot.context.heldSupersede === null ? '' : '|held-supersede'}${snapshot.context.ambiguousSupersede === null ? '' : '|probing'}${afterReset(snapshot)}${stimulus === 'ambiguous supersede' && snapshot.context.keyHolder !== snapshot.context.generation ? '|before-upgrade' : ''}`,
   expect: expectationOf,
 }
 

@@ -21,6 +21,7 @@ const Stimulus = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('upgrade.drop') }),
   z.strictObject({ type: z.literal('server.close'), code: SendableCloseCode }),
   z.strictObject({ type: z.literal('server.drop') }),
+  z.strictObject({ type: z.literal('server.reset') }),
   z.strictObject({ type: z.literal('server.stall') }),
   z.strictObject({ type: z.literal('server.supersede') }),
   z.strictObject({ type: z.literal('server.malformed'), data: z.string() }),

@@ -60,6 +60,7 @@ const RETRIED = new Set([
   'close 1013',
   'close 4001',
   'drop',
+  'reset',
   'heartbeat timeout',
   'control phx_close',
   'join crashed',
@@ -150,6 +151,8 @@ function unansweredBefore(path: OracleInput['path'], index: number): boolean {
  * socket it accepted while its control channel was not joined (from
  * `joining`, which includes a rejoin after a crash, to a reconnect): the platform pushes
  * `supersede` only through a joined control channel, so one there is seen as a close alone; or a
+ * `reset` of an accepted socket (joining or connected: the link had just sent), which may have
+ * discarded the supersede push; or a
  * supersede read after a session ended other than `superseded` on its last accepted socket
  * (`late supersede`), or read on an earlier session's socket (`earlier-session supersede`) while
  * the current or just-ended session has no socket the server accepted. Only an attempt
@@ -172,7 +175,9 @@ function causeUnknownSince(input: OracleInput): number {
       (step.name === 'late supersede' && ended) ||
       (step.name === 'earlier-session supersede' && (ended || SESSION.has(prior.state)) && !acceptedIn(path, k, prior.epoch)) ||
       (UNKNOWN_OUTCOMES.has(step.name) && supersedeHeld({ ...input, index: k, step, before: prior })) ||
-      (prior.state === 'joining' && DISCONNECT_CLOSES.has(step.name) && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended'))
+      (prior.state === 'joining' && DISCONNECT_CLOSES.has(step.name) && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended')) ||
+      // A reset of an accepted socket just after the link sent, joined or not: the reset may have discarded the push.
+      (step.name === 'reset' && (prior.state === 'joining' || prior.state === 'connected') && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended'))
     if (unknown && before.generation > prior.generation) return k
   }
   return -1
@@ -238,7 +243,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   {
     name: 'unknown-supersede-probes',
     rule:
-      'After a supersede whose cause is unknown (an upgrade of ours unanswered, or refused 503), or a close by the server of an accepted socket before its control channel joined (where the platform cannot push a supersede), every upgrade of the link that leaves later, until one is accepted or a session ends superseded, asks on_conflict=reject, those of the next session too if the host stops this one (or it ends another way) first, so no other instance of the agent is evicted to find out. Judged from what the server saw: the last of `simulator.upgrades` of the agent (UpgradeRecord.onConflict) at each step that answers an upgrade; skipped with no simulator (a replay on the chart alone).',
+      'After a supersede whose cause is unknown (an upgrade of ours unanswered, or refused 503), or a close by the server of an accepted socket before its control channel joined (where the platform cannot push a supersede), or a reset of an accepted socket just after the link sent (which may have discarded the supersede push), every upgrade of the link that leaves later, until one is accepted or a session ends superseded, asks on_conflict=reject, those of the next session too if the host stops this one (or it ends another way) first, so no other instance of the agent is evicted to find out. Judged from what the server saw: the last of `simulator.upgrades` of the agent (UpgradeRecord.onConflict) at each step that answers an upgrade; skipped with no simulator (a replay on the chart alone).',
     check: (input) => {
       const { path, step, before, simulator, agentId } = input
       if (simulator === undefined || before.state !== 'connecting' || !UPGRADE_ANSWERS.has(step.name)) return null
@@ -271,7 +276,7 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
   },
   {
     name: 'normal-close-reconnects',
-    rule: 'A normal close (1000, 1001, 1011, 1012, 1013, 4001), a drop, a heartbeat timeout, a 429/503 and every timeout reconnect.',
+    rule: 'A normal close (1000, 1001, 1011, 1012, 1013, 4001), a drop, a reset, a heartbeat timeout, a 429/503 and every timeout reconnect.',
     check: (input) => {
       const { step, before, after } = input
       // A 429 after a held supersede ends the session (supersede-is-terminal); a drop, a timeout or a 503 still reconnects.

@@ -626,6 +626,10 @@ class World {
         return void sim.close({ agent }, s.code)
       case 'server.drop':
         return void sim.abort({ agent })
+      case 'server.reset':
+        // The link's last frame (a join) went out on the path's clock, which has not moved since:
+        // within transport.resetAfterSendMs, so the link reads the reset as one (reset: true).
+        return void sim.abort({ agent }, { reset: true })
       case 'server.stall':
         return void sim.stall({ agent })
       case 'server.supersede': {

@@ -31,7 +31,10 @@ export type StimulusTopic = 'control'
  *   upgrade has arrived before answering it): `accept` (101), `refuse` with an HTTP status (and
  *   `Retry-After` in seconds for 429/503), or `drop` (the TCP connection ends unanswered).
  * - `server.*`: the server acts on the open socket: `close` with an RFC 6455 close code (section
- *   7.4.1), `drop` (the TCP connection ended, no close frame: the client sees 1006; `abort` without `reset`), `stall` (stops reading and
+ *   7.4.1), `drop` (the TCP connection ended, no close frame: the client sees 1006; `abort` without `reset`),
+ *   `reset` (the TCP connection reset, as Phoenix's close is when the client's bytes are unread:
+ *   `abort` with `reset`; the link had just sent, so it may have lost a supersede push and
+ *   probes; docs/field-notes.md "A reset loses what it overtakes"), `stall` (stops reading and
  *   answering, so the client's heartbeat times out), `supersede` (the platform's supersede push
  *   on the control channel; the socket is left open, so only the client's own rule ends it),
  *   `malformed` (a frame the V2 JSON serializer cannot decode).
@@ -55,6 +58,7 @@ export type LifecycleStimulus =
   | { type: 'upgrade.drop' }
   | { type: 'server.close'; code: number }
   | { type: 'server.drop' }
+  | { type: 'server.reset' }
   | { type: 'server.stall' }
   | { type: 'server.supersede' }
   | { type: 'server.malformed'; data: string }
@@ -130,6 +134,7 @@ export function stimulusOf(name: string, kind: StimulusKind, event: EventObject,
     }
     const close = /^close (\d{4})$/.exec(name)
     if (close) return { type: 'server.close', code: Number(close[1]) }
+    if (name === 'reset') return { type: 'server.reset' }
     if (name === 'heartbeat timeout') return { type: 'server.stall' }
     if (name === 'supersede') return { type: 'server.supersede' }
     if (name === 'malformed frame') return { type: 'server.malformed', data: MALFORMED_FRAME }
