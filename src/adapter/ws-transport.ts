@@ -79,10 +79,10 @@ const NOTHING = new Uint8Array(0)
 /**
  * Node only, the `end` listener of an accepted socket's TCP connection: the server's FIN, or a
  * reset that arrived behind bytes the link had not read yet. libuv takes a hang-up seen after a
- * read that did not fill its buffer as the end of stream without reading again
- * (libuv src/unix/stream.c `uv__stream_io`), so for such a reset Node reports an `end` and never
- * the connection's `ECONNRESET` (measured 2026-12-06, docs/field-notes.md "A reset loses what it
- * overtakes"). An empty write tells the two apart: the kernel fails a write to a reset connection
+ * read that did not fill its buffer as the end of stream without reading again (libuv
+ * src/unix/stream.c `uv__stream_io`), so for such a reset Node emits `end`, never `ECONNRESET`
+ * (docs/field-notes.md "Node reports a reset that arrives behind unread bytes as an end of
+ * stream"). An empty write tells them apart: the kernel fails a write to a reset connection
  * (`ECONNRESET`, or `EPIPE` once that error was read), which reaches the socket's `error`
  * listener as `write ECONNRESET`, while a connection the server only ended still takes it and
  * sends nothing. It calls the prototype's `write`: at the end of stream Node gives the socket an

@@ -8,10 +8,10 @@
 import { getShortestPaths } from 'xstate/graph'
 import { initialTransition, transition, type AnyStateMachine, type EventObject, type SnapshotFrom } from 'xstate'
 import {
+  afterReset,
   applyModel,
   expectationOf,
   initialModel,
-  afterReset,
   serializeModel,
   stimuliOf,
   type Expectation,
