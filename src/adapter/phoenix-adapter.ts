@@ -271,12 +271,14 @@ class TransportHandle implements TransportHooks {
     // closed the socket with 1009) would vanish unreported.
     if (this.ended && code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.adapter.oversizeAfterEnd(this)
   }
-  onSocketError(code: string | null, message: string): void {
+  onSocketError(code: string | null, message: string, afterEnd: boolean): void {
     // Kept for the close that follows (ws destroys the socket and closes 1006): a reset soon after
     // the link sent makes the drop's reason say so (socketClosed). An error phoenix.js reported
-    // first (socketErrored) is kept as it is.
+    // first (socketErrored) is kept as it is. An EPIPE past the end of stream is a reset that
+    // followed the server's FIN (a peer that ended, then closed while the link sent): everything
+    // the server sent came before the FIN and was read, so it is no reset that overtook a push.
     if (this.ended) return
-    if (code !== null && RESET_ERROR_CODES.includes(code)) this.resetAt ??= this.adapter.config.monotonic()
+    if (code !== null && RESET_ERROR_CODES.includes(code) && !(afterEnd && code === 'EPIPE')) this.resetAt ??= this.adapter.config.monotonic()
     if (this.lastError !== null) return
     this.lastError = message
     this.lastErrorCode = code

@@ -64,35 +64,28 @@ export interface TransportHooks {
   /**
    * Node only: the TCP connection of an accepted socket errored, with Node's code (`ECONNRESET`
    * when the peer reset it, `EPIPE` when a write met the reset; a reset that came behind unread
-   * bytes shows only to the empty write at the end of stream, as `write ECONNRESET`: see
-   * `probeAfterEnd`). `ws` reports no error event for
+   * bytes shows only to the frame written at the end of stream, as `write ECONNRESET`: see
+   * `LinkWebSocket.probeAfterEnd`), and whether the connection's readable side had ended
+   * (`afterEnd`: on Linux an `EPIPE` then is a reset that followed the server's FIN, net/ipv4/tcp_input.c
+   * `tcp_reset` in CLOSE_WAIT, which overtook nothing). `ws` reports no error event for
    * it (websocket.js socketOnError destroys the socket, then the close reads 1006), so this is
    * the only place a reset of an accepted socket shows (one during the handshake comes as ws's
    * error, {@link TransportHooks.onError}).
    */
-  onSocketError(code: string | null, message: string): void
+  onSocketError(code: string | null, message: string, afterEnd: boolean): void
 }
 
-/** The empty write of {@link probeAfterEnd}. */
-const NOTHING = new Uint8Array(0)
-
 /**
- * Node only, the `end` listener of an accepted socket's TCP connection: the server's FIN, or a
- * reset that arrived behind bytes the link had not read yet. libuv takes a hang-up seen after a
- * read that did not fill its buffer as the end of stream without reading again (libuv
- * src/unix/stream.c `uv__stream_io`), so for such a reset Node emits `end`, never `ECONNRESET`
- * (docs/field-notes.md "Node reports a reset that arrives behind unread bytes as an end of
- * stream"). An empty write tells them apart: the kernel fails a write to a reset connection
- * (`ECONNRESET`, or `EPIPE` once that error was read), which reaches the socket's `error`
- * listener as `write ECONNRESET`, while a connection the server only ended still takes it and
- * sends nothing. It calls the prototype's `write`: at the end of stream Node gives the socket an
- * own `write` that fails without writing (node lib/net.js `onReadableStreamEnd`, `writeAfterFIN`).
- * It runs before ws's own `end` listener (which ends the socket), as ws adds that one only after
- * the `upgrade` event returns (websocket.js `initAsClient`).
+ * An empty, unsolicited pong (RFC 6455 section 5.5.3: "A Pong frame MAY be sent unsolicited"),
+ * masked as every client frame must be (section 5.3: FIN and opcode 0xA, the mask bit and length
+ * 0, then a fresh 4-byte masking key): the write of {@link LinkWebSocket.probeAfterEnd}.
  */
-function probeAfterEnd(this: { destroyed: boolean; writableEnded: boolean }): void {
-  if (this.destroyed || this.writableEnded) return
-  ;(Object.getPrototypeOf(this) as { write(this: unknown, chunk: Uint8Array): boolean }).write.call(this, NOTHING)
+function emptyPong(): Uint8Array {
+  const frame = new Uint8Array(6)
+  frame[0] = 0x8a
+  frame[1] = 0x80
+  globalThis.crypto.getRandomValues(frame.subarray(2))
+  return frame
 }
 
 const isNodeWs = typeof (WebSocket as unknown as { prototype: { on?: unknown } }).prototype.on === 'function'
@@ -204,8 +197,32 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
    */
   private static upgraded(this: LinkWebSocket, res: IncomingMessage): void {
     const hooks = this.#hooks
-    res.socket.on('error', (error: Error & { code?: unknown }) => hooks.onSocketError(typeof error.code === 'string' ? error.code : null, error.message))
-    res.socket.on('end', probeAfterEnd)
+    const socket = res.socket
+    socket.on('error', (error: Error & { code?: unknown }) => hooks.onSocketError(typeof error.code === 'string' ? error.code : null, error.message, socket.readableEnded))
+    socket.on('end', () => LinkWebSocket.probeAfterEnd(this, socket))
+  }
+
+  /**
+   * Node only, at the end of stream of an accepted socket's TCP connection (its `end` event) while
+   * no close frame came (the WebSocket still open): the server's FIN, or a reset that arrived
+   * behind bytes the link had not read yet. libuv takes a hang-up seen after a read that did not
+   * fill its buffer as the end of stream without reading again (libuv src/unix/stream.c
+   * `uv__stream_io`), so for such a reset Node emits `end`, never `ECONNRESET` (docs/field-notes.md
+   * "Node reports a reset that arrives behind unread bytes as an end of stream"). One frame written
+   * now tells them apart: the kernel fails a write to a reset connection with `ECONNRESET`, which
+   * reaches the socket's `error` listener as `write ECONNRESET`, while a connection the server only
+   * ended takes it. The frame is an empty pong ({@link emptyPong}), not an empty write: Node's TLS
+   * layer reports every empty write as done and drops its error (src/crypto/crypto_tls.cc
+   * `TLSWrap::DoWrite`, "Empty write"), so over `wss:` only a frame of some bytes reaches the
+   * connection (a breaker, 2026-12-06: 0 of 6 resets found with the empty write over TLS, 5 of 5
+   * with the pong). It goes through the prototype's `write`: at the end of stream Node gives the
+   * socket an own `write` that fails without writing (node lib/net.js `onReadableStreamEnd`,
+   * `writeAfterFIN`). This listener runs before ws's own `end` listener (which ends the socket), as
+   * ws adds that one only after the `upgrade` event returns (websocket.js `initAsClient`).
+   */
+  private static probeAfterEnd(ws: LinkWebSocket, socket: IncomingMessage['socket']): void {
+    if (ws.readyState !== WebSocket.OPEN || socket.destroyed || socket.writableEnded) return
+    ;(Object.getPrototypeOf(socket) as { write(this: unknown, chunk: Uint8Array): boolean }).write.call(socket, emptyPong())
   }
 
   /** ws's error event (Node): its code to the hooks, after a refusal being read is reported. */

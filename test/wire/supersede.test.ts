@@ -338,7 +338,7 @@ describe('rule: supersede is terminal', () => {
     })
 
     for (const [how, reset, policy] of [
-      ['an abort without reset (a FIN: everything sent before it arrives)', false, RESET_POLICY],
+      ['an abort without reset of a link that is not sending (a FIN: everything sent before it arrives)', false, RESET_POLICY],
       [
         'a reset of a link that sent nothing within transport.resetAfterSendMs (0 here: none counts; a NAT or proxy dropping an idle flow while the server still holds the socket)',
         true,
@@ -376,24 +376,47 @@ describe('rule: supersede is terminal', () => {
       expect(sim.abort({ agent: 'agent-1' }, { reset: true })).toBe(1)
       const loss = await lost
       expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: true, reason: { kind: 'dropped', reset: true, source: 'socket' } })
-      // Found by the transport's empty write at the end of stream (a write to a reset connection fails).
+      // Found by the pong the transport writes at the end of stream (a write to a reset connection fails).
       expect((loss.reason as { detail: string }).detail).toBe('abnormal closure (1006): write ECONNRESET')
       await back
       expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, 'reject']])
+    })
+
+    it('a FIN, then a reset behind it (a server that ends, then closes with the link\'s last push unread), is a plain drop: the FIN came behind everything the server sent, and the link read it all', async () => {
+      const sim = await world().sim()
+      const link = world().link(sim, { policy: RESET_POLICY })
+      await link.connect()
+      const room = link.channel('room:r')
+      await room.joined()
+      const [socket] = sim.live('agent-1')
+      const lost = next(link, 'disconnected')
+      const back = next(link, 'reconnected')
+      // The server stops reading, the link pushes (its bytes unread there), and the server ends its
+      // side: a FIN, then, closed with those bytes unread, a reset (the link's kernel: EPIPE).
+      sim.stall({ agent: 'agent-1' })
+      room.push('late', {}).catch(() => {})
+      const tcp = (socket as unknown as { ws: { _socket: import('node:net').Socket } }).ws._socket
+      tcp.once('finish', () => tcp.destroy())
+      tcp.end()
+      const loss = await lost
+      expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: false, reason: { kind: 'dropped' } })
+      expect(loss.reason).not.toHaveProperty('reset')
+      await back
+      expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, null]])
     })
 
     it('a heartbeat is not a frame the link sent: a reset past transport.resetAfterSendMs since its last push, heartbeats sent since, is a plain drop', async () => {
       const sim = await world().sim()
       // The link's monotonic clock, stepped by the test (phoenix.js's heartbeat runs on real timers).
       let now = 0
-      const link = world().link(sim, { policy: { ...RESET_POLICY, transport: { heartbeatIntervalMs: 20 } }, env: { monotonic: () => now } })
+      const link = world().link(sim, { policy: { ...RESET_POLICY, transport: { heartbeatIntervalMs: 250 } }, env: { monotonic: () => now } })
       await link.connect()
       await link.channel('room:r').push('ping', {})
       const [socket] = sim.live('agent-1')
       // Past the window (2 s) since the push; a heartbeat goes out after it and is answered.
       now = 10_000
       const seen = socket!.heartbeats
-      await sim.waitFor(() => socket!.heartbeats >= seen + 2, { what: 'two more heartbeats from the link' })
+      await sim.waitFor(() => socket!.heartbeats > seen, { what: 'a heartbeat from the link' })
       const lost = next(link, 'disconnected')
       const back = next(link, 'reconnected')
       expect(sim.abort({ agent: 'agent-1' }, { reset: true })).toBe(1)
