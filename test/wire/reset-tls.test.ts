@@ -65,71 +65,54 @@ afterEach(async () => {
   }
 })
 
-describe('a reset over wss:', () => {
-  it('a reset right behind a frame the link has not read yet (Node: an end of stream) counts as one over TLS too: the next upgrade probes', async () => {
-    const sim = await world().sim()
-    const terminator = serve(tls.createServer({ key: KEY, cert: CERT }, pipeTo(sim.port)))
-    const terminatorPort = await listen(terminator)
-    // The proxy resets the link's connection right behind the next bytes it forwards to it, once armed.
-    let armed = false
-    const proxy = serve(
+/**
+ * The link over `wss:` to the simulator (through the proxy and the TLS terminator), connected, and
+ * just sent (a push); then the simulator sends a frame, and the proxy forwards it and at once does
+ * `cut` to the link's connection. Resolves with the loss the link reported, once it reconnected.
+ */
+async function frameThenCut(cut: (client: net.Socket) => void) {
+  const sim = await world().sim()
+  const terminatorPort = await listen(serve(tls.createServer({ key: KEY, cert: CERT }, pipeTo(sim.port))))
+  let armed = false
+  const proxyPort = await listen(
+    serve(
       net.createServer(
         pipeTo(terminatorPort, (chunk, client) => {
           client.write(chunk)
-          if (armed) client.resetAndDestroy()
+          if (armed) cut(client)
         }),
       ),
-    )
-    const proxyPort = await listen(proxy)
-    const link = world().link(sim, {
-      url: `wss://127.0.0.1:${proxyPort}/socket`,
-      policy: { connection: { unseenSupersedeWindowMs: 0, conflictRetryWindowMs: 150 }, reconnect: { initialDelayMs: 250, maxDelayMs: 250 } },
-    })
-    await link.connect()
-    await link.channel('room:r').push('ping', {})
-    const [socket] = sim.live('agent-1')
-    const lost = next(link, 'disconnected')
-    const back = next(link, 'reconnected')
-    armed = true
-    socket!.send({ join_ref: null, ref: null, topic: 'room:r', event: 'notice', payload: {} })
-    const loss = await lost
-    armed = false
+    ),
+  )
+  const link = world().link(sim, {
+    url: `wss://127.0.0.1:${proxyPort}/socket`,
+    policy: { connection: { unseenSupersedeWindowMs: 0, conflictRetryWindowMs: 150 }, reconnect: { initialDelayMs: 250, maxDelayMs: 250 } },
+  })
+  await link.connect()
+  await link.channel('room:r').push('ping', {})
+  const [socket] = sim.live('agent-1')
+  const lost = next(link, 'disconnected')
+  const back = next(link, 'reconnected')
+  armed = true
+  socket!.send({ join_ref: null, ref: null, topic: 'room:r', event: 'notice', payload: {} })
+  const loss = await lost
+  armed = false
+  await back
+  return { loss, upgrades: sim.upgrades.map((u) => [u.status, u.onConflict]) }
+}
+
+describe('a reset over wss:', () => {
+  it('a reset right behind a frame the link has not read yet (Node: an end of stream) counts as one over TLS too: the next upgrade probes', async () => {
+    const { loss, upgrades } = await frameThenCut((client) => client.resetAndDestroy())
     expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: true, reason: { kind: 'dropped', reset: true, source: 'socket' } })
     expect((loss.reason as { detail: string }).detail).toBe('abnormal closure (1006): write ECONNRESET')
-    await back
-    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, 'reject']])
+    expect(upgrades).toEqual([[101, null], [101, 'reject']])
   })
 
   it('the same frame, then an end of the connection (a FIN) over TLS: a plain drop, no probe', async () => {
-    const sim = await world().sim()
-    const terminator = serve(tls.createServer({ key: KEY, cert: CERT }, pipeTo(sim.port)))
-    const terminatorPort = await listen(terminator)
-    let armed = false
-    const proxy = serve(
-      net.createServer(
-        pipeTo(terminatorPort, (chunk, client) => {
-          client.write(chunk)
-          if (armed) client.end()
-        }),
-      ),
-    )
-    const proxyPort = await listen(proxy)
-    const link = world().link(sim, {
-      url: `wss://127.0.0.1:${proxyPort}/socket`,
-      policy: { connection: { unseenSupersedeWindowMs: 0, conflictRetryWindowMs: 150 }, reconnect: { initialDelayMs: 250, maxDelayMs: 250 } },
-    })
-    await link.connect()
-    await link.channel('room:r').push('ping', {})
-    const [socket] = sim.live('agent-1')
-    const lost = next(link, 'disconnected')
-    const back = next(link, 'reconnected')
-    armed = true
-    socket!.send({ join_ref: null, ref: null, topic: 'room:r', event: 'notice', payload: {} })
-    const loss = await lost
-    armed = false
+    const { loss, upgrades } = await frameThenCut((client) => client.end())
     expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: false, reason: { kind: 'dropped' } })
     expect(loss.reason).not.toHaveProperty('reset')
-    await back
-    expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [101, null]])
+    expect(upgrades).toEqual([[101, null], [101, null]])
   })
 })
