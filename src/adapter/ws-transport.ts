@@ -63,11 +63,13 @@ export interface TransportHooks {
   onError(code: string | null): void
   /**
    * Node only: the TCP connection of an accepted socket errored, with Node's code (`ECONNRESET`
-   * when the peer reset it, `EPIPE` when a write met the reset; a reset that came behind unread
-   * bytes shows only to the frame written at the end of stream, as `write ECONNRESET`: see
+   * when the peer reset it; on Linux `EPIPE` when a write met a reset that came after the peer's
+   * FIN, net/ipv4/tcp_input.c `tcp_reset` in CLOSE_WAIT; a reset that came behind unread bytes
+   * shows only to the frame written at the end of stream, as `write ECONNRESET`: see
    * `LinkWebSocket.probeAfterEnd`), and whether the connection's readable side had ended
-   * (`afterEnd`: on Linux an `EPIPE` then is a reset that followed the server's FIN, net/ipv4/tcp_input.c
-   * `tcp_reset` in CLOSE_WAIT, which overtook nothing). `ws` reports no error event for
+   * (`afterEnd`: an `EPIPE` then overtook nothing, as the link read all the peer sent before its
+   * FIN; before it, ws destroys the socket on the error, and what the link had not read is lost).
+   * `ws` reports no error event for
    * it (websocket.js socketOnError destroys the socket, then the close reads 1006), so this is
    * the only place a reset of an accepted socket shows (one during the handshake comes as ws's
    * error, {@link TransportHooks.onError}).
