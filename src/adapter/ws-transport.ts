@@ -69,10 +69,9 @@ export interface TransportHooks {
    * `LinkWebSocket.probeAfterEnd`), and whether the connection's readable side had ended
    * (`afterEnd`: an `EPIPE` then overtook nothing, as the link read all the peer sent before its
    * FIN; before it, ws destroys the socket on the error, and what the link had not read is lost).
-   * `ws` reports no error event for
-   * it (websocket.js socketOnError destroys the socket, then the close reads 1006), so this is
-   * the only place a reset of an accepted socket shows (one during the handshake comes as ws's
-   * error, {@link TransportHooks.onError}).
+   * `ws` reports no error event for it (websocket.js socketOnError destroys the socket, then the
+   * close reads 1006), so this is the only place a reset of an accepted socket shows (one during
+   * the handshake comes as ws's error, {@link TransportHooks.onError}).
    */
   onSocketError(code: string | null, message: string, afterEnd: boolean): void
 }

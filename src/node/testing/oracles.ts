@@ -168,6 +168,7 @@ function causeUnknownSince(input: OracleInput): number {
     const prior = path.steps[k - 1]!.expect
     if (step.name === 'open' || (step.expect.state === 'terminated' && step.expect.reason === 'superseded')) return -1
     const ended = prior.state === 'stopped' || (prior.state === 'terminated' && prior.reason !== 'superseded')
+    const reconnects = step.expect.state === 'reconnecting' || step.expect.state === 'suspended'
     const unknown =
       (step.name === 'ambiguous supersede' && SESSION.has(prior.state) && prior.state !== 'stopping') ||
       // Read after the session ended (not superseded) on a socket still closing, or on an earlier
@@ -175,9 +176,9 @@ function causeUnknownSince(input: OracleInput): number {
       (step.name === 'late supersede' && ended) ||
       (step.name === 'earlier-session supersede' && (ended || SESSION.has(prior.state)) && !acceptedIn(path, k, prior.epoch)) ||
       (UNKNOWN_OUTCOMES.has(step.name) && supersedeHeld({ ...input, index: k, step, before: prior })) ||
-      (prior.state === 'joining' && DISCONNECT_CLOSES.has(step.name) && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended')) ||
+      (prior.state === 'joining' && DISCONNECT_CLOSES.has(step.name) && reconnects) ||
       // A reset of an accepted socket just after the link sent, joined or not: the reset may have discarded the push.
-      (step.name === 'reset' && (prior.state === 'joining' || prior.state === 'connected') && (step.expect.state === 'reconnecting' || step.expect.state === 'suspended'))
+      (step.name === 'reset' && (prior.state === 'joining' || prior.state === 'connected') && reconnects)
     if (unknown && before.generation > prior.generation) return k
   }
   return -1
