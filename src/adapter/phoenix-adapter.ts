@@ -155,8 +155,8 @@ interface Attachment {
 /**
  * One transport generation: its phoenix Socket and WebSocket, what the socket reported, its
  * attachments, and when it is closed. It is also the transport's hooks ({@link TransportHooks}):
- * the WebSocket reports to it directly, with no closures per generation (but the listener for
- * the errors of an accepted socket's TCP connection, one per accepted socket: ws-transport.ts).
+ * the WebSocket reports to it directly, with no closures per generation (but the two listeners
+ * on an accepted socket's TCP connection, its errors and its end of stream: ws-transport.ts).
  */
 class TransportHandle implements TransportHooks {
   socket: LinkSocket | null = null

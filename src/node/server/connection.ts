@@ -303,8 +303,9 @@ export class SimConnection {
    * close frame (the handshake already answered by `ws`) it only ends the TCP connection, and the
    * close stays the client's. With `reset`, the connection is reset (a TCP RST, Node's
    * `socket.resetAndDestroy()`) instead of ended: what a real server's close does to a client
-   * whose bytes it had not read; the client's kernel discards what the client had not read, and
-   * Node reports `ECONNRESET`.
+   * whose bytes it had not read. Node's client reports `ECONNRESET`, or, when the reset comes
+   * right behind bytes it had not read yet, an end of stream (docs/field-notes.md "Node reports a
+   * reset that arrives behind unread bytes as an end of stream").
    */
   abort(reset = false): void {
     if (this.state === 'closed') return

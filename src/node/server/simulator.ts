@@ -950,8 +950,9 @@ export class PlatformSimulator extends EventEmitter {
    * lib/websocket-server.js); abort() ends it now, on both sides. `{ agent }` and `'all'` reach
    * open sockets only, like every control (0 for an agent between sockets).
    *
-   * @param options.reset reset the connections (a TCP RST) instead of ending them (a FIN): the
-   *   client's kernel discards what it had not read, and Node's client sees `ECONNRESET`. Phoenix's
+   * @param options.reset reset the connections (a TCP RST) instead of ending them (a FIN): Node's
+   *   client sees `ECONNRESET`, or an end of stream when the reset comes right behind bytes it
+   *   had not read yet (docs/field-notes.md). Phoenix's
    *   close is a reset whenever the client is sending (docs/field-notes.md "A reset loses what it
    *   overtakes"); this is how a test gives a client that close, with the loss, at will.
    */
