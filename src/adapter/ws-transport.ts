@@ -205,21 +205,24 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
 
   /**
    * Node only, at the end of stream of an accepted socket's TCP connection (its `end` event) while
-   * no close frame came (the WebSocket still open): the server's FIN, or a reset that arrived
-   * behind bytes the link had not read yet. libuv takes a hang-up seen after a read that did not
-   * fill its buffer as the end of stream without reading again (libuv src/unix/stream.c
-   * `uv__stream_io`), so for such a reset Node emits `end`, never `ECONNRESET` (docs/field-notes.md
-   * "Node reports a reset that arrives behind unread bytes as an end of stream"). One frame written
-   * now tells them apart: the kernel fails a write to a reset connection with `ECONNRESET`, which
-   * reaches the socket's `error` listener as `write ECONNRESET`, while a connection the server only
-   * ended takes it. The frame is an empty pong ({@link emptyPong}), not an empty write: Node's TLS
-   * layer reports every empty write as done and drops its error (src/crypto/crypto_tls.cc
-   * `TLSWrap::DoWrite`, "Empty write"), so over `wss:` only a frame of some bytes reaches the
-   * connection (a breaker, 2026-12-06: 0 of 6 resets found with the empty write over TLS, 5 of 5
-   * with the pong). It goes through the prototype's `write`: at the end of stream Node gives the
-   * socket an own `write` that fails without writing (node lib/net.js `onReadableStreamEnd`,
-   * `writeAfterFIN`). This listener runs before ws's own `end` listener (which ends the socket), as
-   * ws adds that one only after the `upgrade` event returns (websocket.js `initAsClient`).
+   * the WebSocket is still open (no close frame came, and the link sent none: after its own close
+   * frame, behind which ws sends nothing and RFC 6455 section 5.5.1 allows no data frame, the end
+   * is that of a close handshake, cut short or not; test/wire/end-probe.test.ts): the server's FIN,
+   * or a reset that arrived behind bytes the link had not read yet. libuv takes a hang-up seen
+   * after a read that did not fill its buffer as the end of stream without reading again (libuv
+   * src/unix/stream.c `uv__stream_io`), so for such a reset Node emits `end`, never `ECONNRESET`
+   * (docs/field-notes.md "Node reports a reset that arrives behind unread bytes as an end of
+   * stream"). One frame written now tells them apart: the kernel fails a write to a reset
+   * connection with `ECONNRESET`, which reaches the socket's `error` listener as `write
+   * ECONNRESET`, while a connection the server only ended takes it. The frame is an empty pong
+   * ({@link emptyPong}), not an empty write: Node's TLS layer reports every empty write as done and
+   * drops its error (src/crypto/crypto_tls.cc `TLSWrap::DoWrite`, "Empty write"), so over `wss:`
+   * only a frame of some bytes reaches the connection (a breaker, 2026-12-06: 0 of 6 resets found
+   * with the empty write over TLS, 5 of 5 with the pong). It goes through the prototype's `write`:
+   * at the end of stream Node gives the socket an own `write` that fails without writing (node
+   * lib/net.js `onReadableStreamEnd`, `writeAfterFIN`). This listener runs before ws's own `end`
+   * listener (which ends the socket), as ws adds that one only after the `upgrade` event returns
+   * (websocket.js `initAsClient`).
    */
   private static probeAfterEnd(ws: LinkWebSocket, socket: IncomingMessage['socket']): void {
     if (ws.readyState !== WebSocket.OPEN || socket.destroyed || socket.writableEnded) return
