@@ -37,6 +37,48 @@ function parseMetrics(text: string): Map<string, number> {
   return out
 }
 
+/**
+ * A reader of the simulator's `GET /admin/events`, connected: `text()` is what it read so far;
+ * `until(part)` resolves once that holds `part` (rejects after 4 s, saying what it read);
+ * `close()` ends it.
+ */
+async function eventsReader(sim: PlatformSimulator): Promise<{ text(): string; until(part: string): Promise<void>; close(): void }> {
+  let read = ''
+  const waiting = new Set<() => void>()
+  const req = get({ host: '127.0.0.1', port: sim.port, path: '/admin/events' })
+  await new Promise<void>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => {
+        read += chunk
+        for (const look of [...waiting]) look()
+      })
+      res.on('error', () => {})
+      resolve()
+    })
+    req.on('error', reject)
+  })
+  return {
+    text: () => read,
+    until: (part) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiting.delete(look)
+          reject(new Error(`no ${JSON.stringify(part)} in the events read: ${JSON.stringify(read)}`))
+        }, 4000)
+        const look = () => {
+          if (!read.includes(part)) return
+          clearTimeout(timer)
+          waiting.delete(look)
+          resolve()
+        }
+        waiting.add(look)
+        look()
+      }),
+    close: () => void req.destroy(),
+  }
+}
+
 const crossings = (sim: PlatformSimulator, principal = 'agent-1') => sim.presence.filter((p) => p.principal === principal).map((p) => `${p.kind}${p.reason ? `:${p.reason.kind}` : ''}`)
 
 /**
@@ -566,6 +608,116 @@ describe('the simulator as a test scripts it', () => {
     await lateConnected
     expect([socket.stalled, untouched.stalled]).toEqual([false, false])
     expect(sim.heldUpgrades).toBe(0)
+  })
+
+  it("a payload JSON cannot carry (a BigInt, a getter that throws, a cycle) is refused with a TypeError by supersede(), push(), broadcast() and control() before anything is sent or marked, on a socket whose control channel is not joined too: it stays live, its principal present, its runs running, an /admin/events reader served", async () => {
+    const sim = await world().sim()
+    // An events reader, so every crossing is serialized for it.
+    const events = await eventsReader(sim)
+    try {
+      // A socket that never joins its control channel (Phoenix would push it no supersede, only close it).
+      const raw = new WebSocket(`${sim.url}/websocket?vsn=2.0.0&agent_id=agent-1&api_key=key-1`)
+      raw.on('error', () => {})
+      await new Promise((resolve) => raw.once('open', resolve))
+      await sim.waitFor(() => sim.live('agent-1').length === 1, { what: 'the raw socket accepted' })
+      const run = sim.runs.startRun('agent-1', 'run-1')
+      const cycle: Record<string, unknown> = {}
+      cycle.self = cycle
+      const bad: Array<[string, Record<string, unknown>]> = [
+        ['a BigInt', { n: 1n }],
+        ['a getter that throws', { get reason(): string { throw new Error('no reason to give') } }],
+        ['a cycle', cycle],
+      ]
+      for (const [what, payload] of bad) {
+        expect(() => sim.supersede('agent-1', { payload }), what).toThrow(TypeError)
+        expect(() => sim.push({ agent: 'agent-1' }, 'agent_control:agent-1', 'notice', payload), what).toThrow(TypeError)
+        expect(() => sim.broadcast('agent_control:agent-1', 'notice', payload), what).toThrow(TypeError)
+        // The signal holds the payload's own properties as they are (a spread would read the getter here).
+        const signal = Object.defineProperties({ mode: 'pause' }, Object.getOwnPropertyDescriptors(payload))
+        expect(() => sim.control('agent-1', signal), what).toThrow(TypeError)
+      }
+      expect(() => sim.supersede('agent-1', { payload: { n: 1n } })).toThrow('simulator: supersede() payload cannot be sent as JSON: Do not know how to serialize a BigInt')
+      expect(sim.live('agent-1')).toHaveLength(1)
+      expect(crossings(sim)).toEqual(['first-connected'])
+      expect(run.aborted).toBe(false)
+      expect(sim.accepted('agent-1')[0]!.frames.filter((f) => f.dir === 'out')).toEqual([])
+      // A payload JSON carries goes out as JSON carries it: its toJSON read once, here.
+      const lost = new Promise((resolve) => raw.once('close', resolve))
+      expect(sim.supersede('agent-1', { payload: { reason: 'session.already_connected', at: new Date(0) } })).toBe(1)
+      await lost
+      await sim.waitFor(() => run.aborted, { what: 'the run aborted' })
+      expect(crossings(sim)).toEqual(['first-connected', 'last-disconnected:superseded'])
+      const reason = sim.presence[1]!.reason as { raw?: unknown }
+      expect(reason.raw).toEqual({ reason: 'session.already_connected', at: '1970-01-01T00:00:00.000Z' })
+      await events.until('"last-disconnected"')
+    } finally {
+      events.close()
+    }
+  })
+
+  it("an abort report JSON cannot carry (a host's own reason given to sim.runs.abortPrincipal() with a BigInt in it) reaches an /admin/events reader as an unserializable event naming it, and the simulator's listeners and waits still hear the report", async () => {
+    const sim = await world().sim()
+    const events = await eventsReader(sim)
+    try {
+      const heard: string[] = []
+      sim.on('agent-aborted', (report) => heard.push(`${report.runId}:${report.outcome}`))
+      const run = sim.runs.startRun('agent-1', 'run-1')
+      const reason = { kind: 'other', retryable: true, detail: 'the host stopped it', generation: 0, at: 0, cost: 1n }
+      const reports = await sim.runs.abortPrincipal('agent-1', reason as never)
+      expect(reports.map((r) => r.outcome)).toEqual(['aborted'])
+      expect(run.aborted).toBe(true)
+      await sim.waitFor(() => sim.aborts.length === 1, { what: 'the abort recorded' })
+      expect(heard).toEqual(['run-1:aborted'])
+      await events.until('event: unserializable\ndata: ')
+      await events.until('}\n\n')
+      const data = events.text().split('event: unserializable\ndata: ')[1]!.split('\n')[0]!
+      expect(JSON.parse(data)).toEqual({ event: 'agent-aborted', error: 'Do not know how to serialize a BigInt' })
+    } finally {
+      events.close()
+    }
+  })
+
+  it('a global or sticky RegExp given to holdUpgrades() or onJoin() matches every time (RegExp.test() of such a pattern resumes at its lastIndex)', async () => {
+    const sim = await world().sim({ agents: 'any' })
+    sim.onJoin(/^room:/g, { reply: 'error', response: { reason: 'closed' } })
+    const link = world().link(sim, { agentId: 'agent-7', apiKey: 'k' })
+    await link.connect()
+    for (const topic of ['room:a', 'room:b', 'room:c']) {
+      const room = link.channel(topic)
+      await expect(room.joined(), topic).rejects.toThrow()
+    }
+    const release = sim.holdUpgrades(/^held-/y)
+    const clients = ['held-1', 'held-1', 'held-2'].map((agent) => {
+      const ws = new WebSocket(`${sim.url}/websocket?vsn=2.0.0&agent_id=${agent}&api_key=k`)
+      ws.on('error', () => {})
+      return ws
+    })
+    try {
+      await sim.waitFor(() => sim.heldUpgrades === 3, { what: 'three upgrades held', timeoutMs: 2000 })
+      expect(sim.accepted('held-1')).toHaveLength(0)
+    } finally {
+      release()
+      await Promise.all(clients.map((ws) => new Promise((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve(null) : (ws.once('close', resolve), ws.terminate())))))
+    }
+  })
+
+  it("a presence listener that closes a principal's new socket on first-connected ends its presence with that close, as a close from a connection listener does (Bandit's 1000: reading on after it)", async () => {
+    const sim = await world().sim({ flavor: 'bandit' })
+    sim.on('presence', (crossing) => {
+      if (crossing.kind === 'first-connected') sim.close({ agent: crossing.principal }, 1000)
+    })
+    // A client that never answers the close frame and keeps its end open.
+    const client = await closingClient(sim, 'agent-1', 'key-1', 1000)
+    try {
+      await sim.waitFor(() => crossings(sim).length === 2, { what: 'last-disconnected with the close', timeoutMs: 500 })
+      expect(crossings(sim)).toEqual(['first-connected', 'last-disconnected:closed'])
+      const [socket] = sim.accepted('agent-1')
+      expect(socket!.closeSent).toEqual({ code: 1000, reason: '' })
+      // Bandit reads on after its 1000: the connection stays until the client ends it (or ws's close timeout).
+      expect(socket!.state).toBe('closing')
+    } finally {
+      client.destroy()
+    }
   })
 
   it("a supersede whose payload is any object (a class instance, a symbol key) still aborts the principal's runs, and stop() resolves", async () => {

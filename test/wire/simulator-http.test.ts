@@ -299,6 +299,15 @@ describe('the simulator over HTTP', () => {
       expect((await call(http, 'POST', '/admin/reset?note=x', {})).status).toBe(200)
       // /metrics is left to scrapers, which may add parameters of their own.
       expect((await fetch(`${http}/metrics?scrape=1`)).status).toBe(200)
+      // The OpenAPI document says so of every GET of /admin, and names the token they may carry.
+      const doc = (await call(http, 'GET', '/admin/openapi.json')).body as { paths: Record<string, Record<string, { responses: object; parameters?: Array<{ name: string; in: string }> }>> }
+      const gets = Object.entries(doc.paths).filter(([path, ops]) => path.startsWith('/admin/') && ops.get !== undefined)
+      expect(gets.map(([path]) => path)).toEqual(expect.arrayContaining(['/admin/sockets', '/admin/connections', '/admin/events', '/admin/openapi.json', '/admin/clock']))
+      for (const [path, ops] of gets) {
+        expect(Object.keys(ops.get!.responses), path).toContain('400')
+        expect(ops.get!.parameters?.filter((p) => p.in === 'query').map((p) => p.name), path).toContain('token')
+      }
+      expect(Object.keys(doc.paths['/metrics']!.get!.responses)).not.toContain('400')
     } finally {
       await sim.stop()
     }
@@ -859,7 +868,7 @@ describe('the simulator over HTTP', () => {
       expect([put.status, put.headers.get('allow'), ((await put.json()) as { error: { code: string } }).error.code]).toEqual([405, 'GET', 'method_not_allowed'])
       const doc = (await call(http, 'GET', '/admin/openapi.json')).body
       expect(Object.keys(doc.paths['/admin/close'].post.responses).sort()).toEqual(['200', '400', '401', '403', '405', '413', '415', '500', '503'])
-      expect(Object.keys(doc.paths['/admin/sockets/{id}/frames'].get.responses).sort()).toEqual(['200', '401', '403', '404', '405', '500'])
+      expect(Object.keys(doc.paths['/admin/sockets/{id}/frames'].get.responses).sort()).toEqual(['200', '400', '401', '403', '404', '405', '500'])
       expect((await call(http, 'GET', '/admin/sockets/nope/frames')).status).toBe(404)
     } finally {
       await link.disconnect()

@@ -576,3 +576,47 @@ describe('the simulator writes a scripted refusal as a platform would', () => {
     expect(sim.upgrades.map((u) => u.status)).toEqual([404])
   })
 })
+
+describe("the simulator's refusals on one kept-alive connection", () => {
+  it('many upgrades refused on one TCP connection (as a pooling proxy sends them) each leave it as they found it: no listener piles up on its socket, so Node never warns MaxListenersExceeded', async () => {
+    const sim = await world().sim()
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => void warnings.push(`${warning.name}: ${warning.message}`)
+    process.on('warning', onWarning)
+    const socket = connect(sim.port, '127.0.0.1')
+    socket.on('error', () => {})
+    try {
+      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
+      let read = ''
+      const answered = (n: number) =>
+        new Promise<void>((resolve, reject) => {
+          const look = () => {
+            if ((read.match(/^HTTP\/1\.1 403 /gm) ?? []).length < n) return
+            socket.off('data', onData)
+            socket.off('close', onClose)
+            resolve()
+          }
+          const onData = (chunk: Buffer) => {
+            read += chunk.toString('latin1')
+            look()
+          }
+          const onClose = () => reject(new Error(`the connection closed after ${n - 1} answers`))
+          socket.on('data', onData)
+          socket.on('close', onClose)
+        })
+      // Past Node's default of 10 listeners per event, by a margin.
+      for (let n = 1; n <= 25; n++) {
+        const answer = answered(n)
+        socket.write(`GET /socket/websocket?vsn=${PROTOCOL_VSN}&agent_id=agent-1&api_key=wrong HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`)
+        await answer
+      }
+      // Node emits its warning on the next tick of the listener that crossed the limit.
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(sim.upgrades.map((u) => u.status)).toEqual(Array.from({ length: 25 }, () => 403))
+      expect(warnings).toEqual([])
+    } finally {
+      process.off('warning', onWarning)
+      socket.destroy()
+    }
+  })
+})

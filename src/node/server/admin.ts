@@ -88,12 +88,20 @@ export class AdminApi {
    * Sends an event to every open event stream. A stream whose reader has fallen more than
    * {@link MAX_STREAM_BUFFER_BYTES} behind (it stopped reading) is cut off rather than buffered
    * without bound; the simulator's records (`sim.presence`, `sim.aborts`) still hold what it
-   * missed, and a reader may open a new stream.
+   * missed, and a reader may open a new stream. Data JSON cannot carry (none of the simulator's
+   * own records is such: a payload a control sends is JSON by then) goes out as an
+   * `unserializable` event naming the event and the error, never as a throw into the simulator's
+   * bookkeeping (an abort, a metric, a listener after it).
    */
   publish(event: string, data: unknown): void {
     // Nobody subscribed: nothing to serialize (a mass close publishes one crossing per principal).
     if (this.streams.size === 0) return
-    const frame = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
+    let frame: string
+    try {
+      frame = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
+    } catch (error) {
+      frame = `event: unserializable\ndata: ${JSON.stringify({ event, error: thrownText(error) })}\n\n`
+    }
     for (const stream of [...this.streams]) this.write(stream, frame)
   }
 

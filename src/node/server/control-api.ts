@@ -612,7 +612,7 @@ const ROUTE_PATTERNS = [...new Set(CONTROL_ROUTES.map((r) => r.path))].map((path
 /** The GET routes the admin API serves beside {@link CONTROL_ROUTES} (no body): method, path and what each answers. */
 export const ADMIN_ROUTES = deepFreeze([
   { method: 'GET', path: '/admin/connections', summary: 'Who is attached, since when, in what state (open sockets).' },
-  { method: 'GET', path: '/admin/events', summary: 'Server-sent events: principal-presence crossings and agent-aborted reports, live.' },
+  { method: 'GET', path: '/admin/events', summary: 'Server-sent events: principal-presence crossings and agent-aborted reports, live (an unserializable event, {event, error}, stands for one whose data JSON cannot carry, such as a host\'s own abort reason holding a BigInt).' },
   { method: 'GET', path: '/admin/openapi.json', summary: 'The OpenAPI 3.1 document of every route (this one).' },
   { method: 'GET', path: '/metrics', summary: 'Prometheus text (prom-client).' },
 ] as const)
@@ -634,6 +634,16 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
     '405': error('The path takes another method; the `Allow` header names it.'),
     '500': error('The simulator failed to carry out the request (a phoenix-link bug); `message` says what was thrown.'),
   }
+  // What a GET of /admin may answer besides: a query parameter it does not read, or one given twice.
+  const getErrors = { '400': error('A query parameter the route does not read (`token` aside), or one given twice; `message` names it.') }
+  // A GET of /admin may carry the admin token as a query parameter (an EventSource cannot send headers).
+  const tokenParameter = {
+    name: 'token',
+    in: 'query',
+    required: false,
+    description: 'The admin token, when one is set, for a client that cannot send `Authorization: Bearer <token>` (an EventSource); percent-encoded as any query value.',
+    schema: { type: 'string' },
+  }
   // What a POST may answer besides: its body refused, or the simulator stopping.
   const postErrors = {
     '400': error('The body is not JSON or not what the route takes; `message` names the field.'),
@@ -645,6 +655,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
     const parameters = [
       ...[...r.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
       ...Object.entries(r.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } })),
+      ...(r.method === 'GET' ? [tokenParameter] : []),
     ]
     paths[r.path] = {
       ...paths[r.path],
@@ -659,7 +670,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
           ...(r.path === '/admin/wait' ? { '408': { description: 'The count did not reach atLeast within timeoutMs.', content: { 'application/json': { schema: errorBody } } } } : {}),
           ...(r.path === '/admin/keys' ? { '409': { description: "The simulator accepts any agent (agents: 'any'): it holds no keys to set.", content: { 'application/json': { schema: errorBody } } } } : {}),
           ...(r.path.includes('{') ? { '404': error('No record has that id.') } : {}),
-          ...(r.method === 'POST' ? postErrors : {}),
+          ...(r.method === 'POST' ? postErrors : getErrors),
           ...errors,
         },
       },
@@ -667,8 +678,16 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
   }
   for (const r of ADMIN_ROUTES) {
     // /metrics is outside /admin: not behind the access rule (it carries no principal label).
-    const access = r.path.startsWith('/admin/') ? { '401': errors['401'], '403': errors['403'] } : {}
-    paths[r.path] = { [r.method.toLowerCase()]: { summary: r.summary, operationId: operationIdOf(r.method, r.path), responses: { '200': { description: 'Done.' }, ...access, '405': errors['405'], ...(r.path === '/metrics' ? { '500': errors['500'] } : {}) } } }
+    const admin = r.path.startsWith('/admin/')
+    const access = admin ? { ...getErrors, '401': errors['401'], '403': errors['403'] } : {}
+    paths[r.path] = {
+      [r.method.toLowerCase()]: {
+        summary: r.summary,
+        operationId: operationIdOf(r.method, r.path),
+        ...(admin ? { parameters: [tokenParameter] } : {}),
+        responses: { '200': { description: 'Done.' }, ...access, '405': errors['405'], ...(r.path === '/metrics' ? { '500': errors['500'] } : {}) },
+      },
+    }
   }
   return {
     openapi: '3.1.0',
@@ -676,7 +695,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
       title: 'phoenix-link platform simulator',
       version,
       description:
-        'The simulator over HTTP: every control of the TypeScript API as a JSON route, the records, and long-poll waits. Times are milliseconds since the simulator started (GET /admin/clock). With an admin token set, send Authorization: Bearer <token>; without one, only loopback callers are served.',
+        'The simulator over HTTP: every control of the TypeScript API as a JSON route, the records, and long-poll waits. Times are milliseconds since the simulator started (GET /admin/clock); a reason inside a record (a DisconnectReason) has its own at, wall-clock milliseconds since the Unix epoch. With an admin token set, send Authorization: Bearer <token>; without one, only loopback callers are served.',
     },
     paths,
   }

@@ -346,6 +346,38 @@ function checkAgents(agents: unknown): void {
   }
 }
 
+/**
+ * `pattern` without its `g` and `y` flags: `test()` of a global or sticky RegExp resumes at the
+ * pattern's `lastIndex` and so misses every other match of the same text; the simulator tests
+ * each agent id and topic anew.
+ */
+function statelessPattern(pattern: RegExp): RegExp {
+  return pattern.global || pattern.sticky ? new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, '')) : pattern
+}
+
+/**
+ * `payload` as JSON carries it (toJSON applied, undefined members dropped): what a control that
+ * sends it puts on the wire and in its records. Phoenix's V2 serializer sends JSON, so a payload
+ * JSON cannot carry is the caller's error, refused before any socket is touched or marked.
+ *
+ * @param control the control's name for the error, e.g. `supersede()`.
+ * @throws {TypeError} naming the control, for a payload `JSON.stringify` refuses (a BigInt, a
+ *   cycle, a getter that throws) or turns into no JSON object (a toJSON that returns a string).
+ */
+function asJson(control: string, payload: Payload): Payload {
+  let text: string | undefined
+  try {
+    text = JSON.stringify(payload)
+  } catch (error) {
+    throw new TypeError(`simulator: ${control} payload cannot be sent as JSON: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  const value: unknown = text === undefined ? undefined : JSON.parse(text)
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new TypeError(`simulator: ${control} payload must be a JSON object (Phoenix payloads are maps), got ${text === undefined ? 'nothing JSON can carry' : `JSON ${text.slice(0, 40)}`}`)
+  }
+  return value as Payload
+}
+
 /** Whether `text` parses as JSON. */
 function isJson(text: string): boolean {
   try {
@@ -485,6 +517,8 @@ export class PlatformSimulator extends EventEmitter {
   private readonly revoked = new Set<string>()
   /** Refused upgrades' connections kept open for a next request (keep-alive), until they close or stop(). */
   private readonly keptAlive = new Set<Duplex>()
+  /** Upgrades' TCP connections given the simulator's own listeners (tend()), weakly. */
+  private readonly tended = new WeakSet<Duplex>()
   private pushHandler: PushHandler = DEFAULT_PUSH_HANDLER
   /** Upgrades held unanswered, oldest first: by the test's hold ({@link holdUpgrades}) or by a freeze. */
   private held: Array<{ agentId: string | null; gone: () => boolean; answer: (refusal?: UpgradeRefusal | 'drop') => void }> = []
@@ -784,7 +818,7 @@ export class PlatformSimulator extends EventEmitter {
    */
   onJoin(match: string | RegExp, outcome: JoinOutcome, times = Number.POSITIVE_INFINITY): this {
     this.assertRunning('onJoin()')
-    this.joinRules.unshift({ match, outcome, times })
+    this.joinRules.unshift({ match: typeof match === 'string' ? match : statelessPattern(match), outcome, times })
     return this
   }
 
@@ -795,7 +829,7 @@ export class PlatformSimulator extends EventEmitter {
    */
   holdUpgrades(agents?: RegExp): () => void {
     this.assertRunning('holdUpgrades()')
-    this.hold = { match: agents ?? null }
+    this.hold = { match: agents === undefined ? null : statelessPattern(agents) }
     return () => {
       this.hold = null
       this.answerUnheld()
@@ -1065,9 +1099,14 @@ export class PlatformSimulator extends EventEmitter {
 
   /**
    * Pushes `event` on `topic` to the target sockets that joined it, with the current join_ref,
-   * or with `joinRef` when given (a stale one, to test that clients drop it).
+   * or with `joinRef` when given (a stale one, to test that clients drop it). The payload goes out
+   * as JSON carries it.
+   *
+   * @throws {TypeError} for a payload JSON cannot carry as an object (a BigInt, a cycle, a getter
+   *   that throws), before anything is sent.
    */
   push(target: Target, topic: string, event: string, payload: Payload, options: { joinRef?: string | null } = {}): number {
+    payload = asJson('push()', payload)
     let sent = 0
     for (const c of this.resolve(target)) {
       const channel = c.channels.get(topic)
@@ -1095,13 +1134,14 @@ export class PlatformSimulator extends EventEmitter {
    * (fastlane), join_ref null, to every socket that joined the topic.
    *
    * @returns how many sockets it was sent to.
+   * @throws {TypeError} for a signal JSON cannot carry as an object (see push()), before anything is sent.
    */
   control(
     agentId: string,
     signal: { mode: string; scope?: string; room_id?: string; execution_id?: string; reason?: string; correlation_id?: string | null } & Payload,
     options: { via?: 'push' | 'broadcast' } = {},
   ): number {
-    const payload = { scope: 'agent', agent_id: agentId, ...signal }
+    const payload = { scope: 'agent', agent_id: agentId, ...asJson('control()', signal) }
     if (options.via !== 'broadcast') return this.push({ agent: agentId }, controlTopic(agentId), CONTROL_EVENT, payload)
     return this.broadcast(controlTopic(agentId), CONTROL_EVENT, payload)
   }
@@ -1111,9 +1151,11 @@ export class PlatformSimulator extends EventEmitter {
    * to every open socket that joined it.
    *
    * @returns how many sockets it was sent to.
+   * @throws {TypeError} for a payload JSON cannot carry as an object, before anything is sent.
    */
   broadcast(topic: string, event: string, payload: Payload): number {
     this.assertRunning('broadcast()')
+    payload = asJson('broadcast()', payload)
     let sent = 0
     for (const c of this.live()) {
       if (!c.channels.has(topic)) continue
@@ -1127,14 +1169,21 @@ export class PlatformSimulator extends EventEmitter {
    * Supersedes the agent's open sockets: a `supersede` push on the control channel, then (unless
    * `close: null`) a close with the flavor's code, in the same tick. A socket whose control channel
    * is not joined gets no push (Phoenix pushes it through that channel), only the close. Returns
-   * how many sockets were superseded.
+   * how many sockets were superseded. The payload is pushed, recorded and kept as the platform's
+   * reason (`raw`) as JSON carries it.
+   *
+   * @throws {RangeError} for a close code a server may not send (as close()), and
+   *   {@link TypeError} for a payload JSON cannot carry as an object (a BigInt, a cycle, a getter
+   *   that throws); either before any socket is pushed to, marked or closed.
    */
   supersede(agentId: string, options: { payload?: Payload; close?: number | null } = {}): number {
     this.assertRunning('supersede()')
     // A bad close code is refused before anything is pushed or recorded (RangeError, as close()).
     if (typeof options.close === 'number') assertSendableClose(options.close, '')
+    // So is a payload JSON cannot carry: what is pushed, recorded and kept as the reason's raw is its JSON.
+    const payload = options.payload === undefined ? undefined : asJson('supersede()', options.payload)
     const targets = this.live(agentId)
-    for (const c of targets) this.supersedeOne(c, options.payload, options.close)
+    for (const c of targets) this.supersedeOne(c, payload, options.close)
     return targets.length
   }
 
@@ -1218,9 +1267,12 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
-   * Stops as a Phoenix endpoint drains on SIGTERM: closes every socket (with `code`, default the
-   * flavor's 1012 service restart, no reason text; or aborts them with `abort: true`), stops
-   * listening, and resolves when every socket and the server are closed. Grace windows still open
+   * Stops as a Phoenix endpoint drains on SIGTERM: closes every socket, stops listening, and
+   * resolves when every socket and the server are closed. Each socket is closed with `code` when
+   * given (no reason text), aborted with `abort: true` (a stalled one always is), and by default
+   * drained as the flavor's endpoint drains: 1012 (service restart) to a socket with a channel
+   * joined; one with none is closed or cut as the flavor's web server does (1000 on Bandit; cut,
+   * the client seeing 1006, on Cowboy and the platform flavor: flavors.ts `drainWithoutChannels`). Grace windows still open
    * end (each principal's last-disconnected, its runs aborted), then every run still registered is
    * aborted with reason `null`, each abort reported; stop() waits for their abort hooks, each at
    * most `runs.hookTimeoutMs` (5 s by default).
@@ -1308,13 +1360,6 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /**
-   * Why a socket ended, as the platform sees it: superseded (a supersede was pushed to it),
-   * timed out (its idle timeout), dropped (aborted, or no close frame), the close code the server
-   * sent, by the close code table, or the client's close (graceful for 1000 or 1001). A client
-   * that started the closing handshake is never aborted nor sent a close after it (SimConnection's
-   * `clientClosed`), so its own close decides.
-   */
-  /**
    * The principal's presence of `c` ends: once, as the socket stops being live (the simulator's
    * close or abort, the client's close frame read, a frame ws refused), not at its TCP end, which a
    * peer that never answers a close holds up a moment (after Bandit's 1000 and 1012, for ws's 30 s
@@ -1323,11 +1368,20 @@ export class PlatformSimulator extends EventEmitter {
    */
   private endPresence(c: SimConnection): void {
     if (this.presenceEnded.has(c)) return
+    // The reason first: the socket is marked ended only once its crossing can be told.
+    const reason = this.reasonOf(c)
     this.presenceEnded.add(c)
     c.onClosing = null
-    this.tracker.closed(c.agentId, c.id, this.reasonOf(c), this.now())
+    this.tracker.closed(c.agentId, c.id, reason, this.now())
   }
 
+  /**
+   * Why a socket ended, as the platform sees it: superseded (a supersede was pushed to it),
+   * timed out (its idle timeout), dropped (aborted, or no close frame), the close code the server
+   * sent, by the close code table, or the client's close (graceful for 1000 or 1001). A client
+   * that started the closing handshake is never aborted nor sent a close after it (SimConnection's
+   * `clientClosed`), so its own close decides.
+   */
   private reasonOf(c: SimConnection): DisconnectReason {
     const at = Date.now()
     if (c.superseded) return classifySupersede(c.superseded, 0, at)
@@ -1588,9 +1642,24 @@ export class PlatformSimulator extends EventEmitter {
   private endWith(socket: Duplex, response: string): void {
     socket.end(response)
     socket.resume()
+    this.tend(socket)
     this.keptAlive.add(socket)
-    socket.once('close', () => this.keptAlive.delete(socket))
-    ;(socket as Socket).setTimeout(CLOSING_LINGER_MS, () => socket.destroy())
+    ;(socket as Socket).setTimeout(CLOSING_LINGER_MS)
+  }
+
+  /**
+   * Gives an upgrade's TCP connection the simulator's own listeners, once: a keep-alive connection
+   * carries upgrade after upgrade (a client's, or a pooling proxy's), and a listener added per
+   * request would pile up (Node warns at 11) and keep memory per request. An error destroys it;
+   * its close forgets it; its idle timeout (armed with `setTimeout(ms)` while it is kept alive or
+   * ending, disarmed with `setTimeout(0)`) cuts it.
+   */
+  private tend(socket: Duplex): void {
+    if (this.tended.has(socket)) return
+    this.tended.add(socket)
+    socket.on('error', () => socket.destroy())
+    socket.on('close', () => this.keptAlive.delete(socket))
+    socket.on('timeout', () => socket.destroy())
   }
 
   /** Records a refused upgrade and tells the listeners. */
@@ -1648,15 +1717,15 @@ export class PlatformSimulator extends EventEmitter {
    */
   private keepAlive(socket: Socket, head: Buffer): void {
     if (socket.destroyed) return
+    this.tend(socket)
     this.keptAlive.add(socket)
-    socket.once('close', () => this.keptAlive.delete(socket))
     if (head.length > 0) socket.unshift(head)
-    socket.setTimeout(this.flavor.refusalKeepAliveMs, () => socket.destroy())
+    socket.setTimeout(this.flavor.refusalKeepAliveMs)
     this.http.emit('connection', socket)
   }
 
   private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    socket.on('error', () => socket.destroy())
+    this.tend(socket)
     // A kept-alive connection (an earlier refusal) carrying a new upgrade is no longer idle: its
     // keep-alive timeout ends, and stop() closes what it becomes, not the bare socket.
     if (this.keptAlive.delete(socket)) (socket as Socket).setTimeout(0)
@@ -1873,11 +1942,12 @@ export class PlatformSimulator extends EventEmitter {
       this.changed()
     })
     this.metrics.activeConnections.inc()
-    this.tracker.opened(agentId, connection.id, this.now())
+    // Wired before the crossing is told: a presence listener may close the socket (first-connected).
     connection.onClosing = () => this.endPresence(connection)
     if (this.flavor.idleCountsSends) connection.onSent = traffic
     connection.readsOnAfterClose = this.flavor.readsOnAfterClose
     this.armIdle(connection)
+    this.tracker.opened(agentId, connection.id, this.now())
     // A second socket with the same key supersedes the older ones: push first, then close.
     for (const old of older) this.supersedeOne(old, undefined, undefined)
     this.emitSafely('connection', connection)
