@@ -148,6 +148,13 @@ export interface ConnectionInput {
    * be the link's own doing and an upgrade claims the key only once accepted. Default: supersede.
    */
   onConflict?: 'supersede' | 'reject'
+  /**
+   * A supersede of unknown cause the chart starts with (`ambiguousSupersede`): one another
+   * link of the same agent could not decide before it ended (LinkOptions.supersedeDoubt), with
+   * when it arose on the same monotonic clock (`env.monotonic`). The first session's attempts
+   * probe, as a next session of that link would have. Default: none.
+   */
+  supersedeDoubt?: { reason: ReasonLike; since: number } | null
   policy?: ConnectionPolicy
   reconnectPolicy?: ReconnectPolicy
   channelPolicy?: ChannelPolicy
@@ -905,7 +912,7 @@ export const connectionMachine = setup({
     controlCrashes: 0,
     heldChannelReports: null,
     heldSupersede: null,
-    ambiguousSupersede: null,
+    ambiguousSupersede: input.supersedeDoubt ?? null,
     probing: false,
     upgradeLeft: false,
     controlJoinedAt: null,

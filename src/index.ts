@@ -18,6 +18,7 @@ export {
   type LinkEvent,
   type ControlHandler,
   type AttemptInfo,
+  type SupersedeDoubt,
   type Clock,
   type ChartActor,
   type ChartSnapshot,

@@ -101,6 +101,17 @@ export interface LinkOptions {
   apiKeyIn?: 'header' | 'param' | undefined
   /** `reject`: a second same-key socket is refused with HTTP 409 instead of superseding this one. */
   onConflict?: 'supersede' | 'reject' | undefined
+  /**
+   * A supersede of unknown cause that another link of this agent left undecided
+   * ({@link Link.supersedeDoubt} of the link this one replaces, read once it has ended): this
+   * link's first attempts are conflict probes (`on_conflict=reject`) until the doubt is decided,
+   * as the next session of that link would have made them (docs/rules.md, "Supersede is
+   * terminal"). A host that rebuilds its link (after a terminal reason, to change its options)
+   * passes it on, so the new link never evicts the instance that may hold the key. `sinceMs` is
+   * on the monotonic clock both links read (`env.monotonic`; the process's `performance.now()` by
+   * default), so the doubt does not outlive the process. @default null (no doubt)
+   */
+  supersedeDoubt?: SupersedeDoubt | null | undefined
   /** Extra socket params, or a function giving them for each attempt (sync or async, like `apiKey`). */
   params?: Record<string, string> | ((attempt: AttemptInfo) => Record<string, string> | Promise<Record<string, string>>) | undefined
   /** Allow `ws://` (no TLS) to a host that is not loopback. @default false */
@@ -132,6 +143,22 @@ export interface LinkOptions {
    * @default { hookTimeoutMs: 5000 }
    */
   runs?: { hookTimeoutMs?: number | undefined } | undefined
+}
+
+/**
+ * A supersede whose cause a link could not know, and that no attempt has decided yet: a
+ * `supersede` read on a socket the link's own next upgrade may have caused the platform to
+ * supersede, or a loss that may have hidden one (a server's close right around the control join,
+ * a reset of the connection). While a link holds one, its upgrades ask `on_conflict=reject`
+ * (docs/rules.md, "Supersede is terminal"): an accepted one decides that no other instance holds
+ * the key; one refused 409 past `connection.conflictRetryWindowMs` decides that one does, and the
+ * link ends `superseded`.
+ */
+export interface SupersedeDoubt {
+  /** What raised it: a `superseded` reason (its `cause` `unseen` when no push was read: a close or a reset that may have hidden one). */
+  readonly reason: DisconnectReason
+  /** When it arose, in milliseconds on the link's monotonic clock (`env.monotonic`). */
+  readonly sinceMs: number
 }
 
 /**
@@ -588,6 +615,7 @@ export class Link {
       env: this.env,
       policy: this.policy,
       onConflict: options.onConflict,
+      supersedeDoubt: options.supersedeDoubt ? { reason: options.supersedeDoubt.reason, since: options.supersedeDoubt.sinceMs } : null,
       // The host's observer runs inside socket callbacks: its errors are logged, never thrown there.
       inspect: observe
         ? (event) => {
@@ -655,6 +683,17 @@ export class Link {
   get lastDisconnectReason(): DisconnectReason | null {
     if (this.crashReason) return this.crashReason
     return this.charts.connection.snapshot.context.lastReason as DisconnectReason | null
+  }
+
+  /**
+   * The supersede of unknown cause this link holds undecided, or null (see {@link SupersedeDoubt}).
+   * It outlives a session that ends before deciding it (disconnect(), a refused upgrade, a policy
+   * give-up), so a next connect() probes; a link that replaces this one gets it through
+   * `LinkOptions.supersedeDoubt`. A session that ends `superseded` decided it: null then.
+   */
+  get supersedeDoubt(): SupersedeDoubt | null {
+    const doubt = this.charts.connection.snapshot.context.ambiguousSupersede
+    return doubt === null ? null : Object.freeze({ reason: doubt.reason as DisconnectReason, sinceMs: doubt.since })
   }
 
   /**

@@ -7,6 +7,7 @@ import { ConfigurationError } from './errors/configuration-error.js'
 import { describeIssue } from './zod-issues.js'
 import { thrownText } from '../machines/types.js'
 import { isWellFormedText, linkParamIn, LONE_SURROGATE_CANNOT_GO_IN } from './protocol.js'
+import { DisconnectReason } from './reasons.js'
 
 const wellFormed = (what: string, carrier = 'a URL') => z.refine<string>(isWellFormedText, `${what} cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} ${carrier}`)
 
@@ -32,6 +33,14 @@ export const LinkOptionsSchema = z.strictObject({
   onControl: z.optional(fn('onControl')),
   apiKeyIn: z.optional(z.enum(['header', 'param'])),
   onConflict: z.optional(z.enum(['supersede', 'reject'])),
+  supersedeDoubt: z.optional(
+    z.nullable(
+      z.strictObject({
+        reason: DisconnectReason,
+        sinceMs: z.number({ error: 'must be a finite number of milliseconds on env.monotonic' }).check(z.refine(Number.isFinite, 'must be a finite number of milliseconds on env.monotonic')),
+      }),
+    ),
+  ),
   params: z.optional(
     z.union([z.record(z.string(), z.string().check(wellFormed('a params value'))).check(z.refine((params) => Object.keys(params).every(isWellFormedText), `a params key cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} a URL`)), fn('params')], {
       error: 'params must be an object of string values, or a function returning one',

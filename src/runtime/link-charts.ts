@@ -21,7 +21,7 @@ import { connectionMachine, type ConnectionEmitted, type ConnectionEvent, type C
 import { controlMachine, type ControlEvent, type ControlPolicy, type QueuedSignal } from '../../machines/control.js'
 import { reconnectMachine, type ReconnectEvent, type ReconnectPolicy } from '../../machines/reconnect.js'
 import type { AttachOrigin } from '../../machines/channel.js'
-import type { Env, Origin, TransportOpen } from '../../machines/types.js'
+import type { Env, Origin, ReasonLike, TransportOpen } from '../../machines/types.js'
 import { ChartRuntime, checkChart, type Clock, type RunningChart, type RuntimeInspectionEvent } from './chart-runner.js'
 
 /** The socket and channel operations the charts' I/O actions call (src/adapter/phoenix-adapter.ts). */
@@ -67,6 +67,8 @@ export interface LinkChartsOptions {
   policy: { connection: ConnectionPolicy; reconnect: ReconnectPolicy; channel: ChannelPolicy; control: ControlPolicy }
   /** The host's on_conflict socket param (LinkOptions.onConflict): with 'reject', no supersede can be the link's own doing. */
   onConflict?: 'supersede' | 'reject' | undefined
+  /** A supersede of unknown cause another link left undecided (LinkOptions.supersedeDoubt), on env.monotonic; null: none. */
+  supersedeDoubt?: { reason: ReasonLike; since: number } | null | undefined
 }
 
 // Strict at configuration: the shipped charts hold no actor (checked once, when the module loads).
@@ -111,6 +113,7 @@ export class LinkCharts extends ChartRuntime {
     this.connection = this.start(connectionMachine, 'connection', {
       env,
       ...(options.onConflict ? { onConflict: options.onConflict } : {}),
+      ...(options.supersedeDoubt ? { supersedeDoubt: options.supersedeDoubt } : {}),
       policy: policy.connection,
       reconnectPolicy: policy.reconnect,
       channelPolicy: policy.channel,

@@ -665,6 +665,24 @@ describe('rule: supersede is terminal', () => {
   })
 })
 
+describe('rule: supersede is terminal, across links (a doubt another link left undecided: input supersedeDoubt)', () => {
+  const doubt = { reason: unseenSupersedeReason(classifyClose({ code: 1000, reason: '' }, 1, 0), 1, 0), since: 0 }
+
+  it("a chart given one starts with it: its first attempt is a conflict probe; a probe accepted dismisses it, reported as ignored", () => {
+    const [s] = initialTransition(connectionMachine, { env, policy: DEFAULT_CONNECTION_POLICY, supersedeDoubt: doubt })
+    expect(s.context.ambiguousSupersede).toEqual(doubt)
+    const opened = step(s, { type: 'host.connect' })
+    expect(opened.io).toContainEqual({ type: 'openTransport', params: { generation: 1, epoch: 1, conflictProbe: true } })
+    const accepted = step(opened.s, { type: 'socket.open', ...origin(opened.s) })
+    expect(accepted.s.context.ambiguousSupersede).toBeNull()
+    expect(accepted.emitted).toContainEqual(unseenSettled(1))
+  })
+
+  it('without one (the default) the first attempt asks nothing', () => {
+    expect(step(start(), { type: 'host.connect' }).io).toContainEqual({ type: 'openTransport', params: { generation: 1, epoch: 1, conflictProbe: false } })
+  })
+})
+
 describe('rule: supersede is terminal, where no supersede can be pushed (a socket lost before its control channel joined)', () => {
   /** A chart on a clock the test moves (env.monotonic and env.now), idle. */
   function clocked() {

@@ -673,6 +673,64 @@ describe('rule: supersede is terminal', () => {
     expect(link.state).toBe('connected')
   })
 
+  describe("a link that replaces one whose doubt was left undecided (a host that rebuilds its link after a terminal reason) gets the doubt through supersedeDoubt", () => {
+    /** A link that lost its socket right after the control join (a close that may hide a supersede), then was refused 403: terminated, its doubt undecided. */
+    async function endedInDoubt(sim: PlatformSimulator) {
+      const older = world().link(sim, { policy: { reconnect: { initialDelayMs: 20, maxDelayMs: 20 } } })
+      await older.connect()
+      const lost = next(older, 'disconnected')
+      const ended = untilState(older, 'terminated')
+      sim.refuseUpgradesOf('agent-1', { status: 403 })
+      expect(sim.close({ agent: 'agent-1' }, 1000)).toBe(1)
+      expect(await lost).toMatchObject({ outcome: 'reconnect', conflictProbe: true })
+      await ended
+      expect(older.lastDisconnectReason).toMatchObject({ kind: 'rejected', status: 403 })
+      const doubt = older.supersedeDoubt
+      expect(doubt).toMatchObject({ reason: { kind: 'superseded', cause: 'unseen', generation: 1 } })
+      expect(Number.isFinite(doubt!.sinceMs)).toBe(true)
+      expect(sim.upgrades.map((u) => [u.status, u.onConflict])).toEqual([[101, null], [403, 'reject']])
+      return doubt!
+    }
+
+    it('no other instance: its first upgrade asks on_conflict=reject, is accepted, and the doubt is dismissed (reported as ignored); a link not given it asks nothing', async () => {
+      const sim = await world().sim()
+      const doubt = await endedInDoubt(sim)
+      const replacement = world().link(sim, { supersedeDoubt: doubt })
+      expect(replacement.supersedeDoubt).toEqual(doubt)
+      const ignored = next(replacement, 'ignored', { filter: (e) => e.event === 'socket.close' })
+      await replacement.connect()
+      expect((await ignored).detail).toMatch(/the server accepted a connection made with on_conflict=reject, so no other instance holds the key/)
+      expect(replacement.supersedeDoubt).toBeNull()
+      await replacement.disconnect()
+      // The doubt is the host's to pass on: a link made without it knows nothing of it.
+      const unaware = world().link(sim)
+      await unaware.connect()
+      expect(sim.upgrades.map((u) => [u.status, u.onConflict]).slice(2)).toEqual([[101, 'reject'], [101, null]])
+    })
+
+    it('another instance holds the key: the replacement is refused 409 past conflictRetryWindowMs and ends superseded (cause unseen); the instance holding the key is never evicted', async () => {
+      const sim = await world().sim()
+      const doubt = await endedInDoubt(sim)
+      const holder = world().link(sim)
+      await holder.connect()
+      const replacement = world().link(sim, { supersedeDoubt: doubt, policy: { connection: { conflictRetryWindowMs: 0 } } })
+      const r = await settle(replacement.connect())
+      expect((r as { error: AgentDisconnectedError }).error.reason).toMatchObject({ kind: 'superseded', cause: 'unseen', generation: 1 })
+      expect(replacement.state).toBe('terminated')
+      expect(holder.state).toBe('connected')
+      expect(sim.live('agent-1')).toHaveLength(1)
+      expect(sim.upgrades.map((u) => [u.status, u.onConflict]).slice(2)).toEqual([[101, null], [409, 'reject']])
+    })
+
+    it('createLink() refuses a supersedeDoubt that is not one, naming the field', () => {
+      const sim = { url: 'ws://127.0.0.1:1/socket' } as PlatformSimulator
+      expect(() => world().link(sim, { supersedeDoubt: { reason: { kind: 'nope' }, sinceMs: 0 } as never })).toThrow(/supersedeDoubt\.reason/)
+      expect(() => world().link(sim, { supersedeDoubt: { reason: { kind: 'superseded', retryable: false, cause: 'unseen', message: null, retryAfterMs: null, targetSocketId: null, correlationId: null, raw: {}, generation: 1, at: 0 }, sinceMs: Number.NaN } })).toThrow(
+        /supersedeDoubt\.sinceMs: must be a finite number of milliseconds on env\.monotonic/,
+      )
+    })
+  })
+
   it("a supersede with an app channel joined: disconnected, then terminated, then the channel's detached; its status reads detached throughout", async () => {
     const sim = await world().sim()
     const link = world().link(sim)
