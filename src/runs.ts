@@ -81,7 +81,8 @@ interface Run {
 export class RunSupervisor {
   private readonly runs = new Map<string, Map<string, Run>>()
   private listeners: Set<(report: AgentAborted) => void> | null = null
-  private readonly hookTimeoutMs: number
+  /** The longest wait for a run's `onAbort` hook to settle, in milliseconds (RunSupervisorOptions.hookTimeoutMs, 5000 by default). */
+  readonly hookTimeoutMs: number
   private readonly now: () => number
   /** Why no run may start any more (set by {@link close}); null while runs may start. */
   private closedBecause: string | null = null

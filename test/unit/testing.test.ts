@@ -13,6 +13,7 @@ import {
   lifecyclePaths,
   startPathKit,
   stimulusOf,
+  type LifecycleOracle,
   type LifecyclePath,
   type OracleInput,
   type PathKit,
@@ -195,7 +196,7 @@ describe('the runner sees what a host does on its own', () => {
       await own.simulator.waitFor(() => own.simulator.heldUpgradesOf(links[0]!.agentId) > 0, { timeoutMs: 5_000, what: 'the late restart to reach the server' })
     } finally {
       const stopped = await failureOf(own.stop())
-      expect(String(stopped)).toMatch(/^Error: after their runs ended, the hosts of 1 path\(s\) connected again on their own .*"host connect > upgrade sent > upgrade 403": 1 upgrade\(s\) after its run ended \(the link is connecting\)$/)
+      expect(String(stopped)).toMatch(/^Error: after their runs ended, the hosts of 1 path\(s\) connected again on their own .*"host connect > upgrade sent > upgrade 403": 1 upgrade\(s\) of kit-late-\d+ after its run ended \(the run's link is connecting; a link the host made after it is not the kit's to see\)$/)
     }
     expect(links[0]!.state).toBe('stopped')
     await expect(startPathKit({ settleMs: -1 })).rejects.toThrow('startPathKit: settleMs must be a whole number of milliseconds in [0, 2^31-1], got -1')
@@ -235,6 +236,71 @@ describe('the runner sees what a host does on its own', () => {
       }),
     )
     expect(seen).toEqual([expect.stringMatching(/^path-slow-\d+$/), expect.stringMatching(/^path-queued-\d+-a$/), expect.stringMatching(/^path-queued-\d+-b$/)])
+  })
+
+  it("a host that sets its control handler later with link.onControl() (once connected) still gets every signal, and the kit's faults still reach the link: the queued-signals path waits for the host's handler, the failing-signal path sees the kit's throw", async () => {
+    const queued = lifecyclePaths().find((p) => p.name === 'host connect > upgrade sent > open > join ok > queued signals')!
+    const failing = lifecyclePaths().find((p) => p.name.endsWith('> failing signal'))!
+    const seen: string[] = []
+    const failures: string[] = []
+    const build = (options: Parameters<Parameters<PathKit['run']>[1]>[0]) => {
+      // The link logs a control handler's failure (`error`, "control handler failed").
+      const logger = { error: (fields: Record<string, unknown>, message: string) => void (message === 'control handler failed' && failures.push(String(fields.error))) }
+      const link = createLink({ ...options, logger })
+      link.on('connected', () => link.onControl(async (signal) => void seen.push(signal.correlationId ?? '')))
+      return link
+    }
+    await kit.run(queued, build)
+    expect(seen).toEqual([expect.stringMatching(/^path-slow-\d+$/), expect.stringMatching(/^path-queued-\d+-a$/), expect.stringMatching(/^path-queued-\d+-b$/)])
+    seen.length = 0
+    await kit.run(failing, build)
+    // The kit's fault is thrown before the host's handler: the link saw a handler fail, the host's handler nothing.
+    expect(seen).toEqual([])
+    expect(failures).toEqual([expect.stringContaining('handler failure (path kit)')])
+  })
+
+  it('refuses a link the factory already started, and a link built without the kit\'s inspect option, each saying what to do', async () => {
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
+    let started: Link | null = null
+    await expect(
+      kit.run(path, (options) => {
+        started = createLink(options)
+        started.connect().catch(() => {})
+        return started
+      }),
+    ).rejects.toThrow(/the path host's link is connecting, not idle: return the link before connecting it/)
+    expect(started!.state).toBe('stopped')
+    await expect(kit.run(path, ({ inspect: _left, ...options }) => createLink(options))).rejects.toThrow(/step 2 \(upgrade sent\): the link was built without the kit's inspect option/)
+    // An observer of the host's own that passes every event on is the kit's option still.
+    const mine: string[] = []
+    await kit.run(path, (options) => createLink({ ...options, inspect: (event) => (mine.push(event.type), options.inspect(event)) }))
+    expect(mine.length).toBeGreaterThan(0)
+  })
+
+  it("gives the link's disconnect() at the end of a run the run's timeout plus the link's runs.hookTimeoutMs: an abort hook within the link's own bound is no failure", async () => {
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
+    let hookDone = false
+    await kit.run(
+      path,
+      (options) => {
+        const link = createLink({ ...options, runs: { hookTimeoutMs: 2000 } })
+        link.on('connected', () => void link.runSignal('task-1', { onAbort: () => new Promise<void>((resolve) => setTimeout(() => resolve(void (hookDone = true)), 600)) }))
+        return link
+      },
+      { timeoutMs: 300 },
+    )
+    expect(hookDone).toBe(true)
+  })
+
+  it('an oracle written for a richer host than the factory returns does not compile (check is a property, checked strictly)', () => {
+    const needsLines: LifecycleOracle<{ link: Link; lines: string[] }> = { name: 'host-logs', rule: 'the host logs', check: ({ host }) => (host.lines.length > 0 ? null : 'no lines') }
+    // A host the oracle's host extends: the method form of check (bivariant) let it through.
+    const plain = (options: Parameters<Parameters<PathKit['run']>[1]>[0]) => ({ link: createLink(options) })
+    // Never called: the line is for the compiler (tsc --noEmit fails if the error below is not one).
+    const run = () =>
+      // @ts-expect-error the factory's host ({ link }) has no `lines` for the oracle to read
+      kit.run(lifecyclePaths()[0]!, plain, { oracles: [needsLines] })
+    expect(typeof run).toBe('function')
   })
 
   it('counts an attempt the link gave up on (its connect timeout) as one the server saw: another connection the host makes on its own is caught', async () => {

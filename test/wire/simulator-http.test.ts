@@ -308,6 +308,9 @@ describe('the simulator over HTTP', () => {
         expect(ops.get!.parameters?.filter((p) => p.in === 'query').map((p) => p.name), path).toContain('token')
       }
       expect(Object.keys(doc.paths['/metrics']!.get!.responses)).not.toContain('400')
+      // A wait's 408 carries the count it saw, as the document says.
+      const timeout = (doc.paths['/admin/wait']!.post!.responses as Record<string, { content: Record<string, { schema: { properties: { error: { required: string[] } } } }> }>)['408']!
+      expect(timeout.content['application/json']!.schema.properties.error.required).toEqual(['code', 'message', 'count'])
     } finally {
       await sim.stop()
     }

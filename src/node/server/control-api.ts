@@ -627,6 +627,10 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {}
   const errorBody = { type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } }, required: ['code', 'message'] } } }
   const error = (description: string) => ({ description, content: { 'application/json': { schema: errorBody } } })
+  const waitTimeoutBody = {
+    type: 'object',
+    properties: { error: { type: 'object', properties: { code: { const: 'timeout' }, message: { type: 'string' }, count: { type: 'integer', minimum: 0 } }, required: ['code', 'message', 'count'] } },
+  }
   // What every route may answer besides its own (the access rule, a wrong method, a simulator fault).
   const errors = {
     '401': error('An admin token is set and the request does not carry it.'),
@@ -667,7 +671,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
         ...(r.body ? { requestBody: { required: !r.body.safeParse({}).success, content: { 'application/json': { schema: schemaOf(r.body) } } } } : {}),
         responses: {
           '200': { description: 'Done.', content: { 'application/json': { schema: schemaOf(r.response) } } },
-          ...(r.path === '/admin/wait' ? { '408': { description: 'The count did not reach atLeast within timeoutMs.', content: { 'application/json': { schema: errorBody } } } } : {}),
+          ...(r.path === '/admin/wait' ? { '408': { description: 'The count did not reach atLeast (or went above atMost) within timeoutMs; `count` is the count it saw last.', content: { 'application/json': { schema: waitTimeoutBody } } } } : {}),
           ...(r.path === '/admin/keys' ? { '409': { description: "The simulator accepts any agent (agents: 'any'): it holds no keys to set.", content: { 'application/json': { schema: errorBody } } } } : {}),
           ...(r.path.includes('{') ? { '404': error('No record has that id.') } : {}),
           ...(r.method === 'POST' ? postErrors : getErrors),

@@ -14,8 +14,13 @@ import { deepFreeze } from '../../freeze.js'
 /** What an oracle is given after a step has settled. `H` is what the host factory returned. */
 export interface OracleInput<H = unknown> {
   path: LifecyclePath
-  /** The step's index in `path.steps` (0-based). */
+  /**
+   * The index in `path.steps` (0-based) of the last step this check follows: `step` itself, or
+   * the `await` steps behind it (a step the chart follows up by itself is judged once it settled,
+   * after them). A {@link PathFailure} names this index.
+   */
   index: number
+  /** The step judged: the stimulus that moved the link (never an `await` step). */
   step: LifecycleStep
   /** What the link showed before the step (for the first step: the link as created). */
   before: StepExpectation
@@ -30,8 +35,8 @@ export interface OracleInput<H = unknown> {
   wasAccepted: boolean
   link: Link
   host: H
-  /** The kit's simulator: its records are what the server saw (absent when a test replays a path on the chart alone, with no server). */
-  simulator: PlatformSimulator
+  /** The kit's simulator: its records are what the server saw; undefined when a test replays a path on the chart alone, with no server (an oracle then skips what only the server can tell). */
+  simulator: PlatformSimulator | undefined
   agentId: string
 }
 
@@ -45,7 +50,11 @@ export interface LifecycleOracle<H = unknown> {
   name: string
   /** The rule, one sentence. */
   rule: string
-  check(input: OracleInput<H>): string | null
+  /**
+   * A property, not a method, so its parameter is checked strictly: an oracle written for a richer
+   * host than the factory returns does not compile.
+   */
+  check: (input: OracleInput<H>) => string | null
 }
 
 const SESSION = new Set(['connecting', 'joining', 'connected', 'reconnecting', 'suspended', 'stopping'])

@@ -63,7 +63,8 @@ let cached: readonly LifecyclePath[] | null = null
 /**
  * The connection chart's lifecycle paths a real link and the simulator can produce on the wire
  * (every (state, stimulus) edge the wire can reach is the last step of one; `phoenix-link paths
- * --json | wc -l` counts them), shortest first. Generated once per process (about 0.5 s), then shared: the array and
+ * --chart connection --json | wc -l` counts them: without `--chart` the command prints the
+ * channel and reconnect charts' paths too), shortest first. Generated once per process (about 0.5 s), then shared: the array and
  * its paths are frozen.
  */
 export function lifecyclePaths(): readonly LifecyclePath[] {

@@ -7,10 +7,10 @@
  * chart's own transition, and every oracle must hold; at the end the simulator must have
  * accepted exactly the sockets the path opened, before and after `disconnect()`.
  */
-import { SimulatedClock, type InspectionEvent } from 'xstate'
+import { SimulatedClock } from 'xstate'
 import { keyOf } from '../model/chart-info.js'
 import { reasonCode } from '../model/connection-model.js'
-import { Link, type ControlHandler } from '../../link.js'
+import { Link, type ChartInspectionEvent, type ControlHandler } from '../../link.js'
 import type { LinkPolicyInput } from '../../policy.js'
 import { rejoinDelayMs } from '../../../machines/channel-policy.js'
 import { controlTopic, SUPERSEDE_EVENT } from '../../protocol.js'
@@ -51,7 +51,12 @@ export const PATH_RANDOM = (): number => 0.5
  * `policy` is
  * {@link PATH_POLICY} (merge your own over it: with a longer heartbeat a `server.stall` step takes
  * longer to be detected, and the runner waits that long); `inspect` records the transitions the
- * link crosses, for {@link PathReport}.
+ * link crosses, for {@link PathReport}, and the upgrades it sends, which the runner's waits and
+ * {@link PathKit.stop}'s late-upgrade check count: pass it on (a host with an observer of its own
+ * calls it from there with every event; a run whose link reports nothing through it fails at its
+ * first step, saying so). Return the link before connecting it: the path's `host.*` steps call its
+ * `connect()` and `disconnect()` (a link the factory already started is refused). A control
+ * handler the host sets later with `link.onControl()` is wrapped as the one it was made with.
  */
 export interface PathHostOptions {
   url: string
@@ -64,7 +69,8 @@ export interface PathHostOptions {
    */
   env: { random: () => number; monotonic: () => number }
   policy: LinkPolicyInput
-  inspect: (event: InspectionEvent) => void
+  /** An inspection observer, as createLink()'s `inspect` takes it (a host's own observer passes every event on to it). */
+  inspect: (event: ChartInspectionEvent) => void
 }
 
 /** What a host factory returns: the link, or an object holding it (and optionally how to stop the rest of the host). */
@@ -81,7 +87,9 @@ export interface PathRunOptions<H> {
    * Bound of each wait (a state, an upgrade to arrive, a signal handed over), and of the host
    * factory's return.
    * @default for the waits, the larger of 3000 and two heartbeat intervals plus the close timeout
-   *   plus 1000, from the link's policy; for the factory, 10000
+   *   plus 1000, from the link's policy; for the factory, 10000. The link's `disconnect()` and the
+   *   host's `stop()` at the end of a run are given this plus the link's `runs.hookTimeoutMs`
+   *   (`disconnect()` waits for the abort hooks of the runs it ends).
    */
   timeoutMs?: number
 }
@@ -213,12 +221,12 @@ export class PathKit {
    *   of `{ name, check }`.
    * @throws {RangeError} (rejects) for a `timeoutMs` that is not a whole number of milliseconds in [1, 2^31-1].
    */
-  async run<H extends PathHostResult>(path: LifecyclePath, host: PathHost<H>, options: PathRunOptions<NoInfer<H>> | null = {}): Promise<PathReport> {
+  async run<H extends PathHostResult>(path: LifecyclePath, host: PathHost<H>, options: PathRunOptions<H> | null = {}): Promise<PathReport> {
     const named = typeof (path as { name?: unknown } | null)?.name === 'string' ? path.name : '(unnamed)'
     if (this.stopped) throw new Error(`the path kit has stopped: path "${named}" cannot run; start another with startPathKit()`)
     checkPath(path)
     if (typeof host !== 'function') throw new TypeError(`the path host must be a function that builds the link from the options it is given (options => createLink({ ...options })), got ${host === null ? 'null' : typeof host}`)
-    const given: PathRunOptions<NoInfer<H>> = options ?? {}
+    const given: PathRunOptions<H> = options ?? {}
     if (typeof given !== 'object') throw new TypeError(`the run options must be an object, got ${typeof given}`)
     const requested = given.timeoutMs
     if (requested !== undefined && !(Number.isInteger(requested) && requested >= 1 && requested <= 2 ** 31 - 1)) {
@@ -238,6 +246,8 @@ export class PathKit {
     const report: PathReport = { path: path.name, agentId, sockets: 0, transitions: new Set(), states: new Set() }
     // The upgrades the link sent (one per transport generation that reported its request written).
     const sent = new Set<string>()
+    // Whether the kit's inspect option has been called at all (a host that leaves it out never calls it).
+    let inspected = false
     const built = await this.build(host, requested ?? 10_000, path.name, {
       url: sim.url,
       agentId,
@@ -247,13 +257,14 @@ export class PathKit {
       env: { random: PATH_RANDOM, monotonic: () => clock.now() },
       policy: PATH_POLICY,
       inspect: (event) => {
+        inspected = true
         if (event.type === '@xstate.event') {
           const e = (event as { event?: { type?: string; epoch?: number; generation?: number } }).event
           if (e?.type === 'socket.upgradeSent') sent.add(`${e.epoch}:${e.generation}`)
           return
         }
         if (event.type !== '@xstate.microstep') return
-        for (const t of event._transitions) report.transitions.add(keyOf(t as never))
+        for (const t of (event as { _transitions?: unknown[] })._transitions ?? []) report.transitions.add(keyOf(t as never))
         for (const node of (event.snapshot as { _nodes?: Array<{ id: string }> })._nodes ?? []) report.states.add(node.id)
       },
     })
@@ -271,6 +282,13 @@ export class PathKit {
     if (link.agentId !== agentId) {
       await release(built)
       throw new Error(`the path host's link connects as ${JSON.stringify(link.agentId)}, not as the kit's ${JSON.stringify(agentId)}: build the link from the options the kit passes (url, agentId, apiKey, clock, env, policy, inspect)`)
+    }
+    // The path's first step is the kit's to take (host connect, or another stimulus of an idle link):
+    // a link the factory already started would be judged on steps it did not take.
+    if (link.state !== 'idle') {
+      const state = link.state
+      await release(built)
+      throw new Error(`the path host's link is ${state}, not idle: return the link before connecting it (the kit calls connect() and disconnect() as the path's host.* steps say; a host that starts its link in its own start() is driven by the path the same way)`)
     }
     // A host's own policy may detect a stalled server later: wait long enough for two heartbeat
     // intervals and a close handshake (phoenix.js's heartbeat timeout is one interval after a send).
@@ -304,6 +322,12 @@ export class PathKit {
         if (step.stimulus.type === 'upgrade.accept') opens++
         if (path.steps[index + 1]?.stimulus.type === 'await') continue
         await expectStep(link, step, timeoutMs, (detail) => fail(index, detail))
+        // The kit reads what the link does through the inspect option it passes (the upgrades sent,
+        // which its waits and stop()'s late-upgrade check count, and the report's transitions): a
+        // link built without it would pass with those checks silently weaker.
+        if (!inspected) {
+          fail(index, "the link was built without the kit's inspect option: pass options.inspect to createLink(), or call it from your own observer with every event")
+        }
         const after = observe(link)
         for (const oracle of oracles) {
           let broken: string | null
@@ -314,7 +338,10 @@ export class PathKit {
             broken = `the oracle threw: ${thrownText(error)}`
           }
           // Any string is a broken rule, even an empty one; only null (or undefined) holds.
-          if (broken !== null && broken !== undefined) fail(index, `${oracle.name}: ${broken === '' ? '(broken, no message)' : broken}`)
+          if (broken !== null && broken !== undefined) {
+            const judged = group === step ? '' : ` (judged on step ${path.steps.indexOf(group!) + 1}, ${group!.name}, once the link settled)`
+            fail(index, `${oracle.name}: ${broken === '' ? '(broken, no message)' : broken}${judged}`)
+          }
         }
         wasConnected ||= after.state === 'connected'
         wasAccepted ||= after.state === 'joining' || after.state === 'connected'
@@ -343,9 +370,11 @@ export class PathKit {
       let stopError: unknown = null
       // A host's disconnect() that rejects or never settles is reported after the path's own
       // outcome, and the cleanup below still runs.
-      await within(link.disconnect(), timeoutMs, `the link's disconnect() did not settle within ${timeoutMs} ms`).catch((error: unknown) => (stopError = error))
+      // disconnect() waits for the abort hooks of the runs it ends, each up to the link's runs.hookTimeoutMs.
+      const stopMs = timeoutMs + link.runs.hookTimeoutMs
+      await within(link.disconnect(), stopMs, `the link's disconnect() did not settle within ${stopMs} ms (the run's timeout plus the link's runs.hookTimeoutMs)`).catch((error: unknown) => (stopError = error))
       try {
-        await stopHost(built, timeoutMs)
+        await stopHost(built, stopMs)
       } catch (error) {
         stopError = error
       }
@@ -411,8 +440,11 @@ export class PathKit {
   /**
    * Stops the kit's simulator (every socket closed), after one last judgement: a host that acted on
    * its own after its run had ended (a `connect()` on a timer after a supersede or a 403, later
-   * than the run's `settleMs`) made upgrades the server saw (the kit held them). Such a link is
-   * disconnected here, so it does not retry against a stopped server, and stop() then rejects.
+   * than the run's `settleMs`) made upgrades the server saw (the kit held them). The run's link,
+   * when it made them, is disconnected here, so it does not retry against a stopped server, and
+   * stop() then rejects. The kit knows only the link the factory returned: a host that made
+   * another link of the agent (a fresh `createLink()` after a terminal reason) is caught by the
+   * upgrades the server saw, and that link is the host's to stop.
    *
    * @throws {Error} (rejects, once everything is stopped) naming each path whose host attempted an
    *   upgrade after its run ended, and how many.
@@ -426,7 +458,7 @@ export class PathKit {
       const attempts = sim.upgradesSeenOf(run.agentId)
       const after = Math.max(attempts - run.attempts, run.sent.size - run.sentAtEnd)
       const link = run.link.deref()
-      if (after > 0) late.push(`"${run.path}": ${after} upgrade(s) after its run ended${link ? ` (the link is ${link.state})` : ''}`)
+      if (after > 0) late.push(`"${run.path}": ${after} upgrade(s) of ${run.agentId} after its run ended${link ? ` (the run's link is ${link.state}; a link the host made after it is not the kit's to see)` : ''}`)
       if (link && link.state !== 'stopped' && link.state !== 'terminated' && link.state !== 'idle') {
         await within(link.disconnect(), 5_000, '').catch(() => {})
       }
@@ -491,25 +523,40 @@ class World {
     this.topic = controlTopic(agent)
     let resolve!: () => void
     this.gate = { promise: new Promise<void>((r) => (resolve = r)), resolve }
-    // The kit's own signals (`path-*` correlation ids) get its faults; every signal then reaches the host's handler.
-    const original = (link as unknown as { controlHandler: ControlHandler | undefined }).controlHandler
-    link.onControl(async (signal, context) => {
-      const id = signal.correlationId ?? ''
-      if (id.startsWith('path-fail-')) throw new Error('handler failure (path kit)')
-      if (id.startsWith('path-slow-')) await this.gate.promise
-      try {
-        await original?.(signal, context)
-      } finally {
-        // Handed over either way: a host handler that rejects (its work failed) is the host's
-        // business (the link logs it and goes on), not a delivery the path waits for again.
-        this.handled.push(id)
-        for (const waiter of [...this.waiters]) waiter()
+    // The kit's own signals (`path-*` correlation ids) get its faults; every signal then reaches the
+    // host's handler: the one the link was made with, and any the host sets later with onControl(),
+    // which the kit wraps the same way while the run lasts (release() gives the link its own method back).
+    const wrap =
+      (hosts: ControlHandler | undefined): ControlHandler =>
+      async (signal, context) => {
+        const id = signal.correlationId ?? ''
+        if (id.startsWith('path-fail-')) throw new Error('handler failure (path kit)')
+        if (id.startsWith('path-slow-')) await this.gate.promise
+        try {
+          await hosts?.(signal, context)
+        } finally {
+          // Handed over either way: a host handler that rejects (its work failed) is the host's
+          // business (the link logs it and goes on), not a delivery the path waits for again.
+          this.handled.push(id)
+          for (const waiter of [...this.waiters]) waiter()
+        }
       }
+    const setHandler = Link.prototype.onControl
+    setHandler.call(link, wrap((link as unknown as { controlHandler: ControlHandler | undefined }).controlHandler))
+    Object.defineProperty(link, 'onControl', {
+      configurable: true,
+      writable: true,
+      value: (handler: ControlHandler | undefined | null): void => {
+        // What the link refuses (not a function) it refuses here too, the handler in place kept.
+        if (handler !== undefined && handler !== null && typeof handler !== 'function') return setHandler.call(link, handler)
+        setHandler.call(link, wrap(handler ?? undefined))
+      },
     })
   }
 
   /** Ends the run's world: the slow handler let go, every wait still pending cancelled (its timer and listener removed). */
   release(): void {
+    delete (this.link as { onControl?: unknown }).onControl
     this.gate.resolve()
     for (const cancel of [...this.pending]) cancel()
   }
