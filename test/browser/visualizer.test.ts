@@ -211,6 +211,9 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
       const details = await page.locator('[data-testid="details"]').innerText()
       expect(details).toContain('control.supersede')
       expect(details).toContain('A supersede push ends the session for good')
+      // The panel's table fits the panel: long guard and action names wrap rather than run off its edge.
+      const fit = await page.locator('[data-testid="details"]').evaluate((aside) => ({ table: aside.querySelector('table')?.scrollWidth ?? 0, panel: aside.clientWidth }))
+      expect(fit.table, `the details table (${fit.table} px) within the panel (${fit.panel} px)`).toBeLessThanOrEqual(fit.panel)
       await saveScreenshot(page, 'visualize-charts.png')
       expect(errors).toEqual([])
     } finally {
