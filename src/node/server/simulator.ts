@@ -358,11 +358,13 @@ function statelessPattern(pattern: RegExp): RegExp {
 /**
  * `payload` as JSON carries it (toJSON applied, undefined members dropped): what a control that
  * sends it puts on the wire and in its records. Phoenix's V2 serializer sends JSON, so a payload
- * JSON cannot carry is the caller's error, refused before any socket is touched or marked.
+ * JSON cannot carry is the caller's error, refused before any socket is touched or marked. A JSON
+ * value that is no object (a string, an array, null) goes through: Phoenix's own pushes carry
+ * maps, and a test sends other values to see what a client does with them.
  *
  * @param control the control's name for the error, e.g. `supersede()`.
  * @throws {TypeError} naming the control, for a payload `JSON.stringify` refuses (a BigInt, a
- *   cycle, a getter that throws) or turns into no JSON object (a toJSON that returns a string).
+ *   cycle, a getter that throws) or turns into no JSON at all (undefined, a function).
  */
 function asJson(control: string, payload: Payload): Payload {
   let text: string | undefined
@@ -371,11 +373,8 @@ function asJson(control: string, payload: Payload): Payload {
   } catch (error) {
     throw new TypeError(`simulator: ${control} payload cannot be sent as JSON: ${error instanceof Error ? error.message : String(error)}`)
   }
-  const value: unknown = text === undefined ? undefined : JSON.parse(text)
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new TypeError(`simulator: ${control} payload must be a JSON object (Phoenix payloads are maps), got ${text === undefined ? 'nothing JSON can carry' : `JSON ${text.slice(0, 40)}`}`)
-  }
-  return value as Payload
+  if (text === undefined) throw new TypeError(`simulator: ${control} payload cannot be sent as JSON: JSON.stringify gives nothing for ${typeof payload}`)
+  return JSON.parse(text) as Payload
 }
 
 /** Whether `text` parses as JSON. */
@@ -1102,8 +1101,8 @@ export class PlatformSimulator extends EventEmitter {
    * or with `joinRef` when given (a stale one, to test that clients drop it). The payload goes out
    * as JSON carries it.
    *
-   * @throws {TypeError} for a payload JSON cannot carry as an object (a BigInt, a cycle, a getter
-   *   that throws), before anything is sent.
+   * @throws {TypeError} for a payload JSON cannot carry (a BigInt, a cycle, a getter that throws),
+   *   before anything is sent.
    */
   push(target: Target, topic: string, event: string, payload: Payload, options: { joinRef?: string | null } = {}): number {
     payload = asJson('push()', payload)
@@ -1134,7 +1133,7 @@ export class PlatformSimulator extends EventEmitter {
    * (fastlane), join_ref null, to every socket that joined the topic.
    *
    * @returns how many sockets it was sent to.
-   * @throws {TypeError} for a signal JSON cannot carry as an object (see push()), before anything is sent.
+   * @throws {TypeError} for a signal JSON cannot carry (see push()), before anything is sent.
    */
   control(
     agentId: string,
@@ -1151,7 +1150,7 @@ export class PlatformSimulator extends EventEmitter {
    * to every open socket that joined it.
    *
    * @returns how many sockets it was sent to.
-   * @throws {TypeError} for a payload JSON cannot carry as an object, before anything is sent.
+   * @throws {TypeError} for a payload JSON cannot carry, before anything is sent.
    */
   broadcast(topic: string, event: string, payload: Payload): number {
     this.assertRunning('broadcast()')
@@ -1173,8 +1172,8 @@ export class PlatformSimulator extends EventEmitter {
    * reason (`raw`) as JSON carries it.
    *
    * @throws {RangeError} for a close code a server may not send (as close()), and
-   *   {@link TypeError} for a payload JSON cannot carry as an object (a BigInt, a cycle, a getter
-   *   that throws); either before any socket is pushed to, marked or closed.
+   *   {@link TypeError} for a payload JSON cannot carry (a BigInt, a cycle, a getter that throws);
+   *   either before any socket is pushed to, marked or closed.
    */
   supersede(agentId: string, options: { payload?: Payload; close?: number | null } = {}): number {
     this.assertRunning('supersede()')
