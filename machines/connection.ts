@@ -151,10 +151,13 @@ export interface ConnectionInput {
   /**
    * A supersede of unknown cause the chart starts with (`ambiguousSupersede`): one another
    * link of the same agent could not decide before it ended (LinkOptions.supersedeDoubt), with
-   * when it arose on the same monotonic clock (`env.monotonic`). The first session's attempts
-   * probe, as a next session of that link would have. Default: none.
+   * when it arose (`since`) and when that link last lost a socket the server may still hold
+   * (`socketLostAt`, its `acceptedLostAt`, or null), both on the same monotonic clock
+   * (`env.monotonic`). The first session's attempts probe, as a next session of that link's would
+   * have, and a 409 within `conflictRetryWindowMs` of either is retried as that link's would be
+   * (it may be the platform still holding that link's socket). Default: none.
    */
-  supersedeDoubt?: { reason: ReasonLike; since: number } | null
+  supersedeDoubt?: { reason: ReasonLike; since: number; socketLostAt: number | null } | null
   policy?: ConnectionPolicy
   reconnectPolicy?: ReconnectPolicy
   channelPolicy?: ChannelPolicy
@@ -903,7 +906,8 @@ export const connectionMachine = setup({
     lastReason: null,
     retry: null,
     connects: 0,
-    acceptedLostAt: null,
+    // The link this one replaces may have left a socket the platform still holds (LinkOptions.supersedeDoubt).
+    acceptedLostAt: input.supersedeDoubt?.socketLostAt ?? null,
     keyHolder: 0,
     priorKeyHolder: 0,
     lastAccepted: 0,
@@ -912,7 +916,7 @@ export const connectionMachine = setup({
     controlCrashes: 0,
     heldChannelReports: null,
     heldSupersede: null,
-    ambiguousSupersede: input.supersedeDoubt ?? null,
+    ambiguousSupersede: input.supersedeDoubt ? { reason: input.supersedeDoubt.reason, since: input.supersedeDoubt.since } : null,
     probing: false,
     upgradeLeft: false,
     controlJoinedAt: null,

@@ -6,7 +6,8 @@
 import type { ConnectionEmitted, ConnectionEvent } from '../machines/connection.js'
 import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
-import { gracefulReason, thrownText, type Env } from '../machines/types.js'
+import { gracefulReason, thrownText, type Env, type ReasonLike } from '../machines/types.js'
+import { deepFreeze } from './freeze.js'
 import { abortError, checkSignal, isAbortSignal, onAbort } from './abort.js'
 import { callOptions, checkFunction, describeArgument } from './call-checks.js'
 import { PhoenixAdapter, quoteServerText, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
@@ -155,10 +156,23 @@ export interface LinkOptions {
  * link ends `superseded`.
  */
 export interface SupersedeDoubt {
-  /** What raised it: a `superseded` reason (its `cause` `unseen` when no push was read: a close or a reset that may have hidden one). */
-  readonly reason: DisconnectReason
+  /** The agent whose key the doubt is about: a link of another agent refuses it. */
+  readonly agentId: string
+  /**
+   * What raised it: a `superseded` reason (its `cause` `unseen` when no push was read: a close or
+   * a reset that may have hidden one). A link that a probe's 409 ends reports it as it is: its
+   * `generation` and `at` are those of the link that raised it.
+   */
+  readonly reason: Extract<DisconnectReason, { kind: 'superseded' }>
   /** When it arose, in milliseconds on the link's monotonic clock (`env.monotonic`). */
   readonly sinceMs: number
+  /**
+   * When the link last lost a socket the server may still hold (one it accepted, or an upgrade
+   * that had no answer), in milliseconds on `env.monotonic`; null if none. A 409 within
+   * `connection.conflictRetryWindowMs` of it, or of `sinceMs`, may be the platform still holding
+   * that socket: the link that gets the doubt retries it, as the one that lost the socket would.
+   */
+  readonly socketLostMs: number | null
 }
 
 /**
@@ -604,6 +618,7 @@ export class Link {
       )
     }
 
+    const doubt = this.#carriedDoubt(options.supersedeDoubt ?? null)
     const wiring = new Link.#Wiring(this, options, endpoint, apiKeyIn)
     this.#wiring = wiring
     this.#adapter = new PhoenixAdapter(wiring)
@@ -615,7 +630,7 @@ export class Link {
       env: this.env,
       policy: this.policy,
       onConflict: options.onConflict,
-      supersedeDoubt: options.supersedeDoubt ? { reason: options.supersedeDoubt.reason, since: options.supersedeDoubt.sinceMs } : null,
+      supersedeDoubt: doubt,
       // The host's observer runs inside socket callbacks: its errors are logged, never thrown there.
       inspect: observe
         ? (event) => {
@@ -692,8 +707,34 @@ export class Link {
    * `LinkOptions.supersedeDoubt`. A session that ends `superseded` decided it: null then.
    */
   get supersedeDoubt(): SupersedeDoubt | null {
-    const doubt = this.charts.connection.snapshot.context.ambiguousSupersede
-    return doubt === null ? null : Object.freeze({ reason: doubt.reason as DisconnectReason, sinceMs: doubt.since })
+    const { ambiguousSupersede: doubt, acceptedLostAt } = this.charts.connection.snapshot.context
+    if (doubt === null) return null
+    // A copy, frozen whole: what the host holds (and may persist or change) is not the chart's.
+    const reason = deepFreeze(structuredClone(doubt.reason)) as SupersedeDoubt['reason']
+    return Object.freeze({ agentId: this.#agentId, reason, sinceMs: doubt.since, socketLostMs: acceptedLostAt })
+  }
+
+  /**
+   * The chart's input for a doubt another link left (`LinkOptions.supersedeDoubt`, as checked and
+   * copied by checkOptions).
+   *
+   * @throws {ConfigurationError} for a doubt of another agent, or one whose times are ahead of
+   *   `env.monotonic` (a doubt of another process or clock: it does not outlive the process).
+   */
+  #carriedDoubt(doubt: SupersedeDoubt | null): { reason: ReasonLike; since: number; socketLostAt: number | null } | null {
+    if (doubt === null) return null
+    if (doubt.agentId !== this.#agentId) {
+      throw new ConfigurationError(`supersedeDoubt is about agent ${JSON.stringify(doubt.agentId)}, not this link's ${JSON.stringify(this.#agentId)}: a doubt is about one agent's key`)
+    }
+    const now = this.env.monotonic()
+    for (const [field, at] of [['sinceMs', doubt.sinceMs], ['socketLostMs', doubt.socketLostMs]] as const) {
+      if (at !== null && at > now) {
+        throw new ConfigurationError(
+          `supersedeDoubt.${field} (${at}) is ahead of env.monotonic (${now}): a doubt from another process or clock, which this link cannot measure its windows from (a doubt does not outlive the process)`,
+        )
+      }
+    }
+    return { reason: doubt.reason, since: doubt.sinceMs, socketLostAt: doubt.socketLostMs }
   }
 
   /**

@@ -5,11 +5,15 @@
 import * as z from 'zod/mini'
 import { ConfigurationError } from './errors/configuration-error.js'
 import { describeIssue } from './zod-issues.js'
+import { deepFreeze } from './freeze.js'
 import { thrownText } from '../machines/types.js'
 import { isWellFormedText, linkParamIn, LONE_SURROGATE_CANNOT_GO_IN } from './protocol.js'
-import { DisconnectReason } from './reasons.js'
+import { SupersededReason } from './reasons.js'
 
 const wellFormed = (what: string, carrier = 'a URL') => z.refine<string>(isWellFormedText, `${what} cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} ${carrier}`)
+
+/** A time in milliseconds on env.monotonic, as a link's `supersedeDoubt` gives it. */
+const monotonicMs = z.number({ error: 'must be a finite number of milliseconds on env.monotonic' }).check(z.refine(Number.isFinite, 'must be a finite number of milliseconds on env.monotonic'))
 
 const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `${what} must be a function`)
 
@@ -36,8 +40,10 @@ export const LinkOptionsSchema = z.strictObject({
   supersedeDoubt: z.optional(
     z.nullable(
       z.strictObject({
-        reason: DisconnectReason,
-        sinceMs: z.number({ error: 'must be a finite number of milliseconds on env.monotonic' }).check(z.refine(Number.isFinite, 'must be a finite number of milliseconds on env.monotonic')),
+        agentId: z.string({ error: 'must be the agent id of the link the doubt came from' }),
+        reason: SupersededReason,
+        sinceMs: monotonicMs,
+        socketLostMs: z.nullable(monotonicMs),
       }),
     ),
   ),
@@ -80,9 +86,12 @@ export function checkOptions<T>(options: T): T {
     throw new ConfigurationError(`reading the options threw: ${thrownText(error)}`, { cause: error })
   }
   if (parsed.success) {
-    const { params } = parsed.data
+    const { params, supersedeDoubt } = parsed.data
     const taken = params !== undefined && typeof params === 'object' ? linkParamIn(params) : null
     if (taken !== null) throw new ConfigurationError(taken)
+    // Data, not a callback: the link keeps the values the check read (zod's copy, copied whole and
+    // frozen), so neither a getter read again nor the host's later change reaches the chart.
+    if (supersedeDoubt) (read as { supersedeDoubt?: unknown }).supersedeDoubt = deepFreeze(structuredClone(supersedeDoubt))
     return read
   }
   const issue = parsed.error.issues[0]!

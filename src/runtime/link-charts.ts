@@ -67,8 +67,8 @@ export interface LinkChartsOptions {
   policy: { connection: ConnectionPolicy; reconnect: ReconnectPolicy; channel: ChannelPolicy; control: ControlPolicy }
   /** The host's on_conflict socket param (LinkOptions.onConflict): with 'reject', no supersede can be the link's own doing. */
   onConflict?: 'supersede' | 'reject' | undefined
-  /** A supersede of unknown cause another link left undecided (LinkOptions.supersedeDoubt), on env.monotonic; null: none. */
-  supersedeDoubt?: { reason: ReasonLike; since: number } | null | undefined
+  /** A supersede of unknown cause another link left undecided (LinkOptions.supersedeDoubt), its times on env.monotonic; null: none. */
+  supersedeDoubt?: { reason: ReasonLike; since: number; socketLostAt: number | null } | null | undefined
 }
 
 // Strict at configuration: the shipped charts hold no actor (checked once, when the module loads).

@@ -666,16 +666,34 @@ describe('rule: supersede is terminal', () => {
 })
 
 describe('rule: supersede is terminal, across links (a doubt another link left undecided: input supersedeDoubt)', () => {
-  const doubt = { reason: unseenSupersedeReason(classifyClose({ code: 1000, reason: '' }, 1, 0), 1, 0), since: 0 }
+  const doubt = { reason: unseenSupersedeReason(classifyClose({ code: 1000, reason: '' }, 1, 0), 1, 0), since: 0, socketLostAt: null }
 
   it("a chart given one starts with it: its first attempt is a conflict probe; a probe accepted dismisses it, reported as ignored", () => {
     const [s] = initialTransition(connectionMachine, { env, policy: DEFAULT_CONNECTION_POLICY, supersedeDoubt: doubt })
-    expect(s.context.ambiguousSupersede).toEqual(doubt)
+    expect(s.context.ambiguousSupersede).toEqual({ reason: doubt.reason, since: 0 })
+    expect(s.context.acceptedLostAt).toBeNull()
     const opened = step(s, { type: 'host.connect' })
     expect(opened.io).toContainEqual({ type: 'openTransport', params: { generation: 1, epoch: 1, conflictProbe: true } })
     const accepted = step(opened.s, { type: 'socket.open', ...origin(opened.s) })
     expect(accepted.s.context.ambiguousSupersede).toBeNull()
     expect(accepted.emitted).toContainEqual(unseenSettled(1))
+  })
+
+  it("a probe refused 409 is judged on the window of the link that left the doubt: past it from the doubt's time, terminal; within it from that link's last lost socket (socketLostAt: the platform may still hold it), retried", () => {
+    // env.monotonic reads 1,000; the window is 75,000.
+    const old = { ...doubt, since: -100_000 }
+    for (const [socketLostAt, outcome] of [
+      [null, 'terminated'],
+      [0, 'reconnecting'],
+    ] as const) {
+      const [s] = initialTransition(connectionMachine, { env, policy: DEFAULT_CONNECTION_POLICY, supersedeDoubt: { ...old, socketLostAt } })
+      expect(s.context.acceptedLostAt).toBe(socketLostAt)
+      const opened = run(s, { type: 'host.connect' })
+      const refused = run(opened, upgradeEvent(opened, 409))
+      expect(state(refused), `socketLostAt ${socketLostAt}`).toBe(outcome)
+      if (outcome === 'terminated') expect(refused.context.lastReason).toMatchObject({ kind: 'superseded', cause: 'unseen', generation: 1 })
+      else expect(refused.context.ambiguousSupersede).not.toBeNull()
+    }
   })
 
   it('without one (the default) the first attempt asks nothing', () => {

@@ -722,12 +722,42 @@ describe('rule: supersede is terminal', () => {
       expect(sim.upgrades.map((u) => [u.status, u.onConflict]).slice(2)).toEqual([[101, null], [409, 'reject']])
     })
 
-    it('createLink() refuses a supersedeDoubt that is not one, naming the field', () => {
+    it("createLink() refuses a supersedeDoubt that is not one (another kind of reason, a time that is no number), another agent's, or one ahead of env.monotonic (another process's), naming the field", () => {
       const sim = { url: 'ws://127.0.0.1:1/socket' } as PlatformSimulator
-      expect(() => world().link(sim, { supersedeDoubt: { reason: { kind: 'nope' }, sinceMs: 0 } as never })).toThrow(/supersedeDoubt\.reason/)
-      expect(() => world().link(sim, { supersedeDoubt: { reason: { kind: 'superseded', retryable: false, cause: 'unseen', message: null, retryAfterMs: null, targetSocketId: null, correlationId: null, raw: {}, generation: 1, at: 0 }, sinceMs: Number.NaN } })).toThrow(
-        /supersedeDoubt\.sinceMs: must be a finite number of milliseconds on env\.monotonic/,
-      )
+      const reason = { kind: 'superseded', retryable: false, cause: 'unseen', message: null, retryAfterMs: null, targetSocketId: null, correlationId: null, raw: {}, generation: 1, at: 0 } as const
+      const doubt = { agentId: 'agent-1', reason, sinceMs: 0, socketLostMs: null }
+      const make = (supersedeDoubt: unknown, monotonic = 1_000) => () => world().link(sim, { supersedeDoubt: supersedeDoubt as never, env: { monotonic: () => monotonic } })
+      expect(make({ ...doubt, reason: { kind: 'nope' } })).toThrow(/supersedeDoubt\.reason/)
+      // A doubt is about a supersede: a retryable close would end the link "terminated" with a reason that says it reconnects.
+      expect(make({ ...doubt, reason: { kind: 'closed', retryable: true, closeCode: 1000, closeName: 'normal closure', closeReason: '', generation: 1, at: 0 } })).toThrow(/supersedeDoubt\.reason/)
+      expect(make({ ...doubt, sinceMs: Number.NaN })).toThrow(/supersedeDoubt\.sinceMs: must be a finite number of milliseconds on env\.monotonic/)
+      expect(make({ ...doubt, socketLostMs: '5' })).toThrow(/supersedeDoubt\.socketLostMs/)
+      expect(make({ ...doubt, agentId: 'agent-2' })).toThrow('supersedeDoubt is about agent "agent-2", not this link\'s "agent-1"')
+      expect(make({ ...doubt, sinceMs: 5_000 })).toThrow(/supersedeDoubt\.sinceMs \(5000\) is ahead of env\.monotonic \(1000\): a doubt from another process or clock/)
+      expect(make({ ...doubt, socketLostMs: 1_001 })).toThrow(/supersedeDoubt\.socketLostMs \(1001\) is ahead of env\.monotonic/)
+      expect(make(doubt)).not.toThrow()
+    })
+
+    it('the link keeps the doubt it was given as the check read it: a getter read again or a change the host makes later does not reach it; the doubt it gives is a frozen copy', () => {
+      const sim = { url: 'ws://127.0.0.1:1/socket' } as PlatformSimulator
+      const reason = { kind: 'superseded' as const, retryable: false as const, cause: 'unseen', message: null, retryAfterMs: null, targetSocketId: null, correlationId: null, raw: { n: 1 }, generation: 1, at: 0 }
+      let reads = 0
+      const given = {
+        agentId: 'agent-1',
+        reason,
+        get sinceMs() {
+          return reads++ === 0 ? 0 : ('soon' as unknown as number)
+        },
+        socketLostMs: null,
+      }
+      const link = world().link(sim, { supersedeDoubt: given, env: { monotonic: () => 1_000 } })
+      reason.cause = 'changed later'
+      reason.raw.n = 2
+      const kept = link.supersedeDoubt!
+      expect(kept).toEqual({ agentId: 'agent-1', reason: { ...reason, cause: 'unseen', raw: { n: 1 } }, sinceMs: 0, socketLostMs: null })
+      expect(Object.isFrozen(kept) && Object.isFrozen(kept.reason) && Object.isFrozen(kept.reason.raw)).toBe(true)
+      // A copy each time: the chart's own reason is not the host's to reach.
+      expect(link.supersedeDoubt!.reason).not.toBe(kept.reason)
     })
   })
 
