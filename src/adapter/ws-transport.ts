@@ -225,7 +225,9 @@ class LinkWebSocket extends (WebSocket as unknown as new (...args: unknown[]) =>
    * (websocket.js `initAsClient`).
    */
   private static probeAfterEnd(ws: LinkWebSocket, socket: IncomingMessage['socket']): void {
-    if (ws.readyState !== WebSocket.OPEN || socket.destroyed || socket.writableEnded) return
+    // OPEN is the whole condition: ws ends or destroys the socket only once it is CLOSING (its close
+    // frame sent or read, or terminate()), and Node emits no `end` on a destroyed socket.
+    if (ws.readyState !== WebSocket.OPEN) return
     ;(Object.getPrototypeOf(socket) as { write(this: unknown, chunk: Uint8Array): boolean }).write.call(socket, emptyPong())
   }
 

@@ -4,7 +4,7 @@
  * host's own and on a factory that returns no link, each named by path, step and stimulus.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createLink, type Link } from '../../src/link.js'
+import { createLink, Link } from '../../src/link.js'
 import { connectionPaths } from '../../src/node/model/paths.js'
 import {
   LIFECYCLE_ORACLES,
@@ -270,7 +270,7 @@ describe('the runner sees what a host does on its own', () => {
       }),
     ).rejects.toThrow(/the path host's link is connecting, not idle: return the link before connecting it/)
     expect(started!.state).toBe('stopped')
-    await expect(kit.run(path, ({ inspect: _left, ...options }) => createLink(options))).rejects.toThrow(/step 2 \(upgrade sent\): the link was built without the kit's inspect option/)
+    await expect(kit.run(path, ({ inspect: _left, ...options }) => createLink(options))).rejects.toThrow(/step 6 \(backoff chosen\): the link was built without the kit's inspect option/)
     // An observer of the host's own that passes every event on is the kit's option still.
     const mine: string[] = []
     await kit.run(path, (options) => createLink({ ...options, inspect: (event) => (mine.push(event.type), options.inspect(event)) }))
@@ -290,6 +290,41 @@ describe('the runner sees what a host does on its own', () => {
       { timeoutMs: 300 },
     )
     expect(hookDone).toBe(true)
+  })
+
+  it("the kit's control handler goes through the link's own onControl (a host's patch of the instance runs, and is put back after the run); a sealed link still runs its paths; a frozen one is refused and released", async () => {
+    const queued = lifecyclePaths().find((p) => p.name === 'host connect > upgrade sent > open > join ok > queued signals')!
+    let patched = 0
+    let patch: unknown = null
+    const patchedLink = await (async () => {
+      let made!: Link
+      await kit.run(queued, (options) => {
+        made = createLink(options)
+        patch = function (this: Link, handler: Parameters<Link['onControl']>[0]) {
+          patched++
+          Link.prototype.onControl.call(this, handler)
+        }
+        Object.assign(made, { onControl: patch })
+        return made
+      })
+      return made
+    })()
+    expect(patched).toBeGreaterThan(0)
+    expect(patchedLink.onControl).toBe(patch)
+    await kit.run(queued, (options) => Object.seal(createLink(options)))
+    let stopped = 0
+    await expect(kit.run(queued, (options) => ({ link: Object.freeze(createLink(options)) as Link, stop: () => void stopped++ }))).rejects.toThrow(
+      /the path host's link does not take the kit's control handler \(link\.onControl\(\) threw: .*\); return a link that is not frozen/,
+    )
+    expect(stopped).toBe(1)
+  })
+
+  it("a host's observer that passes the kit's inspect events on later (batched) is the kit's option still; a run's timeout at its largest does not overflow the end-of-run bound", async () => {
+    const disconnectOnly = lifecyclePaths().find((p) => p.name === 'host disconnect')!
+    await kit.run(disconnectOnly, (options) => createLink({ ...options, inspect: (event) => void setImmediate(() => options.inspect(event)) }))
+    const path = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen', 6)
+    const report = await kit.run(path, (options) => createLink({ ...options, runs: { hookTimeoutMs: 2 ** 31 - 1 } }), { timeoutMs: 2 ** 31 - 1 })
+    expect(report.sockets).toBe(1)
   })
 
   it('an oracle written for a richer host than the factory returns does not compile (check is a property, checked strictly)', () => {

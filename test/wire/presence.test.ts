@@ -677,6 +677,16 @@ describe('the simulator as a test scripts it', () => {
     }
   })
 
+  it("control() sends the signal's own members over its defaults as given: a scope left undefined leaves the frame without one, as JSON carries it", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    expect(sim.control('agent-1', { mode: 'pause', scope: undefined as unknown as string, correlation_id: 'c-1' })).toBe(1)
+    await sim.waitFor(() => sim.accepted('agent-1')[0]!.frames.some((f) => f.dir === 'out' && f.frame?.event === 'agent.control'), { what: 'the signal sent' })
+    const sent = sim.accepted('agent-1')[0]!.frames.find((f) => f.dir === 'out' && f.frame?.event === 'agent.control')!
+    expect(sent.frame!.payload).toEqual({ agent_id: 'agent-1', mode: 'pause', correlation_id: 'c-1' })
+  })
+
   it('a global or sticky RegExp given to holdUpgrades() or onJoin() matches every time (RegExp.test() of such a pattern resumes at its lastIndex)', async () => {
     const sim = await world().sim({ agents: 'any' })
     sim.onJoin(/^room:/g, { reply: 'error', response: { reason: 'closed' } })

@@ -1140,7 +1140,15 @@ export class PlatformSimulator extends EventEmitter {
     signal: { mode: string; scope?: string; room_id?: string; execution_id?: string; reason?: string; correlation_id?: string | null } & Payload,
     options: { via?: 'push' | 'broadcast' } = {},
   ): number {
-    const payload = { scope: 'agent', agent_id: agentId, ...asJson('control()', signal) }
+    // The signal's own members over the defaults, as given (a `scope: undefined` leaves the wire
+    // without one), then as JSON carries them; a signal whose members cannot be read is refused.
+    let merged: Payload
+    try {
+      merged = { scope: 'agent', agent_id: agentId, ...signal }
+    } catch (error) {
+      throw new TypeError(`simulator: control() payload cannot be sent as JSON: ${error instanceof Error ? error.message : String(error)}`)
+    }
+    const payload = asJson('control()', merged)
     if (options.via !== 'broadcast') return this.push({ agent: agentId }, controlTopic(agentId), CONTROL_EVENT, payload)
     return this.broadcast(controlTopic(agentId), CONTROL_EVENT, payload)
   }

@@ -297,7 +297,14 @@ export class PathKit {
     const fail = (index: number, detail: string): never => {
       throw new PathFailure(path.name, index, path.steps[index]?.name ?? '(end)', detail)
     }
-    const world = new World(link, sim, clock, agentId, timeoutMs, () => sent.size)
+    let world: World
+    try {
+      world = new World(link, sim, clock, agentId, timeoutMs, () => sent.size)
+    } catch (error) {
+      // A link whose control handler cannot be set (a frozen link): released, and said so.
+      await release(built)
+      throw new Error(`the path host's link does not take the kit's control handler (link.onControl() threw: ${thrownText(error)}); return a link that is not frozen`)
+    }
     let opens = 0
     // Every upgrade the link attempted: answered, or still held by the kit (a link that comes
     // back on its own after a terminal step shows here, never as an accepted socket).
@@ -322,12 +329,6 @@ export class PathKit {
         if (step.stimulus.type === 'upgrade.accept') opens++
         if (path.steps[index + 1]?.stimulus.type === 'await') continue
         await expectStep(link, step, timeoutMs, (detail) => fail(index, detail))
-        // The kit reads what the link does through the inspect option it passes (the upgrades sent,
-        // which its waits and stop()'s late-upgrade check count, and the report's transitions): a
-        // link built without it would pass with those checks silently weaker.
-        if (!inspected) {
-          fail(index, "the link was built without the kit's inspect option: pass options.inspect to createLink(), or call it from your own observer with every event")
-        }
         const after = observe(link)
         for (const oracle of oracles) {
           let broken: string | null
@@ -351,6 +352,13 @@ export class PathKit {
       // watch it for settleMs of real time (its timers run on it), then the link must still be where
       // the path left it. A host that acts later is caught by stop().
       await new Promise<void>((resolve) => setTimeout(resolve, this.settleMs))
+      // The kit reads what the link does through the inspect option it passes (the upgrades sent,
+      // which its waits and stop()'s late-upgrade check count, and the report's transitions): a
+      // link built without it would pass with those checks silently weaker. A host's observer may
+      // pass events on later (batched); by the end of the run it has passed some.
+      if (!inspected) {
+        fail(path.steps.length - 1, "the link was built without the kit's inspect option: pass options.inspect to createLink(), or call it from your own observer with every event")
+      }
       const settled = observe(link)
       if (settled.state !== path.steps.at(-1)!.expect.state) fail(path.steps.length - 1, `after the path the host moved the link from ${path.steps.at(-1)!.expect.state} to ${settled.state}`)
       // The simulator saw exactly the sockets and attempts the path made: nothing reconnected on its own.
@@ -371,7 +379,7 @@ export class PathKit {
       // A host's disconnect() that rejects or never settles is reported after the path's own
       // outcome, and the cleanup below still runs.
       // disconnect() waits for the abort hooks of the runs it ends, each up to the link's runs.hookTimeoutMs.
-      const stopMs = timeoutMs + link.runs.hookTimeoutMs
+      const stopMs = Math.min(2 ** 31 - 1, timeoutMs + link.runs.hookTimeoutMs)
       await within(link.disconnect(), stopMs, `the link's disconnect() did not settle within ${stopMs} ms (the run's timeout plus the link's runs.hookTimeoutMs)`).catch((error: unknown) => (stopError = error))
       try {
         await stopHost(built, stopMs)
@@ -541,22 +549,37 @@ class World {
           for (const waiter of [...this.waiters]) waiter()
         }
       }
-    const setHandler = Link.prototype.onControl
+    // The link's own onControl (a subclass's override, or the host's patch of the instance, runs too).
+    const setHandler = link.onControl
     setHandler.call(link, wrap((link as unknown as { controlHandler: ControlHandler | undefined }).controlHandler))
-    Object.defineProperty(link, 'onControl', {
-      configurable: true,
-      writable: true,
-      value: (handler: ControlHandler | undefined | null): void => {
-        // What the link refuses (not a function) it refuses here too, the handler in place kept.
-        if (handler !== undefined && handler !== null && typeof handler !== 'function') return setHandler.call(link, handler)
-        setHandler.call(link, wrap(handler ?? undefined))
-      },
-    })
+    this.ownOnControl = Object.getOwnPropertyDescriptor(link, 'onControl')
+    // A sealed link takes no property of the kit's: its later onControl() calls are not wrapped.
+    if (Object.isExtensible(link) || this.ownOnControl?.configurable === true) {
+      Object.defineProperty(link, 'onControl', {
+        configurable: true,
+        writable: true,
+        value: (handler: ControlHandler | undefined | null): void => {
+          // What the link refuses (not a function) it refuses here too, the handler in place kept.
+          if (handler !== undefined && handler !== null && typeof handler !== 'function') return setHandler.call(link, handler)
+          setHandler.call(link, wrap(handler ?? undefined))
+        },
+      })
+      this.wrapsOnControl = true
+    }
   }
+
+  /** The link's own `onControl` property before the run (a host's patch of the instance), put back by release(). */
+  private readonly ownOnControl: PropertyDescriptor | undefined
+  /** Whether the run gave the link an `onControl` of its own (not on a sealed link). */
+  private wrapsOnControl = false
 
   /** Ends the run's world: the slow handler let go, every wait still pending cancelled (its timer and listener removed). */
   release(): void {
-    delete (this.link as { onControl?: unknown }).onControl
+    if (this.wrapsOnControl) {
+      if (this.ownOnControl) Object.defineProperty(this.link, 'onControl', this.ownOnControl)
+      else delete (this.link as { onControl?: unknown }).onControl
+      this.wrapsOnControl = false
+    }
     this.gate.resolve()
     for (const cancel of [...this.pending]) cancel()
   }
