@@ -468,6 +468,33 @@ export function conformance(factory: PeerFactory): void {
         await probesRefused(agent, olderSocket, newer, [101, 101])
       })
 
+      it("the same, and the host replaces its link instead (a new createLink() given the old link's supersedeDoubt): the new link's first upgrade probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs, and it ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        proxy.stallNextAfterRequest()
+        // The monotonic clock both links decide by is the test's: the replacement comes past the conflict window.
+        let now = 1_000
+        const policy = { transport: { closeTimeoutMs: 300 }, connection: { conflictRetryWindowMs: 100 }, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } }
+        const env = { monotonic: () => now }
+        const older = scene().link(peer, agent, { url: proxy.url, policy, env })
+        const olderUp = settle(older.connect())
+        await peer.until(async () => (await peer.live(agent)).length === 1, "the older link's socket accepted")
+        const [olderSocket] = await peer.live(agent)
+        await untilState(older, 'joining')
+        const lost = next(older, 'disconnected')
+        const newer = scene().link(peer, agent)
+        await newer.connect()
+        expect(await lost).toMatchObject({ conflictProbe: true, reason: { kind: 'closed', generation: 1 } })
+        await older.disconnect()
+        expect(reasonOf(await olderUp)).toMatchObject({ kind: 'graceful' })
+        const doubt = older.supersedeDoubt
+        expect(doubt).toMatchObject({ agentId: agent.id, reason: { kind: 'superseded', cause: 'unseen', generation: 1 } })
+        now += 1_000
+        const replacement = scene().link(peer, agent, { policy, env, supersedeDoubt: doubt })
+        expect(reasonOf(await settle(replacement.connect()))).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1 })
+        await probesRefused(agent, olderSocket, newer, [101, 101])
+      })
+
       it("a newer instance connects while the link's control join is on its way, and the join reaches the server just after the supersede (on Phoenix it joins, hears no push, and the close follows 50 ms later): a \"disconnect\" close within unseenSupersedeWindowMs of the join is probed like one before it, so the link is refused 409 past conflictRetryWindowMs and ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
         const agent = peer.agent()
         const proxy = await scene().proxy(peer)
