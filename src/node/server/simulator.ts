@@ -471,8 +471,9 @@ function checkRefusal(refusal: UpgradeRefusal): void {
 }
 
 /**
- * A running simulator. Emits `connection` (a SimConnection accepted), `closed` (a SimConnection
- * closed), `refused` (an UpgradeRecord) and `change` after anything it records, so `waitFor`
+ * A running simulator. Emits `connection` (a SimConnection accepted: after the `presence`
+ * crossing it causes, so a socket a `first-connected` listener closed is already `closing` there),
+ * `closed` (a SimConnection closed), `refused` (an UpgradeRecord) and `change` after anything it records, so `waitFor`
  * can re-check a condition without polling. A listener that throws or rejects is logged (the
  * logger's `warn`) and never thrown into the simulator; the listeners after it still hear the event.
  */
