@@ -53,8 +53,8 @@ export const PATH_RANDOM = (): number => 0.5
  * longer to be detected, and the runner waits that long); `inspect` records the transitions the
  * link crosses, for {@link PathReport}, and the upgrades it sends, which the runner's waits and
  * {@link PathKit.stop}'s late-upgrade check count: pass it on (a host with an observer of its own
- * calls it from there with every event; a run whose link reports nothing through it fails at its
- * first step, saying so). Return the link before connecting it: the path's `host.*` steps call its
+ * calls it from there with every event, at once or later; a run whose link reported nothing through
+ * it by the end fails, saying so). Return the link before connecting it: the path's `host.*` steps call its
  * `connect()` and `disconnect()` (a link the factory already started is refused). A control
  * handler the host sets later with `link.onControl()` is wrapped as the one it was made with.
  */
