@@ -1180,9 +1180,10 @@ export class PlatformSimulator extends EventEmitter {
    * how many sockets were superseded. The payload is pushed, recorded and kept as the platform's
    * reason (`raw`) as JSON carries it.
    *
-   * @throws {RangeError} for a close code a server may not send (as close()), and
-   *   {@link TypeError} for a payload JSON cannot carry (a BigInt, a cycle, a getter that throws);
-   *   either before any socket is pushed to, marked or closed.
+   * @throws {RangeError} for a close code a server may not send (as close()), before any socket
+   *   is pushed to, marked or closed.
+   * @throws {TypeError} for a payload JSON cannot carry (a BigInt, a cycle, a getter that throws),
+   *   before any socket is pushed to, marked or closed.
    */
   supersede(agentId: string, options: { payload?: Payload; close?: number | null } = {}): number {
     this.assertRunning('supersede()')
