@@ -444,35 +444,16 @@ export function conformance(factory: PeerFactory): void {
         await probesRefused(agent, olderSocket, newer, [101, 101])
       })
 
-      it("the same, and the host stops and connects again during the backoff (a watchdog's restart) while the supersede's cause is unknown: the new session's upgrade probes with on_conflict=reject too, is refused 409 past conflictRetryWindowMs, and the link ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
+      /**
+       * A link whose socket a newer instance's connection closed while its control join had not
+       * reached the server (no supersede push: the cause unseen), stopped by its host in the
+       * backoff; the monotonic clock both links decide by is the test's (`tick()` moves it past the
+       * 100 ms conflict window).
+       */
+      const stoppedInDoubt = async () => {
         const agent = peer.agent()
         const proxy = await scene().proxy(peer)
         proxy.stallNextAfterRequest()
-        // The monotonic clock the link decides by is the test's: the restart comes past the conflict window.
-        let now = 1_000
-        const policy = { transport: { closeTimeoutMs: 300 }, connection: { conflictRetryWindowMs: 100 }, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } }
-        const older = scene().link(peer, agent, { url: proxy.url, policy, env: { monotonic: () => now } })
-        const olderUp = settle(older.connect())
-        await peer.until(async () => (await peer.live(agent)).length === 1, "the older link's socket accepted")
-        const [olderSocket] = await peer.live(agent)
-        await untilState(older, 'joining')
-        const lost = next(older, 'disconnected')
-        const newer = scene().link(peer, agent)
-        await newer.connect()
-        expect((await lost).reason).toMatchObject({ kind: 'closed', generation: 1 })
-        expect(older.state).toBe('reconnecting')
-        await older.disconnect()
-        expect(reasonOf(await olderUp)).toMatchObject({ kind: 'graceful' })
-        now += 1_000
-        expect(reasonOf(await settle(older.connect()))).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1 })
-        await probesRefused(agent, olderSocket, newer, [101, 101])
-      })
-
-      it("the same, and the host replaces its link instead (a new createLink() given the old link's supersedeDoubt): the new link's first upgrade probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs, and it ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
-        const agent = peer.agent()
-        const proxy = await scene().proxy(peer)
-        proxy.stallNextAfterRequest()
-        // The monotonic clock both links decide by is the test's: the replacement comes past the conflict window.
         let now = 1_000
         const policy = { transport: { closeTimeoutMs: 300 }, connection: { conflictRetryWindowMs: 100 }, reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } }
         const env = { monotonic: () => now }
@@ -485,11 +466,24 @@ export function conformance(factory: PeerFactory): void {
         const newer = scene().link(peer, agent)
         await newer.connect()
         expect(await lost).toMatchObject({ conflictProbe: true, reason: { kind: 'closed', generation: 1 } })
+        expect(older.state).toBe('reconnecting')
         await older.disconnect()
         expect(reasonOf(await olderUp)).toMatchObject({ kind: 'graceful' })
+        return { agent, older, olderSocket, newer, policy, env, tick: () => void (now += 1_000) }
+      }
+
+      it("the same, and the host stops and connects again during the backoff (a watchdog's restart) while the supersede's cause is unknown: the new session's upgrade probes with on_conflict=reject too, is refused 409 past conflictRetryWindowMs, and the link ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
+        const { agent, older, olderSocket, newer, tick } = await stoppedInDoubt()
+        tick()
+        expect(reasonOf(await settle(older.connect()))).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1 })
+        await probesRefused(agent, olderSocket, newer, [101, 101])
+      })
+
+      it("the same, and the host replaces its link instead (a new createLink() given the old link's supersedeDoubt): the new link's first upgrade probes with on_conflict=reject, is refused 409 past conflictRetryWindowMs, and it ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
+        const { agent, older, olderSocket, newer, policy, env, tick } = await stoppedInDoubt()
         const doubt = older.supersedeDoubt
         expect(doubt).toMatchObject({ agentId: agent.id, reason: { kind: 'superseded', cause: 'unseen', generation: 1 } })
-        now += 1_000
+        tick()
         const replacement = scene().link(peer, agent, { policy, env, supersedeDoubt: doubt })
         expect(reasonOf(await settle(replacement.connect()))).toMatchObject({ kind: 'superseded', cause: 'unseen', retryable: false, generation: 1 })
         await probesRefused(agent, olderSocket, newer, [101, 101])
