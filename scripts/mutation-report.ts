@@ -115,7 +115,11 @@ const WHY: Record<string, string> = {
   'src/adapter/phoenix-adapter.ts#PhoenixAdapter.end':
     "equivalent: the `handle.ended` guard of end(): a second end() of one transport finds its attachments already released (release() deleted each from the handle) and calls phoenix.js's disconnect() on a socket already closing or closed, which sends nothing (its connection closes only when not `closing` already) and calls back once the socket is closed, as the first did",
   'src/adapter/ws-transport.ts#readRefusal':
-    'the `done` latch made false (`if (false) return`): killed since by test/wire/upgrade.test.ts "a refusal cut short is reported once…" (added after the run). The read now listens for the response\'s close alone, so the test that had a whole body both end and close no longer reaches the latch; a body cut by the byte or time limit, whose close follows the cut, does',
+    "equivalent: the Retry-After of an array of headers (`header[0] ?? null` made `header[0] && null`): Node's HTTP client keeps the first of a repeated `retry-after` and discards the others (node lib/_http_incoming.js `matchKnownFields`), so the header is never an array there, and a browser reads no refusal at all. (The `done` latch of an earlier sample, killed since by test/wire/upgrade.test.ts \"a refusal cut short is reported once…\", is no longer in this sample: the source changed and the sample was drawn again on 2026-12-07.)",
+  'src/adapter/ws-transport.ts#LinkWebSocket.errored':
+    "equivalent: a non-string error code passed on as it is (`typeof code === 'string' ? code : null` made `code`): the hooks compare it with one string only (`WS_ERR_UNSUPPORTED_MESSAGE_LENGTH`, phoenix-adapter.ts `onError`), which undefined or a number never equals, as null does not",
+  'src/adapter/ws-transport.ts#LinkWebSocket.closed':
+    "equivalent: the once-only guard of the close report (`if (this.#reported) return` made false): in Node ws emits `close` once; in a browser the close bound may report first and the browser's own close later, and a second `onClosed()` changes nothing there either (phoenix-adapter.ts `checkClosed` runs once, its `isClosed` latch set by the first)",
   'src/adapter/ws-transport.ts#LinkWebSocket.constructor':
     "equivalent: `isNodeWs` for `true` before the `super` call: in Node the link's WebSocket is always ws, and a browser's WebSocket constructor ignores a third argument, so the options object changes nothing there",
   'machines/reconnect.ts#reconnectMachine.guards.isServerClose':
