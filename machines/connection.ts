@@ -140,6 +140,13 @@ export type ConnectionEmitted =
   | { type: 'link.controlFailed'; signal: SignalLike; sequence: number; error: unknown }
   | { type: 'link.controlDropped'; signals: QueuedSignal[]; cause: ControlDropCause }
 
+/** A supersede doubt another link of the agent left, as the chart takes it ({@link ConnectionInput.supersedeDoubt}): times on env.monotonic. */
+export interface CarriedDoubt {
+  reason: ReasonLike
+  since: number
+  socketLostAt: number | null
+}
+
 /** Input of the connection chart. */
 export interface ConnectionInput {
   /**
@@ -157,7 +164,7 @@ export interface ConnectionInput {
    * have, and a 409 within `conflictRetryWindowMs` of either is retried as that link's would be
    * (it may be the platform still holding that link's socket). Default: none.
    */
-  supersedeDoubt?: { reason: ReasonLike; since: number; socketLostAt: number | null } | null
+  supersedeDoubt?: CarriedDoubt | null
   policy?: ConnectionPolicy
   reconnectPolicy?: ReconnectPolicy
   channelPolicy?: ChannelPolicy

@@ -3,10 +3,10 @@
  * platform. The connection chart decides every lifecycle step; the link turns the host's calls
  * into chart events, waits on the chart's states, and publishes what happened as typed events.
  */
-import type { ConnectionEmitted, ConnectionEvent } from '../machines/connection.js'
+import type { CarriedDoubt, ConnectionEmitted, ConnectionEvent } from '../machines/connection.js'
 import type { QueuedSignal } from '../machines/control.js'
 import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '../machines/status.js'
-import { gracefulReason, thrownText, type Env, type ReasonLike } from '../machines/types.js'
+import { gracefulReason, thrownText, type Env } from '../machines/types.js'
 import { deepFreeze } from './freeze.js'
 import { abortError, checkSignal, isAbortSignal, onAbort } from './abort.js'
 import { callOptions, checkFunction, describeArgument } from './call-checks.js'
@@ -721,7 +721,7 @@ export class Link {
    * @throws {ConfigurationError} for a doubt of another agent, or one whose times are ahead of
    *   `env.monotonic` (a doubt of another process or clock: it does not outlive the process).
    */
-  #carriedDoubt(doubt: SupersedeDoubt | null): { reason: ReasonLike; since: number; socketLostAt: number | null } | null {
+  #carriedDoubt(doubt: SupersedeDoubt | null): CarriedDoubt | null {
     if (doubt === null) return null
     if (doubt.agentId !== this.#agentId) {
       throw new ConfigurationError(`supersedeDoubt is about agent ${JSON.stringify(doubt.agentId)}, not this link's ${JSON.stringify(this.#agentId)}: a doubt is about one agent's key`)

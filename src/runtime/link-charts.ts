@@ -17,11 +17,11 @@
  */
 import type { EventObject } from 'xstate'
 import { channelMachine, type ChannelEvent, type ChannelPolicy } from '../../machines/channel.js'
-import { connectionMachine, type ConnectionEmitted, type ConnectionEvent, type ConnectionPolicy } from '../../machines/connection.js'
+import { connectionMachine, type CarriedDoubt, type ConnectionEmitted, type ConnectionEvent, type ConnectionPolicy } from '../../machines/connection.js'
 import { controlMachine, type ControlEvent, type ControlPolicy, type QueuedSignal } from '../../machines/control.js'
 import { reconnectMachine, type ReconnectEvent, type ReconnectPolicy } from '../../machines/reconnect.js'
 import type { AttachOrigin } from '../../machines/channel.js'
-import type { Env, Origin, ReasonLike, TransportOpen } from '../../machines/types.js'
+import type { Env, Origin, TransportOpen } from '../../machines/types.js'
 import { ChartRuntime, checkChart, type Clock, type RunningChart, type RuntimeInspectionEvent } from './chart-runner.js'
 
 /** The socket and channel operations the charts' I/O actions call (src/adapter/phoenix-adapter.ts). */
@@ -68,7 +68,7 @@ export interface LinkChartsOptions {
   /** The host's on_conflict socket param (LinkOptions.onConflict): with 'reject', no supersede can be the link's own doing. */
   onConflict?: 'supersede' | 'reject' | undefined
   /** A supersede of unknown cause another link left undecided (LinkOptions.supersedeDoubt), its times on env.monotonic; null: none. */
-  supersedeDoubt?: { reason: ReasonLike; since: number; socketLostAt: number | null } | null | undefined
+  supersedeDoubt?: CarriedDoubt | null | undefined
 }
 
 // Strict at configuration: the shipped charts hold no actor (checked once, when the module loads).

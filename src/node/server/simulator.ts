@@ -371,10 +371,15 @@ function asJson(control: string, payload: Payload): Payload {
   try {
     text = JSON.stringify(payload)
   } catch (error) {
-    throw new TypeError(`simulator: ${control} payload cannot be sent as JSON: ${error instanceof Error ? error.message : String(error)}`)
+    throw notJson(control, thrownText(error))
   }
-  if (text === undefined) throw new TypeError(`simulator: ${control} payload cannot be sent as JSON: JSON.stringify gives nothing for ${typeof payload}`)
+  if (text === undefined) throw notJson(control, `JSON.stringify gives nothing for ${typeof payload}`)
   return JSON.parse(text) as Payload
+}
+
+/** The TypeError of a control whose payload JSON cannot carry, saying why. */
+function notJson(control: string, why: string): TypeError {
+  return new TypeError(`simulator: ${control} payload cannot be sent as JSON: ${why}`)
 }
 
 /** Whether `text` parses as JSON. */
@@ -1147,7 +1152,7 @@ export class PlatformSimulator extends EventEmitter {
     try {
       merged = { scope: 'agent', agent_id: agentId, ...signal }
     } catch (error) {
-      throw new TypeError(`simulator: control() payload cannot be sent as JSON: ${error instanceof Error ? error.message : String(error)}`)
+      throw notJson('control()', thrownText(error))
     }
     const payload = asJson('control()', merged)
     if (options.via !== 'broadcast') return this.push({ agent: agentId }, controlTopic(agentId), CONTROL_EVENT, payload)
