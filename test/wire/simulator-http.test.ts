@@ -14,7 +14,7 @@ import { framesIn, next } from '../support/wire.js'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { createLink } from '../../src/link.js'
-import { CONTROL_ROUTES, PlatformSimulator, adminAccess, isLoopbackAddress, startSimulator, type AdminRequest } from '../../src/node/server/index.js'
+import { ADMIN_ROUTES, CONTROL_ROUTES, PlatformSimulator, adminAccess, isLoopbackAddress, startSimulator, type AdminRequest } from '../../src/node/server/index.js'
 import { isLoopbackHost, isLoopbackInterface, json } from '../../src/node/server/control-api.js'
 import { isSendableCloseCode } from '../../src/node/server/connection.js'
 import WebSocket from 'ws'
@@ -1071,6 +1071,69 @@ describe('the simulator over HTTP', () => {
         expect(answer.status === 400, `${r.path}: required ${required}, empty body answered ${answer.status}`).toBe(required)
       }
     } finally {
+      await sim.stop()
+    }
+  })
+
+  it('every record route answers what its OpenAPI schema says, field by field: sockets, frames (undecodable and cut ones too), upgrades (refused, superseding), closes, held joins, connections', async () => {
+    const sim = await startSimulator({ agents: { a: 'ka', raw: 'kr' } })
+    const a = createLink({ url: sim.url, agentId: 'a', apiKey: 'ka' })
+    const raws: WebSocket[] = []
+    const opened = async (key: string) => {
+      const ws = new WebSocket(`${sim.url}/websocket?agent_id=raw&vsn=2.0.0`, { headers: { 'x-api-key': key } })
+      raws.push(ws)
+      const outcome = await Promise.race([once(ws, 'open').then(() => 'open'), once(ws, 'unexpected-response').then(() => 'refused')])
+      if (outcome === 'refused') ws.terminate()
+      return outcome
+    }
+    try {
+      const http = httpOf(sim)
+      await a.connect()
+      await a.channel('room:x').joined()
+      sim.onJoin('room:held', { reply: 'hold' })
+      const held = a.channel('room:held').joined().catch(() => {})
+      await sim.waitFor(() => sim.heldJoins.length === 1)
+      expect(await opened('wrong')).toBe('refused')
+      expect(await opened('kr')).toBe('open')
+      // A frame long enough to be cut on the first raw socket's record; then a newer socket of the
+      // agent supersedes it (an upgrade with superseded ids, a socket with its payload and cause),
+      // and a frame that cannot be decoded ends the newer one.
+      raws.at(-1)!.send(JSON.stringify(['1', '1', 'room:long', 'note', { text: 'x'.repeat(5000), n: 1 }]))
+      await sim.waitFor(() => sim.accepted('raw')[0]!.frames.some((f) => f.dir === 'in'))
+      expect(await opened('kr')).toBe('open')
+      await sim.waitFor(() => sim.accepted('raw')[0]!.state === 'closed')
+      raws.at(-1)!.send('not a frame')
+      await sim.waitFor(() => sim.accepted('raw')[1]!.state === 'closed')
+      const schemaOf = (method: string, path: string) => (CONTROL_ROUTES.find((r) => r.method === method && r.path === path) ?? ADMIN_ROUTES.find((r) => r.method === method && r.path === path))!.response!
+      const checked = async (path: string, route = path) => {
+        const answer = await call(http, 'GET', path)
+        expect(answer.status, path).toBe(200)
+        const parsed = schemaOf('GET', route).safeParse(answer.body)
+        expect(parsed.success ? null : parsed.error.issues, path).toBeNull()
+        return answer.body
+      }
+      const { sockets } = await checked('/admin/sockets')
+      expect(sockets.map((c: { agentId: string; closeCause: string | null }) => [c.agentId, c.closeCause])).toEqual([['a', null], ['raw', 'supersede'], ['raw', 'malformed']])
+      expect(sockets[1].superseded).not.toBeNull()
+      const frames = async (socket: { id: string }) => (await checked(`/admin/sockets/${socket.id}/frames`, '/admin/sockets/{id}/frames')).frames
+      expect((await frames(sockets[1])).some((f: { length?: number }) => typeof f.length === 'number')).toBe(true)
+      expect((await frames(sockets[2])).some((f: { frame: unknown }) => f.frame === null)).toBe(true)
+      const { upgrades } = await checked('/admin/upgrades')
+      expect(upgrades.map((u: { status: number; superseded?: string[] }) => [u.status, u.superseded?.length])).toEqual([[101, 0], [403, undefined], [101, 0], [101, 1]])
+      expect((await checked('/admin/closes')).closes.map((c: { agentId: string; code: number }) => [c.agentId, c.code])).toEqual([['raw', 1001], ['raw', 1011]])
+      expect((await checked('/admin/held')).joins).toHaveLength(1)
+      expect((await checked('/admin/connections')).connections.map((c: { principal: string }) => c.principal)).toEqual(['a'])
+      // The document carries the same schemas: each record's fields typed and required, no others.
+      const doc = (await call(http, 'GET', '/admin/openapi.json')).body
+      const items = doc.paths['/admin/sockets'].get.responses['200'].content['application/json'].schema.properties.sockets.items
+      expect([items.additionalProperties, items.required]).toEqual([false, Object.keys(sockets[0])])
+      expect(items.properties.closeCause.anyOf).toContainEqual({ type: 'string', enum: ['scripted', 'disconnect', 'supersede', 'idle', 'restart', 'stop', 'malformed', 'protocol'] })
+      expect(doc.paths['/admin/connections'].get.responses['200'].content['application/json'].schema.properties.connections.items.required).toEqual(['principal', 'socket', 'since', 'state', 'channels'])
+      expect(sim.answerHeldJoin('room:held', { reply: 'ok' })).toBe(true)
+      await held
+    } finally {
+      for (const ws of raws) ws.terminate()
+      await a.disconnect()
       await sim.stop()
     }
   })

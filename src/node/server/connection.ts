@@ -79,11 +79,13 @@ export interface CloseRecord {
   reason: string
 }
 
+/** Every {@link CloseCause}, for schemas (the simulator's OpenAPI document). */
+export const CLOSE_CAUSES = ['scripted', 'disconnect', 'supersede', 'idle', 'restart', 'stop', 'malformed', 'protocol'] as const
 /**
  * Why the simulator closed a socket, as the platform knows it (never on the wire: the close
  * frame carries only the code). `scripted`: a test's `close()`.
  */
-export type CloseCause = 'scripted' | 'disconnect' | 'supersede' | 'idle' | 'restart' | 'stop' | 'malformed' | 'protocol'
+export type CloseCause = (typeof CLOSE_CAUSES)[number]
 
 /**
  * The close codes an endpoint may send in a close frame (RFC 6455 section 7.4.1 and 7.4.2), as

@@ -15,11 +15,12 @@ import { isIPv4, isIPv6 } from 'node:net'
 import * as z from 'zod/mini'
 import { describeIssue } from '../../zod-issues.js'
 import { deepFreeze } from '../../freeze.js'
-import type { JoinOutcome, PlatformSimulator, Target, UpgradeRefusal } from './simulator.js'
-import { HALF_CHARACTER_TEXT, SENDABLE_CLOSE_CODES_TEXT, SENDABLE_CLOSE_RANGES, type SimConnection } from './connection.js'
+import type { JoinOutcome, PlatformSimulator, Target, UpgradeRecord, UpgradeRefusal } from './simulator.js'
+import type { AttachedConnection } from './admin.js'
+import { CLOSE_CAUSES, HALF_CHARACTER_TEXT, SENDABLE_CLOSE_CODES_TEXT, SENDABLE_CLOSE_RANGES, type CloseCause, type RecordedFrame, type SimConnection } from './connection.js'
 import { thrownText } from '../../../machines/types.js'
 import { jsonDepth } from '../../json-depth.js'
-import { isWellFormedText } from '../../protocol.js'
+import { isWellFormedText, type Frame } from '../../protocol.js'
 
 /** Largest request body, bytes. */
 export const MAX_CONTROL_BODY_BYTES = 1_048_576
@@ -75,6 +76,31 @@ const Answered = z.strictObject({ answered: z.boolean() })
  */
 const WaitCondition = z.enum(['live', 'joined', 'heldUpgrades', 'heldJoins', 'accepted', 'upgrades', 'refused', 'closed', 'joins'])
 
+/** A close frame in a record: its code (RFC 6455 section 7.4) and reason. */
+const CloseFrameRecord = z.strictObject({ code: z.number().check(z.int()), reason: z.string() })
+
+/** The {@link SocketRecord} as the OpenAPI document types it. */
+const SocketRecordSchema = z.strictObject({
+  id: z.string(),
+  agentId: z.string(),
+  params: z.record(z.string(), z.string()),
+  openedAt: z.number(),
+  closedAt: z.nullable(z.number()),
+  state: z.enum(['open', 'closing', 'closed']),
+  stalled: z.boolean(),
+  aborted: z.boolean(),
+  closeSent: z.nullable(CloseFrameRecord),
+  closeSeen: z.nullable(CloseFrameRecord),
+  clientClosed: z.nullable(CloseFrameRecord),
+  closeCause: z.nullable(z.enum(CLOSE_CAUSES)),
+  superseded: z.nullable(PayloadObject),
+  heartbeats: z.number().check(z.int()),
+  channels: z.array(z.strictObject({ topic: z.string(), joinRef: z.nullable(z.string()) })),
+  problems: z.array(z.string()),
+  frames: z.number().check(z.int()),
+  framesForgotten: z.number().check(z.int()),
+})
+
 /** One accepted socket as the records routes give it. */
 export interface SocketRecord {
   id: string
@@ -89,7 +115,7 @@ export interface SocketRecord {
   closeSeen: { code: number; reason: string } | null
   /** The close frame the client sent to start the closing handshake, if it did. */
   clientClosed: { code: number; reason: string } | null
-  closeCause: string | null
+  closeCause: CloseCause | null
   superseded: Record<string, unknown> | null
   heartbeats: number
   channels: Array<{ topic: string; joinRef: string | null }>
@@ -99,6 +125,49 @@ export interface SocketRecord {
   /** Frames its record lost, closed, to the simulator's `historyFrameLimit`. */
   framesForgotten: number
 }
+
+/**
+ * A frame of a socket's record (`GET /admin/sockets/{id}/frames`), the {@link RecordedFrame}
+ * (connection.ts) as JSON carries it: `frame` null when it could not be decoded, its payload any
+ * JSON value (a binary frame's, which JSON cannot carry, as `{}`); `length` only on a cut record.
+ */
+const FrameRecordSchema = z.strictObject({
+  dir: z.enum(['in', 'out']),
+  at: z.number(),
+  frame: z.nullable(
+    z.strictObject({ join_ref: z.nullable(z.string()), ref: z.nullable(z.string()), topic: z.string(), event: z.string(), payload: Json }),
+  ),
+  raw: z.string(),
+  length: z.optional(z.number().check(z.int())),
+})
+
+/** An answered upgrade (`GET /admin/upgrades`), the simulator's {@link UpgradeRecord}. */
+const UpgradeRecordSchema = z.strictObject({
+  at: z.number(),
+  agentId: z.nullable(z.string()),
+  status: z.number().check(z.int()),
+  outcome: z.string(),
+  superseded: z.optional(z.array(z.string())),
+  onConflict: z.nullable(z.string()),
+})
+
+/** A close frame the simulator sent (`GET /admin/closes`): the socket's id, its agent, the code and reason. */
+const CloseRecordSchema = z.strictObject({ socket: z.string(), agentId: z.string(), code: z.number().check(z.int()), reason: z.string() })
+
+/** A join the simulator holds unanswered (`GET /admin/held`): the socket's id, its agent, the topic and the join's join_ref. */
+const HeldJoinSchema = z.strictObject({ socket: z.string(), agentId: z.string(), topic: z.string(), joinRef: z.nullable(z.string()) })
+
+// The records' schemas and the simulator's own types name the same fields: a field added to one
+// and not the other fails to compile here.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+const recordsMatch: [
+  Same<z.infer<typeof FrameRecordSchema>, Omit<RecordedFrame, 'frame'> & { frame: z.infer<typeof FrameRecordSchema>['frame'] }>,
+  Same<NonNullable<z.infer<typeof FrameRecordSchema>['frame']>, Frame>,
+  Same<z.infer<typeof UpgradeRecordSchema>, UpgradeRecord>,
+  Same<z.infer<typeof CloseRecordSchema>, PlatformSimulator['closesSent'][number]>,
+  Same<z.infer<typeof SocketRecordSchema>, SocketRecord>,
+] = [true, true, true, true, true]
+void recordsMatch
 
 function socketRecord(c: SimConnection): SocketRecord {
   return {
@@ -249,14 +318,14 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     path: '/admin/sockets',
     summary: 'Every socket accepted, in order, open or closed (of one agent with ?agent=).',
     query: { agent: 'only this agent id' },
-    response: z.strictObject({ sockets: z.array(Json) }),
+    response: z.strictObject({ sockets: z.array(SocketRecordSchema) }),
     run: ({ sim, query }) => ok({ sockets: sim.accepted(query.get('agent') ?? undefined).map(socketRecord) }),
   }),
   route({
     method: 'GET',
     path: '/admin/sockets/{id}/frames',
     summary: 'The frames of one socket, both directions, the most recent recordLimit (at: ms since the simulator started).',
-    response: z.strictObject({ frames: z.array(Json) }),
+    response: z.strictObject({ frames: z.array(FrameRecordSchema) }),
     run: ({ sim, params }) => {
       const c = sim.accepted().find((s) => s.id === params.id)
       return c ? ok({ frames: c.frames }) : { status: 404, body: { error: { code: 'no_socket', message: `no socket ${params.id}` } } }
@@ -267,7 +336,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     path: '/admin/upgrades',
     summary: 'Every upgrade answered, in order: status 101 or the refusal, at (ms since start), superseded sockets, its on_conflict parameter as sent (onConflict, null when absent).',
     query: { agent: 'only this agent id' },
-    response: z.strictObject({ upgrades: z.array(Json) }),
+    response: z.strictObject({ upgrades: z.array(UpgradeRecordSchema) }),
     run: ({ sim, query }) => {
       const agent = query.get('agent')
       return ok({ upgrades: sim.upgrades.filter((u) => agent === null || u.agentId === agent) })
@@ -277,14 +346,14 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     method: 'GET',
     path: '/admin/closes',
     summary: 'Close frames the simulator sent, in order.',
-    response: z.strictObject({ closes: z.array(Json) }),
+    response: z.strictObject({ closes: z.array(CloseRecordSchema) }),
     run: ({ sim }) => ok({ closes: sim.closesSent }),
   }),
   route({
     method: 'GET',
     path: '/admin/held',
     summary: 'Upgrades and joins held unanswered, and how many held upgrades ended with no answer (closed by the client, or dropped), over the agents whose counts are kept (historyLimit keeps the most recent).',
-    response: z.strictObject({ upgrades: z.number(), unanswered: z.number(), joins: z.array(Json) }),
+    response: z.strictObject({ upgrades: z.number().check(z.int()), unanswered: z.number().check(z.int()), joins: z.array(HeldJoinSchema) }),
     run: ({ sim }) =>
       ok({
         upgrades: sim.heldUpgrades,
@@ -609,9 +678,23 @@ const ROUTE_PATTERNS = [...new Set(CONTROL_ROUTES.map((r) => r.path))].map((path
   candidates: CONTROL_ROUTES.filter((r) => r.path === path),
 }))
 
-/** The GET routes the admin API serves beside {@link CONTROL_ROUTES} (no body): method, path and what each answers. */
-export const ADMIN_ROUTES = deepFreeze([
-  { method: 'GET', path: '/admin/connections', summary: 'Who is attached, since when, in what state (open sockets).' },
+/** An open socket as `GET /admin/connections` gives it, the {@link AttachedConnection} of admin.ts. */
+const AttachedConnectionSchema = z.strictObject({
+  principal: z.string(),
+  socket: z.string(),
+  since: z.string(),
+  state: z.enum(['open', 'closing', 'stalled']),
+  channels: z.array(z.string()),
+})
+const connectionsMatch: Same<z.infer<typeof AttachedConnectionSchema>, AttachedConnection> = true
+void connectionsMatch
+
+/**
+ * The GET routes the admin API serves beside {@link CONTROL_ROUTES} (no body): method, path, what
+ * each answers and, for a JSON answer, its schema.
+ */
+export const ADMIN_ROUTES: ReadonlyArray<{ readonly method: 'GET'; readonly path: string; readonly summary: string; readonly response?: z.ZodMiniType }> = deepFreeze([
+  { method: 'GET', path: '/admin/connections', summary: 'Who is attached, since when (ISO 8601), in what state, on which topics (open sockets).', response: z.strictObject({ connections: z.array(AttachedConnectionSchema) }) },
   { method: 'GET', path: '/admin/events', summary: 'Server-sent events: principal-presence crossings and agent-aborted reports, live (an unserializable event, {event, error}, stands for one whose data JSON cannot carry, such as a host\'s own abort reason holding a BigInt).' },
   { method: 'GET', path: '/admin/openapi.json', summary: 'The OpenAPI 3.1 document of every route (this one).' },
   { method: 'GET', path: '/metrics', summary: 'Prometheus text (prom-client).' },
@@ -689,7 +772,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
         summary: r.summary,
         operationId: operationIdOf(r.method, r.path),
         ...(admin ? { parameters: [tokenParameter] } : {}),
-        responses: { '200': { description: 'Done.' }, ...access, '405': errors['405'], ...(r.path === '/metrics' ? { '500': errors['500'] } : {}) },
+        responses: { '200': { description: 'Done.', ...(r.response ? { content: { 'application/json': { schema: schemaOf(r.response) } } } : {}) }, ...access, '405': errors['405'], ...(r.path === '/metrics' ? { '500': errors['500'] } : {}) },
       },
     }
   }
