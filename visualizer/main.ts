@@ -8,6 +8,7 @@
  * Everything it draws is bundled at build time; it talks only to the server that served it.
  */
 import mermaid from 'mermaid'
+import elkLayouts from '@mermaid-js/layout-elk'
 import charts from 'virtual:charts'
 import type { VisualChart, VisualState } from '../src/node/model/visual.js'
 import type { TraceRecord } from '../src/node/visualize/trace.js'
@@ -107,7 +108,11 @@ function fitAll(): void {
 }
 
 async function drawCharts(): Promise<void> {
-  mermaid.initialize({ startOnLoad: false, securityLevel: 'strict', theme: 'default', state: { useMaxWidth: false } })
+  // ELK's layered layout routes edges orthogonally and places their labels apart, and titles every
+  // composite state; mermaid's default dagre layout drew labels of edges leaving a composite state
+  // over each other (16 overlaps in the connection chart at 1400 px) and left composite states untitled.
+  mermaid.registerLayoutLoaders(elkLayouts)
+  mermaid.initialize({ startOnLoad: false, securityLevel: 'strict', theme: 'default', layout: 'elk', state: { useMaxWidth: false } })
   const main = $('charts')
   for (const chart of charts as VisualChart[]) {
     const section = document.createElement('div')

@@ -13,13 +13,14 @@ const VIRTUAL = 'virtual:charts'
  * mermaid loads each diagram type, layout and its math renderer (katex) by dynamic import, so a
  * bundle of it carries every type as a lazy chunk (gantt, sankey, c4, mindmap with cytoscape, the
  * langium grammars of @mermaid-js/parser, ...): about 2.5 MB the page never loads. The page draws
- * only `stateDiagram-v2` with the default dagre layout (src/node/model/export.ts), and no label
- * holds `$$`, so every other lazily loaded module is replaced by one that rejects with a clear
- * message, and the published package ships only what the page runs.
+ * only `stateDiagram-v2` (src/node/model/export.ts), laid out by ELK (`@mermaid-js/layout-elk`,
+ * whose renderer chunk carries its own copy of mermaid's diagram modules), and no label holds
+ * `$$`, so every other lazily loaded module of mermaid, its parser and the ELK layout is replaced
+ * by one that rejects with a clear message, and the published package ships only what the page runs.
  */
-const MERMAID_DIR = /[\\/]node_modules[\\/](?:mermaid|@mermaid-js[\\/]parser)[\\/]dist[\\/]/
-/** The lazily loaded modules the page does load: the state diagram, its dagre layout, mermaid's text measurer. */
-const DRAWN = /^(?:stateDiagram-v2|dagre|sizeCapture)-[A-Z0-9]+\.mjs$/
+const MERMAID_DIR = /[\\/]node_modules[\\/](?:mermaid|@mermaid-js[\\/](?:parser|layout-elk))[\\/]dist[\\/]/
+/** The lazily loaded modules the page does load: the state diagram, the ELK layout's renderer, mermaid's text measurer. */
+const DRAWN = /^(?:stateDiagram-v2|render|sizeCapture)-[A-Z0-9]+\.mjs$/
 const UNUSED = '\0phoenix-link-unused-mermaid-module'
 
 function unusedMermaidModule(source: string, importer: string | undefined): string | null {
@@ -40,6 +41,8 @@ export default defineConfig({
     outDir: 'dist',
     emptyOutDir: true,
     chunkSizeWarningLimit: 4096,
+    // The page bundles others' code (mermaid, d3, elkjs, ...): their licences and notices ship beside it.
+    license: { fileName: 'THIRD-PARTY-LICENSES.md' },
   },
   plugins: [
     {

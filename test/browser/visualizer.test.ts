@@ -185,6 +185,7 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
           const problems: string[] = []
           let smallest = Infinity
           let labels = 0
+          const drawn: Array<{ text: string; r: Rect }> = []
           for (const label of Array.from(svg.querySelectorAll('.edgeLabel, .nodeLabel, text'))) {
             const text = (label.textContent ?? '').trim()
             if (text === '') continue
@@ -195,6 +196,18 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
             const frame = label.closest('foreignObject')?.getBoundingClientRect()
             if (frame && (r.right > frame.right + 1 || r.bottom > frame.bottom + 1 || label.scrollWidth > label.clientWidth + 1)) problems.push(`"${text}" cut by its box`)
             if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) problems.push(`"${text}" outside the diagram`)
+            // Each label once: its innermost element (a label's box holds a span of the same class).
+            if (r.width > 0 && (label as unknown as { querySelector(s: string): unknown }).querySelector('.edgeLabel, .nodeLabel, text') === null) drawn.push({ text, r })
+          }
+          // No label drawn over another (more than a pixel each way: boxes of adjacent lines touch).
+          for (let i = 0; i < drawn.length; i++) {
+            for (let j = i + 1; j < drawn.length; j++) {
+              const a = drawn[i]!.r
+              const b = drawn[j]!.r
+              const x = Math.min(a.right, b.right) - Math.max(a.left, b.left)
+              const y = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top)
+              if (x > 1 && y > 1) problems.push(`"${drawn[i]!.text}" over "${drawn[j]!.text}" (${Math.round(x)} x ${Math.round(y)} px)`)
+            }
           }
           return { chart: chart.dataset.chart, labels, smallest: Math.round(smallest * 10) / 10, problems }
         })

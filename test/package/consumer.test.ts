@@ -98,6 +98,8 @@ describe('the packed package', () => {
     // What only the repository's own tests and benchmarks import.
     expect(files.filter((f) => /^dist\/src\/(node\/model\/coverage|adapter\/index)\./.test(f))).toEqual([])
     expect(files.filter((f) => /^dist\/(test|scripts|bench|soak|visualizer)\//.test(f))).toEqual([])
+    // The visualizer page bundles others' code (mermaid, d3, elkjs under EPL-2.0): their licences ship with it.
+    expect(files).toContain('visualizer/dist/THIRD-PARTY-LICENSES.md')
     // Nothing of an earlier build (dist/ is emptied first), no pointer to a source map that does not ship.
     expect(files.filter((f) => f.startsWith('dist/src/server/'))).toEqual([])
     expect(packed!.files.filter((f) => f.path.endsWith('.js') && f.body.toString('utf8').includes('sourceMappingURL')).map((f) => f.path)).toEqual([])
