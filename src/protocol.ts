@@ -152,8 +152,9 @@ function problem(kind: FrameProblemKind, detail: string, raw: string): DecodeRes
  * Decodes a V2 text frame. Never throws.
  *
  * @param text the frame as received.
- * @param maxBytes frames longer than this many UTF-16 code units are refused as `too-large`
- *   (the transport's own limit closes with 1009 before this; this guards other transports).
+ * @param maxBytes frames longer than this many bytes of UTF-8 are refused as `too-large` (in Node
+ *   `ws`'s own limit closes the socket with 1009 before this; a browser's WebSocket has no limit,
+ *   so there this is the only one).
  */
 export function decodeTextFrame(text: string, maxBytes = Number.POSITIVE_INFINITY): DecodeResult {
   return decodeText(text, maxBytes, true)
@@ -169,8 +170,30 @@ export function decodeTextFrameFromClient(text: string, maxBytes = Number.POSITI
   return decodeText(text, maxBytes, false)
 }
 
+/**
+ * The UTF-8 length of `text` in bytes, as it came over the wire (RFC 6455 section 5.6: a text
+ * frame's payload is UTF-8): 1 to 4 bytes per character, a surrogate pair 4, a lone surrogate 3
+ * (as TextEncoder writes it: U+FFFD).
+ */
+function utf8Length(text: string): number {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit < 0x80) bytes += 1
+    else if (unit < 0x800) bytes += 2
+    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
+}
+
 function decodeText(text: string, maxBytes: number, replyShape: boolean): DecodeResult {
-  if (text.length > maxBytes) return problem('too-large', `frame of ${text.length} characters exceeds ${maxBytes}`, preview(text))
+  // A character is 1 to 3 bytes per UTF-16 unit: counted only when the length alone cannot decide.
+  if (text.length > maxBytes || (text.length * 3 > maxBytes && utf8Length(text) > maxBytes)) {
+    return problem('too-large', `text frame of ${utf8Length(text)} bytes exceeds ${maxBytes}`, preview(text))
+  }
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

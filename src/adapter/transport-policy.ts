@@ -20,7 +20,7 @@ export const DEFAULT_TRANSPORT_POLICY = {
    * must be quick.
    */
   closeTimeoutMs: 1_000,
-  /** Largest inbound frame in bytes; a larger one closes the socket with 1009. @default 8388608 — 8 MiB. */
+  /** Largest inbound frame in bytes (a text frame's UTF-8). In Node a larger one closes the socket with 1009, message too big (RFC 6455 section 7.4.1: `ws`'s limit), and the link reconnects; a browser's WebSocket reads a frame of any size and lets a page send only 1000 and 3000-4999, so there a larger frame is dropped and reported `ignored` (`too-large`), the socket kept. @default 8388608 — 8 MiB. */
   maxFrameBytes: 8 * 1024 * 1024,
   /** Wait for a reply to an app channel push. @default 10000 — phoenix.js's default push timeout. */
   pushTimeoutMs: 10_000,

@@ -40,7 +40,25 @@ describe('decodeTextFrame: each problem exactly', () => {
     const frame = JSON.stringify([null, '1', 'room:1', 'e', { pad: 'x'.repeat(300) }])
     expect(decodeTextFrame(frame, frame.length).ok).toBe(true)
     const result = decodeTextFrame(frame, frame.length - 1)
-    expect(result).toEqual({ ok: false, problem: { kind: 'too-large', detail: `frame of ${frame.length} characters exceeds ${frame.length - 1}`, raw: `${frame.slice(0, 200)}…` } })
+    expect(result).toEqual({ ok: false, problem: { kind: 'too-large', detail: `text frame of ${frame.length} bytes exceeds ${frame.length - 1}`, raw: `${frame.slice(0, 200)}…` } })
+  })
+
+  it('too-large counts the bytes of UTF-8 the frame came as, not its characters: a euro sign is 3, an emoji (a surrogate pair) 4, a lone surrogate 3', () => {
+    const frame = (pad: string) => JSON.stringify([null, '1', 'room:1', 'e', { pad }])
+    const euros = frame('€'.repeat(2000))
+    const bytes = new TextEncoder().encode(euros).length
+    expect([euros.length, bytes]).toEqual([euros.length, euros.length + 4000])
+    expect(decodeTextFrame(euros, bytes).ok).toBe(true)
+    expect(decodeTextFrame(euros, bytes - 1)).toMatchObject({ ok: false, problem: { kind: 'too-large', detail: `text frame of ${bytes} bytes exceeds ${bytes - 1}` } })
+    // Within the UTF-16 length's limit, past the bytes': refused (it was delivered when characters were counted).
+    expect(decodeTextFrame(euros, euros.length + 10)).toMatchObject({ ok: false, problem: { kind: 'too-large' } })
+    const emoji = frame('😀'.repeat(10))
+    expect(decodeTextFrame(emoji, new TextEncoder().encode(emoji).length).ok).toBe(true)
+    expect(decodeTextFrame(emoji, new TextEncoder().encode(emoji).length - 1).ok).toBe(false)
+    // A lone surrogate (a server's broken text, read by a browser as U+FFFD): 3 bytes.
+    const lone = `["x","1","t","e",{"p":"${String.fromCharCode(0xd800)}"}]`
+    expect(decodeTextFrame(lone, lone.length)).toMatchObject({ ok: false, problem: { kind: 'too-large', detail: `text frame of ${lone.length + 2} bytes exceeds ${lone.length}` } })
+    expect(decodeTextFrame(lone, lone.length + 2)).not.toMatchObject({ problem: { kind: 'too-large' } })
   })
 
   it('a raw preview of exactly 200 characters is kept whole; of 201, cut with an ellipsis', () => {
