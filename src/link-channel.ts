@@ -66,16 +66,29 @@ interface Waiter {
  * on every transport until `leave()` or until the server drops it.
  */
 export class LinkChannel {
-  /** Current status; see {@link ChannelStatus}. */
-  status: ChannelStatus = 'joining'
-  /** Why it last errored or was dropped; cleared when it joins again. */
-  reason: DisconnectReason | null = null
+  // Read-only to the host (getters below): only the channel's chart, through the link, moves them.
+  #status: ChannelStatus = 'joining'
+  #reason: DisconnectReason | null = null
+  #joinReply: unknown = null
+
+  /** Current status; see {@link ChannelStatus}. Read-only: the channel's chart sets it. */
+  get status(): ChannelStatus {
+    return this.#status
+  }
+
+  /** Why it last errored or was dropped; cleared when it joins again. Read-only. */
+  get reason(): DisconnectReason | null {
+    return this.#reason
+  }
+
   /**
    * The `response` of the server's `ok` reply to the current join (phoenix.js
    * `channel.join().receive('ok', response)`), `{}` when it sent none; refreshed on every rejoin,
-   * null before the first join and kept after a drop or leave.
+   * null before the first join and kept after a drop or leave. Read-only.
    */
-  joinReply: unknown = null
+  get joinReply(): unknown {
+    return this.#joinReply
+  }
 
   // Made on first use: a channel nobody listens to keeps none of them (a link with thousands of
   // channels, or a host with thousands of links, pays only for what it uses).
@@ -296,13 +309,13 @@ export class LinkChannel {
   /** @internal The chart reported a status. */
   setStatus(status: ChannelStatus, reason: DisconnectReason | null): void {
     if (!this.active) return
-    this.status = status
+    this.#status = status
     // Like the chart's context: a join clears the reason, an error or a drop sets it, the rest keep it.
     if (status === 'joined') {
-      this.reason = null
-      this.joinReply = this.host.joinReply(this.topic) ?? {}
+      this.#reason = null
+      this.#joinReply = this.host.joinReply(this.topic) ?? {}
       this.releaseWaiters(null)
-    } else if (reason) this.reason = reason
+    } else if (reason) this.#reason = reason
     if (!this.active) {
       this.releaseWaiters('CHANNEL_CLOSED')
       const ended = this.endedWaiters

@@ -77,6 +77,21 @@ describe('app channels', () => {
     expect(link.state).toBe('connected')
   })
 
+  it("a channel's status, reason and join reply are read-only to the host: an assignment throws and changes nothing, so a push on a joined channel still goes out", async () => {
+    const { link, room } = await connectedWithRoom()
+    await room.joined()
+    expect(room.status).toBe('joined')
+    // @ts-expect-error status is a getter: TypeScript refuses the assignment
+    expect(() => (room.status = 'left')).toThrow(TypeError)
+    // @ts-expect-error reason is a getter
+    expect(() => (room.reason = null)).toThrow(TypeError)
+    // @ts-expect-error joinReply is a getter
+    expect(() => (room.joinReply = { forged: true })).toThrow(TypeError)
+    expect([room.status, room.joinReply]).toEqual(['joined', {}])
+    expect(link.channel('room:1')).toBe(room)
+    await expect(room.push('ping', {})).resolves.toBeDefined()
+  })
+
   it('a join timeout keeps the channel and retries it (scenario 32)', async () => {
     const sim = await world().sim()
     sim.onJoin('room:slow', { reply: 'none' }, 1)
