@@ -614,7 +614,7 @@ export class Link {
     }
     if (typeof apiKey === 'string' && apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS && !isHeaderValue(apiKey)) {
       throw new ConfigurationError(
-        "apiKey has characters an HTTP header cannot carry (control characters or code points above U+00FF); pass apiKeyIn: 'param', which percent-encodes it",
+        "apiKey has characters an HTTP header cannot carry (control characters, code points above U+00FF, or a space or tab at its start or end, which web servers drop or keep as they choose: RFC 9110 section 5.5); trim it, or pass apiKeyIn: 'param', which percent-encodes it",
       )
     }
 

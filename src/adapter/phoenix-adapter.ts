@@ -685,7 +685,7 @@ export class PhoenixAdapter {
     // Before the header check: a key holding half of a character goes neither in a header nor in the URL.
     if (!isWellFormedText(c.apiKey)) return `the API key cannot be sent: ${LONE_SURROGATE_CANNOT_GO_IN} a URL or an HTTP header`
     if (this.config.apiKeyIn === 'header' && SUPPORTS_UPGRADE_HEADERS && !isHeaderValue(c.apiKey)) {
-      return "the API key has characters an HTTP header cannot carry; pass apiKeyIn: 'param'"
+      return "the API key has characters an HTTP header cannot carry (a control character, a code point above U+00FF, or a space or tab at its start or end); trim it, or pass apiKeyIn: 'param'"
     }
     if (!c.params || typeof c.params !== 'object' || Array.isArray(c.params) || Object.values(c.params).some((v) => typeof v !== 'string')) {
       return `params must be an object of string values, got ${describeValue(c.params)}`

@@ -230,6 +230,13 @@ interface Edges {
   sizes: Record<string, string>
   /** Milliseconds from the server's close frame to its end of the TCP connection, the client never answering. */
   closeTail: number | string
+  /**
+   * Channels joined with a null join_ref (the control topic with ref "5", `room:nj` with "6"): the
+   * envelope `[join_ref, ref, topic, event]` of each frame the server sent, in order: the two join
+   * replies, the reply to a push on the room, its leave's reply and phx_close, then the supersede a
+   * newer socket of the agent brought (the control topic written `ctl`).
+   */
+  nullJoinRef: Array<[string | null, string | null, string, string]> | string
 }
 
 /**
@@ -448,7 +455,30 @@ async function edges(peer: Peer): Promise<Edges> {
   }
   const sizes: Record<string, string> = {}
   for (const c of SIZED) sizes[c.name] = await sizedUpgrade(peer.port, c)
-  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer) }
+  const nullJoinRef = await probe(peer, async (ws, _closed, agentId) => {
+    const ctl = controlTopic(agentId)
+    const seen: RawFrame[] = []
+    // One frame at a time, each answer awaited: a joined topic's frames are answered by its channel's process.
+    const send = async (frame: unknown[], answers: number) => {
+      ws.send(JSON.stringify(frame))
+      seen.push(...(await nextFrames(ws, answers)))
+    }
+    await send([null, '5', ctl, 'phx_join', {}], 1)
+    await send([null, '6', 'room:nj', 'phx_join', {}], 1)
+    await send([null, '7', 'room:nj', 'ping', { n: 1 }], 1)
+    await send([null, '8', 'room:nj', 'phx_leave', {}], 2)
+    const pushed = nextFrames(ws, 1)
+    // A newer socket of the same agent (the same URL: its id and key) supersedes this one.
+    const newer = new WebSocket(ws.url)
+    newer.on('error', () => {})
+    try {
+      seen.push(...(await pushed))
+    } finally {
+      newer.terminate()
+    }
+    return seen.map(([joinRef, ref, topic, event]) => [joinRef, ref, topic === ctl ? 'ctl' : topic, event] as [string | null, string | null, string, string])
+  })
+  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer), nullJoinRef }
 }
 
 /** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
@@ -561,6 +591,16 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
       expect(o.edges.clientReply).toEqual([
         [null, '2', 'room:none', 'phx_reply', { response: { reason: 'unmatched topic' }, status: 'error' }],
         ['1', '3', expect.stringMatching(/^agent_control:/), 'phx_reply', { response: {}, status: 'ok' }],
+      ])
+    })
+    it("channels joined with a null join_ref: what a channel's process sends carries the join's ref as join_ref (the push's and the leave's replies, the supersede push), the join reply and phx_close carry null", () => {
+      expect(o.edges.nullJoinRef).toEqual([
+        [null, '5', 'ctl', 'phx_reply'],
+        [null, '6', 'room:nj', 'phx_reply'],
+        ['6', '7', 'room:nj', 'phx_reply'],
+        ['6', '8', 'room:nj', 'phx_reply'],
+        [null, null, 'room:nj', 'phx_close'],
+        ['5', null, 'ctl', 'supersede'],
       ])
     })
     it('a binary frame whose join_ref and ref have no bytes: they are "", echoed as such', () => {

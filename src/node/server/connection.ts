@@ -68,8 +68,19 @@ function cutPayload(payload: unknown): Record<string, unknown> | null {
 /** A channel joined on one socket. */
 export interface SimChannel {
   topic: string
-  /** join_ref of the join that is current on this socket (null when the client joined without one, as Phoenix allows). */
+  /**
+   * join_ref of the join that is current on this socket, as the client sent it (null when it joined
+   * without one, as Phoenix allows): what the socket's own frames for the channel carry (its
+   * phx_close and phx_error) and what a phx_leave must match.
+   */
   joinRef: string | null
+  /**
+   * What the channel's own process carries as join_ref on what it sends (replies to the channel's
+   * pushes and leave, pushes, broadcasts, control signals, a supersede): the join's join_ref, or
+   * the join's ref when it had none (phoenix lib/phoenix/channel/server.ex: `join_ref || ref`;
+   * measured on Bandit and Cowboy 2026-12-07).
+   */
+  channelRef: string | null
 }
 
 /** Close frames seen on one socket. */

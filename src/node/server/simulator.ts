@@ -1116,7 +1116,7 @@ export class PlatformSimulator extends EventEmitter {
     for (const c of this.resolve(target)) {
       const channel = c.channels.get(topic)
       if (!channel && options.joinRef === undefined) continue
-      c.send({ join_ref: options.joinRef !== undefined ? options.joinRef : channel!.joinRef, ref: null, topic, event, payload })
+      c.send({ join_ref: options.joinRef !== undefined ? options.joinRef : channel!.channelRef, ref: null, topic, event, payload })
       sent++
     }
     return sent
@@ -1970,7 +1970,7 @@ export class PlatformSimulator extends EventEmitter {
 
   private supersedeOne(c: SimConnection, payload: Payload | undefined, close: number | null | undefined): void {
     const topic = controlTopic(c.agentId)
-    const joinRef = c.channels.get(topic)?.joinRef ?? null
+    const channel = c.channels.get(topic)
     const sent = payload ?? {
       reason: 'session.already_connected',
       message: 'A newer connection for this agent was established',
@@ -1984,7 +1984,7 @@ export class PlatformSimulator extends EventEmitter {
     // channel is not joined (its join pending or held, never sent, left, or crashed) is only closed,
     // as Phoenix on Bandit and Cowboy close it (docs/field-notes.md "No supersede without a joined
     // control channel").
-    if (joinRef !== null) c.send({ join_ref: joinRef, ref: null, topic, event: SUPERSEDE_EVENT, payload: sent })
+    if (channel !== undefined) c.send({ join_ref: channel.channelRef, ref: null, topic, event: SUPERSEDE_EVENT, payload: sent })
     // Monotonic: a wall-clock step must not lengthen or end a cooldown.
     if (this.options.supersedeCooldownMs > 0) {
       const now = performance.now()
@@ -2144,13 +2144,13 @@ export class PlatformSimulator extends EventEmitter {
   private channelHandles(c: SimConnection, frame: Frame, channel: SimChannel): void {
     if (frame.event === CHANNEL_EVENTS.leave) {
       c.channels.delete(frame.topic)
-      this.reply(c, frame, 'ok', {}, channel.joinRef)
+      this.reply(c, frame, 'ok', {}, channel.channelRef)
       c.send({ join_ref: channel.joinRef, ref: channel.joinRef, topic: frame.topic, event: CHANNEL_EVENTS.close, payload: {} })
       return
     }
-    if (frame.topic === controlTopic(c.agentId)) return this.reply(c, frame, 'ok', {}, channel.joinRef)
+    if (frame.topic === controlTopic(c.agentId)) return this.reply(c, frame, 'ok', {}, channel.channelRef)
     const answer = this.pushHandler({ connection: c, topic: frame.topic, event: frame.event, payload: frame.payload })
-    if (answer) this.reply(c, frame, answer.status, answer.response, channel.joinRef)
+    if (answer) this.reply(c, frame, answer.status, answer.response, channel.channelRef)
   }
 
   private join(c: SimConnection, frame: Frame): void {
@@ -2182,7 +2182,7 @@ export class PlatformSimulator extends EventEmitter {
     if (c.state !== 'open') return
     const previous = c.channels.get(frame.topic)
     if (previous) c.channels.delete(frame.topic)
-    if (outcome.reply === 'ok') c.channels.set(frame.topic, { topic: frame.topic, joinRef: frame.join_ref })
+    if (outcome.reply === 'ok') c.channels.set(frame.topic, { topic: frame.topic, joinRef: frame.join_ref, channelRef: frame.join_ref ?? frame.ref })
     outcome.before?.(c)
     const response = (r: JoinResponse | undefined): Payload => (typeof r === 'function' ? r({ topic: frame.topic, payload: frame.payload as Payload, connection: c }) : (r ?? {}))
     if (outcome.reply === 'error') this.reply(c, frame, 'error', response(outcome.response))
