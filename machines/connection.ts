@@ -72,8 +72,12 @@ export { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPol
 export type ConnectionEvent =
   /** Link: connect() or runForever(); starts a session from idle, stopped or terminated. */
   | { type: 'host.connect' }
-  /** Link: disconnect(); stops the session from any state. */
-  | { type: 'host.disconnect' }
+  /**
+   * Link: disconnect(); stops the session from any state. `immediate` (disconnect({ immediate:
+   * true }), for a page's `pagehide`): no leave of the control channel first; the socket closes
+   * 1000 in the same step.
+   */
+  | { type: 'host.disconnect'; immediate?: boolean }
   /**
    * Link: reconnect(); while waiting out a backoff or a cooldown, retry now (the browser's
    * `online` event, a host that knows the network is back). The reconnect chart ends its wait;
@@ -490,8 +494,9 @@ export const connectionMachine = setup({
       if (probe === null || context.lastReason!.cause !== 'conflict') return false
       // From the later of the ambiguity and the last socket the server may hold for us (one it
       // accepted and we lost, or an upgrade of ours, a probe too, that ended with no answer).
-      const elapsed = context.config.env.monotonic() - Math.max(probe.since, context.acceptedLostAt ?? probe.since)
-      return elapsed >= 0 && elapsed <= context.config.policy.conflictRetryWindowMs
+      // A clock that stepped back reads as no time passed: probed again (a probe evicts nobody).
+      const elapsed = Math.max(0, context.config.env.monotonic() - Math.max(probe.since, context.acceptedLostAt ?? probe.since))
+      return elapsed <= context.config.policy.conflictRetryWindowMs
     },
     /** A conflict probe was refused 409 past the window: another instance holds the key, and the ambiguous supersede was its. Named on `lost`. */
     isProbeConflict: ({ context }) => context.ambiguousSupersede !== null && context.lastReason!.cause === 'conflict',
@@ -521,6 +526,15 @@ export const connectionMachine = setup({
      * supersede there may have come unseen, so the next session's attempts probe. Named on
      * `socket.close` in `stopping`.
      */
+    /**
+     * The host's disconnect() may leave the control channel before the socket closes (a plain
+     * disconnect()); not one with `immediate`, which closes the socket in the same step (a page's
+     * `pagehide`: a socket still open when the handler returns keeps the page out of the
+     * back/forward cache, and the page may be gone before a leave's reply). Named on
+     * `host.disconnect` in `live.connected` and `stopping`; an immediate one falls through to
+     * the session's own `host.disconnect`, straight to `stopped`.
+     */
+    isGracefulStop: ({ event }) => (event as { immediate?: boolean }).immediate !== true,
     isStopClosedUnseen: ({ context, event }) => {
       const e = event as unknown as Origin & { reason: ReasonLike }
       return e.generation === context.generation && closedUnseen(context, e.reason)
@@ -547,10 +561,10 @@ export const connectionMachine = setup({
       // Only a refused upgrade (409, UPGRADE_STATUSES in src/reasons.ts) has the cause `conflict`:
       // no close code or join error maps to it. Evaluated after recordLoss: a reason is there.
       if (context.lastReason!.cause !== 'conflict' || context.acceptedLostAt === null) return false
-      // Monotonic: a wall-clock step after the loss changes nothing. (A negative elapsed time
-      // could only come from a broken injected clock: terminal, as without this rule.)
-      const elapsed = context.config.env.monotonic() - context.acceptedLostAt
-      return elapsed >= 0 && elapsed <= context.config.policy.conflictRetryWindowMs
+      // Monotonic: a wall-clock step after the loss changes nothing. An injected clock that stepped
+      // back reads as no time passed: retried, not terminal (the one answer that cannot be undone).
+      const elapsed = Math.max(0, context.config.env.monotonic() - context.acceptedLostAt)
+      return elapsed <= context.config.policy.conflictRetryWindowMs
     },
     /** An app channel chart runs for the event's topic. */
     hasChannel: ({ context, event }) => 'topic' in event && context.channels.includes(event.topic),
@@ -1090,7 +1104,7 @@ export const connectionMachine = setup({
                       // A join that holds the channel policy's rejoinStableAfterMs ends the run of crashes.
                       after: { controlStableAfter: { actions: 'clearControlCrashes' } },
                       on: {
-                        'host.disconnect': { target: '#connection.session.online.attached.stopping' },
+                        'host.disconnect': { guard: 'isGracefulStop', target: '#connection.session.online.attached.stopping' },
                         'control.crashed': { guard: 'isCurrentTransport', target: 'controlErrored', meta: { rule: 'control-crash-rejoins' } },
                       },
                     },
@@ -1122,7 +1136,8 @@ export const connectionMachine = setup({
                   description: 'disconnect(): leaving the control channel; the socket closes 1000 on stopped.',
                   entry: 'leaveControlChannel',
                   on: {
-                    'host.disconnect': {},
+                    // A second disconnect() waits for the same leave; an immediate one closes now (the session's own).
+                    'host.disconnect': { guard: 'isGracefulStop' },
                     'control.left': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
                     'control.lost': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
                     'control.crashed': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },

@@ -82,6 +82,15 @@ export interface ReconnectContext {
 }
 
 /**
+ * How long the current wait has run, on the injected monotonic clock: never negative, so a clock
+ * that steps back (a host's own clock, restored from elsewhere) makes a retry now hold at most the
+ * whole floor, never the floor plus the step (up to a timer's 2^31-1 ms).
+ */
+function waited(context: ReconnectContext): number {
+  return Math.max(0, context.env.monotonic() - context.waitSince)
+}
+
+/**
  * What of the current wait a retry now cannot cut, in milliseconds from its start: the server's
  * floor, or the retry-now floor of the retries in a row so far (`retryNowFloorMs`), whichever is
  * longer, never more than the wait.
@@ -117,7 +126,7 @@ export const reconnectMachine = setup({
     /** What a retry now cannot cut (the server's Retry-After or 1012/1013 floor, the retry-now floor) has passed, or there is none. */
     isRetryFloorPast: ({ context }) => {
       const floor = retryFloor(context)
-      return floor === 0 || context.env.monotonic() - context.waitSince >= floor
+      return floor === 0 || waited(context) >= floor
     },
     /** The host has retried now since a wait last ran out on its own or a connection last held. */
     isRetryInARow: ({ context }) => context.retriesNow > 0,
@@ -206,7 +215,7 @@ export const reconnectMachine = setup({
   delays: {
     backoffDelay: ({ context }) => context.delayMs,
     /** What is left of the server's floor when the host asked to retry now (`holding`). */
-    floorRemaining: ({ context }) => Math.max(0, context.floorMs - (context.env.monotonic() - context.waitSince)),
+    floorRemaining: ({ context }) => Math.max(0, context.floorMs - waited(context)),
     cooldown: ({ context }) => context.delayMs,
     rapidWindow: ({ context }) => context.policy.rapidWindowMs,
     stableAfter: ({ context }) => context.policy.stableAfterMs,

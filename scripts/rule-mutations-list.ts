@@ -60,7 +60,7 @@ export const MUTATIONS: RuleMutation[] = [
     rule: 'supersede-is-terminal',
     how: "a conflict probe's 409 ends the session at once, though within the window it may be our own unanswered socket",
     file: 'machines/connection.ts',
-    from: 'return elapsed >= 0 && elapsed <= context.config.policy.conflictRetryWindowMs\n    },\n    /** A conflict probe was refused 409 past the window',
+    from: 'return elapsed <= context.config.policy.conflictRetryWindowMs\n    },\n    /** A conflict probe was refused 409 past the window',
     to: 'return false\n    },\n    /** A conflict probe was refused 409 past the window',
   },
   {
@@ -220,6 +220,13 @@ export const MUTATIONS: RuleMutation[] = [
     file: 'src/link.ts',
     from: 'if (signal) unwatch = onAbort(signal, () => finish(() => reject(abortError(signal))))',
     to: "if (signal) unwatch = onAbort(signal, () => finish(() => (this.send({ type: 'host.disconnect' }), reject(abortError(signal)))))",
+  },
+  {
+    rule: 'disconnect-always-succeeds',
+    how: "disconnect({ immediate: true }) leaves the control channel first, as a plain one does: the socket is still open when a page's pagehide handler returns",
+    file: 'machines/connection.ts',
+    from: 'isGracefulStop: ({ event }) => (event as { immediate?: boolean }).immediate !== true,',
+    to: 'isGracefulStop: () => true,',
   },
   {
     rule: 'disconnect-always-succeeds',

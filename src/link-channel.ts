@@ -242,8 +242,9 @@ export class LinkChannel {
     // Not sendable now and no join coming: the channel ended, or the link is not running a session.
     if (!this.active || !this.host.isRunning()) throw this.closedError(event)
     if (!this.host.isJoined(this.topic)) await this.waitForJoin(event, timeoutMs, signal)
-    // The wait for the join came out of this push's time: the reply gets what is left, not the whole again.
-    const remaining = Math.max(1, Math.round(timeoutMs - (this.host.monotonic() - started)))
+    // The wait for the join came out of this push's time: the reply gets what is left, not the whole
+    // again, and never more than the whole (a host clock that stepped back reads as no time spent).
+    const remaining = Math.min(timeoutMs, Math.max(1, Math.round(timeoutMs - (this.host.monotonic() - started))))
     try {
       return await this.host.push(this.topic, event, payload, remaining, signal)
     } catch (failure) {

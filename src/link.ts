@@ -9,7 +9,7 @@ import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '
 import { gracefulReason, thrownText, type Env } from '../machines/types.js'
 import { deepFreeze } from './freeze.js'
 import { abortError, checkSignal, isAbortSignal, onAbort } from './abort.js'
-import { callOptions, checkFunction, describeArgument } from './call-checks.js'
+import { callOptions, checkFunction, describeArgument, typeName, unknownKey } from './call-checks.js'
 import { PhoenixAdapter, quoteServerText, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
@@ -293,6 +293,23 @@ const everyEventListed: Exclude<keyof LinkEvents, (typeof LINK_EVENT_TYPES)[numb
 void everyEventListed
 
 /** Throws unless `type` names a link event: a misspelt name would register a listener that never runs. */
+/** The option keys of `link.disconnect()`. */
+const DISCONNECT_OPTIONS: ReadonlySet<string> = new Set(['immediate'])
+
+/**
+ * Reads `link.disconnect()`'s options once.
+ *
+ * @throws {ConfigurationError} options that are not an object, a key other than `immediate`, or an
+ *   `immediate` that is not a boolean.
+ */
+function disconnectOptions(options: unknown): { immediate?: boolean | undefined } {
+  const read = callOptions(options as { immediate?: boolean } | null | undefined, 'link.disconnect')
+  const unknown = unknownKey(read, DISCONNECT_OPTIONS)
+  if (unknown !== undefined) throw new ConfigurationError(`link.disconnect: unknown option ${JSON.stringify(unknown)}; it takes immediate`)
+  if (read.immediate !== undefined && typeof read.immediate !== 'boolean') throw new ConfigurationError(`link.disconnect: options.immediate must be a boolean, got ${typeName(read.immediate)}`)
+  return read
+}
+
 function checkEventType(type: unknown, where: string): void {
   if (!(LINK_EVENT_TYPES as readonly unknown[]).includes(type)) {
     throw new ConfigurationError(`${where}: ${describeArgument(type)} is not a link event; use one of ${LINK_EVENT_TYPES.join(', ')}`)
@@ -451,6 +468,12 @@ export class Link {
   private readonly env: Env
   /** Which env functions threw outside the charts (logged once each); null while none did. */
   #envFaults: Set<string> | null = null
+  /**
+   * The host's last good `env.monotonic` reading, what a bad one (not finite, or a throw) reads as:
+   * a monotonic reading is only ever subtracted from another, so it must stay on the host's clock
+   * (its origin may be hours from `performance.now()`'s). Null until one was read.
+   */
+  #lastMonotonic: number | null = null
   private crashed: Error | null = null
   private crashReason: DisconnectReason | null = null
 
@@ -852,8 +875,18 @@ export class Link {
    * idempotent. After a terminal reason it sends nothing on the wire, keeps that reason and the
    * state `terminated`, and drops the control signals still waiting behind the handler (as a stop
    * from any other state does; each reported `ignored`).
+   *
+   * @param options `immediate: true` closes the socket (1000) before this call returns, without
+   *   leaving the control channel first (the server ends its channels with the socket): for a
+   *   page's `pagehide`, where a socket still open when the handler returns keeps the page out of
+   *   the back/forward cache, and a page being unloaded may never see the leave's reply. Without
+   *   it, a connected link leaves the control channel, then closes (up to
+   *   `policy.channel.leaveTimeoutMs` later).
+   * @throws {ConfigurationError} (rejects; `INVALID_OPTIONS`) for options that are not an object,
+   *   a key other than `immediate`, or an `immediate` that is not a boolean; nothing is stopped.
    */
-  async disconnect(): Promise<void> {
+  async disconnect(options?: { immediate?: boolean | undefined } | null): Promise<void> {
+    const { immediate } = disconnectOptions(options)
     // Read by a connect() or runForever() called earlier inside the charts' processing, which decide
     // only once the queued events are processed: this later call wins.
     this.disconnectCalls++
@@ -870,7 +903,7 @@ export class Link {
       if (!this.crashed && (this.charts.control?.snapshot.context.queue.length ?? 0) > 1) this.send({ type: 'host.disconnect' })
     } else if (!this.crashed && this.state !== 'idle' && this.state !== 'stopped') {
       this.stopRequested = true
-      this.send({ type: 'host.disconnect' })
+      this.send(immediate === true ? { type: 'host.disconnect', immediate: true } : { type: 'host.disconnect' })
       await this.until((s) => {
         if (s.state !== 'idle' && s.state !== 'stopped' && s.state !== 'terminated') return false
         upTo = s.generation
@@ -1394,25 +1427,31 @@ export class Link {
       return this.env[name]()
     } catch (error) {
       this.envFault(name, `env.${name} threw; phoenix-link reads its own clock instead where it only stamps or measures`, thrownText(error))
-      return name === 'now' ? Date.now() : performance.now()
+      return name === 'now' ? Date.now() : (this.#lastMonotonic ?? performance.now())
     }
   }
 
   /**
    * The host's `env.now` or `env.monotonic` (`name`) as the link and its charts read it: a reading
    * that is not a finite number (NaN, an infinity, a string, undefined) is logged once per clock
-   * and replaced by the process's own (`Date.now()`, `performance.now()`), so a reason's `at` is
-   * always a number, as its schema says, and a broken wall clock, which only stamps, never ends a
-   * session. A throw passes through (outside the charts {@link readClock} catches it; inside a
-   * chart's transition it is that chart's crash).
+   * and replaced: a wall-clock one by `Date.now()`, so a reason's `at` is always a number, as its
+   * schema says, and a broken wall clock, which only stamps, never ends a session; a monotonic one
+   * by the last good reading of the same clock (`performance.now()` before the first), since a
+   * monotonic reading is only subtracted from another of its clock: one from another clock, whose
+   * origin may be hours away, turned a 33 ms outage into an hour of downtime and our own 409 into
+   * a terminal conflict (a review, 2026-12-07). A throw passes through (outside the charts
+   * {@link readClock} catches it; inside a chart's transition it is that chart's crash).
    */
   private finiteOrOwn(name: 'now' | 'monotonic', read: () => number): () => number {
     return () => {
       const t: unknown = read()
       const bad = badReading(t)
-      if (bad === null) return t as number
-      this.envFault(name, `env.${name} returned ${bad}, not a finite number of milliseconds; phoenix-link reads its own clock instead`, null)
-      return name === 'now' ? Date.now() : performance.now()
+      if (bad === null) {
+        if (name === 'monotonic') this.#lastMonotonic = t as number
+        return t as number
+      }
+      this.envFault(name, `env.${name} returned ${bad}, not a finite number of milliseconds; phoenix-link reads ${name === 'now' ? 'its own clock' : "the clock's last good reading"} instead`, null)
+      return name === 'now' ? Date.now() : (this.#lastMonotonic ?? performance.now())
     }
   }
 

@@ -36,7 +36,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { build, stop as stopEsbuild, type BuildResult, type Metafile } from 'esbuild'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
-import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
+import { startSimulator, type PlatformSimulator, type SimConnection } from '../../src/node/server/index.js'
 import type { LinkPolicyInput } from '../../src/index.js'
 import { FAST, framesIn } from '../support/wire.js'
 import type { Call, CommandName, Commands, Snapshot } from './link-fixture/driver.js'
@@ -342,6 +342,42 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
     await scenario(sim, call, {})
     expectSocketUrls(socketUrls)
     expect(errors).toEqual([])
+  })
+
+  it("on a page: disconnect({ immediate: true }), as a pagehide handler calls it, has closed the socket (1000) before it returns, with no leave first; a plain disconnect() leaves the control channel first, the socket still open", async () => {
+    // Records every WebSocket the page makes, before the bundle captures the constructor.
+    const { sim, call } = await open('page', () => {
+      // Runs in the page; the Node-side tsconfig has no DOM types, so the constructor is typed by hand.
+      type Ctor = new (...args: unknown[]) => object
+      const g = globalThis as unknown as { WebSocket: Ctor; socketsMade: object[] }
+      const Native = g.WebSocket
+      const made: object[] = []
+      g.socketsMade = made
+      g.WebSocket = class extends Native {
+        constructor(...args: unknown[]) {
+          super(...args)
+          made.push(this)
+        }
+      }
+    })
+    const controlFrames = (socket: SimConnection) => socket.frames.filter((f) => f.dir === 'in' && f.frame?.topic === CONTROL).map((f) => f.frame!.event)
+    expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY })).toBe('idle')
+    expect(await call('connect')).toBe('connected')
+    const plain = sim.live(AGENT)[0]!
+    // 1 is OPEN: the socket is still open when a plain disconnect() returns (it leaves first).
+    expect(await call('disconnectIn', { immediate: false })).toEqual({ state: 'stopped', readyStates: [1] })
+    await sim.waitFor(() => plain.state === 'closed')
+    expect(controlFrames(plain)).toEqual(['phx_join', 'phx_leave'])
+    expect(plain.closeSeen).toMatchObject({ code: 1000 })
+
+    expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY })).toBe('idle')
+    expect(await call('connect')).toBe('connected')
+    const now = sim.live(AGENT)[0]!
+    // 2 is CLOSING: closed in the call itself, so a page that hides keeps no open socket.
+    expect(await call('disconnectIn', { immediate: true })).toEqual({ state: 'stopped', readyStates: [3, 2] })
+    await sim.waitFor(() => now.state === 'closed')
+    expect(controlFrames(now)).toEqual(['phx_join'])
+    expect(now.closeSeen).toMatchObject({ code: 1000 })
   })
 
   it('on a page: pagehide, pageshow, visibilitychange and resume change nothing, and no Socket listens for them', async () => {

@@ -1057,12 +1057,16 @@ describe('rule: our own conflict is retried (409 soon after this session lost it
     }
   })
 
-  it('a monotonic clock that runs backwards (a broken injected one) cannot tell: the 409 is terminal', () => {
+  it('a monotonic clock that stepped back (a host\'s own, restored from elsewhere) reads as no time passed: the 409 is retried, not terminal (the one answer that cannot be undone); the window still runs from there', () => {
     const { clock, s: idle } = withClock()
     let s = run(waiting(connected(idle)), { type: 'reconnect.due' })
     clock.t -= 60_000
     s = run(s, upgradeEvent(s, 409))
-    expect(state(s)).toBe('terminated')
+    expect(state(s)).toBe('reconnecting')
+    s = run(waiting(s), { type: 'reconnect.due' })
+    // Past the window as the clock now reads it (from the loss): another instance holds the key.
+    clock.t += 60_000 + s.context.config.policy.conflictRetryWindowMs + 1
+    expect(state(run(s, upgradeEvent(s, 409)))).toBe('terminated')
   })
 
   it('other refusals stay terminal inside the window', () => {
@@ -1145,6 +1149,27 @@ describe('rule: disconnect() always succeeds', () => {
     expect(leaving.io).toEqual([{ type: 'leaveControl', params: origin(s) }])
     const done = step(s, { type: 'control.left', ...origin(s) })
     expect(done.io).toContainEqual({ type: 'endTransport', params: origin(s) })
+  })
+
+  it('disconnect({ immediate: true }) (a page\'s pagehide) skips the leave: from connected, from a control rejoin and from stopping, stopped in that step, graceful, the transport ended in it', () => {
+    const now = { type: 'host.disconnect', immediate: true } as const
+    const c = connected()
+    const direct = step(c, now)
+    expect(state(direct.s)).toBe('stopped')
+    expect(direct.s.context.lastReason?.kind).toBe('graceful')
+    expect(direct.io).toContainEqual({ type: 'endTransport', params: origin(c) })
+    expect(direct.io.map((a) => a.type)).not.toContain('leaveControl')
+    // A plain disconnect() already leaving: an immediate one ends the wait for the leave's reply.
+    const leaving = run(c, { type: 'host.disconnect' })
+    const cut = step(leaving, now)
+    expect(state(cut.s)).toBe('stopped')
+    expect(cut.io).toContainEqual({ type: 'endTransport', params: origin(c) })
+    // A second plain disconnect() while leaving waits for the same leave.
+    expect(state(run(leaving, { type: 'host.disconnect' }))).toBe('stopping')
+    // immediate: false is a plain disconnect().
+    expect(state(run(c, { type: 'host.disconnect', immediate: false }))).toBe('stopping')
+    const crashed = run(c, { type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', {}, origin(c).generation, 0), ...origin(c) })
+    expect(state(run(crashed, now))).toBe('stopped')
   })
 })
 

@@ -353,6 +353,21 @@ describe("the host's retry now never lengthens a wait", () => {
     expect(runtime.paramsOf<ReconnectReport>('report').filter((r) => r.type === 'reconnect.due')).toHaveLength(1)
   })
 
+  it('a retry now after env.monotonic stepped back an hour holds at most the floor (429 Retry-After: 3, asked 1 s in), not the floor plus the step', () => {
+    const runtime = new TestRuntime()
+    let back = 0
+    const chart = runtime.run(reconnectMachine, { policy: DEFAULT_RECONNECT_POLICY, env: { now: () => 0, monotonic: () => runtime.clock.now() - back, random: () => 0.5 } })
+    const dues = () => runtime.paramsOf<ReconnectReport>('report').filter((r) => r.type === 'reconnect.due').length
+    chart.send({ type: 'reconnect.lost', reason: classifyUpgrade({ status: 429, retryAfter: '3' }, 1, 0) })
+    runtime.clock.increment(1_000)
+    back = 3_600_000
+    chart.send({ type: 'reconnect.retryNow' })
+    expect(chart.getSnapshot().value).toBe('holding')
+    // Read as no time passed: the whole 3 s floor from here at most, never an hour.
+    runtime.clock.increment(3_000)
+    expect(dues()).toBe(1)
+  })
+
   it('with no floor a retry now is at once, whatever env.monotonic reads (a clock stepped back)', () => {
     let t = 10_000
     const runtime = new TestRuntime()

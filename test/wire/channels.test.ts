@@ -202,6 +202,25 @@ describe('app channels', () => {
     await expect(room.push('silent', {}, { timeoutMs: 100 })).rejects.toMatchObject({ code: 'PUSH_TIMEOUT' })
   })
 
+  it('a push that waited for its join gets at most its whole timeoutMs for the reply, even when the host\'s monotonic clock stepped back during the wait', async () => {
+    const sim = await world().sim()
+    let offset = 0
+    const link = world().link(sim, { env: { monotonic: () => performance.now() + offset } })
+    await link.connect()
+    sim.onJoin('room:late', { reply: 'hold' })
+    sim.onPush(() => null)
+    const room = link.channel('room:late')
+    await sim.waitFor(() => sim.heldJoins.length === 1)
+    const started = performance.now()
+    const push = room.push('silent', {}, { timeoutMs: 300 }).catch((e: unknown) => e)
+    // An hour back while the push waits for its join; then the join is answered.
+    offset = -3_600_000
+    expect(sim.answerHeldJoin('room:late', { reply: 'ok' })).toBe(true)
+    expect(await push).toMatchObject({ code: 'PUSH_TIMEOUT' })
+    // At most the push's own 300 ms (and its join's), never the hour.
+    expect(performance.now() - started).toBeLessThan(2_000)
+  })
+
   it('a push while the link is not running fails at once with CHANNEL_CLOSED, not after its timeout', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

@@ -427,3 +427,29 @@ describe('defaults and disposal', () => {
     expect(sim.closesSent).toEqual([])
   })
 })
+
+describe('disconnect({ immediate: true }), for a page\'s pagehide', () => {
+  it('closes the socket 1000 within the call, with no phx_leave first (the server ends the channels with the socket); bad options reject and stop nothing', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    await link.channel('room:1').joined()
+    const socket = sim.live('agent-1')[0]!
+    await expect(link.disconnect({ immediate: 'yes' } as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: 'link.disconnect: options.immediate must be a boolean, got string' })
+    await expect(link.disconnect({ now: true } as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: 'link.disconnect: unknown option "now"; it takes immediate' })
+    await expect(link.disconnect(5 as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+    expect(link.state).toBe('connected')
+    const stopping = link.disconnect({ immediate: true })
+    // Stopped in the call itself: no leave to wait for.
+    expect(link.state).toBe('stopped')
+    await stopping
+    await sim.waitFor(() => socket.state === 'closed')
+    expect(socket.closeSeen).toMatchObject({ code: 1000 })
+    expect(framesIn(socket, 'phx_leave')).toEqual([])
+    expect(link.lastDisconnectReason).toMatchObject({ kind: 'graceful' })
+    // Idempotent, as any disconnect().
+    await link.disconnect({ immediate: true })
+    expect(link.state).toBe('stopped')
+  })
+})
+

@@ -422,7 +422,27 @@ describe('a chart crash', () => {
     sim.close({ agent: 'agent-1' }, 1011)
     const { downtimeMs } = await back
     expect(Number.isFinite(downtimeMs) && downtimeMs >= 0).toBe(true)
-    expect(lines.filter((l) => l.startsWith('env.monotonic'))).toEqual(['env.monotonic returned NaN, not a finite number of milliseconds; phoenix-link reads its own clock instead'])
+    expect(lines.filter((l) => l.startsWith('env.monotonic'))).toEqual(["env.monotonic returned NaN, not a finite number of milliseconds; phoenix-link reads the clock's last good reading instead"])
+  })
+
+  it("NaN from a host's monotonic clock whose origin is an hour from performance.now() reads as that clock's last good reading: the downtime is the outage's, not an hour", async () => {
+    const sim = await world().sim()
+    // NaN for the reads from the loss to the next socket's join (the loss's stamp among them; 9 in all by then).
+    let bad = 0
+    const monotonic = () => {
+      if (bad === 0) return performance.now() + 3_600_000
+      bad--
+      return Number.NaN
+    }
+    const link = world().link(sim, { env: { monotonic }, logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} } })
+    await link.connect()
+    const back = next(link, 'reconnected')
+    bad = 7
+    sim.close({ agent: 'agent-1' }, 1011)
+    const { downtimeMs } = await back
+    expect(bad).toBe(0)
+    expect(downtimeMs).toBeGreaterThanOrEqual(0)
+    expect(downtimeMs).toBeLessThan(60_000)
   })
 
   it('a crash with no run in flight sends the run supervisor no abort report (nothing-to-abort), as a stop does not', async () => {

@@ -91,7 +91,7 @@ export interface CloseRecord {
 }
 
 /** Every {@link CloseCause}, for schemas (the simulator's OpenAPI document). */
-export const CLOSE_CAUSES = ['scripted', 'disconnect', 'supersede', 'idle', 'restart', 'stop', 'malformed', 'protocol'] as const
+export const CLOSE_CAUSES = Object.freeze(['scripted', 'disconnect', 'supersede', 'idle', 'restart', 'stop', 'malformed', 'protocol'] as const)
 /**
  * Why the simulator closed a socket, as the platform knows it (never on the wire: the close
  * frame carries only the code). `scripted`: a test's `close()`.

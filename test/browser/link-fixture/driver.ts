@@ -62,6 +62,12 @@ export interface Commands {
   outcome(args: { name: string; waitMs?: number }): Promise<Outcome>
   /** `await link.disconnect()`; answers the state after. */
   disconnect(): Promise<string>
+  /**
+   * `link.disconnect({ immediate })`, as a page's `pagehide` handler calls it: answers the link's
+   * state and the `readyState` of every WebSocket the scope made (an init script records them in
+   * `globalThis.socketsMade`), both read before the call's promise is awaited, then awaits it.
+   */
+  disconnectIn(args: { immediate: boolean }): Promise<{ state: string; readyStates: number[] }>
   /** What the current link reported so far. */
   snapshot(): Snapshot
   /** Disconnects every link this scope made (the test's cleanup). */
@@ -236,6 +242,13 @@ export function createDriver(url: string, scope: string): Driver {
         waitMs,
         () => `runForever ${name} to settle`,
       )
+    },
+    async disconnectIn({ immediate }) {
+      const stopping = current().disconnect({ immediate })
+      const made = (globalThis as unknown as { socketsMade?: Array<{ readyState: number }> }).socketsMade ?? []
+      const seen = { state: current().state, readyStates: made.map((ws) => ws.readyState) }
+      await stopping
+      return seen
     },
     async disconnect() {
       await current().disconnect()
