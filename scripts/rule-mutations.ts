@@ -4,6 +4,10 @@
  * runs against the broken code, and records which of them fail. Every rule must make at least one
  * fail. Writes docs/rule-mutations.md; `npm run mutate:rules`. The sources are restored after
  * each run, also on failure.
+ *
+ * `npm run mutate:rules -- --only <text>` runs only the mutations whose rule or description holds
+ * `<text>` and replaces their rows in docs/rule-mutations.md (a row it has no row for is added in
+ * list order), leaving the other rows as the last full run wrote them.
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -43,8 +47,24 @@ const lines = [
   '| rule | how it was broken | result | first failures |',
   '|---|---|---|---|',
 ]
+const onlyAt = process.argv.indexOf('--only')
+const only = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
+if (onlyAt >= 0 && (only === undefined || only === '')) throw new Error('--only needs a text to match a mutation\'s rule or description')
+const selected = only === undefined ? MUTATIONS : MUTATIONS.filter((m) => m.rule.includes(only) || m.how.includes(only))
+if (selected.length === 0) throw new Error(`no rule mutation's rule or description holds ${JSON.stringify(only)}`)
+/** Each mutation's row, by its index in MUTATIONS: the selected ones computed now, the others as the doc has them. */
+const rows = new Map<number, string>()
+/** A row's first two cells, which name its mutation. */
+const key = (m: (typeof MUTATIONS)[number]) => `| ${m.rule} | ${m.how} (${m.file}`
+if (only !== undefined) {
+  const written = readFileSync(`${root}/docs/rule-mutations.md`, 'utf8').split('\n')
+  MUTATIONS.forEach((m, i) => {
+    const row = written.find((line) => line.startsWith(key(m)))
+    if (row !== undefined) rows.set(i, row)
+  })
+}
 let survivors = 0
-for (const m of MUTATIONS) {
+for (const m of selected) {
   const path = `${root}/${m.file}`
   const original = readFileSync(path, 'utf8')
   const count = original.split(m.from).length - 1
@@ -59,8 +79,9 @@ for (const m of MUTATIONS) {
   if (result.failed.length === 0) survivors++
   process.stdout.write(`${m.rule}: ${result.summary}\n`)
   const also = m.also === undefined ? '' : `; also run: ${m.also.suites.join(', ')}, as ${m.also.why}`
-  lines.push(`| ${m.rule} | ${m.how} (${m.file}${also}) | ${result.failed.length === 0 ? '**survived**' : `killed: ${result.summary}`} | ${result.failed.slice(0, 2).join('<br>').replace(/\|/g, '\\|')} |`)
+  rows.set(MUTATIONS.indexOf(m), `| ${m.rule} | ${m.how} (${m.file}${also}) | ${result.failed.length === 0 ? '**survived**' : `killed: ${result.summary}`} | ${result.failed.slice(0, 2).join('<br>').replace(/\|/g, '\\|')} |`)
 }
+for (const [, row] of [...rows].sort(([a], [b]) => a - b)) lines.push(row)
 writeFileSync(`${root}/docs/rule-mutations.md`, `${lines.join('\n')}\n`)
 process.stdout.write(`wrote docs/rule-mutations.md; ${survivors} rule mutation(s) survived\n`)
 process.exitCode = survivors === 0 ? 0 : 1

@@ -218,12 +218,18 @@ export function program(): Command {
       return n
     }, 10_000)
     .option('--quiet <ms>', 'how long the server watches for an attempt that must not come (an agent whose first retry comes later is not caught)', ms, 6_000)
+    .option('--retry-after <s>', "the 429 scenario's Retry-After, seconds (an agent whose own delay is longer honours any shorter one by chance: raise it past that delay)", (v: string) => {
+      const n = DECIMAL.test(v) ? Number(v) : Number.NaN
+      if (!Number.isInteger(n) || n < 1 || n > 86_400) throw new InvalidArgumentError('whole seconds in [1, 86400]')
+      return n
+    }, 3)
+    .option('--stop-timeout <ms>', 'how long a SIGTERMed or superseded agent has to close its socket (and, after SIGTERM, to exit) before SIGKILL', ms, 3_000)
     .option('--concurrency <n>', 'scenarios at once', (v: string) => {
       const n = DECIMAL.test(v) ? Number(v) : Number.NaN
       if (!Number.isInteger(n) || n < 1 || n > 16) throw new InvalidArgumentError('a whole number in [1, 16]')
       return n
     }, 3)
-    .action(async (command: string[], opts: { json: boolean; connectTimeout: number; reconnectCap: number; quiet: number; concurrency: number }) => {
+    .action(async (command: string[], opts: { json: boolean; connectTimeout: number; reconnectCap: number; quiet: number; retryAfter: number; stopTimeout: number; concurrency: number }) => {
       const loaded = await simulatorCommand(() => import('./cli/conform.js'))
       if (loaded === null) return
       process.exitCode = await loaded.runConform({
@@ -232,6 +238,8 @@ export function program(): Command {
         connectTimeoutMs: opts.connectTimeout,
         reconnectCapMs: opts.reconnectCap,
         quietMs: opts.quiet,
+        retryAfterS: opts.retryAfter,
+        stopTimeoutMs: opts.stopTimeout,
         concurrency: opts.concurrency,
       })
     })

@@ -128,8 +128,10 @@ describe('phoenix-link command line', () => {
       '--history': /--history <n>' argument '-1' is invalid\. a whole number >= 0/,
       // The 429 scenario's wait is the cap plus its Retry-After (3 s): one timer, at most 2^31-1 ms.
       '--reconnect-cap': /argument '2147483000' is invalid\. milliseconds, a whole number in \[1, 2147480647\]/,
+      '--retry-after': /--retry-after <s>' argument '0' is invalid\. whole seconds in \[1, 86400\]/,
+      '--stop-timeout': /--stop-timeout <ms>' argument '3s' is invalid\. milliseconds, a whole number/,
     }
-    for (const args of [['serve', '--port', '0x1f90'], ['serve', '--port', '1e3'], ['conform', '--quiet', '1e3', '--', 'true'], ['serve', '--history', '-1'], ['conform', '--reconnect-cap', '2147483000', '--', 'true']]) {
+    for (const args of [['serve', '--port', '0x1f90'], ['serve', '--port', '1e3'], ['conform', '--quiet', '1e3', '--', 'true'], ['serve', '--history', '-1'], ['conform', '--reconnect-cap', '2147483000', '--', 'true'], ['conform', '--retry-after', '0', '--', 'true'], ['conform', '--stop-timeout', '3s', '--', 'true']]) {
       const child = cli(args)
       let stderr = ''
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))

@@ -95,6 +95,19 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(chattyDetail('stops-heartbeats-after-stop')).toMatch(/^\d+ heartbeat\(s\) on the superseded socket more than 1 s after the push, before the agent closed it \d+ ms after the push$/)
   }, 90_000)
 
+  it("an agent that comes back after a supersede push's retry_after, and one that closes its socket on SIGTERM but never exits, are caught (each passed before: the push said 30 s, the window was 6 s; SIGKILL ended the second silently)", async () => {
+    const [back, hangs] = await Promise.all([
+      runConformance({ ...fixture, env: { BACK_AFTER_SUPERSEDE: '1' }, concurrency: 2 }),
+      runConformance({ ...fixture, env: { HANG_ON_SIGTERM: '1' }, concurrency: 2 }),
+    ])
+    const why = (r: ConformanceReport) => r.verdicts.filter((v) => !v.pass).map((v) => `${v.rule}: ${v.detail}`).join('\n')
+    const detail = (r: ConformanceReport, rule: string) => r.verdicts.find((v) => v.rule === rule)?.detail
+    expect(broken(back), why(back)).toEqual(['no-reconnect-after-supersede', 'same-key-instances-settle'])
+    expect(detail(back, 'no-reconnect-after-supersede')).toMatch(/^1 upgrade\(s\) after the supersede, the first \d+ ms after it/)
+    expect(broken(hangs), why(hangs)).toEqual(['stops-heartbeats-after-stop'])
+    expect(detail(hangs, 'stops-heartbeats-after-stop')).toMatch(/^after SIGTERM it closed its socket \(close 1000\) but was still running \d+ ms later, until conform's SIGKILL: an agent that stops exits$/)
+  }, 90_000)
+
   it('a process that exits on a supersede push without closing its socket breaks stops-heartbeats-after-stop: no close frame (1006)', async () => {
     const report = await runConformance({ ...fixture, env: { EXIT_ON_SUPERSEDE: '1' }, concurrency: 2 })
     expect(broken(report)).toEqual(['stops-heartbeats-after-stop'])
@@ -119,7 +132,7 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     const why = (r: ConformanceReport) => r.verdicts.filter((v) => !v.pass).map((v) => `${v.rule}: ${v.detail}`).join('\n')
     expect(broken(launched), why(launched)).toEqual([])
     // SIGTERM went to the launcher's group: the agent in the background closed its own socket.
-    expect(launched.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail).toMatch(/after SIGTERM its socket closed in \d+ ms \(close 1000\), and no upgrade followed/)
+    expect(launched.verdicts.find((v) => v.rule === 'stops-heartbeats-after-stop')?.detail).toMatch(/after SIGTERM its socket closed in \d+ ms \(close 1000\), no upgrade followed, and it exited/)
     expect(launched.neverConnected).toEqual({})
   }, 90_000)
 

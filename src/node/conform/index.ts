@@ -65,7 +65,7 @@ export const CONFORMANCE_RULES = deepFreeze([
   },
   {
     id: 'stops-heartbeats-after-stop',
-    rule: 'Once stopped (SIGTERM) or superseded, closes its socket itself (its own close frame, not the server’s), sends nothing more on it, and opens no other.',
+    rule: 'Once stopped (SIGTERM) or superseded, closes its socket itself (its own close frame, not the server’s), sends no heartbeat on it after, and opens no other; after SIGTERM it exits.',
   },
 ] as const)
 
@@ -134,6 +134,14 @@ interface Settings {
   quietMs: number
   retryAfterS: number
   stopTimeoutMs: number
+}
+
+/**
+ * The `retry_after` (seconds) of conform's supersede push: 2 s short of the quiet window after it
+ * (at least 1), so an agent that waits it out and comes back does so while the server watches.
+ */
+function supersedeRetryAfterS(quietMs: number): number {
+  return Math.max(1, Math.floor(quietMs / 1000) - 2)
 }
 
 /** How often the group of an agent whose command has exited is looked at, while processes of it run on. */
@@ -277,16 +285,22 @@ class Agent {
   /**
    * Ends the agent: SIGTERM to its group, then SIGKILL after `graceMs`; resolves once it has ended
    * (its whole group killed), or `GROUP_KILL_WAIT_MS` after the SIGKILL when a process of its group
-   * still runs (one that cannot die yet): it stops looking at the group then.
+   * still runs (one that cannot die yet): it stops looking at the group then. Resolves true when
+   * it ended by itself (or had already), false when it took the SIGKILL.
    */
-  async stop(graceMs: number): Promise<void> {
+  async stop(graceMs: number): Promise<boolean> {
+    let itself = true
     if (this.running) {
       this.signal('SIGTERM')
-      if (!(await endsWithin(this, graceMs))) this.signal('SIGKILL')
+      if (!(await endsWithin(this, graceMs))) {
+        itself = false
+        this.signal('SIGKILL')
+      }
     }
     if (!(await endsWithin(this, GROUP_KILL_WAIT_MS))) this.groupGone?.()
     await this.exited
     this.signal('SIGKILL') // whatever the command left behind in its group
+    return itself
   }
 }
 
@@ -468,7 +482,9 @@ async function closes(stage: Stage): Promise<Verdicts> {
     // A heartbeat already on its way when the signal came is not the agent's fault; later ones are.
     const beats = socket.frames.filter((f) => f.dir === 'in' && f.at > termAt + 200 && f.frame?.event === HEARTBEAT_EVENT)
     const code = socket.closeSeen?.code
-    await agent.stop(settings.stopTimeoutMs)
+    // The contract: on SIGTERM, close the socket and exit. One that lives on after closing its
+    // socket has not stopped (it may come back later than conform watches: a 5 s timer).
+    const exitedItself = await agent.stop(settings.stopTimeoutMs)
     const later = sim.upgrades.filter((u) => u.agentId === agentId && u.at > termAt)
     out['stops-heartbeats-after-stop'] = !closedItself
       ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket was still open ${settings.stopTimeoutMs} ms later${beats.length > 0 ? `, with ${beats.length} heartbeat(s)` : ''}`)
@@ -480,7 +496,9 @@ async function closes(stage: Stage): Promise<Verdicts> {
             ? verdict('stops-heartbeats-after-stop', false, `${beats.length} heartbeat(s) after SIGTERM, before its socket closed`)
             : later.length > 0
               ? verdict('stops-heartbeats-after-stop', false, `${later.length} upgrade(s) after SIGTERM, the first ${later[0]!.at - termAt} ms after it: the agent closed its socket (close ${code ?? '?'}) and came back`)
-              : verdict('stops-heartbeats-after-stop', true, `after SIGTERM its socket closed in ${(socket.closedAt ?? termAt) - termAt} ms (close ${code ?? '?'}), and no upgrade followed`)
+              : !exitedItself
+                ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM it closed its socket (close ${code ?? '?'}) but was still running ${sim.now() - termAt} ms later, until conform's SIGKILL: an agent that stops exits`)
+                : verdict('stops-heartbeats-after-stop', true, `after SIGTERM its socket closed in ${(socket.closedAt ?? termAt) - termAt} ms (close ${code ?? '?'}), no upgrade followed, and it exited`)
   } else {
     await agent.stop(settings.stopTimeoutMs)
     // Its half of the rule is not judged, and says so: a PASS from the supersede half alone would hide it.
@@ -708,7 +726,16 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   }
   const started = performance.now()
   const apiKey = `conform-${randomBytes(8).toString('hex')}`
-  const sim = await startSimulator({ recordLimit: 5_000, ...options.simulator, host: '127.0.0.1', agents: 'any' })
+  const sim = await startSimulator({
+    recordLimit: 5_000,
+    // The supersede push's retry_after (the platform's is 30 s) inside the quiet window: an agent
+    // that misreads it as "come back after" is caught coming back (a review, 2026-12-07: with 30
+    // and a 6 s window it passed).
+    supersedeRetryAfterS: supersedeRetryAfterS(settings.quietMs),
+    ...options.simulator,
+    host: '127.0.0.1',
+    agents: 'any',
+  })
   const found: Verdicts[] = []
   const output: Record<string, string> = {}
   const neverConnected: Record<string, string> = {}
