@@ -521,12 +521,6 @@ export const connectionMachine = setup({
      */
     isLostUnseen: ({ context }) => closedUnseen(context, context.lastReason!),
     /**
-     * As `isLostUnseen`, for the current transport's close while the host's
-     * disconnect() leaves the control channel (`stopping`): the session stops as asked, and a
-     * supersede there may have come unseen, so the next session's attempts probe. Named on
-     * `socket.close` in `stopping`.
-     */
-    /**
      * The host's disconnect() may leave the control channel before the socket closes (a plain
      * disconnect()); not one with `immediate`, which closes the socket in the same step (a page's
      * `pagehide`: a socket still open when the handler returns keeps the page out of the
@@ -535,6 +529,12 @@ export const connectionMachine = setup({
      * the session's own `host.disconnect`, straight to `stopped`.
      */
     isGracefulStop: ({ event }) => (event as { immediate?: boolean }).immediate !== true,
+    /**
+     * As `isLostUnseen`, for the current transport's close while the host's
+     * disconnect() leaves the control channel (`stopping`): the session stops as asked, and a
+     * supersede there may have come unseen, so the next session's attempts probe. Named on
+     * `socket.close` in `stopping`.
+     */
     isStopClosedUnseen: ({ context, event }) => {
       const e = event as unknown as Origin & { reason: ReasonLike }
       return e.generation === context.generation && closedUnseen(context, e.reason)

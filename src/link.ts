@@ -292,7 +292,6 @@ export const LINK_EVENT_TYPES = Object.freeze(['state', 'connected', 'reconnecte
 const everyEventListed: Exclude<keyof LinkEvents, (typeof LINK_EVENT_TYPES)[number]> extends never ? true : never = true
 void everyEventListed
 
-/** Throws unless `type` names a link event: a misspelt name would register a listener that never runs. */
 /** The option keys of `link.disconnect()`. */
 const DISCONNECT_OPTIONS: ReadonlySet<string> = new Set(['immediate'])
 
@@ -310,6 +309,7 @@ function disconnectOptions(options: unknown): { immediate?: boolean | undefined 
   return read
 }
 
+/** Throws unless `type` names a link event: a misspelt name would register a listener that never runs. */
 function checkEventType(type: unknown, where: string): void {
   if (!(LINK_EVENT_TYPES as readonly unknown[]).includes(type)) {
     throw new ConfigurationError(`${where}: ${describeArgument(type)} is not a link event; use one of ${LINK_EVENT_TYPES.join(', ')}`)
@@ -1421,7 +1421,7 @@ export class Link {
     return this.readClock('now')
   }
 
-  /** Reads one of the host's clocks; when it throws, logs that once per clock and reads the process's own. */
+  /** Reads one of the host's clocks; when it throws, logs that once per clock and reads the process's own wall clock, or the monotonic clock's last good reading. */
   private readClock(name: 'now' | 'monotonic'): number {
     try {
       return this.env[name]()
