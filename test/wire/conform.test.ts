@@ -108,6 +108,11 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(detail(hangs, 'stops-heartbeats-after-stop')).toMatch(/^after SIGTERM it closed its socket \(close 1000\) but was still running \d+ ms later, until conform's SIGKILL: an agent that stops exits$/)
   }, 90_000)
 
+  it("an agent whose socket is accepted but that never joins its control channel fails connects saying so, not only that no socket joined", async () => {
+    const report = await runConformance({ ...fixture, env: { NO_JOIN: '1' }, connectTimeoutMs: 1500, concurrency: 5 })
+    expect(report.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/^no socket joined agent_control:\S+ within 1500 ms \(1 socket\(s\) accepted, no phx_join of agent_control:\S+ on any\)$/)
+  }, 60_000)
+
   it('a process that exits on a supersede push without closing its socket breaks stops-heartbeats-after-stop: no close frame (1006)', async () => {
     const report = await runConformance({ ...fixture, env: { EXIT_ON_SUPERSEDE: '1' }, concurrency: 2 })
     expect(broken(report)).toEqual(['stops-heartbeats-after-stop'])

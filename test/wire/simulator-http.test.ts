@@ -1120,7 +1120,12 @@ describe('the simulator over HTTP', () => {
       expect((await frames(sockets[2])).some((f: { frame: unknown }) => f.frame === null)).toBe(true)
       const { upgrades } = await checked('/admin/upgrades')
       expect(upgrades.map((u: { status: number; superseded?: string[] }) => [u.status, u.superseded?.length])).toEqual([[101, 0], [403, undefined], [101, 0], [101, 1]])
-      expect((await checked('/admin/closes')).closes.map((c: { agentId: string; code: number }) => [c.agentId, c.code])).toEqual([['raw', 1001], ['raw', 1011]])
+      const closes = (await checked('/admin/closes')).closes as Array<{ agentId: string; code: number; at: number }>
+      expect(closes.map((c) => [c.agentId, c.code])).toEqual([['raw', 1001], ['raw', 1011]])
+      // Each close is timed, on the records' clock; ?agent= filters as on the other records.
+      expect(closes[0]!.at).toBeLessThanOrEqual(closes[1]!.at)
+      expect(closes[1]!.at).toBeLessThanOrEqual((await call(http, 'GET', '/admin/clock')).body.now)
+      expect((await checked('/admin/closes?agent=a', '/admin/closes')).closes).toEqual([])
       expect((await checked('/admin/held')).joins).toHaveLength(1)
       expect((await checked('/admin/connections')).connections.map((c: { principal: string }) => c.principal)).toEqual(['a'])
       // The document carries the same schemas: each record's fields typed and required, no others.

@@ -407,6 +407,21 @@ function settledSocket(stage: Stage, socket: SimConnection): SimConnection {
   return stage.sim.accepted(stage.agentId).filter((c) => joinedControl(c, stage.agentId)).at(-1) ?? socket
 }
 
+/**
+ * Why no socket of the agent joined its control channel, as the server saw it: no upgrade arrived;
+ * every upgrade was refused (the statuses); or sockets were accepted and the agent sent no join
+ * of its control topic on any (the topics it did join, if any).
+ */
+function notJoinedWhy(sim: PlatformSimulator, agentId: string): string {
+  const upgrades = sim.upgrades.filter((u) => u.agentId === agentId)
+  if (upgrades.length === 0) return ' (no upgrade arrived)'
+  const accepted = sim.accepted(agentId)
+  if (accepted.length === 0) return ` (${upgrades.length} upgrade(s), each refused: ${[...new Set(upgrades.map((u) => u.status))].join(', ')})`
+  const topics = [...new Set(accepted.flatMap((c) => c.joinsReceived.map((j) => j.topic)))]
+  if (topics.includes(CONTROL(agentId))) return ` (${accepted.length} socket(s) accepted; its phx_join of ${CONTROL(agentId)} was not answered ok)`
+  return ` (${accepted.length} socket(s) accepted, no phx_join of ${CONTROL(agentId)} on any${topics.length > 0 ? `; phx_join of ${topics.map((t) => visible(t)).join(', ')}` : ''})`
+}
+
 /** Lets the agent finish its joins (app channels after the control channel), then {@link settledSocket}. */
 async function afterJoins(stage: Stage, socket: SimConnection): Promise<SimConnection> {
   await stage.watch(300)
@@ -427,7 +442,7 @@ async function closes(stage: Stage): Promise<Verdicts> {
     : verdict(
         'connects',
         false,
-        `no socket joined ${CONTROL(agentId)} ${agent.gone === null ? `within ${settings.connectTimeoutMs} ms` : `before the agent ${agent.gone}`}${sim.upgrades.some((u) => u.agentId === agentId) ? '' : ' (no upgrade arrived)'}${agent.gone === null && agent.commandEnded !== null ? `; ${agent.commandEnded} and processes it left in its group ran on` : ''}`,
+        `no socket joined ${CONTROL(agentId)} ${agent.gone === null ? `within ${settings.connectTimeoutMs} ms` : `before the agent ${agent.gone}`}${notJoinedWhy(sim, agentId)}${agent.gone === null && agent.commandEnded !== null ? `; ${agent.commandEnded} and processes it left in its group ran on` : ''}`,
       )
   if (!first) {
     await agent.stop(settings.stopTimeoutMs)

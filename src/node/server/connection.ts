@@ -158,6 +158,8 @@ export class SimConnection {
   closedAt: number | null = null
   /** The close frame the simulator sent, if it closed. */
   closeSent: CloseRecord | null = null
+  /** When it sent that close frame (ms since the simulator started); null while it sent none. */
+  closeSentAt: number | null = null
   /** Why the simulator closed it, if it did. */
   closeCause: CloseCause | null = null
   /** The close the server's socket reported: the client's close frame, or 1006 with no frame. */
@@ -284,6 +286,7 @@ export class SimConnection {
     if (this.state !== 'open') return
     this.state = 'closing'
     this.closeSent = { code, reason }
+    this.closeSentAt = this.clock()
     this.closeCause = cause
     this.ws.close(code, reason)
     this.endAfterCloseFrame(code)

@@ -151,8 +151,8 @@ const UpgradeRecordSchema = z.strictObject({
   onConflict: z.nullable(z.string()),
 })
 
-/** A close frame the simulator sent (`GET /admin/closes`): the socket's id, its agent, the code and reason. */
-const CloseRecordSchema = z.strictObject({ socket: z.string(), agentId: z.string(), code: z.number().check(z.int()), reason: z.string() })
+/** A close frame the simulator sent (`GET /admin/closes`): the socket's id, its agent, the code and reason, when it was sent (ms since the simulator started). */
+const CloseRecordSchema = z.strictObject({ socket: z.string(), agentId: z.string(), code: z.number().check(z.int()), reason: z.string(), at: z.number() })
 
 /** A join the simulator holds unanswered (`GET /admin/held`): the socket's id, its agent, the topic and the join's join_ref. */
 const HeldJoinSchema = z.strictObject({ socket: z.string(), agentId: z.string(), topic: z.string(), joinRef: z.nullable(z.string()) })
@@ -345,9 +345,13 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
   route({
     method: 'GET',
     path: '/admin/closes',
-    summary: 'Close frames the simulator sent, in order.',
+    summary: 'Close frames the simulator sent, one per socket it closed, in the order the sockets were accepted (of one agent with ?agent=); at: when each was sent, ms since the simulator started.',
+    query: { agent: 'only this agent id' },
     response: z.strictObject({ closes: z.array(CloseRecordSchema) }),
-    run: ({ sim }) => ok({ closes: sim.closesSent }),
+    run: ({ sim, query }) => {
+      const agent = query.get('agent')
+      return ok({ closes: sim.closesSent.filter((c) => agent === null || c.agentId === agent) })
+    },
   }),
   route({
     method: 'GET',

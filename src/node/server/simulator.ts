@@ -779,11 +779,15 @@ export class PlatformSimulator extends EventEmitter {
     return counts === undefined ? { upgrades: 0, refused: 0 } : { ...counts }
   }
 
-  /** Close frames the simulator sent, in order, with the socket they went to. */
-  get closesSent(): Array<{ socket: string; agentId: string; code: number; reason: string }> {
+  /**
+   * Close frames the simulator sent, one per socket it closed, in the order the sockets were
+   * accepted: the socket, its agent, the code and reason, and when it was sent (`at`, ms since the
+   * simulator started).
+   */
+  get closesSent(): Array<{ socket: string; agentId: string; code: number; reason: string; at: number }> {
     return this.connections
       .filter((c) => c.closeSent)
-      .map((c) => ({ socket: c.id, agentId: c.agentId, code: c.closeSent!.code, reason: c.closeSent!.reason }))
+      .map((c) => ({ socket: c.id, agentId: c.agentId, code: c.closeSent!.code, reason: c.closeSent!.reason, at: c.closeSentAt ?? c.closedAt ?? c.openedAt }))
   }
 
   // ---- scripting ---------------------------------------------------------------------------
@@ -1927,6 +1931,7 @@ export class PlatformSimulator extends EventEmitter {
         const code = wsStatusCode(error)
         if (code !== null) {
           connection.closeSent = { code, reason: '' }
+          connection.closeSentAt = this.now()
           connection.closeCause = 'protocol'
           connection.endAfterCloseFrame(code)
         }
