@@ -72,12 +72,8 @@ export { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPol
 export type ConnectionEvent =
   /** Link: connect() or runForever(); starts a session from idle, stopped or terminated. */
   | { type: 'host.connect' }
-  /**
-   * Link: disconnect(); stops the session from any state. `immediate` (disconnect({ immediate:
-   * true }), for a page's `pagehide`): no leave of the control channel first; the socket closes
-   * 1000 in the same step.
-   */
-  | { type: 'host.disconnect'; immediate?: boolean }
+  /** Link: disconnect(); stops the session from any state. */
+  | { type: 'host.disconnect' }
   /**
    * Link: reconnect(); while waiting out a backoff or a cooldown, retry now (the browser's
    * `online` event, a host that knows the network is back). The reconnect chart ends its wait;
@@ -520,15 +516,6 @@ export const connectionMachine = setup({
      * supersede nothing, so there is nothing to probe. Named on `lost`.
      */
     isLostUnseen: ({ context }) => closedUnseen(context, context.lastReason!),
-    /**
-     * The host's disconnect() may leave the control channel before the socket closes (a plain
-     * disconnect()); not one with `immediate`, which closes the socket in the same step (a page's
-     * `pagehide`: a socket still open when the handler returns keeps the page out of the
-     * back/forward cache, and the page may be gone before a leave's reply). Named on
-     * `host.disconnect` in `live.connected` and `stopping`; an immediate one falls through to
-     * the session's own `host.disconnect`, straight to `stopped`.
-     */
-    isGracefulStop: ({ event }) => (event as { immediate?: boolean }).immediate !== true,
     /**
      * As `isLostUnseen`, for the current transport's close while the host's
      * disconnect() leaves the control channel (`stopping`): the session stops as asked, and a
@@ -1104,7 +1091,7 @@ export const connectionMachine = setup({
                       // A join that holds the channel policy's rejoinStableAfterMs ends the run of crashes.
                       after: { controlStableAfter: { actions: 'clearControlCrashes' } },
                       on: {
-                        'host.disconnect': { guard: 'isGracefulStop', target: '#connection.session.online.attached.stopping' },
+                        'host.disconnect': { target: '#connection.session.online.attached.stopping' },
                         'control.crashed': { guard: 'isCurrentTransport', target: 'controlErrored', meta: { rule: 'control-crash-rejoins' } },
                       },
                     },
@@ -1136,8 +1123,7 @@ export const connectionMachine = setup({
                   description: 'disconnect(): leaving the control channel; the socket closes 1000 on stopped.',
                   entry: 'leaveControlChannel',
                   on: {
-                    // A second disconnect() waits for the same leave; an immediate one closes now (the session's own).
-                    'host.disconnect': { guard: 'isGracefulStop' },
+                    'host.disconnect': {},
                     'control.left': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
                     'control.lost': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },
                     'control.crashed': { guard: 'isCurrentTransport', target: '#connection.stopped', actions: 'recordGraceful' },

@@ -223,13 +223,6 @@ export const MUTATIONS: RuleMutation[] = [
   },
   {
     rule: 'disconnect-always-succeeds',
-    how: "disconnect({ immediate: true }) leaves the control channel first, as a plain one does: the socket is still open when a page's pagehide handler returns",
-    file: 'machines/connection.ts',
-    from: 'isGracefulStop: ({ event }) => (event as { immediate?: boolean }).immediate !== true,',
-    to: 'isGracefulStop: () => true,',
-  },
-  {
-    rule: 'disconnect-always-succeeds',
     how: 'disconnect() during a session is not handled (only in connected)',
     file: 'machines/connection.ts',
     from: "'host.disconnect': {\n          target: 'stopped',\n          actions: ['recordGraceful', 'redeliverChannelReports'],\n          meta: { rule: 'disconnect-always-succeeds' },\n        },",

@@ -47,8 +47,12 @@ const lines = [
   '| rule | how it was broken | result | first failures |',
   '|---|---|---|---|',
 ]
-const onlyAt = process.argv.indexOf('--only')
-const only = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
+// `--only <text>` or `--only=<text>`; any other argument is refused, so a typo never runs the whole set.
+const args = process.argv.slice(2)
+const onlyAt = args.findIndex((a) => a === '--only' || a.startsWith('--only='))
+const only = onlyAt < 0 ? undefined : args[onlyAt]!.startsWith('--only=') ? args[onlyAt]!.slice('--only='.length) : args[onlyAt + 1]
+const rest = args.filter((_, i) => i !== onlyAt && !(i === onlyAt + 1 && args[onlyAt] === '--only'))
+if (rest.length > 0) throw new Error(`unknown argument ${JSON.stringify(rest[0])}; mutate:rules takes --only <text>`)
 if (onlyAt >= 0 && (only === undefined || only === '')) throw new Error('--only needs a text to match a mutation\'s rule or description')
 const selected = only === undefined ? MUTATIONS : MUTATIONS.filter((m) => m.rule.includes(only) || m.how.includes(only))
 if (selected.length === 0) throw new Error(`no rule mutation's rule or description holds ${JSON.stringify(only)}`)

@@ -110,7 +110,7 @@ export class LinkChannel {
 
   /** Whether the channel can still join: not dropped and not left. */
   get active(): boolean {
-    return this.status !== 'dropped' && this.status !== 'left'
+    return this.#status !== 'dropped' && this.#status !== 'left'
   }
 
   /**
@@ -172,8 +172,8 @@ export class LinkChannel {
     if (signal?.aborted) return Promise.reject(abortError(signal))
     // No join is coming once the session ended (as disconnect() rejects the waits already made); before the first connect() it waits.
     if (!this.active || this.host.isEnded()) return Promise.reject(this.closedError('phx_join'))
-    if (this.status === 'joined') return Promise.resolve(this.joinReply)
-    return this.waitForJoin('phx_join', null, signal).then(() => this.joinReply)
+    if (this.#status === 'joined') return Promise.resolve(this.#joinReply)
+    return this.waitForJoin('phx_join', null, signal).then(() => this.#joinReply)
   }
 
   /**
@@ -377,7 +377,7 @@ export class LinkChannel {
   /** `CHANNEL_CLOSED` for `event`, with the typed reason when the server refused or closed the channel. */
   private closedError(event: string): PushError {
     // The reason is data, kept as it is; the message is output, redacted (its text may hold what the server sent).
-    return new PushError('CHANNEL_CLOSED', this.topic, event, null, undefined, null, { reason: this.status === 'dropped' ? this.reason : null, redact: (text) => this.host.redact(text) })
+    return new PushError('CHANNEL_CLOSED', this.topic, event, null, undefined, null, { reason: this.#status === 'dropped' ? this.#reason : null, redact: (text) => this.host.redact(text) })
   }
 
   private releaseWaiters(failure: 'CHANNEL_CLOSED' | null): void {

@@ -9,7 +9,7 @@ import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '
 import { gracefulReason, thrownText, type Env } from '../machines/types.js'
 import { deepFreeze } from './freeze.js'
 import { abortError, checkSignal, isAbortSignal, onAbort } from './abort.js'
-import { callOptions, checkFunction, describeArgument, typeName, unknownKey } from './call-checks.js'
+import { callOptions, checkFunction, describeArgument } from './call-checks.js'
 import { PhoenixAdapter, quoteServerText, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
@@ -291,23 +291,6 @@ export const LINK_EVENT_TYPES = Object.freeze(['state', 'connected', 'reconnecte
 // Every event of LinkEvents is listed (a compile error names one left out).
 const everyEventListed: Exclude<keyof LinkEvents, (typeof LINK_EVENT_TYPES)[number]> extends never ? true : never = true
 void everyEventListed
-
-/** The option keys of `link.disconnect()`. */
-const DISCONNECT_OPTIONS: ReadonlySet<string> = new Set(['immediate'])
-
-/**
- * Reads `link.disconnect()`'s options once.
- *
- * @throws {ConfigurationError} options that are not an object, a key other than `immediate`, or an
- *   `immediate` that is not a boolean.
- */
-function disconnectOptions(options: unknown): { immediate?: boolean | undefined } {
-  const read = callOptions(options as { immediate?: boolean } | null | undefined, 'link.disconnect')
-  const unknown = unknownKey(read, DISCONNECT_OPTIONS)
-  if (unknown !== undefined) throw new ConfigurationError(`link.disconnect: unknown option ${JSON.stringify(unknown)}; it takes immediate`)
-  if (read.immediate !== undefined && typeof read.immediate !== 'boolean') throw new ConfigurationError(`link.disconnect: options.immediate must be a boolean, got ${typeName(read.immediate)}`)
-  return read
-}
 
 /** Throws unless `type` names a link event: a misspelt name would register a listener that never runs. */
 function checkEventType(type: unknown, where: string): void {
@@ -625,6 +608,9 @@ export class Link {
             random: env.random === undefined ? DEFAULT_ENV.random : inUnitRange(env.random),
           }
     this.log = redacting(options.logger, () => this.#keys)
+    // The host's monotonic clock read once now, so a bad reading later has a good one of the same
+    // clock to stand for (finiteOrOwn), not performance.now(), whose origin may be hours away.
+    if (env?.monotonic !== undefined) this.monotonic()
     this.controlHandler = options.onControl
     this.emitter = new Emitter<LinkEvents>((error, type) =>
       this.log.error('a link event listener threw', { event: String(type), error: thrownText(error) }),
@@ -876,17 +862,11 @@ export class Link {
    * state `terminated`, and drops the control signals still waiting behind the handler (as a stop
    * from any other state does; each reported `ignored`).
    *
-   * @param options `immediate: true` closes the socket (1000) before this call returns, without
-   *   leaving the control channel first (the server ends its channels with the socket): for a
-   *   page's `pagehide`, where a socket still open when the handler returns keeps the page out of
-   *   the back/forward cache, and a page being unloaded may never see the leave's reply. Without
-   *   it, a connected link leaves the control channel, then closes (up to
-   *   `policy.channel.leaveTimeoutMs` later).
-   * @throws {ConfigurationError} (rejects; `INVALID_OPTIONS`) for options that are not an object,
-   *   a key other than `immediate`, or an `immediate` that is not a boolean; nothing is stopped.
+   * A connected link sends the control channel's phx_leave and closes its socket 1000 within this
+   * call (phoenix.js settles a leave at once: channel.js leave()), so a page's `pagehide` handler
+   * that calls it leaves no socket open when it returns.
    */
-  async disconnect(options?: { immediate?: boolean | undefined } | null): Promise<void> {
-    const { immediate } = disconnectOptions(options)
+  async disconnect(): Promise<void> {
     // Read by a connect() or runForever() called earlier inside the charts' processing, which decide
     // only once the queued events are processed: this later call wins.
     this.disconnectCalls++
@@ -903,7 +883,7 @@ export class Link {
       if (!this.crashed && (this.charts.control?.snapshot.context.queue.length ?? 0) > 1) this.send({ type: 'host.disconnect' })
     } else if (!this.crashed && this.state !== 'idle' && this.state !== 'stopped') {
       this.stopRequested = true
-      this.send(immediate === true ? { type: 'host.disconnect', immediate: true } : { type: 'host.disconnect' })
+      this.send({ type: 'host.disconnect' })
       await this.until((s) => {
         if (s.state !== 'idle' && s.state !== 'stopped' && s.state !== 'terminated') return false
         upTo = s.generation
@@ -1436,7 +1416,8 @@ export class Link {
    * that is not a finite number (NaN, an infinity, a string, undefined) is logged once per clock
    * and replaced: a wall-clock one by `Date.now()`, so a reason's `at` is always a number, as its
    * schema says, and a broken wall clock, which only stamps, never ends a session; a monotonic one
-   * by the last good reading of the same clock (`performance.now()` before the first), since a
+   * by the last good reading of the same clock (read once when the link is made; `performance.now()`
+   * only when no reading was ever good), since a
    * monotonic reading is only subtracted from another of its clock: one from another clock, whose
    * origin may be hours away, turned a 33 ms outage into an hour of downtime and our own 409 into
    * a terminal conflict (a review, 2026-12-07). A throw passes through (outside the charts

@@ -3,6 +3,7 @@
  * data is read off the shipped machines at build time (src/node/model/visual.ts) and bundled in as
  * the module `virtual:charts`, so the page cannot drift from the charts.
  */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vite'
 import { chartsData } from '../src/node/model/visual.js'
@@ -22,6 +23,26 @@ const MERMAID_DIR = /[\\/]node_modules[\\/](?:mermaid|@mermaid-js[\\/](?:parser|
 /** The lazily loaded modules the page does load: the state diagram, the ELK layout's renderer, mermaid's text measurer. */
 const DRAWN = /^(?:stateDiagram-v2|render|sizeCapture)-[A-Z0-9]+\.mjs$/
 const UNUSED = '\0phoenix-link-unused-mermaid-module'
+
+/** The licences of the bundled code, as `build.license` writes them (below). */
+const LICENSES = fileURLToPath(new URL('./dist/THIRD-PARTY-LICENSES.md', import.meta.url))
+
+/**
+ * Fills in an entry of LICENSES that Vite left with no text: a package that keeps its licence in
+ * its README's License section only (fastdom 1.0.12), whose copyright notice the MIT licence
+ * requires with every copy. Throws when such a package's README has no License section either, so
+ * the build fails rather than ship a copy without its notice.
+ */
+function completeLicenses(): void {
+  if (!existsSync(LICENSES)) return
+  const text = readFileSync(LICENSES, 'utf8').replace(/^## (\S+) - (\S+)( \([^)]*\))?\n\n(?=## |(?![\s\S]))/gm, (entry, name: string) => {
+    const readme = fileURLToPath(new URL(`../node_modules/${name}/README.md`, import.meta.url))
+    const section = existsSync(readme) ? /^#+ Licen[cs]e\s*\n([\s\S]*?)(?=\n#+ |(?![\s\S]))/im.exec(readFileSync(readme, 'utf8')) : null
+    if (section === null) throw new Error(`${name}: Vite found no licence text, and its README has no License section: add its notice to visualizer/vite.config.ts`)
+    return `${entry.trimEnd()}\n\n(from its README)\n\n${section[1]!.trim()}\n\n`
+  })
+  writeFileSync(LICENSES, text)
+}
 
 function unusedMermaidModule(source: string, importer: string | undefined): string | null {
   if (importer === undefined || !MERMAID_DIR.test(importer)) return null
@@ -56,6 +77,11 @@ export default defineConfig({
         if (math) throw new Error(`the ${math.name} chart's diagram holds "$$", which mermaid renders with katex; the visualizer bundles no katex (visualizer/vite.config.ts)`)
         return `export default ${JSON.stringify(charts)}`
       },
+    },
+    {
+      name: 'phoenix-link-license-texts',
+      apply: 'build',
+      closeBundle: completeLicenses,
     },
     {
       name: 'phoenix-link-state-diagrams-only',

@@ -70,10 +70,10 @@ element('connect').addEventListener('click', () => {
 })
 element('disconnect').addEventListener('click', () => void link.disconnect())
 // The link registers no page listener (phoenix.js's own close and reopen the socket behind the
-// lifecycle): close the socket when the page goes away, before the handler returns (immediate: no
-// leave of the control channel first; a socket still open then keeps the page out of the
-// back/forward cache), and connect again when the page comes back from that cache.
-addEventListener('pagehide', () => void link.disconnect({ immediate: true }))
+// lifecycle): close the socket when the page goes away (disconnect() never rejects, and has closed
+// the socket when the handler returns: a socket still open then keeps the page out of the
+// back/forward cache) and connect again when the page comes back from that cache.
+addEventListener('pagehide', () => void link.disconnect())
 addEventListener('pageshow', (event) => {
   if (event.persisted) link.connect().catch(() => {}) // a terminal reason shows in #reason
 })

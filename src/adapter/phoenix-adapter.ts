@@ -1231,8 +1231,17 @@ export class PhoenixAdapter {
     if (!handle.socket || handle.teardownDone) {
       finish()
     } else {
-      // Closes 1000 (normal closure) and waits for the socket to close; phoenix.js clears its
-      // heartbeat and reconnect timers here (socket.js disconnect/teardown).
+      // Closed now, not when phoenix.js's teardown finds the send buffer empty: it polls
+      // bufferedAmount in 150 ms steps for up to 1.5 s (socket.js waitForBufferDone) before its
+      // close, and a browser's buffer is not empty right after a send (a last push, the phx_leave
+      // of disconnect()), so the socket stayed open past a page's pagehide handler, and the page
+      // out of the back/forward cache (a review, 2026-12-07). The close frame goes out after the
+      // data already queued (RFC 6455 section 5.5.1; WHATWG WebSockets close()), so nothing sent is
+      // lost. Only an open socket: one still opening is phoenix.js's to abort.
+      const open = handle.ws as { readyState: number; close(code: number, reason: string): void } | null
+      if (open !== null && open.readyState === 1) open.close(1000, 'client closing')
+      // Then waits for the socket to close; phoenix.js clears its heartbeat and reconnect timers
+      // here (socket.js disconnect/teardown; its own close of a closing socket changes nothing).
       handle.socket.disconnect(finish, 1000, 'client closing')
     }
   }

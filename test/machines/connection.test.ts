@@ -1150,27 +1150,6 @@ describe('rule: disconnect() always succeeds', () => {
     const done = step(s, { type: 'control.left', ...origin(s) })
     expect(done.io).toContainEqual({ type: 'endTransport', params: origin(s) })
   })
-
-  it('disconnect({ immediate: true }) (a page\'s pagehide) skips the leave: from connected, from a control rejoin and from stopping, stopped in that step, graceful, the transport ended in it', () => {
-    const now = { type: 'host.disconnect', immediate: true } as const
-    const c = connected()
-    const direct = step(c, now)
-    expect(state(direct.s)).toBe('stopped')
-    expect(direct.s.context.lastReason?.kind).toBe('graceful')
-    expect(direct.io).toContainEqual({ type: 'endTransport', params: origin(c) })
-    expect(direct.io.map((a) => a.type)).not.toContain('leaveControl')
-    // A plain disconnect() already leaving: an immediate one ends the wait for the leave's reply.
-    const leaving = run(c, { type: 'host.disconnect' })
-    const cut = step(leaving, now)
-    expect(state(cut.s)).toBe('stopped')
-    expect(cut.io).toContainEqual({ type: 'endTransport', params: origin(c) })
-    // A second plain disconnect() while leaving waits for the same leave.
-    expect(state(run(leaving, { type: 'host.disconnect' }))).toBe('stopping')
-    // immediate: false is a plain disconnect().
-    expect(state(run(c, { type: 'host.disconnect', immediate: false }))).toBe('stopping')
-    const crashed = run(c, { type: 'control.crashed', reason: classifyControlChannelLoss('phx_error', {}, origin(c).generation, 0), ...origin(c) })
-    expect(state(run(crashed, now))).toBe('stopped')
-  })
 })
 
 describe('lastDisconnectReason', () => {

@@ -98,8 +98,13 @@ describe('the packed package', () => {
     // What only the repository's own tests and benchmarks import.
     expect(files.filter((f) => /^dist\/src\/(node\/model\/coverage|adapter\/index)\./.test(f))).toEqual([])
     expect(files.filter((f) => /^dist\/(test|scripts|bench|soak|visualizer)\//.test(f))).toEqual([])
-    // The visualizer page bundles others' code (mermaid, d3, elkjs under EPL-2.0): their licences ship with it.
+    // The visualizer page bundles others' code (mermaid, d3, elkjs under EPL-2.0): their licences ship
+    // with it, each with its text (fastdom's only in its README: Vite found none; the build adds it).
     expect(files).toContain('visualizer/dist/THIRD-PARTY-LICENSES.md')
+    const licences = readFileSync(join(REPO, 'visualizer', 'dist', 'THIRD-PARTY-LICENSES.md'), 'utf8')
+    expect([...licences.matchAll(/^## (\S+) - \S+[^\n]*\n\n(?=## |(?![\s\S]))/gm)].map((m) => m[1])).toEqual([])
+    expect(licences).toMatch(/^## elkjs - 0\.9\.3 \(EPL-2\.0\)\n\n# Eclipse Public License - v 2\.0/m)
+    expect(licences).toContain('Copyright (c) 2016 Wilson Page')
     // Nothing of an earlier build (dist/ is emptied first), no pointer to a source map that does not ship.
     expect(files.filter((f) => f.startsWith('dist/src/server/'))).toEqual([])
     expect(packed!.files.filter((f) => f.path.endsWith('.js') && f.body.toString('utf8').includes('sourceMappingURL')).map((f) => f.path)).toEqual([])

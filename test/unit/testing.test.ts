@@ -669,7 +669,6 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
     'refusal-is-terminal': ['upgrade 403', at('connecting'), at('reconnecting', { reason: 'rejected' })],
     'normal-close-reconnects': ['close 1000', at('connected'), at('stopped')],
     'disconnect-stops': ['host disconnect', at('connected'), at('reconnecting')],
-    'disconnect-now-closes-at-once': ['host disconnect now', at('connected'), at('stopping')],
     'stop-is-graceful': ['leave settles', at('stopping'), at('terminated')],
     'connect-starts-a-session': ['host connect', at('idle'), at('connecting', { epoch: 1 })],
     'only-connect-leaves-offline': ['supersede', at('stopped'), at('connecting')],

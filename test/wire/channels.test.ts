@@ -90,6 +90,11 @@ describe('app channels', () => {
     expect([room.status, room.joinReply]).toEqual(['joined', {}])
     expect(link.channel('room:1')).toBe(room)
     await expect(room.push('ping', {})).resolves.toBeDefined()
+    // Nor does a property defined over the getter on the handle: the channel reads its own state.
+    Object.defineProperty(room, 'status', { value: 'left' })
+    expect(room.active).toBe(true)
+    await expect(room.push('ping', {})).resolves.toBeDefined()
+    expect(link.channel('room:1')).toBe(room)
   })
 
   it('a join timeout keeps the channel and retries it (scenario 32)', async () => {

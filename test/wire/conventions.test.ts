@@ -4,7 +4,8 @@
  * `push(…, { signal })`, `reconnect()` to retry now after a long backoff, frozen defaults and
  * `await using`. Each asserts what the host sees and what the simulator saw.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
+import WebSocket from 'ws'
 import { createLink, DEFAULT_LINK_POLICY, DEFAULT_TRANSPORT_POLICY, isAgentDisconnectedError, PushError } from '../../src/index.js'
 import { DEFAULT_RECONNECT_POLICY } from '../../machines/reconnect.js'
 import { framesIn, next, untilState, useWorld } from '../support/wire.js'
@@ -428,28 +429,32 @@ describe('defaults and disposal', () => {
   })
 })
 
-describe('disconnect({ immediate: true }), for a page\'s pagehide', () => {
-  it('closes the socket 1000 within the call, with no phx_leave first (the server ends the channels with the socket); bad options reject and stop nothing', async () => {
+describe('disconnect() closes the socket within the call (a page\'s pagehide handler leaves no socket open)', () => {
+  it('the phx_leave, then close 1000, both written before disconnect() returns, a 4 MB push still in the send buffer too: nothing waits for the buffer to drain', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
     await link.connect()
-    await link.channel('room:1').joined()
+    const room = link.channel('room:1')
+    await room.joined()
     const socket = sim.live('agent-1')[0]!
-    await expect(link.disconnect({ immediate: 'yes' } as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: 'link.disconnect: options.immediate must be a boolean, got string' })
-    await expect(link.disconnect({ now: true } as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: 'link.disconnect: unknown option "now"; it takes immediate' })
-    await expect(link.disconnect(5 as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
-    expect(link.state).toBe('connected')
-    const stopping = link.disconnect({ immediate: true })
-    // Stopped in the call itself: no leave to wait for.
-    expect(link.state).toBe('stopped')
-    await stopping
+    sim.onPush(() => null)
+    // A large push just written: the socket's send buffer is not empty when disconnect() is called.
+    const pushed = room.push('big', { blob: 'x'.repeat(4 * 1024 * 1024) }, { timeoutMs: 5_000 }).catch((e: { code?: string }) => e.code)
+    const closes = vi.spyOn(WebSocket.prototype, 'close')
+    try {
+      const stopping = link.disconnect()
+      // Closed in the call: phoenix.js's teardown would have polled the send buffer first (150 ms steps).
+      expect(link.state).toBe('stopped')
+      expect(closes.mock.calls[0]).toEqual([1000, 'client closing'])
+      await stopping
+    } finally {
+      closes.mockRestore()
+    }
     await sim.waitFor(() => socket.state === 'closed')
     expect(socket.closeSeen).toMatchObject({ code: 1000 })
-    expect(framesIn(socket, 'phx_leave')).toEqual([])
-    expect(link.lastDisconnectReason).toMatchObject({ kind: 'graceful' })
-    // Idempotent, as any disconnect().
-    await link.disconnect({ immediate: true })
-    expect(link.state).toBe('stopped')
+    // Everything written before the close reached the server, in order: the push, the leave, the close.
+    const inbound = socket.frames.filter((f) => f.dir === 'in').map((f) => f.frame?.event)
+    expect(inbound.slice(-2)).toEqual(['big', 'phx_leave'])
+    expect(await pushed).toBe('TRANSPORT_LOST')
   })
 })
-

@@ -492,14 +492,18 @@ async function closes(stage: Stage): Promise<Verdicts> {
   const socket = current
   const termAt = sim.now()
   if (!reconnectFailure) {
+    const signalledAt = performance.now()
     agent.signal('SIGTERM')
     const closedItself = await stage.until(() => socket.state === 'closed', settings.stopTimeoutMs)
     // A heartbeat already on its way when the signal came is not the agent's fault; later ones are.
     const beats = socket.frames.filter((f) => f.dir === 'in' && f.at > termAt + 200 && f.frame?.event === HEARTBEAT_EVENT)
     const code = socket.closeSeen?.code
-    // The contract: on SIGTERM, close the socket and exit. One that lives on after closing its
-    // socket has not stopped (it may come back later than conform watches: a 5 s timer).
-    const exitedItself = await agent.stop(settings.stopTimeoutMs)
+    // The contract: on SIGTERM, close the socket and exit, within stopTimeoutMs of that one signal.
+    // One that lives on after closing its socket has not stopped (it may come back later than
+    // conform watches: a 5 s timer). Judged before stop() signals again: a second SIGTERM would
+    // end, by the default action, an agent that handled only the first (`process.once`).
+    const exitedItself = await endsWithin(agent, Math.max(0, settings.stopTimeoutMs - (performance.now() - signalledAt)))
+    await agent.stop(1)
     const later = sim.upgrades.filter((u) => u.agentId === agentId && u.at > termAt)
     out['stops-heartbeats-after-stop'] = !closedItself
       ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM its socket was still open ${settings.stopTimeoutMs} ms later${beats.length > 0 ? `, with ${beats.length} heartbeat(s)` : ''}`)

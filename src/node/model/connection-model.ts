@@ -289,8 +289,6 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
       // The host aborts a runForever() wait: nothing reaches the chart (a pseudo event it ignores).
       add('cancelled wait', 'host', { type: 'host.wait' } as unknown as ConnectionEvent)
       add('host disconnect', 'host', { type: 'host.disconnect' })
-      // disconnect({ immediate: true }) (a page's pagehide): no leave first, the socket closes at once.
-      add('host disconnect now', 'host', { type: 'host.disconnect', immediate: true })
       stale()
       if (mode === 'pure') add('host connect', 'host', { type: 'host.connect' })
       break
@@ -308,7 +306,6 @@ export function stimuliOf(snapshot: ConnectionSnapshot, mode: 'wire' | 'pure'): 
         add('heartbeat timeout', 'server', { type: 'socket.heartbeatTimeout', reason: heartbeatTimeout(g, 0), ...origin })
         add('control signal', 'server', { type: 'control.signal', signal: { correlationId: null }, ...origin })
         add('host disconnect', 'host', { type: 'host.disconnect' })
-        add('host disconnect now', 'host', { type: 'host.disconnect', immediate: true })
         supersede()
       }
       break

@@ -103,10 +103,10 @@ export const RULES: Array<{ id: string; rule: string; tests: Array<[file: string
   },
   {
     id: 'disconnect-always-succeeds',
-    rule: "disconnect() succeeds from every state, is idempotent, and leaves no timer, socket or listener; with immediate: true (a page's pagehide) the socket is closed before the call returns, no leave first.",
+    rule: 'disconnect() succeeds from every state, is idempotent, and leaves no timer, socket or listener; a connected link has closed its socket when the call returns.',
     tests: [
       ['test/machines/connection.test.ts', 'from connecting -> stopped'],
-      ['test/wire/conventions.test.ts', 'closes the socket 1000 within the call, with no phx_leave first (the server ends the channels with the socket); bad options reject and stop nothing'],
+      ['test/wire/conventions.test.ts', 'the phx_leave, then close 1000, both written before disconnect() returns, a 4 MB push still in the send buffer too: nothing waits for the buffer to drain'],
       ['test/wire/host.test.ts', 'during the backoff: stopped at once, no later attempt'],
       ['test/wire/supersede.test.ts', 'after superseded, disconnect() succeeds, sends no leave, logs no warning (scenario 14)'],
     ],

@@ -43,7 +43,7 @@ const Stimulus = z.discriminatedUnion('type', [
     ms: z.nullable(z.number()),
   }),
   z.strictObject({ type: z.literal('host.connect') }),
-  z.strictObject({ type: z.literal('host.disconnect'), immediate: z.optional(z.literal(true)) }),
+  z.strictObject({ type: z.literal('host.disconnect') }),
   z.strictObject({ type: z.literal('host.cancelWait') }),
   z.strictObject({
     type: z.literal('adapter.late'),

@@ -305,14 +305,6 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
     },
   },
   {
-    name: 'disconnect-now-closes-at-once',
-    rule: 'disconnect({ immediate: true }) stops at once, with the graceful reason: no leave of the control channel first, the socket closed in the same step (a page\'s pagehide).',
-    check: ({ step, after }) => {
-      if (step.name !== 'host disconnect now') return null
-      return after.state === 'stopped' && after.reason === 'graceful' ? null : `got ${after.state} (${after.reason})`
-    },
-  },
-  {
     name: 'stop-is-graceful',
     rule: 'A stop whose leave settles ends stopped with the graceful reason.',
     check: ({ step, before, after }) => {

@@ -650,7 +650,7 @@ class World {
         return
       case 'host.disconnect': {
         const opening = link.state === 'connecting'
-        const stopping = link.disconnect(s.immediate === true ? { immediate: true } : undefined).catch(() => {})
+        const stopping = link.disconnect().catch(() => {})
         if (!opening) return
         // The upgrade the link abandons may still reach the server after disconnect() (ws aborts
         // the handshake, but a request already on its way arrives, then closes): wait until the

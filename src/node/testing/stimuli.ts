@@ -69,7 +69,7 @@ export type LifecycleStimulus =
   | { type: 'control.signal'; delivery: 'once' | 'duplicate' | 'handler-throws' | 'queued' }
   | { type: 'clock.advance'; delay: ChartDelay; ms: number | null }
   | { type: 'host.connect' }
-  | { type: 'host.disconnect'; immediate?: true }
+  | { type: 'host.disconnect' }
   | { type: 'host.cancelWait' }
   | { type: 'adapter.late'; what: 'stale close' | 'late supersede' | 'stale supersede' | 'ambiguous supersede' | 'earlier-session supersede'; event: EventObject }
   | { type: 'await'; what: string }
@@ -121,7 +121,6 @@ export function stimulusOf(name: string, kind: StimulusKind, event: EventObject,
   if (kind === 'host') {
     if (name === 'host connect') return { type: 'host.connect' }
     if (name === 'host disconnect') return { type: 'host.disconnect' }
-    if (name === 'host disconnect now') return { type: 'host.disconnect', immediate: true }
     if (name === 'cancelled wait') return { type: 'host.cancelWait' }
   }
   if (kind === 'server') {

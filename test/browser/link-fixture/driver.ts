@@ -63,11 +63,13 @@ export interface Commands {
   /** `await link.disconnect()`; answers the state after. */
   disconnect(): Promise<string>
   /**
-   * `link.disconnect({ immediate })`, as a page's `pagehide` handler calls it: answers the link's
-   * state and the `readyState` of every WebSocket the scope made (an init script records them in
-   * `globalThis.socketsMade`), both read before the call's promise is awaited, then awaits it.
+   * `link.disconnect()` as a page's `pagehide` handler calls it, after a push of `pushBytes`
+   * characters when given (so the socket's send buffer is not empty): answers the link's state and
+   * the `readyState` of every WebSocket the scope made (an init script records them in
+   * `globalThis.socketsMade`), both read in the same task, before the call's promise is awaited;
+   * then awaits it.
    */
-  disconnectIn(args: { immediate: boolean }): Promise<{ state: string; readyStates: number[] }>
+  disconnectInTask(args: { pushBytes?: number }): Promise<{ state: string; readyStates: number[] }>
   /** What the current link reported so far. */
   snapshot(): Snapshot
   /** Disconnects every link this scope made (the test's cleanup). */
@@ -243,8 +245,9 @@ export function createDriver(url: string, scope: string): Driver {
         () => `runForever ${name} to settle`,
       )
     },
-    async disconnectIn({ immediate }) {
-      const stopping = current().disconnect({ immediate })
+    async disconnectInTask({ pushBytes }) {
+      if (pushBytes !== undefined) void room?.push('last', { blob: 'x'.repeat(pushBytes) }).catch(() => {})
+      const stopping = current().disconnect()
       const made = (globalThis as unknown as { socketsMade?: Array<{ readyState: number }> }).socketsMade ?? []
       const seen = { state: current().state, readyStates: made.map((ws) => ws.readyState) }
       await stopping
