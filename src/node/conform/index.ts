@@ -285,22 +285,16 @@ class Agent {
   /**
    * Ends the agent: SIGTERM to its group, then SIGKILL after `graceMs`; resolves once it has ended
    * (its whole group killed), or `GROUP_KILL_WAIT_MS` after the SIGKILL when a process of its group
-   * still runs (one that cannot die yet): it stops looking at the group then. Resolves true when
-   * it ended by itself (or had already), false when it took the SIGKILL.
+   * still runs (one that cannot die yet): it stops looking at the group then.
    */
-  async stop(graceMs: number): Promise<boolean> {
-    let itself = true
+  async stop(graceMs: number): Promise<void> {
     if (this.running) {
       this.signal('SIGTERM')
-      if (!(await endsWithin(this, graceMs))) {
-        itself = false
-        this.signal('SIGKILL')
-      }
+      if (!(await endsWithin(this, graceMs))) this.signal('SIGKILL')
     }
     if (!(await endsWithin(this, GROUP_KILL_WAIT_MS))) this.groupGone?.()
     await this.exited
     this.signal('SIGKILL') // whatever the command left behind in its group
-    return itself
   }
 }
 
