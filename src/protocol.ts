@@ -191,8 +191,9 @@ function utf8Length(text: string): number {
 
 function decodeText(text: string, maxBytes: number, replyShape: boolean): DecodeResult {
   // A character is 1 to 3 bytes per UTF-16 unit: counted only when the length alone cannot decide.
-  if (text.length > maxBytes || (text.length * 3 > maxBytes && utf8Length(text) > maxBytes)) {
-    return problem('too-large', `text frame of ${utf8Length(text)} bytes exceeds ${maxBytes}`, preview(text))
+  if (text.length * 3 > maxBytes) {
+    const bytes = utf8Length(text)
+    if (bytes > maxBytes) return problem('too-large', `text frame of ${bytes} bytes exceeds ${maxBytes}`, preview(text))
   }
   let parsed: unknown
   try {

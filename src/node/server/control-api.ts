@@ -261,6 +261,12 @@ function route<S extends z.ZodMiniType | undefined>(
 
 const target = (t: z.infer<typeof TargetSchema>): Target => t as Target
 
+/** The records of the agent a GET's `?agent=` names, or every record without it. */
+function ofAgent<T extends { agentId: string | null }>(records: readonly T[], query: URLSearchParams): T[] {
+  const agent = query.get('agent')
+  return records.filter((r) => agent === null || r.agentId === agent)
+}
+
 /** A POST route whose body is only `{ target }`, calling one simulator control on it. */
 function targetRoute(path: string, summary: string, control: (sim: PlatformSimulator, target: Target) => number): ControlRoute {
   return route({
@@ -337,10 +343,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     summary: 'Every upgrade answered, in order: status 101 or the refusal, at (ms since start), superseded sockets, its on_conflict parameter as sent (onConflict, null when absent).',
     query: { agent: 'only this agent id' },
     response: z.strictObject({ upgrades: z.array(UpgradeRecordSchema) }),
-    run: ({ sim, query }) => {
-      const agent = query.get('agent')
-      return ok({ upgrades: sim.upgrades.filter((u) => agent === null || u.agentId === agent) })
-    },
+    run: ({ sim, query }) => ok({ upgrades: ofAgent(sim.upgrades, query) }),
   }),
   route({
     method: 'GET',
@@ -348,10 +351,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     summary: 'Close frames the simulator sent, one per socket it closed, in the order the sockets were accepted (of one agent with ?agent=); at: when each was sent, ms since the simulator started.',
     query: { agent: 'only this agent id' },
     response: z.strictObject({ closes: z.array(CloseRecordSchema) }),
-    run: ({ sim, query }) => {
-      const agent = query.get('agent')
-      return ok({ closes: sim.closesSent.filter((c) => agent === null || c.agentId === agent) })
-    },
+    run: ({ sim, query }) => ok({ closes: ofAgent(sim.closesSent, query) }),
   }),
   route({
     method: 'GET',
