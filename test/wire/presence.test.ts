@@ -419,6 +419,28 @@ describe('presence on the simulator', () => {
     }
   })
 
+  it('a socket sending one message in fragments 100 ms apart is not idle (any bytes received count, as on Bandit and Cowboy): the message is answered after three idle timeouts', async () => {
+    const sim = await world().sim({ idleTimeoutMs: 300 })
+    const ws = new WebSocket(`${sim.url}/websocket?vsn=2.0.0&agent_id=agent-1&api_key=key-1`)
+    try {
+      await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject))
+      const [c] = sim.accepted('agent-1')
+      const replied = new Promise<unknown>((resolve) => ws.once('message', (data: Buffer) => resolve(JSON.parse(data.toString()))))
+      // A heartbeat in 10 fragments, 100 ms apart: 900 ms with no whole message received.
+      const parts = ['["1","1","phoenix","heartbeat"', ...Array<string>(8).fill(' '), ',{}]']
+      for (const [i, part] of parts.entries()) {
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100))
+        ws.send(part, { fin: i === parts.length - 1 })
+        expect(c!.state).toBe('open')
+      }
+      expect(await replied).toEqual([null, '1', 'phoenix', 'phx_reply', { response: {}, status: 'ok' }])
+      expect(c!.state).toBe('open')
+      expect(c!.closeCause).toBeNull()
+    } finally {
+      ws.terminate()
+    }
+  })
+
   it("a silent client the server sends to every 100 ms: Bandit's idle timeout counts what it sends and keeps it open; Cowboy's counts only what it receives and closes it (1000)", async () => {
     for (const flavor of ['bandit', 'cowboy'] as const) {
       const sim = await world().sim({ idleTimeoutMs: 300, flavor })

@@ -1884,10 +1884,10 @@ export class PlatformSimulator extends EventEmitter {
     }
     const params: Record<string, string> = {}
     for (const [k, v] of url.searchParams) if (k !== API_KEY_PARAM) params[k] = v
-    this.wss.handleUpgrade(req, socket, this.flavor.readsFramesWithUpgrade ? head : Buffer.alloc(0), (ws) => this.accept(ws, agentId!, params, onConflict))
+    this.wss.handleUpgrade(req, socket, this.flavor.readsFramesWithUpgrade ? head : Buffer.alloc(0), (ws) => this.accept(ws, socket, agentId!, params, onConflict))
   }
 
-  private accept(ws: WebSocket, agentId: string, params: Record<string, string>, onConflict: string | null): void {
+  private accept(ws: WebSocket, socket: Duplex, agentId: string, params: Record<string, string>, onConflict: string | null): void {
     const connection = new SimConnection(
       ws,
       { id: `sock-${this.nextSocket++}`, agentId, params, openedAt: this.now() },
@@ -1902,13 +1902,13 @@ export class PlatformSimulator extends EventEmitter {
     this.recordUpgrade({ at: this.now(), agentId, status: 101, outcome: 'accepted', superseded: older.map((c) => c.id), onConflict })
     this.logger.info('socket accepted', { socket: connection.id, agentId })
     ws.on('message', (data, isBinary) => this.receive(connection, data, isBinary))
-    // A WebSocket ping or pong is traffic too: Bandit and Cowboy keep a socket that sends only
-    // those past their idle timeout (docs/field-notes.md "Real Phoenix").
+    // Any bytes received restart the idle timeout, as on Bandit and Cowboy: a ping or a pong, and
+    // a part of a frame or of a fragmented message, not only a whole message (docs/field-notes.md
+    // "Real Phoenix"). Listened to on the TCP socket after ws has wired its own reader to it.
     const traffic = () => {
       if (connection.state === 'open') this.armIdle(connection)
     }
-    ws.on('ping', traffic)
-    ws.on('pong', traffic)
+    socket.on('data', traffic)
     // The client's close frame, when it is read (ws reports it only with the TCP end, in `close`):
     // the socket is closing from then on, as a Phoenix socket process ends on it, and a waiter on
     // live() hears it at once. ws's own listener (registered first) has already answered it.
