@@ -237,6 +237,20 @@ interface Edges {
    * newer socket of the agent brought (the control topic written `ctl`).
    */
   nullJoinRef: Array<[string | null, string | null, string, string]> | string
+  /**
+   * A socket upgraded with `vsn=1.0.0` (Phoenix's V1 JSON serializer: a frame is an object), one
+   * frame at a time: each frame the server sent, as its keys in order and its value (the supersede's
+   * ids written `<id>`): the control join's reply, a heartbeat's, a room join's, a room push's with
+   * and without a join_ref, a server push on the room, "unmatched topic", the room leave's reply
+   * and phx_close, then the supersede a newer (V2) socket of the agent brought.
+   */
+  v1: Array<[string[] | 'array', unknown]> | string
+  /** An upgrade with no `vsn` param: the reply to a V1 heartbeat, as {@link Edges.v1} has it. */
+  noVsn: Array<[string[] | 'array', unknown]> | string
+  /** A V2 frame (an array) on a V1 socket: the close. */
+  arrayOnV1: { code: number; reason: string } | string
+  /** The status line (and content-length of a refusal) an upgrade with each `vsn` value got, the key right unless the name says otherwise. */
+  vsns: Record<string, string>
 }
 
 /**
@@ -362,6 +376,71 @@ async function rawSocket(peer: Peer, path = '/websocket'): Promise<WebSocket> {
   return ws
 }
 
+/** One raw socket of `agent` with `vsn` (null: no vsn param), open. */
+async function rawSocketOf(peer: Peer, agent: Agent, vsn: string | null): Promise<WebSocket> {
+  const ws = new WebSocket(`${peer.url}/websocket?agent_id=${agent.id}&api_key=${agent.key}${vsn === null ? '' : `&vsn=${vsn}`}`)
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  return ws
+}
+
+/** The next `count` texts `ws` receives, each as its keys in order (`array` for an array) and its value, the supersede's volatile ids written `<id>`. */
+function nextShapes(ws: WebSocket, count: number): Promise<Array<[string[] | 'array', unknown]>> {
+  return new Promise((resolve, reject) => {
+    const got: Array<[string[] | 'array', unknown]> = []
+    const timer = setTimeout(() => {
+      ws.off('message', onMessage)
+      reject(new Error(`timed out waiting for ${count} frame(s); got ${JSON.stringify(got)}`))
+    }, 4000)
+    const onMessage = (data: Buffer) => {
+      const value = JSON.parse(data.toString()) as unknown
+      const payload = (value as { payload?: Record<string, unknown> }).payload
+      if (payload && typeof payload === 'object' && 'correlation_id' in payload) {
+        // The ids, and the platform app's own text and cooldown (the reference peer's and the simulator's differ).
+        payload.correlation_id = '<id>'
+        payload.target_socket_id = '<id>'
+        payload.message = '<message>'
+        payload.retry_after = '<seconds>'
+      }
+      got.push([Array.isArray(value) ? 'array' : Object.keys(value as object), value])
+      if (got.length < count) return
+      clearTimeout(timer)
+      ws.off('message', onMessage)
+      resolve(got)
+    }
+    ws.on('message', onMessage)
+  })
+}
+
+/** Runs one probe on a socket of a fresh agent upgraded with `vsn`; a probe that fails is recorded as its error's text. */
+async function probeVsn<T>(peer: Peer, vsn: string | null, run: (ws: WebSocket, agent: Agent, closed: Promise<{ code: number; reason: string }>) => Promise<T>): Promise<T | string> {
+  let ws: WebSocket | null = null
+  try {
+    const agent = peer.agent()
+    ws = await rawSocketOf(peer, agent, vsn)
+    const socket = ws
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString() })))
+    return await run(ws, agent, closed)
+  } catch (error) {
+    return `probe failed: ${(error as Error).message}`
+  } finally {
+    ws?.terminate()
+  }
+}
+
+/** `vsn` values an upgrade may carry (Phoenix matches `~> 1.0.0` to V1 and `~> 2.0.0` to V2; no vsn is read as 1.0.0). */
+const VSNS = ['1.0.0', '1.0.7', '2.0.0', '2.0.1', '2.0.0+build.5', '2.0.1-rc.1', '2', '', '2.9.9', '1.1.0', '3.0.0', '2.0.0-rc.1', '02.0.0']
+
+/** The status line an upgrade with `query` got, and a refusal's content-length. */
+async function upgradeStatus(port: number, query: string): Promise<string> {
+  const head = await answerHead(port, [`GET /socket/websocket?${query} HTTP/1.1`, ...UPGRADE_HEADERS].join('\r\n') + '\r\n\r\n')
+  const lines = head.split('\r\n')
+  const length = lines.find((l) => l.toLowerCase().startsWith('content-length:'))
+  return [lines[0], ...(length === undefined ? [] : [length.toLowerCase()])].join(', ')
+}
+
 /** The next `count` frames `ws` receives, parsed. */
 function nextFrames(ws: WebSocket, count: number): Promise<RawFrame[]> {
   const got: RawFrame[] = []
@@ -478,7 +557,60 @@ async function edges(peer: Peer): Promise<Edges> {
     }
     return seen.map(([joinRef, ref, topic, event]) => [joinRef, ref, topic === ctl ? 'ctl' : topic, event] as [string | null, string | null, string, string])
   })
-  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer), nullJoinRef }
+  const v1 = await probeVsn(peer, '1.0.0', async (ws, agent) => {
+    const ctl = controlTopic(agent.id)
+    const seen: Array<[string[] | 'array', unknown]> = []
+    // One frame at a time, each answer awaited: a joined topic's frames are answered by its channel's process.
+    const send = async (frame: object, answers: number) => {
+      ws.send(JSON.stringify(frame))
+      seen.push(...(await nextShapes(ws, answers)))
+    }
+    await send({ topic: ctl, event: 'phx_join', payload: {}, ref: '1', join_ref: '1' }, 1)
+    await send({ topic: 'phoenix', event: 'heartbeat', payload: {}, ref: '2' }, 1)
+    await send({ topic: 'room:v1', event: 'phx_join', payload: {}, ref: '3', join_ref: '3' }, 1)
+    await send({ topic: 'room:v1', event: 'say', payload: { n: 1 }, ref: '4', join_ref: '3' }, 1)
+    await send({ topic: 'room:v1', event: 'say', payload: { n: 2 }, ref: '5' }, 1)
+    const news = nextShapes(ws, 1)
+    await peer.push(agent, 'room:v1', 'news', { n: 3 })
+    seen.push(...(await news))
+    await send({ topic: 'room:nowhere', event: 'say', payload: {}, ref: '6' }, 1)
+    await send({ topic: 'room:v1', event: 'phx_leave', payload: {}, ref: '7', join_ref: '3' }, 2)
+    const pushed = nextShapes(ws, 1)
+    const newer = new WebSocket(`${peer.url}/websocket?agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0`)
+    newer.on('error', () => {})
+    try {
+      seen.push(...(await pushed))
+    } finally {
+      newer.terminate()
+    }
+    return seen.map(([keys, value]): [string[] | 'array', unknown] => [keys, JSON.parse(JSON.stringify(value).replaceAll(ctl, 'ctl'))])
+  })
+  const noVsn = await probeVsn(peer, null, async (ws) => {
+    const reply = nextShapes(ws, 1)
+    ws.send(JSON.stringify({ topic: 'phoenix', event: 'heartbeat', payload: {}, ref: '1' }))
+    return reply
+  })
+  const arrayOnV1 = await probeVsn(peer, '1.0.0', async (ws, _agent, closed) => {
+    ws.send(JSON.stringify([null, '1', 'phoenix', 'heartbeat', {}]))
+    let timer: NodeJS.Timeout | undefined
+    try {
+      return await Promise.race([closed, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the socket stayed open 4000 ms')), 4000)))])
+    } finally {
+      clearTimeout(timer)
+    }
+  })
+  const vsns: Record<string, string> = {}
+  for (const vsn of VSNS) {
+    const agent = peer.agent()
+    vsns[`vsn=${vsn}`] = await upgradeStatus(peer.port, `agent_id=${agent.id}&api_key=${agent.key}&vsn=${encodeURIComponent(vsn)}`)
+  }
+  {
+    const agent = peer.agent()
+    vsns['no vsn'] = await upgradeStatus(peer.port, `agent_id=${agent.id}&api_key=${agent.key}`)
+    vsns['vsn=2 and a wrong key'] = await upgradeStatus(peer.port, `agent_id=${agent.id}&api_key=wrong&vsn=2`)
+    vsns['vsn=2.0.0&vsn=1.0.0 (the last wins)'] = await upgradeStatus(peer.port, `agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0&vsn=1.0.0`)
+  }
+  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer), nullJoinRef, v1, noVsn, arrayOnV1, vsns }
 }
 
 /** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
@@ -650,6 +782,46 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
     it('the server ends the TCP connection right after its close frame, without waiting for the client to answer it', () => {
       expect(o.edges.closeTail).toBeLessThan(1000)
     })
+    it('vsn=1.0.0 (or none) speaks V1: objects of event, payload, ref and topic in that order, no join_ref; phx_close carries the join_ref as ref; an array crashes the socket (1011)', () => {
+      const v1 = o.edges.v1 as Array<[string[] | 'array', { event: string; ref: string | null; topic: string }]>
+      expect(v1.map(([keys]) => keys)).toEqual(Array(10).fill(['event', 'payload', 'ref', 'topic']))
+      expect(v1.map(([, f]) => [f.ref, f.topic, f.event])).toEqual([
+        ['1', 'ctl', 'phx_reply'],
+        ['2', 'phoenix', 'phx_reply'],
+        ['3', 'room:v1', 'phx_reply'],
+        ['4', 'room:v1', 'phx_reply'],
+        ['5', 'room:v1', 'phx_reply'],
+        [null, 'room:v1', 'news'],
+        ['6', 'room:nowhere', 'phx_reply'],
+        ['7', 'room:v1', 'phx_reply'],
+        ['3', 'room:v1', 'phx_close'],
+        [null, 'ctl', 'supersede'],
+      ])
+      expect(o.edges.noVsn).toEqual([[['event', 'payload', 'ref', 'topic'], { event: 'phx_reply', payload: { response: {}, status: 'ok' }, ref: '1', topic: 'phoenix' }]])
+      expect(o.edges.arrayOnV1).toEqual({ code: 1011, reason: '' })
+    })
+    it('the vsn picks the serializer (~> 1.0.0 V1, ~> 2.0.0 V2, none read as 1.0.0, the last of two); any other is refused 403 with no body, whatever the key', () => {
+      const upgraded = 'HTTP/1.1 101 Switching Protocols'
+      const refused = 'HTTP/1.1 403 Forbidden, content-length: 0'
+      expect(o.edges.vsns).toEqual({
+        'vsn=1.0.0': upgraded,
+        'vsn=1.0.7': upgraded,
+        'vsn=2.0.0': upgraded,
+        'vsn=2.0.1': upgraded,
+        'vsn=2.0.0+build.5': upgraded,
+        'vsn=2.0.1-rc.1': upgraded,
+        'vsn=2': refused,
+        'vsn=': refused,
+        'vsn=2.9.9': refused,
+        'vsn=1.1.0': refused,
+        'vsn=3.0.0': refused,
+        'vsn=2.0.0-rc.1': refused,
+        'vsn=02.0.0': refused,
+        'no vsn': upgraded,
+        'vsn=2 and a wrong key': refused,
+        'vsn=2.0.0&vsn=1.0.0 (the last wins)': upgraded,
+      })
+    })
     it('a refused upgrade: 403, content-length 0, no body, and the connection serves a next request', () => {
       const r = o.refusals['a wrong key (connect/3 returns :error)']!
       expect(r.statusLine).toBe('HTTP/1.1 403 Forbidden')
@@ -700,6 +872,14 @@ for (const [sim, real] of pairs) {
     })
     it("the same answers, byte for byte, to requests around the web server's size limits", () => {
       expect(s.edges.sizes).toEqual(r.edges.sizes)
+    })
+    it('the same V1 socket (vsn=1.0.0): every frame the server sent, its keys in order', () => {
+      expect(s.edges.v1).toEqual(r.edges.v1)
+      expect(s.edges.noVsn).toEqual(r.edges.noVsn)
+      expect(s.edges.arrayOnV1).toEqual(r.edges.arrayOnV1)
+    })
+    it('the same answer to each vsn value', () => {
+      expect(s.edges.vsns).toEqual(r.edges.vsns)
     })
     for (const c of refusalCases) {
       it(`the same refusal on the wire: ${c.name}`, () => {

@@ -108,6 +108,17 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(detail(hangs, 'stops-heartbeats-after-stop')).toMatch(/^after SIGTERM it closed its socket \(close 1000\) but was still running \d+ ms later, until conform's SIGKILL: an agent that stops exits$/)
   }, 90_000)
 
+  it("an agent speaking Phoenix's V1 serializer (vsn=1.0.0, object frames) is served and judged as a V2 one: with a fresh join_ref on every join it keeps every rule; with none, it breaks rejoins-with-fresh-join-ref, saying so", async () => {
+    const [withRefs, without] = await Promise.all([
+      runConformance({ ...fixture, env: { V1: '1' }, concurrency: 2 }),
+      runConformance({ ...fixture, env: { V1: 'nojoinref' }, concurrency: 2 }),
+    ])
+    const why = (r: ConformanceReport) => r.verdicts.filter((v) => !v.pass).map((v) => `${v.rule}: ${v.detail}`).join('\n')
+    expect(broken(withRefs), why(withRefs)).toEqual([])
+    expect(broken(without), why(without)).toEqual(['rejoins-with-fresh-join-ref'])
+    expect(without.verdicts.find((v) => v.rule === 'rejoins-with-fresh-join-ref')?.detail).toMatch(/after close 1000, agent_control:\S+ was rejoined with no join_ref/)
+  }, 90_000)
+
   it("an agent whose socket is accepted but that never joins its control channel fails connects saying so, not only that no socket joined", async () => {
     const report = await runConformance({ ...fixture, env: { NO_JOIN: '1' }, connectTimeoutMs: 1500, concurrency: 5 })
     expect(report.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/^no socket joined agent_control:\S+ within 1500 ms \(1 socket\(s\) accepted, no phx_join of agent_control:\S+ on any\)$/)

@@ -10,7 +10,8 @@
  *
  * The agent's contract (its environment):
  * - `PHOENIX_LINK_URL`: the socket URL, `ws://127.0.0.1:<port>/socket` (connect to
- *   `<url>/websocket?vsn=2.0.0`, Phoenix's V2 JSON serializer);
+ *   `<url>/websocket?vsn=2.0.0`, Phoenix's V2 JSON serializer, or `vsn=1.0.0` for V1, which
+ *   Phoenix and the simulator serve too);
  * - `PHOENIX_LINK_AGENT_ID`: the `agent_id` socket param;
  * - `PHOENIX_LINK_API_KEY`: the key, as the `x-api-key` upgrade header or the `api_key` param;
  * - `PHOENIX_LINK_CONTROL_TOPIC`: the control channel to join, `agent_control:<agent_id>`.
@@ -468,6 +469,8 @@ async function closes(stage: Stage): Promise<Verdicts> {
     for (const topic of new Set(old.map((j) => j.topic))) {
       const again = fresh.filter((j) => j.topic === topic)
       if (again.length === 0) rejoins.push(`after close ${code}, ${topic} was not rejoined within ${settings.reconnectCapMs} ms`)
+      // A join with no join_ref (V1 allows it) names no join: replies and pushes of the old one cannot be told from the new one's.
+      else if (again.some((j) => j.joinRef === null)) rejoins.push(`after close ${code}, ${topic} was rejoined with no join_ref`)
       else if (again.some((j) => usedRefs.has(j.joinRef))) rejoins.push(`after close ${code}, ${topic} was rejoined with join_ref ${again[0]!.joinRef}, used on the closed socket`)
     }
     current = next

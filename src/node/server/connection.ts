@@ -5,6 +5,7 @@
 import type { WebSocket } from 'ws'
 import type { Socket } from 'node:net'
 import { encodeTextFrame, isWellFormedText, type Frame } from '../../protocol.js'
+import { encodeV1, type SerializerVersion } from './serializers.js'
 import { deepFreeze } from '../../freeze.js'
 import { copyText } from '../../../machines/types.js'
 
@@ -151,6 +152,12 @@ export class SimConnection {
   /** Milliseconds since the simulator started. */
   readonly openedAt: number
   /**
+   * The serializer its upgrade's `vsn` chose (serializers.ts): `v2` (`vsn=2.0.x`, what phoenix.js
+   * and the link send) or `v1` (`vsn=1.0.x` or no vsn: frames are JSON objects, with no join_ref
+   * in what the server sends).
+   */
+  readonly serializer: SerializerVersion
+  /**
    * `open` until the simulator or the client starts the closing handshake (the client's close
    * frame counts when it is read), `closed` once the TCP connection ended.
    */
@@ -214,7 +221,7 @@ export class SimConnection {
   /** @internal */
   constructor(
     readonly ws: WebSocket,
-    init: { id: string; agentId: string; params: Record<string, string>; openedAt: number },
+    init: { id: string; agentId: string; params: Record<string, string>; openedAt: number; serializer: SerializerVersion },
     private readonly recordLimit: number,
     private readonly clock: () => number,
   ) {
@@ -222,6 +229,7 @@ export class SimConnection {
     this.agentId = init.agentId
     this.params = init.params
     this.openedAt = init.openedAt
+    this.serializer = init.serializer
   }
 
   /**
@@ -259,11 +267,15 @@ export class SimConnection {
     })
   }
 
-  /** Sends a JSON frame to the client. Does nothing once the socket is closing. */
+  /**
+   * Sends a JSON frame to the client, in its {@link serializer}'s form (a V1 frame carries no
+   * join_ref, and is recorded with none). Does nothing once the socket is closing.
+   */
   send(frame: Frame): void {
     if (this.state !== 'open') return
-    const text = encodeTextFrame(frame)
-    this.record('out', frame, text)
+    const v1 = this.serializer === 'v1'
+    const text = v1 ? encodeV1(frame) : encodeTextFrame(frame)
+    this.record('out', v1 ? { ...frame, join_ref: null } : frame, text)
     this.ws.send(text)
     this.onSent?.()
   }

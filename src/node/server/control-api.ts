@@ -85,6 +85,7 @@ const SocketRecordSchema = z.strictObject({
   agentId: z.string(),
   params: z.record(z.string(), z.string()),
   openedAt: z.number(),
+  serializer: z.enum(['v1', 'v2']),
   closedAt: z.nullable(z.number()),
   state: z.enum(['open', 'closing', 'closed']),
   stalled: z.boolean(),
@@ -107,6 +108,8 @@ export interface SocketRecord {
   agentId: string
   params: Readonly<Record<string, string>>
   openedAt: number
+  /** The serializer its upgrade's `vsn` chose: `v2`, or `v1` (`vsn=1.0.x` or none; frames are JSON objects). */
+  serializer: 'v1' | 'v2'
   closedAt: number | null
   state: 'open' | 'closing' | 'closed'
   stalled: boolean
@@ -175,6 +178,7 @@ function socketRecord(c: SimConnection): SocketRecord {
     agentId: c.agentId,
     params: c.params,
     openedAt: c.openedAt,
+    serializer: c.serializer,
     closedAt: c.closedAt,
     state: c.state,
     stalled: c.stalled,

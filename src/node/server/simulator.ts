@@ -27,13 +27,13 @@ import {
   HEARTBEAT_EVENT,
   HEARTBEAT_TOPIC,
   ON_CONFLICT_PARAM,
-  PROTOCOL_VSN,
   SUPERSEDE_EVENT,
   type Frame,
   type Payload,
 } from '../../protocol.js'
 import { JOINS_KEPT, SimConnection, cutField, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
+import { decodeV1FromClient, negotiateSerializer, type SerializerVersion } from './serializers.js'
 import { requestTooLarge, SIMULATOR_MAX_HEADER_BYTES, tooLargeResponse, type RequestTooLarge } from './request-limits.js'
 import { ServerMetrics, type MetricsOptions } from './metrics.js'
 import { isRegistry } from '../prometheus.js'
@@ -1843,9 +1843,11 @@ export class PlatformSimulator extends EventEmitter {
       this.refuse(socket, scripted, asker, 'scripted refusal', head)
       return
     }
-    if (lastParam(url.searchParams, 'vsn') !== PROTOCOL_VSN) {
-      // Phoenix also speaks V1 (vsn 1.0.0, and no vsn); the simulator speaks V2 only.
-      this.refuse(socket, { status: 400, body: { text: JSON.stringify({ error: { code: 'unsupported_vsn', message: `vsn must be ${PROTOCOL_VSN}` } }) } }, asker, 'unsupported vsn', head)
+    // Phoenix picks the serializer before the socket's connect/3 runs: a vsn it cannot serve is
+    // refused 403 with no body, whatever the key (serializers.ts).
+    const serializer = negotiateSerializer(lastParam(url.searchParams, 'vsn'))
+    if (serializer === null) {
+      this.refuse(socket, { status: 403, body: 'none' }, asker, 'unsupported vsn', head)
       return
     }
     // The api_key param wins over the x-api-key header when both are sent, an empty one too, as the
@@ -1884,13 +1886,13 @@ export class PlatformSimulator extends EventEmitter {
     }
     const params: Record<string, string> = {}
     for (const [k, v] of url.searchParams) if (k !== API_KEY_PARAM) params[k] = v
-    this.wss.handleUpgrade(req, socket, this.flavor.readsFramesWithUpgrade ? head : Buffer.alloc(0), (ws) => this.accept(ws, socket, agentId!, params, onConflict))
+    this.wss.handleUpgrade(req, socket, this.flavor.readsFramesWithUpgrade ? head : Buffer.alloc(0), (ws) => this.accept(ws, socket, agentId!, params, onConflict, serializer))
   }
 
-  private accept(ws: WebSocket, socket: Duplex, agentId: string, params: Record<string, string>, onConflict: string | null): void {
+  private accept(ws: WebSocket, socket: Duplex, agentId: string, params: Record<string, string>, onConflict: string | null, serializer: SerializerVersion): void {
     const connection = new SimConnection(
       ws,
-      { id: `sock-${this.nextSocket++}`, agentId, params, openedAt: this.now() },
+      { id: `sock-${this.nextSocket++}`, agentId, params, openedAt: this.now(), serializer },
       this.options.recordLimit,
       () => this.now(),
     )
@@ -2020,13 +2022,16 @@ export class PlatformSimulator extends EventEmitter {
     if (c.stalled || c.state !== 'open') return
     this.armIdle(c)
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data)
-    const text = isBinary ? '' : bytes.toString('utf8')
+    // The V1 serializer reads every frame as JSON text, whatever its opcode (v1_json_serializer.ex decode!).
+    const v1 = c.serializer === 'v1'
+    const asText = !isBinary || v1
+    const text = asText ? bytes.toString('utf8') : ''
     // Jason refuses a `\udXXX` escape of half a character: Phoenix closes 1011 on it (docs/field-notes.md).
-    const decoded = isBinary
+    const decoded = !asText
       ? decodeBinaryFromClient(bytes)
       : hasLoneSurrogate(text)
         ? ({ ok: false, problem: { kind: 'not-json', detail: 'the JSON holds a lone UTF-16 surrogate escape, which Phoenix\'s JSON decoder (Jason) refuses', raw: text } } satisfies DecodeResult)
-        : refuseOutOfRange(text, decodeTextFrameFromClient(text))
+        : refuseOutOfRange(text, v1 ? decodeV1FromClient(text) : decodeTextFrameFromClient(text))
     if (!decoded.ok) {
       c.record('in', null, decoded.problem.raw)
       c.problems.push(`${decoded.problem.kind}: ${decoded.problem.detail}`)
