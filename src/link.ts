@@ -15,7 +15,7 @@ import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
 import { RunningChart } from './runtime/chart-runner.js'
 import { isHeaderValue, SUPPORTS_UPGRADE_HEADERS } from './adapter/ws-transport.js'
-import { Emitter, type Unsubscribe } from './emitter.js'
+import { Emitter, settleReported, type Unsubscribe } from './emitter.js'
 import { AgentDisconnectedError } from './errors/agent-disconnected.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 import { PhoenixLinkError } from './errors/base.js'
@@ -648,7 +648,8 @@ export class Link {
               // Inspectors also read the chart the event names (@statelyai/inspect calls
               // `actorRef.getSnapshot()`): they get a view of it whose snapshots are redacted too.
               const viewed = { ...event, actorRef: this.#inspectedRef(event.actorRef), sourceRef: this.#inspectedRef(event.sourceRef) }
-              observe(this.redactOutput(viewed))
+              // An async observer's rejection is reported as its throw is (never an unhandled rejection).
+              settleReported(observe(this.redactOutput(viewed)), (error) => this.log.error('the inspect observer threw', { error: thrownText(error) }))
             } catch (error) {
               this.log.error('the inspect observer threw', { error: thrownText(error) })
             }

@@ -632,11 +632,36 @@ const TOO_LARGE_HINT = {
 } as const
 
 /**
- * One line a person can read, for logs and the CLI. Never contains the API key (no reason holds it).
+ * One line a person can read, for logs and the CLI. Never contains the API key (no reason holds
+ * it), nor a raw line break or other control character: text the server chose (a close reason, a
+ * supersede or refusal message, a detail) is written with such characters escaped as JSON writes
+ * them (`\n`, `\u001b`), so a server cannot forge a log line or a terminal escape through it.
+ * Never throws: a value that is not a {@link DisconnectReason} (null, `{}`, an unknown kind, a
+ * missing field) gives `not a DisconnectReason: <why>`.
  *
  * @example describeReason(classifyClose({code: 1001, reason: ''}, 3, 0)) // 'closed 1001 (going away), will reconnect'
  */
 export function describeReason(reason: DisconnectReason): string {
+  const checked = DisconnectReason.safeParse(reason)
+  if (!checked.success) {
+    const kind = reason !== null && typeof reason === 'object' && typeof (reason as { kind?: unknown }).kind === 'string' ? ` of kind ${JSON.stringify((reason as { kind: string }).kind)}` : ''
+    const fields = [...new Set(checked.error.issues.map((i) => i.path.join('.')))].filter((f) => f !== '' && f !== 'kind')
+    const why = fields.length === 0 ? 'no kind it knows' : `${fields.join(', ')} missing or of the wrong type`
+    return oneLine(`not a DisconnectReason: ${reason === null || reason === undefined ? String(reason) : typeof reason === 'object' ? clipText(`an object${kind}, ${why}`, REASON_TEXT_LIMIT) : `a ${typeof reason}`}`)
+  }
+  return oneLine(lineOf(reason))
+}
+
+/** Control characters (C0, DEL, C1) and the two JavaScript line terminators JSON leaves raw. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g
+const SHORT_ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+
+/** `text` with every control character escaped (`\n`, `\u001b`): one line whatever it holds. */
+function oneLine(text: string): string {
+  return text.replace(CONTROL, (c) => SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
+function lineOf(reason: DisconnectReason): string {
   const tail = reason.retryable ? 'will reconnect' : 'terminal'
   switch (reason.kind) {
     case 'graceful':
@@ -660,7 +685,7 @@ export function describeReason(reason: DisconnectReason): string {
     case 'timed-out':
       return `timed out waiting for the ${reason.phase === 'heartbeat' ? 'heartbeat reply' : reason.phase === 'join' ? 'control channel join reply' : 'transport to open'}, ${tail}`
     case 'suppressed': {
-      const last = reason.lastLoss ? `, the last ${describeReason(reason.lastLoss).replace(/, (will reconnect|terminal)$/, '')}` : ''
+      const last = reason.lastLoss ? `, the last ${lineOf(reason.lastLoss).replace(/, (will reconnect|terminal)$/, '')}` : ''
       return reason.retryable
         ? `suspended after ${reason.attempts} attempts (${reason.cause}${last}): one attempt per cooldown, will reconnect`
         : `gave up after ${reason.attempts} attempts (${reason.cause}${last}), terminal`

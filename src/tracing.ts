@@ -16,6 +16,9 @@
  */
 import type { LinkState } from '../machines/status.js'
 import type { DisconnectReason } from './reasons.js'
+import { settleReported } from './emitter.js'
+import { ConfigurationError } from './errors/configuration-error.js'
+import { describeArgument } from './call-checks.js'
 
 /** An attribute value a span accepts (OpenTelemetry `AttributeValue`, scalars only here). */
 export type SpanAttributeValue = string | number | boolean
@@ -96,11 +99,44 @@ const IN_SESSION: ReadonlySet<LinkState> = new Set(['connecting', 'joining', 'co
  * `phoenix_link.traced_from` (the state it was in), and an attempt span when it starts in
  * `connecting` (an attempt that reached `joining` is not traced: that state is also a control
  * channel's rejoin); `phoenix_link.attempt` then counts the attempts traced. A throwing tracer is the host's
- * bug: the link's emitter catches and logs it, and the link runs on.
+ * bug: the link's emitter catches and logs it, and the link runs on; so does a span method that
+ * returns a promise which rejects (an async span), as the emitter reports a listener's rejected
+ * promise. (One made by the returned stop function itself, which runs in no listener, is ignored.)
+ *
+ * @throws {ConfigurationError} (`INVALID_OPTIONS`) when `tracer` has no `startSpan` method.
  */
 export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
+  if (tracer === null || typeof tracer !== 'object' || typeof (tracer as { startSpan?: unknown }).startSpan !== 'function') {
+    throw new ConfigurationError(`traceSpans: tracer must be an object with a startSpan method (an OpenTelemetry Tracer), got ${describeArgument(tracer)}`)
+  }
   let session: SpanLike | null = null
   let attempt: SpanLike | null = null
+  /**
+   * What the span methods called by the listener now running returned that is a promise (a span
+   * whose methods are async): the listener returns them, so the link's emitter reports their
+   * rejection as it reports a throw, never as an unhandled rejection.
+   */
+  let pending: unknown[] = []
+  const track = (result: unknown): void => {
+    if ((typeof result === 'object' && result !== null) || typeof result === 'function') pending.push(result)
+  }
+  /** `span` with every method's result tracked (see `pending`). */
+  const tracked = (span: SpanLike): SpanLike => ({
+    setAttribute: (key, value) => track(span.setAttribute(key, value)),
+    setStatus: (status) => track(span.setStatus(status)),
+    addEvent: (name, attributes) => track(span.addEvent(name, attributes)),
+    end: () => track(span.end()),
+  })
+  /** `listener`, returning a promise of its span calls' promises when it made any (see `pending`). */
+  const reported =
+    <E>(listener: (event: E) => void) =>
+    (event: E): Promise<unknown> | undefined => {
+      pending = []
+      listener(event)
+      const made = pending
+      pending = []
+      return made.length === 0 ? undefined : Promise.all(made)
+    }
   /** The epoch of the open session span. */
   let epoch = 0
   let attempts = 0
@@ -118,15 +154,19 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
   const openSession = (sessionEpoch: number, tracedFrom: LinkState | null) => {
     epoch = sessionEpoch
     attempts = 0
-    session = tracer.startSpan('phoenix_link.session', {
-      attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch, ...(tracedFrom === null ? {} : { 'phoenix_link.traced_from': tracedFrom }) }),
-    })
+    session = tracked(
+      tracer.startSpan('phoenix_link.session', {
+        attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch, ...(tracedFrom === null ? {} : { 'phoenix_link.traced_from': tracedFrom }) }),
+      }),
+    )
   }
   const openAttempt = () => {
     attempts++
-    attempt = tracer.startSpan('phoenix_link.connect', {
-      attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch, 'phoenix_link.attempt': attempts }),
-    })
+    attempt = tracked(
+      tracer.startSpan('phoenix_link.connect', {
+        attributes: redacted({ 'phoenix_link.agent_id': link.agentId, 'phoenix_link.epoch': epoch, 'phoenix_link.attempt': attempts }),
+      }),
+    )
   }
   // A session already under way: its span from now, and the attempt in flight if one is surely
   // in flight (connecting). Not in `joining`, which is also a control channel rejoining on a
@@ -138,7 +178,9 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
     if (now === 'connecting') openAttempt()
   }
   const offs = [
-    link.on('state', ({ state, epoch: stateEpoch }) => {
+    link.on(
+      'state',
+      reported(({ state, epoch: stateEpoch }: { state: LinkState; epoch: number }) => {
       if (state === 'connecting') {
         // A new session: the last one's span ended with it (stopped, terminated), or there was none.
         if (session === null) openSession(stateEpoch, null)
@@ -152,10 +194,13 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
         session.end()
         session = null
       }
-    }),
-    link.on('connected', attemptConnected),
-    link.on('reconnected', attemptConnected),
-    link.on('disconnected', ({ reason, outcome, nextDelayMs }) => {
+      }),
+    ),
+    link.on('connected', reported(attemptConnected)),
+    link.on('reconnected', reported(attemptConnected)),
+    link.on(
+      'disconnected',
+      reported(({ reason, outcome, nextDelayMs }: { reason: DisconnectReason; outcome: 'reconnect' | 'stopped' | 'terminated'; nextDelayMs: number | null }) => {
       const attributes: Record<string, SpanAttributeValue> = {
         ...reasonAttributes(reason),
         'phoenix_link.generation': reason.generation,
@@ -168,12 +213,18 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
         for (const [key, value] of Object.entries(redacted(reasonAttributes(reason)))) session.setAttribute(key, value)
         session.setStatus({ code: STATUS_ERROR, message: reason.kind })
       }
-    }),
+      }),
+    ),
   ]
   return () => {
     for (const off of offs) off()
+    pending = []
     endAttempt(STATUS_ERROR, { 'phoenix_link.outcome': 'untraced' }, 'tracing stopped')
     session?.end()
     session = null
+    // No listener runs to return these to the emitter: a span method's rejection here, after
+    // tracing stopped, is the host's tracer failing at its own call, and is not raised.
+    for (const made of pending) settleReported(made, () => {})
+    pending = []
   }
 }

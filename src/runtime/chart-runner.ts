@@ -29,6 +29,7 @@
 import type { AnyActorScope, AnyStateMachine, EventFromLogic, EventObject, SnapshotFrom } from 'xstate'
 import type { Clock } from './clock.js'
 import { MAX_TIMER_MS } from '../../machines/types.js'
+import { settleReported } from '../emitter.js'
 
 export type { Clock } from './clock.js'
 
@@ -428,9 +429,9 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
   /** Calls one method of an observer; what it throws is reported, never raised. */
   private call(observer: ChartObserver<SnapshotFrom<M>>, how: 'next' | 'complete' | 'error', value: unknown): void {
     try {
-      if (how === 'next') observer.next?.(value as SnapshotFrom<M>)
-      else if (how === 'error') observer.error?.(value)
-      else if (how === 'complete') observer.complete?.()
+      const result: unknown = how === 'next' ? observer.next?.(value as SnapshotFrom<M>) : how === 'error' ? observer.error?.(value) : observer.complete?.()
+      // An async observer's rejection is reported as its throw is (never an unhandled rejection).
+      if (result !== undefined) settleReported(result, (error) => this.runtime.listenerFailed(this as RunningChart, error))
     } catch (error) {
       this.runtime.listenerFailed(this as RunningChart, error)
     }
@@ -453,7 +454,8 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     let root: RunningChart = this
     while (root._parent !== null) root = root._parent
     try {
-      inspect({ ...event, rootId: root.sessionId } as RuntimeInspectionEvent)
+      const result: unknown = inspect({ ...event, rootId: root.sessionId } as RuntimeInspectionEvent)
+      if (result !== undefined) settleReported(result, (error) => this.runtime.listenerFailed(this, error))
     } catch (error) {
       // Nothing an observer throws reaches a chart; it is reported.
       this.runtime.listenerFailed(this, error)

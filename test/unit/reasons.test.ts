@@ -187,3 +187,24 @@ describe('DisconnectReason', () => {
     for (const s of samples) expect(describeReason(s)).not.toMatch(/\n/)
   })
 })
+
+describe('describeReason of what is not a reason', () => {
+  it('never throws: a line naming what is wrong', () => {
+    const lines = [null, undefined, 5, 'closed', {}, { kind: 'bogus', retryable: true }, { kind: 'closed', retryable: true }].map((v) => describeReason(v as never))
+    expect(lines).toEqual([
+      'not a DisconnectReason: null',
+      'not a DisconnectReason: undefined',
+      'not a DisconnectReason: a number',
+      'not a DisconnectReason: a string',
+      'not a DisconnectReason: an object, no kind it knows',
+      'not a DisconnectReason: an object of kind "bogus", no kind it knows',
+      'not a DisconnectReason: an object of kind "closed", closeCode, closeName, closeReason, generation, at missing or of the wrong type',
+    ])
+  })
+
+  it('escapes every control character of server text, so a line stays one line', () => {
+    const line = describeReason({ kind: 'other', retryable: true, detail: 'a\r\nb\tc\u0000d\u007fe\u0085f\u2029g', generation: 1, at: 0 })
+    expect(line).toBe('other: a\\r\\nb\\tc\\u0000d\\u007fe\\u0085f\\u2029g, will reconnect')
+    expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/)
+  })
+})

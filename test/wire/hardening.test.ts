@@ -13,6 +13,7 @@ import { rawUpgrade } from '../support/raw-http.js'
 import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
 import { until } from '../support/until.js'
 import { createLink } from '../../src/link.js'
+import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { chartOf, chartsOf, waitForChart } from '../../src/chart-of.js'
 
 const world = useWorld()
@@ -87,6 +88,30 @@ describe('hostile payloads', () => {
       expect(line.message).not.toMatch(/\n/)
     }
     expect(link.state).toBe('connected')
+  })
+
+  it('server text with a line break or an escape (a close reason, a supersede message) reaches the typed reason as sent, and no log line or error message raw', async () => {
+    const sim = await world().sim()
+    const forged = 'bye\n[error] FORGED LOG LINE\u001b[31m\u2028'
+    const link = world().link(sim)
+    await link.connect()
+    const lost = next(link, 'disconnected')
+    sim.close({ agent: 'agent-1' }, 1000, forged)
+    const { reason } = await lost
+    expect(reason).toMatchObject({ kind: 'closed', closeReason: forged })
+    await untilState(link, 'connected')
+    // A wait for a state the session no longer reaches rejects with the session's end.
+    const ended = link.whenState('stopping').catch((error: unknown) => error)
+    sim.supersede('agent-1', { payload: { reason: 'session.already_connected', message: forged, retryable: false } })
+    const error = (await ended) as AgentDisconnectedError
+    expect(error).toBeInstanceOf(AgentDisconnectedError)
+    expect(error.reason).toMatchObject({ kind: 'superseded', message: forged })
+    expect(error.message).toBe('agent disconnected: superseded by a newer session with the same key (session.already_connected: bye\\n[error] FORGED LOG LINE\\u001b[31m\\u2028), terminal')
+    const lines = world().captured.get(link)!.lines.filter((l) => l.message.startsWith('disconnected: '))
+    expect(lines.map((l) => l.message)).toEqual([
+      'disconnected: closed 1000 (normal closure) "bye\\n[error] FORGED LOG LINE\\u001b[31m\\u2028", will reconnect',
+      'disconnected: superseded by a newer session with the same key (session.already_connected: bye\\n[error] FORGED LOG LINE\\u001b[31m\\u2028), terminal',
+    ])
   })
 
   it('a supersede with a null payload is still terminal', async () => {

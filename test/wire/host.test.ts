@@ -523,3 +523,83 @@ describe('options are read once, at createLink()', () => {
     expect(() => createLink(proxy)).toThrow('reading the options object threw: trap bug')
   })
 })
+
+describe('host callbacks that return a rejected promise (async observers and spans) are reported, never an unhandled rejection', () => {
+  /** Runs `body`, then lets its callbacks' promises settle; resolves with the unhandled rejections seen meanwhile. */
+  async function unhandledDuring(body: () => Promise<void>): Promise<string[]> {
+    const seen: string[] = []
+    const onRejection = (reason: unknown) => void seen.push(String(reason))
+    process.on('unhandledRejection', onRejection)
+    try {
+      await body()
+      // Node reports an unhandled rejection after the microtasks of the turn that made it.
+      for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setImmediate(resolve))
+    } finally {
+      process.off('unhandledRejection', onRejection)
+    }
+    return seen
+  }
+
+  const failing = (what: string, calls: { n: number }) => async () => {
+    calls.n++
+    throw new Error(`${what} rejected`)
+  }
+
+  it('an async inspect observer: each rejection is logged; the link connects', async () => {
+    const sim = await world().sim()
+    const calls = { n: 0 }
+    const link = world().link(sim, { inspect: failing('inspect', calls) })
+    const unhandled = await unhandledDuring(() => link.connect())
+    expect(unhandled).toEqual([])
+    expect(link.state).toBe('connected')
+    const logged = world().captured.get(link)!.lines.filter((l) => l.message === 'the inspect observer threw')
+    expect(calls.n).toBeGreaterThan(0)
+    expect(logged).toHaveLength(calls.n)
+    expect(logged[0]!.fields).toMatchObject({ error: expect.stringContaining('inspect rejected') })
+  })
+
+  it("an async observer of a chart (link.actor.subscribe): each rejection is logged as the listener's", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const calls = { n: 0 }
+    const subscription = link.actor.subscribe(failing('subscriber', calls))
+    const unhandled = await unhandledDuring(() => link.connect())
+    subscription.unsubscribe()
+    expect(unhandled).toEqual([])
+    const logged = world().captured.get(link)!.lines.filter((l) => /^a listener of the \S+ chart threw$/.test(l.message))
+    expect(calls.n).toBeGreaterThan(0)
+    expect(logged).toHaveLength(calls.n)
+    expect(logged[0]!.fields).toMatchObject({ error: expect.stringContaining('subscriber rejected') })
+  })
+
+  it("a tracer whose span methods are async and reject: logged as a listener's rejection; the link connects, reconnects and stops", async () => {
+    const sim = await world().sim()
+    const calls = { n: 0 }
+    const fail = failing('span', calls)
+    const link = world().link(sim, { tracer: { startSpan: () => ({ setAttribute: fail, setStatus: fail, addEvent: fail, end: fail }) } })
+    const unhandled = await unhandledDuring(async () => {
+      await link.connect()
+      const back = next(link, 'reconnected')
+      sim.close({ agent: 'agent-1' }, 1000)
+      await back
+      await link.disconnect()
+    })
+    expect(unhandled).toEqual([])
+    expect(link.state).toBe('stopped')
+    const logged = world().captured.get(link)!.lines.filter((l) => l.message === 'a link event listener threw')
+    expect(calls.n).toBeGreaterThan(0)
+    // One line per listener call that made a rejected span call (Promise.all reports the first).
+    expect(logged.length).toBeGreaterThan(0)
+    expect(logged.every((l) => String((l.fields as { error?: string }).error).includes('span rejected'))).toBe(true)
+  })
+
+  it('traceSpans refuses a tracer without startSpan at the call', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const { traceSpans } = await import('../../src/tracing.js')
+    for (const tracer of [null, undefined, {}, { startSpan: 1 }, 'otel']) {
+      expect(() => traceSpans(link, tracer as never)).toThrow(ConfigurationError)
+    }
+    expect(() => traceSpans(link, null as never)).toThrow(/^traceSpans: tracer must be an object with a startSpan method \(an OpenTelemetry Tracer\), got null$/)
+  })
+})
