@@ -14,46 +14,45 @@ type Tagged<Events> = { [K in keyof Events]: { type: K } & Events[K] }[keyof Eve
 
 /** A typed emitter over an event map `{ name: payload }`, delivering asynchronously and in order. */
 export class Emitter<Events extends { [K in keyof Events]: object }> {
-  // Made on first use: an emitter nobody listens to holds no map, set or queue.
-  private listeners: Map<keyof Events, Set<(payload: never) => void>> | null = null
+  // Made on first use: an emitter nobody listens to holds no map, set or queue. Each type's
+  // listeners map to whether they were registered with once(): a function is registered at most
+  // once per type, as the DOM's addEventListener keeps its listeners.
+  private listeners: Map<keyof Events, Map<(payload: never) => void, boolean>> | null = null
   private anyListeners: Set<(event: Tagged<Events>) => void> | null = null
   private queue: Array<Tagged<Events>> | null = null
   private draining = false
 
   constructor(private readonly onListenerError: (error: unknown, type: keyof Events) => void) {}
 
-  /** Calls `listener` for each `type` event until the returned function is called. */
+  /**
+   * Calls `listener` for each `type` event until the returned function is called. A listener
+   * already registered for `type` (by on() or once()) stays as it is: the call adds nothing.
+   */
   on<K extends keyof Events>(type: K, listener: (payload: Events[K]) => void): Unsubscribe {
-    const listeners = (this.listeners ??= new Map())
-    let set = listeners.get(type)
-    if (!set) listeners.set(type, (set = new Set()))
-    set.add(listener as (payload: never) => void)
-    return () => set!.delete(listener as (payload: never) => void)
+    return this.add(type, listener, false)
   }
 
-  /** Calls `listener` once, for the next `type` event. {@link off} with the same listener removes it too. */
+  /**
+   * Calls `listener` once, for the next `type` event. A listener already registered for `type`
+   * stays as it is (one registered by on() is not made a once). {@link off}, or the returned
+   * function, removes it.
+   */
   once<K extends keyof Events>(type: K, listener: (payload: Events[K]) => void): Unsubscribe {
-    const wrapper = Object.assign(
-      (payload: Events[K]) => {
-        off()
-        listener(payload)
-      },
-      { original: listener },
-    )
-    const off = this.on(type, wrapper)
-    return off
+    return this.add(type, listener, true)
+  }
+
+  private add<K extends keyof Events>(type: K, listener: (payload: Events[K]) => void, once: boolean): Unsubscribe {
+    const listeners = (this.listeners ??= new Map())
+    let registered = listeners.get(type)
+    if (!registered) listeners.set(type, (registered = new Map()))
+    const fn = listener as (payload: never) => void
+    if (!registered.has(fn)) registered.set(fn, once)
+    return () => void this.listeners?.get(type)?.delete(fn)
   }
 
   /** Removes `listener` of `type`, added with on() or once(). Does nothing when it is not registered. */
   off<K extends keyof Events>(type: K, listener: (payload: Events[K]) => void): void {
-    const set = this.listeners?.get(type)
-    if (!set) return
-    for (const registered of set) {
-      if (registered === listener || (registered as { original?: unknown }).original === listener) {
-        set.delete(registered)
-        break
-      }
-    }
+    this.listeners?.get(type)?.delete(listener as (payload: never) => void)
   }
 
   /** Calls `listener` for every event, as `{ type, ...payload }`. */
@@ -82,14 +81,22 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
     // Events emitted by listeners join the end of the queue: every listener sees every event in order.
     const queue = this.queue!
     for (let event = queue.shift(); event; event = queue.shift()) {
-      const set = this.listeners?.get(event.type)
-      // Over a copy: a listener added meanwhile hears the next event; one removed meanwhile (by a
-      // listener before it) is not called.
-      if (set) {
-        for (const listener of [...set]) if (set.has(listener)) this.call(() => (listener as (payload: object) => void)(event), event.type)
-      }
+      // Over copies taken before any listener runs: a listener added meanwhile (for this type or
+      // for every event, an events() iterator too) hears the next event; one removed meanwhile (by
+      // a listener before it) is not called.
+      const registered = this.listeners?.get(event.type)
+      const typed = registered === undefined || registered.size === 0 ? null : [...registered.keys()]
       const any = this.anyListeners
-      if (any !== null) for (const listener of [...any]) if (any.has(listener)) this.call(() => listener(event), event.type)
+      const every = any === null || any.size === 0 ? null : [...any]
+      if (typed !== null) {
+        for (const listener of typed) {
+          const once = registered!.get(listener)
+          if (once === undefined) continue
+          if (once) registered!.delete(listener)
+          this.call(() => (listener as (payload: object) => void)(event), event.type)
+        }
+      }
+      if (every !== null) for (const listener of every) if (any!.has(listener)) this.call(() => listener(event), event.type)
     }
     // Drained: the link keeps no queue between bursts of events.
     this.queue = null

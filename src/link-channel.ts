@@ -278,6 +278,9 @@ export class LinkChannel {
     // removed meanwhile (by a handler before it) is not called.
     // A handler's result is looked at only when it returned something (an async handler's promise):
     // the common handler returns nothing, and this runs for every inbound message.
+    // Both copies are taken before any handler runs, so an any-handler added by a handler of this
+    // event gets the next message too.
+    const every = any === null || any.size === 0 ? null : [...any]
     if (set) {
       for (const handler of [...set]) {
         if (!set.has(handler)) continue
@@ -290,9 +293,9 @@ export class LinkChannel {
       }
     }
     // Guarded: iterating even an empty Set allocates an iterator, on every inbound message.
-    if (any === null || any.size === 0) return
-    for (const handler of [...any]) {
-      if (!any.has(handler)) continue
+    if (every === null) return
+    for (const handler of every) {
+      if (!any!.has(handler)) continue
       try {
         const result: unknown = handler(event, payload, meta)
         if (result !== undefined) settleReported(result, (error) => this.handlerFailed(error, null))
@@ -325,10 +328,13 @@ export class LinkChannel {
     }
     // Listeners run outside the chart's processing, in order (the change arrives mid-transition).
     if (this.statusListeners === null || this.statusListeners.size === 0) return
-    const listeners = [...this.statusListeners]
+    const registered = this.statusListeners
+    const listeners = [...registered]
     queueMicrotask(() => {
       const where = `status listener on ${this.topic}`
       for (const listener of listeners) {
+        // One removed meanwhile (by a listener before it, or since the change) is not called.
+        if (!registered.has(listener)) continue
         try {
           settleReported(listener(status, reason), (error) => this.host.reportError(error, where))
         } catch (error) {

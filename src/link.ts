@@ -1013,8 +1013,9 @@ export class Link {
    * function that removes it. The listener may be `async`: what it throws, or its promise rejects
    * with, is logged (`error`: "a link event listener threw") and never thrown into the link.
    * Listeners form a set, as the DOM's `addEventListener` does (not Node's EventEmitter): the
-   * same function registered twice for one type is called once per event, and either returned
-   * function, or one off(), removes it.
+   * same function registered twice for one type, by on() or once() in any mix, is called once per
+   * event (a registration already there stays as it was: on() then once() keeps it for every
+   * event), and either returned function, or one off(), removes it.
    *
    * @throws {ConfigurationError} when `type` is not one of {@link LINK_EVENT_TYPES} or `listener`
    *   is not a function (nothing is registered).

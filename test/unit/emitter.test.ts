@@ -47,27 +47,53 @@ describe('Emitter', () => {
     expect(e.listenerCount()).toBe(0)
   })
 
-  it('off() removes a listener added with on() or once(), one registration per call; off() of an unknown type or listener does nothing', async () => {
+  it('listeners form a set per type, as addEventListener keeps them: a function registered again (by on() or once()) stays as it was; one off() removes it; off() of an unknown type or listener does nothing', async () => {
     const e = new Emitter<Events>(() => {})
     const seen: string[] = []
     const f = (p: { n: number }) => seen.push(`f ${p.n}`)
     const g = (p: { n: number }) => seen.push(`g ${p.n}`)
+    const h = (p: { n: number }) => seen.push(`h ${p.n}`)
     e.once('a', f)
     e.off('a', f)
     expect(e.listenerCount()).toBe(0)
-    // f twice (plainly and once), g once: one off(f) removes one of f's registrations, not g.
+    // f plainly, then again as a once (stays plain); g twice as a once (called once); h plainly, then removed.
     e.on('a', f)
     e.once('a', f)
-    e.on('a', g)
-    e.off('a', f)
-    expect(e.listenerCount()).toBe(2)
+    e.once('a', g)
+    e.once('a', g)
+    const offH = e.on('a', h)
+    e.on('a', h)
+    expect(e.listenerCount()).toBe(3)
+    offH()
     e.off('b', f)
     e.off('a', () => {})
     expect(e.listenerCount()).toBe(2)
     e.emit('a', { n: 1 })
     e.emit('a', { n: 2 })
     await Promise.resolve()
-    expect(seen).toEqual(['f 1', 'g 1', 'g 2'])
+    expect(seen).toEqual(['f 1', 'g 1', 'f 2'])
+    e.off('a', f)
+    expect(e.listenerCount()).toBe(0)
+  })
+
+  it('a listener added while an event is delivered, for its type or for every event (an iterator too), hears the next event, not that one', async () => {
+    const e = new Emitter<Events>(() => {})
+    const seen: string[] = []
+    let iterator: AsyncIterableIterator<{ type: string }> | null = null
+    e.on('a', (p) => {
+      seen.push(`first ${p.n}`)
+      if (p.n !== 1) return
+      e.on('a', (q) => seen.push(`typed ${q.n}`))
+      e.onAny((q) => seen.push(`any ${q.type}`))
+      iterator = e.iterate()
+    })
+    e.emit('a', { n: 1 })
+    e.emit('a', { n: 2 })
+    await Promise.resolve()
+    expect(seen).toEqual(['first 1', 'first 2', 'typed 2', 'any a'])
+    const first = await iterator!.next()
+    expect(first).toEqual({ value: { type: 'a', n: 2 }, done: false })
+    await iterator!.return!()
   })
 
   it('a throwing listener is reported and the others still run', async () => {

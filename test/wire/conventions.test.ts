@@ -9,6 +9,7 @@ import WebSocket from 'ws'
 import { createLink, DEFAULT_LINK_POLICY, DEFAULT_TRANSPORT_POLICY, isAgentDisconnectedError, PushError } from '../../src/index.js'
 import { DEFAULT_RECONNECT_POLICY } from '../../machines/reconnect.js'
 import { framesIn, next, untilState, useWorld } from '../support/wire.js'
+import { until } from '../support/until.js'
 
 const world = useWorld()
 
@@ -143,6 +144,37 @@ describe('whenState()', () => {
 })
 
 describe('channels: the join reply, joined(), off(), push(…, { signal })', () => {
+  it('a channel handler added while a message is delivered (an any-handler too) gets the next message; a status listener removed by an earlier one is not called', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const seen: string[] = []
+    room.onAny((event, payload) => seen.push(`any ${event} ${(payload as { n: number }).n}`))
+    room.on('news', (payload) => {
+      const n = (payload as { n: number }).n
+      seen.push(`news ${n}`)
+      if (n === 1) room.onAny((event, p) => seen.push(`late any ${event} ${(p as { n: number }).n}`))
+    })
+    sim.push({ agent: 'agent-1' }, 'room:1', 'news', { n: 1 })
+    sim.push({ agent: 'agent-1' }, 'room:1', 'news', { n: 2 })
+    await until(() => seen.length >= 5, 2000, 'five deliveries')
+    expect(seen).toEqual(['news 1', 'any news 1', 'news 2', 'any news 2', 'late any news 2'])
+    const statuses: string[] = []
+    let offSecond = () => {}
+    room.onStatus((status) => {
+      statuses.push(`first ${status}`)
+      offSecond()
+    })
+    offSecond = room.onStatus((status) => statuses.push(`second ${status}`))
+    const third = room.onStatus((status) => statuses.push(`third ${status}`))
+    await room.leave()
+    await until(() => statuses.length >= 2, 2000, 'the status listeners')
+    expect(statuses).toEqual(['first left', 'third left'])
+    third()
+  })
+
   it("joinReply and joined() give the server's ok response of the current join, refreshed on the rejoin", async () => {
     const sim = await world().sim()
     let joins = 0
