@@ -1215,8 +1215,18 @@ export class Link {
       at: this.stamp(),
     }
     this.log.error(`${chart} chart crashed`, { error: thrownText(error) })
-    this.charts.stopAll()
-    this.#adapter.endAll()
+    // Each step whatever the one before did: a host's clock that failed the chart may fail its
+    // stop too (a clearTimeout that throws), and the sockets must end all the same.
+    for (const [what, step] of [
+      ['stopping the charts', () => this.charts.stopAll()],
+      ['ending the sockets', () => this.#adapter.endAll()],
+    ] as const) {
+      try {
+        step()
+      } catch (stepError) {
+        this.log.error(`${what} of the crashed link failed`, { error: thrownText(stepError) })
+      }
+    }
     // No chart is left to join or leave them: every channel is dropped with the crash's reason, so
     // its status says so, its waits reject CHANNEL_CLOSED and leave() resolves at once.
     for (const channel of [...this.channels.values()]) {

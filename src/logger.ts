@@ -281,12 +281,19 @@ export function redacting(logger: Logger | undefined, secrets: string | (() => r
   // object holding the global console's own methods (`{ info: console.info }`).
   const consoleRef = (globalThis as unknown as { console?: Record<string, unknown> }).console
   const surface = logger as Record<string, unknown> | undefined
-  const isConsole = surface !== undefined && ['table', 'group', 'dir'].every((name) => typeof surface[name] === 'function')
+  let isConsole = false
+  try {
+    isConsole = surface !== undefined && ['table', 'group', 'dir'].every((name) => typeof surface[name] === 'function')
+  } catch {
+    // A getter of the logger that throws: not the console's surface.
+  }
   const call = (level: keyof Logger) => (message: string, fields?: Record<string, unknown>) => {
-    const fn = logger?.[level] as ((...args: unknown[]) => void) | undefined
-    if (!fn) return
-    const messageFirst = isConsole || fn === consoleRef?.[level]
     try {
+      // Read at each line, inside the guard: a logger whose method reads throw (a getter, a revoked
+      // proxy) loses the line and never breaks the link.
+      const fn = logger?.[level] as ((...args: unknown[]) => void) | undefined
+      if (!fn) return
+      const messageFirst = isConsole || fn === consoleRef?.[level]
       const keys = current()
       // No second argument when there are no fields: console.log would print `undefined`.
       let result: unknown

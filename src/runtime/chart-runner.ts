@@ -255,7 +255,11 @@ export abstract class ChartRuntime {
     if (now === null) return
     this.timerDue = next.due
     // A timer runs a delay over 2^31-1 ms after 1 ms: one that long is armed in steps (fire() re-arms).
-    this.timer = this.clock.setTimeout(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, next.due - now)))
+    const timer = this.clock.setTimeout(() => {
+      // A timer whose clearTimeout failed (the host's clock threw) may still fire: only the armed one counts.
+      if (this.timer === timer) this.fire()
+    }, Math.min(MAX_TIMER_MS, Math.max(0, next.due - now)))
+    this.timer = timer
   }
 
   /**
@@ -275,9 +279,12 @@ export abstract class ChartRuntime {
 
   private disarm(): void {
     if (this.timer === null) return
-    this.clock.clearTimeout(this.timer)
+    const timer = this.timer
+    // Forgotten before it is cleared: a clearTimeout that throws (the host's clock) leaves no armed
+    // timer behind to be cleared again by every later arm(), and the timer, if it fires, is ignored.
     this.timer = null
     this.timerDue = Number.POSITIVE_INFINITY
+    this.clock.clearTimeout(timer)
   }
 
   /**

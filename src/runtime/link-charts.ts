@@ -156,12 +156,28 @@ export class LinkCharts extends ChartRuntime {
   }
 
   /** Stops every chart (the link crashed): no delay of any chart fires again; a handler still running is abandoned. */
+  /**
+   * Stops every chart (their delays cancelled) and abandons the control delivery. Each is stopped
+   * whatever the others did: a stop that throws (the host's clock failing to clear a timer) does
+   * not leave the rest running.
+   *
+   * @throws the first error a stop threw, once every chart is stopped.
+   */
   stopAll(): void {
-    this.connection.stop()
-    this.control?.stop()
-    this.reconnect?.stop()
-    for (const chart of this.channels.values()) chart.stop()
+    let failure: { error: unknown } | null = null
+    const stop = (chart: RunningChart | null | undefined) => {
+      try {
+        chart?.stop()
+      } catch (error) {
+        failure ??= { error }
+      }
+    }
+    stop(this.connection)
+    stop(this.control)
+    stop(this.reconnect)
+    for (const chart of this.channels.values()) stop(chart)
     this.abandon(this.delivery?.sequence)
+    if (failure !== null) throw (failure as { error: unknown }).error
   }
 
   execute(chart: RunningChart, type: string, params: unknown): void {

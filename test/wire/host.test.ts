@@ -437,6 +437,74 @@ describe('rule: disconnect() always succeeds (scenario 27)', () => {
     expect(sim.accepted('agent-1')).toHaveLength(1)
   })
 
+  it("when the host's clock fails the chart and then its stop (a clearTimeout that throws from then on): disconnect() resolves, the socket is closed, the state reads terminated with an other reason", async () => {
+    const sim = await world().sim()
+    const timers = new Set<NodeJS.Timeout>()
+    let broken = false
+    const clock = {
+      setTimeout: (fn: () => void, ms: number) => {
+        const timer = setTimeout(() => {
+          timers.delete(timer)
+          fn()
+        }, ms)
+        timers.add(timer)
+        return timer
+      },
+      clearTimeout: (id: unknown) => {
+        if (broken) throw new Error('clock.clearTimeout failed')
+        clearTimeout(id as NodeJS.Timeout)
+        timers.delete(id as NodeJS.Timeout)
+      },
+      now: () => performance.now(),
+    }
+    try {
+      const link = world().link(sim, { clock })
+      await link.connect()
+      const [socket] = sim.live('agent-1')
+      broken = true
+      expect((await settle(link.disconnect())).ok).toBe(true)
+      expect(link.state).toBe('terminated')
+      expect(link.lastDisconnectReason).toMatchObject({ kind: 'other', detail: 'internal error: clock.clearTimeout failed' })
+      await sim.waitFor(() => socket!.state === 'closed')
+      expect(sim.live('agent-1')).toEqual([])
+      const lines = world().captured.get(link)!.lines.map((l) => l.message)
+      expect(lines).toContain('stopping the charts of the crashed link failed')
+    } finally {
+      // The timers the throwing clearTimeout could not clear: this test's to release.
+      for (const timer of timers) clearTimeout(timer)
+    }
+  })
+
+  it('with a logger whose methods cannot be read (a revoked proxy, getters that throw): the link connects and disconnect() resolves', async () => {
+    const sim = await world().sim({ agents: 'any' })
+    const { proxy, revoke } = Proxy.revocable({ debug() {}, info() {}, warn() {}, error() {} }, {})
+    const revoked = createLink({ url: sim.url, agentId: 'agent-1', apiKey: 'key-1', logger: proxy })
+    await revoked.connect()
+    revoke()
+    await revoked.disconnect()
+    expect(revoked.state).toBe('stopped')
+    let reads = 0
+    const throwing = Object.fromEntries(['debug', 'info', 'warn', 'error'].map((level) => [level, level]))
+    // createLink reads the methods once to check them: the getters throw only from the second read.
+    let armed = false
+    const logger = new Proxy(throwing, {
+      get: () => {
+        if (!armed) return () => {}
+        reads++
+        throw new Error('getter bug')
+      },
+    })
+    const link = createLink({ url: sim.url, agentId: 'agent-2', apiKey: 'key-2', logger })
+    armed = true
+    await link.connect()
+    expect(link.state).toBe('connected')
+    await link.disconnect()
+    expect(link.state).toBe('stopped')
+    expect(reads).toBeGreaterThan(0)
+    expect(sim.live('agent-1')).toEqual([])
+    expect(sim.live('agent-2')).toEqual([])
+  })
+
   it('is idempotent from idle and after stop', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
