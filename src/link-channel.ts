@@ -2,7 +2,7 @@
  * The host's handle on one app channel: its events, its pushes, its status. The channel chart
  * (machines/channel.ts) owns the lifecycle; this handle only mirrors it and carries data.
  */
-import { isReservedEvent, isWellFormedText, LONE_SURROGATE_MESSAGE, notPlainObject, type Payload } from './protocol.js'
+import { isArrayBuffer, isReservedEvent, isWellFormedText, lossyValueIn, LONE_SURROGATE_MESSAGE, notPlainObject, type Payload } from './protocol.js'
 import type { DisconnectReason } from './reasons.js'
 import { abortError, checkSignal, onAbort } from './abort.js'
 import { callOptions, checkFunction } from './call-checks.js'
@@ -399,17 +399,7 @@ export class LinkChannel {
   }
 }
 
-/** ArrayBuffer's `byteLength` getter: it throws for anything but an ArrayBuffer of any realm (a SharedArrayBuffer, a view, a look-alike). */
-const ARRAY_BUFFER_BYTE_LENGTH = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength')!.get!
 
-function isArrayBuffer(value: object): boolean {
-  try {
-    ARRAY_BUFFER_BYTE_LENGTH.call(value)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /**
  * A push payload as it can go, or what is wrong with it. It can go as a plain object (its prototype
@@ -428,7 +418,11 @@ function checkPayload(payload: unknown): { payload: Payload | ArrayBuffer } | st
       return { payload: payload instanceof ArrayBuffer ? payload : new Uint8Array(payload as ArrayBuffer).slice().buffer }
     }
     const what = notPlainObject(payload)
-    if (what === null) return { payload: payload as Payload }
+    if (what === null) {
+      // Inside it too: a Map, a Set or binary data one level down or deeper would be sent as {} or indexes.
+      const lost = lossyValueIn(payload as object)
+      return lost === null ? { payload: payload as Payload } : `an object holding ${lost}`
+    }
     return ArrayBuffer.isView(payload) ? `${what} (push its bytes as an ArrayBuffer: view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength))` : what
   } catch (error) {
     return `a value that cannot be read (${thrownText(error)})`

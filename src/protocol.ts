@@ -276,6 +276,56 @@ export function notPlainObject(value: unknown): string | null {
 }
 
 /**
+ * Where, inside a payload that is a plain object, a value sits whose content JSON would lose: a
+ * Map, Set, WeakMap or WeakSet (sent as `{}`), an ArrayBuffer (`{}`), or a typed array, Buffer or
+ * DataView (an object of indexes, or `{}`): what it is and its path, e.g. `a Map at value.items`,
+ * or null when there is none. A value JSON converts by a rule of its own (a Date by its `toJSON`,
+ * an ISO string; a class instance by its own enumerable fields) is left to that rule, as
+ * `JSON.stringify` documents it. Walks objects and arrays once each (a cycle is left to the
+ * encoder, which refuses it). Never throws: a value that cannot be read says so.
+ */
+export function lossyValueIn(payload: object): string | null {
+  const seen = new Set<object>([payload])
+  const stack: Array<[object, string]> = [[payload, '']]
+  try {
+    for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+      const [container, path] = top
+      const isArray = Array.isArray(container)
+      for (const key of Object.keys(container)) {
+        const value: unknown = (container as Record<string, unknown>)[key]
+        if (value === null || typeof value !== 'object' || seen.has(value)) continue
+        const at = isArray ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`
+        const lost =
+          value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet
+            ? `a ${value.constructor.name} at ${at} (JSON would send it as {})`
+            : isArrayBuffer(value) || ArrayBuffer.isView(value) || Object.prototype.toString.call(value) === '[object SharedArrayBuffer]'
+              ? `binary data (${(value as object).constructor?.name ?? 'bytes'}) at ${at} (JSON cannot carry it: send an ArrayBuffer as the whole payload, or encode it, e.g. as base64)`
+              : null
+        if (lost !== null) return lost
+        seen.add(value)
+        stack.push([value, at])
+      }
+    }
+  } catch (error) {
+    return `a value that cannot be read (${error instanceof Error ? error.message : String(error)})`
+  }
+  return null
+}
+
+/** ArrayBuffer's `byteLength` getter: it throws for anything but an ArrayBuffer of any realm (a SharedArrayBuffer, a view, a look-alike). */
+const ARRAY_BUFFER_BYTE_LENGTH = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength')!.get!
+
+/** Whether `value` is an ArrayBuffer, of this realm or another (not a SharedArrayBuffer, a view or a look-alike). */
+export function isArrayBuffer(value: object): boolean {
+  try {
+    ARRAY_BUFFER_BYTE_LENGTH.call(value)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
  * Whether JSON text holds a lone UTF-16 surrogate: half of a character such as an emoji (cut by a
  * `slice()`), written as a `\uXXXX` escape (as `JSON.stringify` writes one; either case) or as the
  * code unit itself, with no other half beside it. A pair written as two escapes (`\ud83d\ude00`,

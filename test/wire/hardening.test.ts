@@ -200,6 +200,36 @@ describe('host input', () => {
     expect(await room.push('ok', {})).toEqual({})
   })
 
+  it('a payload holding, at any depth, a value whose content JSON would lose (a Map, a Set, binary data) rejects PUSH_INVALID naming it and its path; a nested Date goes as its toJSON (ISO text); join params are held to the same', async () => {
+    const sim = await world().sim()
+    const received: Array<[string, unknown]> = []
+    sim.onPush(({ event, payload }) => (received.push([event, payload]), { status: 'ok', response: {} }))
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    const refused: Array<[object, string]> = [
+      [{ value: new Map([['a', 1]]) }, 'a Map at value (JSON would send it as {})'],
+      [{ a: { b: [1, new Set([2])] } }, 'a Set at a.b[1] (JSON would send it as {})'],
+      [{ bytes: new Uint8Array([1, 2, 3]) }, 'binary data (Uint8Array) at bytes (JSON cannot carry it'],
+      [{ list: [{ raw: new Uint8Array([1]).buffer }] }, 'binary data (ArrayBuffer) at list[0].raw'],
+    ]
+    for (const [payload, got] of refused) {
+      const error = await room.push('bad', payload as never).then(() => null, (e: unknown) => e)
+      expect(error, got).toMatchObject({ code: 'PUSH_INVALID', topic: 'room:1', event: 'bad' })
+      expect(String((error as { cause?: Error }).cause?.message)).toContain(`got an object holding ${got}`)
+    }
+    // A value met twice (not a cycle) is looked at once; a Date inside goes as JSON sends it.
+    const shared = { n: 1 }
+    expect(await room.push('fine', { at: new Date(0), x: shared, y: [shared] })).toEqual({})
+    expect(received).toEqual([['fine', { at: '1970-01-01T00:00:00.000Z', x: { n: 1 }, y: [{ n: 1 }] }]])
+    expect(() => link.channel('room:2', { filter: new Set(['a']) })).toThrow(/^channel room:2: params must be a plain object or a function returning one, got an object holding a Set at filter \(JSON would send it as \{\}\)$/)
+    const fromFunction = link.channel('room:3', () => ({ filter: new Map() }))
+    const errored = await next(link, 'channel', { filter: (e) => e.topic === 'room:3' && e.status === 'errored' })
+    expect(errored.reason).toMatchObject({ kind: 'other', detail: expect.stringContaining('an object holding a Map at filter') })
+    await fromFunction.leave()
+  })
+
   it('a payload that is neither a plain object nor an ArrayBuffer rejects PUSH_INVALID at once, naming what it got; nothing reaches the server', async () => {
     const sim = await world().sim()
     const received: Array<[string, unknown]> = []
