@@ -175,7 +175,7 @@ export function decodeTextFrameFromClient(text: string, maxBytes = Number.POSITI
  * frame's payload is UTF-8): 1 to 4 bytes per character, a surrogate pair 4, a lone surrogate 3
  * (as TextEncoder writes it: U+FFFD).
  */
-function utf8Length(text: string): number {
+export function utf8Length(text: string): number {
   let bytes = 0
   for (let i = 0; i < text.length; i++) {
     const unit = text.charCodeAt(i)

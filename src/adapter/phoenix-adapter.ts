@@ -33,6 +33,7 @@ import {
   notPlainObject,
   parseControlSignal,
   SUPERSEDE_EVENT,
+  utf8Length,
   type Frame,
   type Payload,
 } from '../protocol.js'
@@ -366,6 +367,17 @@ class LinkSocket extends Socket {
         // closing the socket (1011), dropping every channel with it; it is not sent.
         if (typeof encoded === 'string' && hasLoneSurrogate(encoded)) {
           this.handle.encodeError = new Error(LONE_SURROGATE_MESSAGE)
+          return
+        }
+        // Over the frame limit, which binds both ways: a server with that limit would close the
+        // socket 1009 (message too big), every channel with it, and the join or push would be
+        // sent again on the next socket, for ever. It is not sent.
+        const limit = this.handle.adapter.config.policy.maxFrameBytes
+        const size = typeof encoded === 'string' ? (encoded.length * 3 > limit ? utf8Length(encoded) : 0) : encoded.byteLength
+        if (size > limit) {
+          this.handle.encodeError = new Error(
+            `the frame would be ${size} bytes, over transport.maxFrameBytes (${limit}): a server with that limit closes the socket with 1009 (message too big; raise the policy to the server's own limit if it allows more)`,
+          )
           return
         }
         // phoenix.js encodes a frame as it sends it: the time of the last one that is not a heartbeat.

@@ -20,7 +20,17 @@ export const DEFAULT_TRANSPORT_POLICY = {
    * must be quick.
    */
   closeTimeoutMs: 1_000,
-  /** Largest inbound frame in bytes (a text frame's UTF-8). In Node a larger one closes the socket with 1009, message too big (RFC 6455 section 7.4.1: `ws`'s limit), and the link reconnects; a browser's WebSocket reads a frame of any size and lets a page send only 1000 and 3000-4999, so there a larger frame is dropped and reported `ignored` (`too-large`), the socket kept. @default 8388608 — 8 MiB. */
+  /**
+   * Largest frame in bytes (a text frame's UTF-8), both ways. Inbound: in Node a larger one closes
+   * the socket with 1009, message too big (RFC 6455 section 7.4.1: `ws`'s limit), and the link
+   * reconnects; a browser's WebSocket reads a frame of any size and lets a page send only 1000 and
+   * 3000-4999, so there a larger frame is dropped and reported `ignored` (`too-large`), the socket
+   * kept. Outbound: a larger frame is not sent (a push rejects `PUSH_INVALID`; a channel's join
+   * attempt fails with an `other` reason and is retried on the channel's backoff), since a server
+   * with that limit would close the socket 1009, every channel with it, and the join would go
+   * again on every socket. Set it to the server's limit (Phoenix's `max_frame_size`; stock Phoenix
+   * has none). @default 8388608 — 8 MiB.
+   */
   maxFrameBytes: 8 * 1024 * 1024,
   /** Wait for a reply to an app channel push. @default 10000 — phoenix.js's default push timeout. */
   pushTimeoutMs: 10_000,

@@ -668,6 +668,27 @@ describe('pushes', () => {
     expect(sim.accepted('agent-1')).toHaveLength(2)
   })
 
+  it("a join or a push over the link's own transport.maxFrameBytes is not sent (the limit binds both ways): the push rejects PUSH_INVALID, the channel's attempt fails other and is retried on its own backoff; the socket and the control channel stay up", async () => {
+    const sim = await world().sim({ maxFrameBytes: 64 * 1024 })
+    const link = world().link(sim, { policy: { transport: { maxFrameBytes: 64 * 1024 } } })
+    await link.connect()
+    const big = link.channel('room:big', { blob: 'x'.repeat(100 * 1024) })
+    const errored = await next(link, 'channel', { filter: (e) => e.topic === 'room:big' && e.status === 'errored' })
+    expect(errored.reason).toMatchObject({ kind: 'other', retryable: true, detail: expect.stringMatching(/^the join params of channel room:big cannot be encoded: the frame would be 1024\d\d bytes, over transport\.maxFrameBytes \(65536\)/) })
+    const room = link.channel('room:1')
+    await room.joined()
+    const r = await settle(room.push('upload', { blob: 'é'.repeat(40 * 1024) }))
+    expect((r as { error: PushError }).error).toMatchObject({ code: 'PUSH_INVALID', topic: 'room:1', event: 'upload' })
+    expect(String((r as { error: PushError }).error.cause)).toMatch(/the frame would be 819\d\d bytes, over transport\.maxFrameBytes \(65536\)/)
+    expect(await room.push('small', { n: 1 })).toEqual({})
+    await big.leave()
+    expect(link.state).toBe('connected')
+    expect(sim.accepted('agent-1')).toHaveLength(1)
+    const [socket] = sim.accepted('agent-1')
+    expect(framesIn(socket!, 'upload')).toEqual([])
+    expect(socket!.joinsReceived.map((j) => j.topic)).toEqual([controlTopic('agent-1'), 'room:1'])
+  })
+
   it('a push in flight when the session is superseded carries the supersede', async () => {
     const { sim, link, pushed } = await pushInFlight()
     sim.supersede('agent-1')
