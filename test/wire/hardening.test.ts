@@ -597,10 +597,11 @@ function answerOf(port: number, path: string, headers: Record<string, string> = 
 describe('the simulator under bad requests', () => {
   // 'http://%/…' is no URL at all (an absolute-form target whose host cannot be read: the request
   // handler throws, and the simulator logs why); a bad percent-escape in a query value parses, and
-  // is refused as any upgrade without `vsn` is; '//%' is a path (origin-form), with no socket at it.
+  // is refused as any upgrade without a key is (403: no vsn reads as 1.0.0, as on Phoenix); '//%'
+  // is a path (origin-form), with no socket at it.
   for (const { path, thrown, answer } of [
     { path: 'http://%/socket/websocket', thrown: true, answer: 400 },
-    { path: '/socket/websocket?agent_id=%zz', thrown: false, answer: 400 },
+    { path: '/socket/websocket?agent_id=%zz', thrown: false, answer: 403 },
     { path: '//%', thrown: false, answer: 404 },
   ]) {
     it(`answers an unparsable upgrade (${path}) with ${answer}${thrown ? ', logs why,' : ''} and keeps serving`, async () => {
