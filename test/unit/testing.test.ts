@@ -120,6 +120,14 @@ describe('the runner', () => {
       )
     }
     expect(built).toBe(0)
+    // A misspelt option is refused, not ignored: `oracle` would have run the default checks in place of the host's.
+    const alwaysFails = { name: 'always-fails', check: () => 'this oracle always fails' }
+    await expect(kit.run(path, (options) => (built++, createLink(options)), { oracle: [alwaysFails] } as never)).rejects.toThrow(
+      new TypeError('unknown run option "oracle" (known: oracles, timeoutMs)'),
+    )
+    await expect(kit.run(path, (options) => (built++, createLink(options)), { timeoutMS: 5 } as never)).rejects.toThrow(TypeError)
+    await expect(startPathKit({ settleMS: 0 } as never)).rejects.toThrow(new TypeError('startPathKit: unknown option "settleMS" (known: simulator, agentPrefix, settleMs)'))
+    expect(built).toBe(0)
     const own = await startPathKit({ agentPrefix: 'kit-stop-' })
     // Stopped as the path's first upgrade arrives: the run is cut short, neither passed nor failed at a step.
     const run = own.run(path, (options) => createLink(options))

@@ -119,6 +119,10 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(without.verdicts.find((v) => v.rule === 'rejoins-with-fresh-join-ref')?.detail).toMatch(/after close 1000, agent_control:\S+ was rejoined with no join_ref/)
   }, 90_000)
 
+  it('runConformance refuses an unknown option before it starts anything (a misspelt one would be judged by its default)', async () => {
+    await expect(runConformance({ command: ['true'], quietMS: 100 } as never)).rejects.toThrow(/^runConformance: unknown option "quietMS" \(known: command, cwd, env, /)
+  })
+
   it("an agent whose socket is accepted but that never joins its control channel fails connects saying so, not only that no socket joined", async () => {
     const report = await runConformance({ ...fixture, env: { NO_JOIN: '1' }, connectTimeoutMs: 1500, concurrency: 5 })
     expect(report.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/^no socket joined agent_control:\S+ within 1500 ms \(1 socket\(s\) accepted, no phx_join of agent_control:\S+ on any\)$/)

@@ -27,6 +27,7 @@ import { controlTopic, HEARTBEAT_EVENT } from '../../protocol.js'
 import { deepFreeze } from '../../freeze.js'
 import { thrownText } from '../../../machines/types.js'
 import { checkSignal } from '../../abort.js'
+import { unknownKey } from '../../call-checks.js'
 import { visible } from '../visible.js'
 import { within } from '../within.js'
 
@@ -128,6 +129,22 @@ export interface ConformanceOptions {
   /** Aborting it stops every agent and the simulator, and rejects the run with the signal's reason. */
   signal?: AbortSignal
 }
+
+/** The keys of {@link ConformanceOptions}: a misspelt one would be ignored and its default judged by. */
+const CONFORMANCE_OPTION_KEYS: ReadonlySet<string> = new Set([
+  'command',
+  'cwd',
+  'env',
+  'connectTimeoutMs',
+  'reconnectCapMs',
+  'quietMs',
+  'retryAfterS',
+  'stopTimeoutMs',
+  'concurrency',
+  'simulator',
+  'onScenario',
+  'signal',
+])
 
 interface Settings {
   connectTimeoutMs: number
@@ -705,7 +722,7 @@ const SCENARIO_RULES: Record<string, ConformanceRuleId[]> = {
  * Runs every scenario against the agent `options.command` and judges every rule.
  *
  * @returns the verdicts (it resolves whether or not they pass).
- * @throws {TypeError} (rejects) when `options` is not an object.
+ * @throws {TypeError} (rejects) when `options` is not an object, or holds an unknown key (a misspelt option would be ignored).
  * @throws {RangeError} (rejects) for a `concurrency` that is not a whole number >= 1; a
  *   `connectTimeoutMs`, `reconnectCapMs`, `quietMs` or `stopTimeoutMs` that is not a whole number
  *   of milliseconds in [1, 2^31-1]; a `retryAfterS` that is not a whole number >= 1, or whose
@@ -717,6 +734,8 @@ const SCENARIO_RULES: Record<string, ConformanceRuleId[]> = {
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   if (options === null || typeof options !== 'object') throw new TypeError(`runConformance needs an options object with the agent command, got ${options === null ? 'null' : typeof options}`)
+  const stray = unknownKey(options, CONFORMANCE_OPTION_KEYS)
+  if (stray !== undefined) throw new TypeError(`runConformance: unknown option ${JSON.stringify(stray)} (known: ${[...CONFORMANCE_OPTION_KEYS].join(', ')})`)
   if (!Array.isArray(options.command) || options.command.length === 0 || !options.command[0]) throw new Error('conform needs the agent command, e.g. phoenix-link conform -- python3 agent.py')
   checkSignal(options.signal, 'runConformance')
   const concurrency = options.concurrency ?? 3

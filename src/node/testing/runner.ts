@@ -17,6 +17,7 @@ import { controlTopic, SUPERSEDE_EVENT } from '../../protocol.js'
 import { chartOf, waitForChart } from '../../chart-of.js'
 import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../server/index.js'
 import { LIFECYCLE_ORACLES, type LifecycleOracle } from './oracles.js'
+import { unknownKey } from '../../call-checks.js'
 import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
 import type { ChartDelay } from './stimuli.js'
 import { thrownText } from '../../../machines/types.js'
@@ -145,6 +146,11 @@ export interface PathKitOptions {
   settleMs?: number
 }
 
+/** The keys of {@link PathKitOptions}. */
+const PATH_KIT_OPTION_KEYS: ReadonlySet<string> = new Set(['simulator', 'agentPrefix', 'settleMs'])
+/** The keys of {@link PathRunOptions}. */
+const PATH_RUN_OPTION_KEYS: ReadonlySet<string> = new Set(['oracles', 'timeoutMs'])
+
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
@@ -154,14 +160,17 @@ function escape(text: string): string {
  * control-channel join of the kit's agents until a path answers it.
  *
  * @throws {Error} (rejects) when the simulator cannot listen.
- * @throws {TypeError} (rejects) for options that are not an object (`null` is none), an
- *   `agentPrefix` that is not a non-empty string, `simulator` options that are not an object or
+ * @throws {TypeError} (rejects) for options that are not an object (`null` is none), an unknown
+ *   option (a misspelt one would be ignored), an `agentPrefix` that is not a non-empty string, `simulator` options that are not an object or
  *   whose `agents` is not `'any'`; the simulator's own errors for its options (a `host` that is
  *   not loopback without an `adminToken`: a RangeError).
  */
 export async function startPathKit(options: PathKitOptions | null = {}): Promise<PathKit> {
   const given: PathKitOptions = options ?? {}
   if (typeof given !== 'object') throw new TypeError(`startPathKit: options must be an object, got ${typeof given}`)
+  // A misspelt option would be ignored and its default kept: a typo is an error, as the simulator's own options are.
+  const stray = unknownKey(given, PATH_KIT_OPTION_KEYS)
+  if (stray !== undefined) throw new TypeError(`startPathKit: unknown option ${JSON.stringify(stray)} (known: ${[...PATH_KIT_OPTION_KEYS].join(', ')})`)
   const prefix = given.agentPrefix ?? 'path-'
   if (typeof prefix !== 'string' || prefix === '') throw new TypeError(`startPathKit: agentPrefix must be a non-empty string, got ${prefix === '' ? 'an empty string' : typeof prefix}`)
   const sim = given.simulator ?? {}
@@ -217,7 +226,8 @@ export class PathKit {
    *   not judged).
    * @throws {TypeError} (rejects) before anything runs, for a path that is not a lifecycle path the
    *   runner can carry out (checkPath: the step and the field named), a host that is not a
-   *   function, options that are not an object (`null` is none), or oracles that are not an array
+   *   function, options that are not an object (`null` is none) or that hold an unknown key (a
+   *   misspelt `oracles` would run the default checks in place of the host's), or oracles that are not an array
    *   of `{ name, check }`.
    * @throws {RangeError} (rejects) for a `timeoutMs` that is not a whole number of milliseconds in [1, 2^31-1].
    */
@@ -228,6 +238,9 @@ export class PathKit {
     if (typeof host !== 'function') throw new TypeError(`the path host must be a function that builds the link from the options it is given (options => createLink({ ...options })), got ${host === null ? 'null' : typeof host}`)
     const given: PathRunOptions<H> = options ?? {}
     if (typeof given !== 'object') throw new TypeError(`the run options must be an object, got ${typeof given}`)
+    // A misspelt `oracles` would run the default checks in place of the host's, and pass.
+    const stray = unknownKey(given, PATH_RUN_OPTION_KEYS)
+    if (stray !== undefined) throw new TypeError(`unknown run option ${JSON.stringify(stray)} (known: ${[...PATH_RUN_OPTION_KEYS].join(', ')})`)
     const requested = given.timeoutMs
     if (requested !== undefined && !(Number.isInteger(requested) && requested >= 1 && requested <= 2 ** 31 - 1)) {
       throw new RangeError(`timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(requested)}`)
