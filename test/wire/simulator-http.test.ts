@@ -701,7 +701,7 @@ describe('the simulator over HTTP', () => {
     }
     expect([isLoopbackAddress('127.0.0.1'), isLoopbackAddress('127.8.9.1'), isLoopbackAddress('::1'), isLoopbackAddress('::ffff:127.0.0.1')]).toEqual([true, true, true, true])
     expect([isLoopbackAddress('10.0.0.7'), isLoopbackAddress('::ffff:192.168.1.2'), isLoopbackAddress('fe80::1'), isLoopbackAddress(undefined)]).toEqual([false, false, false, false])
-    expect(['127.0.0.1', '127.0.0.1:4000', 'localhost:4000', '[::1]:4000', '[::ffff:127.0.0.1]:4000', '[::ffff:7f00:1]:4000', '[::FFFF:7F01:203]', '127.255.255.254'].map(isLoopbackHost)).toEqual([true, true, true, true, true, true, true, true])
+    expect(['127.0.0.1', '127.0.0.1:4000', 'localhost:4000', '[::1]:4000', '[::ffff:127.0.0.1]:4000', '[::ffff:7f00:1]:4000', '[::FFFF:7F01:203]', '127.255.255.254', 'LOCALHOST:4000', 'LocalHost'].map(isLoopbackHost)).toEqual([true, true, true, true, true, true, true, true, true, true])
     expect(['127.256.0.1', '127.0.0.1.example.com', '[::ffff:10.0.0.7]:4000', '1270.0.0.1', 'localhost.example.com', '[::ffff:a00:7]', '[::ffff:7f00:1:2]', '[::ffff:ff00:1]', '[::ffff:127.256.0.1]', '[::ffff:7f0000:1]', '[::ffff:7f00:10000]', ''].map(isLoopbackHost)).toEqual([false, false, false, false, false, false, false, false, false, false, false, false])
   })
 
@@ -1044,7 +1044,7 @@ describe('the simulator over HTTP', () => {
     }
   })
 
-  it('the OpenAPI document states what the server checks: the close codes a server may send, a reason of at most 123, and which bodies may be left out', async () => {
+  it('the OpenAPI document states what the server checks: the close codes a server may send, a reason of at most 123 bytes, and which bodies may be left out', async () => {
     const sim = await startSimulator()
     try {
       const doc = (await call(httpOf(sim), 'GET', '/admin/openapi.json')).body
@@ -1057,7 +1057,8 @@ describe('the simulator over HTTP', () => {
           { type: 'integer', minimum: 3000, maximum: 4999 },
         ],
       })
-      expect(close.content['application/json'].schema.properties.reason).toEqual({ type: 'string', maxLength: 123 })
+      // Bytes, said in words: a maxLength (characters) would let 100 "é" (200 bytes) through the document and not the server.
+      expect(close.content['application/json'].schema.properties.reason).toEqual({ type: 'string', description: expect.stringMatching(/^At most 123 bytes of UTF-8 /) })
       // A route whose every field is optional takes an empty body (read as {}): its body is not required.
       expect(doc.paths['/admin/reset'].post.requestBody.required).toBe(false)
       const emptied = await fetch(`${httpOf(sim)}/admin/reset`, { method: 'POST', headers: { 'content-type': 'application/json' } })

@@ -81,6 +81,8 @@ describe('startVisualizer', () => {
       await expect(startVisualizer({ port: port as number }), String(port)).rejects.toThrow(/startVisualizer port must be a whole number in \[0, 65535\]/)
     }
     await expect(startVisualizer({ trace: 7 as unknown as string })).rejects.toThrow(new TypeError('startVisualizer trace must be a string, got number'))
+    await expect(startVisualizer({ port: '0' as unknown as number })).rejects.toThrow(new RangeError('startVisualizer port must be a whole number in [0, 65535], got "0"'))
+    await expect(startVisualizer({ hots: 'x' } as never)).rejects.toThrow(new TypeError('startVisualizer: unknown option "hots" (known: port, host, trace, traceText)'))
     const viz = await startVisualizer({ host: '::1' })
     try {
       expect(viz.url).toMatch(/^http:\/\/\[::1\]:\d+\/$/)

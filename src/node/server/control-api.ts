@@ -58,7 +58,7 @@ export const SendableCloseCode = z.union(
   SENDABLE_CLOSE_RANGES.map(([low, high]) => z.number().check(z.int(), z.gte(low), z.lte(high))),
   { error: `expected a close code a server may send: ${SENDABLE_CLOSE_CODES_TEXT}` },
 )
-/** The message of a close reason over 123 bytes, the schema's two checks of it (characters for the document, bytes). */
+/** The message of a close reason over 123 bytes of UTF-8. */
 const REASON_TOO_LONG = 'expected at most 123 bytes of UTF-8 (RFC 6455 section 5.5)'
 const Ok = z.strictObject({ ok: z.literal(true) })
 /** The answer of a control of target sockets: how many sockets it acted on (0 when the target has none open now). */
@@ -542,10 +542,11 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     body: z.strictObject({
       target: TargetSchema,
       code: SendableCloseCode,
-      // At most 123 characters in the document (JSON Schema counts characters); the check counts bytes.
+      // JSON Schema's maxLength counts characters, which would let 100 "é" (200 bytes) through the
+      // document and not the server: the byte limit is said in words, and checked here.
       reason: z.optional(
         z.string().check(
-          z.maxLength(123, { error: REASON_TOO_LONG }),
+          z.describe('At most 123 bytes of UTF-8 (RFC 6455 section 5.5: a close frame carries 125, two of them the code), and no half of a character.'),
           z.refine((r) => Buffer.byteLength(r) <= 123, { error: REASON_TOO_LONG }),
           z.refine(isWellFormedText, { error: HALF_CHARACTER_TEXT }),
         ),
@@ -813,13 +814,14 @@ export interface AdminRequest {
 /**
  * Whether a Host header (or an Origin's host) names this machine's loopback: an IPv4 address in
  * 127.0.0.0/8 (each part at most 255), `::1`, the IPv4-mapped form of a 127.0.0.0/8 address
- * (`[::ffff:127.0.0.1]`, or `[::ffff:7f00:1]` as a URL serializes it), or `localhost`; a port
- * after it is allowed.
+ * (`[::ffff:127.0.0.1]`, or `[::ffff:7f00:1]` as a URL serializes it), or `localhost` in any case;
+ * a port after it is allowed.
  */
 export function isLoopbackHost(host: string | undefined): boolean {
   if (!host) return false
   const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '')
-  return name === 'localhost' || isLoopbackAddress(name)
+  // Host names are case-insensitive (RFC 9110 section 4.2.3; RFC 4343): LOCALHOST is localhost.
+  return name.toLowerCase() === 'localhost' || isLoopbackAddress(name)
 }
 
 function sameToken(given: string, want: string): boolean {

@@ -618,6 +618,12 @@ export class PlatformSimulator extends EventEmitter {
       }
     }
     whole('supersedeCooldownMs', this.options.supersedeCooldownMs, 0, 2 ** 31 - 1)
+    // Node's listen() takes a numeric string as a port too: refused, as the other numbers are.
+    whole('port', this.options.port, 0, 65_535)
+    // Not a function, the routes would throw on every request (every answer a 500, /metrics too).
+    if (options.routes !== undefined && typeof options.routes !== 'function') {
+      throw new TypeError(`routes must be a function (req, res) => boolean (true: it answered the request), got ${shownAs(options.routes)}`)
+    }
     // Infinity keeps every frame.
     if (this.options.recordLimit !== Number.POSITIVE_INFINITY) whole('recordLimit', this.options.recordLimit, 0, Number.MAX_SAFE_INTEGER)
     if (this.options.historyLimit !== Number.POSITIVE_INFINITY) whole('historyLimit', this.options.historyLimit, 0, Number.MAX_SAFE_INTEGER)

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import type { TraceRecord } from './trace.js'
 import { MAX_TRACE_BYTES } from './parse-trace.js'
 import { isLoopbackHost } from '../server/control-api.js'
+import { describeArgument, unknownKey } from '../../call-checks.js'
 
 /** Records kept for pages that open later (a long `connect --visualize` must not grow without bound). */
 const MAX_KEPT_RECORDS = 5_000
@@ -190,6 +191,9 @@ export interface VisualizerServer {
   close(): Promise<void>
 }
 
+/** The options {@link startVisualizer} reads: a misspelt one (`hots`) would be ignored and its default used. */
+const VISUALIZER_OPTION_KEYS: ReadonlySet<string> = new Set(['port', 'host', 'trace', 'traceText'])
+
 /**
  * Starts the visualizer server on loopback: it answers only to a loopback Host (a page of another
  * site reaching it under a name of its own, DNS rebinding, gets 403).
@@ -201,15 +205,17 @@ export interface VisualizerServer {
  *   ({@link readTraceFile}): what the page replays is what was read, whatever happens to the file.
  * @param options.traceText the trace's text itself (instead of `trace`), served as it is: the
  *   replay passes the text it checked.
- * @throws {TypeError} (rejects) for options of the wrong type.
- * @throws {RangeError} (rejects) for a port outside [0, 65535] or a host that is not loopback.
+ * @throws {TypeError} (rejects) for options of the wrong type, and an unknown option.
+ * @throws {RangeError} (rejects) for a port that is not a whole number in [0, 65535] or a host that is not loopback.
  * @throws {Error} (rejects) when the page cannot be built, the trace file cannot be read
  *   ({@link readTraceFile}), or the port cannot be bound.
  */
 export async function startVisualizer(options: { port?: number; host?: string; trace?: string; traceText?: string } = {}): Promise<VisualizerServer> {
   if (options === null || typeof options !== 'object') throw new TypeError(`startVisualizer options must be an object, got ${options === null ? 'null' : typeof options}`)
+  const stray = unknownKey(options, VISUALIZER_OPTION_KEYS)
+  if (stray !== undefined) throw new TypeError(`startVisualizer: unknown option ${JSON.stringify(stray)} (known: ${[...VISUALIZER_OPTION_KEYS].join(', ')})`)
   const port = options.port ?? 0
-  if (!(Number.isInteger(port) && port >= 0 && port <= 65_535)) throw new RangeError(`startVisualizer port must be a whole number in [0, 65535], got ${String(options.port)}`)
+  if (!(Number.isInteger(port) && port >= 0 && port <= 65_535)) throw new RangeError(`startVisualizer port must be a whole number in [0, 65535], got ${describeArgument(options.port)}`)
   const given = options.host ?? '127.0.0.1'
   if (typeof given !== 'string' || !isLoopbackHost(given.includes(':') && !given.startsWith('[') ? `[${given}]` : given)) {
     throw new RangeError(`startVisualizer host must be a loopback address (127.0.0.1, ::1, localhost): the feed is for this machine only; got ${JSON.stringify(given)}`)
