@@ -72,11 +72,10 @@ async function simulatorCommand<T>(load: () => Promise<T>): Promise<T | null> {
   return load()
 }
 
-/** Resolves on the first SIGINT or SIGTERM. */
+/** Resolves on the first SIGINT, SIGTERM or SIGHUP (the terminal closed: Node's default would end the process before its cleanup). */
 function untilSignal(): Promise<void> {
   return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve())
-    process.once('SIGTERM', () => resolve())
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => resolve())
   })
 }
 

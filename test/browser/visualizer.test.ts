@@ -13,7 +13,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromium, type Browser, type Page } from 'playwright-core'
@@ -142,6 +142,28 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
       rmSync(dir, { recursive: true, force: true })
     }
   }, 120_000)
+
+  it('opened as a file (file://, where the browser runs no module script) the page says it must be served; served, it says nothing of it', async () => {
+    const viz = await startVisualizer()
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } })
+    try {
+      const page = await context.newPage()
+      await page.route('**/*', (route) => (route.request().url().startsWith('file:') || route.request().url().startsWith('data:') ? route.continue() : route.abort()))
+      await page.goto(pathToFileURL(join(ensurePageBuilt(), 'index.html')).href)
+      await expect.poll(() => page.locator('[data-testid="file-warning"]').isVisible()).toBe(true)
+      expect(await page.locator('[data-testid="file-warning"]').innerText()).toMatch(/^This page must be served, not opened as a file/)
+      const { page: served, errors, close } = await open(`${viz.url}#charts`)
+      try {
+        expect(await served.locator('[data-testid="file-warning"]').isVisible()).toBe(false)
+        expect(errors).toEqual([])
+      } finally {
+        await close()
+      }
+    } finally {
+      await context.close()
+      await viz.close()
+    }
+  })
 
   it('draws every chart with every state visible, and a click shows its transitions and rules', async () => {
     const viz = await startVisualizer()

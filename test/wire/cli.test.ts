@@ -246,20 +246,22 @@ describe('phoenix-link command line', () => {
     expect(await exit(child)).toBe(0)
   })
 
-  it('serve drains on SIGTERM as a Phoenix endpoint does: every socket closed 1012, no reason text; exit 0', async () => {
-    const child = cli(['serve', '--port', '0', '--agent', 'agent-1:key-1', '--json'])
-    const listening = await line(child, (e) => e.type === 'listening', 'listening')
-    const sim = await world().sim()
-    const link = world().link(sim, { url: String(listening.url) })
-    await link.connect()
-    const lost = next(link, 'disconnected')
-    child.kill('SIGTERM')
-    const { reason, outcome } = await lost
-    expect(reason).toMatchObject({ kind: 'closed', closeCode: 1012, closeReason: '' })
-    expect(outcome).toBe('reconnect')
-    expect(await exit(child)).toBe(0)
-    await link.disconnect()
-  })
+  for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
+    it(`serve drains on ${signal} as a Phoenix endpoint does on SIGTERM: every socket closed 1012, no reason text; exit 0${signal === 'SIGHUP' ? ' (a closed terminal ended it at once, with no drain)' : ''}`, async () => {
+      const child = cli(['serve', '--port', '0', '--agent', 'agent-1:key-1', '--json'])
+      const listening = await line(child, (e) => e.type === 'listening', 'listening')
+      const sim = await world().sim()
+      const link = world().link(sim, { url: String(listening.url) })
+      await link.connect()
+      const lost = next(link, 'disconnected')
+      child.kill(signal)
+      const { reason, outcome } = await lost
+      expect(reason).toMatchObject({ kind: 'closed', closeCode: 1012, closeReason: '' })
+      expect(outcome).toBe('reconnect')
+      expect(await exit(child)).toBe(0)
+      await link.disconnect()
+    })
+  }
 
   it('paths prints the generated paths as JSON lines, the same the model tests run', async () => {
     const child = cli(['paths', '--chart', 'reconnect', '--json'])

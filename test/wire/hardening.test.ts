@@ -1326,3 +1326,32 @@ describe('strict inputs (fourth review)', () => {
     expect(await room.push('ok', {})).toEqual({})
   })
 })
+
+describe("the simulator's TypeScript controls refuse what their HTTP routes refuse", () => {
+  it('a join rule of an unknown reply, an error with no response, a response that is no map, an unknown key or a bad times; a control with a misspelt option', async () => {
+    const sim = await world().sim()
+    const refused: Array<[() => unknown, RegExp]> = [
+      [() => sim.onJoin('room:a', { reply: 'eror' } as never), /^onJoin\(\): reply must be 'ok', 'error', 'none' or 'hold', got "eror"$/],
+      [() => sim.onJoin('room:a', { reply: 'error' } as never), /^onJoin\(\): an 'error' reply needs a response/],
+      [() => sim.onJoin('room:a', { reply: 'error', respons: {} } as never), /^onJoin\(\): unknown outcome key "respons"/],
+      [() => sim.onJoin('room:a', { reply: 'ok', response: 'notanobject' } as never), /^onJoin\(\): the response must be a plain object \(a Phoenix map\) or a function giving one, got a string$/],
+      [() => sim.onJoin('room:a', { reply: 'none', response: {} } as never), /^onJoin\(\): a 'none' reply sends no response$/],
+      [() => sim.onJoin('room:a', { reply: 'ok', after: 'x' } as never), /^onJoin\(\): after must be a function/],
+      [() => sim.onJoin('room:a', { reply: 'ok' }, 0), /^onJoin\(\): times must be a whole number >= 1/],
+      [() => sim.onJoin('room:a', { reply: 'ok' }, { tims: 1 } as never), /^onJoin\(\): times must be a whole number >= 1/],
+      [() => sim.supersede('agent-1', { clse: null } as never), /^supersede\(\): unknown option "clse" \(known: payload, close\)$/],
+      [() => sim.control('agent-1', { mode: 'stop' }, { vai: 'broadcast' } as never), /^control\(\): unknown option "vai" \(known: via\)$/],
+      [() => sim.control('agent-1', { mode: 'stop' }, { via: 'fastlane' } as never), /^control\(\): via must be 'push' or 'broadcast', got "fastlane"$/],
+      [() => sim.abort('all', { rest: true } as never), /^abort\(\): unknown option "rest" \(known: reset\)$/],
+      [() => sim.push('all', 'room:a', 'e', {}, { joinref: '1' } as never), /^push\(\): unknown option "joinref" \(known: joinRef\)$/],
+      [() => sim.refuseUpgrades({ status: 503, bdy: 'platform' } as never), /^refusal: unknown key "bdy" \(known: status, retryAfter, body, connection, message\)$/],
+    ]
+    for (const [call, message] of refused) expect(call, String(message)).toThrow(message)
+    await expect(sim.stop({ abrt: true } as never)).rejects.toThrow(/^stop\(\): unknown option "abrt" \(known: code, abort\)$/)
+    // Nothing was scripted: a link connects and joins as usual.
+    const link = world().link(sim)
+    await link.connect()
+    const room = link.channel('room:a')
+    expect(await room.joined()).toEqual({})
+  })
+})

@@ -105,7 +105,8 @@ describe('a reset over wss:', () => {
   it('a reset right behind a frame the link has not read yet (Node: an end of stream) counts as one over TLS too: the next upgrade probes', async () => {
     const { loss, upgrades } = await frameThenCut((client) => client.resetAndDestroy())
     expect(loss).toMatchObject({ outcome: 'reconnect', conflictProbe: true, reason: { kind: 'dropped', reset: true, source: 'socket' } })
-    expect((loss.reason as { detail: string }).detail).toBe('abnormal closure (1006): write ECONNRESET')
+    // TLS writes on reading (its record layer answers), so the reset meets a write or, on a loaded machine, the read first.
+    expect((loss.reason as { detail: string }).detail).toMatch(/^abnormal closure \(1006\): (write|read) ECONNRESET$/)
     expect(upgrades).toEqual([[101, null], [101, 'reject']])
   })
 

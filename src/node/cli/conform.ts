@@ -28,8 +28,10 @@ export async function runConform(options: ConformOptions): Promise<number> {
   for (const signal of signals) process.on(signal, stop)
   let report
   try {
+    // Only the conformance options: how to print is this command's own.
+    const { json: _json, write: _write, ...conformance } = options
     report = await runConformance({
-      ...options,
+      ...conformance,
       signal: controller.signal,
       onScenario: (name, verdicts) => {
         if (!options.json) process.stderr.write(`scenario ${name}: ${verdicts.map((v) => `${v.rule} ${v.pass ? 'held' : 'broken'}`).join(', ')}\n`)

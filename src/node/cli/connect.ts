@@ -67,6 +67,7 @@ export async function runConnect(options: ConnectOptions): Promise<number> {
   const stop = () => void link.disconnect()
   process.once('SIGINT', stop)
   process.once('SIGTERM', stop)
+  process.once('SIGHUP', stop)
   try {
     await link.runForever()
     // Stopped as asked; a trace that failed to write is not the run the user asked for.
@@ -86,6 +87,7 @@ export async function runConnect(options: ConnectOptions): Promise<number> {
   } finally {
     process.off('SIGINT', stop)
     process.off('SIGTERM', stop)
+    process.off('SIGHUP', stop)
     await link.disconnect()
     stopLive?.()
     await stopTrace?.()

@@ -36,7 +36,7 @@ function checkOriginFor(allowed: readonly string[]): boolean | string[] {
 }
 
 /**
- * Starts the simulator and logs every socket until SIGINT or SIGTERM.
+ * Starts the simulator and logs every socket until SIGINT, SIGTERM or SIGHUP.
  *
  * @returns the exit code once stopped.
  * @throws {Error} (rejects) when an `--agent` value is not `id:key` or the port cannot be bound;
@@ -103,9 +103,9 @@ export async function runServe(options: ServeOptions): Promise<number> {
   sim.on('agent-aborted', (a: AgentAborted) =>
     out.event('simulator', 'agent-aborted', { principal: a.principal, runId: a.runId, outcome: a.outcome }, `runs of ${a.principal}: ${a.runId ?? '(none)'} ${a.outcome}`),
   )
+  // SIGHUP too (the terminal closed): Node's default for it ends the process with no drain.
   await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve)
-    process.once('SIGTERM', resolve)
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => resolve())
   })
   await sim.stop() // a drain, as a Phoenix endpoint on SIGTERM: every socket with a channel closed 1012
   out.event('simulator', 'stopped', {}, 'stopped')

@@ -30,6 +30,7 @@ import {
   SUPERSEDE_EVENT,
   type Frame,
   type Payload,
+  notPlainObject,
 } from '../../protocol.js'
 import { JOINS_KEPT, SimConnection, cutField, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
@@ -459,8 +460,54 @@ function wsStatusCode(error: Error): number | null {
  *
  * @throws {TypeError} naming the field.
  */
+/**
+ * Checks the options object of a control (`undefined` is none): an object holding only `known`
+ * keys, as its HTTP route's body is (a misspelt `close` of supersede() would be ignored and the
+ * close still sent).
+ *
+ * @throws {TypeError} naming the control and the first unknown key, or what the options are.
+ */
+function checkControlOptions(where: string, options: unknown, known: ReadonlySet<string>): void {
+  if (options === undefined) return
+  if (options === null || typeof options !== 'object') throw new TypeError(`${where}: options must be an object, got ${shownAs(options)}`)
+  const stray = unknownKey(options, known)
+  if (stray !== undefined) throw new TypeError(`${where}: unknown option ${JSON.stringify(stray)} (known: ${[...known].join(', ')})`)
+}
+
+const REFUSAL_KEYS: ReadonlySet<string> = new Set(['status', 'retryAfter', 'body', 'connection', 'message'])
+const JOIN_OUTCOME_KEYS: ReadonlySet<string> = new Set(['reply', 'response', 'before', 'after'])
+
+/**
+ * Checks a join rule as `POST /admin/join-rule` checks its body: a reply of ok, error (with a
+ * response), none or hold; a response that is a plain object or a function giving one; hooks
+ * that are functions; `times` a whole number of at least 1 (or Infinity: always).
+ *
+ * @throws {TypeError} naming what is wrong (a join of a misspelt reply would never be answered).
+ * @throws {RangeError} for `times` out of range.
+ */
+function checkJoinOutcome(outcome: JoinOutcome, times: number): void {
+  if (outcome === null || typeof outcome !== 'object') throw new TypeError(`onJoin(): the outcome must be an object { reply, response? }, got ${shownAs(outcome)}`)
+  const stray = unknownKey(outcome, JOIN_OUTCOME_KEYS)
+  if (stray !== undefined) throw new TypeError(`onJoin(): unknown outcome key ${JSON.stringify(stray)} (known: ${[...JOIN_OUTCOME_KEYS].join(', ')})`)
+  const { reply } = outcome
+  if (reply !== 'ok' && reply !== 'error' && reply !== 'none' && reply !== 'hold') throw new TypeError(`onJoin(): reply must be 'ok', 'error', 'none' or 'hold', got ${shownAs(reply)}`)
+  const response = (outcome as { response?: unknown }).response
+  if (reply === 'error' && response === undefined) throw new TypeError("onJoin(): an 'error' reply needs a response (the join's error reply carries it, e.g. { reason: 'unauthorized' })")
+  if ((reply === 'none' || reply === 'hold') && response !== undefined) throw new TypeError(`onJoin(): a '${reply}' reply sends no response`)
+  if (response !== undefined && typeof response !== 'function' && notPlainObject(response) !== null) {
+    throw new TypeError(`onJoin(): the response must be a plain object (a Phoenix map) or a function giving one, got ${notPlainObject(response)}`)
+  }
+  for (const hook of ['before', 'after'] as const) {
+    const fn = (outcome as { before?: unknown; after?: unknown })[hook]
+    if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`onJoin(): ${hook} must be a function (connection) => void, got ${shownAs(fn)}`)
+  }
+  if (!(times === Number.POSITIVE_INFINITY || (Number.isInteger(times) && times >= 1))) throw new RangeError(`onJoin(): times must be a whole number >= 1 (or Infinity: always), got ${shownAs(times)}`)
+}
+
 function checkRefusal(refusal: UpgradeRefusal): void {
   if (refusal === null || typeof refusal !== 'object') throw new TypeError(`a refusal is an object { status, retryAfter?, body?, connection?, message? }, got ${shownAs(refusal)}`)
+  const stray = unknownKey(refusal, REFUSAL_KEYS)
+  if (stray !== undefined) throw new TypeError(`refusal: unknown key ${JSON.stringify(stray)} (known: ${[...REFUSAL_KEYS].join(', ')})`)
   if (!Number.isInteger(refusal.status) || refusal.status < 400 || refusal.status > 599) throw new TypeError(`refusal status must be a whole number in 400-599, got ${String(refusal.status)}`)
   if (refusal.retryAfter !== undefined && (typeof refusal.retryAfter !== 'string' || !/^[\t\x20-\x7e]*$/.test(refusal.retryAfter))) {
     throw new TypeError(`refusal retryAfter must be an HTTP field value (visible ASCII, spaces and tabs), got ${JSON.stringify(refusal.retryAfter)}`)
@@ -830,9 +877,14 @@ export class PlatformSimulator extends EventEmitter {
   /**
    * Answers joins of a topic (exact string or RegExp) with `outcome`, `times` times (default:
    * always). Later rules take precedence. Without a rule a join succeeds.
+   *
+   * @throws {TypeError} for an outcome its HTTP route would refuse (a reply other than ok, error,
+   *   none or hold; an error with no response; an unknown key; a response that is not a plain
+   *   object or a function), and {RangeError} for `times` that is not a whole number >= 1.
    */
   onJoin(match: string | RegExp, outcome: JoinOutcome, times = Number.POSITIVE_INFINITY): this {
     this.assertRunning('onJoin()')
+    checkJoinOutcome(outcome, times)
     this.joinRules.unshift({ match: typeof match === 'string' ? match : statelessPattern(match), outcome, times })
     return this
   }
@@ -1006,6 +1058,7 @@ export class PlatformSimulator extends EventEmitter {
    *   overtakes"); this is how a test gives a client that close, with the loss, at will.
    */
   abort(target: Target, options: { reset?: boolean } = {}): number {
+    checkControlOptions('abort()', options, new Set(['reset']))
     const sockets = this.resolve(target, { closing: true })
     for (const c of sockets) c.abort(options.reset === true)
     return sockets.length
@@ -1121,6 +1174,7 @@ export class PlatformSimulator extends EventEmitter {
    *   before anything is sent.
    */
   push(target: Target, topic: string, event: string, payload: Payload, options: { joinRef?: string | null } = {}): number {
+    checkControlOptions('push()', options, new Set(['joinRef']))
     payload = asJson('push()', payload)
     let sent = 0
     for (const c of this.resolve(target)) {
@@ -1156,6 +1210,8 @@ export class PlatformSimulator extends EventEmitter {
     signal: { mode: string; scope?: string; room_id?: string; execution_id?: string; reason?: string; correlation_id?: string | null } & Payload,
     options: { via?: 'push' | 'broadcast' } = {},
   ): number {
+    checkControlOptions('control()', options, new Set(['via']))
+    if (options.via !== undefined && options.via !== 'push' && options.via !== 'broadcast') throw new TypeError(`control(): via must be 'push' or 'broadcast', got ${shownAs(options.via)}`)
     // The signal's own members over the defaults, as given (a `scope: undefined` leaves the wire
     // without one), then as JSON carries them; a signal whose members cannot be read is refused.
     let merged: Payload
@@ -1202,6 +1258,7 @@ export class PlatformSimulator extends EventEmitter {
    */
   supersede(agentId: string, options: { payload?: Payload; close?: number | null } = {}): number {
     this.assertRunning('supersede()')
+    checkControlOptions('supersede()', options, new Set(['payload', 'close']))
     // A bad close code is refused before anything is pushed or recorded (RangeError, as close()).
     if (typeof options.close === 'number') assertSendableClose(options.close, '')
     // So is a payload JSON cannot carry: what is pushed, recorded and kept as the reason's raw is its JSON.
@@ -1303,6 +1360,11 @@ export class PlatformSimulator extends EventEmitter {
    */
   stop(options: { code?: number; abort?: boolean } = {}): Promise<void> {
     if (this.stopping) return this.stopping
+    try {
+      checkControlOptions('stop()', options, new Set(['code', 'abort']))
+    } catch (error) {
+      return Promise.reject(error)
+    }
     // A code no endpoint may send is refused before anything is torn down, so the host can stop again.
     if (options.code !== undefined) {
       try {
