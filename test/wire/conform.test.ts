@@ -7,6 +7,7 @@
  * only Retry-After. Each run prints its table, so the CI log shows every verdict.
  */
 import { spawn, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { until } from '../support/until.js'
@@ -186,6 +187,37 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL')
       for (const pid of started.filter(alive)) process.kill(Number(pid), 'SIGKILL')
+    }
+  }, 60_000)
+})
+
+describe('phoenix-link conform killed outright', () => {
+  it('SIGKILL of conform (no cleanup of its own can run) still ends every agent it started: its reaper sees the pipe close', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'conform', '--quiet', '30000', '--stop-timeout', '1000', '--', process.execPath, 'test/fixtures/conform-agent.mjs'], { cwd: REPO, stdio: ['ignore', 'ignore', 'ignore'] })
+    const agents = () => spawnSync('pgrep', ['-P', String(child.pid), '-f', 'test/fixtures/conform-agent.mjs'], { encoding: 'utf8' }).stdout.trim().split('\n').filter((p) => p !== '')
+    // Running: present and not a zombie (an orphan's exit may never be reaped in a container).
+    const running = (pid: string) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2))
+      } catch {
+        return false
+      }
+    }
+    const exited = new Promise<unknown>((resolve) => child.once('exit', resolve))
+    let started: string[] = []
+    try {
+      // pgrep is the only view of another process's children: poll it, bounded.
+      await until(() => (started = agents()).length >= 3, 20_000, 'three agents to run')
+      child.kill('SIGKILL')
+      await exited
+      // The reaper's SIGTERM, and its SIGKILL after the stop timeout (1 s), within a bound.
+      await until(() => started.filter(running).length === 0, 10_000, 'every agent of the killed conform to end')
+      expect(started.length).toBeGreaterThanOrEqual(3)
+      expect(started.filter(running)).toEqual([])
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      for (const pid of started.filter(running)) process.kill(Number(pid), 'SIGKILL')
     }
   }, 60_000)
 })

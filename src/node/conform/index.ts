@@ -277,6 +277,11 @@ class Agent {
     return this.text
   }
 
+  /** The id of the agent's process group (its command's pid), or undefined when it never started. */
+  get pgid(): number | undefined {
+    return this.child.pid
+  }
+
   get running(): boolean {
     return this.groupGone !== null || (this.child.exitCode === null && this.child.signalCode === null && this.child.pid !== undefined)
   }
@@ -313,6 +318,69 @@ class Agent {
     if (!(await endsWithin(this, GROUP_KILL_WAIT_MS))) this.groupGone?.()
     await this.exited
     this.signal('SIGKILL') // whatever the command left behind in its group
+  }
+}
+
+/**
+ * The reaper's program: it reads `+<pgid>` and `-<pgid>` lines (an agent's process group started,
+ * ended) on its stdin, and when the stdin ends with groups left (conform itself died, a SIGKILL or
+ * an out-of-memory kill, and the pipe closed with it) sends each SIGTERM, then SIGKILL after the
+ * grace (argv[1], ms), and exits. An ordinary end of conform removes every group first: then it
+ * just exits.
+ */
+const REAPER_PROGRAM = `
+const graceMs = Number(process.argv[1])
+const groups = new Set()
+let text = ''
+process.stdin.setEncoding('utf8')
+process.stdin.on('data', (chunk) => {
+  text += chunk
+  for (let at = text.indexOf('\\n'); at >= 0; at = text.indexOf('\\n')) {
+    const line = text.slice(0, at)
+    text = text.slice(at + 1)
+    const pgid = Number(line.slice(1))
+    if (!(Number.isInteger(pgid) && pgid > 1)) continue
+    if (line[0] === '+') groups.add(pgid)
+    else groups.delete(pgid)
+  }
+})
+process.stdin.on('end', () => {
+  if (groups.size === 0) return
+  const send = (signal) => { for (const pgid of groups) { try { process.kill(-pgid, signal) } catch {} } }
+  send('SIGTERM')
+  setTimeout(() => { send('SIGKILL'); process.exit(0) }, graceMs)
+})
+`
+
+/**
+ * A process of its own that ends the agents' process groups if conform dies without stopping them
+ * (a SIGKILL): each agent runs in a group of its own, so nothing else would, and an agent left
+ * running would reconnect for ever to a port nobody listens on. Conform tells it each group that
+ * starts and ends ({@link REAPER_PROGRAM}); it holds nothing of conform's event loop.
+ */
+class Reaper {
+  private readonly child: ChildProcess
+  private readonly exited: Promise<void>
+
+  constructor(graceMs: number) {
+    // Detached: a Ctrl-C to conform's process group must not end it before conform has stopped its agents.
+    this.child = spawn(process.execPath, ['-e', REAPER_PROGRAM, String(graceMs)], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] })
+    this.exited = new Promise((resolve) => {
+      this.child.once('exit', () => resolve())
+      this.child.once('error', () => resolve())
+    })
+    this.child.stdin!.on('error', () => {})
+  }
+
+  /** An agent's group started (`true`) or ended. */
+  track(pgid: number | undefined, started: boolean): void {
+    if (pgid !== undefined && this.child.stdin!.writable) this.child.stdin!.write(`${started ? '+' : '-'}${pgid}\n`)
+  }
+
+  /** Ends it: every group tracked has ended, so it exits without signalling any. */
+  async close(): Promise<void> {
+    this.child.stdin!.end()
+    await this.exited
   }
 }
 
@@ -771,6 +839,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     host: '127.0.0.1',
     agents: 'any',
   })
+  const reaper = new Reaper(settings.stopTimeoutMs)
   const found: Verdicts[] = []
   const output: Record<string, string> = {}
   const neverConnected: Record<string, string> = {}
@@ -808,6 +877,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
             })
             agents.push(agent)
             running.add(agent)
+            reaper.track(agent.pgid, true)
             return agent
           },
           // Gives up early once every agent process of the scenario has exited: nothing more will come.
@@ -832,6 +902,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
         for (const agent of agents) {
           await agent.stop(settings.stopTimeoutMs)
           running.delete(agent)
+          reaper.track(agent.pgid, false)
         }
         if (ended !== null && !options.signal?.aborted) neverConnected[name] = ended
         // A scenario the stop cut short judged nothing: no verdict, no report after the run rejected.
@@ -845,7 +916,13 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     await Promise.race([workers, abortedRun])
   } finally {
     if (aborted) options.signal?.removeEventListener('abort', aborted)
-    await Promise.all([...running].map((agent) => agent.stop(settings.stopTimeoutMs)))
+    await Promise.all(
+      [...running].map(async (agent) => {
+        await agent.stop(settings.stopTimeoutMs)
+        reaper.track(agent.pgid, false)
+      }),
+    )
+    await reaper.close()
     await sim.stop()
     // On a stop, the scenarios still running end now (their agents gone, the simulator stopped, their
     // quiet windows cut): wait for them, bounded, so nothing of the run happens after it returns.
