@@ -33,18 +33,28 @@ describe('parseTrace', () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ link: undefined }, 'line 2 is not a trace record: link must be a non-empty string, got nothing'],
       [{ link: 7 }, 'line 2 is not a trace record: link must be a non-empty string, got 7'],
-      [{ seq: '1' }, 'line 2 is not a trace record: seq must be a number, got "1"'],
-      [{ at: null }, 'line 2 is not a trace record: at must be a number of milliseconds, got null'],
+      [{ seq: '1' }, 'line 2 is not a trace record: seq must be a whole number from 1, got "1"'],
+      [{ seq: 1.5 }, 'line 2 is not a trace record: seq must be a whole number from 1, got 1.5'],
+      [{ seq: 0 }, 'line 2 is not a trace record: seq must be a whole number from 1, got 0'],
+      [{ seq: 1 }, 'line 2 is out of order: seq 1 of link "A" comes after its seq 1 (line 1); a link\'s records count up from 1 (two runs written under one label, or lines moved or repeated)'],
+      [{ at: null }, 'line 2 is not a trace record: at must be a number of milliseconds, 0 or more, got null'],
+      [{ at: -5 }, 'line 2 is not a trace record: at must be a number of milliseconds, 0 or more, got -5'],
       [{ event: undefined }, 'line 2 is not a trace record: event must be a string, got nothing'],
-      [{ actor: 1 }, 'line 2 is not a trace record: actor must be a string, got 1'],
+      [{ actor: 1 }, 'line 2 is not a trace record: actor must be connection, reconnect, control or channel:<topic>, got 1'],
+      [{ actor: 'nosuch' }, 'line 2 is not a trace record: actor must be connection, reconnect, control or channel:<topic>, got "nosuch"'],
       [{ state: 'online' }, 'line 2 is not a trace record: state must be one of idle, connecting, joining, connected, reconnecting, suspended, stopping, stopped, terminated, got "online"'],
       [{ charts: [] }, 'line 2 is not a trace record: charts must be an object, got []'],
       [{ charts: { connection: 'idle' } }, 'line 2 is not a trace record: charts.reconnect must be a state value or null, got nothing'],
       [{ charts: { ...good.charts, connection: { session: {} } } }, 'line 2 is not a trace record: charts.connection must be a state value, got {"session":{}}'],
       [{ charts: { ...good.charts, channels: { 'room:1': 3 } } }, 'line 2 is not a trace record: charts.channels must be an object of state values by topic, got {"room:1":3}'],
-      [{ lastReason: 'closed' }, 'line 2 is not a trace record: lastReason must be a reason (an object with a kind) or null, got "closed"'],
+      [{ lastReason: 'closed' }, 'line 2 is not a trace record: lastReason must be a reason (an object whose kind is graceful, superseded, rejected, closed, dropped, timed-out, suppressed, other) or null, got "closed"'],
+      [{ lastReason: { kind: 'bogus' } }, 'line 2 is not a trace record: lastReason must be a reason (an object whose kind is graceful, superseded, rejected, closed, dropped, timed-out, suppressed, other) or null, got {"kind":"bogus"}'],
     ]
-    for (const [patch, message] of cases) expect(() => parseTrace(`${line({})}\n${line(patch)}`, charts)).toThrow(new Error(message))
+    for (const [patch, message] of cases) expect(() => parseTrace(`${line({})}\n${line({ seq: 2, ...patch })}`, charts)).toThrow(new Error(message))
+    // A number JSON cannot write back (1e400 reads as Infinity) is named as it is, not as null.
+    expect(() => parseTrace(`${line({})}\n${line({ seq: 2 }).replace('"at":0', '"at":1e400')}`, charts)).toThrow(new Error('line 2 is not a trace record: at must be a number of milliseconds, 0 or more, got Infinity'))
+    // Two links interleave, each counting up on its own; a channel's step names its chart.
+    expect(parseTrace([line({}), line({ link: 'B' }), line({ seq: 2, actor: 'channel:room:1' }), line({ link: 'B', seq: 3 })].join('\n'), charts)).toHaveLength(4)
     expect(() => parseTrace('{"seq": 1', charts)).toThrow(/^line 1 is not JSON/)
     expect(() => parseTrace('[1,2]', charts)).toThrow(/^line 1 is not a trace record \(expected an object/)
     expect(() => parseTrace('\n \n', charts)).toThrow(new Error('the trace has no records'))

@@ -7,6 +7,7 @@
  */
 import { LINK_STATES } from '../../../machines/status.js'
 import type { TraceRecord } from './trace.js'
+import type { DisconnectReason } from '../../reasons.js'
 import { jsonDepth } from '../../json-depth.js'
 
 /** A chart state value as a trace holds it: a state name, or nested regions. */
@@ -49,11 +50,26 @@ export function statePaths(value: TraceStateValue | null, prefix = ''): string[]
 const LINK_STATE_SET: ReadonlySet<string> = new Set(LINK_STATES)
 
 /**
+ * The kinds of a {@link DisconnectReason}, restated so that the page (which runs this) does not
+ * bundle the reasons' zod schemas; the types below fail to compile if the two lists part.
+ */
+const REASON_KIND_LIST = ['graceful', 'superseded', 'rejected', 'closed', 'dropped', 'timed-out', 'suppressed', 'other'] as const satisfies ReadonlyArray<DisconnectReason['kind']>
+const everyKind: [Exclude<DisconnectReason['kind'], (typeof REASON_KIND_LIST)[number]>] extends [never] ? true : false = true
+void everyKind
+const REASON_KINDS: ReadonlySet<string> = new Set(REASON_KIND_LIST)
+
+/** The charts a step can be taken by: the connection, reconnect and control charts, and a channel's (`channel:<topic>`). */
+const TRACE_ACTOR = /^(connection|reconnect|control|channel:[\s\S]+)$/
+
+/**
  * Parses a trace's text: one {@link TraceRecord} per non-blank line. Each record needs `link` (a
- * non-empty string), `seq` and `at` (finite numbers), `event` and `actor` (strings), `state` (a
+ * non-empty string), `seq` (a whole number from 1, greater than the link's record before it),
+ * `at` (finite milliseconds, 0 or more), `event` (a string), `actor` (`connection`, `reconnect`,
+ * `control` or `channel:<topic>`), `state` (a
  * public link state), `charts.connection` (a state value), `charts.reconnect` and
  * `charts.control` (a state value or null), `charts.channels` (an object of state values; absent
- * reads as none) and `lastReason` (an object with a `kind`, or null; absent reads as null). With
+ * reads as none) and `lastReason` (an object whose `kind` is a reason's kind, or null; absent reads
+ * as null). With
  * `charts`, every state a record names must be a state of that chart.
  *
  * @param charts the shipped charts' states (the page's drawn charts); omit to check shapes only.
@@ -65,6 +81,8 @@ export function parseTrace(text: string, charts?: readonly TraceChartStates[]): 
   // The drawn chart's root node ("(root)") is no state a link can be in.
   const known = charts ? new Map(charts.map((c) => [c.name, new Set(c.states.map((s) => s.path).filter((path) => path !== '(root)'))])) : null
   const records: TraceRecord[] = []
+  // The last seq of each link and its line: a link's records count up from 1, in file order.
+  const lastSeq = new Map<string, { seq: number; line: number }>()
   const lines = text.split('\n')
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!.trim()
@@ -88,10 +106,17 @@ export function parseTrace(text: string, charts?: readonly TraceChartStates[]): 
       throw new Error(`${where} is a trace record of format ${shown(r, 'format')}, written by another version of phoenix-link; this one reads format ${TRACE_FORMAT}`)
     }
     if (typeof r.link !== 'string' || r.link === '') bad('link', 'a non-empty string')
-    if (typeof r.seq !== 'number' || !Number.isFinite(r.seq)) bad('seq', 'a number')
-    if (typeof r.at !== 'number' || !Number.isFinite(r.at)) bad('at', 'a number of milliseconds')
+    if (typeof r.seq !== 'number' || !Number.isInteger(r.seq) || r.seq < 1) bad('seq', 'a whole number from 1')
+    const before = lastSeq.get(r.link as string)
+    if (before !== undefined && (r.seq as number) <= before.seq) {
+      throw new Error(
+        `${where} is out of order: seq ${r.seq as number} of link ${JSON.stringify(r.link)} comes after its seq ${before.seq} (line ${before.line}); a link's records count up from 1 (two runs written under one label, or lines moved or repeated)`,
+      )
+    }
+    lastSeq.set(r.link as string, { seq: r.seq as number, line: i + 1 })
+    if (typeof r.at !== 'number' || !Number.isFinite(r.at) || r.at < 0) bad('at', 'a number of milliseconds, 0 or more')
     if (typeof r.event !== 'string') bad('event', 'a string')
-    if (typeof r.actor !== 'string') bad('actor', 'a string')
+    if (typeof r.actor !== 'string' || !TRACE_ACTOR.test(r.actor)) bad('actor', 'connection, reconnect, control or channel:<topic>')
     if (typeof r.state !== 'string' || !LINK_STATE_SET.has(r.state)) bad('state', `one of ${LINK_STATES.join(', ')}`)
     const c = r.charts as Record<string, unknown> | null | undefined
     if (c === null || typeof c !== 'object' || Array.isArray(c)) bad('charts', 'an object')
@@ -105,7 +130,7 @@ export function parseTrace(text: string, charts?: readonly TraceChartStates[]): 
     }
     if (r.lastReason === undefined) r.lastReason = null
     const reason = r.lastReason as { kind?: unknown } | null
-    if (reason !== null && (typeof reason !== 'object' || typeof reason.kind !== 'string')) bad('lastReason', 'a reason (an object with a kind) or null')
+    if (reason !== null && (typeof reason !== 'object' || Array.isArray(reason) || !REASON_KINDS.has(reason.kind as string))) bad('lastReason', `a reason (an object whose kind is ${[...REASON_KINDS].join(', ')}) or null`)
     if (known) {
       const values: Array<[string, unknown]> = [
         ['connection', chartsOf.connection],
@@ -132,6 +157,8 @@ function shown(record: Record<string, unknown>, path: string): string {
   let value: unknown = record
   for (const key of path.split('.')) value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined
   if (value === undefined) return 'nothing'
+  // JSON writes Infinity and NaN (a `1e400` read back) as null: said as they are.
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value)
   let text: string
   try {
     text = JSON.stringify(value) ?? String(value)
