@@ -118,7 +118,8 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
    */
   let pending: unknown[] = []
   const track = (result: unknown): void => {
-    if ((typeof result === 'object' && result !== null) || typeof result === 'function') pending.push(result)
+    // OpenTelemetry's span methods return the span itself: only a thenable is waited on.
+    if (((typeof result === 'object' && result !== null) || typeof result === 'function') && typeof (result as { then?: unknown }).then === 'function') pending.push(result)
   }
   /** `span` with every method's result tracked (see `pending`). */
   const tracked = (span: SpanLike): SpanLike => ({

@@ -155,9 +155,9 @@ export class LinkCharts extends ChartRuntime {
     }
   }
 
-  /** Stops every chart (the link crashed): no delay of any chart fires again; a handler still running is abandoned. */
   /**
-   * Stops every chart (their delays cancelled) and abandons the control delivery. Each is stopped
+   * Stops every chart (the link crashed): no delay of any chart fires again; a handler still
+   * running is abandoned (the control delivery). Each chart is stopped
    * whatever the others did: a stop that throws (the host's clock failing to clear a timer) does
    * not leave the rest running.
    *
