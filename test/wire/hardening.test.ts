@@ -200,7 +200,8 @@ describe('host input', () => {
     expect(await room.push('ok', {})).toEqual({})
   })
 
-  it('a payload holding, at any depth, a value whose content JSON would lose (a Map, a Set, binary data) rejects PUSH_INVALID naming it and its path; a nested Date goes as its toJSON (ISO text); join params are held to the same', async () => {
+  /** A connected link with room:1 joined on a simulator that answers every push ok and records it (event, payload). */
+  async function joinedRoomRecordingPushes() {
     const sim = await world().sim()
     const received: Array<[string, unknown]> = []
     sim.onPush(({ event, payload }) => (received.push([event, payload]), { status: 'ok', response: {} }))
@@ -208,6 +209,11 @@ describe('host input', () => {
     await link.connect()
     const room = link.channel('room:1')
     await room.joined()
+    return { sim, link, room, received }
+  }
+
+  it('a payload holding, at any depth, a value whose content JSON would lose (a Map, a Set, binary data) rejects PUSH_INVALID naming it and its path; a nested Date goes as its toJSON (ISO text); join params are held to the same', async () => {
+    const { link, room, received } = await joinedRoomRecordingPushes()
     const refused: Array<[object, string]> = [
       [{ value: new Map([['a', 1]]) }, 'a Map at value (JSON would send it as {})'],
       [{ a: { b: [1, new Set([2])] } }, 'a Set at a.b[1] (JSON would send it as {})'],
@@ -231,13 +237,7 @@ describe('host input', () => {
   })
 
   it('a payload that is neither a plain object nor an ArrayBuffer rejects PUSH_INVALID at once, naming what it got; nothing reaches the server', async () => {
-    const sim = await world().sim()
-    const received: Array<[string, unknown]> = []
-    sim.onPush(({ event, payload }) => (received.push([event, payload]), { status: 'ok', response: {} }))
-    const link = world().link(sim)
-    await link.connect()
-    const room = link.channel('room:1')
-    await room.joined()
+    const { room, received } = await joinedRoomRecordingPushes()
     const refused: Array<[unknown, string]> = [
       [new Uint8Array([1, 2]), 'a Uint8Array (push its bytes as an ArrayBuffer'],
       [Buffer.from('ab'), 'a Buffer (push its bytes'],
