@@ -702,11 +702,11 @@ void connectionsMatch
  * The GET routes the admin API serves beside {@link CONTROL_ROUTES} (no body): method, path, what
  * each answers and, for a JSON answer, its schema.
  */
-export const ADMIN_ROUTES: ReadonlyArray<{ readonly method: 'GET'; readonly path: string; readonly summary: string; readonly response?: z.ZodMiniType }> = deepFreeze([
+export const ADMIN_ROUTES: ReadonlyArray<{ readonly method: 'GET'; readonly path: string; readonly summary: string; readonly response?: z.ZodMiniType; readonly text?: string }> = deepFreeze([
   { method: 'GET', path: '/admin/connections', summary: 'Who is attached, since when (ISO 8601), in what state, on which topics (open sockets).', response: z.strictObject({ connections: z.array(AttachedConnectionSchema) }) },
-  { method: 'GET', path: '/admin/events', summary: 'Server-sent events: principal-presence crossings and agent-aborted reports, live (an unserializable event, {event, error}, stands for one whose data JSON cannot carry, such as a host\'s own abort reason holding a BigInt).' },
-  { method: 'GET', path: '/admin/openapi.json', summary: 'The OpenAPI 3.1 document of every route (this one).' },
-  { method: 'GET', path: '/metrics', summary: 'Prometheus text (prom-client).' },
+  { method: 'GET', path: '/admin/events', summary: 'Server-sent events: principal-presence crossings and agent-aborted reports, live (an unserializable event, {event, error}, stands for one whose data JSON cannot carry, such as a host\'s own abort reason holding a BigInt).', text: 'text/event-stream' },
+  { method: 'GET', path: '/admin/openapi.json', summary: 'The OpenAPI 3.1 document of every route (this one).', text: 'application/json' },
+  { method: 'GET', path: '/metrics', summary: 'Prometheus text (prom-client).', text: 'text/plain' },
 ] as const)
 
 function schemaOf(schema: z.ZodMiniType): unknown {
@@ -781,7 +781,12 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
         summary: r.summary,
         operationId: operationIdOf(r.method, r.path),
         ...(admin ? { parameters: [tokenParameter] } : {}),
-        responses: { '200': { description: 'Done.', ...(r.response ? { content: { 'application/json': { schema: schemaOf(r.response) } } } : {}) }, ...access, '405': errors['405'], ...(r.path === '/metrics' ? { '500': errors['500'] } : {}) },
+        responses: {
+          '200': { description: 'Done.', content: r.response ? { 'application/json': { schema: schemaOf(r.response) } } : { [r.text ?? 'application/json']: { schema: r.text === 'application/json' ? { type: 'object' } : { type: 'string' } } } },
+          ...access,
+          '405': errors['405'],
+          ...(r.path === '/metrics' ? { '500': errors['500'] } : {}),
+        },
       },
     }
   }
