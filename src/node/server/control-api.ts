@@ -24,6 +24,8 @@ import { isWellFormedText, type Frame } from '../../protocol.js'
 
 /** Largest request body, bytes. */
 export const MAX_CONTROL_BODY_BYTES = 1_048_576
+/** How long a POST's body may take to arrive, in milliseconds: a body that never completes is answered 408 and its connection closed. */
+export const CONTROL_BODY_TIMEOUT_MS = 10_000
 /** Deepest nesting of arrays and objects a body may have (a payload is encoded again to be sent). */
 export const MAX_BODY_DEPTH = 64
 
@@ -743,6 +745,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
   // What a POST may answer besides: its body refused, or the simulator stopping.
   const postErrors = {
     '400': error('The body is not JSON or not what the route takes; `message` names the field.'),
+    '408': error(`The body did not arrive within ${CONTROL_BODY_TIMEOUT_MS} ms (code request_timeout); the connection is closed.`),
     '413': error(`The body is over ${MAX_CONTROL_BODY_BYTES} bytes.`),
     '415': error('The body was not sent as content-type: application/json.'),
     '503': error('The simulator is stopping (stop() was called): it scripts nothing more; a pending wait ends so too.'),
@@ -763,10 +766,17 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
         ...(r.body ? { requestBody: { required: !r.body.safeParse({}).success, content: { 'application/json': { schema: schemaOf(r.body) } } } } : {}),
         responses: {
           '200': { description: 'Done.', content: { 'application/json': { schema: schemaOf(r.response) } } },
-          ...(r.path === '/admin/wait' ? { '408': { description: 'The count did not reach atLeast (or went above atMost) within timeoutMs; `count` is the count it saw last.', content: { 'application/json': { schema: waitTimeoutBody } } } } : {}),
           ...(r.path === '/admin/keys' ? { '409': { description: "The simulator accepts any agent (agents: 'any'): it holds no keys to set.", content: { 'application/json': { schema: errorBody } } } } : {}),
           ...(r.path.includes('{') ? { '404': error('No record has that id.') } : {}),
           ...(r.method === 'POST' ? postErrors : getErrors),
+          ...(r.path === '/admin/wait'
+            ? {
+                '408': {
+                  description: `The count did not reach atLeast (or went above atMost) within timeoutMs; \`count\` is the count it saw last (code timeout). Or the body did not arrive within ${CONTROL_BODY_TIMEOUT_MS} ms (code request_timeout, no count).`,
+                  content: { 'application/json': { schema: { anyOf: [waitTimeoutBody, errorBody] } } },
+                },
+              }
+            : {}),
           ...errors,
         },
       },
@@ -1053,20 +1063,37 @@ export class ControlApi {
     return new Promise((resolve) => {
       const chunks: Buffer[] = []
       let size = 0
-      const onData = (chunk: Buffer) => {
-        size += chunk.length
-        if (size <= MAX_CONTROL_BODY_BYTES) return void chunks.push(chunk)
-        // Answered as soon as the limit is passed, not once a body of any length has arrived; the
-        // rest is not read (the connection closes after the answer).
+      let stopped = false
+      /** Stops reading the body and answers `error` (the connection closes after it: the rest is not read). */
+      const giveUp = (error: Answer) => {
+        clearTimeout(timer)
+        stopped = true
         req.off('data', onData)
         req.pause()
         chunks.length = 0
-        resolve({ error: { status: 413, close: true, body: { error: { code: 'too_large', message: `the body is over ${MAX_CONTROL_BODY_BYTES} bytes` } } } })
+        resolve({ error })
       }
+      const onData = (chunk: Buffer) => {
+        size += chunk.length
+        if (size <= MAX_CONTROL_BODY_BYTES) return void chunks.push(chunk)
+        // Answered as soon as the limit is passed, not once a body of any length has arrived.
+        giveUp({ status: 413, close: true, body: { error: { code: 'too_large', message: `the body is over ${MAX_CONTROL_BODY_BYTES} bytes` } } })
+      }
+      // A body that never completes (a Content-Length never met) would hold the connection until
+      // Node's own request timeout (300 s).
+      const timer = setTimeout(
+        () => giveUp({ status: 408, close: true, body: { error: { code: 'request_timeout', message: `the body did not arrive within ${CONTROL_BODY_TIMEOUT_MS} ms` } } }),
+        CONTROL_BODY_TIMEOUT_MS,
+      )
       req.on('data', onData)
-      req.on('error', () => resolve({ error: { status: 400, body: { error: { code: 'bad_request', message: 'the request body could not be read' } } } }))
+      req.on('close', () => clearTimeout(timer))
+      req.on('error', () => {
+        clearTimeout(timer)
+        resolve({ error: { status: 400, body: { error: { code: 'bad_request', message: 'the request body could not be read' } } } })
+      })
       req.on('end', () => {
-        if (size > MAX_CONTROL_BODY_BYTES) return
+        clearTimeout(timer)
+        if (stopped) return
         const text = Buffer.concat(chunks).toString('utf8')
         let value: unknown
         try {
