@@ -277,38 +277,65 @@ export function notPlainObject(value: unknown): string | null {
 
 /**
  * Where, inside a payload that is a plain object, a value sits whose content JSON would lose: a
- * Map, Set, WeakMap or WeakSet (sent as `{}`), an ArrayBuffer (`{}`), or a typed array, Buffer or
- * DataView (an object of indexes, or `{}`): what it is and its path, e.g. `a Map at value.items`,
- * or null when there is none. A value JSON converts by a rule of its own (a Date by its `toJSON`,
- * an ISO string; a class instance by its own enumerable fields) is left to that rule, as
- * `JSON.stringify` documents it. Walks objects and arrays once each (a cycle is left to the
- * encoder, which refuses it). Never throws: a value that cannot be read says so.
+ * Map, Set, WeakMap or WeakSet (sent as `{}`), an ArrayBuffer (`{}`), or a typed array or DataView
+ * (an object of indexes, or `{}`): what it is and its path, e.g. `a Map at value.items`, or null
+ * when there is none. A value with a `toJSON` method is sent as that returns (a Date as ISO text,
+ * a Buffer as `{type, data}`, a host's own class as it chose), as `JSON.stringify` documents it, and
+ * is not looked into; nor is a value of a class without one looked at but for its own fields,
+ * which JSON sends. Walks objects and arrays once each, without recursion (a cycle is left to the
+ * encoder, which refuses it); plain objects and arrays, nearly every value, cost one prototype
+ * read each. Never throws: a value that cannot be read says so.
  */
 export function lossyValueIn(payload: object): string | null {
   const seen = new Set<object>([payload])
-  const stack: Array<[object, string]> = [[payload, '']]
+  // Each object looked into, with where it is: its parent's index and its key there (-1: the
+  // payload). A path is written only for the value refused.
+  const nodes: object[] = [payload]
+  const parents: number[] = [-1]
+  const keys: string[] = ['']
+  const pathOf = (index: number, key: string, inArray: boolean): string => {
+    let path = inArray ? `[${key}]` : key
+    for (let i = index; i > 0; i = parents[i]!) path = Array.isArray(nodes[parents[i]!]) ? `[${keys[i]}]${path.startsWith('[') ? '' : '.'}${path}` : `${keys[i]}${path.startsWith('[') ? '' : '.'}${path}`
+    return path
+  }
+  const stack: number[] = [0]
   try {
-    for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
-      const [container, path] = top
+    for (let index = stack.pop(); index !== undefined; index = stack.pop()) {
+      const container = nodes[index]!
       const isArray = Array.isArray(container)
       for (const key of Object.keys(container)) {
         const value: unknown = (container as Record<string, unknown>)[key]
         if (value === null || typeof value !== 'object' || seen.has(value)) continue
-        const at = isArray ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`
-        const lost =
-          value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet
-            ? `a ${value.constructor.name} at ${at} (JSON would send it as {})`
-            : isArrayBuffer(value) || ArrayBuffer.isView(value) || Object.prototype.toString.call(value) === '[object SharedArrayBuffer]'
-              ? `binary data (${(value as object).constructor?.name ?? 'bytes'}) at ${at} (JSON cannot carry it: send an ArrayBuffer as the whole payload, or encode it, e.g. as base64)`
-              : null
-        if (lost !== null) return lost
         seen.add(value)
-        stack.push([value, at])
+        const proto = Object.getPrototypeOf(value) as object | null
+        // A plain object or an array (of this realm): looked into; a value with toJSON goes as it returns.
+        if (!(proto === Object.prototype || proto === Array.prototype || proto === null)) {
+          if (typeof (value as { toJSON?: unknown }).toJSON === 'function') continue
+          const lost = lossyKind(value)
+          if (lost !== null) {
+            const why = lost.startsWith('binary') ? 'JSON cannot carry it: send an ArrayBuffer as the whole payload, or encode it, e.g. as base64' : 'JSON would send it as {}'
+            return `${lost} at ${pathOf(index, key, isArray)} (${why})`
+          }
+        }
+        nodes.push(value)
+        parents.push(index)
+        keys.push(key)
+        stack.push(nodes.length - 1)
       }
     }
   } catch (error) {
     return `a value that cannot be read (${error instanceof Error ? error.message : String(error)})`
   }
+  return null
+}
+
+/** What `value` (an object that is not plain and has no toJSON) is when JSON would lose its content, or null. */
+function lossyKind(value: object): string | null {
+  if (value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet) return `a ${value.constructor.name}`
+  const tag = Object.prototype.toString.call(value)
+  // Of any realm: a collection or binary data made in another context is the same to JSON.
+  if (tag === '[object Map]' || tag === '[object Set]' || tag === '[object WeakMap]' || tag === '[object WeakSet]') return `a ${tag.slice(8, -1)}`
+  if (ArrayBuffer.isView(value) || tag === '[object ArrayBuffer]' || tag === '[object SharedArrayBuffer]') return `binary data (${(value as { constructor?: { name?: string } }).constructor?.name ?? tag.slice(8, -1)})`
   return null
 }
 

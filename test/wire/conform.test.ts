@@ -120,6 +120,23 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(without.verdicts.find((v) => v.rule === 'rejoins-with-fresh-join-ref')?.detail).toMatch(/after close 1000, agent_control:\S+ was rejoined with no join_ref/)
   }, 90_000)
 
+  it("a host's onScenario that throws ends the run: it rejects with that error once every agent is stopped, and no agent starts after it", async () => {
+    const failure = new Error('onScenario bug')
+    let calls = 0
+    const error = await runConformance({
+      ...fixture,
+      concurrency: 2,
+      onScenario: () => {
+        calls++
+        throw failure
+      },
+    }).catch((e: unknown) => e)
+    expect(error).toBe(failure)
+    expect(calls).toBe(1)
+    // This process's own agent children: none left once the run has rejected.
+    expect(spawnSync('pgrep', ['-P', String(process.pid), '-f', 'test/fixtures/conform-agent.mjs'], { encoding: 'utf8' }).stdout.trim()).toBe('')
+  }, 90_000)
+
   it('runConformance refuses an unknown option before it starts anything (a misspelt one would be judged by its default)', async () => {
     await expect(runConformance({ command: ['true'], quietMS: 100 } as never)).rejects.toThrow(/^runConformance: unknown option "quietMS" \(known: command, cwd, env, /)
   })

@@ -228,7 +228,17 @@ describe('host input', () => {
     // A value met twice (not a cycle) is looked at once; a Date inside goes as JSON sends it.
     const shared = { n: 1 }
     expect(await room.push('fine', { at: new Date(0), x: shared, y: [shared] })).toEqual({})
-    expect(received).toEqual([['fine', { at: '1970-01-01T00:00:00.000Z', x: { n: 1 }, y: [{ n: 1 }] }]])
+    // A value with toJSON goes as it returns: a Buffer as {type, data}, a Map subclass that says how.
+    class Tags extends Map<string, number> {
+      toJSON() {
+        return Object.fromEntries(this)
+      }
+    }
+    expect(await room.push('own', { bytes: Buffer.from('ab'), tags: new Tags([['a', 1]]), blob: { toJSON: () => 'YWI=' } })).toEqual({})
+    expect(received).toEqual([
+      ['fine', { at: '1970-01-01T00:00:00.000Z', x: { n: 1 }, y: [{ n: 1 }] }],
+      ['own', { bytes: { type: 'Buffer', data: [97, 98] }, tags: { a: 1 }, blob: 'YWI=' }],
+    ])
     expect(() => link.channel('room:2', { filter: new Set(['a']) })).toThrow(/^channel room:2: params must be a plain object or a function returning one, got an object holding a Set at filter \(JSON would send it as \{\}\)$/)
     const fromFunction = link.channel('room:3', () => ({ filter: new Map() }))
     const errored = await next(link, 'channel', { filter: (e) => e.topic === 'room:3' && e.status === 'errored' })

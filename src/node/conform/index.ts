@@ -124,7 +124,7 @@ export interface ConformanceOptions {
   concurrency?: number
   /** Options of the simulator (its `host` stays loopback). */
   simulator?: Omit<SimulatorOptions, 'agents'>
-  /** Called as each scenario ends. */
+  /** Called as each scenario ends. What it throws ends the run (every agent stopped) and the run rejects with it. */
   onScenario?: (name: string, verdicts: RuleVerdict[]) => void
   /** Aborting it stops every agent and the simulator, and rejects the run with the signal's reason. */
   signal?: AbortSignal
@@ -844,6 +844,8 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const output: Record<string, string> = {}
   const neverConnected: Record<string, string> = {}
   const running = new Set<Agent>()
+  /** What the host's onScenario threw, which ends the run. */
+  let hostFailure: { error: unknown } | null = null
   let workers: Promise<unknown> | null = null
   let aborted: (() => void) | null = null
   const abortedRun = new Promise<never>((_, reject) => {
@@ -857,7 +859,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     const names = Object.keys(SCENARIOS)
     let next = 0
     const worker = async () => {
-      while (next < names.length && !options.signal?.aborted) {
+      while (next < names.length && !options.signal?.aborted && hostFailure === null) {
         const name = names[next++]!
         const agentId = `conform-${name}-${randomBytes(3).toString('hex')}`
         const agents: Agent[] = []
@@ -878,6 +880,9 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
             agents.push(agent)
             running.add(agent)
             reaper.track(agent.pgid, true)
+            // Forgotten as soon as its group has ended (by itself too, as a well-behaved agent ends on
+            // a supersede): its id may then be taken by another process group, which is not ours to end.
+            void agent.exited.then(() => reaper.track(agent.pgid, false))
             return agent
           },
           // Gives up early once every agent process of the scenario has exited: nothing more will come.
@@ -906,10 +911,17 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
         }
         if (ended !== null && !options.signal?.aborted) neverConnected[name] = ended
         // A scenario the stop cut short judged nothing: no verdict, no report after the run rejected.
-        if (options.signal?.aborted) return
+        if (options.signal?.aborted || hostFailure !== null) return
         output[name] = agents.map((a, i) => (agents.length > 1 ? `[instance ${i + 1}]\n${a.output}` : a.output)).join('\n')
         found.push(verdicts)
-        options.onScenario?.(name, Object.values(verdicts))
+        try {
+          options.onScenario?.(name, Object.values(verdicts))
+        } catch (error) {
+          // The host's callback failed: the run stops as on an abort (no scenario starts after it,
+          // every agent is stopped) and rejects with what it threw.
+          hostFailure ??= { error }
+          return
+        }
       }
     }
     workers = Promise.all(Array.from({ length: concurrency }, worker))
@@ -932,6 +944,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       bound.abort()
     }
   }
+  if (hostFailure !== null) throw (hostFailure as { error: unknown }).error
   const verdicts = CONFORMANCE_RULES.map(({ id }) => {
     const all = found.map((v) => v[id]).filter((v): v is RuleVerdict => v !== undefined)
     if (all.length === 0) return verdict(id, false, 'not judged')

@@ -63,8 +63,8 @@ const TRACE_ACTOR = /^(connection|reconnect|control|channel:[\s\S]+)$/
 
 /**
  * Parses a trace's text: one {@link TraceRecord} per non-blank line. Each record needs `link` (a
- * non-empty string), `seq` (a whole number from 1, greater than the link's record before it),
- * `at` (finite milliseconds, 0 or more), `event` (a string), `actor` (`connection`, `reconnect`,
+ * non-empty string), `seq` (a whole number from 1, greater than the link's record before it, or
+ * 1 again: a link followed anew under that label), `at` (finite milliseconds), `event` (a string), `actor` (`connection`, `reconnect`,
  * `control` or `channel:<topic>`), `state` (a
  * public link state), `charts.connection` (a state value), `charts.reconnect` and
  * `charts.control` (a state value or null), `charts.channels` (an object of state values; absent
@@ -107,14 +107,16 @@ export function parseTrace(text: string, charts?: readonly TraceChartStates[]): 
     }
     if (typeof r.link !== 'string' || r.link === '') bad('link', 'a non-empty string')
     if (typeof r.seq !== 'number' || !Number.isInteger(r.seq) || r.seq < 1) bad('seq', 'a whole number from 1')
+    // A seq of 1 starts the label again: a link followed anew under a label an earlier follow freed.
     const before = lastSeq.get(r.link as string)
-    if (before !== undefined && (r.seq as number) <= before.seq) {
+    if (before !== undefined && r.seq !== 1 && (r.seq as number) <= before.seq) {
       throw new Error(
-        `${where} is out of order: seq ${r.seq as number} of link ${JSON.stringify(r.link)} comes after its seq ${before.seq} (line ${before.line}); a link's records count up from 1 (two runs written under one label, or lines moved or repeated)`,
+        `${where} is out of order: seq ${r.seq as number} of link ${JSON.stringify(r.link)} comes after its seq ${before.seq} (line ${before.line}); a link's records count up from 1 (lines moved or repeated)`,
       )
     }
     lastSeq.set(r.link as string, { seq: r.seq as number, line: i + 1 })
-    if (typeof r.at !== 'number' || !Number.isFinite(r.at) || r.at < 0) bad('at', 'a number of milliseconds, 0 or more')
+    // Negative when a host gave traceLink an origin after the link's first step: a stamp, not an order.
+    if (typeof r.at !== 'number' || !Number.isFinite(r.at)) bad('at', 'a number of milliseconds')
     if (typeof r.event !== 'string') bad('event', 'a string')
     if (typeof r.actor !== 'string' || !TRACE_ACTOR.test(r.actor)) bad('actor', 'connection, reconnect, control or channel:<topic>')
     if (typeof r.state !== 'string' || !LINK_STATE_SET.has(r.state)) bad('state', `one of ${LINK_STATES.join(', ')}`)
