@@ -12,12 +12,17 @@ export type Unsubscribe = () => void
 
 type Tagged<Events> = { [K in keyof Events]: { type: K } & Events[K] }[keyof Events]
 
+/** One registration of a listener for a type: whether it was made by once(). Compared by identity. */
+interface Registration {
+  readonly once: boolean
+}
+
 /** A typed emitter over an event map `{ name: payload }`, delivering asynchronously and in order. */
 export class Emitter<Events extends { [K in keyof Events]: object }> {
   // Made on first use: an emitter nobody listens to holds no map, set or queue. Each type's
   // listeners map to whether they were registered with once(): a function is registered at most
   // once per type, as the DOM's addEventListener keeps its listeners.
-  private listeners: Map<keyof Events, Map<(payload: never) => void, boolean>> | null = null
+  private listeners: Map<keyof Events, Map<(payload: never) => void, Registration>> | null = null
   private anyListeners: Set<(event: Tagged<Events>) => void> | null = null
   private queue: Array<Tagged<Events>> | null = null
   private draining = false
@@ -46,8 +51,14 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
     let registered = listeners.get(type)
     if (!registered) listeners.set(type, (registered = new Map()))
     const fn = listener as (payload: never) => void
-    if (!registered.has(fn)) registered.set(fn, once)
-    return () => void this.listeners?.get(type)?.delete(fn)
+    const registration = registered.get(fn) ?? { once }
+    registered.set(fn, registration)
+    // Removes this registration only: called after a once() listener ran (its registration gone),
+    // it leaves a later registration of the same function alone.
+    return () => {
+      const now = this.listeners?.get(type)
+      if (now !== undefined && now.get(fn) === registration) now.delete(fn)
+    }
   }
 
   /** Removes `listener` of `type`, added with on() or once(). Does nothing when it is not registered. */
@@ -85,14 +96,15 @@ export class Emitter<Events extends { [K in keyof Events]: object }> {
       // for every event, an events() iterator too) hears the next event; one removed meanwhile (by
       // a listener before it) is not called.
       const registered = this.listeners?.get(event.type)
-      const typed = registered === undefined || registered.size === 0 ? null : [...registered.keys()]
+      const typed = registered === undefined || registered.size === 0 ? null : [...registered]
       const any = this.anyListeners
       const every = any === null || any.size === 0 ? null : [...any]
       if (typed !== null) {
-        for (const listener of typed) {
-          const once = registered!.get(listener)
-          if (once === undefined) continue
-          if (once) registered!.delete(listener)
+        for (const [listener, registration] of typed) {
+          // The registration the copy was taken with: one removed meanwhile, and one made again
+          // meanwhile (a new registration of the same function), do not hear this event.
+          if (registered!.get(listener) !== registration) continue
+          if (registration.once) registered!.delete(listener)
           this.call(() => (listener as (payload: object) => void)(event), event.type)
         }
       }

@@ -24,7 +24,7 @@ import { redact, redacting, type LinkLog, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { RunSupervisor, runProblem, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
-import { HEARTBEAT_TOPIC, hasLoneSurrogate, LONE_SURROGATE_MESSAGE, lossyValueIn, notPlainObject, type ControlSignal, type Payload } from './protocol.js'
+import { controlTopic, HEARTBEAT_TOPIC, hasLoneSurrogate, LONE_SURROGATE_MESSAGE, lossyValueIn, notPlainObject, utf8Length, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 import { traceSpans, type TracerLike } from './tracing.js'
 
@@ -598,6 +598,14 @@ export class Link {
     this.#keys = typeof apiKey === 'string' ? [apiKey] : []
     const endpoint = checkUrl(url, options.allowInsecureTransport ?? false, this.#keys)
     this.policy = resolvePolicy(options.policy)
+    // The control channel's join frame must fit the frame limit, which binds sent frames too: it
+    // would otherwise never be sent, every attempt timing out (refs of 20 digits: room to spare).
+    const controlJoinBytes = utf8Length(JSON.stringify(['9'.repeat(20), '9'.repeat(20), controlTopic(agentId), 'phx_join', {}]))
+    if (controlJoinBytes > this.policy.transport.maxFrameBytes) {
+      throw new ConfigurationError(
+        `agentId is too long: the control channel's join frame would be ${controlJoinBytes} bytes, over transport.maxFrameBytes (${this.policy.transport.maxFrameBytes}); shorten the id or raise the limit to the server's own`,
+      )
+    }
     const env = options.env
     this.env =
       env === undefined

@@ -642,6 +642,15 @@ const TOO_LARGE_HINT = {
  * @example describeReason(classifyClose({code: 1001, reason: ''}, 3, 0)) // 'closed 1001 (going away), will reconnect'
  */
 export function describeReason(reason: DisconnectReason): string {
+  try {
+    return describeChecked(reason)
+  } catch (error) {
+    // A reason-like value whose fields cannot be read (a getter that throws, a revoked proxy).
+    return oneLine(`not a DisconnectReason: a value that cannot be read (${clipText(error instanceof Error ? error.message : String(error), REASON_TEXT_LIMIT)})`)
+  }
+}
+
+function describeChecked(reason: DisconnectReason): string {
   const checked = DisconnectReason.safeParse(reason)
   if (!checked.success) {
     const kind = reason !== null && typeof reason === 'object' && typeof (reason as { kind?: unknown }).kind === 'string' ? ` of kind ${JSON.stringify((reason as { kind: string }).kind)}` : ''

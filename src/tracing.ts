@@ -133,7 +133,15 @@ export function traceSpans(link: TracedLink, tracer: TracerLike): () => void {
     <E>(listener: (event: E) => void) =>
     (event: E): Promise<unknown> | undefined => {
       pending = []
-      listener(event)
+      try {
+        listener(event)
+      } catch (error) {
+        // The throw is what the emitter reports; the promises made before it are settled here, so
+        // none of them becomes an unhandled rejection.
+        for (const made of pending) settleReported(made, () => {})
+        pending = []
+        throw error
+      }
       const made = pending
       pending = []
       return made.length === 0 ? undefined : Promise.all(made)

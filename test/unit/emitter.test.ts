@@ -224,3 +224,32 @@ describe('Emitter', () => {
     expect(reported).toEqual([new Error('function thenable'), new Error('then getter'), new Error('then call'), new Error('rejected')])
   })
 })
+
+describe('Emitter registrations', () => {
+  it("the function once() returned, called after its listener ran, leaves a later registration of the same function alone; a once listener removed and registered again during an event hears the next event, not that one", async () => {
+    const e = new Emitter<Events>(() => {})
+    const seen: number[] = []
+    const f = (p: { n: number }) => seen.push(p.n)
+    const offOnce = e.once('a', f)
+    e.emit('a', { n: 1 })
+    await Promise.resolve()
+    e.on('a', f)
+    offOnce()
+    e.emit('a', { n: 2 })
+    await Promise.resolve()
+    expect(seen).toEqual([1, 2])
+    e.off('a', f)
+    const g = (p: { n: number }) => seen.push(p.n * 10)
+    e.on('a', (p) => {
+      if (p.n !== 3) return
+      e.off('a', g)
+      e.once('a', g)
+    })
+    e.once('a', g)
+    e.emit('a', { n: 3 })
+    e.emit('a', { n: 4 })
+    await Promise.resolve()
+    // g's registration was replaced while event 3 was delivered: it hears 4, once.
+    expect(seen).toEqual([1, 2, 40])
+  })
+})

@@ -8,7 +8,7 @@ import { decodeV1FromClient, encodeV1, negotiateSerializer } from '../../src/nod
 describe('negotiateSerializer', () => {
   it('maps ~> 1.0.0 to v1 and ~> 2.0.0 to v2, a missing vsn to v1; anything else to null (a 403)', () => {
     const table = Object.fromEntries(
-      [null, '1.0.0', '1.0.7', '2.0.0', '2.0.1', '2.0.0+build.5', '2.0.1-rc.1', '2', '', '2.9.9', '1.1.0', '3.0.0', '0.0.0', '2.0.0-rc.1', '02.0.0', '2.00.0', ' 2.0.0', '2.0.0 ', 'v2.0.0', '2.0'].map((v) => [String(v), negotiateSerializer(v)]),
+      [null, '1.0.0', '1.0.7', '2.0.0', '2.0.1', '2.0.0+build.5', '2.0.1-rc.1', '2.0.1-01', '2.0.1-alpha.01', '2', '', '2.9.9', '1.1.0', '3.0.0', '0.0.0', '2.0.0-rc.1', '02.0.0', '2.00.0', ' 2.0.0', '2.0.0 ', 'v2.0.0', '2.0'].map((v) => [String(v), negotiateSerializer(v)]),
     )
     expect(table).toEqual({
       null: 'v1',
@@ -18,6 +18,8 @@ describe('negotiateSerializer', () => {
       '2.0.1': 'v2',
       '2.0.0+build.5': 'v2',
       '2.0.1-rc.1': 'v2',
+      '2.0.1-01': null,
+      '2.0.1-alpha.01': null,
       '2': null,
       '': null,
       '2.9.9': null,

@@ -7,6 +7,7 @@ import { request } from 'node:http'
 import { inspect } from 'node:util'
 import { runInNewContext } from 'node:vm'
 import { describe, expect, it, vi } from 'vitest'
+import { WebSocket } from 'ws'
 import { DisconnectReason } from '../../src/reasons.js'
 import { CONTROL_EVENT, PROTOCOL_VSN, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import { rawUpgrade } from '../support/raw-http.js'
@@ -978,6 +979,11 @@ describe('strict inputs (second review)', () => {
     }
     // Inside a key, a space or a tab is a header's to carry.
     for (const apiKey of ['key 1234', 'key\t1234', 'k']) expect(() => world().link(sim, { apiKey, apiKeyIn: 'header' }), JSON.stringify(apiKey)).not.toThrow()
+    // An agent id whose control join frame cannot fit the frame limit (which binds sent frames): the join would never be sent.
+    expect(() => world().link(sim, { agentId: 'a'.repeat(1000), policy: { transport: { maxFrameBytes: 1024 } } })).toThrow(
+      /^agentId is too long: the control channel's join frame would be 10\d\d bytes, over transport\.maxFrameBytes \(1024\); shorten the id or raise the limit to the server's own$/,
+    )
+    expect(() => world().link(sim, { agentId: 'a'.repeat(900), policy: { transport: { maxFrameBytes: 1024 } } })).not.toThrow()
     for (const [policy, message] of [
       [{ connection: { connectTimeoutMs: 0 } }, /connection.connectTimeoutMs must be at least 1/],
       [{ connection: { joinTimeoutMs: 0 } }, /connection.joinTimeoutMs must be at least 1/],
@@ -1358,10 +1364,37 @@ describe("the simulator's TypeScript controls refuse what their HTTP routes refu
     ]
     for (const [call, message] of refused) expect(call, String(message)).toThrow(message)
     await expect(sim.stop({ abrt: true } as never)).rejects.toThrow(/^stop\(\): unknown option "abrt" \(known: code, abort\)$/)
+    expect(() => sim.answerHeldJoin('room:a', { reply: 'okk' } as never)).toThrow(/^answerHeldJoin\(\): reply must be 'ok', 'error', 'none' or 'hold', got "okk"$/)
+    expect(() => sim.answerHeldJoin('room:a', { reply: 'hold' } as never)).toThrow(/^answerHeldJoin\(\): the join is held already/)
+    await expect(sim.waitFor(() => true, { timeoutMS: 5 } as never)).rejects.toThrow(/^waitFor\(\): unknown option "timeoutMS" \(known: timeoutMs, what\)$/)
+    await expect(sim.settled('agent-1', { timeoutMS: 5 } as never)).rejects.toThrow(/^settled\(\): unknown option "timeoutMS" \(known: timeoutMs\)$/)
     // Nothing was scripted: a link connects and joins as usual.
     const link = world().link(sim)
     await link.connect()
     const room = link.channel('room:a')
     expect(await room.joined()).toEqual({})
+  })
+})
+
+describe('a V1 socket (vsn=1.0.0)', () => {
+  it('a binary frame is read as JSON text, as the V1 serializer reads every frame: a heartbeat in one is answered; one whose bytes are not UTF-8 closes the socket 1011, as Phoenix does', async () => {
+    const sim = await world().sim()
+    const open = async () => {
+      const ws = new WebSocket(`${sim.url}/websocket?vsn=1.0.0&agent_id=agent-1&api_key=key-1`)
+      await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject))
+      return ws
+    }
+    const ws = await open()
+    try {
+      const reply = new Promise<string>((resolve) => ws.once('message', (data: Buffer) => resolve(data.toString())))
+      ws.send(Buffer.from(JSON.stringify({ topic: 'phoenix', event: 'heartbeat', payload: {}, ref: '1' })))
+      expect(JSON.parse(await reply)).toEqual({ event: 'phx_reply', payload: { response: {}, status: 'ok' }, ref: '1', topic: 'phoenix' })
+      const closed = new Promise<number>((resolve) => ws.once('close', (code: number) => resolve(code)))
+      ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]))
+      expect(await closed).toBe(1011)
+      expect(sim.accepted('agent-1')[0]!.problems).toEqual(['not-json: a binary frame read as V1 JSON holds bytes that are not UTF-8'])
+    } finally {
+      ws.terminate()
+    }
   })
 })

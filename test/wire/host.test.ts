@@ -661,6 +661,31 @@ describe('host callbacks that return a rejected promise (async observers and spa
     expect(logged.every((l) => String((l.fields as { error?: string }).error).includes('span rejected'))).toBe(true)
   })
 
+  it('a span method that rejects, then one that throws in the same listener: the throw is logged, the rejection is not left unhandled', async () => {
+    const sim = await world().sim()
+    const calls = { n: 0 }
+    const fail = failing('span', calls)
+    const span = {
+      setAttribute: fail,
+      setStatus: () => {
+        throw new Error('setStatus bug')
+      },
+      addEvent: fail,
+      end: () => {},
+    }
+    const link = world().link(sim, { tracer: { startSpan: () => span } })
+    const unhandled = await unhandledDuring(async () => {
+      await link.connect()
+      const back = next(link, 'reconnected')
+      sim.close({ agent: 'agent-1' }, 1000)
+      await back
+      await link.disconnect()
+    })
+    expect(unhandled).toEqual([])
+    expect(calls.n).toBeGreaterThan(0)
+    expect(world().captured.get(link)!.lines.some((l) => l.message === 'a link event listener threw' && String((l.fields as { error?: string }).error).includes('setStatus bug'))).toBe(true)
+  })
+
   it('traceSpans refuses a tracer without startSpan at the call', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

@@ -15,8 +15,10 @@ import type { DecodeResult, Frame } from '../../protocol.js'
 /** The serializer a socket speaks: `v1` (a frame is a JSON object) or `v2` (a JSON array, or binary). */
 export type SerializerVersion = 'v1' | 'v2'
 
-/** Elixir's `Version.parse/1` grammar: MAJOR.MINOR.PATCH, no leading zeros, an optional pre-release and build. */
-const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/
+/** A pre-release identifier: a number without leading zeros, or alphanumerics with at least one non-digit. */
+const PRE_ID = '(?:0|[1-9]\\d*|\\d*[A-Za-z-][0-9A-Za-z-]*)'
+/** Elixir's `Version.parse/1` grammar (SemVer 2.0.0): no leading zeros in the numbers, nor in a numeric pre-release identifier. */
+const SEMVER = new RegExp(`^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-(${PRE_ID}(?:\\.${PRE_ID})*))?(?:\\+[0-9A-Za-z-]+(?:\\.[0-9A-Za-z-]+)*)?$`)
 
 /**
  * The serializer Phoenix picks for an upgrade's `vsn` (its last value, as Plug reads a repeated

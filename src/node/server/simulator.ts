@@ -8,6 +8,7 @@
  * `sim.refuseUpgrades({ status: 503, retryAfter: '1' })`, `sim.disconnect({ agent: 'a1' })`.
  */
 import { EventEmitter } from 'node:events'
+import { isUtf8 } from 'node:buffer'
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
@@ -485,23 +486,23 @@ const JOIN_OUTCOME_KEYS: ReadonlySet<string> = new Set(['reply', 'response', 'be
  * @throws {TypeError} naming what is wrong (a join of a misspelt reply would never be answered).
  * @throws {RangeError} for `times` out of range.
  */
-function checkJoinOutcome(outcome: JoinOutcome, times: number): void {
-  if (outcome === null || typeof outcome !== 'object') throw new TypeError(`onJoin(): the outcome must be an object { reply, response? }, got ${shownAs(outcome)}`)
+function checkJoinOutcome(outcome: JoinOutcome, times: number, where = 'onJoin()'): void {
+  if (outcome === null || typeof outcome !== 'object') throw new TypeError(`${where}: the outcome must be an object { reply, response? }, got ${shownAs(outcome)}`)
   const stray = unknownKey(outcome, JOIN_OUTCOME_KEYS)
-  if (stray !== undefined) throw new TypeError(`onJoin(): unknown outcome key ${JSON.stringify(stray)} (known: ${[...JOIN_OUTCOME_KEYS].join(', ')})`)
+  if (stray !== undefined) throw new TypeError(`${where}: unknown outcome key ${JSON.stringify(stray)} (known: ${[...JOIN_OUTCOME_KEYS].join(', ')})`)
   const { reply } = outcome
-  if (reply !== 'ok' && reply !== 'error' && reply !== 'none' && reply !== 'hold') throw new TypeError(`onJoin(): reply must be 'ok', 'error', 'none' or 'hold', got ${shownAs(reply)}`)
+  if (reply !== 'ok' && reply !== 'error' && reply !== 'none' && reply !== 'hold') throw new TypeError(`${where}: reply must be 'ok', 'error', 'none' or 'hold', got ${shownAs(reply)}`)
   const response = (outcome as { response?: unknown }).response
-  if (reply === 'error' && response === undefined) throw new TypeError("onJoin(): an 'error' reply needs a response (the join's error reply carries it, e.g. { reason: 'unauthorized' })")
-  if ((reply === 'none' || reply === 'hold') && response !== undefined) throw new TypeError(`onJoin(): a '${reply}' reply sends no response`)
+  if (reply === 'error' && response === undefined) throw new TypeError(`${where}: an 'error' reply needs a response (the join's error reply carries it, e.g. { reason: 'unauthorized' })`)
+  if ((reply === 'none' || reply === 'hold') && response !== undefined) throw new TypeError(`${where}: a '${reply}' reply sends no response`)
   if (response !== undefined && typeof response !== 'function' && notPlainObject(response) !== null) {
-    throw new TypeError(`onJoin(): the response must be a plain object (a Phoenix map) or a function giving one, got ${notPlainObject(response)}`)
+    throw new TypeError(`${where}: the response must be a plain object (a Phoenix map) or a function giving one, got ${notPlainObject(response)}`)
   }
   for (const hook of ['before', 'after'] as const) {
     const fn = (outcome as { before?: unknown; after?: unknown })[hook]
-    if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`onJoin(): ${hook} must be a function (connection) => void, got ${shownAs(fn)}`)
+    if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`${where}: ${hook} must be a function (connection) => void, got ${shownAs(fn)}`)
   }
-  if (!(times === Number.POSITIVE_INFINITY || (Number.isInteger(times) && times >= 1))) throw new RangeError(`onJoin(): times must be a whole number >= 1 (or Infinity: always), got ${shownAs(times)}`)
+  if (!(times === Number.POSITIVE_INFINITY || (Number.isInteger(times) && times >= 1))) throw new RangeError(`${where}: times must be a whole number >= 1 (or Infinity: always), got ${shownAs(times)}`)
 }
 
 function checkRefusal(refusal: UpgradeRefusal): void {
@@ -799,6 +800,11 @@ export class PlatformSimulator extends EventEmitter {
    * @throws {Error} (rejects) after `timeoutMs`, naming the sockets still open
    */
   settled(agentId?: string, options: { timeoutMs?: number } = {}): Promise<void> {
+    try {
+      checkControlOptions('settled()', options, new Set(['timeoutMs']))
+    } catch (error) {
+      return Promise.reject(error)
+    }
     const open = () => this.accepted(agentId).filter((c) => c.state !== 'closed')
     return this.waitFor(() => open().length === 0, {
       timeoutMs: options.timeoutMs ?? 5000,
@@ -994,6 +1000,9 @@ export class PlatformSimulator extends EventEmitter {
    * @returns false when no join of that topic is held.
    */
   answerHeldJoin(topic: string, outcome: Exclude<JoinOutcome, { reply: 'hold' }>, which: 'oldest' | 'newest' | { joinRef: string | null } = 'oldest'): boolean {
+    // As onJoin() checks a rule (a misspelt reply would drop the join unanswered); holding it again is no answer.
+    checkJoinOutcome(outcome, 1, 'answerHeldJoin()')
+    if ((outcome as { reply: string }).reply === 'hold') throw new TypeError("answerHeldJoin(): the join is held already; answer it 'ok', 'error' or 'none'")
     const matches = (j: { frame: Frame; connection: SimConnection }) =>
       j.frame.topic === topic && j.connection.state === 'open' && (typeof which !== 'object' || j.frame.join_ref === which.joinRef)
     const index = which === 'newest' ? this.heldJoinFrames.findLastIndex(matches) : this.heldJoinFrames.findIndex(matches)
@@ -1296,6 +1305,11 @@ export class PlatformSimulator extends EventEmitter {
    * @throws {RangeError} (rejects) for a `timeoutMs` that is not a whole number of milliseconds in [0, 2^31-1].
    */
   waitFor(check: () => boolean, options: { timeoutMs?: number; what?: string } = {}): Promise<void> {
+    try {
+      checkControlOptions('waitFor()', options, new Set(['timeoutMs', 'what']))
+    } catch (error) {
+      return Promise.reject(error)
+    }
     try {
       if (check()) return Promise.resolve()
     } catch (error) {
@@ -2097,7 +2111,10 @@ export class PlatformSimulator extends EventEmitter {
     // Jason refuses a `\udXXX` escape of half a character: Phoenix closes 1011 on it (docs/field-notes.md).
     const decoded = !asText
       ? decodeBinaryFromClient(bytes)
-      : hasLoneSurrogate(text)
+      : isBinary && !isUtf8(bytes)
+        ? // A V1 binary frame is JSON-decoded as it is: Jason refuses bytes that are not UTF-8 (Phoenix closes 1011; a text frame's are checked by ws, 1007).
+          ({ ok: false, problem: { kind: 'not-json', detail: 'a binary frame read as V1 JSON holds bytes that are not UTF-8', raw: `<binary ${bytes.length} bytes>` } } satisfies DecodeResult)
+        : hasLoneSurrogate(text)
         ? ({ ok: false, problem: { kind: 'not-json', detail: 'the JSON holds a lone UTF-16 surrogate escape, which Phoenix\'s JSON decoder (Jason) refuses', raw: text } } satisfies DecodeResult)
         : refuseOutOfRange(text, v1 ? decodeV1FromClient(text) : decodeTextFrameFromClient(text))
     if (!decoded.ok) {
@@ -2112,7 +2129,8 @@ export class PlatformSimulator extends EventEmitter {
     }
     const frame = decoded.frame
     c.record('in', frame, isBinary ? `<binary ${bytes.length} bytes>` : text, isBinary ? bytes.length : text.length)
-    const heldJoin = frame.join_ref === null ? undefined : this.heldJoinFrames.find((j) => j.connection === c && j.frame.topic === frame.topic && j.frame.join_ref === frame.join_ref)
+    // Matched by join_ref, a null one too (a V1 client sends none: its frames behind a held join of the topic wait for it).
+    const heldJoin = this.heldJoinFrames.length === 0 ? undefined : this.heldJoinFrames.find((j) => j.connection === c && j.frame.topic === frame.topic && j.frame.join_ref === frame.join_ref)
     if (heldJoin) {
       // A push or leave of a join still held: answered once the join is (as Phoenix, in order).
       heldJoin.behind.push(frame)
