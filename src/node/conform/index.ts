@@ -356,7 +356,7 @@ process.stdin.on('end', () => {
  * A process of its own that ends the agents' process groups if conform dies without stopping them
  * (a SIGKILL): each agent runs in a group of its own, so nothing else would, and an agent left
  * running would reconnect for ever to a port nobody listens on. Conform tells it each group that
- * starts and ends ({@link REAPER_PROGRAM}); it holds nothing of conform's event loop.
+ * starts and ends ({@link REAPER_PROGRAM}), and ends it with the run ({@link Reaper.close}).
  */
 class Reaper {
   private readonly child: ChildProcess
