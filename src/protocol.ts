@@ -293,16 +293,16 @@ export function lossyValueIn(payload: object): string | null {
   const nodes: object[] = [payload]
   const parents: number[] = [-1]
   const keys: string[] = ['']
-  const pathOf = (index: number, key: string, inArray: boolean): string => {
-    let path = inArray ? `[${key}]` : key
-    for (let i = index; i > 0; i = parents[i]!) path = Array.isArray(nodes[parents[i]!]) ? `[${keys[i]}]${path.startsWith('[') ? '' : '.'}${path}` : `${keys[i]}${path.startsWith('[') ? '' : '.'}${path}`
-    return path
+  /** The path of `key` in node `index`: each key from the payload down, `[i]` in an array, `.k` in an object (`a.b[1].c`). */
+  const pathOf = (index: number, key: string): string => {
+    const steps: Array<[key: string, inArray: boolean]> = [[key, Array.isArray(nodes[index])]]
+    for (let i = index; i > 0; i = parents[i]!) steps.unshift([keys[i]!, Array.isArray(nodes[parents[i]!])])
+    return steps.map(([k, inArray], j) => (inArray ? `[${k}]` : j === 0 ? k : `.${k}`)).join('')
   }
   const stack: number[] = [0]
   try {
     for (let index = stack.pop(); index !== undefined; index = stack.pop()) {
       const container = nodes[index]!
-      const isArray = Array.isArray(container)
       for (const key of Object.keys(container)) {
         const value: unknown = (container as Record<string, unknown>)[key]
         if (value === null || typeof value !== 'object' || seen.has(value)) continue
@@ -314,7 +314,7 @@ export function lossyValueIn(payload: object): string | null {
           const lost = lossyKind(value)
           if (lost !== null) {
             const why = lost.startsWith('binary') ? 'JSON cannot carry it: send an ArrayBuffer as the whole payload, or encode it, e.g. as base64' : 'JSON would send it as {}'
-            return `${lost} at ${pathOf(index, key, isArray)} (${why})`
+            return `${lost} at ${pathOf(index, key)} (${why})`
           }
         }
         nodes.push(value)
