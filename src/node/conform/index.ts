@@ -499,6 +499,11 @@ function notJoinedWhy(sim: PlatformSimulator, agentId: string): string {
   if (accepted.length === 0) return ` (${upgrades.length} upgrade(s), each refused: ${[...new Set(upgrades.map((u) => u.status))].join(', ')})`
   const topics = [...new Set(accepted.flatMap((c) => c.joinsReceived.map((j) => j.topic)))]
   if (topics.includes(CONTROL(agentId))) return ` (${accepted.length} socket(s) accepted; its phx_join of ${CONTROL(agentId)} was not answered ok)`
+  // Frames the server could not read (it closed those sockets 1011): what the agent sent is not known, only that.
+  const unread = accepted.filter((c) => c.closeCause === 'malformed')
+  if (unread.length > 0) {
+    return ` (${accepted.length} socket(s) accepted; the simulator closed ${unread.length} of them 1011 on a frame it could not read: ${visible(unread[0]!.problems[0] ?? 'malformed')}; see docs/field-notes.md for what it reads more strictly than Phoenix)`
+  }
   return ` (${accepted.length} socket(s) accepted, no phx_join of ${CONTROL(agentId)} on any${topics.length > 0 ? `; phx_join of ${topics.map((t) => visible(t)).join(', ')}` : ''})`
 }
 
