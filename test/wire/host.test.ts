@@ -5,7 +5,8 @@ import { getEventListeners } from 'node:events'
 import { createServer, type Socket } from 'node:net'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { ConfigurationError } from '../../src/errors/configuration-error.js'
-import { createLink, type LinkOptions } from '../../src/link.js'
+import { createLink, type Link, type LinkOptions } from '../../src/link.js'
+import type { PlatformSimulator } from '../../src/node/server/index.js'
 import { controlTopic } from '../../src/protocol.js'
 import { framesIn, next, settle, untilState, useWorld } from '../support/wire.js'
 
@@ -608,6 +609,15 @@ describe('host callbacks that return a rejected promise (async observers and spa
     return seen
   }
 
+  /** Connects `link`, has the simulator close it 1000, waits for the reconnect, then disconnects it. */
+  async function sessionWithReconnect(sim: PlatformSimulator, link: Link): Promise<void> {
+    await link.connect()
+    const back = next(link, 'reconnected')
+    sim.close({ agent: 'agent-1' }, 1000)
+    await back
+    await link.disconnect()
+  }
+
   const failing = (what: string, calls: { n: number }) => async () => {
     calls.n++
     throw new Error(`${what} rejected`)
@@ -645,13 +655,7 @@ describe('host callbacks that return a rejected promise (async observers and spa
     const calls = { n: 0 }
     const fail = failing('span', calls)
     const link = world().link(sim, { tracer: { startSpan: () => ({ setAttribute: fail, setStatus: fail, addEvent: fail, end: fail }) } })
-    const unhandled = await unhandledDuring(async () => {
-      await link.connect()
-      const back = next(link, 'reconnected')
-      sim.close({ agent: 'agent-1' }, 1000)
-      await back
-      await link.disconnect()
-    })
+    const unhandled = await unhandledDuring(() => sessionWithReconnect(sim, link))
     expect(unhandled).toEqual([])
     expect(link.state).toBe('stopped')
     const logged = world().captured.get(link)!.lines.filter((l) => l.message === 'a link event listener threw')
@@ -674,13 +678,7 @@ describe('host callbacks that return a rejected promise (async observers and spa
       end: () => {},
     }
     const link = world().link(sim, { tracer: { startSpan: () => span } })
-    const unhandled = await unhandledDuring(async () => {
-      await link.connect()
-      const back = next(link, 'reconnected')
-      sim.close({ agent: 'agent-1' }, 1000)
-      await back
-      await link.disconnect()
-    })
+    const unhandled = await unhandledDuring(() => sessionWithReconnect(sim, link))
     expect(unhandled).toEqual([])
     expect(calls.n).toBeGreaterThan(0)
     expect(world().captured.get(link)!.lines.some((l) => l.message === 'a link event listener threw' && String((l.fields as { error?: string }).error).includes('setStatus bug'))).toBe(true)
