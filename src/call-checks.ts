@@ -54,6 +54,17 @@ export function typeName(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
 }
 
+/**
+ * Refuses a misspelt key, which would otherwise be ignored and its default used.
+ *
+ * @throws {TypeError} `<where>: unknown <noun> "<key>" (known: <keys>)` (without `<where>: ` when
+ *   `where` is empty) naming the first own key of `value` that `known` lacks.
+ */
+export function checkKnownKeys(value: object, known: ReadonlySet<string>, where: string, noun = 'option'): void {
+  const stray = unknownKey(value, known)
+  if (stray !== undefined) throw new TypeError(`${where === '' ? '' : `${where}: `}unknown ${noun} ${JSON.stringify(stray)} (known: ${[...known].join(', ')})`)
+}
+
 /** The first own key of `options` that `known` lacks (a typo), or undefined. */
 export function unknownKey(options: object, known: ReadonlySet<string>): string | undefined {
   return Object.keys(options).find((key) => !known.has(key))

@@ -2,7 +2,7 @@
  * The host's handle on one app channel: its events, its pushes, its status. The channel chart
  * (machines/channel.ts) owns the lifecycle; this handle only mirrors it and carries data.
  */
-import { isArrayBuffer, isReservedEvent, isWellFormedText, lossyValueIn, LONE_SURROGATE_MESSAGE, notPlainObject, type Payload } from './protocol.js'
+import { isArrayBuffer, isReservedEvent, isWellFormedText, LONE_SURROGATE_MESSAGE, notJsonMap, type Payload } from './protocol.js'
 import type { DisconnectReason } from './reasons.js'
 import { abortError, checkSignal, onAbort } from './abort.js'
 import { callOptions, checkFunction } from './call-checks.js'
@@ -417,12 +417,9 @@ function checkPayload(payload: unknown): { payload: Payload | ArrayBuffer } | st
     if (payload !== null && typeof payload === 'object' && !Array.isArray(payload) && isArrayBuffer(payload)) {
       return { payload: payload instanceof ArrayBuffer ? payload : new Uint8Array(payload as ArrayBuffer).slice().buffer }
     }
-    const what = notPlainObject(payload)
-    if (what === null) {
-      // Inside it too: a Map, a Set or binary data one level down or deeper would be sent as {} or indexes.
-      const lost = lossyValueIn(payload as object)
-      return lost === null ? { payload: payload as Payload } : `an object holding ${lost}`
-    }
+    // Inside it too: a Map, a Set or binary data one level down or deeper would be sent as {} or indexes.
+    const what = notJsonMap(payload)
+    if (what === null) return { payload: payload as Payload }
     return ArrayBuffer.isView(payload) ? `${what} (push its bytes as an ArrayBuffer: view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength))` : what
   } catch (error) {
     return `a value that cannot be read (${thrownText(error)})`

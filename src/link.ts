@@ -24,7 +24,7 @@ import { redact, redacting, type LinkLog, type Logger } from './logger.js'
 import { checkOptions } from './options.js'
 import { RunSupervisor, runProblem, type RunOptions } from './runs.js'
 import { resolvePolicy, type LinkPolicy, type LinkPolicyInput } from './policy.js'
-import { controlTopic, HEARTBEAT_TOPIC, hasLoneSurrogate, LONE_SURROGATE_MESSAGE, lossyValueIn, notPlainObject, utf8Length, type ControlSignal, type Payload } from './protocol.js'
+import { controlTopic, HEARTBEAT_TOPIC, hasLoneSurrogate, LONE_SURROGATE_MESSAGE, notJsonMap, utf8Length, type ControlSignal, type Payload } from './protocol.js'
 import { describeReason, type DisconnectReason } from './reasons.js'
 import { traceSpans, type TracerLike } from './tracing.js'
 
@@ -934,8 +934,8 @@ export class Link {
         throw new ConfigurationError(`channel ${topic}: params must be JSON (${thrownText(error)})`)
       }
       // A Map, a Date, a typed array or a class instance would be sent as something else ({}, a string, indices).
-      const what = notPlainObject(params) ?? lossyValueIn(params)
-      if (what !== null) throw new ConfigurationError(`channel ${topic}: params must be a plain object or a function returning one, got ${notPlainObject(params) === null ? `an object holding ${what}` : what}`)
+      const what = notJsonMap(params)
+      if (what !== null) throw new ConfigurationError(`channel ${topic}: params must be a plain object or a function returning one, got ${what}`)
       if (hasLoneSurrogate(JSON.stringify(params))) throw new ConfigurationError(`channel ${topic}: params cannot be sent: ${LONE_SURROGATE_MESSAGE}`)
     }
     const existing = this.channels.get(topic)

@@ -129,7 +129,8 @@ export type DecodeResult = { ok: true; frame: Frame } | { ok: false; problem: Fr
 
 const RAW_PREVIEW = 200
 
-function preview(text: string): string {
+/** The start of a frame's text as a problem quotes it: its first 200 characters, `…` when cut. */
+export function framePreview(text: string): string {
   return text.length > RAW_PREVIEW ? `${text.slice(0, RAW_PREVIEW)}…` : text
 }
 
@@ -193,7 +194,7 @@ function decodeText(text: string, maxBytes: number, replyShape: boolean): Decode
   // A character is 1 to 3 bytes per UTF-16 unit: counted only when the length alone cannot decide.
   if (text.length * 3 > maxBytes) {
     const bytes = utf8Length(text)
-    if (bytes > maxBytes) return problem('too-large', `text frame of ${bytes} bytes exceeds ${maxBytes}`, preview(text))
+    if (bytes > maxBytes) return problem('too-large', `text frame of ${bytes} bytes exceeds ${maxBytes}`, framePreview(text))
   }
   let parsed: unknown
   try {
@@ -202,11 +203,11 @@ function decodeText(text: string, maxBytes: number, replyShape: boolean): Decode
     // V8's message quotes a piece of the text, cut where V8 chose (`..."y-0123": nope}"`): none of
     // it is kept, only where the text ends or the position V8 names, so no piece of a secret the
     // frame echoed reaches a detail. (The raw preview is the caller's to redact.)
-    return problem('not-json', notJsonDetail((error as Error).message), preview(text))
+    return problem('not-json', notJsonDetail((error as Error).message), framePreview(text))
   }
-  if (!Array.isArray(parsed)) return problem('not-array', 'a V2 frame is a JSON array', preview(text))
+  if (!Array.isArray(parsed)) return problem('not-array', 'a V2 frame is a JSON array', framePreview(text))
   if (parsed.length !== 5) {
-    return problem('wrong-arity', `a V2 frame has 5 elements, this one has ${parsed.length}`, preview(text))
+    return problem('wrong-arity', `a V2 frame has 5 elements, this one has ${parsed.length}`, framePreview(text))
   }
   // Index reads, not array destructuring (which runs the iterator protocol): this is on every frame's path.
   const join_ref: unknown = parsed[0]
@@ -226,12 +227,12 @@ function decodeText(text: string, maxBytes: number, replyShape: boolean): Decode
             : -1
   if (wrong >= 0) {
     const names = ['join_ref (string or null)', 'ref (string or null)', 'topic (string)', 'event (string)']
-    return problem('wrong-types', `element ${wrong} must be ${names[wrong]} (expected [join_ref, ref, topic, event, payload])`, preview(text))
+    return problem('wrong-types', `element ${wrong} must be ${names[wrong]} (expected [join_ref, ref, topic, event, payload])`, framePreview(text))
   }
   if (replyShape && event === CHANNEL_EVENTS.reply) {
     const reply = payload as { status?: unknown } | null
     if (!reply || typeof reply !== 'object' || Array.isArray(reply) || typeof reply.status !== 'string') {
-      return problem('bad-reply', 'a phx_reply payload is {"status": string, "response": ...}', preview(text))
+      return problem('bad-reply', 'a phx_reply payload is {"status": string, "response": ...}', framePreview(text))
     }
   }
   return { ok: true, frame: { join_ref: join_ref as string | null, ref: ref as string | null, topic: topic as string, event: event as string, payload } }
@@ -327,6 +328,19 @@ export function lossyValueIn(payload: object): string | null {
     return `a value that cannot be read (${error instanceof Error ? error.message : String(error)})`
   }
   return null
+}
+
+/**
+ * Why `value` cannot go as a JSON map as the host holds it: not a plain object
+ * ({@link notPlainObject}: `a Map`, `an array`, ...), or one holding a value JSON would lose
+ * ({@link lossyValueIn}: `an object holding a Map at value.items (...)`); null when it can. The
+ * check of push payloads and join params. Never throws.
+ */
+export function notJsonMap(value: unknown): string | null {
+  const notPlain = notPlainObject(value)
+  if (notPlain !== null) return notPlain
+  const lost = lossyValueIn(value as object)
+  return lost === null ? null : `an object holding ${lost}`
 }
 
 /** What `value` (an object that is not plain and has no toJSON) is when JSON would lose its content, or null. */

@@ -29,7 +29,7 @@ import {
   LONE_SURROGATE_CANNOT_GO_IN,
   LONE_SURROGATE_MESSAGE,
   isReservedEvent,
-  lossyValueIn,
+  notJsonMap,
   notPlainObject,
   parseControlSignal,
   SUPERSEDE_EVENT,
@@ -748,10 +748,8 @@ export class PhoenixAdapter {
       (signal) => this.config.channelParams(attempt.topic, signal.info(attempt.generation)),
       (value) => {
         // A Map, a Date, a typed array or a class instance would be sent as something else ({}, a string, indices).
-        const what = notPlainObject(value)
+        const what = notJsonMap(value)
         if (what !== null) return `expected a plain object, got ${what}`
-        const lost = lossyValueIn(value as object)
-        if (lost !== null) return `expected a plain object, got an object holding ${lost}`
         return paramsHoldLoneSurrogate(value as object) ? LONE_SURROGATE_MESSAGE : null
       },
       (params: object) => {

@@ -27,7 +27,7 @@ import { controlTopic, HEARTBEAT_EVENT } from '../../protocol.js'
 import { deepFreeze } from '../../freeze.js'
 import { thrownText } from '../../../machines/types.js'
 import { checkSignal } from '../../abort.js'
-import { unknownKey } from '../../call-checks.js'
+import { checkKnownKeys } from '../../call-checks.js'
 import { visible } from '../visible.js'
 import { within } from '../within.js'
 
@@ -807,8 +807,7 @@ const SCENARIO_RULES: Record<string, ConformanceRuleId[]> = {
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   if (options === null || typeof options !== 'object') throw new TypeError(`runConformance needs an options object with the agent command, got ${options === null ? 'null' : typeof options}`)
-  const stray = unknownKey(options, CONFORMANCE_OPTION_KEYS)
-  if (stray !== undefined) throw new TypeError(`runConformance: unknown option ${JSON.stringify(stray)} (known: ${[...CONFORMANCE_OPTION_KEYS].join(', ')})`)
+  checkKnownKeys(options, CONFORMANCE_OPTION_KEYS, 'runConformance')
   if (!Array.isArray(options.command) || options.command.length === 0 || !options.command[0]) throw new Error('conform needs the agent command, e.g. phoenix-link conform -- python3 agent.py')
   checkSignal(options.signal, 'runConformance')
   const concurrency = options.concurrency ?? 3

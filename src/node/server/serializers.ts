@@ -10,7 +10,7 @@
  * lib/phoenix/socket/message.ex (`from_map!`), measured against Phoenix 1.7.14 on Bandit 1.6.11
  * and Cowboy 2.12.0 (test/conformance/differential.test.ts, 2026-12-07).
  */
-import type { DecodeResult, Frame } from '../../protocol.js'
+import { framePreview, type DecodeResult, type Frame } from '../../protocol.js'
 
 /** The serializer a socket speaks: `v1` (a frame is a JSON object) or `v2` (a JSON array, or binary). */
 export type SerializerVersion = 'v1' | 'v2'
@@ -50,7 +50,7 @@ export function encodeV1(frame: Frame): string {
 const V1_KEYS = ['topic', 'event', 'payload', 'ref'] as const
 
 function refused(kind: 'not-array' | 'wrong-arity' | 'wrong-types', detail: string, raw: string): DecodeResult {
-  return { ok: false, problem: { kind, detail, raw: raw.length > 200 ? `${raw.slice(0, 200)}…` : raw } }
+  return { ok: false, problem: { kind, detail, raw: framePreview(raw) } }
 }
 
 /**
@@ -68,7 +68,7 @@ export function decodeV1FromClient(text: string): DecodeResult {
   try {
     parsed = JSON.parse(text)
   } catch {
-    return { ok: false, problem: { kind: 'not-json', detail: 'not JSON', raw: text.length > 200 ? `${text.slice(0, 200)}…` : text } }
+    return { ok: false, problem: { kind: 'not-json', detail: 'not JSON', raw: framePreview(text) } }
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return refused('not-array', 'a V1 frame is a JSON object (vsn 1.0.0; an array is a V2 frame)', text)
   const map = parsed as Record<string, unknown>

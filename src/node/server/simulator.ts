@@ -47,7 +47,7 @@ import { classifyClose, classifySupersede, clipText, heartbeatTimeout, type Disc
 import { DEFAULT_PRESENCE_POLICY, type PresencePolicy } from '../../../machines/presence-policy.js'
 import { redacting, type LinkLog, type Logger } from '../../logger.js'
 import { thrownText } from '../../../machines/types.js'
-import { describeArgument, unknownKey } from '../../call-checks.js'
+import { checkKnownKeys, describeArgument, unknownKey } from '../../call-checks.js'
 import { settleReported } from '../../emitter.js'
 
 /** What an admin token may be: visible ASCII, spaces inside it allowed (an HTTP field value without CR, LF or control characters, RFC 9110 section 5.5). */
@@ -471,8 +471,7 @@ function wsStatusCode(error: Error): number | null {
 function checkControlOptions(where: string, options: unknown, known: ReadonlySet<string>): void {
   if (options === undefined) return
   if (options === null || typeof options !== 'object') throw new TypeError(`${where}: options must be an object, got ${shownAs(options)}`)
-  const stray = unknownKey(options, known)
-  if (stray !== undefined) throw new TypeError(`${where}: unknown option ${JSON.stringify(stray)} (known: ${[...known].join(', ')})`)
+  checkKnownKeys(options, known, where)
 }
 
 const REFUSAL_KEYS: ReadonlySet<string> = new Set(['status', 'retryAfter', 'body', 'connection', 'message'])
@@ -488,8 +487,7 @@ const JOIN_OUTCOME_KEYS: ReadonlySet<string> = new Set(['reply', 'response', 'be
  */
 function checkJoinOutcome(outcome: JoinOutcome, times: number, where = 'onJoin()'): void {
   if (outcome === null || typeof outcome !== 'object') throw new TypeError(`${where}: the outcome must be an object { reply, response? }, got ${shownAs(outcome)}`)
-  const stray = unknownKey(outcome, JOIN_OUTCOME_KEYS)
-  if (stray !== undefined) throw new TypeError(`${where}: unknown outcome key ${JSON.stringify(stray)} (known: ${[...JOIN_OUTCOME_KEYS].join(', ')})`)
+  checkKnownKeys(outcome, JOIN_OUTCOME_KEYS, where, 'outcome key')
   const { reply } = outcome
   if (reply !== 'ok' && reply !== 'error' && reply !== 'none' && reply !== 'hold') throw new TypeError(`${where}: reply must be 'ok', 'error', 'none' or 'hold', got ${shownAs(reply)}`)
   const response = (outcome as { response?: unknown }).response
@@ -507,8 +505,7 @@ function checkJoinOutcome(outcome: JoinOutcome, times: number, where = 'onJoin()
 
 function checkRefusal(refusal: UpgradeRefusal): void {
   if (refusal === null || typeof refusal !== 'object') throw new TypeError(`a refusal is an object { status, retryAfter?, body?, connection?, message? }, got ${shownAs(refusal)}`)
-  const stray = unknownKey(refusal, REFUSAL_KEYS)
-  if (stray !== undefined) throw new TypeError(`refusal: unknown key ${JSON.stringify(stray)} (known: ${[...REFUSAL_KEYS].join(', ')})`)
+  checkKnownKeys(refusal, REFUSAL_KEYS, 'refusal', 'key')
   if (!Number.isInteger(refusal.status) || refusal.status < 400 || refusal.status > 599) throw new TypeError(`refusal status must be a whole number in 400-599, got ${String(refusal.status)}`)
   if (refusal.retryAfter !== undefined && (typeof refusal.retryAfter !== 'string' || !/^[\t\x20-\x7e]*$/.test(refusal.retryAfter))) {
     throw new TypeError(`refusal retryAfter must be an HTTP field value (visible ASCII, spaces and tabs), got ${JSON.stringify(refusal.retryAfter)}`)

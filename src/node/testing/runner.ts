@@ -17,7 +17,7 @@ import { controlTopic, SUPERSEDE_EVENT } from '../../protocol.js'
 import { chartOf, waitForChart } from '../../chart-of.js'
 import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../server/index.js'
 import { LIFECYCLE_ORACLES, type LifecycleOracle } from './oracles.js'
-import { unknownKey } from '../../call-checks.js'
+import { checkKnownKeys } from '../../call-checks.js'
 import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
 import type { ChartDelay } from './stimuli.js'
 import { thrownText } from '../../../machines/types.js'
@@ -169,8 +169,7 @@ export async function startPathKit(options: PathKitOptions | null = {}): Promise
   const given: PathKitOptions = options ?? {}
   if (typeof given !== 'object') throw new TypeError(`startPathKit: options must be an object, got ${typeof given}`)
   // A misspelt option would be ignored and its default kept: a typo is an error, as the simulator's own options are.
-  const stray = unknownKey(given, PATH_KIT_OPTION_KEYS)
-  if (stray !== undefined) throw new TypeError(`startPathKit: unknown option ${JSON.stringify(stray)} (known: ${[...PATH_KIT_OPTION_KEYS].join(', ')})`)
+  checkKnownKeys(given, PATH_KIT_OPTION_KEYS, 'startPathKit')
   const prefix = given.agentPrefix ?? 'path-'
   if (typeof prefix !== 'string' || prefix === '') throw new TypeError(`startPathKit: agentPrefix must be a non-empty string, got ${prefix === '' ? 'an empty string' : typeof prefix}`)
   const sim = given.simulator ?? {}
@@ -239,8 +238,7 @@ export class PathKit {
     const given: PathRunOptions<H> = options ?? {}
     if (typeof given !== 'object') throw new TypeError(`the run options must be an object, got ${typeof given}`)
     // A misspelt `oracles` would run the default checks in place of the host's, and pass.
-    const stray = unknownKey(given, PATH_RUN_OPTION_KEYS)
-    if (stray !== undefined) throw new TypeError(`unknown run option ${JSON.stringify(stray)} (known: ${[...PATH_RUN_OPTION_KEYS].join(', ')})`)
+    checkKnownKeys(given, PATH_RUN_OPTION_KEYS, '', 'run option')
     const requested = given.timeoutMs
     if (requested !== undefined && !(Number.isInteger(requested) && requested >= 1 && requested <= 2 ** 31 - 1)) {
       throw new RangeError(`timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(requested)}`)

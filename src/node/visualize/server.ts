@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 import type { TraceRecord } from './trace.js'
 import { MAX_TRACE_BYTES } from './parse-trace.js'
 import { isLoopbackHost } from '../server/control-api.js'
-import { describeArgument, unknownKey } from '../../call-checks.js'
+import { checkKnownKeys, describeArgument } from '../../call-checks.js'
 
 /** Records kept for pages that open later (a long `connect --visualize` must not grow without bound). */
 const MAX_KEPT_RECORDS = 5_000
@@ -212,8 +212,7 @@ const VISUALIZER_OPTION_KEYS: ReadonlySet<string> = new Set(['port', 'host', 'tr
  */
 export async function startVisualizer(options: { port?: number; host?: string; trace?: string; traceText?: string } = {}): Promise<VisualizerServer> {
   if (options === null || typeof options !== 'object') throw new TypeError(`startVisualizer options must be an object, got ${options === null ? 'null' : typeof options}`)
-  const stray = unknownKey(options, VISUALIZER_OPTION_KEYS)
-  if (stray !== undefined) throw new TypeError(`startVisualizer: unknown option ${JSON.stringify(stray)} (known: ${[...VISUALIZER_OPTION_KEYS].join(', ')})`)
+  checkKnownKeys(options, VISUALIZER_OPTION_KEYS, 'startVisualizer')
   const port = options.port ?? 0
   if (!(Number.isInteger(port) && port >= 0 && port <= 65_535)) throw new RangeError(`startVisualizer port must be a whole number in [0, 65535], got ${describeArgument(options.port)}`)
   const given = options.host ?? '127.0.0.1'
