@@ -13,6 +13,8 @@ export {
   createLink,
   Link,
   LINK_EVENT_TYPES,
+  DEFAULT_PING_TIMEOUT_MS,
+  type PingResult,
   type LinkOptions,
   type LinkEvents,
   type LinkEvent,

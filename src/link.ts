@@ -375,6 +375,26 @@ class InspectedChart {
   }
 }
 
+/** What {@link Link.ping} waits for by default: 5 s, far below a heartbeat's own bound (two 30 s intervals). */
+export const DEFAULT_PING_TIMEOUT_MS = 5_000
+
+/**
+ * How a {@link Link.ping} ended:
+ * - `alive`: the server answered the heartbeat on socket `generation`; `rttMs` is the time from
+ *   the call to the reply (ms, on the link's `env.monotonic`).
+ * - `lost`: the socket was lost before an answer came: no reply within the ping's `timeoutMs`
+ *   (`reason` is then `timed-out(heartbeat)`), or any other loss, or a disconnect(), on the way.
+ *   `reason` and `outcome` are those of the `disconnected` event that reported it (`outcome`
+ *   `reconnect`: the link is already on its way to the next socket).
+ * - `not-connected`: there was no open socket to check (`state` is the link's state at the call:
+ *   idle, connecting, reconnecting, suspended, stopping, stopped or terminated); nothing was sent.
+ *   While the link waits out a backoff, {@link Link.reconnect} is the call that retries now.
+ */
+export type PingResult =
+  | { outcome: 'alive'; rttMs: number; generation: number }
+  | { outcome: 'lost'; reason: DisconnectReason; disconnected: LinkEvents['disconnected']['outcome']; generation: number }
+  | { outcome: 'not-connected'; state: LinkState }
+
 /** One event of {@link Link.events}: `{ type, ...payload }`. */
 export type LinkEvent = { [K in keyof LinkEvents]: { type: K } & LinkEvents[K] }[keyof LinkEvents]
 
@@ -1177,6 +1197,65 @@ export class Link {
     if (!snapshot.matches({ session: { reconnecting: 'waiting' } }) && !snapshot.matches({ session: { reconnecting: 'suspended' } })) return false
     this.send({ type: 'host.reconnect' })
     return true
+  }
+
+  /**
+   * Checks the open socket now instead of at the next heartbeat: sends a heartbeat (unless one is
+   * already waiting for its reply, which then serves) and waits up to `timeoutMs` for the server's
+   * reply. A socket that does not answer in time is lost as one whose heartbeat went unanswered:
+   * the link closes it, reports `disconnected` with `timed-out(heartbeat)` and reconnects, without
+   * waiting out the heartbeat's own bound (up to two `transport.heartbeatIntervalMs`, 60 s by
+   * default). For a network change the link cannot see, such as the browser's `online` event or
+   * a laptop's wake, where the old socket is often half-open and still reads `connected`:
+   * `addEventListener('online', () => link.reconnect() || void link.ping())`. Pings made while
+   * one waits share its heartbeat, each with its own bound. It changes nothing when there is no
+   * open socket (`not-connected`: use reconnect() during a backoff). As phoenix.js's
+   * `socket.ping(callback)` and Ably's `connection.ping()` it measures the round trip; unlike
+   * them, an unanswered ping ends the socket, since a heartbeat that goes unanswered does.
+   *
+   * The bound is a real timer, as phoenix.js's heartbeat timers are (not `env.clock`); `rttMs` is
+   * read on `env.monotonic`. Phoenix answers every heartbeat on topic `phoenix` (Phoenix.Socket,
+   * phoenix 1.7 lib/phoenix/socket.ex `handle_in` of `"heartbeat"`).
+   *
+   * @param options.timeoutMs how long to wait for the reply, in ms: a whole number in [1, 2^31-1];
+   *   default {@link DEFAULT_PING_TIMEOUT_MS} (5000).
+   * @returns a {@link PingResult}; it never rejects for an outcome, only for bad options.
+   * @throws {ConfigurationError} (rejects) when `options` is not an object, has a key other than
+   *   `timeoutMs`, or `timeoutMs` is not a whole number of ms in [1, 2^31-1]; nothing is sent.
+   */
+  async ping(options: { timeoutMs?: number | undefined } | null = {}): Promise<PingResult> {
+    const read = callOptions(options, 'link.ping')
+    const stray = Object.keys(read).find((key) => key !== 'timeoutMs')
+    if (stray !== undefined) throw new ConfigurationError(`link.ping: unknown option ${JSON.stringify(stray)} (known: timeoutMs)`)
+    const timeoutMs = read.timeoutMs ?? DEFAULT_PING_TIMEOUT_MS
+    if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
+      throw new ConfigurationError(`link.ping: timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${typeof timeoutMs === 'number' ? String(timeoutMs) : describeArgument(timeoutMs)}`)
+    }
+    const state = this.state
+    // An open socket: the control channel joining or joined on it (a stop in progress is not pinged).
+    if (this.crashed || this.stopRequested || (state !== 'connected' && state !== 'joining')) return { outcome: 'not-connected', state }
+    const { generation } = this.charts.connection.snapshot.context
+    return new Promise<PingResult>((resolve) => {
+      let settled = false
+      // The first `disconnected` after the call: the loss the ping found, or one that came first.
+      const off = this.emitter.on('disconnected', (event) => {
+        if (settled) return
+        settled = true
+        off()
+        resolve({ outcome: 'lost', reason: event.reason, disconnected: event.outcome, generation })
+      })
+      const sent = this.#adapter.ping(generation, timeoutMs, (rttMs) => {
+        if (settled) return
+        settled = true
+        off()
+        resolve({ outcome: 'alive', rttMs, generation })
+      })
+      if (!sent) {
+        settled = true
+        off()
+        resolve({ outcome: 'not-connected', state: this.state })
+      }
+    })
   }
 
   /**

@@ -49,10 +49,11 @@ link.on('disconnected', ({ reason, outcome, nextDelayMs }) => {
 })
 
 // The link retries on its own while the network is away: with backoff and jitter after a drop
-// or a normal close, and it rejoins this channel on every new connection. To try at once when the
-// browser says it is back online rather than wait out the backoff (reconnect() does nothing
-// unless the link is waiting to retry):
-addEventListener('online', () => void link.reconnect())
+// or a normal close, and it rejoins this channel on every new connection. When the browser says
+// the network changed: reconnect() retries at once if the link is waiting out a backoff; if it
+// still reads connected, ping() checks the socket now (a network change often leaves it
+// half-open), and one that does not answer within 5 s is closed and replaced.
+addEventListener('online', () => link.reconnect() || void link.ping())
 const lobby = link.channel('room:lobby')
 lobby.on('new_msg', (payload) => {
   const item = document.createElement('li')

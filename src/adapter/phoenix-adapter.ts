@@ -154,6 +154,18 @@ interface Attachment {
   leavePush: Push | null
 }
 
+/** A host's check of one open socket (Link.ping()): the heartbeat whose reply answers it, and its bound. */
+interface Ping {
+  /** The ref of the heartbeat it waits on: the one pending when it was made (phoenix.js `pendingHeartbeatRef`). */
+  readonly ref: string
+  /** When it was made (adapter monotonic, ms). */
+  readonly startedAt: number
+  /** Its bound: ends the socket as an unanswered heartbeat does. */
+  readonly timer: ReturnType<typeof setTimeout>
+  /** Called with the time from the ping to the heartbeat's reply (ms). */
+  readonly answered: (rttMs: number) => void
+}
+
 /**
  * One transport generation: its phoenix Socket and WebSocket, what the socket reported, its
  * attachments, and when it is closed. It is also the transport's hooks ({@link TransportHooks}):
@@ -176,6 +188,8 @@ class TransportHandle implements TransportHooks {
   /** When (adapter monotonic) this accepted socket's TCP connection was found reset (onSocketError); null while it was not. */
   resetAt: number | null = null
   heartbeatTimedOut = false
+  /** Host pings waiting for the pending heartbeat's reply (Link.ping()); null while none. */
+  pings: Ping[] | null = null
   /**
    * The first loss the adapter reported on this transport (its close, a heartbeat timeout, a
    * supersede read on it, the control channel's phx_close or refused join); null while none. A
@@ -232,6 +246,39 @@ class TransportHandle implements TransportHooks {
   get closed(): Promise<void> {
     if (this.isClosed) return Promise.resolve()
     return new Promise((resolve) => (this.closedWaiters ??= []).push(resolve))
+  }
+
+  /** The pending heartbeat (`ref`) was answered: every ping waiting on it is answered, its time counted from its own start. */
+  heartbeatAnswered(ref: string): void {
+    const pings = this.pings
+    if (pings === null) return
+    const now = this.adapter.config.monotonic()
+    const waiting = pings.filter((ping) => ping.ref !== ref)
+    this.pings = waiting.length > 0 ? waiting : null
+    for (const ping of pings) {
+      if (ping.ref !== ref) continue
+      clearTimeout(ping.timer)
+      ping.answered(Math.max(0, now - ping.startedAt))
+    }
+  }
+
+  /**
+   * A ping's bound ran out: while the heartbeat it waits on is still the pending one of this
+   * live socket, the socket is ended as phoenix.js ends it when its own heartbeat goes unanswered
+   * (socket.js heartbeatTimeout: close 1000 "heartbeat timeout", channels errored), which
+   * onClientClose reports to the chart as `socket.heartbeatTimeout`.
+   */
+  pingExpired(ping: Ping): void {
+    const waiting = this.pings?.filter((other) => other !== ping) ?? []
+    this.pings = waiting.length > 0 ? waiting : null
+    if (this.ended || this.heartbeatTimedOut || this.socket === null || this.socket.pendingHeartbeatRef !== ping.ref) return
+    this.socket.heartbeatTimeout()
+  }
+
+  /** Drops the pings of a transport that ends: their timers are cleared; the link reports the loss to their hosts. */
+  dropPings(): void {
+    for (const ping of this.pings ?? []) clearTimeout(ping.timer)
+    this.pings = null
   }
 
   checkClosed(): void {
@@ -835,6 +882,41 @@ export class PhoenixAdapter {
     }
   }
 
+  /**
+   * Checks the open socket of `generation` now (Link.ping()): sends a heartbeat, unless one is
+   * already waiting for its reply (that one then answers the ping), and calls `answered` with
+   * the time from this call to the reply (ms, adapter monotonic). The heartbeat sent restarts
+   * phoenix.js's heartbeat cycle (socket.js clearHeartbeats, sendHeartbeat): left running, its next
+   * regular heartbeat would replace the pending ref, and this one's reply would answer nothing.
+   * With no reply within `timeoutMs` (a real timer, as phoenix.js's own heartbeat timers), the
+   * socket is ended as phoenix.js ends it when its heartbeat goes unanswered, so the connection
+   * chart reads `socket.heartbeatTimeout` and the loss takes the same path (the phoenix.js
+   * heartbeat timer still bounds the wait too: a pending heartbeat's own timeout may come first).
+   * A transport that ends first drops its pings: `answered` is never called.
+   *
+   * @returns false, with nothing sent, when `generation` has no open socket (not opened yet,
+   *   ending, ended, or its heartbeat already timed out).
+   */
+  ping(generation: number, timeoutMs: number, answered: (rttMs: number) => void): boolean {
+    const handle = this.handles.get(generation)
+    const socket = handle?.socket ?? null
+    if (!handle || handle.ended || handle.heartbeatTimedOut || socket === null || !socket.isConnected()) return false
+    if (socket.pendingHeartbeatRef === null) {
+      socket.clearHeartbeats()
+      socket.sendHeartbeat()
+    }
+    const ref = socket.pendingHeartbeatRef
+    if (ref === null) return false
+    const ping: Ping = {
+      ref,
+      startedAt: this.config.monotonic(),
+      timer: setTimeout(() => handle.pingExpired(ping), timeoutMs),
+      answered,
+    }
+    ;(handle.pings ??= []).push(ping)
+    return true
+  }
+
   /** Ends every transport now (the chart can no longer do it: it crashed). */
   endAll(): void {
     for (const attempt of this.attempts.values()) {
@@ -1108,6 +1190,7 @@ export class PhoenixAdapter {
         // heartbeat whatever the status), but is reported, not passed over in silence.
         const { status } = frame.payload as { status: string }
         if (status !== 'ok') this.reportUnexpected(handle, `heartbeat reply with status ${quoteServerText(status)}, not ok: counted as an answer (the peer is alive)`)
+        handle.heartbeatAnswered(ref)
         return true
       }
       return this.reportUnexpected(handle, `${quoteServerText(event)} on the heartbeat topic with ref ${quoteServerText(ref)}, which answers no pending heartbeat`)
@@ -1227,6 +1310,7 @@ export class PhoenixAdapter {
   private end(handle: TransportHandle): void {
     if (handle.ended) return
     handle.ended = true
+    handle.dropPings()
     // What a supersede or a control signal still read on this socket must carry (readLate()).
     handle.controlJoinRef = handle.attachments.get(this.controlTopic)?.channel.joinRef() ?? null
     for (const attachment of handle.attachments.values()) this.release(attachment)

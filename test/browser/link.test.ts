@@ -512,6 +512,22 @@ describe.skipIf(!HAVE_CHROMIUM)('the link in headless Chromium, against the simu
   })
 
   for (const where of ['page', 'worker'] as const) {
+    it(`${where === 'page' ? 'on a page' : 'in a Web Worker'}: ping() of a live socket is answered; of a server that stopped answering, it ends the socket within its timeout and the link reconnects (the \`online\` event's half-open socket)`, async () => {
+      const { sim, call } = await open(where)
+      expect(await call('start', { agentId: AGENT, apiKey: KEY, policy: POLICY })).toBe('idle')
+      expect(await call('connect')).toBe('connected')
+      const live = sim.live(AGENT)[0]!
+      expect(await call('ping', {})).toEqual({ outcome: 'alive' })
+      expect(live.heartbeats).toBe(1)
+      sim.stall(live)
+      const started = performance.now()
+      expect(await call('ping', { timeoutMs: 300 })).toEqual({ outcome: 'lost', reason: 'timed-out', disconnected: 'reconnect' })
+      expect(performance.now() - started).toBeLessThan(3_000)
+      const back = await call('until', { state: 'connected', events: { type: 'reconnected', count: 1 }, timeoutMs: 5_000 })
+      expect(back.events.filter((e) => e.type === 'disconnected')).toEqual([{ type: 'disconnected', outcome: 'reconnect', reason: 'timed-out', terminal: false }])
+      expect(sim.upgradeCounts(AGENT).upgrades).toBe(2)
+    })
+
     it(`${where === 'page' ? 'on a page' : 'in a Web Worker'}: disconnect() resolves on the close event, and from a server that stopped reading after transport.closeTimeoutMs, not the browser's own 60 s`, async () => {
       const { sim, call } = await open(where)
       // A close bound longer than phoenix.js's own 1.5 s of polling, so the bound is what ends the wait.

@@ -234,7 +234,7 @@ export function conformance(factory: PeerFactory): void {
         expect(await peer.acceptedConflictModes(agent)).toEqual([null, null])
         // Its first loss is the end (the push read) or the reset, after which every upgrade probed.
         const [first] = scene().seen(older, 'disconnected')
-        if (!first!.terminal) expect(first, 'a loss before the end is a reset, probed').toMatchObject({ conflictProbe: true, reason: { kind: 'dropped', reset: true } })
+        if (!first!.terminal) expect(first, `a loss before the end is a reset, probed: ${JSON.stringify(first)}`).toMatchObject({ conflictProbe: true, reason: { kind: 'dropped', reset: true } })
       })
 
       it('a supersede pushed to the only link ends it `superseded`, with no reconnect (scenarios 9, 14)', async () => {
@@ -971,6 +971,36 @@ export function conformance(factory: PeerFactory): void {
         expect(thawed).toBe(true)
         await untilState(link, 'connected', 15_000)
         await own.until(async () => (await own.live(agent)).length === 1, 'one live socket after the thaw', 10_000)
+      }, 40_000)
+
+      it("ping(): the server answers the heartbeat at once; frozen (SIGSTOP), the socket is lost within the ping's timeout, not the heartbeat's 60 s, and the link connects again after the thaw", async () => {
+        const own = await scene().fresh(factory)
+        const agent = own.agent()
+        // The default heartbeat: 30 s interval, so only the ping can find the frozen server within the test.
+        const link = scene().link(own, agent)
+        await link.connect()
+        expect(await link.ping()).toMatchObject({ outcome: 'alive', generation: 1 })
+        expect(link.state).toBe('connected')
+        expect(await own.live(agent)).toHaveLength(1)
+        const thaw = await own.freeze()
+        let thawed = false
+        try {
+          const started = performance.now()
+          const result = await link.ping({ timeoutMs: 300 })
+          const elapsed = performance.now() - started
+          expect(result).toMatchObject({ outcome: 'lost', disconnected: 'reconnect', reason: { kind: 'timed-out', phase: 'heartbeat', generation: 1 } })
+          expect(elapsed).toBeGreaterThanOrEqual(295)
+          expect(elapsed).toBeLessThan(3_000)
+        } finally {
+          await thaw()
+          thawed = true
+        }
+        expect(thawed).toBe(true)
+        await untilState(link, 'connected', 15_000)
+        await own.until(async () => (await own.live(agent)).length === 1, 'one live socket after the thaw', 10_000)
+        const again = await link.ping()
+        expect(again.outcome).toBe('alive')
+        expect((again as { generation: number }).generation).toBeGreaterThanOrEqual(2)
       }, 40_000)
     })
   })

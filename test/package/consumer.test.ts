@@ -171,7 +171,7 @@ describe('a TypeScript consumer compiles', () => {
         },
         files: ['main.ts'],
       }),
-      'main.ts': `import { createLink, isAgentDisconnectedError, type DisconnectReason, type LinkState } from 'phoenix-link'
+      'main.ts': `import { createLink, isAgentDisconnectedError, type DisconnectReason, type LinkState, type PingResult } from 'phoenix-link'
 
 const link = createLink({ url: 'wss://platform.example/socket', agentId: 'agent-7', apiKey: async () => 'key', apiKeyIn: 'param' })
 const seen: DisconnectReason[] = []
@@ -184,6 +184,11 @@ link.on('state', ({ state }: { state: LinkState }) => console.log(state))
 const room = link.channel('room:42', () => ({ token: 'fresh' }))
 room.on('new_msg', (payload) => console.log(payload instanceof ArrayBuffer ? payload.byteLength : payload))
 room.onStatus((status, reason) => console.log(status, reason?.kind))
+addEventListener('online', () => link.reconnect() || void link.ping().then((result: PingResult) => {
+  if (result.outcome === 'alive') console.log(result.rttMs)
+  else if (result.outcome === 'lost') console.log(result.reason.kind, result.disconnected)
+  else console.log(result.state)
+}))
 try {
   await link.connect({ signal: AbortSignal.timeout(5000) })
   await room.push('typing', { on: true }, { timeoutMs: 1000 })
@@ -229,6 +234,7 @@ const given: { logger?: Console | undefined; signal?: AbortSignal | undefined } 
 const link = createLink({ url: sim.url, agentId: 'agent-7', apiKey: 'key', logger: given.logger ?? console, tracer: undefined, runs: { hookTimeoutMs: undefined } })
 await link.connect({ signal: given.signal })
 await link.whenState('connected', { signal: given.signal })
+await link.ping({ timeoutMs: undefined })
 await link.channel('room:1').push('x', {}, { signal: given.signal, timeoutMs: undefined }).catch(() => {})
 const registry = new Registry()
 const metrics = linkMetrics(link, { registry, prefix: 'app_' })

@@ -60,6 +60,8 @@ export interface Commands {
   runForever(args: { name: string }): string
   /** The outcome of runForever `name`: as it is now without `waitMs`, else once settled, waiting up to `waitMs`. */
   outcome(args: { name: string; waitMs?: number }): Promise<Outcome>
+  /** `await link.ping({ timeoutMs })`; answers its outcome, with the reason's kind and the disconnected outcome of a `lost`. */
+  ping(args: { timeoutMs?: number }): Promise<{ outcome: string; reason?: string; disconnected?: string }>
   /** `await link.disconnect()`; answers the state after. */
   disconnect(): Promise<string>
   /**
@@ -252,6 +254,11 @@ export function createDriver(url: string, scope: string): Driver {
       const seen = { state: current().state, readyStates: made.map((ws) => ws.readyState) }
       await stopping
       return seen
+    },
+    async ping({ timeoutMs }) {
+      const result = await current().ping(timeoutMs === undefined ? {} : { timeoutMs })
+      if (result.outcome === 'lost') return { outcome: result.outcome, reason: result.reason.kind, disconnected: result.disconnected }
+      return { outcome: result.outcome }
     },
     async disconnect() {
       await current().disconnect()
