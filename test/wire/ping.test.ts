@@ -3,7 +3,8 @@
  * browser's `online` event over a half-open socket), on the real wire against the simulator.
  * Each asserts what the host gets and what the server saw (heartbeats read, upgrades).
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { Socket } from 'phoenix'
 import { ConfigurationError, DEFAULT_PING_TIMEOUT_MS, type PingResult } from '../../src/index.js'
 import { next, untilState, useWorld } from '../support/wire.js'
 
@@ -53,6 +54,74 @@ describe('ping() of a live socket', () => {
     await joining
     expect(await link.ping()).toMatchObject({ outcome: 'alive', generation: 1 })
     expect(sim.upgradeCounts('agent-1').upgrades).toBe(1)
+  })
+})
+
+describe("ping() while phoenix.js's own heartbeat waits for its reply", () => {
+  afterEach(() => void vi.restoreAllMocks())
+
+  /** A spy on every heartbeat a socket sends (phoenix.js socket.js sendHeartbeat), resolving `sent(n)` at the n-th. */
+  function spyHeartbeats(): { calls: () => number; sent: (n: number) => Promise<void> } {
+    const original = Socket.prototype.sendHeartbeat
+    let count = 0
+    const waiting: Array<{ n: number; resolve: () => void }> = []
+    vi.spyOn(Socket.prototype, 'sendHeartbeat').mockImplementation(function (this: Socket) {
+      original.call(this)
+      count++
+      for (const w of waiting.filter((w) => w.n <= count)) w.resolve()
+    })
+    return {
+      calls: () => count,
+      sent: (n) => (count >= n ? Promise.resolve() : new Promise<void>((resolve) => waiting.push({ n, resolve }))),
+    }
+  }
+
+  it('the pending heartbeat serves the ping (no second heartbeat); its reply, read late, answers it and is not reported as stray', async () => {
+    const heartbeats = spyHeartbeats()
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 500 } } })
+    await link.connect()
+    const [conn] = sim.live('agent-1')
+    // The server stops reading; phoenix.js's regular heartbeat goes out and waits (its bound: 500 ms more).
+    sim.stall(conn!)
+    await heartbeats.sent(1)
+    const ping = link.ping({ timeoutMs: 5_000 })
+    expect(heartbeats.calls()).toBe(1)
+    // The server reads again: it answers the pending heartbeat, which answers the ping.
+    conn!.resume()
+    expect(await ping).toMatchObject({ outcome: 'alive', generation: 1 })
+    expect(heartbeats.calls()).toBe(1)
+    expect(conn!.heartbeats).toBe(1)
+    expect(link.state).toBe('connected')
+    expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored')).toEqual([])
+  })
+
+  it("a ping's heartbeat restarts phoenix.js's cycle: the regular heartbeat due meanwhile does not replace it", async () => {
+    const heartbeats = spyHeartbeats()
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 500 } } })
+    await link.connect()
+    sim.stall({ agent: 'agent-1' })
+    // Sent just after the connect, before the regular heartbeat (due 500 ms after the open); left
+    // running, that one would replace the ping's as the pending heartbeat, before the ping's bound.
+    const result = await link.ping({ timeoutMs: 60_000 })
+    expect(result).toMatchObject({ outcome: 'lost', reason: { kind: 'timed-out', phase: 'heartbeat' } })
+    expect(heartbeats.calls()).toBe(1)
+  })
+
+  it("unanswered, the pending heartbeat's own bound still ends the socket (a ping never extends it)", async () => {
+    const heartbeats = spyHeartbeats()
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 500 } } })
+    await link.connect()
+    sim.stall({ agent: 'agent-1' })
+    await heartbeats.sent(1)
+    const started = performance.now()
+    const result = await link.ping({ timeoutMs: 60_000 })
+    expect(result).toMatchObject({ outcome: 'lost', disconnected: 'reconnect', reason: { kind: 'timed-out', phase: 'heartbeat' } })
+    // Within the heartbeat's interval of its sending, not the ping's 60 s.
+    expect(performance.now() - started).toBeLessThan(2_000)
+    expect(heartbeats.calls()).toBe(1)
   })
 })
 
