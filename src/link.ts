@@ -1200,16 +1200,17 @@ export class Link {
   }
 
   /**
-   * Checks the open socket now instead of at the next heartbeat: sends a heartbeat (unless one is
-   * already waiting for its reply, which then serves) and waits up to `timeoutMs` for the server's
-   * reply. A socket that does not answer in time is lost as one whose heartbeat went unanswered:
+   * Checks the open socket now instead of at the next heartbeat: sends a heartbeat of its own (a
+   * reply to an earlier one, still in flight, proves nothing of the socket now) and waits up to
+   * `timeoutMs` for the server's reply. A socket that does not answer in time is lost as one whose heartbeat went unanswered:
    * the link closes it, reports `disconnected` with `timed-out(heartbeat)` and reconnects, without
    * waiting out the heartbeat's own bound (up to two `transport.heartbeatIntervalMs`, 60 s by
    * default). For a network change the link cannot see, such as the browser's `online` event or
    * a laptop's wake, where the old socket is often half-open and still reads `connected`:
-   * `addEventListener('online', () => link.reconnect() || void link.ping())`. Pings made while
-   * one waits share its heartbeat, each with its own bound. It changes nothing when there is no
-   * open socket (`not-connected`: use reconnect() during a backoff). As phoenix.js's
+   * `addEventListener('online', () => link.reconnect() || void link.ping())`. Each ping sends its
+   * own heartbeat, with its own bound; phoenix.js's heartbeat cycle runs on. It changes nothing
+   * when there is no open socket (`not-connected`: use reconnect() during a backoff; while the link
+   * is `connecting`, its connect timeout bounds the attempt). As phoenix.js's
    * `socket.ping(callback)` and Ably's `connection.ping()` it measures the round trip; unlike
    * them, an unanswered ping ends the socket, since a heartbeat that goes unanswered does.
    *
@@ -1231,6 +1232,9 @@ export class Link {
     if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
       throw new ConfigurationError(`link.ping: timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${typeof timeoutMs === 'number' ? String(timeoutMs) : describeArgument(timeoutMs)}`)
     }
+    // Called from inside the charts' processing (a chart subscriber, an inspector), the state may be
+    // behind events already queued (a close just read): decide once they are processed.
+    if (this.charts.busy) await undefined
     const state = this.state
     // An open socket: the control channel joining or joined on it (a stop in progress is not pinged).
     if (this.crashed || this.stopRequested || (state !== 'connected' && state !== 'joining')) return { outcome: 'not-connected', state }

@@ -23,6 +23,7 @@ import {
   controlTopic,
   decodeBinaryFromServer,
   decodeTextFrame,
+  HEARTBEAT_EVENT,
   HEARTBEAT_TOPIC,
   hasLoneSurrogate,
   isWellFormedText,
@@ -154,9 +155,9 @@ interface Attachment {
   leavePush: Push | null
 }
 
-/** A host's check of one open socket (Link.ping()): the heartbeat whose reply answers it, and its bound. */
+/** A host's check of one open socket (Link.ping()): the heartbeat it sent, and its bound. */
 interface Ping {
-  /** The ref of the heartbeat it waits on: the one pending when it was made (phoenix.js `pendingHeartbeatRef`). */
+  /** The ref of the heartbeat it sent (its own: a reply to an earlier heartbeat proves nothing of the socket now). */
   readonly ref: string
   /** When it was made (adapter monotonic, ms). */
   readonly startedAt: number
@@ -188,7 +189,7 @@ class TransportHandle implements TransportHooks {
   /** When (adapter monotonic) this accepted socket's TCP connection was found reset (onSocketError); null while it was not. */
   resetAt: number | null = null
   heartbeatTimedOut = false
-  /** Host pings waiting for the pending heartbeat's reply (Link.ping()); null while none. */
+  /** Host pings waiting for their heartbeat's reply (Link.ping()); null while none. */
   pings: Ping[] | null = null
   /**
    * The first loss the adapter reported on this transport (its close, a heartbeat timeout, a
@@ -248,31 +249,34 @@ class TransportHandle implements TransportHooks {
     return new Promise((resolve) => (this.closedWaiters ??= []).push(resolve))
   }
 
-  /** The pending heartbeat (`ref`) was answered: every ping waiting on it is answered, its time counted from its own start. */
-  heartbeatAnswered(ref: string): void {
-    const pings = this.pings
-    if (pings === null) return
-    const now = this.adapter.config.monotonic()
-    const waiting = pings.filter((ping) => ping.ref !== ref)
-    this.pings = waiting.length > 0 ? waiting : null
-    for (const ping of pings) {
-      if (ping.ref !== ref) continue
-      clearTimeout(ping.timer)
-      ping.answered(Math.max(0, now - ping.startedAt))
-    }
+  /** The ping whose heartbeat has ref `ref`, or undefined (a reply that answers no ping). */
+  pingOf(ref: string): Ping | undefined {
+    return this.pings?.find((ping) => ping.ref === ref)
+  }
+
+  /** The heartbeat of `ping` was answered: it is answered, with the time since it was sent. */
+  pingAnswered(ping: Ping): void {
+    this.forgetPing(ping)
+    clearTimeout(ping.timer)
+    ping.answered(Math.max(0, this.adapter.config.monotonic() - ping.startedAt))
   }
 
   /**
-   * A ping's bound ran out: while the heartbeat it waits on is still the pending one of this
-   * live socket, the socket is ended as phoenix.js ends it when its own heartbeat goes unanswered
-   * (socket.js heartbeatTimeout: close 1000 "heartbeat timeout", channels errored), which
-   * onClientClose reports to the chart as `socket.heartbeatTimeout`.
+   * A ping's bound ran out on this live socket: it is ended as phoenix.js ends it when its own
+   * heartbeat goes unanswered (socket.js heartbeatTimeout, run on the ping's heartbeat as the
+   * pending one: close 1000 "heartbeat timeout", channels errored), which onClientClose reports to
+   * the chart as `socket.heartbeatTimeout`.
    */
   pingExpired(ping: Ping): void {
+    this.forgetPing(ping)
+    if (this.ended || this.heartbeatTimedOut || this.socket === null) return
+    this.socket.pendingHeartbeatRef = ping.ref
+    this.socket.heartbeatTimeout()
+  }
+
+  private forgetPing(ping: Ping): void {
     const waiting = this.pings?.filter((other) => other !== ping) ?? []
     this.pings = waiting.length > 0 ? waiting : null
-    if (this.ended || this.heartbeatTimedOut || this.socket === null || this.socket.pendingHeartbeatRef !== ping.ref) return
-    this.socket.heartbeatTimeout()
   }
 
   /** Drops the pings of a transport that ends: their timers are cleared; the link reports the loss to their hosts. */
@@ -883,16 +887,15 @@ export class PhoenixAdapter {
   }
 
   /**
-   * Checks the open socket of `generation` now (Link.ping()): sends a heartbeat, unless one is
-   * already waiting for its reply (that one then answers the ping), and calls `answered` with
-   * the time from this call to the reply (ms, adapter monotonic). The heartbeat sent restarts
-   * phoenix.js's heartbeat cycle (socket.js clearHeartbeats, sendHeartbeat): left running, its next
-   * regular heartbeat would replace the pending ref, and this one's reply would answer nothing.
-   * With no reply within `timeoutMs` (a real timer, as phoenix.js's own heartbeat timers), the
-   * socket is ended as phoenix.js ends it when its heartbeat goes unanswered, so the connection
-   * chart reads `socket.heartbeatTimeout` and the loss takes the same path (the phoenix.js
-   * heartbeat timer still bounds the wait too: a pending heartbeat's own timeout may come first).
-   * A transport that ends first drops its pings: `answered` is never called.
+   * Checks the open socket of `generation` now (Link.ping()): sends a heartbeat of its own (topic
+   * `phoenix`, a fresh ref; phoenix.js's heartbeat cycle runs on untouched) and calls `answered`
+   * with the time from sending it to its reply (ms, adapter monotonic). Its own, not phoenix.js's
+   * pending one: a reply the server sent before the call, still in flight, would answer that one and
+   * prove nothing of the socket now. With no reply within `timeoutMs` (a real timer, as phoenix.js's
+   * own heartbeat timers), the socket is ended as phoenix.js ends it when its heartbeat goes
+   * unanswered, so the connection chart reads `socket.heartbeatTimeout` and the loss takes the same
+   * path (phoenix.js's own heartbeat still bounds the socket too: its timeout may come first). A
+   * transport that ends first drops its pings: `answered` is never called.
    *
    * @returns false, with nothing sent, when `generation` has no open socket (not opened yet,
    *   ending, ended, or its heartbeat already timed out).
@@ -901,12 +904,8 @@ export class PhoenixAdapter {
     const handle = this.handles.get(generation)
     const socket = handle?.socket ?? null
     if (!handle || handle.ended || handle.heartbeatTimedOut || socket === null || !socket.isConnected()) return false
-    if (socket.pendingHeartbeatRef === null) {
-      socket.clearHeartbeats()
-      socket.sendHeartbeat()
-    }
-    const ref = socket.pendingHeartbeatRef
-    if (ref === null) return false
+    const ref = socket.makeRef()
+    socket.push({ topic: HEARTBEAT_TOPIC, event: HEARTBEAT_EVENT, payload: {}, ref, join_ref: null })
     const ping: Ping = {
       ref,
       startedAt: this.config.monotonic(),
@@ -1184,13 +1183,20 @@ export class PhoenixAdapter {
   private isExpected(handle: TransportHandle, frame: Frame): boolean {
     const { topic, event, ref } = frame
     if (topic === HEARTBEAT_TOPIC) {
+      const ping = event === CHANNEL_EVENTS.reply && ref !== null ? handle.pingOf(ref) : undefined
+      if (ping !== undefined) {
+        // A ping's own heartbeat: answered here; phoenix.js, which did not send it, has nothing to do with it.
+        const { status } = frame.payload as { status: string }
+        if (status !== 'ok') this.reportUnexpected(handle, `heartbeat reply with status ${quoteServerText(status)}, not ok: counted as an answer (the peer is alive)`)
+        handle.pingAnswered(ping)
+        return false
+      }
       if (event === CHANNEL_EVENTS.reply && ref !== null && ref === handle.socket?.pendingHeartbeatRef) {
         // Phoenix answers every heartbeat ok (Phoenix.Socket's handle_in for "phoenix"/"heartbeat").
         // Another status still answers it (the peer is alive; phoenix.js clears the pending
         // heartbeat whatever the status), but is reported, not passed over in silence.
         const { status } = frame.payload as { status: string }
         if (status !== 'ok') this.reportUnexpected(handle, `heartbeat reply with status ${quoteServerText(status)}, not ok: counted as an answer (the peer is alive)`)
-        handle.heartbeatAnswered(ref)
         return true
       }
       return this.reportUnexpected(handle, `${quoteServerText(event)} on the heartbeat topic with ref ${quoteServerText(ref)}, which answers no pending heartbeat`)

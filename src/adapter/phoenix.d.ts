@@ -81,7 +81,6 @@ declare module 'phoenix' {
     /** @internal */ conn: unknown
     /** @internal The last ref made (socket.js makeRef). */ ref: number
     /** @internal The ref of the heartbeat awaiting its reply (socket.js sendHeartbeat). */ pendingHeartbeatRef: string | null
-    /** @internal Clears the heartbeat timer, the heartbeat-timeout timer and the pending ref (socket.js clearHeartbeats). */ clearHeartbeats(): void
     /** @internal Sends a heartbeat now and arms its timeout at heartbeatIntervalMs (socket.js sendHeartbeat). */ sendHeartbeat(): void
     /**
      * @internal With a heartbeat pending: closes the connection (1000, "heartbeat timeout"),

@@ -31,17 +31,36 @@ describe('ping() of a live socket', () => {
     expect(sim.upgradeCounts('agent-1')).toEqual({ upgrades: 1, refused: 0 })
   })
 
-  it('pings made together share one heartbeat, and each is answered', async () => {
+  it('each ping sends a heartbeat of its own, with its own bound, and each is answered', async () => {
     const sim = await world().sim()
     const link = world().link(sim)
     await link.connect()
     const [conn] = sim.live('agent-1')
     const results = await Promise.all([link.ping(), link.ping({ timeoutMs: 2_000 }), link.ping(null)])
     expect(results.map((r) => r.outcome)).toEqual(['alive', 'alive', 'alive'])
-    expect(conn!.heartbeats).toBe(1)
-    // The heartbeat cycle restarted from the ping: the next ping sends the next heartbeat.
-    expect(await link.ping()).toMatchObject({ outcome: 'alive' })
-    expect(conn!.heartbeats).toBe(2)
+    expect(conn!.heartbeats).toBe(3)
+    expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored')).toEqual([])
+  })
+
+  it('called from inside the charts\' processing (a chart subscriber) as a close is read: it decides on the state after it, not the socket just lost', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } } })
+    await link.connect()
+    let pinged: Promise<PingResult> | null = null
+    let armed = false
+    const subscription = link.actor.subscribe(() => {
+      if (armed && pinged === null) pinged = link.ping()
+    })
+    try {
+      armed = true
+      const waiting = untilState(link, 'reconnecting')
+      sim.close({ agent: 'agent-1' }, 1000, 'bye')
+      await waiting
+      expect(pinged).not.toBeNull()
+      expect(await pinged).toEqual({ outcome: 'not-connected', state: 'reconnecting' })
+    } finally {
+      subscription.unsubscribe()
+    }
   })
 
   it('answers while the control channel rejoins after a crash (state joining): the socket is open', async () => {
@@ -57,7 +76,7 @@ describe('ping() of a live socket', () => {
   })
 })
 
-describe("ping() while phoenix.js's own heartbeat waits for its reply", () => {
+describe("ping() beside phoenix.js's own heartbeat", () => {
   afterEach(() => void vi.restoreAllMocks())
 
   /** A spy on every heartbeat a socket sends (phoenix.js socket.js sendHeartbeat), resolving `sent(n)` at the n-th. */
@@ -76,35 +95,42 @@ describe("ping() while phoenix.js's own heartbeat waits for its reply", () => {
     }
   }
 
-  it('the pending heartbeat serves the ping (no second heartbeat); its reply, read late, answers it and is not reported as stray', async () => {
-    const heartbeats = spyHeartbeats()
+  it("a reply to phoenix.js's pending heartbeat, still in flight when the ping is made, does not answer it: only the ping's own heartbeat does", async () => {
     const sim = await world().sim()
-    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 500 } } })
+    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 300 } } })
     await link.connect()
-    const [conn] = sim.live('agent-1')
-    // The server stops reading; phoenix.js's regular heartbeat goes out and waits (its bound: 500 ms more).
-    sim.stall(conn!)
-    await heartbeats.sent(1)
-    const ping = link.ping({ timeoutMs: 5_000 })
-    expect(heartbeats.calls()).toBe(1)
-    // The server reads again: it answers the pending heartbeat, which answers the ping.
-    conn!.resume()
-    expect(await ping).toMatchObject({ outcome: 'alive', generation: 1 })
-    expect(heartbeats.calls()).toBe(1)
-    expect(conn!.heartbeats).toBe(1)
-    expect(link.state).toBe('connected')
+    const conn = sim.live('agent-1')[0]!
+    // Just after the server writes its reply to phoenix.js's regular heartbeat (before the link
+    // reads it), it stops reading and answering, and the host pings.
+    let pinged!: Promise<PingResult>
+    const made = new Promise<void>((resolve) => {
+      const send = conn.send.bind(conn)
+      conn.send = (frame) => {
+        send(frame)
+        if (frame.topic !== 'phoenix') return
+        conn.send = send
+        sim.stall(conn)
+        pinged = link.ping({ timeoutMs: 200 })
+        resolve()
+      }
+    })
+    await made
+    expect(await pinged).toMatchObject({ outcome: 'lost', disconnected: 'reconnect', reason: { kind: 'timed-out', phase: 'heartbeat' } })
+    // The late reply answered phoenix.js's heartbeat, as ever: nothing reported stray.
     expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored')).toEqual([])
   })
 
-  it("a ping's heartbeat restarts phoenix.js's cycle: the regular heartbeat due meanwhile does not replace it", async () => {
+  it("phoenix.js's heartbeat cycle runs on beside a ping: its regular heartbeat goes out on time, and its bound ends a stalled socket before the ping's", async () => {
     const heartbeats = spyHeartbeats()
     const sim = await world().sim()
     const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 500 } } })
     await link.connect()
     sim.stall({ agent: 'agent-1' })
-    // Sent just after the connect, before the regular heartbeat (due 500 ms after the open); left
-    // running, that one would replace the ping's as the pending heartbeat, before the ping's bound.
-    const result = await link.ping({ timeoutMs: 60_000 })
+    // Made before the regular heartbeat is due (500 ms after the open).
+    const ping = link.ping({ timeoutMs: 60_000 })
+    expect(heartbeats.calls()).toBe(0)
+    await heartbeats.sent(1)
+    const result = await ping
     expect(result).toMatchObject({ outcome: 'lost', reason: { kind: 'timed-out', phase: 'heartbeat' } })
     expect(heartbeats.calls()).toBe(1)
   })
