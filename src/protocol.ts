@@ -95,6 +95,24 @@ export interface Frame {
   payload: unknown
 }
 
+/**
+ * A `join_ref` or `ref` as a client may send it to a server. phoenix.js sends decimal strings (or
+ * null); Phoenix reads any JSON there and echoes it as it came: a number, a boolean, also an object
+ * or an array (measured 2026-12-07 on Bandit and Cowboy, phoenix 1.7.14: `[1, 2, topic,
+ * "phx_join", {}]` is answered `[1, 2, topic, "phx_reply", ...]`, and the channel's pushes carry
+ * the number). The simulator serves the scalars and refuses objects and arrays (docs/field-notes.md).
+ */
+export type WireRef = string | number | boolean | null
+
+/** A frame a client sent, as a server reads it: a {@link Frame} whose refs may be any {@link WireRef}. */
+export interface ClientFrame extends Omit<Frame, 'join_ref' | 'ref'> {
+  join_ref: WireRef
+  ref: WireRef
+}
+
+/** Outcome of decoding one frame a client sent. */
+export type ClientDecodeResult = { ok: true; frame: ClientFrame } | { ok: false; problem: FrameProblem }
+
 /** The text form of a V2 frame, as a zod tuple. decodeTextFrame checks the same shape by hand (it is the hot path); a property test keeps them in step. */
 export const TextFrame = z.tuple([z.nullable(z.string()), z.nullable(z.string()), z.string(), z.string(), z.unknown()])
 
@@ -162,13 +180,17 @@ export function decodeTextFrame(text: string, maxBytes = Number.POSITIVE_INFINIT
 }
 
 /**
- * Decodes a V2 text frame a client sent to a server, as Phoenix's socket reads it: the same checks
- * as {@link decodeTextFrame} but the shape of a `phx_reply` payload, since Phoenix routes a
- * client's `phx_reply` like any other event (ok on a joined topic, "unmatched topic" otherwise;
- * measured 2026-12-06 on Bandit and Cowboy). Never throws.
+ * Decodes a V2 text frame a client sent to a server, as Phoenix's socket reads it (its V2
+ * serializer matches `[join_ref, ref, topic, event, payload | _]`): the checks of
+ * {@link decodeTextFrame} but three. A `phx_reply` payload may have any shape, since Phoenix routes
+ * a client's `phx_reply` like any other event (ok on a joined topic, "unmatched topic" otherwise;
+ * measured 2026-12-06). An array longer than 5 elements is read, the rest ignored. A join_ref or
+ * ref may be any JSON scalar ({@link WireRef}), kept as it came so that a reply echoes it (both
+ * measured 2026-12-07 on Bandit and Cowboy). Objects and arrays there, which Phoenix echoes too, are
+ * refused `wrong-types`. Never throws.
  */
-export function decodeTextFrameFromClient(text: string, maxBytes = Number.POSITIVE_INFINITY): DecodeResult {
-  return decodeText(text, maxBytes, false)
+export function decodeTextFrameFromClient(text: string, maxBytes = Number.POSITIVE_INFINITY): ClientDecodeResult {
+  return decodeText(text, maxBytes, false) as ClientDecodeResult
 }
 
 /**
@@ -190,7 +212,13 @@ export function utf8Length(text: string): number {
   return bytes
 }
 
-function decodeText(text: string, maxBytes: number, replyShape: boolean): DecodeResult {
+/** Whether `value` is a ref a client may send as the simulator reads it: a JSON scalar ({@link WireRef}). */
+function isWireRef(value: unknown): boolean {
+  return value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+}
+
+/** `fromServer`: the link's strict read of what a server sent; otherwise a server's read of a client's frame ({@link decodeTextFrameFromClient}). */
+function decodeText(text: string, maxBytes: number, fromServer: boolean): DecodeResult {
   // A character is 1 to 3 bytes per UTF-16 unit: counted only when the length alone cannot decide.
   if (text.length * 3 > maxBytes) {
     const bytes = utf8Length(text)
@@ -206,7 +234,7 @@ function decodeText(text: string, maxBytes: number, replyShape: boolean): Decode
     return problem('not-json', notJsonDetail((error as Error).message), framePreview(text))
   }
   if (!Array.isArray(parsed)) return problem('not-array', 'a V2 frame is a JSON array', framePreview(text))
-  if (parsed.length !== 5) {
+  if (fromServer ? parsed.length !== 5 : parsed.length < 5) {
     return problem('wrong-arity', `a V2 frame has 5 elements, this one has ${parsed.length}`, framePreview(text))
   }
   // Index reads, not array destructuring (which runs the iterator protocol): this is on every frame's path.
@@ -215,21 +243,14 @@ function decodeText(text: string, maxBytes: number, replyShape: boolean): Decode
   const topic: unknown = parsed[2]
   const event: unknown = parsed[3]
   const payload: unknown = parsed[4]
-  const wrong =
-    join_ref !== null && typeof join_ref !== 'string'
-      ? 0
-      : ref !== null && typeof ref !== 'string'
-        ? 1
-        : typeof topic !== 'string'
-          ? 2
-          : typeof event !== 'string'
-            ? 3
-            : -1
+  const refOk = fromServer ? (value: unknown) => value === null || typeof value === 'string' : isWireRef
+  const wrong = !refOk(join_ref) ? 0 : !refOk(ref) ? 1 : typeof topic !== 'string' ? 2 : typeof event !== 'string' ? 3 : -1
   if (wrong >= 0) {
-    const names = ['join_ref (string or null)', 'ref (string or null)', 'topic (string)', 'event (string)']
+    const refs = fromServer ? 'string or null' : 'a string, number, boolean or null'
+    const names = [`join_ref (${refs})`, `ref (${refs})`, 'topic (string)', 'event (string)']
     return problem('wrong-types', `element ${wrong} must be ${names[wrong]} (expected [join_ref, ref, topic, event, payload])`, framePreview(text))
   }
-  if (replyShape && event === CHANNEL_EVENTS.reply) {
+  if (fromServer && event === CHANNEL_EVENTS.reply) {
     const reply = payload as { status?: unknown } | null
     if (!reply || typeof reply !== 'object' || Array.isArray(reply) || typeof reply.status !== 'string') {
       return problem('bad-reply', 'a phx_reply payload is {"status": string, "response": ...}', framePreview(text))
@@ -238,8 +259,8 @@ function decodeText(text: string, maxBytes: number, replyShape: boolean): Decode
   return { ok: true, frame: { join_ref: join_ref as string | null, ref: ref as string | null, topic: topic as string, event: event as string, payload } }
 }
 
-/** Encodes a frame with an object payload as V2 JSON text. */
-export function encodeTextFrame(frame: Frame): string {
+/** Encodes a frame with an object payload as V2 JSON text (the refs of a {@link ClientFrame} as they came, numbers as numbers). */
+export function encodeTextFrame(frame: Frame | ClientFrame): string {
   // Only JSON payloads: a binary payload goes through encodeBinaryToClient/ToServer.
   return JSON.stringify([frame.join_ref, frame.ref, frame.topic, frame.event, frame.payload])
 }

@@ -251,6 +251,14 @@ interface Edges {
   arrayOnV1: { code: number; reason: string } | string
   /** The status line (and content-length of a refusal) an upgrade with each `vsn` value got, the key right unless the name says otherwise. */
   vsns: Record<string, string>
+  /**
+   * Frames whose join_ref and ref are JSON numbers or booleans (as a client in another language
+   * may send them), one at a time: each frame sent and every frame it brought (the control topic
+   * written `ctl`): joins, heartbeats, a room push (one with the join_ref as a string), "unmatched
+   * topic", an array of 7 elements, the room's leave, a join_ref `true`, then a server push on the
+   * room joined again.
+   */
+  scalarRefs: Array<[unknown, unknown[]]> | string
 }
 
 /**
@@ -610,7 +618,32 @@ async function edges(peer: Peer): Promise<Edges> {
     vsns['vsn=2 and a wrong key'] = await upgradeStatus(peer.port, `agent_id=${agent.id}&api_key=wrong&vsn=2`)
     vsns['vsn=2.0.0&vsn=1.0.0 (the last wins)'] = await upgradeStatus(peer.port, `agent_id=${agent.id}&api_key=${agent.key}&vsn=2.0.0&vsn=1.0.0`)
   }
-  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer), nullJoinRef, v1, noVsn, arrayOnV1, vsns }
+  const scalarRefs = await probeVsn(peer, '2.0.0', async (ws, agent) => {
+    const ctl = controlTopic(agent.id)
+    const seen: Array<[unknown, unknown[]]> = []
+    // One frame at a time, each answer awaited: a joined topic's frames are answered by its channel's process.
+    const send = async (frame: unknown[], answers: number) => {
+      ws.send(JSON.stringify(frame))
+      seen.push([frame, await nextFrames(ws, answers)])
+    }
+    await send([1, 2, ctl, 'phx_join', {}], 1)
+    await send([null, 3, 'phoenix', 'heartbeat', {}], 1)
+    await send([null, 3.5, 'phoenix', 'heartbeat', {}], 1)
+    await send([4, 4, 'room:n', 'phx_join', {}], 1)
+    await send([4, 5, 'room:n', 'ping', { n: 1 }], 1)
+    await send(['4', 6, 'room:n', 'ping', { n: 2 }], 1)
+    await send([null, 7, 'phoenix', 'heartbeat', {}, 'extra', 9], 1)
+    await send([null, -8, 'room:none', 'say', {}], 1)
+    await send([4, 9, 'room:n', 'phx_leave', {}], 2)
+    await send([true, false, 'room:b', 'phx_join', {}], 1)
+    await send([null, 1e20, 'phoenix', 'heartbeat', {}], 1)
+    await send([10, 10, 'room:n', 'phx_join', {}], 1)
+    const news = nextFrames(ws, 1)
+    await peer.push(agent, 'room:n', 'news', { n: 3 })
+    seen.push(['server push', await news])
+    return JSON.parse(JSON.stringify(seen).replaceAll(ctl, 'ctl')) as Array<[unknown, unknown[]]>
+  })
+  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer), nullJoinRef, v1, noVsn, arrayOnV1, vsns, scalarRefs }
 }
 
 /** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
@@ -733,6 +766,24 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
         ['6', '8', 'room:nj', 'phx_reply'],
         [null, null, 'room:nj', 'phx_close'],
         ['5', null, 'ctl', 'supersede'],
+      ])
+    })
+    it('join_refs and refs that are numbers or booleans are served and echoed as they came (a longer array too, the rest ignored); a channel answers with its own join_ref, whatever the push carried', () => {
+      const ok = (response: object = {}) => ({ response, status: 'ok' })
+      expect(o.edges.scalarRefs).toEqual([
+        [[1, 2, 'ctl', 'phx_join', {}], [[1, 2, 'ctl', 'phx_reply', ok()]]],
+        [[null, 3, 'phoenix', 'heartbeat', {}], [[null, 3, 'phoenix', 'phx_reply', ok()]]],
+        [[null, 3.5, 'phoenix', 'heartbeat', {}], [[null, 3.5, 'phoenix', 'phx_reply', ok()]]],
+        [[4, 4, 'room:n', 'phx_join', {}], [[4, 4, 'room:n', 'phx_reply', ok({ joined: 'room:n' })]]],
+        [[4, 5, 'room:n', 'ping', { n: 1 }], [[4, 5, 'room:n', 'phx_reply', ok({ echo: { n: 1 }, event: 'ping' })]]],
+        [['4', 6, 'room:n', 'ping', { n: 2 }], [[4, 6, 'room:n', 'phx_reply', ok({ echo: { n: 2 }, event: 'ping' })]]],
+        [[null, 7, 'phoenix', 'heartbeat', {}, 'extra', 9], [[null, 7, 'phoenix', 'phx_reply', ok()]]],
+        [[null, -8, 'room:none', 'say', {}], [[null, -8, 'room:none', 'phx_reply', { response: { reason: 'unmatched topic' }, status: 'error' }]]],
+        [[4, 9, 'room:n', 'phx_leave', {}], [[4, 9, 'room:n', 'phx_reply', ok()], [4, 4, 'room:n', 'phx_close', {}]]],
+        [[true, false, 'room:b', 'phx_join', {}], [[true, false, 'room:b', 'phx_reply', ok({ joined: 'room:b' })]]],
+        [[null, 1e20, 'phoenix', 'heartbeat', {}], [[null, 1e20, 'phoenix', 'phx_reply', ok()]]],
+        [[10, 10, 'room:n', 'phx_join', {}], [[10, 10, 'room:n', 'phx_reply', ok({ joined: 'room:n' })]]],
+        ['server push', [[10, null, 'room:n', 'news', { n: 3 }]]],
       ])
     })
     it('a binary frame whose join_ref and ref have no bytes: they are "", echoed as such', () => {
@@ -880,6 +931,9 @@ for (const [sim, real] of pairs) {
     })
     it('the same answer to each vsn value', () => {
       expect(s.edges.vsns).toEqual(r.edges.vsns)
+    })
+    it('the same frames for join_refs and refs that are numbers or booleans', () => {
+      expect(s.edges.scalarRefs).toEqual(r.edges.scalarRefs)
     })
     for (const c of refusalCases) {
       it(`the same refusal on the wire: ${c.name}`, () => {

@@ -223,7 +223,8 @@ class SimulatorPeer implements Peer {
       const oks = new Set(c.frames.filter((f) => f.dir === 'out' && f.frame?.event === 'phx_reply' && (f.frame.payload as { status?: unknown }).status === 'ok').map((f) => f.frame!.ref))
       for (const f of c.frames) {
         if (f.dir !== 'in' || f.frame?.event !== 'phx_join' || (topic !== undefined && f.frame.topic !== topic)) continue
-        if (oks.has(f.frame.ref)) out.push({ socket: c.id, topic: f.frame.topic, joinRef: f.frame.join_ref! })
+        // phoenix-link and phoenix.js send string refs.
+        if (oks.has(f.frame.ref)) out.push({ socket: c.id, topic: f.frame.topic, joinRef: f.frame.join_ref as string })
       }
     }
     return out

@@ -131,9 +131,10 @@ async function applyChannel(
 ): Promise<void> {
   // The join this attempt sent: a held join whose join_ref the path has not answered or passed yet.
   const fresh = async (): Promise<{ joinRef: string }> => {
-    let found: string | null | undefined
+    // The link's join_refs are strings.
+    let found: string | undefined
     await sim.waitFor(
-      () => (found = sim.heldJoins.find((j) => j.topic === topic && !seenJoins.has(j.joinRef!))?.joinRef) !== undefined,
+      () => (found = sim.heldJoins.find((j) => j.topic === topic && !seenJoins.has(j.joinRef as string))?.joinRef as string | undefined) !== undefined,
       { timeoutMs: 3000, what: `a new join of ${topic}` },
     )
     seenJoins.add(found!)

@@ -149,7 +149,7 @@ export async function settle<T>(promise: Promise<T>): Promise<{ ok: true; value:
 }
 
 /** The frames a simulator socket received with `event` (and `topic`, when given). */
-export function framesIn(conn: { frames: Array<{ dir: string; frame: { event: string; topic: string; join_ref: string | null } | null }> }, event: string, topic?: string) {
+export function framesIn(conn: { frames: Array<{ dir: string; frame: { event: string; topic: string; join_ref: string | number | boolean | null } | null }> }, event: string, topic?: string) {
   return conn.frames.filter((f) => f.dir === 'in' && f.frame?.event === event && (topic === undefined || f.frame.topic === topic)).map((f) => f.frame!)
 }
 

@@ -39,12 +39,30 @@ describe('text frames', () => {
       if (!r.ok) expect(r.problem.kind, text).toBe(kind)
     }
     expect(decodeTextFrame('x'.repeat(50), 10)).toMatchObject({ ok: false, problem: { kind: 'too-large' } })
-    // A server reads a client's phx_reply as any event (Phoenix routes it); every other check holds.
+    // A server reads a client's frame as Phoenix does (its V2 serializer matches [j, r, t, e, p | _]):
+    // a phx_reply of any shape (Phoenix routes it as any event), an array longer than 5 (the rest
+    // ignored), a join_ref or ref that is any JSON scalar, kept as it came so a reply echoes it.
+    // Objects and arrays as refs, which Phoenix echoes too, stay refused (not modelled).
+    const served: Record<string, object> = {
+      '[null,null,"t","e",{},6]': { join_ref: null, ref: null, topic: 't', event: 'e', payload: {} },
+      '[1,null,"t","e",{}]': { join_ref: 1, ref: null, topic: 't', event: 'e', payload: {} },
+      '[null,5,"t","e",{}]': { join_ref: null, ref: 5, topic: 't', event: 'e', payload: {} },
+      '[null,"1","t","phx_reply",{"response":{}}]': { join_ref: null, ref: '1', topic: 't', event: 'phx_reply', payload: { response: {} } },
+    }
     for (const [text, kind] of cases) {
       const r = decodeTextFrameFromClient(text)
-      if (kind === 'bad-reply') expect(r, text).toEqual({ ok: true, frame: { join_ref: null, ref: '1', topic: 't', event: 'phx_reply', payload: { response: {} } } })
+      if (served[text]) expect(r, text).toEqual({ ok: true, frame: served[text] })
       else expect(r, text).toMatchObject({ ok: false, problem: { kind } })
     }
+    expect(decodeTextFrameFromClient('[true,-2.5,"t","e",{},[1],{"x":1}]')).toEqual({ ok: true, frame: { join_ref: true, ref: -2.5, topic: 't', event: 'e', payload: {} } })
+    expect(decodeTextFrameFromClient('[[1],"1","t","e",{}]')).toEqual({
+      ok: false,
+      problem: { kind: 'wrong-types', detail: 'element 0 must be join_ref (a string, number, boolean or null) (expected [join_ref, ref, topic, event, payload])', raw: '[[1],"1","t","e",{}]' },
+    })
+    expect(decodeTextFrameFromClient('[null,null,"t","e"]')).toMatchObject({ ok: false, problem: { kind: 'wrong-arity', detail: 'a V2 frame has 5 elements, this one has 4' } })
+    // Echoed as it came.
+    const numeric = decodeTextFrameFromClient('[7,8,"t","e",{}]')
+    expect(numeric.ok && encodeTextFrame(numeric.frame)).toBe('[7,8,"t","e",{}]')
     expect(decodeTextFrameFromClient('["1","7","room:none","phx_reply",{}]')).toMatchObject({ ok: true, frame: { event: 'phx_reply', payload: {} } })
     expect(decodeTextFrameFromClient('x'.repeat(50), 10)).toMatchObject({ ok: false, problem: { kind: 'too-large' } })
     // Payloads other than objects are kept (a null supersede still means supersede); replies are checked.

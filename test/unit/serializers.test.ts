@@ -47,10 +47,14 @@ describe('the V1 codec', () => {
   it('decodes an object with topic, event, payload and ref; join_ref optional (null when absent)', () => {
     expect(decodeV1FromClient('{"topic":"t","event":"e","payload":{"a":1},"ref":"1"}')).toEqual({ ok: true, frame: { join_ref: null, ref: '1', topic: 't', event: 'e', payload: { a: 1 } } })
     expect(decodeV1FromClient('{"ref":null,"join_ref":"2","payload":[],"event":"e","topic":"t"}')).toEqual({ ok: true, frame: { join_ref: '2', ref: null, topic: 't', event: 'e', payload: [] } })
+    // Scalar refs kept as they came (Phoenix echoes them); encoded back as numbers.
+    const numeric = decodeV1FromClient('{"topic":"t","event":"e","payload":{},"ref":1,"join_ref":true}')
+    expect(numeric).toEqual({ ok: true, frame: { join_ref: true, ref: 1, topic: 't', event: 'e', payload: {} } })
+    expect(numeric.ok && encodeV1(numeric.frame)).toBe('{"event":"e","payload":{},"ref":1,"topic":"t"}')
   })
 
   it('refuses what Phoenix crashes on (not JSON, not an object, a key missing) and wrong types, naming the problem', () => {
-    const kinds = ['nope', '[null,"1","t","e",{}]', 'null', '"text"', '{"topic":"t","event":"e","payload":{}}', '{"topic":"t","event":"e","ref":"1"}', '{"topic":1,"event":"e","payload":{},"ref":"1"}', '{"topic":"t","event":"e","payload":{},"ref":1}', '{"topic":"t","event":"e","payload":{},"ref":"1","join_ref":7}'].map((text) => {
+    const kinds = ['nope', '[null,"1","t","e",{}]', 'null', '"text"', '{"topic":"t","event":"e","payload":{}}', '{"topic":"t","event":"e","ref":"1"}', '{"topic":1,"event":"e","payload":{},"ref":"1"}', '{"topic":"t","event":"e","payload":{},"ref":{}}', '{"topic":"t","event":"e","payload":{},"ref":"1","join_ref":[7]}'].map((text) => {
       const decoded = decodeV1FromClient(text)
       return decoded.ok ? 'ok' : `${decoded.problem.kind}: ${decoded.problem.detail}`
     })
@@ -62,8 +66,8 @@ describe('the V1 codec', () => {
       'wrong-arity: a V1 frame has topic, event, payload and ref; this one lacks ref',
       'wrong-arity: a V1 frame has topic, event, payload and ref; this one lacks payload',
       "wrong-types: a V1 frame's topic and event are strings",
-      "wrong-types: a V1 frame's ref and join_ref are strings or null",
-      "wrong-types: a V1 frame's ref and join_ref are strings or null",
+      "wrong-types: a V1 frame's ref and join_ref are strings, numbers, booleans or null here (Phoenix echoes objects and arrays too)",
+      "wrong-types: a V1 frame's ref and join_ref are strings, numbers, booleans or null here (Phoenix echoes objects and arrays too)",
     ])
   })
 })

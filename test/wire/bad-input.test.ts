@@ -55,7 +55,7 @@ describe('a misbehaving server against the link', () => {
       await link.connect()
       const conn = sim.live('agent-1')[0]!
       const ignored = next(link, 'ignored')
-      send(conn as never, conn.channels.get(controlTopic('agent-1'))!.joinRef!)
+      send(conn as never, conn.channels.get(controlTopic('agent-1'))!.joinRef as string)
       expect((await ignored).detail).toMatch(detail)
       // Still healthy: a control signal after the bad frame is delivered.
       const control = next(link, 'control')
@@ -172,7 +172,7 @@ describe('a misbehaving server against the link', () => {
     const room = link.channel('room:1')
     await next(link, 'channel', { filter: (e) => e.status === 'joined' })
     const got = new Promise<ArrayBuffer>((resolve) => room.on('blob', (p) => resolve(p as ArrayBuffer)))
-    const joinRef = sim.live('agent-1')[0]!.channels.get('room:1')!.joinRef!
+    const joinRef = sim.live('agent-1')[0]!.channels.get('room:1')!.joinRef as string
     sim.sendRaw({ agent: 'agent-1' }, encodeBinaryToClient({ kind: 'push', join_ref: joinRef, topic: 'room:1', event: 'blob', payload: new Uint8Array([9, 8, 7]) }))
     expect(new Uint8Array(await got)).toEqual(new Uint8Array([9, 8, 7]))
   })
@@ -181,7 +181,7 @@ describe('a misbehaving server against the link', () => {
     const sim = await world().sim()
     const link = world().link(sim)
     await link.connect()
-    const joinRef = sim.live('agent-1')[0]!.channels.get(controlTopic('agent-1'))!.joinRef!
+    const joinRef = sim.live('agent-1')[0]!.channels.get(controlTopic('agent-1'))!.joinRef as string
     const ended = untilState(link, 'terminated')
     const bytes = new Uint8Array(400).map((_, i) => i % 256)
     sim.sendRaw({ agent: 'agent-1' }, encodeBinaryToClient({ kind: 'push', join_ref: joinRef, topic: controlTopic('agent-1'), event: 'supersede', payload: bytes }))

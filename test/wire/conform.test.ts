@@ -146,12 +146,17 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(report.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(/^no socket joined agent_control:\S+ within 1500 ms \(1 socket\(s\) accepted, no phx_join of agent_control:\S+ on any\)$/)
   }, 60_000)
 
-  it('an agent whose frames the simulator cannot read (numeric refs, which Phoenix serves) fails connects saying the simulator closed its sockets 1011 and why, not that it sent no join', async () => {
-    const report = await runConformance({ ...fixture, env: { NUMERIC_REFS: '1' }, connectTimeoutMs: 1500, concurrency: 5 })
+  it('an agent whose frames no Phoenix server can read (4-element arrays) fails connects saying the simulator closed its sockets 1011 and why, not that it sent no join', async () => {
+    const report = await runConformance({ ...fixture, env: { SHORT_FRAMES: '1' }, connectTimeoutMs: 1500, concurrency: 5 })
     expect(report.verdicts.find((v) => v.rule === 'connects')?.detail).toMatch(
-      /^no socket joined agent_control:\S+ within 1500 ms \(\d+ socket\(s\) accepted; the simulator closed \d+ of them 1011 on a frame it could not read: wrong-types: element 0 must be join_ref \(string or null\)/,
+      /^no socket joined agent_control:\S+ within 1500 ms \(\d+ socket\(s\) accepted; the simulator closed \d+ of them 1011 on a frame it could not read: wrong-arity: a V2 frame has 5 elements, this one has 4/,
     )
   }, 60_000)
+
+  it('an agent whose join_refs and refs are JSON numbers (as Phoenix serves them, echoed as numbers) keeps every rule', async () => {
+    const report = await runConformance({ ...fixture, env: { NUMERIC_REFS: '1' }, concurrency: 2 })
+    expect(broken(report)).toEqual([])
+  }, 90_000)
 
   it('a process that exits on a supersede push without closing its socket breaks stops-heartbeats-after-stop: no close frame (1006)', async () => {
     const report = await runConformance({ ...fixture, env: { EXIT_ON_SUPERSEDE: '1' }, concurrency: 2 })

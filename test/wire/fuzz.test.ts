@@ -197,7 +197,7 @@ describe('fuzz: hostile server frames against a connected link', () => {
       if (!room.active) room = openRoom()
       await until(() => sim.live(AGENT).length === 1 && sim.live(AGENT)[0]!.channels.has(ROOM) && room.status === 'joined', 5000, 'the room joined')
       const conn = sim.live(AGENT)[0]!
-      return { conn, refs: { control: conn.channels.get(CONTROL)!.joinRef!, room: conn.channels.get(ROOM)!.joinRef! } }
+      return { conn, refs: { control: conn.channels.get(CONTROL)!.joinRef as string, room: conn.channels.get(ROOM)!.joinRef as string } }
     }
     await ready()
     return { sim, link, state, ready, events }

@@ -1065,7 +1065,7 @@ describe('strict inputs (second review)', () => {
 
 describe('a hostile server: replies of another status, a phx_error that mimics the client-side marker', () => {
   /** Sends the reply to the newest phx_join of `topic` on `c`, with `status`. */
-  const replyToJoin = (topic: string, status: string) => (c: { frames: Array<{ dir: string; frame: { event: string; topic: string; join_ref: string | null; ref: string | null } | null }>; sendRaw(text: string): void }) => {
+  const replyToJoin = (topic: string, status: string) => (c: { frames: Array<{ dir: string; frame: { event: string; topic: string; join_ref: string | number | boolean | null; ref: string | number | boolean | null } | null }>; sendRaw(text: string): void }) => {
     const join = framesIn(c, 'phx_join', topic).at(-1)!
     c.sendRaw(JSON.stringify([join.join_ref, join.join_ref, topic, 'phx_reply', { status, response: {} }]))
   }

@@ -23,7 +23,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { startSimulator, type PlatformSimulator, type SimConnection, type SimulatorOptions } from '../server/index.js'
-import { controlTopic, HEARTBEAT_EVENT } from '../../protocol.js'
+import { controlTopic, HEARTBEAT_EVENT, type WireRef } from '../../protocol.js'
 import { deepFreeze } from '../../freeze.js'
 import { thrownText } from '../../../machines/types.js'
 import { checkSignal } from '../../abort.js'
@@ -456,7 +456,7 @@ function quietFor(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** The socket's joins, from the simulator's join record (not the frame record, which a chatty agent's pushes outrun). */
-function joinsOf(c: SimConnection): Array<{ topic: string; joinRef: string | null }> {
+function joinsOf(c: SimConnection): Array<{ topic: string; joinRef: WireRef }> {
   return c.joinsReceived
 }
 

@@ -4,7 +4,7 @@
  */
 import type { WebSocket } from 'ws'
 import type { Socket } from 'node:net'
-import { encodeTextFrame, isWellFormedText, type Frame } from '../../protocol.js'
+import { encodeTextFrame, isWellFormedText, type ClientFrame, type WireRef } from '../../protocol.js'
 import { encodeV1, type SerializerVersion } from './serializers.js'
 import { deepFreeze } from '../../freeze.js'
 import { copyText } from '../../../machines/types.js'
@@ -19,7 +19,7 @@ export interface RecordedFrame {
    * The decoded frame, or null for a frame that could not be decoded. The payload of a frame whose
    * text is longer than {@link RECORD_TEXT_LIMIT} characters is cut (see `length`).
    */
-  frame: Frame | null
+  frame: ClientFrame | null
   /** The raw text (binary frames: `<binary N bytes>`), at most {@link RECORD_TEXT_LIMIT} characters (a cut one ends in `…`). */
   raw: string
   /**
@@ -74,14 +74,14 @@ export interface SimChannel {
    * without one, as Phoenix allows): what the socket's own frames for the channel carry (its
    * phx_close and phx_error) and what a phx_leave must match.
    */
-  joinRef: string | null
+  joinRef: WireRef
   /**
    * What the channel's own process carries as join_ref on what it sends (replies to the channel's
    * pushes and leave, pushes, broadcasts, control signals, a supersede): the join's join_ref, or
    * the join's ref when it had none (phoenix lib/phoenix/channel/server.ex: `join_ref || ref`;
    * measured on Bandit and Cowboy 2026-12-07).
    */
-  channelRef: string | null
+  channelRef: WireRef
 }
 
 /** Close frames seen on one socket. */
@@ -201,7 +201,7 @@ export class SimConnection {
    * judged by (a fresh join_ref for every topic). A closed socket's count toward `historyFrameLimit`,
    * which empties them with its frames.
    */
-  readonly joinsReceived: Array<{ topic: string; joinRef: string | null; at: number }> = []
+  readonly joinsReceived: Array<{ topic: string; joinRef: WireRef; at: number }> = []
   /** Inbound frames that could not be decoded, with why. */
   readonly problems: string[] = []
 
@@ -242,7 +242,7 @@ export class SimConnection {
   }
 
   /** @internal Records a frame, keeping at most `recordLimit`; `length`: the frame's (a binary frame's bytes; default the text's). */
-  record(dir: 'in' | 'out', frame: Frame | null, raw: string, length = raw.length): void {
+  record(dir: 'in' | 'out', frame: ClientFrame | null, raw: string, length = raw.length): void {
     if (this.recordLimit <= 0) return
     if (this.frames.length >= this.recordLimit) this.frames.shift()
     if (length <= RECORD_TEXT_LIMIT) {
@@ -256,8 +256,8 @@ export class SimConnection {
         frame === null
           ? null
           : {
-              join_ref: frame.join_ref === null ? null : cutField(frame.join_ref),
-              ref: frame.ref === null ? null : cutField(frame.ref),
+              join_ref: typeof frame.join_ref === 'string' ? cutField(frame.join_ref) : frame.join_ref,
+              ref: typeof frame.ref === 'string' ? cutField(frame.ref) : frame.ref,
               topic: cutField(frame.topic),
               event: cutField(frame.event),
               payload: cutPayload(frame.payload),
@@ -271,7 +271,7 @@ export class SimConnection {
    * Sends a JSON frame to the client, in its {@link serializer}'s form (a V1 frame carries no
    * join_ref, and is recorded with none). Does nothing once the socket is closing.
    */
-  send(frame: Frame): void {
+  send(frame: ClientFrame): void {
     if (this.state !== 'open') return
     const v1 = this.serializer === 'v1'
     const text = v1 ? encodeV1(frame) : encodeTextFrame(frame)

@@ -20,7 +20,7 @@ import type { AttachedConnection } from './admin.js'
 import { CLOSE_CAUSES, HALF_CHARACTER_TEXT, SENDABLE_CLOSE_CODES_TEXT, SENDABLE_CLOSE_RANGES, type CloseCause, type RecordedFrame, type SimConnection } from './connection.js'
 import { thrownText } from '../../../machines/types.js'
 import { jsonDepth } from '../../json-depth.js'
-import { isWellFormedText, type Frame } from '../../protocol.js'
+import { isWellFormedText, type ClientFrame, type WireRef } from '../../protocol.js'
 
 /** Largest request body, bytes. */
 export const MAX_CONTROL_BODY_BYTES = 1_048_576
@@ -31,6 +31,9 @@ export const MAX_BODY_DEPTH = 64
 
 /** Longest long-poll wait, milliseconds. */
 export const MAX_WAIT_MS = 120_000
+
+/** A join_ref or ref as a client sent it ({@link WireRef}): Phoenix echoes numbers and booleans as they came. */
+const WireRefSchema = z.union([z.string(), z.number(), z.boolean(), z.null()])
 
 const Json = z.unknown()
 const PayloadObject = z.record(z.string(), z.unknown())
@@ -98,7 +101,7 @@ const SocketRecordSchema = z.strictObject({
   closeCause: z.nullable(z.enum(CLOSE_CAUSES)),
   superseded: z.nullable(PayloadObject),
   heartbeats: z.number().check(z.int()),
-  channels: z.array(z.strictObject({ topic: z.string(), joinRef: z.nullable(z.string()) })),
+  channels: z.array(z.strictObject({ topic: z.string(), joinRef: WireRefSchema })),
   problems: z.array(z.string()),
   frames: z.number().check(z.int()),
   framesForgotten: z.number().check(z.int()),
@@ -123,7 +126,7 @@ export interface SocketRecord {
   closeCause: CloseCause | null
   superseded: Record<string, unknown> | null
   heartbeats: number
-  channels: Array<{ topic: string; joinRef: string | null }>
+  channels: Array<{ topic: string; joinRef: WireRef }>
   problems: string[]
   /** Frames in its record now. */
   frames: number
@@ -140,7 +143,7 @@ const FrameRecordSchema = z.strictObject({
   dir: z.enum(['in', 'out']),
   at: z.number(),
   frame: z.nullable(
-    z.strictObject({ join_ref: z.nullable(z.string()), ref: z.nullable(z.string()), topic: z.string(), event: z.string(), payload: Json }),
+    z.strictObject({ join_ref: WireRefSchema, ref: WireRefSchema, topic: z.string(), event: z.string(), payload: Json }),
   ),
   raw: z.string(),
   length: z.optional(z.number().check(z.int())),
@@ -160,14 +163,14 @@ const UpgradeRecordSchema = z.strictObject({
 const CloseRecordSchema = z.strictObject({ socket: z.string(), agentId: z.string(), code: z.number().check(z.int()), reason: z.string(), at: z.number() })
 
 /** A join the simulator holds unanswered (`GET /admin/held`): the socket's id, its agent, the topic and the join's join_ref. */
-const HeldJoinSchema = z.strictObject({ socket: z.string(), agentId: z.string(), topic: z.string(), joinRef: z.nullable(z.string()) })
+const HeldJoinSchema = z.strictObject({ socket: z.string(), agentId: z.string(), topic: z.string(), joinRef: WireRefSchema })
 
 // The records' schemas and the simulator's own types name the same fields: a field added to one
 // and not the other fails to compile here.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
 const recordsMatch: [
   Same<z.infer<typeof FrameRecordSchema>, Omit<RecordedFrame, 'frame'> & { frame: z.infer<typeof FrameRecordSchema>['frame'] }>,
-  Same<NonNullable<z.infer<typeof FrameRecordSchema>['frame']>, Frame>,
+  Same<NonNullable<z.infer<typeof FrameRecordSchema>['frame']>, ClientFrame>,
   Same<z.infer<typeof UpgradeRecordSchema>, UpgradeRecord>,
   Same<z.infer<typeof CloseRecordSchema>, PlatformSimulator['closesSent'][number]>,
   Same<z.infer<typeof SocketRecordSchema>, SocketRecord>,
@@ -503,7 +506,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     body: z.strictObject({
       topic: z.string(),
       outcome: JoinReply,
-      which: z.optional(z.union([z.literal('oldest'), z.literal('newest'), z.strictObject({ joinRef: z.nullable(z.string()) })], { error: 'expected "oldest", "newest" or {"joinRef": "<ref>"}' })),
+      which: z.optional(z.union([z.literal('oldest'), z.literal('newest'), z.strictObject({ joinRef: WireRefSchema })], { error: 'expected "oldest", "newest" or {"joinRef": "<ref>"}' })),
     }),
     response: Answered,
     run: ({ sim }, body) => ok({ answered: sim.answerHeldJoin(body.topic, body.outcome as Exclude<JoinOutcome, { reply: 'hold' }>, body.which ?? 'oldest') }),

@@ -10,7 +10,7 @@
  * lib/phoenix/socket/message.ex (`from_map!`), measured against Phoenix 1.7.14 on Bandit 1.6.11
  * and Cowboy 2.12.0 (test/conformance/differential.test.ts, 2026-12-07).
  */
-import { framePreview, type DecodeResult, type Frame } from '../../protocol.js'
+import { framePreview, type ClientDecodeResult, type ClientFrame } from '../../protocol.js'
 
 /** The serializer a socket speaks: `v1` (a frame is a JSON object) or `v2` (a JSON array, or binary). */
 export type SerializerVersion = 'v1' | 'v2'
@@ -43,13 +43,18 @@ export function negotiateSerializer(vsn: string | null): SerializerVersion | nul
  * `topic`, in that order (Jason writes a small map's keys sorted). V1 carries no join_ref: it is
  * dropped, for replies, pushes and broadcasts alike.
  */
-export function encodeV1(frame: Frame): string {
+export function encodeV1(frame: ClientFrame): string {
   return JSON.stringify({ event: frame.event, payload: frame.payload, ref: frame.ref, topic: frame.topic })
 }
 
 const V1_KEYS = ['topic', 'event', 'payload', 'ref'] as const
 
-function refused(kind: 'not-array' | 'wrong-arity' | 'wrong-types', detail: string, raw: string): DecodeResult {
+/** A JSON scalar: a ref or join_ref the simulator serves (protocol.ts WireRef). */
+function isScalar(value: unknown): value is string | number | boolean | null {
+  return value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+}
+
+function refused(kind: 'not-array' | 'wrong-arity' | 'wrong-types', detail: string, raw: string): ClientDecodeResult {
   return { ok: false, problem: { kind, detail, raw: framePreview(raw) } }
 }
 
@@ -57,13 +62,14 @@ function refused(kind: 'not-array' | 'wrong-arity' | 'wrong-types', detail: stri
  * Decodes a V1 text frame a client sent, as Phoenix's socket reads it: a JSON object with
  * `topic`, `event`, `payload` and `ref`, and an optional `join_ref` (Message.from_map!). Phoenix
  * crashes the socket (close 1011) on anything else; so does the simulator, which, as for V2
- * frames, also refuses a topic or event that is not a string and a ref or join_ref that is not a
- * string or null (Phoenix serves those: docs/field-notes.md). Never throws.
+ * frames, also refuses a topic or event that is not a string and a ref or join_ref that is an
+ * object or an array (Phoenix serves those: docs/field-notes.md). A ref or join_ref that is a
+ * number or a boolean is kept as it came, and echoed so (as Phoenix does). Never throws.
  *
  * @returns the frame (a missing join_ref read as null), or a problem: `not-json`, `not-array`
  *   (the text is JSON but not an object), `wrong-arity` (a key missing), `wrong-types`.
  */
-export function decodeV1FromClient(text: string): DecodeResult {
+export function decodeV1FromClient(text: string): ClientDecodeResult {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -77,6 +83,6 @@ export function decodeV1FromClient(text: string): DecodeResult {
   const { topic, event, payload, ref } = map
   const joinRef = Object.hasOwn(map, 'join_ref') ? map.join_ref : null
   if (typeof topic !== 'string' || typeof event !== 'string') return refused('wrong-types', 'a V1 frame\'s topic and event are strings', text)
-  if ((ref !== null && typeof ref !== 'string') || (joinRef !== null && typeof joinRef !== 'string')) return refused('wrong-types', 'a V1 frame\'s ref and join_ref are strings or null', text)
+  if (!isScalar(ref) || !isScalar(joinRef)) return refused('wrong-types', 'a V1 frame\'s ref and join_ref are strings, numbers, booleans or null here (Phoenix echoes objects and arrays too)', text)
   return { ok: true, frame: { join_ref: joinRef, ref, topic, event, payload } }
 }

@@ -23,13 +23,14 @@ import {
   controlTopic,
   decodeBinaryFromClient,
   decodeTextFrameFromClient,
-  type DecodeResult,
+  type ClientDecodeResult,
   hasLoneSurrogate,
   HEARTBEAT_EVENT,
   HEARTBEAT_TOPIC,
   ON_CONFLICT_PARAM,
   SUPERSEDE_EVENT,
-  type Frame,
+  type ClientFrame,
+  type WireRef,
   type Payload,
   notPlainObject,
 } from '../../protocol.js'
@@ -262,7 +263,7 @@ export type JoinOutcome = (
 export type Target = SimConnection | { agent: string } | { socket: string } | 'all'
 
 /** Handler of client pushes on app channels; returns the reply, or null for no reply. */
-export type PushHandler = (push: { connection: SimConnection; topic: string; event: string; payload: Frame['payload'] }) =>
+export type PushHandler = (push: { connection: SimConnection; topic: string; event: string; payload: ClientFrame['payload'] }) =>
   | { status: string; response: Payload }
   | null
 
@@ -593,7 +594,7 @@ export class PlatformSimulator extends EventEmitter {
   /** Sockets the freezes stalled (not those the test stalled, before or during them): the last thaw resumes them. */
   private readonly frozen = new Set<SimConnection>()
   /** Joins held unanswered, each with the later frames of the same join (same join_ref), which wait behind it. */
-  private readonly heldJoinFrames: Array<{ connection: SimConnection; frame: Frame; behind: Frame[] }> = []
+  private readonly heldJoinFrames: Array<{ connection: SimConnection; frame: ClientFrame; behind: ClientFrame[] }> = []
   /**
    * Frames for joined channels, handled on the next turn as Phoenix's channel processes handle
    * theirs (`dispatch`): what the socket answers itself (a heartbeat, "unmatched topic", a join)
@@ -984,7 +985,7 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /** Joins held by a `{ reply: 'hold' }` outcome, oldest first, on sockets still open. */
-  get heldJoins(): ReadonlyArray<{ connection: SimConnection; topic: string; joinRef: string | null }> {
+  get heldJoins(): ReadonlyArray<{ connection: SimConnection; topic: string; joinRef: WireRef }> {
     return this.heldJoinFrames
       .filter((j) => j.connection.state === 'open')
       .map((j) => ({ connection: j.connection, topic: j.frame.topic, joinRef: j.frame.join_ref }))
@@ -996,11 +997,11 @@ export class PlatformSimulator extends EventEmitter {
    *
    * @returns false when no join of that topic is held.
    */
-  answerHeldJoin(topic: string, outcome: Exclude<JoinOutcome, { reply: 'hold' }>, which: 'oldest' | 'newest' | { joinRef: string | null } = 'oldest'): boolean {
+  answerHeldJoin(topic: string, outcome: Exclude<JoinOutcome, { reply: 'hold' }>, which: 'oldest' | 'newest' | { joinRef: WireRef } = 'oldest'): boolean {
     // As onJoin() checks a rule (a misspelt reply would drop the join unanswered); holding it again is no answer.
     checkJoinOutcome(outcome, 1, 'answerHeldJoin()')
     if ((outcome as { reply: string }).reply === 'hold') throw new TypeError("answerHeldJoin(): the join is held already; answer it 'ok', 'error' or 'none'")
-    const matches = (j: { frame: Frame; connection: SimConnection }) =>
+    const matches = (j: { frame: ClientFrame; connection: SimConnection }) =>
       j.frame.topic === topic && j.connection.state === 'open' && (typeof which !== 'object' || j.frame.join_ref === which.joinRef)
     const index = which === 'newest' ? this.heldJoinFrames.findLastIndex(matches) : this.heldJoinFrames.findIndex(matches)
     if (index < 0) return false
@@ -1179,7 +1180,7 @@ export class PlatformSimulator extends EventEmitter {
    * @throws {TypeError} for a payload JSON cannot carry (a BigInt, a cycle, a getter that throws),
    *   before anything is sent.
    */
-  push(target: Target, topic: string, event: string, payload: Payload, options: { joinRef?: string | null } = {}): number {
+  push(target: Target, topic: string, event: string, payload: Payload, options: { joinRef?: WireRef } = {}): number {
     checkControlOptions('push()', options, new Set(['joinRef']))
     payload = asJson('push()', payload)
     let sent = 0
@@ -2110,9 +2111,9 @@ export class PlatformSimulator extends EventEmitter {
       ? decodeBinaryFromClient(bytes)
       : isBinary && !isUtf8(bytes)
         ? // A V1 binary frame is JSON-decoded as it is: Jason refuses bytes that are not UTF-8 (Phoenix closes 1011; a text frame's are checked by ws, 1007).
-          ({ ok: false, problem: { kind: 'not-json', detail: 'a binary frame read as V1 JSON holds bytes that are not UTF-8', raw: `<binary ${bytes.length} bytes>` } } satisfies DecodeResult)
+          ({ ok: false, problem: { kind: 'not-json', detail: 'a binary frame read as V1 JSON holds bytes that are not UTF-8', raw: `<binary ${bytes.length} bytes>` } } satisfies ClientDecodeResult)
         : hasLoneSurrogate(text)
-        ? ({ ok: false, problem: { kind: 'not-json', detail: 'the JSON holds a lone UTF-16 surrogate escape, which Phoenix\'s JSON decoder (Jason) refuses', raw: text } } satisfies DecodeResult)
+        ? ({ ok: false, problem: { kind: 'not-json', detail: 'the JSON holds a lone UTF-16 surrogate escape, which Phoenix\'s JSON decoder (Jason) refuses', raw: text } } satisfies ClientDecodeResult)
         : refuseOutOfRange(text, v1 ? decodeV1FromClient(text) : decodeTextFrameFromClient(text))
     if (!decoded.ok) {
       c.record('in', null, decoded.problem.raw)
@@ -2139,7 +2140,7 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /** Dispatches a client frame; a join hook or push handler that throws is the channel crashing. */
-  private dispatchSafely(c: SimConnection, frame: Frame): void {
+  private dispatchSafely(c: SimConnection, frame: ClientFrame): void {
     try {
       this.dispatch(c, frame)
     } catch (error) {
@@ -2152,7 +2153,7 @@ export class PlatformSimulator extends EventEmitter {
    * crashed join/3 (an error reply, "join crashed"); a push handler that throws is the channel
    * process crashing (phx_error, the join forgotten).
    */
-  private handlerThrew(c: SimConnection, frame: Frame, error: unknown): void {
+  private handlerThrew(c: SimConnection, frame: ClientFrame, error: unknown): void {
     const text = thrownText(error)
     c.problems.push(`handler error on ${frame.topic} ${frame.event}: ${text}`)
     this.logger.warn('handler threw', { socket: c.id, topic: frame.topic, error: text })
@@ -2161,7 +2162,7 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /** A phx_reply to `frame`, carrying `joinRef` (the frame's own by default). */
-  private reply(c: SimConnection, frame: Frame, status: string, response: Payload, joinRef: string | null = frame.join_ref): void {
+  private reply(c: SimConnection, frame: ClientFrame, status: string, response: Payload, joinRef: WireRef = frame.join_ref): void {
     // Keys in Jason's order, as Phoenix encodes a reply: {"response": ..., "status": ...}.
     c.send({ join_ref: joinRef, ref: frame.ref, topic: frame.topic, event: CHANNEL_EVENTS.reply, payload: { response, status } })
   }
@@ -2173,7 +2174,7 @@ export class PlatformSimulator extends EventEmitter {
    * answered ok, echoing the join_ref it carried; a phx_leave whose join_ref is not the
    * channel's raced a server close and gets no answer.
    */
-  private dispatch(c: SimConnection, frame: Frame): void {
+  private dispatch(c: SimConnection, frame: ClientFrame): void {
     if (frame.topic === HEARTBEAT_TOPIC && frame.event === HEARTBEAT_EVENT) {
       c.heartbeats++
       this.reply(c, frame, 'ok', {}, null)
@@ -2181,7 +2182,7 @@ export class PlatformSimulator extends EventEmitter {
     }
     if (frame.event === CHANNEL_EVENTS.join) {
       c.joins++
-      if (c.joinsReceived.length < JOINS_KEPT) c.joinsReceived.push({ topic: cutField(frame.topic), joinRef: frame.join_ref === null ? null : cutField(frame.join_ref), at: this.now() })
+      if (c.joinsReceived.length < JOINS_KEPT) c.joinsReceived.push({ topic: cutField(frame.topic), joinRef: typeof frame.join_ref === 'string' ? cutField(frame.join_ref) : frame.join_ref, at: this.now() })
       return this.join(c, frame)
     }
     const channel = c.channels.get(frame.topic)
@@ -2205,7 +2206,7 @@ export class PlatformSimulator extends EventEmitter {
    * socket closed) is answered by nobody, as a push written right after its topic's phx_leave is
    * on Phoenix (17-20 of 20 rounds).
    */
-  private toChannel(c: SimConnection, frame: Frame, channel: SimChannel): void {
+  private toChannel(c: SimConnection, frame: ClientFrame, channel: SimChannel): void {
     this.channelWork.push({ connection: c, frame, channel })
     this.channelTurn ??= setImmediate(() => this.runChannelWork())
   }
@@ -2234,7 +2235,7 @@ export class PlatformSimulator extends EventEmitter {
   }
 
   /** What a joined channel's process does with a frame: a leave (ok, then phx_close), the control channel's ok, or the push handler's answer. */
-  private channelHandles(c: SimConnection, frame: Frame, channel: SimChannel): void {
+  private channelHandles(c: SimConnection, frame: ClientFrame, channel: SimChannel): void {
     if (frame.event === CHANNEL_EVENTS.leave) {
       c.channels.delete(frame.topic)
       this.reply(c, frame, 'ok', {}, channel.channelRef)
@@ -2246,7 +2247,7 @@ export class PlatformSimulator extends EventEmitter {
     if (answer) this.reply(c, frame, answer.status, answer.response, channel.channelRef)
   }
 
-  private join(c: SimConnection, frame: Frame): void {
+  private join(c: SimConnection, frame: ClientFrame): void {
     // Phoenix joins with a null ref or join_ref too (its reply then carries the same nulls).
     if (frame.topic.startsWith('agent_control:') && frame.topic !== controlTopic(c.agentId)) {
       this.reply(c, frame, 'error', { reason: 'unauthorized' })
@@ -2271,7 +2272,7 @@ export class PlatformSimulator extends EventEmitter {
    * join's outcome: the reply to the new join comes first, then phx_close with the OLD join_ref
    * (phoenix socket.ex: the old channel is shut down and its close queued behind the reply).
    */
-  private answerJoin(c: SimConnection, frame: Frame, outcome: Exclude<JoinOutcome, { reply: 'hold' }>): void {
+  private answerJoin(c: SimConnection, frame: ClientFrame, outcome: Exclude<JoinOutcome, { reply: 'hold' }>): void {
     if (c.state !== 'open') return
     const previous = c.channels.get(frame.topic)
     if (previous) c.channels.delete(frame.topic)
@@ -2290,7 +2291,7 @@ export class PlatformSimulator extends EventEmitter {
 /** A client frame handed to its joined channel, to handle on the channel's turn. */
 interface ChannelWork {
   connection: SimConnection
-  frame: Frame
+  frame: ClientFrame
   channel: SimChannel
 }
 
@@ -2319,7 +2320,7 @@ const MAYBE_OUT_OF_RANGE = /\d[eE][+-]?\d{3}|(?<!\d)\d{309,}\./
  * million deep). A frame holding both such text (an `e123` in a string) and a huge integer is
  * refused here, served there: Node 20's JSON.parse does not say which literal gave an Infinity.
  */
-function refuseOutOfRange(text: string, decoded: DecodeResult): DecodeResult {
+function refuseOutOfRange(text: string, decoded: ClientDecodeResult): ClientDecodeResult {
   if (!decoded.ok || !MAYBE_OUT_OF_RANGE.test(text)) return decoded
   const pending: unknown[] = [decoded.frame.payload]
   while (pending.length > 0) {
