@@ -12,6 +12,7 @@ import { ConfigurationError } from './errors/configuration-error.js'
 import type { PushFailure } from './adapter/types.js'
 import { settleReported, type Unsubscribe } from './emitter.js'
 import { thrownText } from '../machines/types.js'
+import type { LinkState } from '../machines/status.js'
 
 /**
  * Status of an app channel: `joining` until the first join (or after a transport loss,
@@ -39,6 +40,8 @@ export interface ChannelHost {
   isRunning(): boolean
   /** Whether the link's session ended (stopping, stopped or terminated): no join is coming until a connect(). */
   isEnded(): boolean
+  /** The link's public state, for an error's message. */
+  linkState(): LinkState
   isJoined(topic: string): boolean
   /** The current join's `ok` reply response; undefined while not joined. */
   joinReply(topic: string): unknown
@@ -380,10 +383,28 @@ export class LinkChannel {
     })
   }
 
-  /** `CHANNEL_CLOSED` for `event`, with the typed reason when the server refused or closed the channel. */
+  /**
+   * `CHANNEL_CLOSED` for `event`, with the typed reason when the server refused or closed the
+   * channel, else a message that says what closed it (the channel left, the link idle, stopped or
+   * terminated), so a push made before connect() says to connect first.
+   */
   private closedError(event: string): PushError {
+    const reason = this.#status === 'dropped' ? this.#reason : null
+    const state = this.host.linkState()
+    const detail =
+      reason !== null
+        ? undefined
+        : this.#status === 'left'
+          ? 'the channel was left'
+          : state === 'idle'
+            ? 'the link is idle: call connect() first'
+            : state === 'terminated'
+              ? 'the session ended (terminated: see link.lastDisconnectReason); connect() starts a new one'
+              : state === 'stopping' || state === 'stopped'
+                ? 'the link was stopped by disconnect(); connect() starts a new session'
+                : undefined
     // The reason is data, kept as it is; the message is output, redacted (its text may hold what the server sent).
-    return new PushError('CHANNEL_CLOSED', this.topic, event, null, undefined, null, { reason: this.#status === 'dropped' ? this.#reason : null, redact: (text) => this.host.redact(text) })
+    return new PushError('CHANNEL_CLOSED', this.topic, event, null, undefined, null, { reason, redact: (text) => this.host.redact(text), ...(detail === undefined ? {} : { detail }) })
   }
 
   private releaseWaiters(failure: 'CHANNEL_CLOSED' | null): void {

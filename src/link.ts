@@ -581,6 +581,9 @@ export class Link {
     isEnded(): boolean {
       return ['stopping', 'stopped', 'terminated'].includes(this.link.state)
     }
+    linkState(): LinkState {
+      return this.link.state
+    }
     isJoined(topic: string): boolean {
       return this.link.#adapter.isJoined(topic)
     }

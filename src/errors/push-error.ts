@@ -60,7 +60,7 @@ export class PushError extends PhoenixLinkError {
      * message only (the link passes its key redaction: the message is output, and the reason's
      * text comes from the server).
      */
-    options: { reason?: DisconnectReason | null; redact?: (text: string) => string } = {},
+    options: { reason?: DisconnectReason | null; redact?: (text: string) => string; detail?: string } = {},
   ) {
     const reason = options.reason ?? null
     const why =
@@ -70,8 +70,12 @@ export class PushError extends PhoenixLinkError {
           ? code === 'TRANSPORT_LOST'
             ? ` (the transport was lost: ${describeReason(reason)})`
             : ` (the channel was dropped: ${describeReason(reason)})`
-          : ''
-    const message = `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)} failed: ${code}${why}`
+          : options.detail !== undefined
+            ? ` (${options.detail})`
+            : ''
+    // A wait for the join (channel.joined()) fails as a push of phx_join: its message says join.
+    const what = event === 'phx_join' ? `the join of ${JSON.stringify(topic)}` : `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)}`
+    const message = `${what} failed: ${code}${why}`
     super(code, options.redact ? options.redact(message) : message, cause === undefined ? undefined : { cause })
     this.name = 'PushError'
     this.code = code

@@ -53,7 +53,7 @@ describe('app channels', () => {
     expect(outcome.ok).toBe(false)
     const error = (outcome as { error: unknown }).error as PushError
     expect(error).toMatchObject({ code: 'CHANNEL_CLOSED', reason: { kind: 'other', retryable: false } })
-    expect(error.message).toBe('push "phx_join" on "room:club" failed: CHANNEL_CLOSED (the channel was dropped: ' + describeReason(room.reason!) + ')')
+    expect(error.message).toBe('the join of "room:club" failed: CHANNEL_CLOSED (the channel was dropped: ' + describeReason(room.reason!) + ')')
     await expect(room.push('x', {})).rejects.toMatchObject({ code: 'CHANNEL_CLOSED', reason: room.reason })
     expect(room.reason).toMatchObject({ kind: 'other', retryable: false })
     expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:club')).toHaveLength(1)
@@ -335,6 +335,30 @@ describe('app channels', () => {
     const after = framesIn(second!, 'phx_join', 'room:1')
     expect(after).toHaveLength(1)
     expect(before.map((f) => f.join_ref)).not.toContain(after[0]!.join_ref)
+  })
+})
+
+describe('CHANNEL_CLOSED says what closed the channel', () => {
+  it('a push before connect() says to connect first; after disconnect() that the link was stopped; after leave() that the channel was left; after a supersede that the session ended', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim)
+    const room = link.channel('room:1')
+    await expect(room.push('x', {})).rejects.toThrow('push "x" on "room:1" failed: CHANNEL_CLOSED (the link is idle: call connect() first)')
+    await link.connect()
+    await room.joined()
+    await link.disconnect()
+    await expect(room.push('x', {})).rejects.toThrow('push "x" on "room:1" failed: CHANNEL_CLOSED (the link was stopped by disconnect(); connect() starts a new session)')
+    await expect(room.joined()).rejects.toThrow('the join of "room:1" failed: CHANNEL_CLOSED (the link was stopped by disconnect(); connect() starts a new session)')
+    await link.connect()
+    await room.joined()
+    await room.leave()
+    await expect(room.push('x', {})).rejects.toThrow('push "x" on "room:1" failed: CHANNEL_CLOSED (the channel was left)')
+    const lobby = link.channel('room:lobby')
+    await lobby.joined()
+    const ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    await expect(lobby.push('x', {})).rejects.toThrow('push "x" on "room:lobby" failed: CHANNEL_CLOSED (the session ended (terminated: see link.lastDisconnectReason); connect() starts a new one)')
   })
 })
 
