@@ -218,6 +218,8 @@ interface Edges {
   emptyRefs: RawFrame | string
   /** A frame holding a number beyond a double's range: the close. */
   outOfRange: { code: number; reason: string } | string
+  /** A heartbeat whose ref is a number beyond a double's range: the close. */
+  outOfRangeRef: { code: number; reason: string } | string
   /** A frame holding an integer of 310 digits (beyond a double's range too, but an integer): the reply. */
   bigInteger: RawFrame | string
   /** Upgrades to the socket's path written with an empty segment: whether each opened. */
@@ -508,6 +510,15 @@ async function edges(peer: Peer): Promise<Edges> {
       clearTimeout(timer)
     }
   })
+  const outOfRangeRef = await probe(peer, async (ws, closed) => {
+    ws.send('[null,1e309,"phoenix","heartbeat",{}]')
+    let timer: NodeJS.Timeout | undefined
+    try {
+      return await Promise.race([closed, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the socket stayed open 4000 ms')), 4000)))])
+    } finally {
+      clearTimeout(timer)
+    }
+  })
   const bigInteger = await probe(peer, async (ws) => {
     ws.send(`[null,"6","phoenix","heartbeat",{"n":1${'0'.repeat(309)}}]`)
     return (await nextFrames(ws, 1))[0]!
@@ -643,7 +654,7 @@ async function edges(peer: Peer): Promise<Edges> {
     seen.push(['server push', await news])
     return JSON.parse(JSON.stringify(seen).replaceAll(ctl, 'ctl')) as Array<[unknown, unknown[]]>
   })
-  return { clientReply, emptyRefs, outOfRange, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer), nullJoinRef, v1, noVsn, arrayOnV1, vsns, scalarRefs }
+  return { clientReply, emptyRefs, outOfRange, outOfRangeRef, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer), nullJoinRef, v1, noVsn, arrayOnV1, vsns, scalarRefs }
 }
 
 /** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
@@ -789,8 +800,9 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
     it('a binary frame whose join_ref and ref have no bytes: they are "", echoed as such', () => {
       expect(o.edges.emptyRefs).toEqual([null, '', 'phoenix', 'phx_reply', { response: {}, status: 'ok' }])
     })
-    it("a number beyond a double's range (1e309) crashes the socket: close 1011, no reason text", () => {
+    it("a number beyond a double's range (1e309) crashes the socket: close 1011, no reason text; as a ref too", () => {
       expect(o.edges.outOfRange).toEqual({ code: 1011, reason: '' })
+      expect(o.edges.outOfRangeRef).toEqual({ code: 1011, reason: '' })
     })
     it('an integer of 310 digits is served (Jason reads it exactly), where a float beyond the range is not', () => {
       expect(o.edges.bigInteger).toEqual([null, '6', 'phoenix', 'phx_reply', { response: {}, status: 'ok' }])

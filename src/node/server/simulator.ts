@@ -2322,7 +2322,8 @@ const MAYBE_OUT_OF_RANGE = /\d[eE][+-]?\d{3}|(?<!\d)\d{309,}\./
  */
 function refuseOutOfRange(text: string, decoded: ClientDecodeResult): ClientDecodeResult {
   if (!decoded.ok || !MAYBE_OUT_OF_RANGE.test(text)) return decoded
-  const pending: unknown[] = [decoded.frame.payload]
+  // The refs too: a client may send a number there (a ref of 1e309 reads as Infinity, which JSON would echo as null).
+  const pending: unknown[] = [decoded.frame.payload, decoded.frame.join_ref, decoded.frame.ref]
   while (pending.length > 0) {
     const value = pending.pop()
     if (typeof value === 'number') {
