@@ -470,6 +470,16 @@ function nextFrames(ws: WebSocket, count: number): Promise<RawFrame[]> {
   })
 }
 
+/** The close of a probe's socket, or a rejection once it stayed open 4 s. */
+async function untilClosed(closed: Promise<{ code: number; reason: string }>): Promise<{ code: number; reason: string }> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([closed, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the socket stayed open 4000 ms')), 4000)))])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /** Runs one probe on a socket of its own; a probe that fails is recorded as its error's text, so each fact fails alone. */
 async function probe<T>(peer: Peer, run: (ws: WebSocket, closed: Promise<{ code: number; reason: string }>, agentId: string) => Promise<T>): Promise<T | string> {
   let ws: WebSocket | null = null
@@ -503,21 +513,11 @@ async function edges(peer: Peer): Promise<Edges> {
   })
   const outOfRange = await probe(peer, async (ws, closed) => {
     ws.send('[null,"4","phoenix","heartbeat",{"n":1e309}]')
-    let timer: NodeJS.Timeout | undefined
-    try {
-      return await Promise.race([closed, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the socket stayed open 4000 ms')), 4000)))])
-    } finally {
-      clearTimeout(timer)
-    }
+    return untilClosed(closed)
   })
   const outOfRangeRef = await probe(peer, async (ws, closed) => {
     ws.send('[null,1e309,"phoenix","heartbeat",{}]')
-    let timer: NodeJS.Timeout | undefined
-    try {
-      return await Promise.race([closed, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the socket stayed open 4000 ms')), 4000)))])
-    } finally {
-      clearTimeout(timer)
-    }
+    return untilClosed(closed)
   })
   const bigInteger = await probe(peer, async (ws) => {
     ws.send(`[null,"6","phoenix","heartbeat",{"n":1${'0'.repeat(309)}}]`)
@@ -611,12 +611,7 @@ async function edges(peer: Peer): Promise<Edges> {
   })
   const arrayOnV1 = await probeVsn(peer, '1.0.0', async (ws, _agent, closed) => {
     ws.send(JSON.stringify([null, '1', 'phoenix', 'heartbeat', {}]))
-    let timer: NodeJS.Timeout | undefined
-    try {
-      return await Promise.race([closed, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the socket stayed open 4000 ms')), 4000)))])
-    } finally {
-      clearTimeout(timer)
-    }
+    return untilClosed(closed)
   })
   const vsns: Record<string, string> = {}
   for (const vsn of VSNS) {
