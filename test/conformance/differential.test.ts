@@ -220,6 +220,8 @@ interface Edges {
   outOfRange: { code: number; reason: string } | string
   /** A heartbeat whose ref is a number beyond a double's range: the close. */
   outOfRangeRef: { code: number; reason: string } | string
+  /** A heartbeat with a sixth element beyond a double's range: the close. */
+  outOfRangeExtra: { code: number; reason: string } | string
   /** A frame holding an integer of 310 digits (beyond a double's range too, but an integer): the reply. */
   bigInteger: RawFrame | string
   /** Upgrades to the socket's path written with an empty segment: whether each opened. */
@@ -519,6 +521,10 @@ async function edges(peer: Peer): Promise<Edges> {
     ws.send('[null,1e309,"phoenix","heartbeat",{}]')
     return untilClosed(closed)
   })
+  const outOfRangeExtra = await probe(peer, async (ws, closed) => {
+    ws.send('[null,"1","phoenix","heartbeat",{},1e309]')
+    return untilClosed(closed)
+  })
   const bigInteger = await probe(peer, async (ws) => {
     ws.send(`[null,"6","phoenix","heartbeat",{"n":1${'0'.repeat(309)}}]`)
     return (await nextFrames(ws, 1))[0]!
@@ -643,13 +649,15 @@ async function edges(peer: Peer): Promise<Edges> {
     await send([4, 9, 'room:n', 'phx_leave', {}], 2)
     await send([true, false, 'room:b', 'phx_join', {}], 1)
     await send([null, 1e20, 'phoenix', 'heartbeat', {}], 1)
+    await send([false, 11, 'room:f', 'phx_join', {}], 1)
+    await send([false, 12, 'room:f', 'ping', { n: 3 }], 1)
     await send([10, 10, 'room:n', 'phx_join', {}], 1)
     const news = nextFrames(ws, 1)
     await peer.push(agent, 'room:n', 'news', { n: 3 })
     seen.push(['server push', await news])
     return JSON.parse(JSON.stringify(seen).replaceAll(ctl, 'ctl')) as Array<[unknown, unknown[]]>
   })
-  return { clientReply, emptyRefs, outOfRange, outOfRangeRef, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer), nullJoinRef, v1, noVsn, arrayOnV1, vsns, scalarRefs }
+  return { clientReply, emptyRefs, outOfRange, outOfRangeRef, outOfRangeExtra, bigInteger, paths, head101: await upgradeHead(peer), duplicateParam, sizes, closeTail: await closeTail(peer), nullJoinRef, v1, noVsn, arrayOnV1, vsns, scalarRefs }
 }
 
 /** What a drain (SIGTERM) did to a socket that joined no channel and to one that did. */
@@ -788,6 +796,9 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
         [[4, 9, 'room:n', 'phx_leave', {}], [[4, 9, 'room:n', 'phx_reply', ok()], [4, 4, 'room:n', 'phx_close', {}]]],
         [[true, false, 'room:b', 'phx_join', {}], [[true, false, 'room:b', 'phx_reply', ok({ joined: 'room:b' })]]],
         [[null, 1e20, 'phoenix', 'heartbeat', {}], [[null, 1e20, 'phoenix', 'phx_reply', ok()]]],
+        // Phoenix's channel takes `join_ref || ref`: false is as empty as null, so its replies carry the join's ref.
+        [[false, 11, 'room:f', 'phx_join', {}], [[false, 11, 'room:f', 'phx_reply', ok({ joined: 'room:f' })]]],
+        [[false, 12, 'room:f', 'ping', { n: 3 }], [[11, 12, 'room:f', 'phx_reply', ok({ echo: { n: 3 }, event: 'ping' })]]],
         [[10, 10, 'room:n', 'phx_join', {}], [[10, 10, 'room:n', 'phx_reply', ok({ joined: 'room:n' })]]],
         ['server push', [[10, null, 'room:n', 'news', { n: 3 }]]],
       ])
@@ -795,9 +806,10 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
     it('a binary frame whose join_ref and ref have no bytes: they are "", echoed as such', () => {
       expect(o.edges.emptyRefs).toEqual([null, '', 'phoenix', 'phx_reply', { response: {}, status: 'ok' }])
     })
-    it("a number beyond a double's range (1e309) crashes the socket: close 1011, no reason text; as a ref too", () => {
+    it("a number beyond a double's range (1e309) crashes the socket: close 1011, no reason text; as a ref, or past the fifth element, too", () => {
       expect(o.edges.outOfRange).toEqual({ code: 1011, reason: '' })
       expect(o.edges.outOfRangeRef).toEqual({ code: 1011, reason: '' })
+      expect(o.edges.outOfRangeExtra).toEqual({ code: 1011, reason: '' })
     })
     it('an integer of 310 digits is served (Jason reads it exactly), where a float beyond the range is not', () => {
       expect(o.edges.bigInteger).toEqual([null, '6', 'phoenix', 'phx_reply', { response: {}, status: 'ok' }])

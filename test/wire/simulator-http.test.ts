@@ -344,14 +344,16 @@ describe('the simulator over HTTP', () => {
       expect((await call(http, 'POST', '/admin/answer-join', { topic: 'room:held', outcome: { reply: 'ok', response: { n: 1 } } })).body).toEqual({ answered: true })
       expect(await joined).toEqual({ n: 1 })
       // A push with a joinRef of its own carries it; without one, the join's.
-      const push = (joinRef?: string) => call(http, 'POST', '/admin/push', { target: { agent: 'a' }, topic: 'room:held', event: 'note', payload: {}, ...(joinRef === undefined ? {} : { joinRef }) })
+      const push = (joinRef?: string | number) => call(http, 'POST', '/admin/push', { target: { agent: 'a' }, topic: 'room:held', event: 'note', payload: {}, ...(joinRef === undefined ? {} : { joinRef }) })
       expect((await push('stale-99')).body).toEqual({ sent: 1 })
+      // A joinRef as a client in another language may use one: a number (the simulator serves and echoes those).
+      expect((await push(99)).body).toEqual({ sent: 1 })
       expect((await push()).body).toEqual({ sent: 1 })
       const [socket] = (await call(http, 'GET', '/admin/sockets?agent=a')).body.sockets as Array<{ id: string; channels: Array<{ topic: string; joinRef: string }> }>
       const notes = ((await call(http, 'GET', `/admin/sockets/${socket!.id}/frames`)).body.frames as Array<{ dir: string; frame: { event: string; join_ref: string | null } | null }>)
         .filter((f) => f.dir === 'out' && f.frame?.event === 'note')
         .map((f) => f.frame!.join_ref)
-      expect(notes).toEqual(['stale-99', socket!.channels.find((c) => c.topic === 'room:held')!.joinRef])
+      expect(notes).toEqual(['stale-99', 99, socket!.channels.find((c) => c.topic === 'room:held')!.joinRef])
       // Refusals for no agent in particular refuse the next upgrade of any agent; an empty body is {}.
       expect((await call(http, 'POST', '/admin/reset', '')).body).toEqual({ ok: true })
       expect((await call(http, 'POST', '/admin/refuse-upgrades', { refusals: [{ status: 503 }] })).body).toEqual({ ok: true })

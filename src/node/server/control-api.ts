@@ -627,7 +627,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
     method: 'POST',
     path: '/admin/push',
     summary: 'A server push on `topic` to the target sockets that joined it, with the join\'s join_ref (or `joinRef`).',
-    body: z.strictObject({ target: TargetSchema, topic: z.string(), event: z.string(), payload: PayloadObject, joinRef: z.optional(z.nullable(z.string())) }),
+    body: z.strictObject({ target: TargetSchema, topic: z.string(), event: z.string(), payload: PayloadObject, joinRef: z.optional(WireRefSchema) }),
     response: Sent,
     run: ({ sim }, body) => ok({ sent: sim.push(target(body.target), body.topic, body.event, body.payload as never, body.joinRef === undefined ? {} : { joinRef: body.joinRef }) }),
   }),

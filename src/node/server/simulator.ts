@@ -2276,7 +2276,8 @@ export class PlatformSimulator extends EventEmitter {
     if (c.state !== 'open') return
     const previous = c.channels.get(frame.topic)
     if (previous) c.channels.delete(frame.topic)
-    if (outcome.reply === 'ok') c.channels.set(frame.topic, { topic: frame.topic, joinRef: frame.join_ref, channelRef: frame.join_ref ?? frame.ref })
+    // Phoenix's channel server takes `join_ref || ref`: Elixir's false is as empty as nil there (measured).
+    if (outcome.reply === 'ok') c.channels.set(frame.topic, { topic: frame.topic, joinRef: frame.join_ref, channelRef: frame.join_ref === null || frame.join_ref === false ? frame.ref : frame.join_ref })
     outcome.before?.(c)
     const response = (r: JoinResponse | undefined): Payload => (typeof r === 'function' ? r({ topic: frame.topic, payload: frame.payload as Payload, connection: c }) : (r ?? {}))
     if (outcome.reply === 'error') this.reply(c, frame, 'error', response(outcome.response))
@@ -2313,8 +2314,8 @@ function segmentsOf(pathname: string): string {
 const MAYBE_OUT_OF_RANGE = /\d[eE][+-]?\d{3}|(?<!\d)\d{309,}\./
 
 /**
- * A decoded client frame whose payload holds a float beyond a double's range (`1e309`, which
- * JSON.parse reads as Infinity) refused as not JSON: Jason raises on it, and Phoenix closes the
+ * A decoded client frame that holds a float beyond a double's range (`1e309`, which JSON.parse
+ * reads as Infinity) anywhere, its payload, a ref or an element past the fifth, refused as not JSON: Jason raises on it, and Phoenix closes the
  * socket 1011 (measured 2026-12-06 on Bandit and Cowboy); a 309-digit integer is served there, and
  * here. Only a text that may hold such a float is walked, without recursion (a payload may nest a
  * million deep). A frame holding both such text (an `e123` in a string) and a huge integer is
@@ -2322,8 +2323,9 @@ const MAYBE_OUT_OF_RANGE = /\d[eE][+-]?\d{3}|(?<!\d)\d{309,}\./
  */
 function refuseOutOfRange(text: string, decoded: ClientDecodeResult): ClientDecodeResult {
   if (!decoded.ok || !MAYBE_OUT_OF_RANGE.test(text)) return decoded
-  // The refs too: a client may send a number there (a ref of 1e309 reads as Infinity, which JSON would echo as null).
-  const pending: unknown[] = [decoded.frame.payload, decoded.frame.join_ref, decoded.frame.ref]
+  // The whole frame as sent: a ref (1e309 reads as Infinity, which JSON would echo as null) and the
+  // elements past the fifth, which the frame does not keep, crash Phoenix's decoder as well.
+  const pending: unknown[] = [JSON.parse(text) as unknown]
   while (pending.length > 0) {
     const value = pending.pop()
     if (typeof value === 'number') {
