@@ -65,6 +65,14 @@ export function checkKnownKeys(value: object, known: ReadonlySet<string>, where:
   if (stray !== undefined) throw new TypeError(`${where === '' ? '' : `${where}: `}unknown ${noun} ${JSON.stringify(stray)} (known: ${[...known].join(', ')})`)
 }
 
+/**
+ * Whether `value` is a call's timeout a timer can keep: a whole number of milliseconds in
+ * [1, 2^31-1] (Node and browsers run a longer timer at once). `push` and `ping` take one.
+ */
+export function isCallTimeout(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 2 ** 31 - 1
+}
+
 /** The first own key of `options` that `known` lacks (a typo), or undefined. */
 export function unknownKey(options: object, known: ReadonlySet<string>): string | undefined {
   return Object.keys(options).find((key) => !known.has(key))

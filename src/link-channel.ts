@@ -5,7 +5,7 @@
 import { isArrayBuffer, isReservedEvent, isWellFormedText, LONE_SURROGATE_MESSAGE, notJsonMap, type Payload } from './protocol.js'
 import type { DisconnectReason } from './reasons.js'
 import { abortError, checkSignal, onAbort } from './abort.js'
-import { callOptions, checkFunction } from './call-checks.js'
+import { callOptions, checkFunction, isCallTimeout } from './call-checks.js'
 import { PushError } from './errors/push-error.js'
 import { ConfigurationError } from './errors/configuration-error.js'
 
@@ -227,7 +227,7 @@ export class LinkChannel {
     checkSignal(signal, 'channel.push')
     if (signal?.aborted) throw abortError(signal)
     const timeoutMs = options.timeoutMs ?? this.host.pushTimeoutMs
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
+    if (!isCallTimeout(timeoutMs)) {
       throw new ConfigurationError(`push timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(timeoutMs)}`)
     }
     if (typeof event !== 'string' || event === '' || isReservedEvent(event)) {

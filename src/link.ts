@@ -9,7 +9,7 @@ import { LINK_STATES, linkStateOf, type ChartStateValue, type LinkState } from '
 import { gracefulReason, thrownText, type Env } from '../machines/types.js'
 import { deepFreeze } from './freeze.js'
 import { abortError, checkSignal, isAbortSignal, onAbort } from './abort.js'
-import { callOptions, checkFunction, describeArgument } from './call-checks.js'
+import { callOptions, checkFunction, describeArgument, isCallTimeout, unknownKey } from './call-checks.js'
 import { PhoenixAdapter, quoteServerText, type AdapterConfig, type Credentials, type TransportPolicy } from './adapter/phoenix-adapter.js'
 import { REAL_CLOCK, type Clock } from './runtime/clock.js'
 import { LinkCharts, type LinkChartsHost } from './runtime/link-charts.js'
@@ -377,6 +377,9 @@ class InspectedChart {
 
 /** What {@link Link.ping} waits for by default: 5 s, far below a heartbeat's own bound (two 30 s intervals). */
 export const DEFAULT_PING_TIMEOUT_MS = 5_000
+
+/** The options {@link Link.ping} takes. */
+const PING_OPTIONS: ReadonlySet<string> = new Set(['timeoutMs'])
 
 /**
  * How a {@link Link.ping} ended:
@@ -1229,10 +1232,10 @@ export class Link {
    */
   async ping(options: { timeoutMs?: number | undefined } | null = {}): Promise<PingResult> {
     const read = callOptions(options, 'link.ping')
-    const stray = Object.keys(read).find((key) => key !== 'timeoutMs')
+    const stray = unknownKey(read, PING_OPTIONS)
     if (stray !== undefined) throw new ConfigurationError(`link.ping: unknown option ${JSON.stringify(stray)} (known: timeoutMs)`)
-    const timeoutMs = read.timeoutMs ?? DEFAULT_PING_TIMEOUT_MS
-    if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
+    const timeoutMs: unknown = read.timeoutMs ?? DEFAULT_PING_TIMEOUT_MS
+    if (!isCallTimeout(timeoutMs)) {
       throw new ConfigurationError(`link.ping: timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${typeof timeoutMs === 'number' ? String(timeoutMs) : describeArgument(timeoutMs)}`)
     }
     // Called from inside the charts' processing (a chart subscriber, an inspector), the state may be

@@ -213,8 +213,13 @@ export function utf8Length(text: string): number {
 }
 
 /** Whether `value` is a ref a client may send as the simulator reads it: a JSON scalar ({@link WireRef}). */
-function isWireRef(value: unknown): boolean {
+export function isWireRef(value: unknown): value is WireRef {
   return value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+}
+
+/** Whether `value` is a ref as a Phoenix server sends it: a string (phoenix.js's, echoed) or null. */
+function isServerRef(value: unknown): value is string | null {
+  return value === null || typeof value === 'string'
 }
 
 /** `fromServer`: the link's strict read of what a server sent; otherwise a server's read of a client's frame ({@link decodeTextFrameFromClient}). */
@@ -243,7 +248,7 @@ function decodeText(text: string, maxBytes: number, fromServer: boolean): Decode
   const topic: unknown = parsed[2]
   const event: unknown = parsed[3]
   const payload: unknown = parsed[4]
-  const refOk = fromServer ? (value: unknown) => value === null || typeof value === 'string' : isWireRef
+  const refOk = fromServer ? isServerRef : isWireRef
   const wrong = !refOk(join_ref) ? 0 : !refOk(ref) ? 1 : typeof topic !== 'string' ? 2 : typeof event !== 'string' ? 3 : -1
   if (wrong >= 0) {
     const refs = fromServer ? 'string or null' : 'a string, number, boolean or null'

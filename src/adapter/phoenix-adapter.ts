@@ -1183,21 +1183,18 @@ export class PhoenixAdapter {
   private isExpected(handle: TransportHandle, frame: Frame): boolean {
     const { topic, event, ref } = frame
     if (topic === HEARTBEAT_TOPIC) {
-      const ping = event === CHANNEL_EVENTS.reply && ref !== null ? handle.pingOf(ref) : undefined
-      if (ping !== undefined) {
-        // A ping's own heartbeat: answered here; phoenix.js, which did not send it, has nothing to do with it.
-        const { status } = frame.payload as { status: string }
-        if (status !== 'ok') this.reportUnexpected(handle, `heartbeat reply with status ${quoteServerText(status)}, not ok: counted as an answer (the peer is alive)`)
-        handle.pingAnswered(ping)
-        return false
-      }
-      if (event === CHANNEL_EVENTS.reply && ref !== null && ref === handle.socket?.pendingHeartbeatRef) {
+      const reply = event === CHANNEL_EVENTS.reply && ref !== null
+      const ping = reply ? handle.pingOf(ref) : undefined
+      if (ping !== undefined || (reply && ref === handle.socket?.pendingHeartbeatRef)) {
         // Phoenix answers every heartbeat ok (Phoenix.Socket's handle_in for "phoenix"/"heartbeat").
         // Another status still answers it (the peer is alive; phoenix.js clears the pending
         // heartbeat whatever the status), but is reported, not passed over in silence.
         const { status } = frame.payload as { status: string }
         if (status !== 'ok') this.reportUnexpected(handle, `heartbeat reply with status ${quoteServerText(status)}, not ok: counted as an answer (the peer is alive)`)
-        return true
+        if (ping === undefined) return true
+        // A ping's own heartbeat (Link.ping()): answered here; phoenix.js, which did not send it, never sees it.
+        handle.pingAnswered(ping)
+        return false
       }
       return this.reportUnexpected(handle, `${quoteServerText(event)} on the heartbeat topic with ref ${quoteServerText(ref)}, which answers no pending heartbeat`)
     }

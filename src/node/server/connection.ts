@@ -49,6 +49,11 @@ export function cutField(text: string): string {
   return text.length > CUT_FIELD_LIMIT ? `${copyText(text, CUT_FIELD_LIMIT)}…` : text
 }
 
+/** A ref as a record keeps it: a string cut as {@link cutField} cuts it, a number or boolean as it came. */
+export function cutRef(ref: WireRef): WireRef {
+  return typeof ref === 'string' ? cutField(ref) : ref
+}
+
 /** The part of a payload a record of a long frame keeps: its first top-level scalars, texts cut. */
 function cutPayload(payload: unknown): Record<string, unknown> | null {
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload) || payload instanceof ArrayBuffer) return null
@@ -256,8 +261,8 @@ export class SimConnection {
         frame === null
           ? null
           : {
-              join_ref: typeof frame.join_ref === 'string' ? cutField(frame.join_ref) : frame.join_ref,
-              ref: typeof frame.ref === 'string' ? cutField(frame.ref) : frame.ref,
+              join_ref: cutRef(frame.join_ref),
+              ref: cutRef(frame.ref),
               topic: cutField(frame.topic),
               event: cutField(frame.event),
               payload: cutPayload(frame.payload),

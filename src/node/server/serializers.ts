@@ -10,7 +10,7 @@
  * lib/phoenix/socket/message.ex (`from_map!`), measured against Phoenix 1.7.14 on Bandit 1.6.11
  * and Cowboy 2.12.0 (test/conformance/differential.test.ts, 2026-12-07).
  */
-import { framePreview, type ClientDecodeResult, type ClientFrame } from '../../protocol.js'
+import { framePreview, isWireRef, type ClientDecodeResult, type ClientFrame } from '../../protocol.js'
 
 /** The serializer a socket speaks: `v1` (a frame is a JSON object) or `v2` (a JSON array, or binary). */
 export type SerializerVersion = 'v1' | 'v2'
@@ -49,11 +49,6 @@ export function encodeV1(frame: ClientFrame): string {
 
 const V1_KEYS = ['topic', 'event', 'payload', 'ref'] as const
 
-/** A JSON scalar: a ref or join_ref the simulator serves (protocol.ts WireRef). */
-function isScalar(value: unknown): value is string | number | boolean | null {
-  return value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
-}
-
 function refused(kind: 'not-array' | 'wrong-arity' | 'wrong-types', detail: string, raw: string): ClientDecodeResult {
   return { ok: false, problem: { kind, detail, raw: framePreview(raw) } }
 }
@@ -83,6 +78,6 @@ export function decodeV1FromClient(text: string): ClientDecodeResult {
   const { topic, event, payload, ref } = map
   const joinRef = Object.hasOwn(map, 'join_ref') ? map.join_ref : null
   if (typeof topic !== 'string' || typeof event !== 'string') return refused('wrong-types', 'a V1 frame\'s topic and event are strings', text)
-  if (!isScalar(ref) || !isScalar(joinRef)) return refused('wrong-types', 'a V1 frame\'s ref and join_ref are strings, numbers, booleans or null here (Phoenix echoes objects and arrays too)', text)
+  if (!isWireRef(ref) || !isWireRef(joinRef)) return refused('wrong-types', 'a V1 frame\'s ref and join_ref are strings, numbers, booleans or null here (Phoenix echoes objects and arrays too)', text)
   return { ok: true, frame: { join_ref: joinRef, ref, topic, event, payload } }
 }

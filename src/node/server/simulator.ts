@@ -34,7 +34,7 @@ import {
   type Payload,
   notPlainObject,
 } from '../../protocol.js'
-import { JOINS_KEPT, SimConnection, cutField, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
+import { JOINS_KEPT, SimConnection, cutField, cutRef, assertSendableClose, type CloseCause, type SimChannel } from './connection.js'
 import { SERVER_FLAVORS, type FlavorName, type ServerFlavor } from './flavors.js'
 import { decodeV1FromClient, negotiateSerializer, type SerializerVersion } from './serializers.js'
 import { requestTooLarge, SIMULATOR_MAX_HEADER_BYTES, tooLargeResponse, type RequestTooLarge } from './request-limits.js'
@@ -2182,7 +2182,7 @@ export class PlatformSimulator extends EventEmitter {
     }
     if (frame.event === CHANNEL_EVENTS.join) {
       c.joins++
-      if (c.joinsReceived.length < JOINS_KEPT) c.joinsReceived.push({ topic: cutField(frame.topic), joinRef: typeof frame.join_ref === 'string' ? cutField(frame.join_ref) : frame.join_ref, at: this.now() })
+      if (c.joinsReceived.length < JOINS_KEPT) c.joinsReceived.push({ topic: cutField(frame.topic), joinRef: cutRef(frame.join_ref), at: this.now() })
       return this.join(c, frame)
     }
     const channel = c.channels.get(frame.topic)
