@@ -168,7 +168,13 @@ On this shared 2-core VM, repeated runs move single figures by up to a third (ra
 throughput between about 480,000 and 720,000 events/s across runs of the same day; the decode
 ratio between 0.68x and 1.03x). The ratio of phoenix-link to raw within one run is the steadier
 figure, since both run back to back in the same process; the reconnect storm's server-side rows
-follow the machine's load most, because 2,000 clients and the simulator share two cores.
+follow the machine's load most, because 2,000 clients and the simulator share two cores. The
+host moves too: the run of 2026-12-06 had an AMD EPYC (raw push throughput 768,115 events/s), that
+of 2026-12-07 an Intel Xeon at half the speed (370,525), where the storm's server-seen peak (14%)
+and last rejoin (3.6 s after a 1001, 6.0 s after a 1012) and the heap per link at 2,000 clients
+(1.53x) missed targets they met the day before. The link's heap did not change between those runs:
+on the same host, 17.99 KiB per link at the commit the 2026-12-06 figures came from and at that of
+2026-12-07 (2,000 clients, \`node --expose-gc .bench-build/bench/memory.js link 2000\`, twice each).
 
 ## What each benchmark measures, and what holds back a missed target
 
