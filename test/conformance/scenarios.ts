@@ -1002,6 +1002,24 @@ export function conformance(factory: PeerFactory): void {
         expect(again.outcome).toBe('alive')
         expect((again as { generation: number }).generation).toBeGreaterThanOrEqual(2)
       }, 40_000)
+
+      it("ping() after a network change that left the socket half-open (the path carries nothing, no FIN, no RST): lost within the ping's timeout while the link still read connected; the next socket supersedes the server's stale one, and one socket is live", async () => {
+        const agent = peer.agent()
+        const proxy = await scene().proxy(peer)
+        // The default heartbeat (30 s): only the ping can find the silent path within the test.
+        const link = scene().link(peer, agent, { url: proxy.url, policy: { transport: { closeTimeoutMs: 300 } } })
+        await link.connect()
+        const [stale] = await peer.live(agent)
+        proxy.blackhole()
+        expect(link.state).toBe('connected')
+        const started = performance.now()
+        expect(await link.ping({ timeoutMs: 300 })).toMatchObject({ outcome: 'lost', disconnected: 'reconnect', reason: { kind: 'timed-out', phase: 'heartbeat', generation: 1 } })
+        expect(performance.now() - started).toBeLessThan(3_000)
+        await untilState(link, 'connected', 15_000)
+        await untilOnlyNewerLive(peer, agent, stale, 'only the new socket live')
+        expect(await link.ping()).toMatchObject({ outcome: 'alive', generation: 2 })
+        proxy.release()
+      }, 40_000)
     })
   })
 }
