@@ -231,14 +231,14 @@ export class LinkChannel {
       throw new ConfigurationError(`push timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(timeoutMs)}`)
     }
     if (typeof event !== 'string' || event === '' || isReservedEvent(event)) {
-      throw new PushError('PUSH_INVALID', this.topic, String(event), null, new Error('the event must be a non-empty string outside phoenix\'s phx_ and chan_reply_ names'))
+      throw this.invalid(String(event), new Error('the event must be a non-empty string outside phoenix\'s phx_ and chan_reply_ names'))
     }
     // Checked here for both frames: a binary push's TextEncoder would send the half character as
     // U+FFFD, a name the caller never used (the JSON frame's check is the adapter's encodeFrame).
-    if (!isWellFormedText(event)) throw new PushError('PUSH_INVALID', this.topic, event, null, new Error(`the event name cannot be sent: ${LONE_SURROGATE_MESSAGE}`))
+    if (!isWellFormedText(event)) throw this.invalid(event, new Error(`the event name cannot be sent: ${LONE_SURROGATE_MESSAGE}`))
     const checked = checkPayload(payload)
     if (typeof checked === 'string') {
-      throw new PushError('PUSH_INVALID', this.topic, event, null, new Error(`a payload is a plain JSON object (a Phoenix map) or an ArrayBuffer (a binary push); got ${checked}`))
+      throw this.invalid(event, new Error(`a payload is a plain JSON object (a Phoenix map) or an ArrayBuffer (a binary push); got ${checked}`))
     }
     payload = checked.payload
     const started = this.host.monotonic()
@@ -256,7 +256,7 @@ export class LinkChannel {
       const f = failure as Partial<PushFailure> | null
       if (f && typeof f.code === 'string') throw new PushError(f.code, this.topic, event, f.response, f.cause, f.status, { reason: f.reason ?? null, redact: (text) => this.host.redact(text) })
       // Anything else thrown on the way out (phoenix.js internals): the push could not be made.
-      throw new PushError('PUSH_INVALID', this.topic, event, null, failure)
+      throw this.invalid(event, failure)
     }
   }
 
@@ -347,9 +347,12 @@ export class LinkChannel {
     })
   }
 
-  /** @internal The link stopped or ended: pushes waiting for a join fail now. */
-  failWaiting(): void {
-    this.releaseWaiters('CHANNEL_CLOSED')
+  /**
+   * @internal The link stopped or ended: pushes waiting for a join fail now. `stopped`: by the
+   * host's disconnect() (a link still idle reads idle after it, so the state alone cannot say).
+   */
+  failWaiting(stopped = false): void {
+    this.releaseWaiters('CHANNEL_CLOSED', stopped)
   }
 
   /**
@@ -375,7 +378,7 @@ export class LinkChannel {
             : setTimeout(() => {
                 done()
                 this.waiters?.delete(waiter)
-                reject(new PushError('PUSH_TIMEOUT', this.topic, event))
+                reject(new PushError('PUSH_TIMEOUT', this.topic, event, null, undefined, null, { redact: (text) => this.host.redact(text) }))
               }, timeoutMs),
       }
       ;(this.waiters ??= new Set()).add(waiter)
@@ -388,7 +391,7 @@ export class LinkChannel {
    * channel, else a message that says what closed it (the channel left, the link idle, stopped or
    * terminated), so a push made before connect() says to connect first.
    */
-  private closedError(event: string): PushError {
+  private closedError(event: string, stopped = false): PushError {
     const reason = this.#status === 'dropped' ? this.#reason : null
     const state = this.host.linkState()
     const detail =
@@ -396,25 +399,31 @@ export class LinkChannel {
         ? undefined
         : this.#status === 'left'
           ? 'the channel was left'
-          : state === 'idle'
-            ? 'the link is idle: call connect() first'
-            : state === 'terminated'
-              ? 'the session ended (terminated: see link.lastDisconnectReason); connect() starts a new one'
-              : state === 'stopping' || state === 'stopped'
-                ? 'the link was stopped by disconnect(); connect() starts a new session'
+          : stopped || state === 'stopping' || state === 'stopped'
+            ? 'the link was stopped by disconnect(); connect() starts a new session'
+            : state === 'idle'
+              ? 'the link is idle: call connect() first'
+              : state === 'terminated'
+                ? 'the session ended (terminated: see link.lastDisconnectReason)'
                 : undefined
     // The reason is data, kept as it is; the message is output, redacted (its text may hold what the server sent).
-    return new PushError('CHANNEL_CLOSED', this.topic, event, null, undefined, null, { reason, redact: (text) => this.host.redact(text), ...(detail === undefined ? {} : { detail }) })
+    // A push never carries phx_join (a reserved name, refused before it waits): the event names joined()'s wait.
+    return new PushError('CHANNEL_CLOSED', this.topic, event, null, undefined, null, { reason, redact: (text) => this.host.redact(text), join: event === 'phx_join', ...(detail === undefined ? {} : { detail }) })
   }
 
-  private releaseWaiters(failure: 'CHANNEL_CLOSED' | null): void {
+  /** `PUSH_INVALID` for `event`: the push cannot be made (`cause` says why); its message redacted as every error's. */
+  private invalid(event: string, cause: unknown): PushError {
+    return new PushError('PUSH_INVALID', this.topic, event, null, cause, null, { redact: (text) => this.host.redact(text) })
+  }
+
+  private releaseWaiters(failure: 'CHANNEL_CLOSED' | null, stopped = false): void {
     if (this.waiters === null) return
     const waiters = this.waiters
     // An idle channel keeps no set: a link that awaited joined() once holds nothing for it after.
     this.waiters = null
     for (const waiter of waiters) {
       clearTimeout(waiter.timer)
-      if (failure) waiter.reject(this.closedError(waiter.event))
+      if (failure) waiter.reject(this.closedError(waiter.event, stopped))
       else waiter.resolve()
     }
   }

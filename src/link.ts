@@ -925,7 +925,7 @@ export class Link {
         return true
       }).catch(() => {})
     }
-    for (const channel of this.channels.values()) channel.failWaiting()
+    for (const channel of this.channels.values()) channel.failWaiting(true)
     await this.#adapter.settled(upTo)
     // The runs the session's end aborted: their hooks settled or timed out, each reported. Not
     // when called from such a hook: the round would wait for the hook, and the hook for this.

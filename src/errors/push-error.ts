@@ -58,9 +58,10 @@ export class PushError extends PhoenixLinkError {
     /**
      * `reason`: the dropped channel's reason (kept as it is: data); `redact`: applied to the
      * message only (the link passes its key redaction: the message is output, and the reason's
-     * text comes from the server).
+     * text comes from the server); `detail`: what ended it, when no reason says; `join`: the wait
+     * of channel.joined() failed (the message names the join, not a push).
      */
-    options: { reason?: DisconnectReason | null; redact?: (text: string) => string; detail?: string } = {},
+    options: { reason?: DisconnectReason | null; redact?: (text: string) => string; detail?: string; join?: boolean } = {},
   ) {
     const reason = options.reason ?? null
     const why =
@@ -69,12 +70,15 @@ export class PushError extends PhoenixLinkError {
         : reason
           ? code === 'TRANSPORT_LOST'
             ? ` (the transport was lost: ${describeReason(reason)})`
-            : ` (the channel was dropped: ${describeReason(reason)})`
+            : // A dropped reason's line starts with its kind: said once.
+              ` (the channel was dropped: ${describeReason(reason).replace(/^dropped: /, '')})`
           : options.detail !== undefined
             ? ` (${options.detail})`
-            : ''
-    // A wait for the join (channel.joined()) fails as a push of phx_join: its message says join.
-    const what = event === 'phx_join' ? `the join of ${JSON.stringify(topic)}` : `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)}`
+            : code === 'TRANSPORT_LOST'
+              ? ' (the link ended the transport itself: disconnect(), or a socket it replaced)'
+              : ''
+    // A wait for the join (channel.joined()) fails as a push of phx_join would: its message says join.
+    const what = options.join === true ? `the join of ${JSON.stringify(topic)}` : `push ${JSON.stringify(String(event).slice(0, 100))} on ${JSON.stringify(topic)}`
     const message = `${what} failed: ${code}${why}`
     super(code, options.redact ? options.redact(message) : message, cause === undefined ? undefined : { cause })
     this.name = 'PushError'

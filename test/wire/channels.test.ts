@@ -358,7 +358,51 @@ describe('CHANNEL_CLOSED says what closed the channel', () => {
     const ended = untilState(link, 'terminated')
     sim.supersede('agent-1')
     await ended
-    await expect(lobby.push('x', {})).rejects.toThrow('push "x" on "room:lobby" failed: CHANNEL_CLOSED (the session ended (terminated: see link.lastDisconnectReason); connect() starts a new one)')
+    await expect(lobby.push('x', {})).rejects.toThrow('push "x" on "room:lobby" failed: CHANNEL_CLOSED (the session ended (terminated: see link.lastDisconnectReason))')
+  })
+})
+
+describe('PushError messages name what the host did and hold no key', () => {
+  it("a push of the reserved name phx_join is refused as a push, not read as a failed join; a joined() a disconnect() of an idle link ended says it was stopped; a server's phx_close is named once; a push lost to disconnect() says the link ended the transport", async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { policy: { transport: { pushTimeoutMs: 60_000 } } })
+    const early = link.channel('room:early')
+    const waited = settle(early.joined())
+    await link.disconnect()
+    const stopped = await waited
+    expect(stopped.ok).toBe(false)
+    expect(((stopped as { error: Error }).error).message).toBe('the join of "room:early" failed: CHANNEL_CLOSED (the link was stopped by disconnect(); connect() starts a new session)')
+    await link.connect()
+    const room = link.channel('room:1')
+    await room.joined()
+    await expect(room.push('phx_join', {})).rejects.toThrow(/^push "phx_join" on "room:1" failed: PUSH_INVALID \(the event must be/)
+    sim.channelClose({ agent: 'agent-1' }, 'room:1')
+    await next(link, 'channel', { filter: (e) => e.topic === 'room:1' && e.status === 'dropped' })
+    await expect(room.push('x', {})).rejects.toThrow('push "x" on "room:1" failed: CHANNEL_CLOSED (the channel was dropped: the server closed the channel (phx_close), terminal)')
+    const lobby = link.channel('room:lobby')
+    await lobby.joined()
+    // The push is never answered: it is in flight when the link stops.
+    sim.onPush(() => null)
+    const lost = settle(lobby.push('slow', {}))
+    await link.disconnect()
+    const outcome = await lost
+    expect(outcome.ok).toBe(false)
+    expect(((outcome as { error: PushError }).error).message).toBe('push "slow" on "room:lobby" failed: TRANSPORT_LOST (the link ended the transport itself: disconnect(), or a socket it replaced)')
+  })
+
+  it('a topic holding the API key: PUSH_INVALID and a PUSH_TIMEOUT while waiting for the join are redacted as every other error (error.topic keeps the topic as data)', async () => {
+    const sim = await world().sim({ agents: { 'agent-1': 'sekret-key-123' } })
+    const link = world().link(sim, { apiKey: 'sekret-key-123' })
+    const room = link.channel('room:sekret-key-123')
+    await link.connect()
+    await room.joined()
+    const invalid = await settle(room.push('phx_leave', {}))
+    expect(((invalid as { error: PushError }).error).message).toBe('push "phx_leave" on "room:[redacted]" failed: PUSH_INVALID (the event must be a non-empty string outside phoenix\'s phx_ and chan_reply_ names)')
+    expect(((invalid as { error: PushError }).error).topic).toBe('room:sekret-key-123')
+    sim.onJoin('room:held-sekret-key-123', { reply: 'hold' })
+    const held = link.channel('room:held-sekret-key-123')
+    const timedOut = await settle(held.push('x', {}, { timeoutMs: 50 }))
+    expect(((timedOut as { error: PushError }).error).message).toBe('push "x" on "room:held-[redacted]" failed: PUSH_TIMEOUT')
   })
 })
 
