@@ -1305,7 +1305,8 @@ export class Link {
     this.crashed = new PhoenixLinkError('INTERNAL', `the ${chart} chart stopped with an error: ${thrownText(error)}`, { cause: error })
     this.crashReason = {
       kind: 'other',
-      retryable: true,
+      // Terminal: no chart is left to retry (its describeReason() line says so, not "will reconnect").
+      retryable: false,
       detail: `internal error: ${thrownText(error)}`,
       generation: this.charts.connection.snapshot?.context.generation ?? 0,
       // The host's env.now may be what crashed the chart: the stamp then falls back to Date.now().

@@ -173,7 +173,8 @@ export const OtherReason = z.object({
   kind: z.literal('other'),
   /**
    * True for the session (retried with backoff); false on an app channel's `dropped` status (a
-   * join refused with a reason the join table does not list: the channel chart does not rejoin it).
+   * join refused with a reason the join table does not list: the channel chart does not rejoin it)
+   * and for a link whose chart crashed (a phoenix-link bug: `internal error: …`, terminated).
    */
   retryable: z.boolean(),
   detail: z.string(),

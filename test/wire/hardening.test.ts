@@ -380,7 +380,7 @@ describe('a chart crash', () => {
     // The chart stamps the graceful reason of a stop with the wall clock (recordGraceful): that assign throws.
     chartOf(link).send({ type: 'host.disconnect' })
     expect(clock.broken).toBe(false)
-    expect(await ended).toMatchObject({ outcome: 'terminated', terminal: true, reason: { kind: 'other', detail: 'internal error: simulated bug' } })
+    expect(await ended).toMatchObject({ outcome: 'terminated', terminal: true, reason: { kind: 'other', retryable: false, detail: 'internal error: simulated bug' } })
     expect(((await run) as { error: { code: string } }).error.code).toBe('INTERNAL')
     // Work the session can no longer deliver is aborted, as on any terminal reason.
     expect(work.aborted).toBe(true)
