@@ -948,6 +948,21 @@ export function conformance(factory: PeerFactory): void {
     })
 
     describe('heartbeats', () => {
+      /**
+       * Freezes `own` (SIGSTOP) while `during` runs (given when the freeze began), thaws it whatever
+       * `during` did, then waits for `link` connected again on one live socket of `agent`.
+       */
+      async function frozenThenBack(own: Peer, agent: Agent, link: Link, during: (frozenAt: number) => Promise<void>): Promise<void> {
+        const thaw = await own.freeze()
+        try {
+          await during(performance.now())
+        } finally {
+          await thaw()
+        }
+        await untilState(link, 'connected', 15_000)
+        await own.until(async () => (await own.live(agent)).length === 1, 'one live socket after the thaw', 10_000)
+      }
+
       it('a frozen server (SIGSTOP) is found by heartbeat within two intervals; after SIGCONT the link is connected again (scenario 36)', async () => {
         const own = await scene().fresh(factory)
         const agent = own.agent()
@@ -955,22 +970,13 @@ export function conformance(factory: PeerFactory): void {
         const link = scene().link(own, agent, { policy: { transport: { heartbeatIntervalMs: interval } } })
         await link.connect()
         const lost = next(link, 'disconnected', { timeoutMs: 6000 })
-        const thaw = await own.freeze()
-        const frozenAt = performance.now()
-        let thawed = false
-        try {
+        await frozenThenBack(own, agent, link, async (frozenAt) => {
           const { reason, outcome } = await lost
           const detectedIn = performance.now() - frozenAt
           expect(reason).toMatchObject({ kind: 'timed-out', phase: 'heartbeat' })
           expect(outcome).toBe('reconnect')
           expect(detectedIn).toBeLessThanOrEqual(2 * interval + 400)
-        } finally {
-          await thaw()
-          thawed = true
-        }
-        expect(thawed).toBe(true)
-        await untilState(link, 'connected', 15_000)
-        await own.until(async () => (await own.live(agent)).length === 1, 'one live socket after the thaw', 10_000)
+        })
       }, 40_000)
 
       it("ping(): the server answers the heartbeat at once; frozen (SIGSTOP), the socket is lost within the ping's timeout, not the heartbeat's 60 s, and the link connects again after the thaw", async () => {
@@ -982,22 +988,14 @@ export function conformance(factory: PeerFactory): void {
         expect(await link.ping()).toMatchObject({ outcome: 'alive', generation: 1 })
         expect(link.state).toBe('connected')
         expect(await own.live(agent)).toHaveLength(1)
-        const thaw = await own.freeze()
-        let thawed = false
-        try {
+        await frozenThenBack(own, agent, link, async () => {
           const started = performance.now()
           const result = await link.ping({ timeoutMs: 300 })
           const elapsed = performance.now() - started
           expect(result).toMatchObject({ outcome: 'lost', disconnected: 'reconnect', reason: { kind: 'timed-out', phase: 'heartbeat', generation: 1 } })
           expect(elapsed).toBeGreaterThanOrEqual(295)
           expect(elapsed).toBeLessThan(3_000)
-        } finally {
-          await thaw()
-          thawed = true
-        }
-        expect(thawed).toBe(true)
-        await untilState(link, 'connected', 15_000)
-        await own.until(async () => (await own.live(agent)).length === 1, 'one live socket after the thaw', 10_000)
+        })
         const again = await link.ping()
         expect(again.outcome).toBe('alive')
         expect((again as { generation: number }).generation).toBeGreaterThanOrEqual(2)
