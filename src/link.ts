@@ -1233,7 +1233,7 @@ export class Link {
   async ping(options: { timeoutMs?: number | undefined } | null = {}): Promise<PingResult> {
     const read = callOptions(options, 'link.ping')
     const stray = unknownKey(read, PING_OPTIONS)
-    if (stray !== undefined) throw new ConfigurationError(`link.ping: unknown option ${JSON.stringify(stray)} (known: timeoutMs)`)
+    if (stray !== undefined) throw new ConfigurationError(`link.ping: unknown option ${JSON.stringify(stray)} (known: ${[...PING_OPTIONS].join(', ')})`)
     const timeoutMs: unknown = read.timeoutMs ?? DEFAULT_PING_TIMEOUT_MS
     if (!isCallTimeout(timeoutMs)) {
       throw new ConfigurationError(`link.ping: timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${typeof timeoutMs === 'number' ? String(timeoutMs) : describeArgument(timeoutMs)}`)
@@ -1247,24 +1247,16 @@ export class Link {
     const { generation } = this.charts.connection.snapshot.context
     return new Promise<PingResult>((resolve) => {
       let settled = false
-      // The first `disconnected` after the call: the loss the ping found, or one that came first.
-      const off = this.emitter.on('disconnected', (event) => {
+      const settle = (result: PingResult) => {
         if (settled) return
         settled = true
         off()
-        resolve({ outcome: 'lost', reason: event.reason, disconnected: event.outcome, generation })
-      })
-      const sent = this.#adapter.ping(generation, timeoutMs, (rttMs) => {
-        if (settled) return
-        settled = true
-        off()
-        resolve({ outcome: 'alive', rttMs, generation })
-      })
-      if (!sent) {
-        settled = true
-        off()
-        resolve({ outcome: 'not-connected', state: this.state })
+        resolve(result)
       }
+      // The first `disconnected` after the call: the loss the ping found, or one that came first.
+      const off = this.emitter.on('disconnected', (event) => settle({ outcome: 'lost', reason: event.reason, disconnected: event.outcome, generation }))
+      const sent = this.#adapter.ping(generation, timeoutMs, (rttMs) => settle({ outcome: 'alive', rttMs, generation }))
+      if (!sent) settle({ outcome: 'not-connected', state: this.state })
     })
   }
 

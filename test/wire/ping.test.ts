@@ -7,15 +7,22 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { Socket } from 'phoenix'
 import { ConfigurationError, DEFAULT_PING_TIMEOUT_MS, type PingResult } from '../../src/index.js'
 import { next, untilState, useWorld } from '../support/wire.js'
+import type { Link } from '../../src/link.js'
+import type { PlatformSimulator, SimConnection } from '../../src/node/server/index.js'
 
 const world = useWorld()
 
+/** A simulator and a link to it, connected, with the simulator's socket of that link. */
+async function connected(options: Parameters<ReturnType<typeof world>['link']>[1] = {}): Promise<{ sim: PlatformSimulator; link: Link; conn: SimConnection }> {
+  const sim = await world().sim()
+  const link = world().link(sim, options)
+  await link.connect()
+  return { sim, link, conn: sim.live('agent-1')[0]! }
+}
+
 describe('ping() of a live socket', () => {
   it('sends one heartbeat now (not at the 30 s interval) and resolves alive with its round trip; the link stays on the same socket', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    const [conn] = sim.live('agent-1')
+    const { sim, link, conn } = await connected()
     expect(conn!.heartbeats).toBe(0)
     const started = performance.now()
     const result = await link.ping()
@@ -32,10 +39,7 @@ describe('ping() of a live socket', () => {
   })
 
   it('each ping sends a heartbeat of its own, with its own bound, and each is answered', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    const [conn] = sim.live('agent-1')
+    const { link, conn } = await connected()
     const results = await Promise.all([link.ping(), link.ping({ timeoutMs: 2_000 }), link.ping(null)])
     expect(results.map((r) => r.outcome)).toEqual(['alive', 'alive', 'alive'])
     expect(conn!.heartbeats).toBe(3)
@@ -43,9 +47,7 @@ describe('ping() of a live socket', () => {
   })
 
   it('called from inside the charts\' processing (a chart subscriber) as a close is read: it decides on the state after it, not the socket just lost', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim, { policy: { reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } } })
-    await link.connect()
+    const { sim, link } = await connected({ policy: { reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 } } })
     let pinged: Promise<PingResult> | null = null
     let armed = false
     const subscription = link.actor.subscribe(() => {
@@ -64,10 +66,8 @@ describe('ping() of a live socket', () => {
   })
 
   it('answers while the control channel rejoins after a crash (state joining): the socket is open', async () => {
-    const sim = await world().sim()
     // A rejoin delay long enough that the ping runs while the control channel waits to rejoin.
-    const link = world().link(sim, { policy: { channel: { rejoinInitialDelayMs: 2_000, rejoinMaxDelayMs: 2_000 } } })
-    await link.connect()
+    const { sim, link } = await connected({ policy: { channel: { rejoinInitialDelayMs: 2_000, rejoinMaxDelayMs: 2_000 } } })
     const joining = untilState(link, 'joining')
     sim.channelError({ agent: 'agent-1' }, 'agent_control:agent-1')
     await joining
@@ -96,10 +96,7 @@ describe("ping() beside phoenix.js's own heartbeat", () => {
   }
 
   it("a reply to phoenix.js's pending heartbeat, still in flight when the ping is made, does not answer it: only the ping's own heartbeat does", async () => {
-    const sim = await world().sim()
-    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 300 } } })
-    await link.connect()
-    const conn = sim.live('agent-1')[0]!
+    const { sim, link, conn } = await connected({ policy: { transport: { heartbeatIntervalMs: 300 } } })
     // Just after the server writes its reply to phoenix.js's regular heartbeat (before the link
     // reads it), it stops reading and answering, and the host pings.
     let pinged!: Promise<PingResult>
@@ -122,9 +119,7 @@ describe("ping() beside phoenix.js's own heartbeat", () => {
 
   it("phoenix.js's heartbeat cycle runs on beside a ping: its regular heartbeat goes out on time, and its bound ends a stalled socket before the ping's", async () => {
     const heartbeats = spyHeartbeats()
-    const sim = await world().sim()
-    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 500 } } })
-    await link.connect()
+    const { sim, link } = await connected({ policy: { transport: { heartbeatIntervalMs: 500 } } })
     sim.stall({ agent: 'agent-1' })
     // Made before the regular heartbeat is due (500 ms after the open).
     const ping = link.ping({ timeoutMs: 60_000 })
@@ -137,9 +132,7 @@ describe("ping() beside phoenix.js's own heartbeat", () => {
 
   it("unanswered, the pending heartbeat's own bound still ends the socket (a ping never extends it)", async () => {
     const heartbeats = spyHeartbeats()
-    const sim = await world().sim()
-    const link = world().link(sim, { policy: { transport: { heartbeatIntervalMs: 500 } } })
-    await link.connect()
+    const { sim, link } = await connected({ policy: { transport: { heartbeatIntervalMs: 500 } } })
     sim.stall({ agent: 'agent-1' })
     await heartbeats.sent(1)
     const started = performance.now()
@@ -153,10 +146,7 @@ describe("ping() beside phoenix.js's own heartbeat", () => {
 
 describe('ping() of a socket that no longer answers', () => {
   it('a stalled server: lost within the ping\'s timeout as timed-out(heartbeat), long before the heartbeat\'s own bound; the link reconnects on a new socket', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    const [stale] = sim.live('agent-1')
+    const { sim, link, conn: stale } = await connected()
     sim.stall({ agent: 'agent-1' })
     const lost = next(link, 'disconnected')
     const started = performance.now()
@@ -174,9 +164,7 @@ describe('ping() of a socket that no longer answers', () => {
   })
 
   it('disconnect() while a ping waits: the ping resolves lost with the stop, and nothing of it is left (its timer cleared)', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
+    const { sim, link } = await connected()
     sim.stall({ agent: 'agent-1' })
     const ping = link.ping({ timeoutMs: 60_000 })
     await link.disconnect()
@@ -185,9 +173,7 @@ describe('ping() of a socket that no longer answers', () => {
   })
 
   it('a server close while a ping waits: the ping resolves lost with that close', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
+    const { sim, link } = await connected()
     // Held: the heartbeat is read but not answered until the close.
     sim.stall({ agent: 'agent-1' })
     const ping = link.ping({ timeoutMs: 60_000 })
@@ -222,10 +208,7 @@ describe('ping() with no open socket', () => {
   })
 
   it('bad options reject ConfigurationError and send nothing', async () => {
-    const sim = await world().sim()
-    const link = world().link(sim)
-    await link.connect()
-    const [conn] = sim.live('agent-1')
+    const { link, conn } = await connected()
     for (const options of [{ timeoutMs: 0 }, { timeoutMs: 1.5 }, { timeoutMs: -1 }, { timeoutMs: 2 ** 31 }, { timeoutMs: '100' }, { timeout: 100 }, 5, 'fast']) {
       await expect(link.ping(options as never), JSON.stringify(options)).rejects.toBeInstanceOf(ConfigurationError)
     }
