@@ -145,6 +145,12 @@ export function program(): Command {
     .addOption(new Option('--flavor <name>', 'close codes of which web server').choices(Object.keys(SERVER_FLAVORS)).default('phoenix'))
     .option('--agent <id:key>', 'an agent allowed to connect (repeatable; an agent given twice keeps both keys, as during a rotation); none means any agent with a key', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--idle-timeout <ms>', 'close sockets silent this long', ms, 60_000)
+    .option(
+      '--channel <pattern>',
+      "a channel route, as a Phoenix socket's `channel` line: an exact topic, or a prefix ending in * such as room:* (repeatable); a join of a topic none matches is answered \"unmatched topic\"; none means every topic is routed (the control channel always is)",
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
     .option('--history <n>', 'records kept of each kind, the most recent (closed sockets, upgrades, presence crossings, abort reports, agents with unanswered-upgrade counts), so a server left running keeps its memory bounded', count, 10_000)
     .option('--history-frames <n>', 'frames kept over the records of every closed socket together; past it the oldest closed sockets lose their frame records (each socket keeps at most 5000, each frame cut past 2000 characters)', count, 100_000)
     .option('--allow-origin <origin>', "a page origin whose browser upgrades are accepted besides loopback pages (repeatable; '*' accepts any, as Phoenix's check_origin: false)", (v: string, all: string[]) => [...all, v], [] as string[])
@@ -155,7 +161,7 @@ export function program(): Command {
         'PHOENIX_LINK_ADMIN_TOKEN',
       ),
     )
-    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; idleTimeout: number; history: number; historyFrames: number; allowOrigin: string[]; json: boolean; dashboard: boolean; adminToken?: string }) => {
+    .action(async (opts: { port: number; host: string; flavor: FlavorName; agent: string[]; channel: string[]; idleTimeout: number; history: number; historyFrames: number; allowOrigin: string[]; json: boolean; dashboard: boolean; adminToken?: string }) => {
       const loaded = await simulatorCommand(() => import('./cli/serve.js'))
       if (loaded === null) return
       outlivesOutput = true
@@ -164,6 +170,7 @@ export function program(): Command {
         host: opts.host,
         flavor: opts.flavor,
         agents: opts.agent,
+        channels: opts.channel,
         idleTimeoutMs: opts.idleTimeout,
         historyLimit: opts.history,
         historyFrameLimit: opts.historyFrames,

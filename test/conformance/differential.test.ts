@@ -128,6 +128,8 @@ function script(agent: Agent): Step[] {
     { name: 'the server closes the third room', run: (_c, peer) => void peer.channelClose(agent, `${room}-c`), until: (f) => f[3] === 'phx_close' },
     { name: 'the room crashes', run: (_c, peer) => void peer.channelError(agent, room), until: (f) => f[3] === 'phx_error' },
     { name: 'a push to the crashed room', run: (c) => c.send('6', '15', room, 'say'), until: (f) => f[1] === '15' },
+    { name: 'a join of a topic no channel route matches', run: (c) => c.send('16', '16', `task:${agent.id}`, 'phx_join', { x: 1 }), until: (f) => f[1] === '16' },
+    { name: 'a push to the topic of that join', run: (c) => c.send('16', '17', `task:${agent.id}`, 'say'), until: (f) => f[1] === '17' },
   ]
 }
 
@@ -716,6 +718,12 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
 
     it('a push to a topic not joined: "unmatched topic" with join_ref null', () => {
       expect(frames(o, 'a push to a topic not joined')).toEqual([[null, '8', 'room:nowhere', 'phx_reply', { response: { reason: 'unmatched topic' }, status: 'error' }]])
+    })
+    it('a join of a topic no channel route matches: "unmatched topic" with join_ref null, and no channel joined (a push there gets the same)', () => {
+      const [topic] = frames(o, 'a join of a topic no channel route matches').map((f) => f[2])
+      expect(topic).toMatch(/^task:/)
+      expect(frames(o, 'a join of a topic no channel route matches')).toEqual([[null, '16', topic, 'phx_reply', { response: { reason: 'unmatched topic' }, status: 'error' }]])
+      expect(frames(o, 'a push to the topic of that join')).toEqual([[null, '17', topic, 'phx_reply', { response: { reason: 'unmatched topic' }, status: 'error' }]])
     })
     it('a leave of a topic not joined: ok {}, echoing its join_ref', () => {
       expect(frames(o, 'a leave of a topic not joined')).toEqual([['77', '9', 'room:elsewhere', 'phx_reply', { response: {}, status: 'ok' }]])

@@ -140,7 +140,8 @@ class SimulatorPeer implements Peer {
   ) {}
 
   static async open(flavor: FlavorName): Promise<SimulatorPeer> {
-    const sim = await startSimulator({ agents: AGENT_TABLE, flavor })
+    // The reference peer's socket routes room:* besides the control channel (platform/lib/realphx/user_socket.ex).
+    const sim = await startSimulator({ agents: AGENT_TABLE, flavor, channels: ['room:*'] })
     // The reference peer's app: room:* echoes.
     sim.onJoin(/^room:/, { reply: 'ok', response: ({ topic }) => ({ joined: topic }) })
     sim.onPush(({ event, payload }) => ({ status: 'ok', response: { echo: payload as Payload, event } }))

@@ -838,6 +838,21 @@ export function conformance(factory: PeerFactory): void {
         expect(link.state).toBe('connected')
       })
 
+      it('a join of a topic no channel route matches ("unmatched topic", join_ref null) drops that channel `rejected(protocol-error)`, never retried; the link and its other channels stay (scenario 31)', async () => {
+        const { agent, link, socket } = await connected()
+        const good = link.channel(`room:${agent.id}-ok`)
+        await channelStatus(good, 'joined')
+        const unrouted = link.channel(`task:${agent.id}`)
+        await channelStatus(unrouted, 'dropped')
+        expect(unrouted.reason).toMatchObject({ kind: 'rejected', cause: 'protocol-error', phase: 'join', retryable: false })
+        expect(good.status).toBe('joined')
+        expect(await good.push('ping', { n: 1 })).toEqual({ echo: { n: 1 }, event: 'ping' })
+        expect(link.state).toBe('connected')
+        expect(scene().seen(link, 'disconnected')).toEqual([])
+        expect(await peer.live(agent)).toEqual([socket])
+        expect(await peer.joins(agent, `task:${agent.id}`)).toEqual([])
+      })
+
       it('a join refused with a reason the join table does not list drops that channel, its reason saying it will not be rejoined', async () => {
         const { agent, link } = await connected()
         const topic = `room:${agent.id}-club`

@@ -123,6 +123,30 @@ describe('official phoenix.js client against the simulator', () => {
     expect(reply.frame!.payload).toEqual({ status: 'error', response: { reason: 'unmatched topic' } })
   })
 
+  it('with channel routes, a join of a topic no route matches is answered "unmatched topic" with join_ref null, before any join rule; the control channel is always routed', async () => {
+    await sim.stop()
+    sim = await startSimulator({ agents: { 'agent-1': 'key-1' }, channels: ['room:*', 'lobby'] })
+    socket = officialSocket('agent-1', 'key-1')
+    // A rule for an unrouted topic is never reached: Phoenix routes the join before a channel's join/3.
+    sim.onJoin('task:1', { reply: 'ok' })
+    socket.connect()
+    expect(await join(socket.channel('agent_control:agent-1'))).toEqual({ status: 'ok', response: {} })
+    expect((await join(socket.channel('room:9'))).status).toBe('ok')
+    expect((await join(socket.channel('lobby'))).status).toBe('ok')
+    for (const topic of ['task:1', 'lobbyist', 'room']) {
+      const channel = socket.channel(topic)
+      expect(await join(channel)).toEqual({ status: 'error', response: { reason: 'unmatched topic' } })
+      // phoenix.js schedules a rejoin of a refused join: leaving clears its timer.
+      channel.leave()
+    }
+    const conn = sim.live('agent-1')[0]!
+    expect([...conn.channels.keys()].sort()).toEqual(['agent_control:agent-1', 'lobby', 'room:9'])
+    const join_ = conn.frames.find((f) => f.dir === 'in' && f.frame?.event === 'phx_join' && f.frame.topic === 'task:1')!.frame!
+    const reply = conn.frames.find((f) => f.dir === 'out' && f.frame?.topic === 'task:1')!.frame!
+    expect(join_.join_ref).not.toBeNull()
+    expect(reply).toEqual({ join_ref: null, ref: join_.ref, topic: 'task:1', event: 'phx_reply', payload: { response: { reason: 'unmatched topic' }, status: 'error' } })
+  })
+
   it('a control signal through the channel carries its join_ref; the same signal as a broadcast carries join_ref null', async () => {
     socket.connect()
     const control = socket.channel('agent_control:agent-1')

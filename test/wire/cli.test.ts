@@ -121,7 +121,7 @@ describe('phoenix-link command line', () => {
     expect(stderr).toMatch(/not loopback.*wss:\/\//s)
   })
 
-  it('a port or a duration that is not written in decimal digits is refused with exit 1, not read as hex or an exponent', async () => {
+  it('a port or a duration that is not written in decimal digits is refused with exit 1, not read as hex or an exponent; so is a --channel pattern Phoenix would not compile', async () => {
     const expected: Record<string, RegExp> = {
       '--port': /a port is a whole number in \[0, 65535\]/,
       '--quiet': /milliseconds, a whole number/,
@@ -130,8 +130,9 @@ describe('phoenix-link command line', () => {
       '--reconnect-cap': /argument '2147483000' is invalid\. milliseconds, a whole number in \[1, 2147480647\]/,
       '--retry-after': /--retry-after <s>' argument '0' is invalid\. whole seconds in \[1, 86400\]/,
       '--stop-timeout': /--stop-timeout <ms>' argument '3s' is invalid\. milliseconds, a whole number/,
+      '--channel': /^phoenix-link: --channel: "ro\*om" holds a \* before its end; a pattern is an exact topic or a prefix ending in \*/,
     }
-    for (const args of [['serve', '--port', '0x1f90'], ['serve', '--port', '1e3'], ['conform', '--quiet', '1e3', '--', 'true'], ['serve', '--history', '-1'], ['conform', '--reconnect-cap', '2147483000', '--', 'true'], ['conform', '--retry-after', '0', '--', 'true'], ['conform', '--stop-timeout', '3s', '--', 'true']]) {
+    for (const args of [['serve', '--channel', 'ro*om', '--port', '0'], ['serve', '--port', '0x1f90'], ['serve', '--port', '1e3'], ['conform', '--quiet', '1e3', '--', 'true'], ['serve', '--history', '-1'], ['conform', '--reconnect-cap', '2147483000', '--', 'true'], ['conform', '--retry-after', '0', '--', 'true'], ['conform', '--stop-timeout', '3s', '--', 'true']]) {
       const child = cli(args)
       let stderr = ''
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
@@ -233,14 +234,21 @@ describe('phoenix-link command line', () => {
     }
   })
 
-  it('serve runs the simulator until Ctrl-C', async () => {
-    const child = cli(['serve', '--port', '0', '--agent', 'agent-1:key-1', '--json'])
+  it('serve runs the simulator until Ctrl-C; --channel routes topics as a Phoenix socket does, "unmatched topic" for the rest', async () => {
+    const child = cli(['serve', '--port', '0', '--agent', 'agent-1:key-1', '--channel', 'room:*', '--channel', 'lobby', '--json'])
     const listening = await line(child, (e) => e.type === 'listening', 'listening')
     const url = String(listening.url)
     expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/socket$/)
+    expect(listening.channels).toEqual(['room:*', 'lobby'])
     const sim = await world().sim()
     const link = world().link(sim, { url })
     await link.connect()
+    const room = link.channel('room:1')
+    const lobby = link.channel('lobby')
+    const task = link.channel('task:1')
+    await Promise.all([room.joined(), lobby.joined()])
+    await expect(task.joined()).rejects.toMatchObject({ reason: { kind: 'rejected', cause: 'protocol-error', phase: 'join' } })
+    expect(link.state).toBe('connected')
     await link.disconnect()
     child.kill('SIGINT')
     expect(await exit(child)).toBe(0)

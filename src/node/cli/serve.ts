@@ -11,6 +11,11 @@ export interface ServeOptions {
   flavor: FlavorName
   /** `id:key` pairs; empty means any agent with a non-empty key. */
   agents: string[]
+  /**
+   * Channel routes (the simulator's `channels`; the CLI's repeatable `--channel`): exact topics or
+   * prefixes ending in `*`. Empty or absent: every topic is routed.
+   */
+  channels?: string[]
   idleTimeoutMs: number | null
   /** Records kept of each kind, the most recent (the simulator's `historyLimit`; the CLI's `--history`, 10000 unless given). */
   historyLimit: number
@@ -63,6 +68,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     port: options.port,
     flavor: options.flavor,
     agents: Object.keys(agents).length > 0 ? agents : 'any',
+    ...(options.channels !== undefined && options.channels.length > 0 ? { channels: options.channels } : {}),
     idleTimeoutMs: options.idleTimeoutMs,
     historyLimit: options.historyLimit,
     historyFrameLimit: options.historyFrameLimit ?? 100_000,
@@ -70,7 +76,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
     ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
   }).catch((error: unknown) => {
     // The simulator names its options; on the command line they are flags.
-    if (error instanceof Error) error.message = error.message.replace(/^adminToken\b/, '--admin-token (or PHOENIX_LINK_ADMIN_TOKEN)').replace(/^host\b/, '--host').replace(/^checkOrigin:/, '--allow-origin:').replace(/set adminToken\b/, 'pass --admin-token').replace(/unless agents lists them/, 'unless --agent lists them')
+    if (error instanceof Error) error.message = error.message.replace(/^adminToken\b/, '--admin-token (or PHOENIX_LINK_ADMIN_TOKEN)').replace(/^host\b/, '--host').replace(/^checkOrigin:/, '--allow-origin:').replace(/^channels: /, '--channel: ').replace(/set adminToken\b/, 'pass --admin-token').replace(/unless agents lists them/, 'unless --agent lists them')
     throw error
   })
   const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
@@ -86,6 +92,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
       openapi: `${http}/admin/openapi.json`,
       adminAccess: options.adminToken !== undefined ? 'token' : 'loopback',
       flavor: sim.flavor.name,
+      channels: options.channels !== undefined && options.channels.length > 0 ? options.channels : ['*'],
     },
     `listening on ${sim.url} (${sim.flavor.name}); metrics ${http}/metrics; the control routes (${options.adminToken !== undefined ? 'Authorization: Bearer <token>' : 'loopback callers only'}) in ${http}/admin/openapi.json; Ctrl-C stops`,
   )

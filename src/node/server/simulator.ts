@@ -83,6 +83,18 @@ export interface SimulatorOptions {
   agents?: Record<string, string | readonly string[]> | 'any'
   /** Which web server's close codes to use. @default 'phoenix' */
   flavor?: FlavorName
+  /**
+   * The socket's channel routes, as a Phoenix socket declares them (`channel "room:*",
+   * RoomChannel`; phoenix lib/phoenix/socket.ex `channel/3`): an exact topic (`'lobby'`), or a
+   * prefix ending in the one `*` a pattern may hold (`'room:*'`; `'*'` routes every topic). A join
+   * of a topic no route matches is answered as Phoenix answers it, before any {@link
+   * PlatformSimulator.onJoin} rule: `[null, ref, topic, "phx_reply", {"response": {"reason":
+   * "unmatched topic"}, "status": "error"}]`, join_ref null (socket.ex `encode_ignore`), and the
+   * socket joins nothing. The control channel (`agent_control:*`) is the platform's own and always
+   * routed. The reference peer routes `['room:*']` (docs/field-notes.md). @default every topic
+   * (a catch-all route, `channel "*"`)
+   */
+  channels?: readonly string[]
   /** Close a socket that sent nothing for this long (the transport's idle timeout); null never. @default 60000 */
   idleTimeoutMs?: number | null
   /** After a supersede, answer upgrades of that agent with HTTP 429 for this long; 0 disables. @default 0 */
@@ -402,7 +414,7 @@ function httpDate(): string {
 
 /** Every option of {@link SimulatorOptions}: another key is a typo, refused. */
 const SIMULATOR_OPTION_KEYS: ReadonlySet<string> = new Set([
-  'host', 'port', 'path', 'agents', 'flavor', 'idleTimeoutMs', 'supersedeCooldownMs', 'supersedeRetryAfterS', 'recordLimit', 'historyLimit', 'historyFrameLimit', 'checkOrigin',
+  'host', 'port', 'path', 'agents', 'flavor', 'channels', 'idleTimeoutMs', 'supersedeCooldownMs', 'supersedeRetryAfterS', 'recordLimit', 'historyLimit', 'historyFrameLimit', 'checkOrigin',
   'maxFrameBytes', 'presence', 'runs', 'metrics', 'routes', 'eventStreamKeepAliveMs', 'rejectMode', 'adminToken', 'logger',
 ] satisfies Array<keyof SimulatorOptions>)
 
@@ -538,7 +550,7 @@ export class PlatformSimulator extends EventEmitter {
 
   private readonly http: Server
   private readonly wss: WebSocketServer
-  private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents' | 'presence' | 'runs' | 'metrics' | 'routes' | 'adminToken'>> & {
+  private readonly options: Required<Omit<SimulatorOptions, 'logger' | 'agents' | 'presence' | 'runs' | 'metrics' | 'routes' | 'adminToken' | 'channels'>> & {
     agents: Record<string, string | readonly string[]> | 'any'
   }
   /**
@@ -564,6 +576,8 @@ export class PlatformSimulator extends EventEmitter {
   private readonly refusals: UpgradeRefusal[] = []
   private readonly agentRefusals = new Map<string, UpgradeRefusal[]>()
   private readonly joinRules: Array<{ match: string | RegExp; outcome: JoinOutcome; times: number }> = []
+  /** The channel routes ({@link SimulatorOptions.channels}): exact topics and prefixes; null routes every topic. */
+  private readonly channelRoutes: { exact: ReadonlySet<string>; prefixes: readonly string[] } | null
   private readonly cooldowns = new Map<string, number>()
   private readonly revoked = new Set<string>()
   /** Refused upgrades' connections kept open for a next request (keep-alive), until they close or stop(). */
@@ -619,6 +633,7 @@ export class PlatformSimulator extends EventEmitter {
     if (options === null || typeof options !== 'object') throw new TypeError(`simulator options must be an object, got ${options === null ? 'null' : typeof options}`)
     unknownKeys('', options, SIMULATOR_OPTION_KEYS)
     checkAgents(options.agents)
+    this.channelRoutes = channelRoutesOf(options.channels)
     this.options = {
       // `[::1]` as a URL writes it is the address `::1` to listen on.
       host: typeof options.host === 'string' && /^\[[^\]]*\]$/.test(options.host) ? options.host.slice(1, -1) : (options.host ?? '127.0.0.1'),
@@ -2253,6 +2268,11 @@ export class PlatformSimulator extends EventEmitter {
       this.reply(c, frame, 'error', { reason: 'unauthorized' })
       return
     }
+    // Phoenix's socket routes a join before any channel sees it; the control channel is the platform's own route.
+    if (!frame.topic.startsWith('agent_control:') && !this.isRouted(frame.topic)) {
+      this.reply(c, frame, 'error', { reason: 'unmatched topic' }, null)
+      return
+    }
     const rule = this.joinRules.find((r) => (typeof r.match === 'string' ? r.match === frame.topic : r.match.test(frame.topic)))
     if (rule) {
       rule.times -= 1
@@ -2265,6 +2285,12 @@ export class PlatformSimulator extends EventEmitter {
       return
     }
     this.answerJoin(c, frame, outcome)
+  }
+
+  /** Whether a channel route matches `topic` ({@link SimulatorOptions.channels}). */
+  private isRouted(topic: string): boolean {
+    const routes = this.channelRoutes
+    return routes === null || routes.exact.has(topic) || routes.prefixes.some((prefix) => topic.startsWith(prefix))
   }
 
   /**
@@ -2294,6 +2320,29 @@ interface ChannelWork {
   connection: SimConnection
   frame: ClientFrame
   channel: SimChannel
+}
+
+/**
+ * The routes of {@link SimulatorOptions.channels}, checked as Phoenix checks a `channel` pattern
+ * when the socket compiles (socket.ex `to_topic_match`: one `*`, at the end); null for undefined.
+ *
+ * @throws {TypeError} when `channels` is not an array of strings.
+ * @throws {RangeError} for a pattern with a `*` anywhere but at its end, naming it.
+ */
+function channelRoutesOf(channels: unknown): { exact: ReadonlySet<string>; prefixes: readonly string[] } | null {
+  if (channels === undefined) return null
+  if (!Array.isArray(channels) || !channels.every((pattern) => typeof pattern === 'string')) {
+    throw new TypeError(`channels must be an array of topic patterns such as ['room:*', 'lobby'], got ${shownAs(channels)}`)
+  }
+  const exact = new Set<string>()
+  const prefixes: string[] = []
+  for (const pattern of channels as string[]) {
+    const star = pattern.indexOf('*')
+    if (star === -1) exact.add(pattern)
+    else if (star === pattern.length - 1) prefixes.push(pattern.slice(0, -1))
+    else throw new RangeError(`channels: ${JSON.stringify(pattern)} holds a * before its end; a pattern is an exact topic or a prefix ending in * (Phoenix: "channels using splat patterns must end with *")`)
+  }
+  return { exact, prefixes }
 }
 
 /** A path's non-empty segments, joined by `/` (how Plug's router sees the path). */
