@@ -269,6 +269,32 @@ describe('credentials per attempt', () => {
     expect(sim.upgrades.map((u) => u.status)).toEqual([101])
   })
 
+  it('a key that arrives after its attempt timed out is not used: no socket opens for the given-up attempt, the next attempt connects alone', async () => {
+    const sim = await world().sim()
+    let n = 0
+    let lateKeyGiven!: () => void
+    const lateKeyAnswered = new Promise<void>((resolve) => (lateKeyGiven = resolve))
+    const link = world().link(sim, {
+      apiKey: () => {
+        if (++n > 1) return 'key-1'
+        // Settles 100 ms past its 150 ms bound, a valid key.
+        return new Promise<string>((resolve) => setTimeout(() => (resolve('key-1'), lateKeyGiven()), 250))
+      },
+      policy: fastCredentials,
+    })
+    const reasons: string[] = []
+    link.on('disconnected', ({ reason }) => reasons.push((reason as { detail?: string }).detail ?? reason.kind))
+    await link.connect()
+    await lateKeyAnswered
+    // The key's promise settled on this turn: whatever it would start has started after one more.
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    expect(reasons).toEqual([expect.stringMatching(/did not settle within 150 ms/)])
+    expect(n).toBe(2)
+    expect(link.state).toBe('connected')
+    expect(sim.upgrades.map((u) => u.status)).toEqual([101])
+    expect(sim.live('agent-1')).toHaveLength(1)
+  })
+
   it("the signal of a function that never settled aborts with the timeout as its reason, whether read at once or after the abort", async () => {
     const sim = await world().sim()
     const early: Array<{ aborted: boolean; reason: unknown }> = []
