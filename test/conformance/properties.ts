@@ -148,6 +148,13 @@ class Run {
   }
 }
 
+/** Waits for `check` within {@link SETTLE_MS}; a timeout names `what` and the link's events until then. */
+function untilRun(run: Run, check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  return until(check, SETTLE_MS, what).catch((error: Error) => {
+    throw new Error(`${error.message}; events: ${run.story()}`)
+  })
+}
+
 /**
  * Waits until the link and the server agree at rest: connected with exactly one live socket and
  * every wanted room joined on it, or stopped or terminated with none (invariants 1 and 4).
@@ -185,8 +192,8 @@ async function settled(run: Run, what: string): Promise<string | null> {
     }
     return link.state === 'connected'
   }
-  await until(check, SETTLE_MS, `${what} to settle (${problem || 'not checked yet'}); events: ${run.story()}`).catch((error: Error) => {
-    throw new Error(`${error.message}; last: ${problem}`)
+  await until(check, SETTLE_MS, `${what} to settle`).catch((error: Error) => {
+    throw new Error(`${error.message}; last seen: ${problem}; events: ${run.story()}`)
   })
   return link.state === 'connected' ? live[0]! : null
 }
@@ -216,7 +223,7 @@ async function noSocketSinceEnd(run: Run): Promise<void> {
  * alone: the rival's step counts them once the rival is gone.
  */
 async function ended(run: Run, kind: string, rivalLive = false): Promise<void> {
-  await until(() => run.link.state === 'terminated', SETTLE_MS, `the link to end ${kind} (events: ${run.story()})`)
+  await untilRun(run, () => run.link.state === 'terminated', `the link to end ${kind}`)
   expect(run.link.lastDisconnectReason, `the session's end (events: ${run.story()})`).toMatchObject({ kind })
   if (rivalLive) return
   await settled(run, `the ${kind} link`)
@@ -249,7 +256,7 @@ async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void
       else await peer.disconnect(agent)
       if (s.k === 'refuse' && s.status === 403) return ended(run, 'rejected')
       // Invariant 3: a normal close, the control channel's close and a 503 are never the end.
-      await until(() => run.lossesSince(from).length > 0, SETTLE_MS, `the loss after ${shown(s)}`)
+      await untilRun(run, () => run.lossesSince(from).length > 0, `the loss after ${shown(s)}`)
       const now = await settled(run, `the link after ${shown(s)}`)
       expect(now, `the link after ${shown(s)} (events: ${run.story()})`).not.toBeNull()
       expect(now).not.toBe(before)
@@ -321,7 +328,7 @@ async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void
       const joins = (await peer.joins(agent, topic)).length
       if (s.k === 'roomClose') {
         await peer.channelClose(agent, topic)
-        await until(() => handle.status === 'dropped', SETTLE_MS, `${topic} dropped after its phx_close`)
+        await untilRun(run, () => handle.status === 'dropped', `${topic} dropped after its phx_close`)
         run.wanted.delete(index)
         expect(handle.reason?.retryable, `${topic} is never rejoined after a phx_close`).toBe(false)
         return
@@ -373,7 +380,7 @@ async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void
       const ids = await peer.control(agent, { n: s.n, via: s.via, tag })
       if (s.repeat) await peer.control(agent, { n: s.n, via: s.via, tag })
       run.sent.push(...ids)
-      await until(() => ids.every((id) => run.handled.includes(id)) || link.state !== 'connected', SETTLE_MS, `signals ${ids.join(', ')} handled`)
+      await untilRun(run, () => ids.every((id) => run.handled.includes(id)) || link.state !== 'connected', `signals ${ids.join(', ')} handled`)
       return
     }
     case 'restart': {
