@@ -148,7 +148,11 @@ export function program(): Command {
     .option(
       '--channel <pattern>',
       "a channel route, as a Phoenix socket's `channel` line: an exact topic, or a prefix ending in * such as room:* (repeatable); a join of a topic none matches is answered \"unmatched topic\"; none means every topic is routed (the control channel always is)",
-      (v: string, all: string[]) => [...all, v],
+      (v: string, all: string[]) => {
+        // Phoenix compiles `channel ""`, but an empty value here is an unset shell variable far more often.
+        if (v === '') throw new InvalidArgumentError('a topic or a prefix ending in *, such as room:*; not an empty string')
+        return [...all, v]
+      },
       [] as string[],
     )
     .option('--history <n>', 'records kept of each kind, the most recent (closed sockets, upgrades, presence crossings, abort reports, agents with unanswered-upgrade counts), so a server left running keeps its memory bounded', count, 10_000)

@@ -112,7 +112,7 @@ export interface PeerFactory {
 }
 
 /** Agents every peer accepts: `c1`..`c<AGENTS>` with keys `key-c<n>`. */
-const AGENTS = 200
+const AGENTS = 1000
 const AGENT_TABLE: Record<string, string> = Object.fromEntries(Array.from({ length: AGENTS }, (_, i) => [`c${i + 1}`, `key-c${i + 1}`]))
 
 class AgentPool {

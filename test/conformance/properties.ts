@@ -19,8 +19,13 @@
  *   7. no `disconnected` reason is `other`, and a channel's is only for a crash (errored);
  *   8. disconnect() resolves within its bound; a connect() cancelled by its signal rejects with an
  *      AbortError and the link connects anyway.
- * The sequences are seeded: `PROPERTY_RUNS` (default 15 per peer) and `PROPERTY_SEED` replay one
- * run; a failure prints its seed, its steps and the link's events.
+ * Most steps start from rest (the link settled); two land while the link is between sockets (a
+ * host's reconnect() during the backoff, a second "disconnect" while the next socket joins). Events
+ * of an older socket arriving after a newer one opened (stale generations) need a delay no server
+ * fault gives on loopback: the pure chart tests and test/wire/stale.test.ts hold those.
+ * The sequences are seeded: `PROPERTY_RUNS` (default 15 per peer, at most the peer's 1,000
+ * agents) and `PROPERTY_SEED` replay one run; a failure prints its seed, its steps and the link's
+ * events.
  */
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -64,6 +69,8 @@ type Step =
   | { k: 'restart'; cancelFirst: boolean }
   | { k: 'ping' }
   | { k: 'reconnect' }
+  | { k: 'retryNow' }
+  | { k: 'closeWhileJoining' }
 
 const room = fc.integer({ min: 0, max: ROOMS - 1 })
 const STEP: fc.Arbitrary<Step> = fc.oneof(
@@ -84,6 +91,8 @@ const STEP: fc.Arbitrary<Step> = fc.oneof(
   { arbitrary: fc.record({ k: fc.constant('restart' as const), cancelFirst: fc.boolean() }), weight: 2 },
   { arbitrary: fc.constant({ k: 'ping' as const }), weight: 1 },
   { arbitrary: fc.constant({ k: 'reconnect' as const }), weight: 1 },
+  { arbitrary: fc.constant({ k: 'retryNow' as const }), weight: 2 },
+  { arbitrary: fc.constant({ k: 'closeWhileJoining' as const }), weight: 2 },
 )
 
 /** A step as a failure prints it. */
@@ -179,6 +188,11 @@ async function settled(run: Run, what: string): Promise<string | null> {
       problem = `connected with live sockets ${JSON.stringify(live)}`
       return false
     }
+    const control = (await peer.joins(agent, run.control)).at(-1)
+    if (control?.socket !== live[0]) {
+      problem = `the control channel is joined on ${control?.socket ?? 'no socket'}, the live one is ${live[0]}`
+      return false
+    }
     for (const [index, handle] of run.wanted) {
       if (handle.status !== 'joined') {
         problem = `${handle.topic} is ${handle.status}`
@@ -244,7 +258,8 @@ async function beforeHostConnects(run: Run): Promise<void> {
 async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void> {
   const { link, peer, agent } = run
   const before = link.state === 'connected' ? await settled(run, 'the link before the step') : null
-  if (before !== null && ('room' in s ? run.wanted.size > 0 || s.k === 'join' : true)) acted.set(s.k, (acted.get(s.k) ?? 0) + 1)
+  const acts = s.k === 'join' ? run.wanted.size < ROOMS : 'room' in s ? run.wanted.size > 0 : true
+  if (before !== null && acts) acted.set(s.k, (acted.get(s.k) ?? 0) + 1)
   const from = run.events.length
   switch (s.k) {
     case 'disconnect':
@@ -286,12 +301,32 @@ async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void
     }
     case 'controlError': {
       if (before === null) return
-      await peer.channelError(agent, run.control)
-      // The rejoin on the same socket: the server accepts the control join again there.
       const joins = (await peer.joins(agent, run.control)).length
-      await peer.until(async () => (await peer.joins(agent, run.control)).length > joins || link.state !== 'connected', 'the control channel rejoined', SETTLE_MS).catch(() => {})
+      await peer.channelError(agent, run.control)
+      // Invariant 3: the crashed control channel is joined again, on the same socket.
+      await peer.until(async () => (await peer.joins(agent, run.control)).length > joins, 'the control channel rejoined after its phx_error', SETTLE_MS)
+      expect((await peer.joins(agent, run.control)).at(-1)?.socket, 'the control channel rejoined on the same socket').toBe(before)
       expect(await settled(run, 'the link after its control channel crashed'), run.story()).toBe(before)
       expect(run.lossesSince(from), 'a control channel crash is not a loss').toEqual([])
+      return
+    }
+    case 'retryNow':
+    case 'closeWhileJoining': {
+      if (before === null) return
+      // A host call or a fault that lands while the link is between sockets, not at rest.
+      await peer.disconnect(agent)
+      const waypoint = s.k === 'retryNow' ? 'reconnecting' : 'joining'
+      await untilRun(run, () => link.state === waypoint || run.events.slice(from).some((e) => e.type === 'state' && e.state === waypoint), `the link ${waypoint} after the server's disconnect`)
+      if (s.k === 'retryNow') {
+        // True when it cut the backoff short; false when the link had left it already.
+        expect(typeof link.reconnect()).toBe('boolean')
+      } else {
+        await peer.disconnect(agent)
+      }
+      const now = await settled(run, `the link after ${shown(s)}`)
+      expect(now, `the link after ${shown(s)} (events: ${run.story()})`).not.toBeNull()
+      expect(now).not.toBe(before)
+      expect(run.lossesSince(from).every((e) => e.outcome !== 'terminated'), run.story()).toBe(true)
       return
     }
     case 'join': {

@@ -224,7 +224,7 @@ describe('phoenix-link command line', () => {
     }
   })
 
-  it('an empty --trace is refused with exit 1 before anything runs, not ignored', async () => {
+  it('an empty --trace or --channel is refused with exit 1 before anything runs, not ignored', async () => {
     for (const command of [['demo'], ['connect', '--url', 'ws://127.0.0.1:9/socket', '--agent-id', 'a', '--api-key', 'k']]) {
       const child = cli([...command, '--trace', ''])
       let stderr = ''
@@ -232,6 +232,12 @@ describe('phoenix-link command line', () => {
       expect(await exit(child), command[0]).toBe(1)
       expect(stderr).toMatch(/option '--trace <file>' argument '' is invalid\. a file path, not an empty string/)
     }
+    // An unset shell variable, not a route of the empty topic.
+    const serve = cli(['serve', '--port', '0', '--channel', ''])
+    let stderr = ''
+    serve.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+    expect(await exit(serve)).toBe(1)
+    expect(stderr).toMatch(/option '--channel <pattern>' argument '' is invalid\. a topic or a prefix ending in \*, such as room:\*; not an empty string/)
   })
 
   it('serve runs the simulator until Ctrl-C; --channel routes topics as a Phoenix socket does, "unmatched topic" for the rest', async () => {

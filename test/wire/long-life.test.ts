@@ -5,7 +5,8 @@
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { describe, expect, it } from 'vitest'
+import http from 'node:http'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { framesIn, next, untilState, useWorld } from '../support/wire.js'
 import type { AttemptInfo } from '../../src/index.js'
 
@@ -271,6 +272,11 @@ describe('credentials per attempt', () => {
 
   it('a key that arrives after its attempt timed out is not used: no socket opens for the given-up attempt, the next attempt connects alone', async () => {
     const sim = await world().sim()
+    // Every upgrade ws sends goes through http.request (ws lib/websocket.js initAsClient), on the
+    // same turn as the key that starts it: counted there, a late key's upgrade is seen before it
+    // could reach the server.
+    const upgradesSent = vi.spyOn(http, 'request')
+    onTestFinished(() => upgradesSent.mockRestore())
     let n = 0
     let lateKeyGiven!: () => void
     const lateKeyAnswered = new Promise<void>((resolve) => (lateKeyGiven = resolve))
@@ -288,6 +294,7 @@ describe('credentials per attempt', () => {
     await lateKeyAnswered
     // The key's promise settled on this turn: whatever it would start has started after one more.
     await new Promise<void>((resolve) => setImmediate(resolve))
+    expect(upgradesSent).toHaveBeenCalledTimes(1)
     expect(reasons).toEqual([expect.stringMatching(/did not settle within 150 ms/)])
     expect(n).toBe(2)
     expect(link.state).toBe('connected')

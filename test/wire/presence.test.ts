@@ -855,7 +855,9 @@ describe('the simulator as a test scripts it', () => {
       [{ port: '80' }, /^port must be a whole number in \[0, 65535\], got 80$/],
       [{ port: 70_000 }, /^port must be a whole number in \[0, 65535\], got 70000$/],
       [{ channels: 'room:*' }, /^channels must be an array of topic patterns such as \['room:\*', 'lobby'\], got "room:\*"$/],
-      [{ channels: ['room:*', 7] }, /^channels must be an array of topic patterns/],
+      [{ channels: ['room:*', 7] }, /^channels must be an array of topic patterns such as \['room:\*', 'lobby'\], got 7 at index 1$/],
+      // A hole of a sparse array is not a pattern either (every() would skip it).
+      [{ channels: [, 'room:*'] }, /^channels must be an array of topic patterns such as \['room:\*', 'lobby'\], got undefined at index 0$/],
       [{ channels: ['ro*om:'] }, /^channels: "ro\*om:" holds a \* before its end; a pattern is an exact topic or a prefix ending in \*/],
       [{ channels: ['room:**'] }, /^channels: "room:\*\*" holds a \* before its end/],
       [{ routes: 5 }, /^routes must be a function \(req, res\) => boolean \(true: it answered the request\), got 5$/],

@@ -13,7 +13,8 @@ export interface ServeOptions {
   agents: string[]
   /**
    * Channel routes (the simulator's `channels`; the CLI's repeatable `--channel`): exact topics or
-   * prefixes ending in `*`. Empty or absent: every topic is routed.
+   * prefixes ending in `*`. Empty or absent: every topic is routed (unlike the simulator's own
+   * `channels: []`, which routes the control channel alone: the CLI has no flag for that).
    */
   channels?: string[]
   idleTimeoutMs: number | null

@@ -483,7 +483,7 @@ export const CONTROL_ROUTES: readonly ControlRoute[] = deepFreeze([
   route({
     method: 'POST',
     path: '/admin/join-rule',
-    summary: 'Answers joins of `topic` (a regular expression when `regex`) with `outcome`, `times` times (default always); later rules win.',
+    summary: 'Answers joins of `topic` (a regular expression when `regex`) with `outcome`, `times` times (default always); later rules win. A join of a topic no channel route matches (the simulator started with `channels`, `serve --channel`) never reaches a rule: it is answered "unmatched topic".',
     body: z.strictObject({ topic: z.string().check(z.minLength(1)), regex: z.optional(z.boolean()), outcome: JoinRuleOutcome, times: z.optional(z.number().check(z.int(), z.gte(1))) }),
     response: Ok,
     run: ({ sim }, body) => {

@@ -895,7 +895,9 @@ export class PlatformSimulator extends EventEmitter {
 
   /**
    * Answers joins of a topic (exact string or RegExp) with `outcome`, `times` times (default:
-   * always). Later rules take precedence. Without a rule a join succeeds.
+   * always). Later rules take precedence. Without a rule a join succeeds. A rule is the channel's
+   * join/3: a join of a topic no channel route matches ({@link SimulatorOptions.channels}) never
+   * reaches one, and is answered "unmatched topic", as Phoenix routes before any channel runs.
    *
    * @throws {TypeError} for an outcome its HTTP route would refuse (a reply other than ok, error,
    *   none or hold; an error with no response; an unknown key; a response that is not a plain
@@ -2331,12 +2333,17 @@ interface ChannelWork {
  */
 function channelRoutesOf(channels: unknown): { exact: ReadonlySet<string>; prefixes: readonly string[] } | null {
   if (channels === undefined) return null
-  if (!Array.isArray(channels) || !channels.every((pattern) => typeof pattern === 'string')) {
-    throw new TypeError(`channels must be an array of topic patterns such as ['room:*', 'lobby'], got ${shownAs(channels)}`)
+  // An index loop: every() skips the holes of a sparse array.
+  const patterns: string[] = []
+  for (let i = 0; Array.isArray(channels) && i < channels.length; i++) {
+    const pattern: unknown = channels[i]
+    if (typeof pattern !== 'string') throw new TypeError(`channels must be an array of topic patterns such as ['room:*', 'lobby'], got ${shownAs(pattern)} at index ${i}`)
+    patterns.push(pattern)
   }
+  if (!Array.isArray(channels)) throw new TypeError(`channels must be an array of topic patterns such as ['room:*', 'lobby'], got ${shownAs(channels)}`)
   const exact = new Set<string>()
   const prefixes: string[] = []
-  for (const pattern of channels as string[]) {
+  for (const pattern of patterns) {
     const star = pattern.indexOf('*')
     if (star === -1) exact.add(pattern)
     else if (star === pattern.length - 1) prefixes.push(pattern.slice(0, -1))
