@@ -299,7 +299,7 @@ export class PathKit {
     if (link.state !== 'idle') {
       const state = link.state
       await release(built)
-      throw new Error(`the path host's link is ${state}, not idle: return the link before connecting it (the kit calls connect() and disconnect() as the path's host.* steps say; a host that starts its link in its own start() is driven by the path the same way)`)
+      throw new Error(`the path host's link is ${state}, not idle: return the link before connecting it (the kit calls connect() and disconnect() as the path's host.* steps say, in place of the code of your host that would connect it)`)
     }
     // A host's own policy may detect a stalled server later: wait long enough for two heartbeat
     // intervals and a close handshake (phoenix.js's heartbeat timeout is one interval after a send).
