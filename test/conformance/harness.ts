@@ -2,7 +2,7 @@
  * What a conformance scenario opens besides its shared peer (links, fault proxies, fresh peers),
  * released after each test, before the leak check runs.
  */
-import { afterEach } from 'vitest'
+import { afterAll, afterEach, beforeAll } from 'vitest'
 import { createLink, type Link, type LinkEvent, type LinkOptions } from '../../src/link.js'
 import type { LinkPolicyInput } from '../../src/policy.js'
 import { FAST, merge } from '../support/wire.js'
@@ -70,6 +70,21 @@ export class Scene {
     await Promise.all(this.links.map((l) => l.disconnect()))
     await Promise.all(this.proxies.map((p) => p.close()))
     await Promise.all(this.peers.map((p) => p.close()))
+  }
+}
+
+/** One peer of `factory` for a describe block: opened before its tests, closed after them. */
+export function usePeer(factory: PeerFactory): () => Peer {
+  let peer: Peer | undefined
+  beforeAll(async () => {
+    peer = await factory.open()
+  }, 60_000)
+  afterAll(async () => {
+    await peer?.close()
+  }, 30_000)
+  return () => {
+    if (peer === undefined) throw new Error(`${factory.name}: the peer is not open (usePeer's beforeAll did not run or failed)`)
+    return peer
   }
 }
 

@@ -28,13 +28,13 @@
  * events.
  */
 import fc from 'fast-check'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createLink, type Link, type LinkEvent } from '../../src/link.js'
 import type { LinkChannel } from '../../src/link-channel.js'
 import { controlTopic } from '../../src/protocol.js'
 import { until } from '../support/until.js'
 import { merge } from '../support/wire.js'
-import { CONFORMANCE_POLICY } from './harness.js'
+import { CONFORMANCE_POLICY, usePeer } from './harness.js'
 import type { Agent, Peer, PeerFactory } from './peer.js'
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 15)
@@ -245,6 +245,14 @@ async function ended(run: Run, kind: string, rivalLive = false): Promise<void> {
   run.upgradesAtEnd = (await run.peer.upgrades(run.agent)).length
 }
 
+/** Invariant 3: after step `s`, the link is connected again on another socket than `before`, and no loss since event `from` ended the session. */
+async function reconnected(run: Run, s: Step, before: string, from: number): Promise<void> {
+  const now = await settled(run, `the link after ${shown(s)}`)
+  expect(now, `the link after ${shown(s)} (events: ${run.story()})`).not.toBeNull()
+  expect(now).not.toBe(before)
+  expect(run.lossesSince(from).every((e) => e.outcome !== 'terminated'), run.story()).toBe(true)
+}
+
 /** The host is about to connect again (a session that ended or stopped): invariant 2 is judged first. */
 async function beforeHostConnects(run: Run): Promise<void> {
   await noSocketSinceEnd(run)
@@ -272,11 +280,7 @@ async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void
       if (s.k === 'refuse' && s.status === 403) return ended(run, 'rejected')
       // Invariant 3: a normal close, the control channel's close and a 503 are never the end.
       await untilRun(run, () => run.lossesSince(from).length > 0, `the loss after ${shown(s)}`)
-      const now = await settled(run, `the link after ${shown(s)}`)
-      expect(now, `the link after ${shown(s)} (events: ${run.story()})`).not.toBeNull()
-      expect(now).not.toBe(before)
-      expect(run.lossesSince(from).every((e) => e.outcome !== 'terminated'), run.story()).toBe(true)
-      return
+      return reconnected(run, s, before, from)
     }
     case 'supersede': {
       if (before === null) return
@@ -323,11 +327,7 @@ async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void
       } else {
         await peer.disconnect(agent)
       }
-      const now = await settled(run, `the link after ${shown(s)}`)
-      expect(now, `the link after ${shown(s)} (events: ${run.story()})`).not.toBeNull()
-      expect(now).not.toBe(before)
-      expect(run.lossesSince(from).every((e) => e.outcome !== 'terminated'), run.story()).toBe(true)
-      return
+      return reconnected(run, s, before, from)
     }
     case 'join': {
       const index = run.unwanted(s.room)
@@ -472,15 +472,10 @@ function judgeRun(run: Run): void {
 /** Registers the property runs for one peer. */
 export function lifecycleProperties(factory: PeerFactory): void {
   describe.skipIf(factory.unavailable !== null)(`property runs on ${factory.name}`, () => {
-    let peer: Peer
-    beforeAll(async () => {
-      peer = await factory.open()
-    }, 60_000)
-    afterAll(async () => {
-      await peer?.close()
-    }, 30_000)
+    const peerOf = usePeer(factory)
 
     it(`${RUNS} random sequences of server faults and host calls keep the lifecycle invariants`, async () => {
+      const peer = peerOf()
       let runs = 0
       const acted = new Map<string, number>()
       await fc.assert(

@@ -4,7 +4,7 @@
  * host sees (state, reason kind and cause, events) and what the server saw (upgrades, live
  * sockets, joins). Numbers in titles are ../shared/SCENARIOS.md's.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { AgentDisconnectedError } from '../../src/errors/agent-disconnected.js'
 import { chartOf, waitForChart } from '../../src/chart-of.js'
 import type { Link } from '../../src/link.js'
@@ -12,7 +12,7 @@ import type { LinkChannel, ChannelStatus } from '../../src/link-channel.js'
 import { CONTROL_EVENT, SUPERSEDE_EVENT, controlTopic } from '../../src/protocol.js'
 import type { DisconnectReason } from '../../src/reasons.js'
 import { FAST, gatedControl, next, OWN_SUPERSEDE_IGNORED, settle, untilState } from '../support/wire.js'
-import { banditClosedFirst, useScene } from './harness.js'
+import { banditClosedFirst, usePeer, useScene } from './harness.js'
 import type { Agent, Peer, PeerFactory } from './peer.js'
 
 /** Resolves once `channel` reaches `status` (now or later). */
@@ -61,13 +61,11 @@ function untilOnlyNewerLive(peer: Peer, agent: Agent, gone: string | undefined, 
 export function conformance(factory: PeerFactory): void {
   describe.skipIf(factory.unavailable !== null)(`lifecycle on ${factory.name}`, () => {
     const scene = useScene()
+    const peerOf = usePeer(factory)
     let peer: Peer
-    beforeAll(async () => {
-      peer = await factory.open()
-    }, 60_000)
-    afterAll(async () => {
-      await peer?.close()
-    }, 30_000)
+    beforeAll(() => {
+      peer = peerOf()
+    })
 
     async function connected(options: Parameters<ReturnType<typeof scene>['link']>[2] = {}): Promise<{ agent: Agent; link: Link; socket: string }> {
       const agent = peer.agent()
