@@ -2333,17 +2333,14 @@ interface ChannelWork {
  */
 function channelRoutesOf(channels: unknown): { exact: ReadonlySet<string>; prefixes: readonly string[] } | null {
   if (channels === undefined) return null
-  // An index loop: every() skips the holes of a sparse array.
-  const patterns: string[] = []
-  for (let i = 0; Array.isArray(channels) && i < channels.length; i++) {
-    const pattern: unknown = channels[i]
-    if (typeof pattern !== 'string') throw new TypeError(`channels must be an array of topic patterns such as ['room:*', 'lobby'], got ${shownAs(pattern)} at index ${i}`)
-    patterns.push(pattern)
-  }
-  if (!Array.isArray(channels)) throw new TypeError(`channels must be an array of topic patterns such as ['room:*', 'lobby'], got ${shownAs(channels)}`)
+  const wanted = `channels must be an array of topic patterns such as ['room:*', 'lobby'], got`
+  if (!Array.isArray(channels)) throw new TypeError(`${wanted} ${shownAs(channels)}`)
   const exact = new Set<string>()
   const prefixes: string[] = []
-  for (const pattern of patterns) {
+  // Each index read (every() would skip the holes of a sparse array).
+  for (let i = 0; i < channels.length; i++) {
+    const pattern: unknown = channels[i]
+    if (typeof pattern !== 'string') throw new TypeError(`${wanted} ${shownAs(pattern)} at index ${i}`)
     const star = pattern.indexOf('*')
     if (star === -1) exact.add(pattern)
     else if (star === pattern.length - 1) prefixes.push(pattern.slice(0, -1))
