@@ -32,6 +32,7 @@ import { describe, expect, it } from 'vitest'
 import { createLink, type Link, type LinkEvent } from '../../src/link.js'
 import type { LinkChannel } from '../../src/link-channel.js'
 import { controlTopic } from '../../src/protocol.js'
+import { within } from '../../src/node/within.js'
 import { until } from '../support/until.js'
 import { merge } from '../support/wire.js'
 import { CONFORMANCE_POLICY, usePeer } from './harness.js'
@@ -123,10 +124,12 @@ class Run {
     link.onAny((e) => this.events.push(e))
   }
 
-  /** The wanted room a step names: its index among the wanted rooms (modulo their count); null while none is wanted. */
-  pick(room: number): number | null {
+  /** The wanted room a step names, its index among the wanted rooms (modulo their count), with its handle; null while none is wanted. */
+  pick(room: number): { index: number; handle: LinkChannel } | null {
     const wanted = [...this.wanted.keys()].sort()
-    return wanted.length === 0 ? null : wanted[room % wanted.length]!
+    if (wanted.length === 0) return null
+    const index = wanted[room % wanted.length]!
+    return { index, handle: this.wanted.get(index)! }
   }
 
   /** The room a join step names: the first one not wanted from its index on; null while all are. */
@@ -337,9 +340,9 @@ async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void
       return
     }
     case 'leave': {
-      const index = run.pick(s.room)
-      const handle = index === null ? undefined : run.wanted.get(index)
-      if (index === null || !handle) return
+      const picked = run.pick(s.room)
+      if (picked === null) return
+      const { index, handle } = picked
       run.wanted.delete(index)
       await handle.leave()
       expect(handle.status).toBe('left')
@@ -356,10 +359,10 @@ async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void
     }
     case 'roomError':
     case 'roomClose': {
-      const index = run.pick(s.room)
-      const handle = index === null ? undefined : run.wanted.get(index)
-      if (before === null || index === null || !handle) return
-      const topic = run.topic(index)
+      const picked = run.pick(s.room)
+      if (before === null || picked === null) return
+      const { index, handle } = picked
+      const topic = handle.topic
       const joins = (await peer.joins(agent, topic)).length
       if (s.k === 'roomClose') {
         await peer.channelClose(agent, topic)
@@ -376,26 +379,23 @@ async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void
       return
     }
     case 'push': {
-      const index = run.pick(s.room)
-      const handle = index === null ? undefined : run.wanted.get(index)
+      const handle = run.pick(s.room)?.handle
       if (!handle) return
-      const bound = PUSH_TIMEOUT_MS + 2_000
-      let timer: ReturnType<typeof setTimeout> | undefined
-      const outcome = await Promise.race([
+      // Invariant 5: a reply, or a typed PushError, within the push timeout and a margin.
+      const outcome = await within(
         handle.push('ping', { n: run.steps }).then(
           (reply) => ({ reply }),
           (error: unknown) => ({ error }),
         ),
-        new Promise<'unsettled'>((resolve) => (timer = setTimeout(() => resolve('unsettled'), bound))),
-      ]).finally(() => clearTimeout(timer))
-      expect(outcome, `a push on ${handle.topic} settles within ${bound} ms`).not.toBe('unsettled')
-      if (outcome !== 'unsettled' && 'reply' in outcome) expect(outcome.reply).toEqual({ echo: { n: run.steps }, event: 'ping' })
-      else if (outcome !== 'unsettled') expect((outcome.error as { name?: string }).name, String(outcome.error)).toBe('PushError')
+        PUSH_TIMEOUT_MS + 2_000,
+        `a push on ${handle.topic} to settle`,
+      )
+      if ('reply' in outcome) expect(outcome.reply).toEqual({ echo: { n: run.steps }, event: 'ping' })
+      else expect((outcome.error as { name?: string }).name, String(outcome.error)).toBe('PushError')
       return
     }
     case 'serverPush': {
-      const index = run.pick(s.room)
-      const handle = index === null ? undefined : run.wanted.get(index)
+      const handle = run.pick(s.room)?.handle
       if (before === null || !handle) return
       const id = `p${run.steps}`
       const got = new Promise<void>((resolve) => {
@@ -451,12 +451,6 @@ async function step(run: Run, s: Step, acted: Map<string, number>): Promise<void
       return
     }
   }
-}
-
-/** Resolves with `promise`, or rejects after `ms` naming `what`. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer))
 }
 
 /** Invariants 6 and 7, judged on the whole run. */
