@@ -6,12 +6,21 @@
  */
 import { waitFor, type AnyActorRef, type AnyStateMachine, type SnapshotFrom } from 'xstate'
 import type { Link } from './link.js'
+import type { LinkChannel } from './link-channel.js'
 import type { RunningChart } from './runtime/chart-runner.js'
 import type { LinkCharts } from './runtime/link-charts.js'
 
 /** Every chart of a link on its runtime: `connection`, `control`, the session's `reconnect`, `channels` by topic. */
 export function chartsOf(link: Link): LinkCharts {
   return (link as unknown as { charts: LinkCharts }).charts
+}
+
+/**
+ * The app channels a link holds now, by topic: every handle `link.channel()` made that is still
+ * active (joining, joined, detached or errored). A channel left or dropped is no longer here.
+ */
+export function appChannelsOf(link: Link): ReadonlyMap<string, LinkChannel> {
+  return (link as unknown as { channels: ReadonlyMap<string, LinkChannel> }).channels
 }
 
 /** The connection chart of a link (the object behind `link.actor`): its snapshot, `send()`, `subscribe()`. */

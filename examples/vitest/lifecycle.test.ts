@@ -1,7 +1,8 @@
 /**
  * Every generated lifecycle path of the connection chart, run against this project's own host
  * (host.ts) with phoenix-link/testing: a platform simulator on 127.0.0.1, the chart's delays on a
- * simulated clock, and after each step the link where the chart says, every lifecycle rule kept,
+ * simulated clock, and after each step the link where the chart says, every lifecycle rule kept
+ * (its app channel, room:lobby, joined at every step that leaves the link connected, among them),
  * and the host's own rule too (it shows itself online exactly when the link is connected, and it
  * has a terminal reason to alert on exactly when the link is terminated).
  *

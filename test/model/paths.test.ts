@@ -81,12 +81,12 @@ describe(`connection chart: ${lifecycle.length} paths on the real wire, through 
   batches([...lifecycle], 8).forEach((batch, b) => {
     it(`paths ${b * 8 + 1}-${b * 8 + batch.length}`, () =>
       runBatch('connection', batch, (path) =>
-        kit.run(path, (options) =>
-          createLink({
-            ...options,
-            onControl: async () => {},
-          }),
-        ),
+        kit.run(path, (options) => {
+          const link = createLink({ ...options, onControl: async () => {} })
+          // An app channel on every path: the kit's app-channels-joined oracle judges it at every connected step.
+          link.channel('room:model')
+          return link
+        }),
       ))
   })
 })

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createLink, Link } from '../../src/link.js'
 import { connectionPaths } from '../../src/node/model/paths.js'
+import { classifyJoinError, describeReason } from '../../src/reasons.js'
 import {
   LIFECYCLE_ORACLES,
   PathFailure,
@@ -163,6 +164,108 @@ describe('the runner', () => {
     // The backoff was advanced on the path's clock (its real time is a few ms): the link's monotonic reads it.
     expect(given!.clock.now()).toBeGreaterThanOrEqual(100)
     expect(given!.env.monotonic()).toBe(given!.clock.now())
+  })
+})
+
+describe("the runner judges the host's app channels at every connected step", () => {
+  // Connected, then a close 1000 and the reconnect, connected again on the second socket.
+  const reconnected = (): LifecyclePath => {
+    const start = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen > backoff elapsed > upgrade sent', 8)
+    const again = (name: string, from: number): LifecyclePath['steps'][number] => {
+      const step = start.steps[from]!
+      return { ...step, name, expect: { ...step.expect, reason: 'closed', code: 1000, generation: 2 } }
+    }
+    const steps = [...start.steps, again('open', 2), again('join ok', 3)]
+    return { name: steps.map((s) => s.name).join(' > '), steps }
+  }
+
+  it('fails a host that joins a mistyped topic, naming the topic and why, at the first connected step', async () => {
+    const own = await startPathKit({ agentPrefix: 'kit-typo-', simulator: { channels: ['room:*'] } })
+    try {
+      const path = pathFrom('host connect > upgrade sent > open > join ok', 4)
+      const failure = await failureOf(
+        own.run(path, (options) => {
+          const link = createLink(options)
+          link.channel('room:42')
+          link.channel('rom:42')
+          return link
+        }),
+      )
+      expect(failure).toBeInstanceOf(PathFailure)
+      expect(failure).toMatchObject({ step: 3, stimulus: 'join ok' })
+      expect((failure as PathFailure).detail).toMatch(/^app-channels-joined: rom:42 is dropped \(rejected\b.*unmatched topic/)
+      // The same host with the topic spelt right passes.
+      await own.run(path, (options) => {
+        const link = createLink(options)
+        link.channel('room:42')
+        return link
+      })
+    } finally {
+      await own.stop()
+    }
+  })
+
+  it('waits for the joins in flight: the channels a host asks for before connect() and on `connected` are joined at each connected step, on the first socket and the next', async () => {
+    const seen: string[] = []
+    const record: LifecycleOracle = {
+      name: 'record-channels',
+      rule: 'records what the kit hands the oracles',
+      check: ({ step, after, channels }) => {
+        if (after.state === 'connected') seen.push(`${step.name}@${after.generation}: ${channels!.map((c) => `${c.topic}=${c.status}`).join(' ')}`)
+        return null
+      },
+    }
+    await kit.run(
+      reconnected(),
+      (options) => {
+        const link = createLink(options)
+        link.channel('room:early')
+        link.on('state', ({ state }) => void (state === 'connected' && link.channel('room:late')))
+        return link
+      },
+      { oracles: [...LIFECYCLE_ORACLES, record] },
+    )
+    expect(seen).toEqual(['join ok@1: room:early=joined room:late=joined', 'join ok@2: room:early=joined room:late=joined'])
+  })
+
+  it('does not judge a channel the host left; judges one whose params fail, and one whose join the server never answers once the run\'s timeout passes', async () => {
+    const path = pathFrom('host connect > upgrade sent > open > join ok', 4)
+    await kit.run(path, (options) => {
+      const link = createLink(options)
+      void link.channel('room:gone').leave()
+      return link
+    })
+    const failing = await failureOf(
+      kit.run(path, (options) => {
+        const link = createLink(options)
+        link.channel('room:params', () => {
+          throw new Error('no token')
+        })
+        return link
+      }),
+    )
+    expect((failing as PathFailure).detail).toMatch(/^app-channels-joined: room:params is errored \(other\b.*no token/)
+    // A join the server holds: the kit waits the run's timeout, then says the channel is still joining.
+    const own = await startPathKit({ agentPrefix: 'kit-held-join-' })
+    try {
+      own.simulator.onJoin(/^room:held$/, { reply: 'hold' })
+      const started = performance.now()
+      const held = await failureOf(
+        own.run(
+          path,
+          (options) => {
+            const link = createLink(options)
+            link.channel('room:held')
+            return link
+          },
+          { timeoutMs: 300 },
+        ),
+      )
+      expect((held as PathFailure).detail).toBe("app-channels-joined: room:held is joining (no join answered within the run's timeout)")
+      expect(performance.now() - started).toBeGreaterThanOrEqual(300)
+    } finally {
+      await own.stop()
+    }
   })
 })
 
@@ -668,6 +771,26 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
     const upgrades = [{ at: 1, agentId: 'agent-a', status: answer === 'open' ? 101 : Number(answer.slice(-3)), outcome: 'x', onConflict }]
     return { path: { name: answer, steps }, index: steps.length - 1, step, before: steps.at(-2)!.expect, after: step.expect, wasConnected: true, wasAccepted: true, simulator: { upgrades }, agentId: 'agent-a' } as unknown as OracleInput
   }
+  const appStep = { name: 'join ok', stimulus: { type: 'await', what: 'join ok' } as const, expect: at('connected') }
+  const appInput = { path: { name: 'join ok', steps: [appStep] }, index: 0, step: appStep, before: at('joining'), after: at('connected'), wasConnected: false, wasAccepted: true }
+  it('judges the app channels only on a connected link with a record of them, each one not joined named with its reason', () => {
+    const check = (input: object) => LIFECYCLE_ORACLES.find((o) => o.name === 'app-channels-joined')!.check({ ...appInput, ...input } as OracleInput)
+    const refused = classifyJoinError({ reason: 'unmatched topic' }, 1, 0)
+    expect(check({ channels: [] })).toBeNull()
+    expect(check({ channels: [{ topic: 'room:1', status: 'joined', reason: null }] })).toBeNull()
+    expect(check({ channels: undefined })).toBeNull()
+    expect(check({ after: at('reconnecting'), channels: [{ topic: 'room:1', status: 'detached', reason: null }] })).toBeNull()
+    expect(
+      check({
+        channels: [
+          { topic: 'room:1', status: 'joined', reason: null },
+          { topic: 'rom:1', status: 'dropped', reason: refused },
+          { topic: 'room:2', status: 'detached', reason: null },
+        ],
+      }),
+    ).toBe(`rom:1 is dropped (${describeReason(refused)}); room:2 is detached (no join answered within the run's timeout)`)
+    expect(describeReason(refused)).toMatch(/unmatched topic/)
+  })
   const cases: Record<string, [step: string, before: StepExpectation, after: StepExpectation, wasAccepted?: boolean, input?: OracleInput]> = {
     'late-and-bad-input-change-nothing': ['stale close', at('connected'), at('reconnecting')],
     'control-crash-rejoins': ['control phx_error', at('connected'), at('reconnecting', { generation: 2 })],
@@ -680,6 +803,7 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
     'stop-is-graceful': ['leave settles', at('stopping'), at('terminated')],
     'connect-starts-a-session': ['host connect', at('idle'), at('connecting', { epoch: 1 })],
     'only-connect-leaves-offline': ['supersede', at('stopped'), at('connecting')],
+    'app-channels-joined': ['join ok', at('joining'), at('connected'), false, { ...appInput, channels: [{ topic: 'rom:1', status: 'dropped', reason: null }] } as unknown as OracleInput],
     'unknown-supersede-probes': ['open', at('connecting'), at('joining'), true, unknownCause('open', null)],
   }
   it('judges every upgrade that leaves after a supersede whose cause is unknown by the on_conflict the server saw, until one is accepted', () => {

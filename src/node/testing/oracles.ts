@@ -10,6 +10,21 @@ import type { Link } from '../../link.js'
 import type { PlatformSimulator } from '../server/index.js'
 import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
 import { deepFreeze } from '../../freeze.js'
+import type { ChannelStatus } from '../../link-channel.js'
+import { describeReason, type DisconnectReason } from '../../reasons.js'
+
+/**
+ * An app channel of the run's link as the kit read it once a step settled: one the host asked
+ * for with `link.channel(topic)` during the run and has not left (a channel the server refused or
+ * closed for good stays here, `dropped`, until the host asks for its topic again).
+ */
+export interface AppChannelView {
+  topic: string
+  /** The handle's `status` (`joining`, `joined`, `detached`, `errored`, `dropped`). */
+  status: ChannelStatus
+  /** The handle's `reason`: the DisconnectReason of `errored` and `dropped`, else null. */
+  reason: DisconnectReason | null
+}
 
 /** What an oracle is given after a step has settled. `H` is what the host factory returned. */
 export interface OracleInput<H = unknown> {
@@ -35,6 +50,13 @@ export interface OracleInput<H = unknown> {
   wasAccepted: boolean
   link: Link
   host: H
+  /**
+   * The app channels of the link, in the order the host asked for them (see {@link AppChannelView}).
+   * At a step that leaves the link `connected`, the kit first waits, up to the run's timeout, for
+   * every join in flight (no channel `joining` or `detached`), so a status here is the server's answer.
+   * Undefined when a test replays a path on the chart alone (no link).
+   */
+  channels: readonly AppChannelView[] | undefined
   /** The kit's simulator: its records are what the server saw; undefined when a test replays a path on the chart alone, with no server (an oracle then skips what only the server can tell). */
   simulator: PlatformSimulator | undefined
   agentId: string
@@ -323,6 +345,19 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
           : `got ${after.state} (${after.reason}), epoch ${after.epoch}`
       }
       return same(before, after) ? null : `during a session it moved ${before.state} to ${after.state}`
+    },
+  },
+  {
+    name: 'app-channels-joined',
+    rule:
+      "Every app channel the host asked for and has not left is joined at every step that leaves the link connected, once its join is answered: the link rejoins each one on every new socket, and a channel the server refused or closed (a mistyped topic, a route the platform lacks), a join that crashed or params that failed are the host's to see. Skipped with no record of the channels (a replay on the chart alone).",
+    check: ({ after, channels }) => {
+      if (channels === undefined || after.state !== 'connected') return null
+      const off = channels.filter((c) => c.status !== 'joined')
+      if (off.length === 0) return null
+      const why = (c: AppChannelView): string =>
+        c.reason !== null ? ` (${describeReason(c.reason)})` : c.status === 'joining' || c.status === 'detached' ? " (no join answered within the run's timeout)" : ''
+      return off.map((c) => `${c.topic} is ${c.status}${why(c)}`).join('; ')
     },
   },
   {

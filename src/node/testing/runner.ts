@@ -4,7 +4,9 @@
  * `SimulatedClock` and real sockets. Every upgrade and control-channel join of the kit's agents
  * is held until the path answers it (the runner waits for it to arrive first). After each step
  * the link's chart state, `link.state` and `link.lastDisconnectReason` must agree with the
- * chart's own transition, and every oracle must hold; at the end the simulator must have
+ * chart's own transition, and every oracle must hold (at a step that leaves the link `connected`,
+ * once the joins in flight of the host's app channels are answered, so the oracles read the
+ * server's answer to each; app-channels-joined judges them); at the end the simulator must have
  * accepted exactly the sockets the path opened, before and after `disconnect()`.
  */
 import { SimulatedClock } from 'xstate'
@@ -14,9 +16,9 @@ import { Link, type ChartInspectionEvent, type ControlHandler } from '../../link
 import type { LinkPolicyInput } from '../../policy.js'
 import { rejoinDelayMs } from '../../../machines/channel-policy.js'
 import { controlTopic, SUPERSEDE_EVENT } from '../../protocol.js'
-import { chartOf, waitForChart } from '../../chart-of.js'
+import { appChannelsOf, chartOf, waitForChart } from '../../chart-of.js'
 import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../server/index.js'
-import { LIFECYCLE_ORACLES, type LifecycleOracle } from './oracles.js'
+import { LIFECYCLE_ORACLES, type AppChannelView, type LifecycleOracle } from './oracles.js'
 import { checkKnownKeys } from '../../call-checks.js'
 import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
 import type { ChartDelay } from './stimuli.js'
@@ -214,6 +216,8 @@ export class PathKit {
   /**
    * Runs `path` with a fresh agent id on a host `host` builds, and resolves with what it saw.
    * The link is disconnected (and `stop()` of the host called) before it settles, pass or fail.
+   * At each step that leaves the link `connected` the run first waits, up to its timeout, until
+   * none of the host's app channels is `joining` or `detached` (OracleInput.channels).
    *
    * @throws {PathFailure} (rejects) naming the path, the step and what differed from the chart or broke an oracle;
    *   at the last step (`(end)`) when every step held but ending the run failed (the host's `stop()`
@@ -316,6 +320,8 @@ export class PathKit {
       await release(built)
       throw new Error(`the path host's link does not take the kit's control handler (link.onControl() threw: ${thrownText(error)}); return a link that is not frozen`)
     }
+    // The host's app channels, read for the oracles (and waited for at every connected step).
+    const channels = new AppChannels(link)
     let opens = 0
     // Every upgrade the link attempted: answered, or still held by the kit (a link that comes
     // back on its own after a terminal step shows here, never as an accepted socket).
@@ -340,11 +346,14 @@ export class PathKit {
         if (step.stimulus.type === 'upgrade.accept') opens++
         if (path.steps[index + 1]?.stimulus.type === 'await') continue
         await expectStep(link, step, timeoutMs, (detail) => fail(index, detail))
+        // On a connected link the host's app channels are (re)joining: their answers come before the checks.
+        if (observe(link).state === 'connected') await channels.settled(timeoutMs)
         const after = observe(link)
+        const views = channels.views()
         for (const oracle of oracles) {
           let broken: string | null
           try {
-            broken = readAnswer(oracle.check({ path, index, step: group!, before, after, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId }))
+            broken = readAnswer(oracle.check({ path, index, step: group!, before, after, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId, channels: views }))
           } catch (error) {
             // The check threw, or its answer did when read (a `then` that throws).
             broken = `the oracle threw: ${thrownText(error)}`
@@ -386,6 +395,7 @@ export class PathKit {
       failure = error
     } finally {
       world.release()
+      channels.release()
       let stopError: unknown = null
       // A host's disconnect() that rejects or never settles is reported after the path's own
       // outcome, and the cleanup below still runs.
@@ -518,6 +528,78 @@ async function expectStep(link: Link, step: LifecycleStep, timeoutMs: number, fa
   if (seen.state !== want.state) fail(`link.state ${seen.state}, the chart says ${want.state}`)
   if (seen.reason !== want.reason) fail(`lastDisconnectReason ${seen.reason}, the chart says ${want.reason}`)
   if (seen.code !== want.code) fail(`reason code ${seen.code}, the chart says ${want.code}`)
+}
+
+/**
+ * The app channels a run's link holds, and those the server refused or closed for good, as the
+ * oracles read them ({@link AppChannelView}): the link's live handles, and the topics a `channel`
+ * event reported `dropped` until the host asks for the topic again.
+ */
+class AppChannels {
+  private readonly dropped = new Map<string, AppChannelView>()
+  /** The order topics were first seen in (the host's order of asking, as the link keeps its handles). */
+  private readonly order = new Map<string, number>()
+  private readonly unsubscribe: () => void
+  /** Ends the wait of settled() in progress, if any: release() calls it so no timer or listener outlives the run. */
+  private endWait: (() => void) | null = null
+
+  constructor(private readonly link: Link) {
+    this.unsubscribe = link.on('channel', ({ topic, status, reason }) => {
+      this.rank(topic)
+      if (status === 'dropped') this.dropped.set(topic, { topic, status, reason })
+      else this.dropped.delete(topic)
+    })
+  }
+
+  private rank(topic: string): void {
+    if (!this.order.has(topic)) this.order.set(topic, this.order.size)
+  }
+
+  /** Every channel the host asked for and has not left, in the order it asked. */
+  views(): AppChannelView[] {
+    const views = new Map(this.dropped)
+    for (const [topic, handle] of appChannelsOf(this.link)) {
+      this.rank(topic)
+      views.set(topic, { topic, status: handle.status, reason: handle.reason })
+    }
+    return [...views.values()].sort((a, b) => this.order.get(a.topic)! - this.order.get(b.topic)!)
+  }
+
+  /** Whether a channel's join is still to be answered on this connected link (`joining`, or `detached` until its rejoin leaves). */
+  private inFlight(): boolean {
+    if (this.link.state !== 'connected') return false
+    for (const handle of appChannelsOf(this.link).values()) if (handle.status === 'joining' || handle.status === 'detached') return true
+    return false
+  }
+
+  /**
+   * Resolves once no join is in flight (re-checked at every `channel` and `state` event of the
+   * link), or after `timeoutMs` (the oracle then reports the channel still joining). Never rejects.
+   */
+  settled(timeoutMs: number): Promise<void> {
+    if (!this.inFlight()) return Promise.resolve()
+    return new Promise<void>((resolve) => {
+      const end = (): void => {
+        clearTimeout(timer)
+        offChannel()
+        offState()
+        this.endWait = null
+        resolve()
+      }
+      const check = (): void => {
+        if (!this.inFlight()) end()
+      }
+      const timer = setTimeout(end, timeoutMs)
+      const offChannel = this.link.on('channel', check)
+      const offState = this.link.on('state', check)
+      this.endWait = end
+    })
+  }
+
+  release(): void {
+    this.unsubscribe()
+    this.endWait?.()
+  }
 }
 
 /** Applies stimuli to one run's link and the simulator. */
