@@ -10,7 +10,7 @@
  * simulator behind phoenix-link/testing needs).
  */
 import { afterAll, beforeAll, describe, it } from 'vitest'
-import { LIFECYCLE_ORACLES, lifecyclePaths, startPathKit, type LifecycleOracle, type PathKit } from 'phoenix-link/testing'
+import { LIFECYCLE_ORACLES, lifecyclePaths, reconnectPaths, startPathKit, type LifecycleOracle, type PathKit } from 'phoenix-link/testing'
 import { createAgentHost, type AgentHost } from './host.js'
 
 let kit: PathKit
@@ -34,7 +34,8 @@ const hostShowsTheLink: LifecycleOracle<AgentHost> = {
   },
 }
 
-const paths = lifecyclePaths()
+// The generated paths, and the paths back to connected after each loss (where the channel is judged rejoined).
+const paths = [...lifecyclePaths(), ...reconnectPaths()]
 
 describe.concurrent(`${paths.length} lifecycle paths against the host`, () => {
   for (const path of paths) {

@@ -13,7 +13,7 @@ import { coverageOf, replay, type ChartCoverage, type Crossed } from '../../src/
 import type { ChartName } from '../../src/node/model/chart-info.js'
 import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
 import { createLink } from '../../src/link.js'
-import { lifecyclePaths, startPathKit, type PathKit } from '../../src/node/testing/index.js'
+import { lifecyclePaths, reconnectPaths, startPathKit, type PathKit } from '../../src/node/testing/index.js'
 import { runChannelPath, runReconnectPath, type PathRun } from './small-runners.js'
 import { UNREACHABLE } from './unreachable.js'
 
@@ -84,6 +84,21 @@ describe(`connection chart: ${lifecycle.length} paths on the real wire, through 
         kit.run(path, (options) => {
           const link = createLink({ ...options, onControl: async () => {} })
           // An app channel on every path: the kit's app-channels-joined oracle judges it at every connected step.
+          link.channel('room:model')
+          return link
+        }),
+      ))
+  })
+})
+
+const reconnects = reconnectPaths()
+describe(`connection chart: ${reconnects.length} paths back to connected after each loss, through phoenix-link/testing`, () => {
+  batches([...reconnects], 8).forEach((batch, b) => {
+    it(`paths ${b * 8 + 1}-${b * 8 + batch.length}`, () =>
+      runBatch('connection', batch, (path) =>
+        kit.run(path, (options) => {
+          const link = createLink({ ...options, onControl: async () => {} })
+          // Rejoined on the second socket: app-channels-joined judges it at the path's last step.
           link.channel('room:model')
           return link
         }),

@@ -144,12 +144,13 @@ describe('the examples, against the installed package', () => {
     expect(report).toMatch(/Tests\s+2 passed \(2\)/)
   }, 60_000)
 
-  it('vitest: every generated connection path passes against the example host, through phoenix-link/testing', async () => {
+  it('vitest: every generated connection path, and every path back to connected after a loss, passes against the example host, through phoenix-link/testing', async () => {
     const { result, report } = await vitest('examples/vitest/lifecycle.test.ts', 120_000)
     expect(shown(result)).toMatch(/^exit 0\n/)
     // The count the kit generates in this process, the same as the repository's own model tests run.
-    const { lifecyclePaths } = await import('../../src/node/testing/index.js')
-    const count = lifecyclePaths().length
+    const { lifecyclePaths, reconnectPaths } = await import('../../src/node/testing/index.js')
+    const count = lifecyclePaths().length + reconnectPaths().length
+    expect(reconnectPaths().length).toBe(10)
     expect(count).toBeGreaterThan(150)
     expect(report).toContain(`${count} lifecycle paths against the host`)
     expect(report).toMatch(new RegExp(`Tests\\s+${count} passed \\(${count}\\)`))

@@ -12,6 +12,7 @@ import {
   PathFailure,
   lifecyclePathOf,
   lifecyclePaths,
+  reconnectPaths,
   startPathKit,
   stimulusOf,
   type LifecycleOracle,
@@ -124,7 +125,7 @@ describe('the runner', () => {
     // A misspelt option is refused, not ignored: `oracle` would have run the default checks in place of the host's.
     const alwaysFails = { name: 'always-fails', check: () => 'this oracle always fails' }
     await expect(kit.run(path, (options) => (built++, createLink(options)), { oracle: [alwaysFails] } as never)).rejects.toThrow(
-      new TypeError('unknown run option "oracle" (known: oracles, timeoutMs)'),
+      new TypeError('unknown run option "oracle" (known: oracles, timeoutMs, channelWaitMs)'),
     )
     await expect(kit.run(path, (options) => (built++, createLink(options)), { timeoutMS: 5 } as never)).rejects.toThrow(TypeError)
     await expect(startPathKit({ settleMS: 0 } as never)).rejects.toThrow(new TypeError('startPathKit: unknown option "settleMS" (known: simulator, agentPrefix, settleMs)'))
@@ -169,15 +170,8 @@ describe('the runner', () => {
 
 describe("the runner judges the host's app channels at every connected step", () => {
   // Connected, then a close 1000 and the reconnect, connected again on the second socket.
-  const reconnected = (): LifecyclePath => {
-    const start = pathFrom('host connect > upgrade sent > open > join ok > close 1000 > backoff chosen > backoff elapsed > upgrade sent', 8)
-    const again = (name: string, from: number): LifecyclePath['steps'][number] => {
-      const step = start.steps[from]!
-      return { ...step, name, expect: { ...step.expect, reason: 'closed', code: 1000, generation: 2 } }
-    }
-    const steps = [...start.steps, again('open', 2), again('join ok', 3)]
-    return { name: steps.map((s) => s.name).join(' > '), steps }
-  }
+  const reconnected = (): LifecyclePath => reconnectPaths().find((p) => p.name.includes('> close 1000 >'))!
+  const connected = () => pathFrom('host connect > upgrade sent > open > join ok', 4)
 
   it('fails a host that joins a mistyped topic, naming the topic and why, at the first connected step', async () => {
     const own = await startPathKit({ agentPrefix: 'kit-typo-', simulator: { channels: ['room:*'] } })
@@ -193,7 +187,7 @@ describe("the runner judges the host's app channels at every connected step", ()
       )
       expect(failure).toBeInstanceOf(PathFailure)
       expect(failure).toMatchObject({ step: 3, stimulus: 'join ok' })
-      expect((failure as PathFailure).detail).toMatch(/^app-channels-joined: rom:42 is dropped \(rejected\b.*unmatched topic/)
+      expect((failure as PathFailure).detail).toMatch(/^app-channels-joined: rom:42 is dropped, not rejoined until the host asks for it again \(rejected\b.*unmatched topic/)
       // The same host with the topic spelt right passes.
       await own.run(path, (options) => {
         const link = createLink(options)
@@ -228,6 +222,79 @@ describe("the runner judges the host's app channels at every connected step", ()
     expect(seen).toEqual(['join ok@1: room:early=joined room:late=joined', 'join ok@2: room:early=joined room:late=joined'])
   })
 
+  it('gives every loss a connected link reconnects after a path back to connected, and judges the channels again there: params that fail from the second socket on fail there', async () => {
+    const losses = reconnectPaths().map((p) => p.steps[4]!.name)
+    expect(losses).toEqual(['close 1000', 'close 1001', 'close 1011', 'close 1012', 'close 1013', 'close 4001', 'drop', 'reset', 'heartbeat timeout', 'control phx_close'])
+    for (const path of reconnectPaths()) expect(path.steps.at(-1)!.expect).toMatchObject({ state: 'connected', generation: 2, epoch: 1 })
+    // No generated path connects twice: these are the only ones that judge a rejoin.
+    const connectedOn = (p: LifecyclePath) => new Set(p.steps.filter((s) => s.expect.state === 'connected').map((s) => s.expect.generation)).size
+    expect(lifecyclePaths().filter((p) => connectedOn(p) > 1)).toEqual([])
+    expect(reconnectPaths().every((p) => connectedOn(p) === 2)).toBe(true)
+    let joins = 0
+    const failure = await failureOf(
+      kit.run(reconnected(), (options) => {
+        const link = createLink(options)
+        link.channel('room:once', () => {
+          if (++joins > 1) throw new Error('token already used')
+          return {}
+        })
+        return link
+      }),
+    )
+    expect(failure).toMatchObject({ step: 9, stimulus: 'join ok' })
+    expect((failure as PathFailure).detail).toMatch(/^app-channels-joined: room:once is errored, to be rejoined on this socket after its backoff \(other\b.*token already used/)
+  })
+
+  it('waits for a channel the host asks for once another has joined, and for one asked for in its control handler after an await', async () => {
+    await kit.run(connected(), (options) => {
+      const link = createLink(options)
+      const lobby = link.channel('room:lobby')
+      void lobby.joined().then(() => link.channel('room:next'))
+      return link
+    })
+    // A channel asked for by the control handler, after its own await, whose params fail: judged once the handler returned.
+    const signalled = pathFrom('host connect > upgrade sent > open > join ok > control signal', 5)
+    const failure = await failureOf(
+      kit.run(signalled, (options) => {
+        const link: Link = createLink({
+          ...options,
+          onControl: async () => {
+            await new Promise((resolve) => setTimeout(resolve, 30))
+            link.channel('room:signalled', () => {
+              throw new Error('bad params')
+            })
+          },
+        })
+        return link
+      }),
+    )
+    expect(failure).toMatchObject({ step: 4, stimulus: 'control signal' })
+    expect((failure as PathFailure).detail).toMatch(/^app-channels-joined: room:signalled is errored, to be rejoined on this socket after its backoff \(other\b.*bad params[^)]*\)$/)
+    expect((failure as PathFailure).detail).not.toMatch(/judged again/)
+  })
+
+  it('judges a channel asked for after the last step once more, settleMs later', async () => {
+    const failure = await failureOf(
+      kit.run(connected(), (options) => {
+        const link = createLink(options)
+        link.on('state', ({ state }) => {
+          if (state === 'connected') {
+            setTimeout(
+              () =>
+                link.channel('room:later', () => {
+                  throw new Error('bad params')
+                }),
+              20,
+            )
+          }
+        })
+        return link
+      }),
+    )
+    expect(failure).toMatchObject({ step: 3, stimulus: 'join ok' })
+    expect((failure as PathFailure).detail).toMatch(/^app-channels-joined: room:later is errored, .*bad params.* \(judged again 100 ms after the path\)$/)
+  })
+
   it('does not judge a channel the host left; judges one whose params fail, and one whose join the server never answers once the run\'s timeout passes', async () => {
     const path = pathFrom('host connect > upgrade sent > open > join ok', 4)
     await kit.run(path, (options) => {
@@ -244,7 +311,16 @@ describe("the runner judges the host's app channels at every connected step", ()
         return link
       }),
     )
-    expect((failing as PathFailure).detail).toMatch(/^app-channels-joined: room:params is errored \(other\b.*no token/)
+    expect((failing as PathFailure).detail).toMatch(/^app-channels-joined: room:params is errored, to be rejoined on this socket after its backoff \(other\b.*no token/)
+    // Params that never settle: no join left, and the message says so.
+    const silent = await failureOf(
+      kit.run(path, (options) => {
+        const link = createLink(options)
+        link.channel('room:silent', () => new Promise<object>(() => {}))
+        return link
+      }, { timeoutMs: 300 }),
+    )
+    expect((silent as PathFailure).detail).toBe('app-channels-joined: room:silent is still joining when the kit stopped waiting: the server received no join of it (its join never left: params that never settle?)')
     // A join the server holds: the kit waits the run's timeout, then says the channel is still joining.
     const own = await startPathKit({ agentPrefix: 'kit-held-join-' })
     try {
@@ -261,8 +337,21 @@ describe("the runner judges the host's app channels at every connected step", ()
           { timeoutMs: 300 },
         ),
       )
-      expect((held as PathFailure).detail).toBe("app-channels-joined: room:held is joining (no join answered within the run's timeout)")
+      expect((held as PathFailure).detail).toBe('app-channels-joined: room:held is still joining when the kit stopped waiting: the server received 1 join of it, and none is joined yet')
       expect(performance.now() - started).toBeGreaterThanOrEqual(300)
+      // A host that holds joins on purpose: channelWaitMs 0 and the oracle left out, no wait.
+      const quick = performance.now()
+      await own.run(
+        path,
+        (options) => {
+          const link = createLink(options)
+          link.channel('room:held')
+          return link
+        },
+        { timeoutMs: 1000, channelWaitMs: 0, oracles: LIFECYCLE_ORACLES.filter((o) => o.name !== 'app-channels-joined') },
+      )
+      expect(performance.now() - quick).toBeLessThan(1000)
+      await expect(own.run(path, (options) => createLink(options), { channelWaitMs: -1 })).rejects.toThrow(new RangeError('channelWaitMs must be a whole number of milliseconds in [0, 2^31-1], got -1'))
     } finally {
       await own.stop()
     }
@@ -777,19 +866,24 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
     const check = (input: object) => LIFECYCLE_ORACLES.find((o) => o.name === 'app-channels-joined')!.check({ ...appInput, ...input } as OracleInput)
     const refused = classifyJoinError({ reason: 'unmatched topic' }, 1, 0)
     expect(check({ channels: [] })).toBeNull()
-    expect(check({ channels: [{ topic: 'room:1', status: 'joined', reason: null }] })).toBeNull()
+    expect(check({ channels: [{ topic: 'room:1', status: 'joined', reason: null, joinsReceived: 1 }] })).toBeNull()
     expect(check({ channels: undefined })).toBeNull()
-    expect(check({ after: at('reconnecting'), channels: [{ topic: 'room:1', status: 'detached', reason: null }] })).toBeNull()
+    expect(check({ after: at('reconnecting'), channels: [{ topic: 'room:1', status: 'detached', reason: null, joinsReceived: 1 }] })).toBeNull()
     expect(
       check({
         channels: [
-          { topic: 'room:1', status: 'joined', reason: null },
-          { topic: 'rom:1', status: 'dropped', reason: refused },
-          { topic: 'room:2', status: 'detached', reason: null },
+          { topic: 'room:1', status: 'joined', reason: null, joinsReceived: 1 },
+          { topic: 'rom:1', status: 'dropped', reason: refused, joinsReceived: 1 },
+          { topic: 'room:2', status: 'detached', reason: null, joinsReceived: 2 },
+          { topic: 'room:3', status: 'joining', reason: null, joinsReceived: 1 },
         ],
       }),
-    ).toBe(`rom:1 is dropped (${describeReason(refused)}); room:2 is detached (no join answered within the run's timeout)`)
-    expect(describeReason(refused)).toMatch(/unmatched topic/)
+    ).toBe(
+      `rom:1 is dropped, not rejoined until the host asks for it again (${describeReason(refused).replace(/, terminal$/, '')}); ` +
+        'room:2 is still detached when the kit stopped waiting: the server received 2 joins of it, and none is joined yet; ' +
+        'room:3 is still joining when the kit stopped waiting: the server received 1 join of it, and none is joined yet',
+    )
+    expect(describeReason(refused)).toMatch(/unmatched topic.*, terminal$/)
   })
   const cases: Record<string, [step: string, before: StepExpectation, after: StepExpectation, wasAccepted?: boolean, input?: OracleInput]> = {
     'late-and-bad-input-change-nothing': ['stale close', at('connected'), at('reconnecting')],

@@ -132,6 +132,49 @@ export function connectionPaths(mode: 'wire' | 'pure'): Array<ModelPath<Expectat
   return generatePaths(connectionModel, mode)
 }
 
+/**
+ * The wire paths that lose a connected link's first socket, each continued until the link is
+ * connected again on its next one: the generated paths end at the loss (every edge is the last
+ * step of one path), so none of them crosses a second `connected`. One path per way a connected
+ * link loses its socket and reconnects (a close with each code, a drop, a reset, a heartbeat
+ * timeout, a control channel closed, ...): the loss, the chart's own follow-ups, the backoff
+ * elapsed, the upgrade accepted and the control channel joined, with what the chart says after each.
+ *
+ * @throws {Error} when the chart offers no way to the next step (a chart that no longer reconnects).
+ */
+export function reconnectedPaths(): Array<ModelPath<Expectation>> {
+  const model = connectionModel
+  // The shortest way to `connected` on the first socket (host connect, upgrade sent, open, join ok).
+  const first = connectionPaths('wire').find((path) => path.steps.some((step) => step.expect.state === 'connected'))
+  if (!first) throw new Error('no generated path reaches connected')
+  const prefix = first.steps.slice(0, first.steps.findIndex((step) => step.expect.state === 'connected') + 1)
+  const atConnected = prefix.reduce((s, step) => model.apply(s, step.event), model.initial())
+  const out: Array<ModelPath<Expectation>> = []
+  for (const loss of model.stimuli(atConnected, 'wire')) {
+    let snapshot = atConnected
+    const steps = [...prefix]
+    const step = (stimulus: { name: string; kind: StimulusKind; event: EventObject }): void => {
+      snapshot = model.apply(snapshot, stimulus.event)
+      steps.push({ stimulus: stimulus.name, kind: stimulus.kind, event: stimulus.event, expect: model.expect(snapshot) })
+      for (let auto = onlyAuto(model, snapshot); auto; auto = onlyAuto(model, snapshot)) {
+        snapshot = model.apply(snapshot, auto.event)
+        steps.push({ stimulus: auto.name, kind: auto.kind, event: auto.event, expect: model.expect(snapshot) })
+      }
+    }
+    step(loss)
+    // Only the losses the link reconnects after (not a supersede, a refusal or the host's stop).
+    if (steps.at(-1)!.expect.state !== 'reconnecting') continue
+    for (const name of ['backoff elapsed', 'open', 'join ok']) {
+      const offered = model.stimuli(snapshot, 'wire').find((s) => s.name === name)
+      if (!offered) throw new Error(`after ${loss.name}: the chart offers no "${name}" in ${JSON.stringify(snapshot.value)}`)
+      step(offered)
+    }
+    if (steps.at(-1)!.expect.state !== 'connected') throw new Error(`after ${loss.name}: continued, the path ends ${steps.at(-1)!.expect.state}, not connected`)
+    out.push({ name: steps.map((s) => s.stimulus).join(' > '), steps })
+  }
+  return out
+}
+
 /** A small chart's model as a PathModel, built on XState's pure transition functions. */
 function pathModelOf<M extends AnyStateMachine, E>(chart: ChartModel<M, E>): PathModel<SnapshotFrom<M>, E> {
   return {

@@ -24,7 +24,16 @@ export interface AppChannelView {
   status: ChannelStatus
   /** The handle's `reason`: the DisconnectReason of `errored` and `dropped`, else null. */
   reason: DisconnectReason | null
+  /**
+   * How many joins of the topic the kit's simulator received from the run's link, over all its
+   * sockets (each socket's record keeps its first joins; see `SimulatorConnection.joinsReceived`):
+   * 0 for a channel whose join never left (params that never settle, say).
+   */
+  joinsReceived: number
 }
+
+/** The name of the oracle that judges the host's app channels (the kit runs it once more after a path). */
+export const APP_CHANNELS_ORACLE = 'app-channels-joined'
 
 /** What an oracle is given after a step has settled. `H` is what the host factory returned. */
 export interface OracleInput<H = unknown> {
@@ -77,6 +86,22 @@ export interface LifecycleOracle<H = unknown> {
    * host than the factory returns does not compile.
    */
   check: (input: OracleInput<H>) => string | null
+}
+
+/** What the app-channels-joined oracle says of a channel that is not joined. */
+function notJoined(c: AppChannelView): string {
+  // A channel's reason says "will reconnect" or "terminal" of the link; the status says what the channel does.
+  const why = c.reason === null ? null : describeReason(c.reason).replace(/, (will reconnect|terminal)$/, '')
+  switch (c.status) {
+    case 'errored':
+      return `${c.topic} is errored, to be rejoined on this socket after its backoff${why === null ? '' : ` (${why})`}`
+    case 'dropped':
+      return `${c.topic} is dropped, not rejoined until the host asks for it again${why === null ? '' : ` (${why})`}`
+    default: {
+      const joins = c.joinsReceived === 0 ? 'the server received no join of it (its join never left: params that never settle?)' : `the server received ${c.joinsReceived} join${c.joinsReceived === 1 ? '' : 's'} of it, and none is joined yet`
+      return `${c.topic} is still ${c.status} when the kit stopped waiting: ${joins}`
+    }
+  }
 }
 
 const SESSION = new Set(['connecting', 'joining', 'connected', 'reconnecting', 'suspended', 'stopping'])
@@ -348,16 +373,14 @@ export const LIFECYCLE_ORACLES: readonly LifecycleOracle[] = deepFreeze([
     },
   },
   {
-    name: 'app-channels-joined',
+    name: APP_CHANNELS_ORACLE,
     rule:
       "Every app channel the host asked for and has not left is joined at every step that leaves the link connected, once its join is answered: the link rejoins each one on every new socket, and a channel the server refused or closed (a mistyped topic, a route the platform lacks), a join that crashed or params that failed are the host's to see. Skipped with no record of the channels (a replay on the chart alone).",
     check: ({ after, channels }) => {
       if (channels === undefined || after.state !== 'connected') return null
       const off = channels.filter((c) => c.status !== 'joined')
       if (off.length === 0) return null
-      const why = (c: AppChannelView): string =>
-        c.reason !== null ? ` (${describeReason(c.reason)})` : c.status === 'joining' || c.status === 'detached' ? " (no join answered within the run's timeout)" : ''
-      return off.map((c) => `${c.topic} is ${c.status}${why(c)}`).join('; ')
+      return off.map(notJoined).join('; ')
     },
   },
   {

@@ -3,7 +3,7 @@
  * the shipped chart (machines/connection.ts) by src/node/model/paths.ts, every step a
  * {@link LifecycleStimulus} with what the chart says a link shows after it.
  */
-import { connectionPaths, type ModelPath } from '../model/paths.js'
+import { connectionPaths, reconnectedPaths, type ModelPath } from '../model/paths.js'
 import { linkStateOf } from '../../../machines/status.js'
 import type { Expectation, StimulusKind } from '../model/connection-model.js'
 import { stimulusOf, type LifecycleStimulus } from './stimuli.js'
@@ -72,3 +72,19 @@ export function lifecyclePaths(): readonly LifecyclePath[] {
   return cached
 }
 
+
+let reconnects: readonly LifecyclePath[] | null = null
+
+/**
+ * The paths on which a link loses its first socket and is connected again on the next: one for
+ * every loss a connected link reconnects after (close 1000, 1001, 1011, 1012, 1013 and 4001, a
+ * drop, a reset, a heartbeat timeout, the control channel closed), each continued through the
+ * backoff, the next upgrade and the control join. {@link lifecyclePaths} ends every path at its
+ * last edge, so none of them reaches `connected` twice: these are where a host's app channels are
+ * judged on a new socket (the kit's `app-channels-joined`), and where an oracle of the host's own
+ * sees it come back. Run them with the same `kit.run()`. Frozen, generated once per process.
+ */
+export function reconnectPaths(): readonly LifecyclePath[] {
+  if (!reconnects) reconnects = Object.freeze(reconnectedPaths().map((p) => deepFreeze(lifecyclePathOf(p))))
+  return reconnects
+}

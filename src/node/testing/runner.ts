@@ -18,11 +18,13 @@ import { rejoinDelayMs } from '../../../machines/channel-policy.js'
 import { controlTopic, SUPERSEDE_EVENT } from '../../protocol.js'
 import { appChannelsOf, chartOf, waitForChart } from '../../chart-of.js'
 import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../server/index.js'
-import { LIFECYCLE_ORACLES, type AppChannelView, type LifecycleOracle } from './oracles.js'
+import { APP_CHANNELS_ORACLE, LIFECYCLE_ORACLES, type AppChannelView, type LifecycleOracle } from './oracles.js'
 import { checkKnownKeys } from '../../call-checks.js'
 import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
 import type { ChartDelay } from './stimuli.js'
 import { thrownText } from '../../../machines/types.js'
+import type { ChannelStatus } from '../../link-channel.js'
+import type { DisconnectReason } from '../../reasons.js'
 import { checkPath } from './check-path.js'
 
 /**
@@ -95,6 +97,14 @@ export interface PathRunOptions<H> {
    *   (`disconnect()` waits for the abort hooks of the runs it ends).
    */
   timeoutMs?: number
+  /**
+   * How long the kit waits, at each step that leaves the link `connected` (and once more after the
+   * path), for the joins in flight of the host's app channels before the oracles read them
+   * (`OracleInput.channels`, judged by `app-channels-joined`). 0 waits for none: for a host that
+   * holds joins on purpose (leave `app-channels-joined` out too).
+   * @default the run's `timeoutMs` (as above).
+   */
+  channelWaitMs?: number
 }
 
 /** What one path run saw. */
@@ -151,7 +161,7 @@ export interface PathKitOptions {
 /** The keys of {@link PathKitOptions}. */
 const PATH_KIT_OPTION_KEYS: ReadonlySet<string> = new Set(['simulator', 'agentPrefix', 'settleMs'])
 /** The keys of {@link PathRunOptions}. */
-const PATH_RUN_OPTION_KEYS: ReadonlySet<string> = new Set(['oracles', 'timeoutMs'])
+const PATH_RUN_OPTION_KEYS: ReadonlySet<string> = new Set(['oracles', 'timeoutMs', 'channelWaitMs'])
 
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
@@ -247,6 +257,10 @@ export class PathKit {
     if (requested !== undefined && !(Number.isInteger(requested) && requested >= 1 && requested <= 2 ** 31 - 1)) {
       throw new RangeError(`timeoutMs must be a whole number of milliseconds in [1, 2^31-1], got ${String(requested)}`)
     }
+    const channelWait = given.channelWaitMs
+    if (channelWait !== undefined && !(Number.isInteger(channelWait) && channelWait >= 0 && channelWait <= 2 ** 31 - 1)) {
+      throw new RangeError(`channelWaitMs must be a whole number of milliseconds in [0, 2^31-1], got ${String(channelWait)}`)
+    }
     const oracles = given.oracles ?? (LIFECYCLE_ORACLES as ReadonlyArray<LifecycleOracle<H>>)
     if (!Array.isArray(oracles)) throw new TypeError(`oracles must be an array of { name, check } (e.g. [...LIFECYCLE_ORACLES, mine]), got ${oracles === null ? 'null' : typeof oracles}`)
     for (const [i, oracle] of oracles.entries()) {
@@ -321,7 +335,7 @@ export class PathKit {
       throw new Error(`the path host's link does not take the kit's control handler (link.onControl() threw: ${thrownText(error)}); return a link that is not frozen`)
     }
     // The host's app channels, read for the oracles (and waited for at every connected step).
-    const channels = new AppChannels(link)
+    const channels = new AppChannels(link, sim, agentId, channelWait ?? timeoutMs)
     let opens = 0
     // Every upgrade the link attempted: answered, or still held by the kit (a link that comes
     // back on its own after a terminal step shows here, never as an accepted socket).
@@ -347,7 +361,7 @@ export class PathKit {
         if (path.steps[index + 1]?.stimulus.type === 'await') continue
         await expectStep(link, step, timeoutMs, (detail) => fail(index, detail))
         // On a connected link the host's app channels are (re)joining: their answers come before the checks.
-        if (observe(link).state === 'connected') await channels.settled(timeoutMs)
+        if (observe(link).state === 'connected') await channels.settled()
         const after = observe(link)
         const views = channels.views()
         for (const oracle of oracles) {
@@ -381,6 +395,23 @@ export class PathKit {
       }
       const settled = observe(link)
       if (settled.state !== path.steps.at(-1)!.expect.state) fail(path.steps.length - 1, `after the path the host moved the link from ${path.steps.at(-1)!.expect.state} to ${settled.state}`)
+      // Channels the host asked for late (a few awaits after `connected`, or in a control handler's
+      // work after the last step): app-channels-joined judges them once more, as the path left the link.
+      if (settled.state === 'connected') {
+        await channels.settled()
+        const last = path.steps.length - 1
+        const input = { path, index: last, step: group!, before: settled, after: settled, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId, channels: channels.views() }
+        for (const oracle of oracles) {
+          if (oracle.name !== APP_CHANNELS_ORACLE) continue
+          let broken: string | null
+          try {
+            broken = readAnswer(oracle.check(input))
+          } catch (error) {
+            broken = `the oracle threw: ${thrownText(error)}`
+          }
+          if (broken !== null && broken !== undefined) fail(last, `${oracle.name}: ${broken === '' ? '(broken, no message)' : broken} (judged again ${this.settleMs} ms after the path)`)
+        }
+      }
       // The simulator saw exactly the sockets and attempts the path made: nothing reconnected on its own.
       const accepted = sim.accepted(agentId).length
       if (accepted !== opens) fail(path.steps.length - 1, `the simulator accepted ${accepted} sockets, the path opened ${opens}`)
@@ -536,17 +567,24 @@ async function expectStep(link: Link, step: LifecycleStep, timeoutMs: number, fa
  * event reported `dropped` until the host asks for the topic again.
  */
 class AppChannels {
-  private readonly dropped = new Map<string, AppChannelView>()
+  private readonly dropped = new Map<string, { status: ChannelStatus; reason: DisconnectReason | null }>()
   /** The order topics were first seen in (the host's order of asking, as the link keeps its handles). */
   private readonly order = new Map<string, number>()
   private readonly unsubscribe: () => void
   /** Ends the wait of settled() in progress, if any: release() calls it so no timer or listener outlives the run. */
   private endWait: (() => void) | null = null
+  private released = false
 
-  constructor(private readonly link: Link) {
+  constructor(
+    private readonly link: Link,
+    private readonly sim: PlatformSimulator,
+    private readonly agentId: string,
+    /** How long settled() waits (PathRunOptions.channelWaitMs). */
+    private readonly waitMs: number,
+  ) {
     this.unsubscribe = link.on('channel', ({ topic, status, reason }) => {
       this.rank(topic)
-      if (status === 'dropped') this.dropped.set(topic, { topic, status, reason })
+      if (status === 'dropped') this.dropped.set(topic, { status, reason })
       else this.dropped.delete(topic)
     })
   }
@@ -555,12 +593,18 @@ class AppChannels {
     if (!this.order.has(topic)) this.order.set(topic, this.order.size)
   }
 
-  /** Every channel the host asked for and has not left, in the order it asked. */
+  /** Every channel the host asked for and has not left, in the order it asked, with the joins of it the server received. */
   views(): AppChannelView[] {
-    const views = new Map(this.dropped)
+    const views = new Map<string, AppChannelView>()
+    const joins = (topic: string): number => {
+      let n = 0
+      for (const c of this.sim.accepted(this.agentId)) for (const j of c.joinsReceived) if (j.topic === topic) n++
+      return n
+    }
+    for (const [topic, { status, reason }] of this.dropped) views.set(topic, { topic, status, reason, joinsReceived: joins(topic) })
     for (const [topic, handle] of appChannelsOf(this.link)) {
       this.rank(topic)
-      views.set(topic, { topic, status: handle.status, reason: handle.reason })
+      views.set(topic, { topic, status: handle.status, reason: handle.reason, joinsReceived: joins(topic) })
     }
     return [...views.values()].sort((a, b) => this.order.get(a.topic)! - this.order.get(b.topic)!)
   }
@@ -573,11 +617,23 @@ class AppChannels {
   }
 
   /**
-   * Resolves once no join is in flight (re-checked at every `channel` and `state` event of the
-   * link), or after `timeoutMs` (the oracle then reports the channel still joining). Never rejects.
+   * Resolves once no join is in flight and none has started one macrotask later (a host may ask
+   * for its next channel a few awaits after the last join's answer), or once `waitMs` has passed
+   * (the oracle then reports the channel still joining). Never rejects.
    */
-  settled(timeoutMs: number): Promise<void> {
-    if (!this.inFlight()) return Promise.resolve()
+  async settled(): Promise<void> {
+    const deadline = performance.now() + this.waitMs
+    for (;;) {
+      const left = deadline - performance.now()
+      if (left > 0 && this.inFlight()) await this.quiet(left)
+      // A macrotask later: the host's continuations of the last answer have run.
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      if (this.released || !this.inFlight() || performance.now() >= deadline) return
+    }
+  }
+
+  /** Resolves once no join is in flight (re-checked at every `channel` and `state` event of the link), or after `ms`. */
+  private quiet(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const end = (): void => {
         clearTimeout(timer)
@@ -589,7 +645,7 @@ class AppChannels {
       const check = (): void => {
         if (!this.inFlight()) end()
       }
-      const timer = setTimeout(end, timeoutMs)
+      const timer = setTimeout(end, Math.ceil(ms))
       const offChannel = this.link.on('channel', check)
       const offState = this.link.on('state', check)
       this.endWait = end
@@ -597,6 +653,7 @@ class AppChannels {
   }
 
   release(): void {
+    this.released = true
     this.unsubscribe()
     this.endWait?.()
   }
@@ -856,6 +913,18 @@ class World {
     }
   }
 
+  /** Waits until the signal `id` was handled: the host's own control handler, when it has one, returned for it. */
+  private handledUp(id: string): Promise<void> {
+    return this.event<void>(`the host's control handler to return for signal ${id}`, (done) => {
+      const check = () => {
+        if (this.handled.includes(id)) done()
+      }
+      this.waiters.add(check)
+      queueMicrotask(check)
+      return () => this.waiters.delete(check)
+    })
+  }
+
   private async signal(delivery: 'once' | 'duplicate' | 'handler-throws' | 'queued'): Promise<void> {
     const { link, sim, agent } = this
     const n = ++this.signals
@@ -863,7 +932,10 @@ class World {
       const id = delivery === 'once' ? `path-once-${n}` : `path-fail-${n}`
       const delivered = this.event<void>(`signal ${id} to be handed to the host`, (done) => link.on('control', (e) => e.signal.correlationId === id && done()))
       sim.control(agent, { mode: 'interrupt', correlation_id: id })
-      return delivered
+      await delivered
+      // The host's own handler returned (what it did, such as asking for a channel, is judged after the step).
+      if (delivery === 'once') await this.handledUp(id)
+      return
     }
     if (delivery === 'duplicate') {
       // The same correlation id twice: handed over once, the repeat reported.
@@ -873,7 +945,9 @@ class World {
       )
       sim.control(agent, { mode: 'stop', correlation_id: id })
       sim.control(agent, { mode: 'stop', correlation_id: id })
-      return repeat
+      await repeat
+      await this.handledUp(id)
+      return
     }
     // A slow handler holds the first; two queue behind it; when it ends, each goes once, in order.
     const from = this.handled.length

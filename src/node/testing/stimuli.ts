@@ -44,7 +44,8 @@ export type StimulusTopic = 'control'
  * - `control.signal`: `agent.control` pushes on the control channel: `once` (one signal),
  *   `duplicate` (the same correlation id twice: handed to the host once), `handler-throws` (the
  *   host's handler throws; delivery goes on), `queued` (three signals behind a slow handler:
- *   handed over once each, in order).
+ *   handed over once each, in order). The runner's step lasts until the host's own handler
+ *   returned for each signal it was handed (`handler-throws`: the kit's throw, before it).
  * - `clock.advance`: chart time passes by the named delay (on the link's SimulatedClock).
  * - `host.*`: the host calls `connect()`, `disconnect()`, or aborts a `runForever()` wait.
  * - `adapter.late`: a late event of an older transport or session, delivered into the running
