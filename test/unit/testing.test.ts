@@ -4,7 +4,7 @@
  * host's own and on a factory that returns no link, each named by path, step and stimulus.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createLink, Link } from '../../src/link.js'
+import { createLink, Link, type LinkOptions } from '../../src/link.js'
 import { connectionPaths } from '../../src/node/model/paths.js'
 import { classifyJoinError, describeReason } from '../../src/reasons.js'
 import {
@@ -273,6 +273,72 @@ describe("the runner judges the host's app channels at every connected step", ()
     expect((failure as PathFailure).detail).not.toMatch(/judged again/)
   })
 
+  it("a control handler slower than channelWaitMs is no failure, nor is one set later on a sealed link (the kit cannot wrap it); a host that asks again after every refusal is told how often it was dropped", async () => {
+    const signalled = pathFrom('host connect > upgrade sent > open > join ok > control signal', 5)
+    const started = performance.now()
+    await kit.run(
+      signalled,
+      (options) => createLink({ ...options, onControl: () => new Promise((resolve) => setTimeout(resolve, 400)) }),
+      { timeoutMs: 300 },
+    )
+    // The step went on after channelWaitMs (the run's timeout, 300 ms) without failing.
+    expect(performance.now() - started).toBeLessThan(3000)
+    await kit.run(signalled, (options) => {
+      const link = Object.seal(createLink(options))
+      link.on('state', ({ state }) => void (state === 'connected' && link.onControl(async () => {})))
+      return link
+    })
+    const own = await startPathKit({ agentPrefix: 'kit-again-', simulator: { channels: ['room:*'] } })
+    try {
+      const failure = await failureOf(
+        own.run(
+          pathFrom('host connect > upgrade sent > open > join ok', 4),
+          (options) => {
+            const link = createLink(options)
+            link.channel('rom:again')
+            link.on('channel', ({ topic, status }) => void (topic === 'rom:again' && status === 'dropped' && link.channel('rom:again')))
+            return link
+          },
+          { channelWaitMs: 200 },
+        ),
+      )
+      expect((failure as PathFailure).detail).toMatch(
+        /^app-channels-joined: rom:again is still joining when the kit stopped waiting: the server received \d+ joins? of it on this socket, and none is joined yet; dropped \d+ times during the run, the last rejected \(protocol-error\).*unmatched topic/,
+      )
+    } finally {
+      await own.stop()
+    }
+  })
+
+  it("a host that falls back from a refused topic on purpose passes with the README's filtered check, which still judges its other channels", async () => {
+    const own = await startPathKit({ agentPrefix: 'kit-fallback-', simulator: { channels: ['room:*'] } })
+    try {
+      const path = pathFrom('host connect > upgrade sent > open > join ok', 4)
+      const host = (extra: string | null) => (options: LinkOptions) => {
+        const link = createLink(options)
+        const v2 = link.channel('rooms:v2')
+        v2.onStatus((status) => {
+          if (status === 'dropped') {
+            void v2.leave()
+            link.channel('room:v1')
+          }
+        })
+        if (extra !== null) link.channel(extra)
+        return link
+      }
+      // The README's check: app-channels-joined with the fallback's topic left out.
+      const joined = LIFECYCLE_ORACLES.find((o) => o.name === 'app-channels-joined')!
+      const mine = LIFECYCLE_ORACLES.map((o) =>
+        o !== joined ? o : { ...o, check: (input: OracleInput) => o.check({ ...input, channels: input.channels?.filter((c) => c.topic !== 'rooms:v2') }) },
+      )
+      await own.run(path, host(null), { oracles: mine })
+      expect((await failureOf(own.run(path, host(null)))) as PathFailure).toMatchObject({ detail: expect.stringMatching(/^app-channels-joined: rooms:v2 is dropped/) })
+      expect((await failureOf(own.run(path, host('rom:typo'), { oracles: mine }))) as PathFailure).toMatchObject({ detail: expect.stringMatching(/^app-channels-joined: rom:typo is dropped/) })
+    } finally {
+      await own.stop()
+    }
+  })
+
   it('judges a channel asked for after the last step once more, settleMs later', async () => {
     const failure = await failureOf(
       kit.run(connected(), (options) => {
@@ -320,7 +386,7 @@ describe("the runner judges the host's app channels at every connected step", ()
         return link
       }, { timeoutMs: 300 }),
     )
-    expect((silent as PathFailure).detail).toBe('app-channels-joined: room:silent is still joining when the kit stopped waiting: the server received no join of it (its join never left: params that never settle?)')
+    expect((silent as PathFailure).detail).toBe('app-channels-joined: room:silent is still joining when the kit stopped waiting: the server received no join of it on this socket (its join never left: params that never settle?)')
     // A join the server holds: the kit waits the run's timeout, then says the channel is still joining.
     const own = await startPathKit({ agentPrefix: 'kit-held-join-' })
     try {
@@ -337,7 +403,7 @@ describe("the runner judges the host's app channels at every connected step", ()
           { timeoutMs: 300 },
         ),
       )
-      expect((held as PathFailure).detail).toBe('app-channels-joined: room:held is still joining when the kit stopped waiting: the server received 1 join of it, and none is joined yet')
+      expect((held as PathFailure).detail).toBe('app-channels-joined: room:held is still joining when the kit stopped waiting: the server received 1 join of it on this socket, and none is joined yet')
       expect(performance.now() - started).toBeGreaterThanOrEqual(300)
       // A host that holds joins on purpose: channelWaitMs 0 and the oracle left out, no wait.
       const quick = performance.now()
@@ -866,22 +932,24 @@ describe('every lifecycle oracle breaks on the step it guards', () => {
     const check = (input: object) => LIFECYCLE_ORACLES.find((o) => o.name === 'app-channels-joined')!.check({ ...appInput, ...input } as OracleInput)
     const refused = classifyJoinError({ reason: 'unmatched topic' }, 1, 0)
     expect(check({ channels: [] })).toBeNull()
-    expect(check({ channels: [{ topic: 'room:1', status: 'joined', reason: null, joinsReceived: 1 }] })).toBeNull()
+    expect(check({ channels: [{ topic: 'room:1', status: 'joined', reason: null, joinsReceived: 1, drops: 0, lastDrop: null }] })).toBeNull()
     expect(check({ channels: undefined })).toBeNull()
-    expect(check({ after: at('reconnecting'), channels: [{ topic: 'room:1', status: 'detached', reason: null, joinsReceived: 1 }] })).toBeNull()
+    expect(check({ after: at('reconnecting'), channels: [{ topic: 'room:1', status: 'detached', reason: null, joinsReceived: 1, drops: 0, lastDrop: null }] })).toBeNull()
     expect(
       check({
         channels: [
-          { topic: 'room:1', status: 'joined', reason: null, joinsReceived: 1 },
-          { topic: 'rom:1', status: 'dropped', reason: refused, joinsReceived: 1 },
-          { topic: 'room:2', status: 'detached', reason: null, joinsReceived: 2 },
-          { topic: 'room:3', status: 'joining', reason: null, joinsReceived: 1 },
+          { topic: 'room:1', status: 'joined', reason: null, joinsReceived: 1, drops: 0, lastDrop: null },
+          { topic: 'rom:1', status: 'dropped', reason: refused, joinsReceived: 1, drops: 1, lastDrop: refused },
+          { topic: 'room:2', status: 'detached', reason: null, joinsReceived: 2, drops: 0, lastDrop: null },
+          { topic: 'rom:3', status: 'joining', reason: null, joinsReceived: 1, drops: 5, lastDrop: refused },
+          { topic: 'room:4', status: 'joining', reason: null, joinsReceived: 0, drops: 1, lastDrop: refused },
         ],
       }),
     ).toBe(
       `rom:1 is dropped, not rejoined until the host asks for it again (${describeReason(refused).replace(/, terminal$/, '')}); ` +
-        'room:2 is still detached when the kit stopped waiting: the server received 2 joins of it, and none is joined yet; ' +
-        'room:3 is still joining when the kit stopped waiting: the server received 1 join of it, and none is joined yet',
+        'room:2 is still detached when the kit stopped waiting: the server received 2 joins of it on this socket, and none is joined yet; ' +
+        `rom:3 is still joining when the kit stopped waiting: the server received 1 join of it on this socket, and none is joined yet; dropped 5 times during the run, the last ${describeReason(refused).replace(/, terminal$/, '')}; ` +
+        `room:4 is still joining when the kit stopped waiting: the server received no join of it on this socket (its join never left: params that never settle?); dropped once during the run, the last ${describeReason(refused).replace(/, terminal$/, '')}`,
     )
     expect(describeReason(refused)).toMatch(/unmatched topic.*, terminal$/)
   })

@@ -25,11 +25,15 @@ export interface AppChannelView {
   /** The handle's `reason`: the DisconnectReason of `errored` and `dropped`, else null. */
   reason: DisconnectReason | null
   /**
-   * How many joins of the topic the kit's simulator received from the run's link, over all its
-   * sockets (each socket's record keeps its first joins; see `SimulatorConnection.joinsReceived`):
-   * 0 for a channel whose join never left (params that never settle, say).
+   * How many joins of the topic the kit's simulator received on the link's current socket (the
+   * last it accepted; each socket's record keeps its first 200 joins, `SimulatorConnection.joinsReceived`):
+   * 0 for a channel whose join never left on it (params that never settle, say).
    */
   joinsReceived: number
+  /** How many times during the run a handle of this topic was dropped (the host asking for it again after each, say). */
+  drops: number
+  /** The reason of the last of those drops, else null. */
+  lastDrop: DisconnectReason | null
 }
 
 /** The name of the oracle that judges the host's app channels (the kit runs it once more after a path). */
@@ -98,8 +102,12 @@ function notJoined(c: AppChannelView): string {
     case 'dropped':
       return `${c.topic} is dropped, not rejoined until the host asks for it again${why === null ? '' : ` (${why})`}`
     default: {
-      const joins = c.joinsReceived === 0 ? 'the server received no join of it (its join never left: params that never settle?)' : `the server received ${c.joinsReceived} join${c.joinsReceived === 1 ? '' : 's'} of it, and none is joined yet`
-      return `${c.topic} is still ${c.status} when the kit stopped waiting: ${joins}`
+      const joins =
+        c.joinsReceived === 0
+          ? 'the server received no join of it on this socket (its join never left: params that never settle?)'
+          : `the server received ${c.joinsReceived} join${c.joinsReceived === 1 ? '' : 's'} of it on this socket, and none is joined yet`
+      const dropped = c.drops === 0 || c.lastDrop === null ? '' : `; dropped ${c.drops === 1 ? 'once' : `${c.drops} times`} during the run, the last ${describeReason(c.lastDrop).replace(/, (will reconnect|terminal)$/, '')}`
+      return `${c.topic} is still ${c.status} when the kit stopped waiting: ${joins}${dropped}`
     }
   }
 }

@@ -226,8 +226,9 @@ export class PathKit {
   /**
    * Runs `path` with a fresh agent id on a host `host` builds, and resolves with what it saw.
    * The link is disconnected (and `stop()` of the host called) before it settles, pass or fail.
-   * At each step that leaves the link `connected` the run first waits, up to its timeout, until
-   * none of the host's app channels is `joining` or `detached` (OracleInput.channels).
+   * At each step that leaves the link `connected` the run first waits, up to `channelWaitMs` (by
+   * default its timeout), until none of the host's app channels is `joining` or `detached`
+   * (OracleInput.channels); once more after the path, where only `app-channels-joined` is checked again.
    *
    * @throws {PathFailure} (rejects) naming the path, the step and what differed from the chart or broke an oracle;
    *   at the last step (`(end)`) when every step held but ending the run failed (the host's `stop()`
@@ -242,7 +243,8 @@ export class PathKit {
    *   function, options that are not an object (`null` is none) or that hold an unknown key (a
    *   misspelt `oracles` would run the default checks in place of the host's), or oracles that are not an array
    *   of `{ name, check }`.
-   * @throws {RangeError} (rejects) for a `timeoutMs` that is not a whole number of milliseconds in [1, 2^31-1].
+   * @throws {RangeError} (rejects) for a `timeoutMs` that is not a whole number of milliseconds in [1, 2^31-1],
+   *   or a `channelWaitMs` not one in [0, 2^31-1].
    */
   async run<H extends PathHostResult>(path: LifecyclePath, host: PathHost<H>, options: PathRunOptions<H> | null = {}): Promise<PathReport> {
     const named = typeof (path as { name?: unknown } | null)?.name === 'string' ? path.name : '(unnamed)'
@@ -328,7 +330,7 @@ export class PathKit {
     }
     let world: World
     try {
-      world = new World(link, sim, clock, agentId, timeoutMs, () => sent.size)
+      world = new World(link, sim, clock, agentId, timeoutMs, () => sent.size, channelWait ?? timeoutMs)
     } catch (error) {
       // A link whose control handler cannot be set (a frozen link): released, and said so.
       await release(built)
@@ -568,6 +570,8 @@ async function expectStep(link: Link, step: LifecycleStep, timeoutMs: number, fa
  */
 class AppChannels {
   private readonly dropped = new Map<string, { status: ChannelStatus; reason: DisconnectReason | null }>()
+  /** Per topic, how many times a handle of it was dropped during the run, and the last reason. */
+  private readonly drops = new Map<string, { count: number; last: DisconnectReason | null }>()
   /** The order topics were first seen in (the host's order of asking, as the link keeps its handles). */
   private readonly order = new Map<string, number>()
   private readonly unsubscribe: () => void
@@ -584,8 +588,10 @@ class AppChannels {
   ) {
     this.unsubscribe = link.on('channel', ({ topic, status, reason }) => {
       this.rank(topic)
-      if (status === 'dropped') this.dropped.set(topic, { status, reason })
-      else this.dropped.delete(topic)
+      if (status === 'dropped') {
+        this.dropped.set(topic, { status, reason })
+        this.drops.set(topic, { count: (this.drops.get(topic)?.count ?? 0) + 1, last: reason })
+      } else this.dropped.delete(topic)
     })
   }
 
@@ -596,15 +602,17 @@ class AppChannels {
   /** Every channel the host asked for and has not left, in the order it asked, with the joins of it the server received. */
   views(): AppChannelView[] {
     const views = new Map<string, AppChannelView>()
-    const joins = (topic: string): number => {
-      let n = 0
-      for (const c of this.sim.accepted(this.agentId)) for (const j of c.joinsReceived) if (j.topic === topic) n++
-      return n
+    const socket = this.sim.accepted(this.agentId).at(-1)
+    const facts = (topic: string) => {
+      let joinsReceived = 0
+      for (const j of socket?.joinsReceived ?? []) if (j.topic === topic) joinsReceived++
+      const drops = this.drops.get(topic)
+      return { joinsReceived, drops: drops?.count ?? 0, lastDrop: drops?.last ?? null }
     }
-    for (const [topic, { status, reason }] of this.dropped) views.set(topic, { topic, status, reason, joinsReceived: joins(topic) })
+    for (const [topic, { status, reason }] of this.dropped) views.set(topic, { topic, status, reason, ...facts(topic) })
     for (const [topic, handle] of appChannelsOf(this.link)) {
       this.rank(topic)
-      views.set(topic, { topic, status: handle.status, reason: handle.reason, joinsReceived: joins(topic) })
+      views.set(topic, { topic, status: handle.status, reason: handle.reason, ...facts(topic) })
     }
     return [...views.values()].sort((a, b) => this.order.get(a.topic)! - this.order.get(b.topic)!)
   }
@@ -677,6 +685,8 @@ class World {
     private readonly timeoutMs: number,
     /** How many upgrades the link reported sent (read through the inspect option the kit passes; 0 when the host leaves it out). */
     private readonly upgradesSent: () => number = () => 0,
+    /** How long a signal's step waits for the host's handler to return (PathRunOptions.channelWaitMs). */
+    private readonly handlerWaitMs = timeoutMs,
   ) {
     this.topic = controlTopic(agent)
     let resolve!: () => void
@@ -684,9 +694,8 @@ class World {
     // The kit's own signals (`path-*` correlation ids) get its faults; every signal then reaches the
     // host's handler: the one the link was made with, and any the host sets later with onControl(),
     // which the kit wraps the same way while the run lasts (release() gives the link its own method back).
-    const wrap =
-      (hosts: ControlHandler | undefined): ControlHandler =>
-      async (signal, context) => {
+    const wrap = (hosts: ControlHandler | undefined): ControlHandler => {
+      const wrapped: ControlHandler = async (signal, context) => {
         const id = signal.correlationId ?? ''
         if (id.startsWith('path-fail-')) throw new Error('handler failure (path kit)')
         if (id.startsWith('path-slow-')) await this.gate.promise
@@ -699,6 +708,9 @@ class World {
           for (const waiter of [...this.waiters]) waiter()
         }
       }
+      this.wrappers.add(wrapped)
+      return wrapped
+    }
     // The link's own onControl (a subclass's override, or the host's patch of the instance, runs too).
     const setHandler = link.onControl
     setHandler.call(link, wrap((link as unknown as { controlHandler: ControlHandler | undefined }).controlHandler))
@@ -717,6 +729,9 @@ class World {
       this.wrapsOnControl = true
     }
   }
+
+  /** The handlers the kit made around the host's: a signal's step waits for the host's return only through one of them. */
+  private readonly wrappers = new WeakSet<ControlHandler>()
 
   /** The link's own `onControl` property before the run (a host's patch of the instance), put back by release(). */
   private readonly ownOnControl: PropertyDescriptor | undefined
@@ -913,15 +928,32 @@ class World {
     }
   }
 
-  /** Waits until the signal `id` was handled: the host's own control handler, when it has one, returned for it. */
-  private handledUp(id: string): Promise<void> {
-    return this.event<void>(`the host's control handler to return for signal ${id}`, (done) => {
-      const check = () => {
-        if (this.handled.includes(id)) done()
+  /**
+   * Waits until the signal `id` was handled (the host's own control handler, when it has one,
+   * returned for it), up to `handlerWaitMs`: what the handler did (a channel it asked for) is then
+   * judged on this step. A handler slower than that is no failure (the link lets handlers run as
+   * long as they need); nor is one the kit could not wrap (set with onControl() on a sealed link).
+   */
+  private async handledUp(id: string): Promise<void> {
+    const current = (this.link as unknown as { controlHandler: ControlHandler | undefined }).controlHandler
+    if (current === undefined || !this.wrappers.has(current) || this.handlerWaitMs === 0) return
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let check: (() => void) | undefined
+    let end: (() => void) | undefined
+    await new Promise<void>((resolve) => {
+      end = resolve
+      check = () => {
+        if (this.handled.includes(id)) resolve()
       }
       this.waiters.add(check)
-      queueMicrotask(check)
-      return () => this.waiters.delete(check)
+      timer = setTimeout(resolve, this.handlerWaitMs)
+      // release() ends the run: it ends this wait too.
+      this.pending.add(resolve)
+      check()
+    }).finally(() => {
+      clearTimeout(timer)
+      this.waiters.delete(check!)
+      this.pending.delete(end!)
     })
   }
 
