@@ -12,5 +12,7 @@ export default defineConfig({
     setupFiles: ['test/support/no-leaks.ts'],
     testTimeout: 20_000,
     pool: 'forks',
+    // Read by the tests too slow to run instrumented (test/machines/control.test.ts: the memory of long control ids).
+    env: { PHOENIX_LINK_MUTATION_RUN: '1' },
   },
 })

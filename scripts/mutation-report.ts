@@ -53,7 +53,7 @@ const WHY: Record<string, string> = {
   'machines/channel.ts#channelMachine.guards.isCurrentRetryableRefusal':
     'the attempt check (`attachId === context.attachId` made true): killed since by test/machines/channel.test.ts "a retryable refusal of an earlier join attempt changes nothing…" (added after the run)',
   'src/reasons.ts#wholeWordsOf':
-    "equivalent: the `next !== undefined` half of the first test (DELIMITER.test(undefined) reads the text `undefined`, which holds no delimiter); and the loop's `end > 0` made `>= 0` or true: the half-way bound stops the loop before `end` reaches 0 for every text but the empty one, where the extra step reads `text[-1]`, undefined, no delimiter",
+    "equivalent: the `next !== undefined` half of the first test (DELIMITER.test(undefined) reads the text `undefined`, which holds no delimiter); the `end > 0` of either loop made `>= 0` or true: the half-way bound stops the first loop before `end` reaches 0 for every text but the empty one, and at 0 both read `text[-1]`, undefined, which is no delimiter and no token character, so either loop stops there as it would",
   'src/reasons.ts#retryAfterSecondsToMs':
     'equivalent: the `typeof … number` half: Number.isFinite is false for anything that is not a number, so a string still goes to the digits test',
   'src/runtime/chart-runner.ts#ChartRuntime.busy':
@@ -185,7 +185,7 @@ const WHY: Record<string, string> = {
   'machines/presence.ts#validatePresencePolicy': 'the message of a configuration error',
   'src/reasons.ts#describeReason': 'human-readable text; each kind is checked by test/unit/reasons-details.test.ts, the rest of the wording is free to change',
   'src/reasons.ts#safeJson':
-    'equivalent: JSON.stringify(undefined) is undefined, and clipText of it throws into the fallback, which writes the same String(value)',
+    "equivalent: JSON.stringify(undefined) is undefined, and clipText of it throws into the fallback, which writes the same String(value); and the `value !== null` half of the fallback's object test: JSON.stringify(null) never throws, so null never reaches the fallback",
   'src/reasons.ts#classifyControlChannelLoss': 'the detail text of a control channel loss; the kind, source and retryability are checked',
   'src/reasons.ts#classifyChannelClose': 'the detail text of a phx_close; the kind is checked',
   'src/reasons.ts#classifyClose': 'detail and message text; every code\'s kind and retryability is checked (test/unit/reasons.test.ts)',
@@ -264,18 +264,19 @@ const WHY: Record<string, string> = {
   'src/runtime/chart-runner.ts#ChartRuntime.pendingOf':
     'equivalent: the `?? []` for no pending delay replaced by any other array is filtered by chart, and no array the mutant builds holds a delay of the chart',
   'src/runtime/chart-runner.ts#ChartRuntime.fire':
-    'equivalent: the timer is armed only while a delay is pending (arm() clears it when none is), so fire() never finds the list empty; and the tolerance of a timer that fires early (`> 1` ms made `>= 1`): a timer fires at most about a millisecond early, and at exactly 1 ms either branch delivers the delay within that millisecond',
+    "equivalent: the timer is armed only while a delay is pending (arm() clears it when none is), so fire() never finds the list empty; the tolerance of a timer that fires early (`> 1` ms made `>= 1`): a timer fires at most about a millisecond early, and at exactly 1 ms either branch delivers the delay within that millisecond; and going on after the clock failed (`now === null` made false): readClock() crashed the chart of the first delay, cancelling its delays, and with a null reading only delays due at clock time 1 or earlier would be delivered, which every timer fires after",
   'src/runtime/chart-runner.ts#RunningChart.halt':
     'equivalent: halting a chart twice finds no observer (finish() let them go) and no delay of it left, so the second halt changes nothing',
   'src/runtime/chart-runner.ts#RunningChart.compute':
-    "equivalent: the `finally` releases the last transition's action list, chart and inspection target, and compute() sets all three again before the next transition; `children` is never anything but empty on this runtime (checkChart refuses spawns and invokes), so the half of its check that keeps a non-empty one cannot be reached",
+    "equivalent: the `finally` releases the last transition's action list, chart and inspection target, and compute() sets all three again before the next transition; the inspection target set while nobody observes (made always the chart) is read only by the inspection events inspectEvent drops when nobody observes; `children` and `historyValue` are never anything but empty on this runtime (checkChart refuses spawns and invokes; the charts have no history state), so the halves of their checks that keep a non-empty one cannot be reached",
   'src/runtime/chart-runner.ts#RunningChart.commit':
-    'equivalent: the counter that keys a delayed raise without an id counts down as well as up (each key still differs from every pending one); the checks that build an inspection event only while someone observes (inspectEvent finds no observer and returns)',
+    "equivalent: the counter that keys a delayed raise without an id counts down as well as up (each key still differs from every pending one); the checks that build an inspection event only while someone observes (inspectEvent finds no observer and returns); `'complete'` emptied in the call that ends the observers of a chart in its final state (call() takes every `how` but 'next' and 'error' as complete)",
   'src/runtime/chart-runner.ts#RunningChart.constructor': 'equivalent: the check that builds an inspection event only while someone observes (inspectEvent finds no observer and returns)',
   'src/runtime/chart-runner.ts#RunningChart.process': 'equivalent: the check that builds an inspection event only while someone observes (inspectEvent finds no observer and returns)',
   'src/runtime/chart-runner.ts#ChartRuntime.start':
     "equivalent: the `urgent !== null` half; outside the queue's processing the queue is empty, so a drain with no io.failed to process finds nothing",
-  'src/runtime/chart-runner.ts#RunningChart.call': "equivalent: the `how === 'complete'` test of the last of three cases (`next` and `error` are taken before it)",
+  'src/runtime/chart-runner.ts#RunningChart.call':
+    "equivalent: `result !== undefined` made true: settleReported() returns at once for a value that is neither an object nor a function, undefined among them; and the `how === 'complete'` test of the last of three cases (`next` and `error` are taken before it)",
   'src/runtime/link-charts.ts#LinkCharts.constructor':
     "no coverage in this run: passing the host's onConflict to the connection chart is read only by links in reject mode, whose tests are wire tests (test/wire/supersede.test.ts \"with the host's onConflict 'reject' no supersede can be the link's own doing…\"), outside this run's test set",
   'src/runtime/link-charts.ts#LinkCharts.abandon':
@@ -287,6 +288,20 @@ const WHY: Record<string, string> = {
     "equivalent: the connection chart stops a reconnect chart only on leaving `session`, which started one on entry, so there always is one (the `?.`); a channel chart's initial transition reads only its input, so none can crash while it starts (the `isStopped` check)",
   'src/runtime/link-charts.ts#LinkCharts.crashed':
     "equivalent: the half for a channel chart that crashed while it started (no chart holds its topic yet): a channel chart's initial transition reads only its input and cannot throw",
+  'machines/reconnect.ts#reconnectMachine.guards.isRetryFloorPast':
+    "equivalent on a monotonic clock: `floor === 0` made false leaves `waited(context) >= 0`, which fails only if env.monotonic went back (a clock bug of the host)",
+  'machines/types.ts#copyText':
+    "equivalent: the block loop's `at < stop` made `<=`: its extra round, when `stop` is a multiple of 4096 (0 among them), copies no code unit (`String.fromCharCode()` is `''`)",
+  'src/reasons.ts#lineOf':
+    "equivalent: the `phase === 'upgrade'` half of the too-large hint made true: only a refused upgrade carries an HTTP status (a close or a join rejection has status null), so 414 and 431 meet no other phase",
+  'src/runtime/chart-runner.ts#RunningChart.inspectEvent':
+    "equivalent: `result !== undefined` made true: settleReported() returns at once for a value that is neither an object nor a function, undefined among them (an async observer's rejection is pinned by test/runtime/chart-runner.test.ts \"an async snapshot observer or inspection observer that rejects…\")",
+  'src/runtime/chart-runner.ts#RunningChart.stop':
+    "equivalent: `'complete'` emptied in the call that ends the observers: call() takes every `how` but 'next' and 'error' as complete",
+  'src/runtime/chart-runner.ts#RunningChart.subscribe':
+    "equivalent: `'complete'` emptied in the call that completes an observer of a stopped chart: call() takes every `how` but 'next' and 'error' as complete",
+  'src/runtime/link-charts.ts#LinkCharts.stopAll':
+    "the error a failing stop threw, kept for the end (`{ error }` made `{}`: stopAll() then threw undefined): the test asserted it with `toThrow('…')`, which passes on a thrown undefined; killed since by test/runtime/link-charts.test.ts \"stopAll() stops every chart though a stop throws…\", which compares the value thrown (changed after the run)",
   'src/runtime/link-charts.ts#LinkCharts.emitted':
     'equivalent: only the connection chart emits; the other charts tell it with `report` actions',
 }
@@ -533,9 +548,10 @@ const out = [
       ? strykerSection(charts, () => 90, [
           CHARTS_TITLE,
           '',
-          'Stryker 9 mutates machines/ and src/reasons.ts and runs, against each mutant, the pure chart tests,',
-          'the classification tables and the generated paths replayed with their rule oracles',
-          '(vitest.mutation.config.ts).',
+          'Stryker 9 mutates machines/, the charts\' runtime (src/runtime/) and src/reasons.ts and runs, against each',
+          'mutant, the pure chart tests, the runtime\'s tests, the classification tables and the generated paths',
+          'replayed with their rule oracles (vitest.mutation.config.ts; one test is left out, the heap test of long',
+          'control ids in test/machines/control.test.ts: instrumented, its 80 MB of ids take over 20 s to hash).',
         ])
       : kept('charts', CHARTS_TITLE),
   ),

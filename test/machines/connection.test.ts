@@ -8,7 +8,7 @@ import { connectionMachine, DEFAULT_CONNECTION_POLICY, type ConnectionEvent } fr
 import { rejoinDelayMs } from '../../machines/channel.js'
 import { linkStateOf } from '../../machines/status.js'
 import { classifyClose, classifyControlChannelLoss, classifyUpgrade, DisconnectReason, heartbeatTimeout } from '../../src/reasons.js'
-import { suppressedReason, unseenSupersedeReason } from '../../machines/types.js'
+import { isResetUnseen, suppressedReason, unseenSupersedeReason } from '../../machines/types.js'
 import {
   closeEvent,
   dropEvent,
@@ -914,6 +914,26 @@ describe('rule: supersede is terminal, where no supersede can be pushed (a socke
       at: 7,
     })
     expect(unseenSupersedeReason({ kind: 'dropped', retryable: true, generation: 2, at: 5 }, 2, 7).message).toBe(`the server closed the socket (dropped) ${tail}`)
+  })
+
+  it('the unseen reason of a reset says the reset may have lost the push, or that a middlebox made it; isResetUnseen tells it from a close', () => {
+    const reset = unseenSupersedeReason({ kind: 'dropped', retryable: true, reset: true, generation: 3, at: 5 } as never, 3, 9)
+    expect(reset).toMatchObject({ kind: 'superseded', retryable: false, cause: 'unseen', generation: 3, at: 9 })
+    expect(reset.message).toBe(
+      "the socket's connection was reset (dropped), which loses the frames the server sent that were not yet read, a supersede push among them, " +
+        'and connections made with on_conflict=reject were then refused 409 past the conflict window: another instance holds the key, ' +
+        "or the server still holds this link's own socket (a reset made by a middlebox, not by the server)",
+    )
+    const closed = unseenSupersedeReason({ kind: 'closed', retryable: true, closeCode: 1000, generation: 3, at: 5 }, 3, 9)
+    expect(isResetUnseen(reset)).toBe(true)
+    expect(isResetUnseen(closed)).toBe(false)
+    // The cause decides as well as the message: a reason of another cause that says the same is no reset doubt.
+    expect(isResetUnseen({ ...reset, cause: 'push' } as never)).toBe(false)
+    expect(isResetUnseen({ ...reset, message: undefined } as never)).toBe(false)
+    expect(isResetUnseen({ ...reset, message: 7 } as never)).toBe(false)
+    // Its report begins so; text after those words is no reset doubt.
+    expect(isResetUnseen({ ...reset, message: `a close: ${reset.message}` })).toBe(false)
+    expect(isResetUnseen({ ...reset, message: "the socket's connection was reset (dropped)" })).toBe(true)
   })
 
   it('a doubt no supersede read raised, settled by the session ending superseded (a supersede then pushed on the socket just lost), is forgotten unreported: nothing was read', () => {

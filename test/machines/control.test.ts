@@ -205,7 +205,10 @@ describe('control delivery chart', () => {
     expect(dedupeKey(`${'c'.repeat(300)}1`)).not.toBe(dedupeKey(`${'c'.repeat(300)}2`))
   })
 
-  it('the keys of long ids keep nothing of the ids alive: 40 ids of 2 MB each, delivered and out of scope, leave the heap within 2 MiB (a key sliced from its id kept 6)', async () => {
+  // Not in `npm run mutate` (vitest.mutation.config.ts sets PHOENIX_LINK_MUTATION_RUN): under
+  // Stryker's instrumentation, hashing these 80 MB of ids takes over 20 s (under 1 s here), and what
+  // it judges (a key copied, not sliced, out of its id) is a memory property no other test sees.
+  it.skipIf(process.env.PHOENIX_LINK_MUTATION_RUN === '1')('the keys of long ids keep nothing of the ids alive: 40 ids of 2 MB each, delivered and out of scope, leave the heap within 2 MiB (a key sliced from its id kept 6)', async () => {
     setFlagsFromString('--expose-gc')
     const gc = runInNewContext('gc') as () => void
     const h = harness(async () => {})

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { DEFAULT_CHANNEL_POLICY, validateChannelPolicy, type ChannelPolicy } from '../../machines/channel.js'
 import { DEFAULT_CONNECTION_POLICY, validateConnectionPolicy, type ConnectionPolicy } from '../../machines/connection.js'
 import { DEFAULT_RECONNECT_POLICY, validateReconnectPolicy, type ReconnectPolicy } from '../../machines/reconnect.js'
-import { assertMs, isRefusedBeforeSupersede, isRefusedUnaccepted, thrownText } from '../../machines/types.js'
+import { assertMs, copyText, isRefusedBeforeSupersede, isRefusedUnaccepted, thrownText } from '../../machines/types.js'
 
 const reconnect = (patch: Partial<Record<keyof ReconnectPolicy, unknown>>) => () => validateReconnectPolicy({ ...DEFAULT_RECONNECT_POLICY, ...patch } as ReconnectPolicy)
 const connection = (patch: Partial<ConnectionPolicy>) => () => validateConnectionPolicy({ ...DEFAULT_CONNECTION_POLICY, ...patch })
@@ -178,6 +178,25 @@ describe('what a refused upgrade says', () => {
       expect(isRefusedUnaccepted(reason), JSON.stringify(reason)).toBe(false)
       expect(isRefusedBeforeSupersede(reason), JSON.stringify(reason)).toBe(false)
     }
+  })
+})
+
+describe('copyText', () => {
+  it('copies up to end, never ending inside a surrogate pair it cut; a text that ends in half a pair, not cut, is copied whole', () => {
+    expect(copyText('abcdef', 3)).toBe('abc')
+    expect(copyText('abc')).toBe('abc')
+    expect(copyText('abc', 10)).toBe('abc')
+    expect(copyText('', 5)).toBe('')
+    // A cut between the halves of a pair drops the first half.
+    expect(copyText('ab\ud83d\ude00c', 3)).toBe('ab')
+    expect(copyText('ab\ud83d\ude00c', 4)).toBe('ab\ud83d\ude00')
+    // Nothing cut: the text as it is, even when it ends in a lone high surrogate.
+    expect(copyText('ab\ud83d')).toBe('ab\ud83d')
+    expect(copyText('ab\ud83d', 3)).toBe('ab\ud83d')
+    // Longer than one block of 4096 code units, to the unit.
+    const long = `${'x'.repeat(4095)}yz${'w'.repeat(4096)}`
+    expect(copyText(long)).toBe(long)
+    expect(copyText(long, 4097)).toBe(`${'x'.repeat(4095)}yz`)
   })
 })
 

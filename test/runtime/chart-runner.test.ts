@@ -262,6 +262,52 @@ function timerRequests(runtime: TestRuntime): number[] {
   return sets
 }
 
+describe("the host's clock failing", () => {
+  const waiting = setup({ actions: { io: (_: unknown, _p: string) => {} }, delays: { d: 100 } }).createMachine({ id: 'waiting', initial: 'w', states: { w: { after: { d: { target: 'x', actions: { type: 'io', params: 'fired' } } } }, x: {} } })
+
+  it('a clock that throws when a delay is armed crashes that chart alone; no timer is armed for it', () => {
+    const runtime = new TestRuntime()
+    const sets = timerRequests(runtime)
+    // The delay is scheduled on the first reading; the second, to arm its timer, throws.
+    let reads = 0
+    runtime.clock.now = () => {
+      if (++reads > 1) throw new Error('clock broke')
+      return 0
+    }
+    const chart = runtime.run(waiting, undefined)
+    expect(runtime.crashes).toEqual([{ chart: 'waiting', error: new Error('clock broke') }])
+    expect(chart.isStopped).toBe(true)
+    expect(sets).toEqual([])
+  })
+
+  it('a timer whose clearTimeout threw and that fires anyway is ignored: only the armed timer delivers', () => {
+    const runtime = new TestRuntime()
+    const callbacks: Array<() => void> = []
+    runtime.clock.setTimeout = (fn) => {
+      callbacks.push(fn as () => void)
+      return callbacks.length
+    }
+    let clears = 0
+    runtime.clock.clearTimeout = () => {
+      clears++
+      throw new Error('clear broke')
+    }
+    const first = runtime.run(waiting, undefined, 'first')
+    expect(callbacks).toHaveLength(1)
+    // A delay due sooner re-arms: the first timer's clearTimeout throws, and that timer stays live in the clock.
+    const sooner = setup({ actions: { io: (_: unknown, _p: string) => {} }, delays: { d: 10 } }).createMachine({ id: 'sooner', initial: 'w', states: { w: { after: { d: { target: 'x', actions: { type: 'io', params: 'sooner' } } } }, x: {} } })
+    expect(() => runtime.run(sooner, undefined)).toThrow('clear broke')
+    expect(clears).toBe(1)
+    // The runtime forgot the first timer before clearing it: it is no longer the armed one.
+    expect(callbacks).toHaveLength(1)
+    // It fires anyway, once both delays are due: ignored, nothing is delivered by it.
+    runtime.clock.increment(100)
+    callbacks[0]!()
+    expect(runtime.paramsOf('io')).toEqual([])
+    expect(first.getSnapshot().value).toBe('w')
+  })
+})
+
 describe('delays', () => {
   it('a delay scheduled later but due sooner fires first, on its own deadline; a later delay does not re-arm the timer', () => {
     const runtime = new TestRuntime()
@@ -443,6 +489,33 @@ describe('delays', () => {
 })
 
 describe('observers and listeners', () => {
+  it('an async snapshot observer or inspection observer that rejects is reported as a throw is, never an unhandled rejection', async () => {
+    const runtime = new TestRuntime()
+    let inspections = 0
+    runtime.inspect = async (e) => {
+      if (e.type === '@xstate.event' && ++inspections === 1) throw new Error('async inspect broke')
+    }
+    const a = runtime.run(timers, undefined, 'a')
+    a.subscribe({
+      next: async () => {
+        throw new Error('async next broke')
+      },
+      complete: async () => {
+        throw new Error('async complete broke')
+      },
+    })
+    a.send({ type: 'leave' })
+    a.stop()
+    // The rejections settle a microtask later.
+    await Promise.resolve()
+    await Promise.resolve()
+    expect(runtime.listenerErrors).toEqual([
+      { chart: 'a', error: new Error('async inspect broke') },
+      { chart: 'a', error: new Error('async next broke') },
+      { chart: 'a', error: new Error('async complete broke') },
+    ])
+  })
+
   it('a snapshot listener that throws is reported; the chart, the other listeners and its delays go on', () => {
     const runtime = new TestRuntime()
     const a = runtime.run(timers, undefined, 'a')

@@ -170,6 +170,26 @@ describe('control delivery', () => {
     expect(w.charts.connection.pendingDelays()).toEqual([])
   })
 
+  it("stopAll() stops every chart though a stop throws (the host's clock failing to clear a timer), then throws the first error", () => {
+    const w = wired()
+    w.charts.send({ type: 'host.channel', topic: 'room:1' })
+    w.connect()
+    w.charts.send(signal('a'))
+    let clears = 0
+    w.clock.clearTimeout = () => {
+      throw new Error(`clear ${++clears} broke`)
+    }
+    let thrown: unknown
+    try {
+      w.charts.stopAll()
+    } catch (error) {
+      thrown = error
+    }
+    expect(thrown).toEqual(new Error('clear 1 broke'))
+    expect([w.charts.connection, w.charts.control!, w.charts.reconnect!, w.charts.channels.get('room:1')!].map((c) => c.isStopped)).toEqual([true, true, true, true])
+    expect(w.delivered[0]!.signal.aborted).toBe(true)
+  })
+
   it('stopAll() before any signal or session stops what there is', () => {
     const w = wired()
     w.charts.stopAll()

@@ -221,6 +221,19 @@ describe('classifyJoinError', () => {
     expect(classifyJoinError('text', 1, 2)).toMatchObject({ detail: 'join refused with a reason the join table does not list: (no reason)', raw: '"text"' })
     expect(classifyJoinError(null, 1, 2)).toMatchObject({ raw: 'null' })
     expect(classifyJoinError(undefined, 1, 2)).toMatchObject({ raw: 'undefined' })
+    // What JSON.stringify throws on: a BigInt (not an object) as its text; an object whose toJSON throws, said so.
+    expect(classifyJoinError(10n, 1, 2)).toMatchObject({ raw: '10' })
+    expect(
+      classifyJoinError(
+        {
+          toJSON() {
+            throw 'not an Error'
+          },
+        },
+        1,
+        2,
+      ),
+    ).toMatchObject({ raw: '(a payload JSON.stringify cannot write: it threw)' })
     // A prototype key is not a listed reason.
     expect(classifyJoinError({ reason: 'constructor' }, 1, 2)).toMatchObject({ kind: 'other' })
   })
@@ -336,6 +349,22 @@ describe('clipText', () => {
     expect(clipText(`a${'\ud800\udc00'.repeat(150)}`, 200)).toBe(`a${'\ud800\udc00'.repeat(99)}`)
     expect(clipText(`a${'\udbff\udc00'.repeat(150)}`, 200)).toBe(`a${'\udbff\udc00'.repeat(99)}`)
     expect(clipText('ab\ue000\ue000', 3)).toBe('ab\ue000')
+  })
+
+  it('a near delimiter decides over the token run: a split word with a character outside the token set still goes whole back to it', () => {
+    // 'é' is no token character: the run back from the cut stops at it, the delimiter does not.
+    expect(wholeWordsOf('abc d\u00e9fg', 'h')).toBe('abc ')
+    // A delimiter exactly half-way back (8 kept, at 4) is near; one past half is not, and the run stops at 'é'.
+    expect(wholeWordsOf('a bcd\u00e9fgh', 'i')).toBe('a bcd\u00e9')
+    expect(wholeWordsOf('a\u00e9bc defgh', 'i')).toBe('a\u00e9bc ')
+  })
+
+  it('token characters are visible ASCII from ! to ~ and no delimiter: a control character or one above ~ ends the run', () => {
+    // No delimiter at all: back over the token run the cut split.
+    expect(clipText('a\u0001bcdefghijklm', 12)).toBe('a\u0001')
+    expect(clipText('a!bcdefghijklm', 12)).toBe('')
+    expect(clipText('a~bcdefghijklm', 12)).toBe('')
+    expect(clipText('a\u007fbcdefghijklm', 12)).toBe('a\u007f')
   })
 
   it('keeps the JSON of a payload that is longer than the limit clipped between tokens', () => {

@@ -200,6 +200,14 @@ describe('describeReason of what is not a reason', () => {
       'not a DisconnectReason: an object of kind "bogus", no kind it knows',
       'not a DisconnectReason: an object of kind "closed", closeCode, closeName, closeReason, generation, at missing or of the wrong type',
     ])
+    // An array is an object with no kind (its issue has no path: no field is named); a field of a nested reason is named by its path.
+    expect(describeReason([] as never)).toBe('not a DisconnectReason: an object, no kind it knows')
+    // The last loss's line loses only its own ending: ", terminal" inside a close reason stays.
+    expect(describeReason(suppressedReason('rapid-disconnects', 10, classifyClose({ code: 1011, reason: 'a, terminal b' }, 1, 0), 0, true) as DisconnectReason)).toBe(
+      'suspended after 10 attempts (rapid-disconnects, the last closed 1011 (internal error) "a, terminal b"): one attempt per cooldown, will reconnect',
+    )
+    const nested = { kind: 'suppressed', cause: 'rapid-disconnects', attempts: 3, retryable: false, generation: 1, at: 0, lastLoss: { kind: 'closed', retryable: true, closeName: 'normal closure', closeReason: '', generation: 1, at: 0 } }
+    expect(describeReason(nested as never)).toBe('not a DisconnectReason: an object of kind "suppressed", lastLoss.closeCode missing or of the wrong type')
   })
 
   it('escapes every control character of server text, so a line stays one line', () => {
