@@ -12,7 +12,7 @@ import { allPaths } from '../../src/node/model/paths.js'
 import { coverageOf, replay, type ChartCoverage, type Crossed } from '../../src/node/model/coverage.js'
 import type { ChartName } from '../../src/node/model/chart-info.js'
 import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
-import { createLink } from '../../src/link.js'
+import { createLink, type Link, type LinkOptions } from '../../src/link.js'
 import { lifecyclePaths, reconnectPaths, startPathKit, type PathKit } from '../../src/node/testing/index.js'
 import { runChannelPath, runReconnectPath, type PathRun } from './small-runners.js'
 import { UNREACHABLE } from './unreachable.js'
@@ -73,36 +73,25 @@ async function runBatch<T>(chart: string, items: T[], run: (item: T, i: number) 
   expect(failures).toEqual([])
 }
 
+/**
+ * The charts' own host for the kit: an app channel on every path, which the kit's
+ * app-channels-joined oracle judges at every connected step (on the next socket too, on the
+ * reconnect paths).
+ */
+function modelHost(options: LinkOptions): Link {
+  const link = createLink({ ...options, onControl: async () => {} })
+  link.channel('room:model')
+  return link
+}
+
 const lifecycle = lifecyclePaths()
-describe(`connection chart: ${lifecycle.length} paths on the real wire, through phoenix-link/testing`, () => {
+const reconnects = reconnectPaths()
+describe(`connection chart: ${lifecycle.length} paths on the real wire and ${reconnects.length} back to connected after each loss, through phoenix-link/testing`, () => {
   it('the kit gives every wire path of the model, step for step', () => {
     expect(lifecycle.map((p) => p.name)).toEqual(wire.connection.map((p) => p.name))
   })
-  batches([...lifecycle], 8).forEach((batch, b) => {
-    it(`paths ${b * 8 + 1}-${b * 8 + batch.length}`, () =>
-      runBatch('connection', batch, (path) =>
-        kit.run(path, (options) => {
-          const link = createLink({ ...options, onControl: async () => {} })
-          // An app channel on every path: the kit's app-channels-joined oracle judges it at every connected step.
-          link.channel('room:model')
-          return link
-        }),
-      ))
-  })
-})
-
-const reconnects = reconnectPaths()
-describe(`connection chart: ${reconnects.length} paths back to connected after each loss, through phoenix-link/testing`, () => {
-  batches([...reconnects], 8).forEach((batch, b) => {
-    it(`paths ${b * 8 + 1}-${b * 8 + batch.length}`, () =>
-      runBatch('connection', batch, (path) =>
-        kit.run(path, (options) => {
-          const link = createLink({ ...options, onControl: async () => {} })
-          // Rejoined on the second socket: app-channels-joined judges it at the path's last step.
-          link.channel('room:model')
-          return link
-        }),
-      ))
+  batches([...lifecycle, ...reconnects], 8).forEach((batch, b) => {
+    it(`paths ${b * 8 + 1}-${b * 8 + batch.length}`, () => runBatch('connection', batch, (path) => kit.run(path, modelHost)))
   })
 })
 
