@@ -65,8 +65,9 @@ export interface OracleInput<H = unknown> {
   host: H
   /**
    * The app channels of the link, in the order the host asked for them (see {@link AppChannelView}).
-   * At a step that leaves the link `connected`, the kit first waits, up to the run's timeout, for
-   * every join in flight (no channel `joining` or `detached`), so a status here is the server's answer.
+   * At a step that leaves the link `connected`, the kit first waits, up to the run's `channelWaitMs`
+   * (by default its timeout), for every join in flight (no channel `joining` or `detached`), so a
+   * status here is the server's answer.
    * Undefined when a test replays a path on the chart alone (no link).
    */
   channels: readonly AppChannelView[] | undefined
@@ -94,8 +95,9 @@ export interface LifecycleOracle<H = unknown> {
 
 /** What the app-channels-joined oracle says of a channel that is not joined. */
 function notJoined(c: AppChannelView): string {
-  // A channel's reason says "will reconnect" or "terminal" of the link; the status says what the channel does.
-  const why = c.reason === null ? null : describeReason(c.reason).replace(/, (will reconnect|terminal)$/, '')
+  // A reason's line ends "will reconnect" or "terminal", said of the link; the status says what the channel does.
+  const line = (reason: DisconnectReason): string => describeReason(reason).replace(/, (will reconnect|terminal)$/, '')
+  const why = c.reason === null ? null : line(c.reason)
   switch (c.status) {
     case 'errored':
       return `${c.topic} is errored, to be rejoined on this socket after its backoff${why === null ? '' : ` (${why})`}`
@@ -106,7 +108,7 @@ function notJoined(c: AppChannelView): string {
         c.joinsReceived === 0
           ? 'the server received no join of it on this socket (its join never left: params that never settle?)'
           : `the server received ${c.joinsReceived} join${c.joinsReceived === 1 ? '' : 's'} of it on this socket, and none is joined yet`
-      const dropped = c.drops === 0 || c.lastDrop === null ? '' : `; dropped ${c.drops === 1 ? 'once' : `${c.drops} times`} during the run, the last ${describeReason(c.lastDrop).replace(/, (will reconnect|terminal)$/, '')}`
+      const dropped = c.drops === 0 || c.lastDrop === null ? '' : `; dropped ${c.drops === 1 ? 'once' : `${c.drops} times`} during the run, the last ${line(c.lastDrop)}`
       return `${c.topic} is still ${c.status} when the kit stopped waiting: ${joins}${dropped}`
     }
   }
