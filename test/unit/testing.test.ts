@@ -252,14 +252,15 @@ describe("the runner judges the host's app channels at every connected step", ()
       void lobby.joined().then(() => link.channel('room:next'))
       return link
     })
-    // A channel asked for by the control handler, after its own await, whose params fail: judged once the handler returned.
+    // A channel asked for by the control handler after a heartbeat round trip (longer than the kit's
+    // macrotask re-look, with no join in flight to wait on), whose params fail: judged once the handler returned.
     const signalled = pathFrom('host connect > upgrade sent > open > join ok > control signal', 5)
     const failure = await failureOf(
       kit.run(signalled, (options) => {
         const link: Link = createLink({
           ...options,
           onControl: async () => {
-            await new Promise((resolve) => setTimeout(resolve, 30))
+            await link.ping()
             link.channel('room:signalled', () => {
               throw new Error('bad params')
             })
@@ -275,12 +276,15 @@ describe("the runner judges the host's app channels at every connected step", ()
 
   it("a control handler slower than channelWaitMs is no failure, nor is one set later on a sealed link (the kit cannot wrap it); a host that asks again after every refusal is told how often it was dropped", async () => {
     const signalled = pathFrom('host connect > upgrade sent > open > join ok > control signal', 5)
+    // A handler that has not returned when the run ends (released after it).
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
     const started = performance.now()
-    await kit.run(
-      signalled,
-      (options) => createLink({ ...options, onControl: () => new Promise((resolve) => setTimeout(resolve, 400)) }),
-      { timeoutMs: 300 },
-    )
+    try {
+      await kit.run(signalled, (options) => createLink({ ...options, onControl: () => held }), { timeoutMs: 300 })
+    } finally {
+      release()
+    }
     // The step went on after channelWaitMs (the run's timeout, 300 ms) without failing.
     expect(performance.now() - started).toBeLessThan(3000)
     await kit.run(signalled, (options) => {

@@ -18,7 +18,7 @@ import { rejoinDelayMs } from '../../../machines/channel-policy.js'
 import { controlTopic, SUPERSEDE_EVENT } from '../../protocol.js'
 import { appChannelsOf, chartOf, waitForChart } from '../../chart-of.js'
 import { startSimulator, type PlatformSimulator, type SimulatorOptions } from '../server/index.js'
-import { APP_CHANNELS_ORACLE, LIFECYCLE_ORACLES, type AppChannelView, type LifecycleOracle } from './oracles.js'
+import { APP_CHANNELS_ORACLE, LIFECYCLE_ORACLES, type AppChannelView, type LifecycleOracle, type OracleInput } from './oracles.js'
 import { checkKnownKeys } from '../../call-checks.js'
 import type { LifecyclePath, LifecycleStep, StepExpectation } from './paths.js'
 import type { ChartDelay } from './stimuli.js'
@@ -367,17 +367,10 @@ export class PathKit {
         const after = observe(link)
         const views = channels.views()
         for (const oracle of oracles) {
-          let broken: string | null
-          try {
-            broken = readAnswer(oracle.check({ path, index, step: group!, before, after, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId, channels: views }))
-          } catch (error) {
-            // The check threw, or its answer did when read (a `then` that throws).
-            broken = `the oracle threw: ${thrownText(error)}`
-          }
-          // Any string is a broken rule, even an empty one; only null (or undefined) holds.
-          if (broken !== null && broken !== undefined) {
+          const broken = verdictOf(oracle, { path, index, step: group!, before, after, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId, channels: views })
+          if (broken !== null) {
             const judged = group === step ? '' : ` (judged on step ${path.steps.indexOf(group!) + 1}, ${group!.name}, once the link settled)`
-            fail(index, `${oracle.name}: ${broken === '' ? '(broken, no message)' : broken}${judged}`)
+            fail(index, `${oracle.name}: ${broken}${judged}`)
           }
         }
         wasConnected ||= after.state === 'connected'
@@ -405,13 +398,8 @@ export class PathKit {
         const input = { path, index: last, step: group!, before: settled, after: settled, wasConnected, wasAccepted, link, host: built, simulator: sim, agentId, channels: channels.views() }
         for (const oracle of oracles) {
           if (oracle.name !== APP_CHANNELS_ORACLE) continue
-          let broken: string | null
-          try {
-            broken = readAnswer(oracle.check(input))
-          } catch (error) {
-            broken = `the oracle threw: ${thrownText(error)}`
-          }
-          if (broken !== null && broken !== undefined) fail(last, `${oracle.name}: ${broken === '' ? '(broken, no message)' : broken} (judged again ${this.settleMs} ms after the path)`)
+          const broken = verdictOf(oracle, input)
+          if (broken !== null) fail(last, `${oracle.name}: ${broken} (judged again ${this.settleMs} ms after the path)`)
         }
       }
       // The simulator saw exactly the sockets and attempts the path made: nothing reconnected on its own.
@@ -1059,6 +1047,22 @@ async function within(promise: Promise<unknown>, timeoutMs: number, message: str
   } finally {
     clearTimeout(timer)
   }
+}
+
+/**
+ * What `oracle` says of `input`: null when its rule holds, else the sentence a failure carries
+ * (`(broken, no message)` for an empty one; what it threw, named so, when the check or the reading
+ * of its answer throws, such as a `then` that throws).
+ */
+function verdictOf<H>(oracle: LifecycleOracle<H>, input: OracleInput<H>): string | null {
+  let broken: string | null
+  try {
+    broken = readAnswer(oracle.check(input))
+  } catch (error) {
+    broken = `the oracle threw: ${thrownText(error)}`
+  }
+  // Any string is a broken rule, even an empty one; only null (or undefined, read as null) holds.
+  return broken === '' ? '(broken, no message)' : broken
 }
 
 /**
