@@ -238,10 +238,25 @@ describe('phoenix-link conform killed outright', () => {
     try {
       // pgrep is the only view of another process's children: poll it, bounded.
       await until(() => (started = agents()).length >= 3, 20_000, 'three agents to run')
+      // The reaper: conform's child whose program reads the grace (REAPER_PROGRAM).
+      const reaper = spawnSync('pgrep', ['-P', String(child.pid), '-f', 'const graceMs'], { encoding: 'utf8' }).stdout.trim()
+      expect(reaper).toMatch(/^\d+$/)
       child.kill('SIGKILL')
       await exited
-      // The reaper's SIGTERM, and its SIGKILL after the stop timeout (1 s), within a bound.
-      await until(() => started.filter(running).length === 0, 10_000, 'every agent of the killed conform to end')
+      // The reaper's SIGTERM, and its SIGKILL after the stop timeout (1 s), within a bound. A
+      // timeout says what each process was doing (proc(5) stat), the reaper's among them.
+      const stat = (pid: string) => {
+        try {
+          const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+          const [state, ppid, pgid] = text.slice(text.lastIndexOf(')') + 2).split(' ')
+          return `${pid} state ${state} parent ${ppid} group ${pgid}`
+        } catch {
+          return `${pid} gone`
+        }
+      }
+      await until(() => started.filter(running).length === 0, 10_000, 'every agent of the killed conform to end').catch((error: Error) => {
+        throw new Error(`${error.message}; still running: ${started.filter(running).map(stat).join(' | ')}; the reaper: ${stat(reaper)}`)
+      })
       expect(started.length).toBeGreaterThanOrEqual(3)
       expect(started.filter(running)).toEqual([])
     } finally {

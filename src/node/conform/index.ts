@@ -325,7 +325,8 @@ class Agent {
  * The reaper's program: it reads `+<pgid>` and `-<pgid>` lines (an agent's process group started,
  * ended) on its stdin, and when the stdin ends with groups left (conform itself died, a SIGKILL or
  * an out-of-memory kill, and the pipe closed with it) sends each SIGTERM, then SIGKILL after the
- * grace (argv[1], ms), and exits. An ordinary end of conform removes every group first: then it
+ * grace (argv[1], ms), and exits. Any end of the pipe counts: its end, an error reading it (a
+ * socket pair whose peer closed with data unread reads ECONNRESET, unix(7)), or its close. An ordinary end of conform removes every group first: then it
  * just exits.
  */
 const REAPER_PROGRAM = `
@@ -344,12 +345,18 @@ process.stdin.on('data', (chunk) => {
     else groups.delete(pgid)
   }
 })
-process.stdin.on('end', () => {
-  if (groups.size === 0) return
+let ended = false
+const end = () => {
+  if (ended) return
+  ended = true
+  if (groups.size === 0) return process.exit(0)
   const send = (signal) => { for (const pgid of groups) { try { process.kill(-pgid, signal) } catch {} } }
   send('SIGTERM')
   setTimeout(() => { send('SIGKILL'); process.exit(0) }, graceMs)
-})
+}
+process.stdin.on('end', end)
+process.stdin.on('error', end)
+process.stdin.on('close', end)
 `
 
 /**
