@@ -307,4 +307,28 @@ describe('phoenix-link command line', () => {
     expect(lines.map(({ name, steps }) => ({ name, steps }))).toEqual(JSON.parse(JSON.stringify(lifecyclePaths())))
     expect(out).toContain('{"name":"close 1000","stimulus":{"type":"server.close","code":1000}')
   })
+
+  it('paths --reconnects prints the paths that reconnect, equal to reconnectPaths(), and refuses a chart or mode they do not exist for', async () => {
+    const child = cli(['paths', '--reconnects', '--json'])
+    let out = ''
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+    expect(await exit(child)).toBe(0)
+    const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { chart: string; set: string; index: number; name: string; steps: unknown[] })
+    const { reconnectPaths } = await import('../../src/node/testing/index.js')
+    expect(lines.map(({ name, steps }) => ({ name, steps }))).toEqual(JSON.parse(JSON.stringify(reconnectPaths())))
+    expect(lines.map((l) => [l.chart, l.set, l.index])).toEqual(reconnectPaths().map((_, i) => ['connection', 'reconnect', i + 1]))
+    const text = cli(['paths', '--reconnects'])
+    let printed = ''
+    text.stdout.on('data', (c: Buffer) => (printed += c.toString()))
+    expect(await exit(text)).toBe(0)
+    expect(printed.split('\n')[0]).toBe(`connection chart: ${lines.length} wire paths on which a connected link loses its socket and connects again on the next (reconnectPaths())`)
+    expect(printed.trim().split('\n')).toHaveLength(lines.length + 1)
+    for (const args of [['--chart', 'channel'], ['--mode', 'pure']]) {
+      const refused = cli(['paths', '--reconnects', ...args])
+      let err = ''
+      refused.stderr.on('data', (c: Buffer) => (err += c.toString()))
+      expect(await exit(refused)).toBe(2)
+      expect(err).toContain('--reconnects: the reconnect paths are wire paths of the connection chart')
+    }
+  })
 })

@@ -1,7 +1,7 @@
 /** `phoenix-link paths`: the generated paths of the charts, as the model-based tests run them. */
 import { allPaths, type ModelPath } from '../model/paths.js'
 import type { Expectation } from '../model/connection-model.js'
-import { lifecyclePathOf } from '../testing/paths.js'
+import { lifecyclePathOf, reconnectPaths } from '../testing/paths.js'
 import { MODEL_RECONNECT_POLICY } from '../model/small-models.js'
 import { DEFAULT_RECONNECT_POLICY } from '../../../machines/reconnect-policy.js'
 
@@ -12,7 +12,14 @@ export interface PathsOptions {
   /** `wire`: the paths run on the real link; `pure`: every stimulus, replayed on the chart alone. */
   mode: 'wire' | 'pure'
   json: boolean
+  /**
+   * Print the paths on which a connected link loses its socket and connects again on the next
+   * (`reconnectPaths()` of phoenix-link/testing) instead: wire paths of the connection chart only.
+   */
+  reconnects?: boolean
   write?: (line: string) => void
+  /** Where a refusal of the options is written (stderr unless given). */
+  writeError?: (line: string) => void
 }
 
 function describeExpect(expect: Record<string, unknown>): string {
@@ -39,12 +46,26 @@ export function modelPolicyOf(chart: string): Record<string, { model: unknown; d
 }
 
 /**
- * Prints the paths and returns the exit code (0).
+ * Prints the paths and returns the exit code: 0, or 2 when `reconnects` is asked for another chart
+ * or mode than the connection chart's wire paths (the refusal written to `writeError`).
  *
  * @throws {Error} for an unknown chart name.
  */
 export function runPaths(options: PathsOptions): number {
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`))
+  if (options.reconnects) {
+    if ((options.chart !== undefined && options.chart !== 'connection') || options.mode !== 'wire') {
+      ;(options.writeError ?? ((line: string) => process.stderr.write(`${line}\n`)))('--reconnects: the reconnect paths are wire paths of the connection chart; drop --chart and --mode (or give --chart connection --mode wire)')
+      return 2
+    }
+    const paths = reconnectPaths()
+    if (!options.json) write(`connection chart: ${paths.length} wire paths on which a connected link loses its socket and connects again on the next (reconnectPaths())`)
+    paths.forEach(({ name, steps }, i) => {
+      if (options.json) write(JSON.stringify({ chart: 'connection', set: 'reconnect', mode: 'wire', index: i + 1, name, steps }))
+      else write(`${String(i + 1).padStart(5)}. ${steps.map((s) => `${s.name} → ${describeExpect({ ...s.expect, value: s.expect.chartState })}`).join('  |  ')}`)
+    })
+    return 0
+  }
   const all = allPaths(options.mode) as Record<string, Array<ModelPath<unknown>>>
   const charts = options.chart ? [options.chart] : Object.keys(all)
   for (const chart of charts) {
