@@ -442,8 +442,8 @@ export class Link {
   #runs: RunSupervisor | null = null
   /** `runs.hookTimeoutMs` of the options, checked; undefined for the supervisor's default. */
   readonly #hookTimeoutMs: number | undefined
-  /** Abort rounds of ended sessions (any session of this link) whose hooks have not all settled: disconnect() waits for them. */
-  readonly #abortRounds = new Set<Promise<unknown>>()
+  /** Abort rounds of ended sessions (any session of this link) whose hooks have not all settled: disconnect() waits for them. Null while none (an idle link keeps no set). */
+  #abortRounds: Set<Promise<unknown>> | null = null
   /** Above 0 while a run's onAbort hook is being called: a disconnect() from it waits for no abort round (its own among them). */
   #inHook = 0
   readonly #agentId: string
@@ -694,16 +694,17 @@ export class Link {
     if (options.tracer) traceSpans(this, options.tracer)
   }
 
-  /** The inspectors' view of each chart (see {@link InspectedChart}), made on first use. */
-  readonly #inspected = new WeakMap<object, InspectedChart>()
+  /** The inspectors' view of each chart (see {@link InspectedChart}), made on first use; null until an inspector sees a chart. */
+  #inspected: WeakMap<object, InspectedChart> | null = null
 
   /** The inspectors' view of `ref` (a chart of this link), or `ref` itself when it is none. */
   #inspectedRef(ref: unknown): unknown {
     if (!(ref instanceof RunningChart)) return ref
-    let view = this.#inspected.get(ref)
+    const views = (this.#inspected ??= new WeakMap())
+    let view = views.get(ref)
     if (view === undefined) {
       view = new InspectedChart(ref, this.#inspectedRef(ref._parent) as InspectedChart | null, (value) => this.redactOutput(value))
-      this.#inspected.set(ref, view)
+      views.set(ref, view)
     }
     return view
   }
@@ -929,7 +930,7 @@ export class Link {
     await this.#adapter.settled(upTo)
     // The runs the session's end aborted: their hooks settled or timed out, each reported. Not
     // when called from such a hook: the round would wait for the hook, and the hook for this.
-    if (!fromHook) await Promise.allSettled(this.#abortRounds)
+    if (!fromHook && this.#abortRounds !== null) await Promise.allSettled(this.#abortRounds)
   }
 
   /**
@@ -1337,8 +1338,12 @@ export class Link {
     if ((this.#runs?.inFlight(this.#agentId).length ?? 0) === 0) return
     // A round never rejects (a hook's throw is its report); each hook is bounded by hookTimeoutMs.
     const round = this.#runs!.abortPrincipal(this.#agentId, reason)
-    this.#abortRounds.add(round)
-    void round.then(() => this.#abortRounds.delete(round))
+    const rounds = (this.#abortRounds ??= new Set())
+    rounds.add(round)
+    void round.then(() => {
+      rounds.delete(round)
+      if (rounds.size === 0 && this.#abortRounds === rounds) this.#abortRounds = null
+    })
   }
 
   private send(event: ConnectionEvent): void {

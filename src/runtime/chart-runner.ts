@@ -30,6 +30,7 @@ import type { AnyActorScope, AnyStateMachine, EventFromLogic, EventObject, Snaps
 import type { Clock } from './clock.js'
 import { MAX_TIMER_MS } from '../../machines/types.js'
 import { settleReported } from '../emitter.js'
+import { deepFreeze } from '../freeze.js'
 
 export type { Clock } from './clock.js'
 
@@ -122,6 +123,36 @@ const NONE: object = Object.freeze({})
 function isEmpty(value: object): boolean {
   for (const _ in value) return false
   return true
+}
+
+/**
+ * A chart's configurations seen so far, as a trie over the state nodes of a snapshot's `_nodes`
+ * in order: the leaf holds the `_nodes` array and the state `value` every snapshot of that
+ * configuration shares, frozen. A chart has a bounded number of configurations, so the trie is
+ * bounded by its chart, whatever the number of links.
+ */
+interface Configurations {
+  next: Map<unknown, Configurations> | null
+  shared: { _nodes: readonly unknown[]; value: unknown } | null
+}
+const CONFIGURATIONS = new WeakMap<AnyStateMachine, Configurations>()
+
+/**
+ * The shared `_nodes` and `value` of `snapshot`'s configuration: the first snapshot of it (in any
+ * link) provides them, frozen. XState computes both anew for every transition that changes the
+ * configuration and only reads them after (machines/ never write to a snapshot), so one of each
+ * serves every snapshot of that configuration: about 0.7 KiB per idle link (docs/performance.md).
+ */
+function sharedConfiguration(machine: AnyStateMachine, snapshot: { _nodes: readonly unknown[]; value: unknown }): { _nodes: readonly unknown[]; value: unknown } {
+  let node = CONFIGURATIONS.get(machine)
+  if (node === undefined) CONFIGURATIONS.set(machine, (node = { next: null, shared: null }))
+  for (const stateNode of snapshot._nodes) {
+    const next: Map<unknown, Configurations> = (node.next ??= new Map())
+    let child = next.get(stateNode)
+    if (child === undefined) next.set(stateNode, (child = { next: null, shared: null }))
+    node = child
+  }
+  return (node.shared ??= { _nodes: deepFreeze(snapshot._nodes), value: deepFreeze(snapshot.value) })
 }
 
 /**
@@ -494,10 +525,16 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
     // `historyValue`; the charts tag no state, spawn nothing and have no history state, so one of
     // each serves every chart of every link (about 200 bytes per chart). XState only reads them,
     // and copies before it writes (a spawn, a history state).
-    const parts = next as unknown as { tags: ReadonlySet<string>; children: object; historyValue: object }
+    const parts = next as unknown as { tags: ReadonlySet<string>; children: object; historyValue: object; _nodes: readonly unknown[]; value: unknown }
     if (parts.tags.size === 0) parts.tags = NO_TAGS
     if (parts.children !== NONE && isEmpty(parts.children)) parts.children = NONE
     if (parts.historyValue !== NONE && isEmpty(parts.historyValue)) parts.historyValue = NONE
+    // The same for the configuration: one `_nodes` and `value` per configuration of the chart (a
+    // transition that keeps the configuration keeps `_nodes`, but XState computes `value` again).
+    const previous = this.snapshot as unknown as typeof parts | undefined
+    const shared = previous !== undefined && parts._nodes === previous._nodes ? previous : sharedConfiguration(this.logic, parts)
+    parts._nodes = shared._nodes
+    parts.value = shared.value
     this.snapshot = next
     return actions
   }

@@ -794,6 +794,30 @@ describe('what it shows', () => {
     expect(t.getSnapshot().tags).not.toBe(sa.tags)
   })
 
+  it('every snapshot of a configuration, in every runtime, shares one frozen state value and state-node list; another configuration has its own', () => {
+    type Parts = { value: unknown; _nodes: unknown[] }
+    const nested = createMachine({ id: 'nested', initial: 'up', states: { up: { initial: 'idle', states: { idle: { on: { go: 'busy' } }, busy: { on: { back: 'idle', stay: { actions: assign({}) } } } } } } })
+    const a = new TestRuntime().run(nested, undefined)
+    const b = new TestRuntime().run(nested, undefined)
+    const first = a.getSnapshot() as unknown as Parts
+    expect(first.value).toEqual({ up: 'idle' })
+    expect((b.getSnapshot() as unknown as Parts).value).toBe(first.value)
+    expect((b.getSnapshot() as unknown as Parts)._nodes).toBe(first._nodes)
+    expect(Object.isFrozen(first.value) && Object.isFrozen(first._nodes)).toBe(true)
+    a.send({ type: 'go' })
+    const busy = a.getSnapshot() as unknown as Parts
+    expect(busy.value).toEqual({ up: 'busy' })
+    expect(busy.value).not.toBe(first.value)
+    // A transition that keeps the configuration (XState computes the value again) keeps the shared one.
+    a.send({ type: 'stay' })
+    expect((a.getSnapshot() as unknown as Parts).value).toBe(busy.value)
+    b.send({ type: 'go' })
+    expect((b.getSnapshot() as unknown as Parts).value).toBe(busy.value)
+    a.send({ type: 'back' })
+    expect((a.getSnapshot() as unknown as Parts).value).toBe(first.value)
+    expect(a.getSnapshot().matches({ up: 'idle' })).toBe(true)
+  })
+
   it('snapshots read as XState snapshots: matches(), hasTag(), value, context', () => {
     const runtime = new TestRuntime()
     const chart = runtime.run(counter, undefined)
