@@ -175,6 +175,9 @@ and last rejoin (3.6 s after a 1001, 6.0 s after a 1012) and the heap per link a
 (1.53x) missed targets they met the day before. The link's heap did not change between those runs:
 on the same host, 17.99 KiB per link at the commit the 2026-12-06 figures came from and at that of
 2026-12-07 (2,000 clients, \`node --expose-gc .bench-build/bench/memory.js link 2000\`, twice each).
+Later on 2026-12-07 the link itself got smaller on that host: 18.43 KiB per link before sharing each
+chart configuration's state value and state-node list and making two per-link sets on first use,
+17.55 after, the raw client 12.07 (the same command, one run each; CHANGELOG).
 
 ## What each benchmark measures, and what holds back a missed target
 
@@ -193,7 +196,9 @@ on the same host, 17.99 KiB per link at the commit the 2026-12-06 figures came f
   the control and app channels): the state an agent spends its days in. What is left over the raw
   client, per link, measured with a dominator tree of heap snapshots (each object counted once,
   for the nearest object of a named class that alone keeps it): the three chart snapshots with
-  their contexts and state values (about 2 KiB), the pending chart delays of a link that has just
+  their contexts and state values (about 2 KiB, before each configuration's state value and
+  state-node list were shared by every snapshot of it in the process, which saved about 0.7 KiB of
+  it; docs/design.md "Shared snapshot parts"), the pending chart delays of a link that has just
   connected (about 0.7 KiB, gone past the stable window), the adapter's transport and attachment
   records and the link, wiring and runtime objects with their per-topic maps (about 2 KiB), and JIT
   code and hidden classes the link's code paths add. The callbacks phoenix.js's Socket and Channels
