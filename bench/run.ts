@@ -298,7 +298,12 @@ chart configuration's state value and state-node list and making two per-link se
   same frame, with tinybench.
 - **Breakdown** (issue 17): the heap by constructor for both clients, each chart's heap as an
   XState actor beside its heap on the link's runtime (what the runtime saved, chart by chart), and a
-  V8 CPU profile of sequential connects. The connect-CPU rows are measured without the
+  V8 CPU profile of sequential connects. Its heap row holds 500 clients, a quarter of the
+  idle-memory row's 2,000, so the process's fixed cost of the link's code counts four times as
+  much per client there: JIT code, bytecode, feedback vectors and hidden classes of code paths the
+  raw client does not have came to about 1 KiB per client at 500 in a heap snapshot of
+  2026-12-07 (grouped by V8's node type), a quarter of that at 2,000; what each link holds is the
+  same in both runs. The connect-CPU rows are measured without the
   profiler (it inflates code of many small calls, the charts' transitions, more than native
   socket work), in two regimes. The first is a process's first connects: three fresh processes of
   each kind, 20 warm-up connects, then the connects the row names, the median taken; here V8 has
