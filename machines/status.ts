@@ -4,8 +4,12 @@
  * without breaking them.
  */
 
-/** A chart state value, as XState writes it (xstate's `StateValue`, restated so this file imports no XState and the package's public types stay free of it). */
-export type ChartStateValue = string | { [region: string]: ChartStateValue | undefined }
+/**
+ * A chart state value, as XState writes it (xstate's `StateValue`, restated so this file imports
+ * no XState and the package's public types stay free of it). Read-only: on a link the value is
+ * frozen and shared by every snapshot of that configuration (src/runtime/chart-runner.ts).
+ */
+export type ChartStateValue = string | { readonly [region: string]: ChartStateValue | undefined }
 
 /** Every public state of a link, in lifecycle order. */
 export const LINK_STATES = [

@@ -101,6 +101,10 @@ const SCOPE = {
     _sendInspectionEvent: (event: { type: string; snapshot?: unknown; event?: unknown }) => {
       const chart = inspecting
       if (chart === null) return
+      // A microstep's snapshot reaches the observer while the transition runs, before compute()
+      // shares its configuration: shared (and frozen) now, so no observer can write into a value
+      // other links will share.
+      if (Array.isArray((event.snapshot as { _nodes?: unknown } | undefined)?._nodes)) shareConfiguration(chart.logic, event.snapshot as SnapshotParts, undefined)
       chart.inspectEvent({ ...event, type: event.type, actorRef: chart })
     },
   },
@@ -128,12 +132,18 @@ function isEmpty(value: object): boolean {
 /**
  * A chart's configurations seen so far, as a trie over the state nodes of a snapshot's `_nodes`
  * in order: the leaf holds the `_nodes` array and the state `value` every snapshot of that
- * configuration shares, frozen. A chart has a bounded number of configurations, so the trie is
- * bounded by its chart, whatever the number of links.
+ * configuration, listed in that order, shares, frozen. The order is XState's (it may list one
+ * configuration's nodes in another order after another path, and reads them in that order to pick
+ * transitions in parallel regions), so it is kept: the trie is bounded by the chart (its
+ * configurations, each in the orders XState lists it in), whatever the number of links.
  */
+interface ConfigurationParts {
+  _nodes: readonly unknown[]
+  value: unknown
+}
 interface Configurations {
   next: Map<unknown, Configurations> | null
-  shared: { _nodes: readonly unknown[]; value: unknown } | null
+  shared: ConfigurationParts | null
 }
 const CONFIGURATIONS = new WeakMap<AnyStateMachine, Configurations>()
 
@@ -143,7 +153,7 @@ const CONFIGURATIONS = new WeakMap<AnyStateMachine, Configurations>()
  * configuration and only reads them after (machines/ never write to a snapshot), so one of each
  * serves every snapshot of that configuration: about 0.7 KiB per idle link (docs/performance.md).
  */
-function sharedConfiguration(machine: AnyStateMachine, snapshot: { _nodes: readonly unknown[]; value: unknown }): { _nodes: readonly unknown[]; value: unknown } {
+function sharedConfiguration(machine: AnyStateMachine, snapshot: ConfigurationParts): ConfigurationParts {
   let node = CONFIGURATIONS.get(machine)
   if (node === undefined) CONFIGURATIONS.set(machine, (node = { next: null, shared: null }))
   for (const stateNode of snapshot._nodes) {
@@ -153,6 +163,30 @@ function sharedConfiguration(machine: AnyStateMachine, snapshot: { _nodes: reado
     node = child
   }
   return (node.shared ??= { _nodes: deepFreeze(snapshot._nodes), value: deepFreeze(snapshot.value) })
+}
+
+/** The parts of a snapshot the runtime shares between snapshots: see {@link RunningChart} compute(). */
+interface SnapshotParts extends ConfigurationParts {
+  tags: ReadonlySet<string>
+  children: object
+  historyValue: object
+}
+
+/**
+ * Gives `snapshot` the parts it can share: one empty `tags`, `children` and `historyValue` for
+ * every chart (the charts tag no state, spawn nothing and have no history state), and its
+ * configuration's `_nodes` and `value` ({@link sharedConfiguration}; `previous`'s when the
+ * transition kept the configuration, as XState keeps `_nodes` then but computes `value` again).
+ * XState only reads them, and copies before it writes (a spawn, a history state): about 0.9 KiB
+ * per idle link.
+ */
+function shareConfiguration(machine: AnyStateMachine, snapshot: SnapshotParts, previous: SnapshotParts | undefined): void {
+  if (snapshot.tags.size === 0) snapshot.tags = NO_TAGS
+  if (snapshot.children !== NONE && isEmpty(snapshot.children)) snapshot.children = NONE
+  if (snapshot.historyValue !== NONE && isEmpty(snapshot.historyValue)) snapshot.historyValue = NONE
+  const shared = previous !== undefined && snapshot._nodes === previous._nodes ? previous : sharedConfiguration(machine, snapshot)
+  snapshot._nodes = shared._nodes
+  snapshot.value = shared.value
 }
 
 /**
@@ -521,20 +555,7 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
       this.crash(statusOf(next).error)
       return null
     }
-    // XState gives every snapshot a Set of its tags and each chart its own empty `children` and
-    // `historyValue`; the charts tag no state, spawn nothing and have no history state, so one of
-    // each serves every chart of every link (about 200 bytes per chart). XState only reads them,
-    // and copies before it writes (a spawn, a history state).
-    const parts = next as unknown as { tags: ReadonlySet<string>; children: object; historyValue: object; _nodes: readonly unknown[]; value: unknown }
-    if (parts.tags.size === 0) parts.tags = NO_TAGS
-    if (parts.children !== NONE && isEmpty(parts.children)) parts.children = NONE
-    if (parts.historyValue !== NONE && isEmpty(parts.historyValue)) parts.historyValue = NONE
-    // The same for the configuration: one `_nodes` and `value` per configuration of the chart (a
-    // transition that keeps the configuration keeps `_nodes`, but XState computes `value` again).
-    const previous = this.snapshot as unknown as typeof parts | undefined
-    const shared = previous !== undefined && parts._nodes === previous._nodes ? previous : sharedConfiguration(this.logic, parts)
-    parts._nodes = shared._nodes
-    parts.value = shared.value
+    shareConfiguration(this.logic, next as unknown as SnapshotParts, this.snapshot as unknown as SnapshotParts | undefined)
     this.snapshot = next
     return actions
   }

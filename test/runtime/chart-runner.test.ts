@@ -818,6 +818,31 @@ describe('what it shows', () => {
     expect(a.getSnapshot().matches({ up: 'idle' })).toBe(true)
   })
 
+  it("an inspector sees a microstep's snapshot with its configuration already shared and frozen: what it would write into the value never reaches another runtime", () => {
+    type Parts = { value: Record<string, unknown>; _nodes: unknown[] }
+    // A chart of its own: its configurations are new to the process, so the microstep's are the first of them.
+    const fresh = createMachine({ id: 'fresh', initial: 'one', states: { one: { initial: 'a', states: { a: { on: { go: 'b' } }, b: {} } } } })
+    const runtime = new TestRuntime()
+    const writes: string[] = []
+    runtime.inspect = (e) => {
+      if (e.type !== '@xstate.microstep') return
+      const value = (e.snapshot as Parts).value
+      try {
+        value.poisoned = true
+        writes.push('written')
+      } catch (error) {
+        writes.push((error as Error).constructor.name)
+      }
+    }
+    const chart = runtime.run(fresh, undefined)
+    chart.send({ type: 'go' })
+    expect(writes).toEqual(['TypeError'])
+    const other = new TestRuntime().run(fresh, undefined)
+    other.send({ type: 'go' })
+    expect((other.getSnapshot() as unknown as Parts).value).toEqual({ one: 'b' })
+    expect((other.getSnapshot() as unknown as Parts).value).toBe((chart.getSnapshot() as unknown as Parts).value)
+  })
+
   it('snapshots read as XState snapshots: matches(), hasTag(), value, context', () => {
     const runtime = new TestRuntime()
     const chart = runtime.run(counter, undefined)

@@ -1220,6 +1220,35 @@ describe('the link\'s metrics and run signals', () => {
     expect(seen).toEqual(['hangs:failed:superseded'])
   })
 
+  it('disconnect() waits for every abort round still pending: an earlier session\'s round, when a later session\'s round settled first', async () => {
+    const sim = await world().sim()
+    const link = world().link(sim, { runs: { hookTimeoutMs: 1500 } })
+    const seen: string[] = []
+    let shortReported!: () => void
+    const short = new Promise<void>((resolve) => (shortReported = resolve))
+    link.runs.onAborted((report) => {
+      seen.push(`${report.runId}:${report.outcome}`)
+      if (report.runId === 'short') shortReported()
+    })
+    await link.connect()
+    link.runSignal('long', { onAbort: () => new Promise<void>(() => {}) })
+    let ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    await link.connect()
+    let release!: () => void
+    link.runSignal('short', { onAbort: () => new Promise<void>((resolve) => (release = resolve)) })
+    ended = untilState(link, 'terminated')
+    sim.supersede('agent-1')
+    await ended
+    // The later round settles while the earlier one still waits for its hook (bounded at 1500 ms).
+    release()
+    await short
+    expect(seen).toEqual(['short:aborted'])
+    await link.disconnect()
+    expect(seen).toEqual(['short:aborted', 'long:failed'])
+  })
+
   it('an onAbort hook that calls disconnect() itself is not waited for by that call: no cycle, the hook settles and is reported aborted, after a supersede and during a stop', async () => {
     const sim = await world().sim()
     const link = world().link(sim, { runs: { hookTimeoutMs: 2000 } })
