@@ -106,7 +106,7 @@ describe('phoenix-link conform catches each classic mistake (test/fixtures/confo
     expect(broken(back), why(back)).toEqual(['no-reconnect-after-supersede', 'same-key-instances-settle'])
     expect(detail(back, 'no-reconnect-after-supersede')).toMatch(/^1 upgrade\(s\) after the supersede, the first \d+ ms after it/)
     expect(broken(hangs), why(hangs)).toEqual(['stops-heartbeats-after-stop'])
-    expect(detail(hangs, 'stops-heartbeats-after-stop')).toMatch(/^after SIGTERM it closed its socket \(close 1000\) but was still running \d+ ms later, until conform's SIGKILL: an agent that stops exits$/)
+    expect(detail(hangs, 'stops-heartbeats-after-stop')).toMatch(/^after SIGTERM it closed its socket \(close 1000\) but was still running \d+ ms later, until conform stopped it \(a second SIGTERM, then SIGKILL\): an agent that stops exits$/)
   }, 90_000)
 
   it("an agent speaking Phoenix's V1 serializer (vsn=1.0.0, object frames) is served and judged as a V2 one: with a fresh join_ref on every join it keeps every rule; with none, it breaks rejoins-with-fresh-join-ref, saying so", async () => {

@@ -46,17 +46,23 @@ export function modelPolicyOf(chart: string): Record<string, { model: unknown; d
 }
 
 /**
- * Prints the paths and returns the exit code: 0, or 2 when `reconnects` is asked for another chart
- * or mode than the connection chart's wire paths (the refusal written to `writeError`).
+ * Prints the paths and returns the exit code: 0, or 1 (as for any other option the command
+ * refuses) when `reconnects` is asked for another chart or mode than the connection chart's wire
+ * paths, the refusal written to `writeError`. Each JSON line names its `set`: `generated` (the
+ * charts' generated paths) or `reconnect`; `index` counts within the set.
  *
  * @throws {Error} for an unknown chart name.
  */
 export function runPaths(options: PathsOptions): number {
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`))
   if (options.reconnects) {
-    if ((options.chart !== undefined && options.chart !== 'connection') || options.mode !== 'wire') {
-      ;(options.writeError ?? ((line: string) => process.stderr.write(`${line}\n`)))('--reconnects: the reconnect paths are wire paths of the connection chart; drop --chart and --mode (or give --chart connection --mode wire)')
-      return 2
+    const wrong = [
+      ...(options.chart !== undefined && options.chart !== 'connection' ? [`--chart ${options.chart}`] : []),
+      ...(options.mode !== 'wire' ? [`--mode ${options.mode}`] : []),
+    ]
+    if (wrong.length > 0) {
+      ;(options.writeError ?? ((line: string) => process.stderr.write(`${line}\n`)))(`error: --reconnects prints wire paths of the connection chart, not with ${wrong.join(' ')}`)
+      return 1
     }
     const paths = reconnectPaths()
     if (!options.json) write(`connection chart: ${paths.length} wire paths on which a connected link loses its socket and connects again on the next (reconnectPaths())`)
@@ -83,11 +89,12 @@ export function runPaths(options: PathsOptions): number {
       if (options.json && chart === 'connection') {
         // The test kit's vocabulary (phoenix-link/testing): each step's world action and what holds after it.
         const { name, steps } = lifecyclePathOf(path as ModelPath<Expectation>)
-        write(JSON.stringify({ chart, mode: options.mode, index: i + 1, name, steps }))
+        write(JSON.stringify({ chart, set: 'generated', mode: options.mode, index: i + 1, name, steps }))
       } else if (options.json) {
         write(
           JSON.stringify({
             chart,
+            set: 'generated',
             mode: options.mode,
             index: i + 1,
             name: path.name,

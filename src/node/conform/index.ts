@@ -610,7 +610,7 @@ async function closes(stage: Stage): Promise<Verdicts> {
             : later.length > 0
               ? verdict('stops-heartbeats-after-stop', false, `${later.length} upgrade(s) after SIGTERM, the first ${later[0]!.at - termAt} ms after it: the agent closed its socket (close ${code ?? '?'}) and came back`)
               : !exitedItself
-                ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM it closed its socket (close ${code ?? '?'}) but was still running ${sim.now() - termAt} ms later, until conform's SIGKILL: an agent that stops exits`)
+                ? verdict('stops-heartbeats-after-stop', false, `after SIGTERM it closed its socket (close ${code ?? '?'}) but was still running ${sim.now() - termAt} ms later, until conform stopped it (a second SIGTERM, then SIGKILL): an agent that stops exits`)
                 : verdict('stops-heartbeats-after-stop', true, `after SIGTERM its socket closed in ${(socket.closedAt ?? termAt) - termAt} ms (close ${code ?? '?'}), no upgrade followed, and it exited`)
   } else {
     await agent.stop(settings.stopTimeoutMs)
