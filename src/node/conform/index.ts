@@ -325,9 +325,10 @@ class Agent {
  * The reaper's program: it reads `+<pgid>` and `-<pgid>` lines (an agent's process group started,
  * ended) on its stdin, and when the stdin ends with groups left (conform itself died, a SIGKILL or
  * an out-of-memory kill, and the pipe closed with it) sends each SIGTERM, then SIGKILL after the
- * grace (argv[1], ms), and exits. Any end of the pipe counts: its end, an error reading it (a
- * socket pair whose peer closed with data unread reads ECONNRESET, unix(7)), or its close. An
- * ordinary end of conform removes every group first: then it just exits.
+ * grace (argv[1], ms), and exits. Any end of the pipe counts, its `error` and `close` as well as
+ * its end (none is known to come alone: the reaper writes nothing to the pipe, so its read
+ * cannot be reset, unix(7); an unhandled `error` would end the reaper with the agents running).
+ * An ordinary end of conform removes every group first: then it just exits.
  */
 const REAPER_PROGRAM = `
 const graceMs = Number(process.argv[1])
