@@ -269,7 +269,7 @@ const WHY: Record<string, string> = {
     'equivalent: halting a chart twice finds no observer (finish() let them go) and no delay of it left, so the second halt changes nothing',
   'src/runtime/chart-runner.ts#RunningChart.compute':
     "equivalent: the `finally` releases the last transition's action list, chart and inspection target, and compute() sets all three again before the next transition; the inspection target set while nobody observes (made always the chart) is read only by the inspection events inspectEvent drops when nobody observes",
-  'src/runtime/chart-runner.ts#shareConfiguration':
+  'src/runtime/chart-runner.ts#shareParts':
     "equivalent: `children` and `historyValue` are never anything but empty on this runtime (checkChart refuses spawns and invokes; the charts have no history state), so the halves of their checks that keep a non-empty one cannot be reached; looking up the shared configuration even when `_nodes` is the previous snapshot's (the shortcut made false) finds the same shared parts the previous snapshot holds",
   'src/runtime/chart-runner.ts#sharedConfiguration':
     'equivalent: a trie node made as `{}` instead of `{ next: null, shared: null }` (its fields start undefined, and `??=` fills undefined as it fills null)',

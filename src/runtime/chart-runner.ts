@@ -104,7 +104,7 @@ const SCOPE = {
       // A microstep's snapshot reaches the observer while the transition runs, before compute()
       // shares its configuration: shared (and frozen) now, so no observer can write into a value
       // other links will share.
-      if (Array.isArray((event.snapshot as { _nodes?: unknown } | undefined)?._nodes)) shareConfiguration(chart.logic, event.snapshot as SnapshotParts, undefined)
+      if (Array.isArray((event.snapshot as { _nodes?: unknown } | undefined)?._nodes)) shareParts(chart.logic, event.snapshot as SnapshotParts, undefined)
       chart.inspectEvent({ ...event, type: event.type, actorRef: chart })
     },
   },
@@ -129,6 +129,12 @@ function isEmpty(value: object): boolean {
   return true
 }
 
+/** What a snapshot says of its configuration: its active state nodes and its state value. */
+interface ConfigurationParts {
+  _nodes: readonly unknown[]
+  value: unknown
+}
+
 /**
  * A chart's configurations seen so far, as a trie over the state nodes of a snapshot's `_nodes`
  * in order: the leaf holds the `_nodes` array and the state `value` every snapshot of that
@@ -137,10 +143,6 @@ function isEmpty(value: object): boolean {
  * transitions in parallel regions), so it is kept: the trie is bounded by the chart (its
  * configurations, each in the orders XState lists it in), whatever the number of links.
  */
-interface ConfigurationParts {
-  _nodes: readonly unknown[]
-  value: unknown
-}
 interface Configurations {
   next: Map<unknown, Configurations> | null
   shared: ConfigurationParts | null
@@ -165,7 +167,7 @@ function sharedConfiguration(machine: AnyStateMachine, snapshot: ConfigurationPa
   return (node.shared ??= { _nodes: deepFreeze(snapshot._nodes), value: deepFreeze(snapshot.value) })
 }
 
-/** The parts of a snapshot the runtime shares between snapshots: see {@link RunningChart} compute(). */
+/** The parts of a snapshot the runtime shares between snapshots ({@link shareParts}). */
 interface SnapshotParts extends ConfigurationParts {
   tags: ReadonlySet<string>
   children: object
@@ -180,7 +182,7 @@ interface SnapshotParts extends ConfigurationParts {
  * XState only reads them, and copies before it writes (a spawn, a history state): about 0.9 KiB
  * per idle link.
  */
-function shareConfiguration(machine: AnyStateMachine, snapshot: SnapshotParts, previous: SnapshotParts | undefined): void {
+function shareParts(machine: AnyStateMachine, snapshot: SnapshotParts, previous: SnapshotParts | undefined): void {
   if (snapshot.tags.size === 0) snapshot.tags = NO_TAGS
   if (snapshot.children !== NONE && isEmpty(snapshot.children)) snapshot.children = NONE
   if (snapshot.historyValue !== NONE && isEmpty(snapshot.historyValue)) snapshot.historyValue = NONE
@@ -555,7 +557,7 @@ export class RunningChart<M extends AnyStateMachine = AnyStateMachine> {
       this.crash(statusOf(next).error)
       return null
     }
-    shareConfiguration(this.logic, next as unknown as SnapshotParts, this.snapshot as unknown as SnapshotParts | undefined)
+    shareParts(this.logic, next as unknown as SnapshotParts, this.snapshot as unknown as SnapshotParts | undefined)
     this.snapshot = next
     return actions
   }
