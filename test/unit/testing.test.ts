@@ -489,7 +489,7 @@ describe('the runner sees what a host does on its own', () => {
     } finally {
       await own.stop()
     }
-    expect(failures).toEqual([])
+    expect(failures, failures.join('\n\n')).toEqual([])
     expect(next).toBe(paths.length)
   })
 
