@@ -1237,11 +1237,20 @@ describe('the link\'s metrics and run signals', () => {
     await ended
     await link.connect()
     let release!: () => void
-    link.runSignal('short', { onAbort: () => new Promise<void>((resolve) => (release = resolve)) })
+    const hookCalled = new Promise<void>((called) =>
+      link.runSignal('short', {
+        onAbort: () =>
+          new Promise<void>((resolve) => {
+            release = resolve
+            called()
+          }),
+      }),
+    )
     ended = untilState(link, 'terminated')
     sim.supersede('agent-1')
     await ended
     // The later round settles while the earlier one still waits for its hook (bounded at 1500 ms).
+    await hookCalled
     release()
     await short
     expect(seen).toEqual(['short:aborted'])
