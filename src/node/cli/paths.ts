@@ -1,7 +1,7 @@
 /** `phoenix-link paths`: the generated paths of the charts, as the model-based tests run them. */
-import { allPaths, type ModelPath } from '../model/paths.js'
+import { allPaths, reconnectedPaths, type ModelPath } from '../model/paths.js'
 import type { Expectation } from '../model/connection-model.js'
-import { lifecyclePathOf, reconnectPaths } from '../testing/paths.js'
+import { lifecyclePathOf } from '../testing/paths.js'
 import { MODEL_RECONNECT_POLICY } from '../model/small-models.js'
 import { DEFAULT_RECONNECT_POLICY } from '../../../machines/reconnect-policy.js'
 
@@ -55,6 +55,28 @@ export function modelPolicyOf(chart: string): Record<string, { model: unknown; d
  */
 export function runPaths(options: PathsOptions): number {
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`))
+  /** One path: as JSON in the kit's vocabulary (connection chart) or the chart's own, or as a line of text. */
+  const print = (chart: string, set: 'generated' | 'reconnect', path: ModelPath<unknown>, i: number, policy: Record<string, { model: unknown }>): void => {
+    if (options.json && chart === 'connection') {
+      // The test kit's vocabulary (phoenix-link/testing): each step's world action and what holds after it.
+      const { name, steps } = lifecyclePathOf(path as ModelPath<Expectation>)
+      write(JSON.stringify({ chart, set, mode: options.mode, index: i + 1, name, steps }))
+    } else if (options.json) {
+      write(
+        JSON.stringify({
+          chart,
+          set,
+          mode: options.mode,
+          index: i + 1,
+          name: path.name,
+          ...(Object.keys(policy).length > 0 ? { policy: Object.fromEntries(Object.entries(policy).map(([key, { model }]) => [key, model])) } : {}),
+          steps: path.steps.map((s) => ({ name: s.stimulus, kind: s.kind, event: s.event.type, expect: s.expect })),
+        }),
+      )
+    } else {
+      write(`${String(i + 1).padStart(5)}. ${path.steps.map((s) => `${s.stimulus} → ${describeExpect(s.expect as Record<string, unknown>)}`).join('  |  ')}`)
+    }
+  }
   if (options.reconnects) {
     const wrong = [
       ...(options.chart !== undefined && options.chart !== 'connection' ? [`--chart ${options.chart}`] : []),
@@ -64,12 +86,10 @@ export function runPaths(options: PathsOptions): number {
       ;(options.writeError ?? ((line: string) => process.stderr.write(`${line}\n`)))(`error: --reconnects prints wire paths of the connection chart, not with ${wrong.join(' ')}`)
       return 1
     }
-    const paths = reconnectPaths()
+    // The model paths reconnectPaths() is made of, printed as the generated ones are.
+    const paths = reconnectedPaths()
     if (!options.json) write(`connection chart: ${paths.length} wire paths on which a connected link loses its socket and connects again on the next (reconnectPaths())`)
-    paths.forEach(({ name, steps }, i) => {
-      if (options.json) write(JSON.stringify({ chart: 'connection', set: 'reconnect', mode: 'wire', index: i + 1, name, steps }))
-      else write(`${String(i + 1).padStart(5)}. ${steps.map((s) => `${s.name} → ${describeExpect({ ...s.expect, value: s.expect.chartState })}`).join('  |  ')}`)
-    })
+    paths.forEach((path, i) => print('connection', 'reconnect', path, i, {}))
     return 0
   }
   const all = allPaths(options.mode) as Record<string, Array<ModelPath<unknown>>>
@@ -85,27 +105,7 @@ export function runPaths(options: PathsOptions): number {
           (changed.length > 0 ? `, under a small policy so that its slow-down and give-up paths are short: ${changed.join(', ')}` : ''),
       )
     }
-    paths.forEach((path, i) => {
-      if (options.json && chart === 'connection') {
-        // The test kit's vocabulary (phoenix-link/testing): each step's world action and what holds after it.
-        const { name, steps } = lifecyclePathOf(path as ModelPath<Expectation>)
-        write(JSON.stringify({ chart, set: 'generated', mode: options.mode, index: i + 1, name, steps }))
-      } else if (options.json) {
-        write(
-          JSON.stringify({
-            chart,
-            set: 'generated',
-            mode: options.mode,
-            index: i + 1,
-            name: path.name,
-            ...(changed.length > 0 ? { policy: Object.fromEntries(Object.entries(policy).map(([key, { model }]) => [key, model])) } : {}),
-            steps: path.steps.map((s) => ({ name: s.stimulus, kind: s.kind, event: s.event.type, expect: s.expect })),
-          }),
-        )
-      } else {
-        write(`${String(i + 1).padStart(5)}. ${path.steps.map((s) => `${s.stimulus} → ${describeExpect(s.expect as Record<string, unknown>)}`).join('  |  ')}`)
-      }
-    })
+    paths.forEach((path, i) => print(chart, 'generated', path, i, policy))
   }
   return 0
 }
