@@ -79,7 +79,7 @@ export interface Peer {
   joinOutcome(topic: string, reply: 'ok' | 'error', body: Payload, count: number): Promise<void>
   /** A deploy: every socket is closed 1012 and the server listens again on the same port. */
   drain(): Promise<void>
-  /** Freezes the whole server (SIGSTOP): nothing is read or answered. @returns the thaw (SIGCONT) */
+  /** Freezes the whole server (SIGSTOP), resolving once it holds: nothing sent after it is read or answered. @returns the thaw (SIGCONT) */
   freeze(): Promise<() => Promise<void>>
 
   /** The agent's live socket ids, oldest first. */
@@ -347,8 +347,8 @@ class RealPeer implements Peer {
     await this.server.restart()
   }
   async freeze(): Promise<() => Promise<void>> {
-    this.server.signal('SIGSTOP')
-    return async () => this.server.signal('SIGCONT')
+    await this.server.freeze()
+    return async () => this.server.thaw()
   }
 
   async live(agent: Agent): Promise<string[]> {
