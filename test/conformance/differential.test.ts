@@ -190,6 +190,9 @@ async function refusals(peer: Peer): Promise<Record<string, RawRefusal>> {
         const opened = new Promise<void>((resolve) => holder!.socket.onOpen(() => resolve()))
         holder.socket.connect()
         await opened
+        // Live once Phoenix has subscribed it, a moment after its 101 (docs/field-notes.md); until
+        // then on_conflict=reject sees no socket of the agent and the upgrade is accepted.
+        await peer.until(async () => (await peer.live(agent)).length > 0, 'the holding socket live', 5000)
       }
       await c.setup?.(peer)
       out[c.name] = comparable(await rawUpgrade(peer.port, c.query(agent)))

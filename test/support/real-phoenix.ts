@@ -251,6 +251,15 @@ function exitOf(child: ChildProcess): Promise<number | null> {
   })
 }
 
+/**
+ * The BEAM's schedulers spin for work before they sleep (erl(1), `+sbwt`, `+sbwtdcpu`, `+sbwtdio`).
+ * On a machine whose cores are all busy that starves the thread they wait on: with two busy loops
+ * on two cores the server printed no ready line within 30 s in 3 of 3 starts, and started in 2.7
+ * to 8.0 s with the spinning off (by hand, 2026-12-07). Off here: it changes when an idle
+ * scheduler sleeps, nothing a client sees on the wire.
+ */
+const NO_BUSY_WAIT = '+sbwt none +sbwtdcpu none +sbwtdio none'
+
 /** The threads of process `pid` not stopped (proc(5) stat: `T` stopped by a signal, `t` traced; an exited thread counts as stopped), as `TID state`. */
 function threadsNotStopped(pid: number): string[] {
   const out: string[] = []
@@ -278,7 +287,7 @@ async function launch(where: { src: string; out: string }, options: RealServerOp
     .map(([id, key]) => `${id}:${key}`)
     .join(',')
   const child = spawn('bash', [join(where.src, 'start.sh'), where.out], {
-    env: { ...process.env, SERVER: options.server, PORT: String(port), AGENTS: agents, REJECT_MODE: options.rejectMode ?? 'plain' },
+    env: { ...process.env, SERVER: options.server, PORT: String(port), AGENTS: agents, REJECT_MODE: options.rejectMode ?? 'plain', ERL_AFLAGS: [process.env.ERL_AFLAGS, NO_BUSY_WAIT].filter(Boolean).join(' ') },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const log: string[] = []
