@@ -254,8 +254,8 @@ function exitOf(child: ChildProcess): Promise<number | null> {
 /**
  * The BEAM's schedulers spin for work before they sleep (erl(1), `+sbwt`, `+sbwtdcpu`, `+sbwtdio`).
  * On a machine whose cores are all busy that starves the thread they wait on: with two busy loops
- * on two cores the server printed no ready line within 30 s in 3 of 3 starts, and started in 2.7
- * to 8.0 s with the spinning off (by hand, 2026-12-07). Off here: it changes when an idle
+ * on two cores the server printed no ready line within 30 s in 6 of 8 starts, and started in 7 of
+ * 7 (2.7 to 8.0 s) with the spinning off (by hand, 2026-12-07). Off here: it changes when an idle
  * scheduler sleeps, nothing a client sees on the wire.
  */
 const NO_BUSY_WAIT = '+sbwt none +sbwtdcpu none +sbwtdio none'
