@@ -179,6 +179,17 @@ function comparable(r: RawRefusal): RawRefusal {
   return { ...r, headers: r.headers.map(([k, v]): [string, string] => [k, k === 'date' ? '<date>' : v]), body: r.body.replace(/req-[0-9a-f]{16}/g, 'req-<id>') }
 }
 
+/**
+ * Resolves once a socket of `agent` is live on `peer`. Phoenix subscribes a socket to its id a
+ * moment after its 101 (Phoenix.Socket's `__init__`, lib/phoenix/socket.ex): until then a
+ * broadcast to it reaches no one and `on_conflict=reject` does not see it (docs/field-notes.md).
+ *
+ * @throws {Error} (rejects) after 2000 ms.
+ */
+function untilLive(peer: Peer, agent: Agent): Promise<void> {
+  return peer.until(async () => (await peer.live(agent)).length > 0, `a socket of ${agent.id} live`, 2000)
+}
+
 async function refusals(peer: Peer): Promise<Record<string, RawRefusal>> {
   const out: Record<string, RawRefusal> = {}
   for (const c of refusalCases) {
@@ -190,9 +201,8 @@ async function refusals(peer: Peer): Promise<Record<string, RawRefusal>> {
         const opened = new Promise<void>((resolve) => holder!.socket.onOpen(() => resolve()))
         holder.socket.connect()
         await opened
-        // Live once Phoenix has subscribed it, a moment after its 101 (docs/field-notes.md); until
-        // then on_conflict=reject sees no socket of the agent and the upgrade is accepted.
-        await peer.until(async () => (await peer.live(agent)).length > 0, 'the holding socket live', 5000)
+        // Until it is live, on_conflict=reject sees no socket of the agent and accepts the upgrade.
+        await untilLive(peer, agent)
       }
       await c.setup?.(peer)
       out[c.name] = comparable(await rawUpgrade(peer.port, c.query(agent)))
@@ -361,10 +371,8 @@ async function closeTail(peer: Peer): Promise<number | string> {
             resolve(`not upgraded: ${text.slice(0, text.indexOf('\r\n'))}`)
             return
           }
-          // The 101 goes out before the transport subscribes to its socket id (Phoenix.Socket's
-          // __init__ runs after the upgrade), and a broadcast sent before that reaches no one.
-          peer
-            .until(async () => (await peer.live(agent)).length > 0, 'the raw socket live', 2000)
+          // A broadcast sent before the socket is live reaches no one.
+          untilLive(peer, agent)
             .then(() => peer.disconnect(agent))
             .catch((error: Error) => resolve(`disconnect failed: ${error.message}`))
           chunk = Buffer.from(text.slice(at + 4), 'latin1')
