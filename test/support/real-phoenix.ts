@@ -156,11 +156,6 @@ export class RealServer {
     return ((await this.admin('GET /admin/events', { after })) as { events: RealEvent[] }).events
   }
 
-  /** Sends a signal to the BEAM (for a freeze, {@link freeze}: SIGSTOP alone does not wait for it to hold). */
-  signal(signal: NodeJS.Signals): void {
-    this.child.kill(signal)
-  }
-
   /**
    * Freezes the BEAM (SIGSTOP) and resolves once every one of its threads is stopped, so nothing
    * sent after it is read or answered. The kill alone does not stop a many-threaded process at
