@@ -729,8 +729,9 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
   describe(`${name}: the protocol facts of real Phoenix`, () => {
     let o: Observed
     beforeAll(async () => {
+      // Two server starts (the drain restarts it) and Cowboy's 5 s drain wait, on a loaded machine.
       o = await observed()
-    }, 60_000)
+    }, 120_000)
 
     it('a push to a topic not joined: "unmatched topic" with join_ref null', () => {
       expect(frames(o, 'a push to a topic not joined')).toEqual([[null, '8', 'room:nowhere', 'phx_reply', { response: { reason: 'unmatched topic' }, status: 'error' }]])
@@ -784,7 +785,8 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
       expect({ code: banditClosedFirst(name, code) ? 1012 : code, reason }).toEqual({ code: 1012, reason: '' })
       if (disconnectCode === 1011) {
         expect(o.drained.bare).toMatchObject({ code: 1000, reason: '' })
-        expect(o.drained.bare.afterMs).toBeLessThan(1000)
+        // Well before Cowboy's 5 s wait; the time also holds the peer's event-log read and the SIGTERM.
+        expect(o.drained.bare.afterMs).toBeLessThan(2500)
       } else {
         expect(o.drained.bare).toMatchObject({ code: 1006 })
         expect(o.drained.bare.afterMs).toBeGreaterThanOrEqual(4500)
@@ -875,7 +877,8 @@ function facts(name: string, observed: () => Promise<Observed>, disconnectCode: 
     })
     it('the server ends the TCP connection right after its close frame, without waiting for the client to answer it', () => {
       expect(o.edges.closeTail).toBeTypeOf('number')
-      expect(o.edges.closeTail).toBeLessThan(1000)
+      // A server that waited for the client's close frame would keep it open (the probe gives up at 5 s).
+      expect(o.edges.closeTail).toBeLessThan(2500)
     })
     it('vsn=1.0.0 (or none) speaks V1: objects of event, payload, ref and topic in that order, no join_ref; phx_close carries the join_ref as ref; an array crashes the socket (1011)', () => {
       const v1 = o.edges.v1 as Array<[string[] | 'array', { event: string; ref: string | null; topic: string }]>
@@ -944,7 +947,7 @@ for (const [sim, real] of pairs) {
     let r: Observed
     beforeAll(async () => {
       ;[s, r] = await Promise.all([simObserved(), realObserved()])
-    }, 90_000)
+    }, 150_000)
 
     for (const step of script({ id: 'c1', key: '' }).map((x) => x.name)) {
       it(`the same frames: ${step}`, () => {

@@ -89,9 +89,12 @@ async function idleOn(scene: Scene, factory: PeerFactory): Promise<void> {
   fragments.catch(() => {}) // awaited below; a failure before then must not go unhandled
   const heldLink = scene.link(peer, held, { policy: { transport: { heartbeatIntervalMs: 30_000 } } })
   const slowLink = scene.link(peer, slow, { policy: { transport: { heartbeatIntervalMs: 90_000 } } })
+  // Taken before the connects: the server's idle clock starts at the last frame it read (the
+  // control join), which cannot come before this, so the close comes at least SERVER_IDLE_MS
+  // later whatever else holds up this process between the join and the next line.
+  const started = performance.now()
   await Promise.all([heldLink.connect(), slowLink.connect()])
   const [heldSocket] = await peer.live(held)
-  const started = performance.now()
   const closed = next(slowLink, 'disconnected', { timeoutMs: SERVER_IDLE_MS + 10_000 })
   const back = next(slowLink, 'reconnected', { timeoutMs: SERVER_IDLE_MS + 12_000 })
   await Promise.all([

@@ -24,7 +24,11 @@ export interface Agent {
 export interface UpgradeSeen {
   /** 101 when upgraded, else the refusal status. */
   status: number
-  /** When, in milliseconds on the peer's clock (only differences mean anything). */
+  /**
+   * When the request arrived, in milliseconds on the peer's clock (only differences mean
+   * anything). The reference peer logs a refusal after writing it, so its answer's time can
+   * trail the client's next step; the arrival cannot.
+   */
   at: number
 }
 
@@ -263,6 +267,16 @@ class SimulatorPeer implements Peer {
 
 let build: ReturnType<typeof buildRealPhoenix> | null = null
 
+/**
+ * The reference peer's gap between a supersede push and the "disconnect" of the older socket, in
+ * milliseconds. The push (the control channel's process) and the close (a task started by the
+ * supersede) come from two server processes, so only this gap orders them; at the server's own
+ * 50 ms a channel process held up by a loaded machine let the close arrive first, or let a join
+ * sent after the supersede land after the close. 400 ms stays far inside the link's
+ * unseenSupersedeWindowMs (5000), which the unseen-cause scenarios rely on.
+ */
+export const SUPERSEDE_CLOSE_DELAY_MS = 400
+
 /** The reference peer on `server`; unavailable (with why) where it cannot be built. */
 export function realPeer(server: RealServerName): PeerFactory {
   build ??= buildRealPhoenix()
@@ -272,7 +286,7 @@ export function realPeer(server: RealServerName): PeerFactory {
     unavailable: where.ok ? null : where.why,
     open: async () => {
       if (!where.ok) throw new Error(where.why)
-      return new RealPeer(await RealServer.start(where, { server, agents: AGENT_TABLE }), server)
+      return new RealPeer(await RealServer.start(where, { server, agents: AGENT_TABLE, supersedeCloseDelayMs: SUPERSEDE_CLOSE_DELAY_MS }), server)
     },
   }
 }
@@ -282,8 +296,8 @@ class RealPeer implements Peer {
   private readonly pool = new AgentPool()
   /** The event log, read incrementally (it survives nothing: a restart starts a new one). */
   private log: RealEvent[] = []
-  /** Events of earlier server processes of this peer (before a drain). */
-  private earlier: RealEvent[] = []
+  /** Events of earlier server processes of this peer (before a drain), one list per process (seqs and upgrade numbers start again in each). */
+  private earlier: RealEvent[][] = []
 
   constructor(
     private readonly server: RealServer,
@@ -342,7 +356,7 @@ class RealPeer implements Peer {
     await this.server.admin('/admin/join_outcome', { topic, reply, count }, body)
   }
   async drain(): Promise<void> {
-    this.earlier.push(...(await this.events()))
+    this.earlier.push([...(await this.events())])
     this.log = []
     await this.server.restart()
   }
@@ -357,10 +371,25 @@ class RealPeer implements Peer {
   async acceptedConflictModes(agent: Agent): Promise<Array<string | null>> {
     return (await this.allEvents()).filter((e) => e.type === 'connect_accepted' && e.agent === agent.id).map((e) => (typeof e.on_conflict === 'string' ? e.on_conflict : null))
   }
+  /**
+   * The agent's upgrades the server answered. The server logs `upgrade_attempt` when a request
+   * starts and `upgrade_result` when Phoenix returns, which for a refusal is after the response
+   * was written (endpoint.ex): a client can see its 403 before the server logged it. So this waits
+   * (bounded, 2 s) until every attempt of the agent has its result, then answers; past the bound it
+   * answers what there is, and the caller's assertion shows the difference.
+   */
   async upgrades(agent: Agent): Promise<UpgradeSeen[]> {
-    return (await this.allEvents())
-      .filter((e) => e.type === 'upgrade_result' && e.agent === agent.id)
-      .map((e) => ({ status: e.status as number, at: e.t }))
+    const answered = async () => {
+      const mine = (await this.events()).filter((e) => e.agent === agent.id)
+      const results = new Set(mine.filter((e) => e.type === 'upgrade_result').map((e) => e.upgrade))
+      return mine.filter((e) => e.type === 'upgrade_attempt').every((e) => results.has(e.upgrade))
+    }
+    await this.until(answered, 'every upgrade answered in the log', 2000).catch(() => undefined)
+    return (await this.processes()).flatMap((events) => {
+      const mine = events.filter((e) => e.agent === agent.id)
+      const arrived = new Map(mine.filter((e) => e.type === 'upgrade_attempt').map((e) => [e.upgrade, e.t]))
+      return mine.filter((e) => e.type === 'upgrade_result').map((e) => ({ status: e.status as number, at: arrived.get(e.upgrade) ?? e.t }))
+    })
   }
   async joins(agent: Agent, topic?: string): Promise<JoinSeen[]> {
     const prefix = `agent_socket:${agent.id}:`
@@ -388,13 +417,30 @@ class RealPeer implements Peer {
     return this.server.tail()
   }
 
+  /**
+   * The log read so far, extended by what the server logged since. The server takes an event's
+   * `seq` and then stores the event (two steps, events.ex), so a read between another process's
+   * two steps can return `seq + 1` without `seq`: only a run of consecutive seqs is kept, and the
+   * rest is read again next time. Seqs have no holes (nothing here clears the log).
+   */
   private async events(): Promise<RealEvent[]> {
     const after = this.log.at(-1)?.seq ?? 0
-    this.log.push(...(await this.server.events(after)))
+    const fresh = (await this.server.events(after)).sort((a, b) => a.seq - b.seq)
+    let next = after + 1
+    for (const event of fresh) {
+      if (event.seq !== next) break
+      this.log.push(event)
+      next++
+    }
     return this.log
   }
 
   private async allEvents(): Promise<RealEvent[]> {
-    return [...this.earlier, ...(await this.events())]
+    return (await this.processes()).flat()
+  }
+
+  /** The event log of each server process of this peer, the current one last. */
+  private async processes(): Promise<RealEvent[][]> {
+    return [...this.earlier, [...(await this.events())]]
   }
 }

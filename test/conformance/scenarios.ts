@@ -43,6 +43,19 @@ async function statuses(peer: Peer, agent: Agent): Promise<number[]> {
   return (await peer.upgrades(agent)).map((u) => u.status)
 }
 
+/**
+ * The statuses the server answered `agent`, 409s left out, after checking that any 409 met a probe.
+ * A reconnect soon after a close the link cannot tell from a supersede's (a "disconnect" within
+ * unseenSupersedeWindowMs of the control join, a reset within resetAfterSendMs of it) probes with
+ * on_conflict=reject, and the server refuses it 409 while it still holds the closed socket (its
+ * transport process has not exited yet); the link retries within conflictRetryWindowMs.
+ */
+async function acceptedStatuses(peer: Peer, agent: Agent): Promise<number[]> {
+  const seen = await statuses(peer, agent)
+  if (seen.includes(409)) expect(await peer.acceptedConflictModes(agent)).toContain('reject')
+  return seen.filter((status) => status !== 409)
+}
+
 /** Waits until the server has logged `n` upgrades of `agent` (a real server logs the result just after answering). */
 async function untilUpgrades(peer: Peer, agent: Agent, n: number): Promise<number[]> {
   await peer.until(async () => (await peer.upgrades(agent)).length >= n, `${n} upgrade(s) of ${agent.id}`)
@@ -90,7 +103,7 @@ export function conformance(factory: PeerFactory): void {
         await channelStatus(room, 'joined')
         expect(link.state).toBe('connected')
         await untilOnlyNewerLive(peer, agent, socket, 'exactly one live socket, a new one')
-        expect(await statuses(peer, agent)).toEqual([101, 101])
+        expect(await acceptedStatuses(peer, agent)).toEqual([101, 101])
         const control = await peer.joins(agent, controlTopic(agent.id))
         const rooms = await peer.joins(agent, room.topic)
         expect(control.map((j) => j.socket)).toEqual([socket, (await peer.live(agent))[0]])
@@ -110,7 +123,10 @@ export function conformance(factory: PeerFactory): void {
         expect((await lost).reason).toMatchObject({ kind: 'dropped', source: 'socket', retryable: true })
         await back
         await untilOnlyNewerLive(peer, agent, socket, 'the cut socket gone and one new socket live')
-        expect(proxy.accepted).toBe(2)
+        // A reset within resetAfterSendMs of the control join makes the reconnect a probe, which
+        // meets the cut socket 409 if the server has not yet seen the reset.
+        expect(await acceptedStatuses(peer, agent)).toEqual([101, 101])
+        expect(proxy.accepted).toBe((await statuses(peer, agent)).length)
       })
 
       it('disconnect() leaves and closes; the server saw exactly one connection and no reconnect (scenario 5)', async () => {
@@ -157,7 +173,8 @@ export function conformance(factory: PeerFactory): void {
         await peer.until(async () => (await peer.live(agent)).length === 1, 'one live socket after the cooldown')
         // The first connect and one upgrade per loss, the last after the cooldown: the gap between
         // the last rapid upgrade and it holds a join, a close and the whole cooldown.
-        const upgrades = await peer.upgrades(agent)
+        await acceptedStatuses(peer, agent)
+        const upgrades = (await peer.upgrades(agent)).filter((u) => u.status !== 409)
         expect(upgrades.map((u) => u.status)).toEqual(Array.from({ length: rapidLimit + 1 }, () => 101))
         expect(upgrades[rapidLimit]!.at - upgrades[rapidLimit - 1]!.at).toBeGreaterThanOrEqual(suppressed!.nextDelayMs! - 5)
       })
@@ -487,7 +504,7 @@ export function conformance(factory: PeerFactory): void {
         await probesRefused(agent, olderSocket, newer, [101, 101])
       })
 
-      it("a newer instance connects while the link's control join is on its way, and the join reaches the server just after the supersede (on Phoenix it joins, hears no push, and the close follows 50 ms later): a \"disconnect\" close within unseenSupersedeWindowMs of the join is probed like one before it, so the link is refused 409 past conflictRetryWindowMs and ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
+      it("a newer instance connects while the link's control join is on its way, and the join reaches the server just after the supersede (on Phoenix it joins, hears no push, and the close follows a moment later): a \"disconnect\" close within unseenSupersedeWindowMs of the join is probed like one before it, so the link is refused 409 past conflictRetryWindowMs and ends `superseded` (cause unseen); the newer instance is never evicted", async () => {
         const agent = peer.agent()
         const proxy = await scene().proxy(peer)
         proxy.stallNextAfterRequest('delay')
@@ -502,14 +519,20 @@ export function conformance(factory: PeerFactory): void {
         await untilState(older, 'joining')
         const newer = scene().link(peer, agent)
         const newerUp = newer.connect()
-        // The server accepted the newer socket (and superseded the older in doing so): the older's join goes now.
-        await peer.until(async () => (await statuses(peer, agent)).length === 2, 'the newer upgrade accepted')
+        // The newer link read its 101, so the server accepted its socket and superseded the older in
+        // doing so (connect/3 runs before the 101 is written): the older's join goes now, with no
+        // round trip to the server's admin routes inside the gap before the close.
+        await untilState(newer, 'joining')
         proxy.flushUplink()
         await newerUp
         expect((await ended).reason).toMatchObject({ kind: 'superseded', cause: 'unseen', generation: 1 })
-        // On Phoenix the join lands in the gap, so the link was connected when the close came; the
-        // simulator closes in the tick it supersedes, so there the close comes first (while joining).
-        if (!peer.name.startsWith('simulator')) expect(states).toContain('connected')
+        // The older link was connected exactly when the server took its join: the transport process
+        // that handled the join wrote its reply before it handled the "disconnect". On Phoenix the
+        // join lands in the gap (SUPERSEDE_CLOSE_DELAY_MS); the simulator closes in the tick it
+        // supersedes, so there the close comes first (while joining).
+        const joinedOld = (await peer.joins(agent, controlTopic(agent.id))).some((j) => j.socket === olderSocket)
+        expect(states.includes('connected')).toBe(joinedOld)
+        expect(joinedOld).toBe(!peer.name.startsWith('simulator'))
         await probesRefused(agent, olderSocket, newer, [101, 101])
       })
 
@@ -763,7 +786,9 @@ export function conformance(factory: PeerFactory): void {
         expect(nextDelayMs).toBeGreaterThanOrEqual(1000)
         const upgrades = await peer.upgrades(agent)
         expect(upgrades.map((u) => u.status)).toEqual([429, 101])
-        expect(upgrades[1]!.at - upgrades[0]!.at).toBeGreaterThanOrEqual(990)
+        // Arrival to arrival: the 1 s runs from the client reading the 429, after it arrived; the
+        // reference peer's clock counts whole milliseconds.
+        expect(upgrades[1]!.at - upgrades[0]!.at).toBeGreaterThanOrEqual(999)
       })
 
       it('503 twice with no body, then accepted: retried with backoff until connected (scenario 8)', async () => {
@@ -1007,7 +1032,8 @@ export function conformance(factory: PeerFactory): void {
           const elapsed = performance.now() - started
           expect(result).toMatchObject({ outcome: 'lost', disconnected: 'reconnect', reason: { kind: 'timed-out', phase: 'heartbeat', generation: 1 } })
           expect(elapsed).toBeGreaterThanOrEqual(295)
-          expect(elapsed).toBeLessThan(3_000)
+          // Far below the heartbeat's 60 s: what decided was the ping's timeout, not a timer lag.
+          expect(elapsed).toBeLessThan(10_000)
         })
         const again = await link.ping()
         expect(again.outcome).toBe('alive')
@@ -1025,7 +1051,7 @@ export function conformance(factory: PeerFactory): void {
         expect(link.state).toBe('connected')
         const started = performance.now()
         expect(await link.ping({ timeoutMs: 300 })).toMatchObject({ outcome: 'lost', disconnected: 'reconnect', reason: { kind: 'timed-out', phase: 'heartbeat', generation: 1 } })
-        expect(performance.now() - started).toBeLessThan(3_000)
+        expect(performance.now() - started).toBeLessThan(10_000)
         await untilState(link, 'connected', 15_000)
         await untilOnlyNewerLive(peer, agent, stale, 'only the new socket live')
         expect(await link.ping()).toMatchObject({ outcome: 'alive', generation: 2 })

@@ -87,6 +87,12 @@ export interface RealServerOptions {
   port?: number
   /** `REJECT_MODE` of the server's own refusals. @default 'plain' (stock Phoenix: no body) */
   rejectMode?: 'plain' | 'json' | 'json_close'
+  /**
+   * `SUPERSEDE_CLOSE_DELAY_MS`: milliseconds between the supersede push and the "disconnect" of
+   * the older socket (the two come from different server processes, so only this gap orders them).
+   * @default 50 (the server's own default)
+   */
+  supersedeCloseDelayMs?: number
 }
 
 /** Lines of server output kept for a failure message. */
@@ -282,7 +288,7 @@ async function launch(where: { src: string; out: string }, options: RealServerOp
     .map(([id, key]) => `${id}:${key}`)
     .join(',')
   const child = spawn('bash', [join(where.src, 'start.sh'), where.out], {
-    env: { ...process.env, SERVER: options.server, PORT: String(port), AGENTS: agents, REJECT_MODE: options.rejectMode ?? 'plain', ERL_AFLAGS: [process.env.ERL_AFLAGS, NO_BUSY_WAIT].filter(Boolean).join(' ') },
+    env: { ...process.env, SERVER: options.server, PORT: String(port), AGENTS: agents, REJECT_MODE: options.rejectMode ?? 'plain', SUPERSEDE_CLOSE_DELAY_MS: String(options.supersedeCloseDelayMs ?? 50), ERL_AFLAGS: [process.env.ERL_AFLAGS, NO_BUSY_WAIT].filter(Boolean).join(' ') },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const log: string[] = []
