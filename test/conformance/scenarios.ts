@@ -168,7 +168,7 @@ export function conformance(factory: PeerFactory): void {
         expect(suppressed!.nextDelayMs).toBeGreaterThanOrEqual(150)
         expect(suppressed!.nextDelayMs).toBeLessThanOrEqual(300)
         // The server now holds the socket: the attempt after the cooldown stays connected.
-        await next(link, 'reconnected', { timeoutMs: 3_000 })
+        await next(link, 'reconnected', { timeoutMs: 10_000 })
         expect(link.state).toBe('connected')
         await peer.until(async () => (await peer.live(agent)).length === 1, 'one live socket after the cooldown')
         // The first connect and one upgrade per loss, the last after the cooldown: the gap between
