@@ -30,6 +30,7 @@ import { checkSignal } from '../../abort.js'
 import { checkKnownKeys } from '../../call-checks.js'
 import { visible } from '../visible.js'
 import { within } from '../within.js'
+import { openGate, spawnGated } from './gate.js'
 
 /** The rules a conformance run judges, in the order the report lists them. */
 export const CONFORMANCE_RULES = deepFreeze([
@@ -232,7 +233,9 @@ class Agent {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 
   constructor(command: readonly string[], cwd: string, env: NodeJS.ProcessEnv) {
-    this.child = spawn(command[0]!, command.slice(1), { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    // Held until release(), after conform has given the reaper its group (./gate.ts): a conform
+    // killed in between leaves no agent running that the reaper does not know.
+    this.child = spawnGated(command, cwd, env)
     const keep = (chunk: Buffer) => {
       this.text = (this.text + chunk.toString()).slice(-4000)
     }
@@ -275,6 +278,11 @@ class Agent {
 
   get output(): string {
     return this.text
+  }
+
+  /** Lets the agent's command run (its group is known to the reaper by now); once. */
+  release(): void {
+    openGate(this.child)
   }
 
   /** The id of the agent's process group (its command's pid), or undefined when it never started. */
@@ -892,6 +900,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
             agents.push(agent)
             running.add(agent)
             reaper.track(agent.pgid, true)
+            agent.release()
             // Forgotten as soon as its group has ended (by itself too, as a well-behaved agent ends on
             // a supersede): its id may then be taken by another process group, which is not ours to end.
             void agent.exited.then(() => reaper.track(agent.pgid, false))
