@@ -291,6 +291,9 @@ export function realPeer(server: RealServerName): PeerFactory {
   }
 }
 
+/** How long a seq may stay missing from the reference peer's event log before a read fails (ms). */
+const GAP_BOUND_MS = 1000
+
 /** Socket ids the reference peer gives: `agent_socket:<agent>:<n>`. */
 class RealPeer implements Peer {
   private readonly pool = new AgentPool()
@@ -298,6 +301,8 @@ class RealPeer implements Peer {
   private log: RealEvent[] = []
   /** Events of earlier server processes of this peer (before a drain), one list per process (seqs and upgrade numbers start again in each). */
   private earlier: RealEvent[][] = []
+  /** When the log was first read with a seq missing before later ones (monotonic ms), or null. */
+  private gapSince: number | null = null
 
   constructor(
     private readonly server: RealServer,
@@ -358,6 +363,7 @@ class RealPeer implements Peer {
   async drain(): Promise<void> {
     this.earlier.push([...(await this.events())])
     this.log = []
+    this.gapSince = null
     await this.server.restart()
   }
   async freeze(): Promise<() => Promise<void>> {
@@ -375,8 +381,10 @@ class RealPeer implements Peer {
    * The agent's upgrades the server answered. The server logs `upgrade_attempt` when a request
    * starts and `upgrade_result` when Phoenix returns, which for a refusal is after the response
    * was written (endpoint.ex): a client can see its 403 before the server logged it. So this waits
-   * (bounded, 2 s) until every attempt of the agent has its result, then answers; past the bound it
-   * answers what there is, and the caller's assertion shows the difference.
+   * (bounded, 2 s) until every attempt of the agent has its result, then answers, in the order the
+   * requests arrived; an attempt of the running server still unanswered past the bound is given
+   * status 0, which no assertion of a status expects (an attempt cut short by a restart is left out:
+   * that server will never answer it).
    */
   async upgrades(agent: Agent): Promise<UpgradeSeen[]> {
     const answered = async () => {
@@ -385,10 +393,14 @@ class RealPeer implements Peer {
       return mine.filter((e) => e.type === 'upgrade_attempt').every((e) => results.has(e.upgrade))
     }
     await this.until(answered, 'every upgrade answered in the log', 2000).catch(() => undefined)
-    return (await this.processes()).flatMap((events) => {
+    const processes = await this.processes()
+    return processes.flatMap((events, index) => {
       const mine = events.filter((e) => e.agent === agent.id)
-      const arrived = new Map(mine.filter((e) => e.type === 'upgrade_attempt').map((e) => [e.upgrade, e.t]))
-      return mine.filter((e) => e.type === 'upgrade_result').map((e) => ({ status: e.status as number, at: arrived.get(e.upgrade) ?? e.t }))
+      const answers = new Map(mine.filter((e) => e.type === 'upgrade_result').map((e) => [e.upgrade, e.status as number]))
+      const running = index === processes.length - 1
+      return mine
+        .filter((e) => e.type === 'upgrade_attempt' && (running || answers.has(e.upgrade)))
+        .map((e) => ({ status: answers.get(e.upgrade) ?? 0, at: e.t }))
     })
   }
   async joins(agent: Agent, topic?: string): Promise<JoinSeen[]> {
@@ -432,6 +444,11 @@ class RealPeer implements Peer {
       this.log.push(event)
       next++
     }
+    // A seq the server took and never stored would stop the log here for good, and every later
+    // "nothing more happened" would hold: past a bound, that is an error, not a quiet log.
+    if (next - after - 1 === fresh.length) this.gapSince = null
+    else if (this.gapSince === null) this.gapSince = performance.now()
+    else if (performance.now() - this.gapSince > GAP_BOUND_MS) throw new Error(`the ${this.name} event log has no seq ${next} ${GAP_BOUND_MS} ms after seq ${next + 1} was read`)
     return this.log
   }
 

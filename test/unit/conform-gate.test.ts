@@ -3,12 +3,12 @@
  * the gate (after its reaper knows the agent's group), and never when conform's end closes the
  * gate's stdin first.
  */
-import { readFileSync, writeFileSync, mkdtempSync, rmSync, chmodSync } from 'node:fs'
+import { readFileSync, writeFileSync, mkdtempSync, mkdirSync, rmSync, chmodSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ChildProcess } from 'node:child_process'
 import { afterEach, describe, expect, it } from 'vitest'
-import { findsCommand, openGate, spawnGated } from '../../src/node/conform/gate.js'
+import { findCommand, openGate, spawnGated } from '../../src/node/conform/gate.js'
 
 /** Prints what the command saw of itself: pid, process group (proc(5) stat), stdin, arguments. */
 const REPORT = `const s = require('fs').readFileSync('/proc/self/stat', 'utf8').slice(require('fs').readFileSync('/proc/self/stat', 'utf8').lastIndexOf(')') + 2).split(' ');
@@ -71,20 +71,40 @@ describe('conform: the gated start of an agent', () => {
     expect(() => spawnGated([], process.cwd(), process.env)).toThrow(/the command is empty/)
   })
 
-  it('findsCommand looks a command up as execvp does: a path from cwd, a name on PATH, an executable file only', () => {
+  it('findCommand looks a command up as execvp does: a path from cwd, a name on PATH in order (glibc\'s /bin:/usr/bin when there is none), an executable regular file only', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gate-'))
     dirs.push(dir)
     writeFileSync(join(dir, 'tool'), '#!/bin/sh\n')
     chmodSync(join(dir, 'tool'), 0o755)
     writeFileSync(join(dir, 'data'), '')
     chmodSync(join(dir, 'data'), 0o644)
-    expect(findsCommand('./tool', dir, {})).toBe(true)
-    expect(findsCommand(join(dir, 'tool'), '/', {})).toBe(true)
-    expect(findsCommand('tool', '/', { PATH: `/nonexistent:${dir}` })).toBe(true)
-    expect(findsCommand('tool', dir, { PATH: '' })).toBe(true)
-    expect(findsCommand('tool', '/', { PATH: '/nonexistent' })).toBe(false)
-    expect(findsCommand('./data', dir, {})).toBe(false)
-    expect(findsCommand('tool', '/', {})).toBe(false)
-    expect(findsCommand('sh', '/', {})).toBe(true)
+    mkdirSync(join(dir, 'folder'))
+    expect(findCommand('./tool', dir, {})).toBe(join(dir, 'tool'))
+    expect(findCommand(join(dir, 'tool'), '/', {})).toBe(join(dir, 'tool'))
+    expect(findCommand('tool', '/', { PATH: `/nonexistent:${dir}` })).toBe(join(dir, 'tool'))
+    expect(findCommand('tool', dir, { PATH: '' })).toBe(join(dir, 'tool'))
+    expect(findCommand('tool', '/', { PATH: '/nonexistent' })).toBeNull()
+    expect(findCommand('./data', dir, {})).toBeNull()
+    expect(findCommand('./folder', dir, {})).toBeNull()
+    expect(findCommand('folder', '/', { PATH: dir })).toBeNull()
+    expect(findCommand('tool', '/', {})).toBeNull()
+    expect(findCommand('sh', '/', {})).toBe('/bin/sh')
+  })
+
+  it('a directory is spawned ungated, so its error is the system\'s (EACCES), as before the gate', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gate-'))
+    dirs.push(dir)
+    const child = spawnGated([dir], '/', process.env)
+    children.push(child)
+    const error = await new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve))
+    expect(error.code).toBe('EACCES')
+  })
+
+  it('with no PATH in the environment, the gated command is the file execvp would run, not the shell\'s own search', async () => {
+    const child = spawnGated(['sh', '-c', 'printf %s "$0"'], '/', {})
+    children.push(child)
+    const done = ended(child)
+    openGate(child)
+    expect(await done).toMatchObject({ out: '/bin/sh', code: 0 })
   })
 })
