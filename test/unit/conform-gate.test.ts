@@ -11,8 +11,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { findCommand, openGate, spawnGated } from '../../src/node/conform/gate.js'
 
 /** Prints what the command saw of itself: pid, process group (proc(5) stat), stdin, arguments. */
-const REPORT = `const s = require('fs').readFileSync('/proc/self/stat', 'utf8').slice(require('fs').readFileSync('/proc/self/stat', 'utf8').lastIndexOf(')') + 2).split(' ');
-process.stdout.write(JSON.stringify({ pid: process.pid, pgid: Number(s[2]), stdin: require('fs').readlinkSync('/proc/self/fd/0'), argv: process.argv.slice(1) }))`
+const REPORT = `const fs = require('fs'); const stat = fs.readFileSync('/proc/self/stat', 'utf8'); const s = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+process.stdout.write(JSON.stringify({ pid: process.pid, pgid: Number(s[2]), stdin: fs.readlinkSync('/proc/self/fd/0'), argv: process.argv.slice(1) }))`
 
 const children: ChildProcess[] = []
 const dirs: string[] = []
