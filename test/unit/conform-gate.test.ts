@@ -28,10 +28,17 @@ function ended(child: ChildProcess): Promise<{ out: string; code: number | null;
   return new Promise((resolve) => child.once('close', (code, signal) => resolve({ out, code, signal })))
 }
 
-function gated(command: string[]): ChildProcess {
-  const child = spawnGated(command, process.cwd(), process.env)
+function gated(command: string[], cwd = process.cwd(), env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  const child = spawnGated(command, cwd, env)
   children.push(child)
   return child
+}
+
+/** A fresh directory, removed after the test. */
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'gate-'))
+  dirs.push(dir)
+  return dir
 }
 
 describe('conform: the gated start of an agent', () => {
@@ -72,8 +79,7 @@ describe('conform: the gated start of an agent', () => {
   })
 
   it('findCommand looks a command up as execvp does: a path from cwd, a name on PATH in order (glibc\'s /bin:/usr/bin when there is none), an executable regular file only', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gate-'))
-    dirs.push(dir)
+    const dir = tempDir()
     writeFileSync(join(dir, 'tool'), '#!/bin/sh\n')
     chmodSync(join(dir, 'tool'), 0o755)
     writeFileSync(join(dir, 'data'), '')
@@ -92,17 +98,14 @@ describe('conform: the gated start of an agent', () => {
   })
 
   it('a directory is spawned ungated, so its error is the system\'s (EACCES), as before the gate', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gate-'))
-    dirs.push(dir)
-    const child = spawnGated([dir], '/', process.env)
-    children.push(child)
+    const dir = tempDir()
+    const child = gated([dir], '/')
     const error = await new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve))
     expect(error.code).toBe('EACCES')
   })
 
   it('with no PATH in the environment, the gated command is the file execvp would run, not the shell\'s own search', async () => {
-    const child = spawnGated(['sh', '-c', 'printf %s "$0"'], '/', {})
-    children.push(child)
+    const child = gated(['sh', '-c', 'printf %s "$0"'], '/', {})
     const done = ended(child)
     openGate(child)
     expect(await done).toMatchObject({ out: '/bin/sh', code: 0 })
