@@ -190,7 +190,7 @@ export function program(): Command {
     .addOption(new Option('--chart <name>', 'one chart').choices(['connection', 'channel', 'reconnect']))
     .addOption(new Option('--mode <mode>', 'wire: the paths run on the real link; pure: every stimulus, chart only').choices(['wire', 'pure']).default('wire'))
     .option('--json', 'one JSON object per path', false)
-    .option('--reconnects', 'the connection paths that lose a connected socket and connect again on the next (reconnectPaths() of phoenix-link/testing), instead of the generated ones', false)
+    .option('--reconnects', 'the connection paths that lose a connected socket and connect again on the next, twice (reconnectPaths() of phoenix-link/testing), instead of the generated ones', false)
     .action((opts: { chart?: 'connection' | 'channel' | 'reconnect'; mode: 'wire' | 'pure'; json: boolean; reconnects: boolean }) => {
       process.exitCode = runPaths({ ...(opts.chart ? { chart: opts.chart } : {}), mode: opts.mode, json: opts.json, reconnects: opts.reconnects })
     })

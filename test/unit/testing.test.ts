@@ -199,7 +199,7 @@ describe("the runner judges the host's app channels at every connected step", ()
     }
   })
 
-  it('waits for the joins in flight: the channels a host asks for before connect() and on `connected` are joined at each connected step, on the first socket and the next', async () => {
+  it('waits for the joins in flight: the channels a host asks for before connect() and on `connected` are joined at each connected step, on the first socket and the next two', async () => {
     const seen: string[] = []
     const record: LifecycleOracle = {
       name: 'record-channels',
@@ -219,17 +219,22 @@ describe("the runner judges the host's app channels at every connected step", ()
       },
       { oracles: [...LIFECYCLE_ORACLES, record] },
     )
-    expect(seen).toEqual(['join ok@1: room:early=joined room:late=joined', 'join ok@2: room:early=joined room:late=joined'])
+    expect(seen).toEqual(['join ok@1: room:early=joined room:late=joined', 'join ok@2: room:early=joined room:late=joined', 'join ok@3: room:early=joined room:late=joined'])
   })
 
   it('gives every loss a connected link reconnects after a path back to connected, and judges the channels again there: params that fail from the second socket on fail there', async () => {
     const losses = reconnectPaths().map((p) => p.steps[4]!.name)
     expect(losses).toEqual(['close 1000', 'close 1001', 'close 1011', 'close 1012', 'close 1013', 'close 4001', 'drop', 'reset', 'heartbeat timeout', 'control phx_close'])
-    for (const path of reconnectPaths()) expect(path.steps.at(-1)!.expect).toMatchObject({ state: 'connected', generation: 2, epoch: 1 })
+    for (const path of reconnectPaths()) {
+      // The same loss again on the second socket, and back to connected on the third.
+      expect(path.steps[10]!.name).toBe(path.steps[4]!.name)
+      expect(path.steps[9]!.expect).toMatchObject({ state: 'connected', generation: 2, epoch: 1 })
+      expect(path.steps.at(-1)!.expect).toMatchObject({ state: 'connected', generation: 3, epoch: 1 })
+    }
     // No generated path connects twice: these are the only ones that judge a rejoin.
     const connectedOn = (p: LifecyclePath) => new Set(p.steps.filter((s) => s.expect.state === 'connected').map((s) => s.expect.generation)).size
     expect(lifecyclePaths().filter((p) => connectedOn(p) > 1)).toEqual([])
-    expect(reconnectPaths().every((p) => connectedOn(p) === 2)).toBe(true)
+    expect(reconnectPaths().every((p) => connectedOn(p) === 3)).toBe(true)
     let joins = 0
     const failure = await failureOf(
       kit.run(reconnected(), (options) => {
@@ -243,6 +248,23 @@ describe("the runner judges the host's app channels at every connected step", ()
     )
     expect(failure).toMatchObject({ step: 9, stimulus: 'join ok' })
     expect((failure as PathFailure).detail).toMatch(/^app-channels-joined: room:once is errored, to be rejoined on this socket after its backoff \(other\b.*token already used/)
+  })
+
+  it('judges the channels after a second loss too: params that work for the first rejoin and fail on the third socket fail at its join', async () => {
+    let joins = 0
+    const failure = await failureOf(
+      kit.run(reconnected(), (options) => {
+        const link = createLink(options)
+        link.channel('room:twice', () => {
+          if (++joins > 2) throw new Error('token refreshed only once')
+          return {}
+        })
+        return link
+      }),
+    )
+    expect(joins).toBeGreaterThan(2)
+    expect(failure).toMatchObject({ step: 15, stimulus: 'join ok' })
+    expect((failure as PathFailure).detail).toMatch(/^app-channels-joined: room:twice is errored, to be rejoined on this socket after its backoff \(other\b.*token refreshed only once/)
   })
 
   it('waits for a channel the host asks for once another has joined, and for one asked for in its control handler after an await', async () => {

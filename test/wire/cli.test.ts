@@ -321,7 +321,7 @@ describe('phoenix-link command line', () => {
     let printed = ''
     text.stdout.on('data', (c: Buffer) => (printed += c.toString()))
     expect(await exit(text)).toBe(0)
-    expect(printed.split('\n')[0]).toBe(`connection chart: ${lines.length} wire paths on which a connected link loses its socket and connects again on the next (reconnectPaths())`)
+    expect(printed.split('\n')[0]).toBe(`connection chart: ${lines.length} wire paths on which a connected link loses its socket and connects again on the next, twice (reconnectPaths())`)
     expect(printed.trim().split('\n')).toHaveLength(lines.length + 1)
     for (const args of [['--chart', 'channel'], ['--mode', 'pure']]) {
       const refused = cli(['paths', '--reconnects', ...args])

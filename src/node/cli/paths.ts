@@ -13,8 +13,8 @@ export interface PathsOptions {
   mode: 'wire' | 'pure'
   json: boolean
   /**
-   * Print the paths on which a connected link loses its socket and connects again on the next
-   * (`reconnectPaths()` of phoenix-link/testing) instead: wire paths of the connection chart only.
+   * Print the paths on which a connected link loses its socket and connects again on the next,
+   * twice (`reconnectPaths()` of phoenix-link/testing) instead: wire paths of the connection chart only.
    */
   reconnects?: boolean
   write?: (line: string) => void
@@ -88,7 +88,7 @@ export function runPaths(options: PathsOptions): number {
     }
     // The model paths reconnectPaths() is made of, printed as the generated ones are.
     const paths = reconnectedPaths()
-    if (!options.json) write(`connection chart: ${paths.length} wire paths on which a connected link loses its socket and connects again on the next (reconnectPaths())`)
+    if (!options.json) write(`connection chart: ${paths.length} wire paths on which a connected link loses its socket and connects again on the next, twice (reconnectPaths())`)
     paths.forEach((path, i) => print('connection', 'reconnect', path, i, {}))
     return 0
   }

@@ -133,12 +133,14 @@ export function connectionPaths(mode: 'wire' | 'pure'): Array<ModelPath<Expectat
 }
 
 /**
- * The wire paths that lose a connected link's first socket, each continued until the link is
- * connected again on its next one: the generated paths end at the loss (every edge is the last
- * step of one path), so none of them crosses a second `connected`. One path per way a connected
- * link loses its socket and reconnects (a close with each code, a drop, a reset, a heartbeat
- * timeout, a control channel closed, ...): the loss, the chart's own follow-ups, the backoff
- * elapsed, the upgrade accepted and the control channel joined, with what the chart says after each.
+ * The wire paths that lose a connected link's socket and connect again, twice: the generated paths
+ * end at the loss (every edge is the last step of one path), so none of them crosses a second
+ * `connected`. One path per way a connected link loses its socket and reconnects (a close with
+ * each code, a drop, a reset, a heartbeat timeout, a control channel closed, ...): the loss, the
+ * chart's own follow-ups, the backoff elapsed, the upgrade accepted and the control channel joined,
+ * with what the chart says after each; then the same loss on the second socket and the same way
+ * back to `connected` on the third. A channel judged at both connected steps after a loss is caught
+ * when it rejoins once and not again (join params that work twice, a token refreshed only once).
  *
  * @throws {Error} when the chart offers no way to the next step (a chart that no longer reconnects).
  */
@@ -164,12 +166,21 @@ export function reconnectedPaths(): Array<ModelPath<Expectation>> {
     step(loss)
     // Only the losses the link reconnects after (not a supersede, a refusal or the host's stop).
     if (steps.at(-1)!.expect.state !== 'reconnecting') continue
-    for (const name of ['backoff elapsed', 'open', 'join ok']) {
-      const offered = model.stimuli(snapshot, 'wire').find((s) => s.name === name)
-      if (!offered) throw new Error(`after ${loss.name}: the chart offers no "${name}" in ${JSON.stringify(snapshot.value)}`)
-      step(offered)
+    const back = (round: number): void => {
+      for (const name of ['backoff elapsed', 'open', 'join ok']) {
+        const offered = model.stimuli(snapshot, 'wire').find((s) => s.name === name)
+        if (!offered) throw new Error(`after ${loss.name} (loss ${round}): the chart offers no "${name}" in ${JSON.stringify(snapshot.value)}`)
+        step(offered)
+      }
+      if (steps.at(-1)!.expect.state !== 'connected') throw new Error(`after ${loss.name} (loss ${round}): continued, the path ends ${steps.at(-1)!.expect.state}, not connected`)
     }
-    if (steps.at(-1)!.expect.state !== 'connected') throw new Error(`after ${loss.name}: continued, the path ends ${steps.at(-1)!.expect.state}, not connected`)
+    back(1)
+    // The same loss on the second socket: the stimulus of that name the chart offers there.
+    const again = model.stimuli(snapshot, 'wire').find((s) => s.name === loss.name)
+    if (!again) throw new Error(`connected again after ${loss.name}: the chart offers no second "${loss.name}" in ${JSON.stringify(snapshot.value)}`)
+    step(again)
+    if (steps.at(-1)!.expect.state !== 'reconnecting') throw new Error(`after a second ${loss.name}: the path is ${steps.at(-1)!.expect.state}, not reconnecting`)
+    back(2)
     out.push({ name: steps.map((s) => s.stimulus).join(' > '), steps })
   }
   return out

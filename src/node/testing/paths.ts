@@ -76,13 +76,16 @@ export function lifecyclePaths(): readonly LifecyclePath[] {
 let reconnects: readonly LifecyclePath[] | null = null
 
 /**
- * The paths on which a link loses its first socket and is connected again on the next: one for
- * every loss a connected link reconnects after (close 1000, 1001, 1011, 1012, 1013 and 4001, a
- * drop, a reset, a heartbeat timeout, the control channel closed), each continued through the
- * backoff, the next upgrade and the control join. {@link lifecyclePaths} ends every path at its
- * last edge, so none of them reaches `connected` twice: these are where a host's app channels are
- * judged on a new socket (the kit's `app-channels-joined`), and where an oracle of the host's own
- * sees it come back. Run them with the same `kit.run()`. Frozen, generated once per process.
+ * The paths on which a connected link loses its socket and is connected again on the next, twice:
+ * one for every loss a connected link reconnects after (close 1000, 1001, 1011, 1012, 1013 and
+ * 4001, a drop, a reset, a heartbeat timeout, the control channel closed), each continued through
+ * the backoff, the next upgrade and the control join, then the same loss on the second socket and
+ * the same way back on the third (16 steps; `connected` at steps 4, 10 and 16, generations 1 to 3).
+ * {@link lifecyclePaths} ends every path at its last edge, so none of them reaches `connected`
+ * twice: these are where a host's app channels are judged on a new socket (the kit's
+ * `app-channels-joined`), on the second and on the third, so join params that work for one rejoin
+ * only fail here, and where an oracle of the host's own sees it come back. Run them with the same
+ * `kit.run()`. Frozen, generated once per process.
  */
 export function reconnectPaths(): readonly LifecyclePath[] {
   if (!reconnects) reconnects = Object.freeze(reconnectedPaths().map((p) => deepFreeze(lifecyclePathOf(p))))
