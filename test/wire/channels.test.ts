@@ -207,6 +207,30 @@ describe('app channels', () => {
     await expect(room.push('silent', {}, { timeoutMs: 100 })).rejects.toMatchObject({ code: 'PUSH_TIMEOUT' })
   })
 
+  it('a push made while the join params are still being asked waits for the join and goes out after it, with the params the join carried', async () => {
+    const sim = await world().sim()
+    sim.onPush(({ event, payload }) => ({ status: 'ok', response: { event, got: payload as Record<string, unknown> } }))
+    const link = world().link(sim)
+    await link.connect()
+    let answer!: (params: object) => void
+    let asked!: () => void
+    const asking = new Promise<void>((resolve) => (asked = resolve))
+    const room = link.channel('room:slow', () => {
+      asked()
+      return new Promise<object>((resolve) => (answer = resolve))
+    })
+    await asking
+    // The params are still being asked: no join is on the wire yet.
+    const pushed = room.push('hello', { n: 1 })
+    expect(room.status).toBe('joining')
+    expect(framesIn(sim.live('agent-1')[0]!, 'phx_join', 'room:slow')).toEqual([])
+    answer({ token: 't-1' })
+    expect(await pushed).toEqual({ event: 'hello', got: { n: 1 } })
+    const socket = sim.live('agent-1')[0]!
+    expect(framesIn(socket, 'phx_join', 'room:slow').map((f) => (f as unknown as { payload: unknown }).payload)).toEqual([{ token: 't-1' }])
+    expect(framesIn(socket, 'hello', 'room:slow')).toHaveLength(1)
+  })
+
   it('a push that waited for its join gets at most its whole timeoutMs for the reply, even when the host\'s monotonic clock stepped back during the wait', async () => {
     const sim = await world().sim()
     let offset = 0

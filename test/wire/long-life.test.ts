@@ -382,18 +382,27 @@ describe('credentials per attempt', () => {
     expect(details.map((d) => d.replace(/^.*the function threw: /, ''))).toEqual(['vault-locked', 'EAI_AGAIN: lookup failed', 'no code', 'plain text'])
   })
 
-  it('socket params that are not an object of strings fail that attempt with a typed, retryable reason; nothing reaches the server', async () => {
+  it('socket params that are not a plain object of strings fail that attempt with a typed, retryable reason; nothing reaches the server', async () => {
     const sim = await world().sim()
-    const answers: unknown[] = [{ n: 1 }, ['a'], null, { ok: 'yes' }]
+    class Params {
+      ok = 'yes'
+    }
+    const answers: unknown[] = [{ n: 1 }, ['a'], null, { a: ['x'] }, { ok: 'yes', z: null }, new Map([['ok', 'yes']]), new Params(), { ok: 'yes' }]
     let n = 0
     const link = world().link(sim, { params: () => answers[n++] as Record<string, string> })
     const reasons: string[] = []
     link.on('disconnected', ({ reason }) => reasons.push(`${reason.kind}:${reason.retryable}:${(reason as { detail?: string }).detail ?? ''}`))
     await link.connect()
-    expect(reasons).toHaveLength(3)
+    expect(reasons).toHaveLength(7)
     expect(reasons[0]).toMatch(/^other:true:.*params must be an object of string values, got an object with a number at "n"$/)
     expect(reasons[1]).toMatch(/^other:true:.*params must be an object of string values, got an array$/)
     expect(reasons[2]).toMatch(/^other:true:.*params must be an object of string values, got null$/)
+    // The value at fault named by what it is, not by typeof (an array and null are both 'object' to it).
+    expect(reasons[3]).toMatch(/^other:true:.*params must be an object of string values, got an object with an array at "a"$/)
+    expect(reasons[4]).toMatch(/^other:true:.*params must be an object of string values, got an object with null at "z"$/)
+    // A Map (its entries are no properties: it would be sent as no params) and a class instance are refused too.
+    expect(reasons[5]).toMatch(/^other:true:.*params must be a plain object of string values, got a Map$/)
+    expect(reasons[6]).toMatch(/^other:true:.*params must be a plain object of string values, got a Params$/)
     expect(sim.upgrades.map((u) => u.status)).toEqual([101])
     expect(sim.accepted('agent-1')[0]!.params.ok).toBe('yes')
   })
