@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { Socket } from 'phoenix'
 import { ConfigurationError, DEFAULT_PING_TIMEOUT_MS, type PingResult } from '../../src/index.js'
-import { next, untilState, useWorld } from '../support/wire.js'
+import { framesIn, next, untilState, useWorld } from '../support/wire.js'
 import type { Link } from '../../src/link.js'
 import type { PlatformSimulator, SimConnection } from '../../src/node/server/index.js'
 
@@ -44,6 +44,20 @@ describe('ping() of a live socket', () => {
     expect(results.map((r) => r.outcome)).toEqual(['alive', 'alive', 'alive'])
     expect(conn!.heartbeats).toBe(3)
     expect(world().captured.get(link)!.events.filter((e) => e.type === 'ignored')).toEqual([])
+  })
+
+  it("an answered ping is forgotten: the server's second reply to its heartbeat answers nothing and is reported as ignored", async () => {
+    const { link, conn } = await connected()
+    expect(await link.ping()).toMatchObject({ outcome: 'alive' })
+    const heartbeats = framesIn(conn, 'heartbeat', 'phoenix')
+    expect(heartbeats).toHaveLength(1)
+    const ref = (heartbeats[0] as unknown as { ref: string }).ref
+    const ignored = next(link, 'ignored')
+    conn.sendRaw(JSON.stringify([null, ref, 'phoenix', 'phx_reply', { status: 'ok', response: {} }]))
+    expect((await ignored).detail).toBe(`"phx_reply" on the heartbeat topic with ref "${ref}", which answers no pending heartbeat`)
+    expect(link.state).toBe('connected')
+    // A second ping is answered by its own heartbeat, not by anything of the first.
+    expect(await link.ping()).toMatchObject({ outcome: 'alive', generation: 1 })
   })
 
   it('called from inside the charts\' processing (a chart subscriber) as a close is read: it decides on the state after it, not the socket just lost', async () => {
