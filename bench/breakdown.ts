@@ -39,7 +39,7 @@ import { controlMachine, DEFAULT_CONTROL_POLICY } from '../machines/control.js'
 import { channelMachine, DEFAULT_CHANNEL_POLICY } from '../machines/channel.js'
 import { ChartRuntime, type RunningChart } from '../src/runtime/chart-runner.js'
 import { REAL_CLOCK } from '../src/runtime/clock.js'
-import { BENCH_TOPIC, inFreshProcess, median, pool, row, settleHeap, SimChild, openClient, type Row } from './common.js'
+import { BENCH_TOPIC, inFreshProcess, median, pool, row, settleHeap, SimChild, openClient, timeTransitions, type Row } from './common.js'
 
 const CLIENTS = Number(process.env.BENCH_BREAKDOWN_CLIENTS ?? 500)
 const ACTORS = Number(process.env.BENCH_BREAKDOWN_ACTORS ?? 2_000)
@@ -298,31 +298,6 @@ async function measureCpu(kind: 'link' | 'raw', count: number, profiled = true):
     await pool(closers, 100, (close) => close())
     await sim.stop()
   }
-}
-
-/**
- * Times every call of the charts' `transition()` and `getInitialSnapshot()` (XState's
- * interpreter, as the link's runtime calls it: src/runtime/chart-runner.ts) while `on()` is true.
- * Bench-only instrumentation of this process's chart objects.
- */
-function timeTransitions(on: () => boolean): { calls: number; us: number } {
-  const totals = { calls: 0, us: 0 }
-  for (const machine of [connectionMachine, reconnectMachine, controlMachine, channelMachine] as unknown as Array<Record<string, (...args: unknown[]) => unknown>>) {
-    for (const name of ['transition', 'getInitialSnapshot']) {
-      const original = machine[name]!
-      machine[name] = function (this: unknown, ...args: unknown[]) {
-        if (!on()) return original.apply(this, args)
-        const started = performance.now()
-        try {
-          return original.apply(this, args)
-        } finally {
-          totals.us += (performance.now() - started) * 1000
-          totals.calls++
-        }
-      }
-    }
-  }
-  return totals
 }
 
 /** CPU per connect of both kinds in one process, after warm-up, in alternating batches. */

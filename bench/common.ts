@@ -7,6 +7,10 @@ import WebSocket from 'isomorphic-ws'
 import type { ChildCommand } from './sim-child.js'
 import { createLink } from '../src/link.js'
 import { within } from '../src/node/within.js'
+import { connectionMachine } from '../machines/connection.js'
+import { reconnectMachine } from '../machines/reconnect.js'
+import { controlMachine } from '../machines/control.js'
+import { channelMachine } from '../machines/channel.js'
 export { within }
 
 /** One line of the results table. */
@@ -229,4 +233,29 @@ export function median(values: number[]): number {
  */
 export async function printIfMain(moduleUrl: string, run: () => Promise<unknown>): Promise<void> {
   if (moduleUrl === `file://${process.argv[1]}`) console.log(JSON.stringify(await run()))
+}
+
+/**
+ * Times every call of the charts' `transition()` and `getInitialSnapshot()` (XState's
+ * interpreter, as the link's runtime calls it: src/runtime/chart-runner.ts) while `on()` is true.
+ * Bench-only instrumentation of this process's chart objects.
+ */
+export function timeTransitions(on: () => boolean): { calls: number; us: number } {
+  const totals = { calls: 0, us: 0 }
+  for (const machine of [connectionMachine, reconnectMachine, controlMachine, channelMachine] as unknown as Array<Record<string, (...args: unknown[]) => unknown>>) {
+    for (const name of ['transition', 'getInitialSnapshot']) {
+      const original = machine[name]!
+      machine[name] = function (this: unknown, ...args: unknown[]) {
+        if (!on()) return original.apply(this, args)
+        const started = performance.now()
+        try {
+          return original.apply(this, args)
+        } finally {
+          totals.us += (performance.now() - started) * 1000
+          totals.calls++
+        }
+      }
+    }
+  }
+  return totals
 }

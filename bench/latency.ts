@@ -3,12 +3,14 @@
  * on its own clock, how long until that client's control channel is joined again. Zero backoff
  * floor on both sides: phoenix-link with `initialDelayMs: 0` and `goingAwayFloorMs: [0, 0]`, raw
  * phoenix.js with `reconnectAfterMs: () => 0`. Median, p90 and p99 over 1,000 closes each, alternating,
- * and the same split into three stages the server can time.
+ * and the same split into three stages the server can time; and the client process's CPU per
+ * reconnect (user + system, `process.cpuUsage()` around each close-until-rejoined: the other client
+ * only idles meanwhile), with the link's chart transitions timed where they run.
  *
  * Run alone: `npm run bench -- latency`.
  */
 import { createLink } from '../src/link.js'
-import { percentile, rawClient, row, SimChild, printIfMain, type Row } from './common.js'
+import { percentile, rawClient, row, SimChild, printIfMain, timeTransitions, type Row } from './common.js'
 
 export const CLOSES = Number(process.env.BENCH_CLOSES ?? 1_000)
 
@@ -50,6 +52,8 @@ export async function run(): Promise<Row[]> {
     },
   })
   const raw = await rawClient(sim.url, 'lat-raw', { reconnectAfterMs: () => 0 })
+  let measuringLink = false
+  const timed = timeTransitions(() => measuringLink)
   try {
     await link.connect()
     const once = (agent: string) => sim.send<Stages>({ cmd: 'close-until-rejoined', agent, code: 1001, timeoutMs: 5000 })
@@ -59,9 +63,19 @@ export async function run(): Promise<Row[]> {
     }
     const linkStages: Stages[] = []
     const rawStages: Stages[] = []
+    const cpu = { link: 0, raw: 0 }
+    const cpuOf = async (agent: string, kind: 'link' | 'raw') => {
+      measuringLink = kind === 'link'
+      const before = process.cpuUsage()
+      const stages = await once(agent)
+      const used = process.cpuUsage(before)
+      measuringLink = false
+      cpu[kind] += used.user + used.system
+      return stages
+    }
     for (let i = 0; i < CLOSES; i++) {
-      rawStages.push(await once('lat-raw'))
-      linkStages.push(await once('lat-link'))
+      rawStages.push(await cpuOf('lat-raw', 'raw'))
+      linkStages.push(await cpuOf('lat-link', 'link'))
     }
     const within1ms = { text: 'within 1 ms of raw', met: (l: number, r: number | null) => l - r! <= 1 }
     // Each client's figures of each stage, sorted once.
@@ -73,6 +87,10 @@ export async function run(): Promise<Row[]> {
       row('reconnect latency', 'p90', 'ms', percentile(linkMs.ms, 90), percentile(rawMs.ms, 90), null),
       row('reconnect latency', 'p99', 'ms', percentile(linkMs.ms, 99), percentile(rawMs.ms, 99), within1ms),
     ]
+    rows.push(
+      row('reconnect latency', `client CPU per reconnect (user + system, mean of ${CLOSES.toLocaleString('en-US')})`, 'µs', cpu.link / CLOSES, cpu.raw / CLOSES, null),
+      row('reconnect latency', `of which the link's chart transitions (${(timed.calls / CLOSES).toFixed(1)} per reconnect; XState's transition(), timed in place)`, 'µs', timed.us / CLOSES, null, null),
+    )
     // Where the time goes, as the server alone sees it (the same three stages for both clients).
     for (const [stage, what] of STAGES) {
       for (const p of [50, 99]) rows.push(row('reconnect latency', `${what}, p${p}`, 'ms', percentile(linkMs[stage], p), percentile(rawMs[stage], p), null))

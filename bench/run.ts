@@ -65,6 +65,27 @@ for (const name of chosen) {
 console.log()
 console.log(table(rows))
 
+/**
+ * What the reconnect-latency CPU rows say (bench/latency.ts): the client's CPU per reconnect of
+ * each kind, the link's chart transitions' share, and the ratio without it; empty when the rows
+ * are missing (a run of other benchmarks).
+ */
+function reconnectCpuText(all: Row[]): string {
+  const cpu = all.find((r) => r.bench === 'reconnect latency' && r.metric.startsWith('client CPU per reconnect'))
+  const charts = all.find((r) => r.bench === 'reconnect latency' && r.metric.startsWith("of which the link's chart transitions"))
+  if (!cpu || cpu.raw === null || !charts) return ''
+  const perReconnect = /\(([\d.]+) per reconnect/.exec(charts.metric)?.[1] ?? '?'
+  const us = (n: number) => Math.round(n).toLocaleString('en-US')
+  return (
+    `The CPU rows say how much more work the link's reconnect is: its process spent ${us(cpu.link)} µs per reconnect ` +
+    `against raw's ${us(cpu.raw)} (${(cpu.link / cpu.raw).toFixed(2)}x), ${us(charts.link)} µs of it in ${perReconnect} chart ` +
+    `transitions (on 2026-12-07: the connection chart's socket.close, reconnect.scheduled, reconnect.due, socket.upgradeSent, socket.open ` +
+    `and control.joinOk; the reconnect chart's reconnect.lost, its backoff delay and reconnect.opened), so without the ` +
+    `interpreter's time it would still spend ${((cpu.link - charts.link) / cpu.raw).toFixed(2)}x raw's (the adapter's new ` +
+    `phoenix.js Socket and channels per transport, the events and records of each step, and the garbage of all of it).`
+  )
+}
+
 /** Bytes as KiB with two decimals. */
 const kib = (bytes: number) => (bytes / 1024).toFixed(2)
 
@@ -260,8 +281,9 @@ chart configuration's state value and state-node list and making two per-link se
   nor the two processes competing for the two cores (pinned to one core each with taskset, the
   link's p99 stayed 1.0 and 1.3 ms above raw's in two runs). About one link reconnect in fourteen
   took over 5 ms, against one raw reconnect in twenty-three (75 and 47, then 69 and 40, of 1,000
-  each in two runs), spread evenly over the run. The design that would close it is the one for
-  connect CPU (*Breakdown*): a reconnect that does less work on the client is interrupted less.
+  each in two runs), spread evenly over the run. ${reconnectCpuText(rows)} The design that would
+  close it is the one for connect CPU (*Breakdown*): a reconnect that does less work on the client
+  is interrupted less.
 - **Reconnect storm**: "scheduled" is what the clients' policies asked for (phoenix-link: the
   delay in each \`disconnected\` event; raw: phoenix.js's \`reconnectAfterMs\`, 10 ms for the
   first try, no jitter, so every client lands in one window). "Seen by the server" is when the
