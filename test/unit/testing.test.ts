@@ -172,6 +172,19 @@ describe("the runner judges the host's app channels at every connected step", ()
   // Connected, then a close 1000 and the reconnect, connected again on the second socket.
   const reconnected = (): LifecyclePath => reconnectPaths().find((p) => p.name.includes('> close 1000 >'))!
   const connected = () => pathFrom('host connect > upgrade sent > open > join ok', 4)
+  /** A host with one app channel whose join params work `works` times and then throw `why`; `joins()` counts the asks. */
+  const paramsThatWork = (topic: string, works: number, why: string) => {
+    let joins = 0
+    const host = (options: Parameters<typeof createLink>[0]) => {
+      const link = createLink(options)
+      link.channel(topic, () => {
+        if (++joins > works) throw new Error(why)
+        return {}
+      })
+      return link
+    }
+    return { host, joins: () => joins }
+  }
 
   it('fails a host that joins a mistyped topic, naming the topic and why, at the first connected step', async () => {
     const own = await startPathKit({ agentPrefix: 'kit-typo-', simulator: { channels: ['room:*'] } })
@@ -235,34 +248,15 @@ describe("the runner judges the host's app channels at every connected step", ()
     const connectedOn = (p: LifecyclePath) => new Set(p.steps.filter((s) => s.expect.state === 'connected').map((s) => s.expect.generation)).size
     expect(lifecyclePaths().filter((p) => connectedOn(p) > 1)).toEqual([])
     expect(reconnectPaths().every((p) => connectedOn(p) === 3)).toBe(true)
-    let joins = 0
-    const failure = await failureOf(
-      kit.run(reconnected(), (options) => {
-        const link = createLink(options)
-        link.channel('room:once', () => {
-          if (++joins > 1) throw new Error('token already used')
-          return {}
-        })
-        return link
-      }),
-    )
+    const failure = await failureOf(kit.run(reconnected(), paramsThatWork('room:once', 1, 'token already used').host))
     expect(failure).toMatchObject({ step: 9, stimulus: 'join ok' })
     expect((failure as PathFailure).detail).toMatch(/^app-channels-joined: room:once is errored, to be rejoined on this socket after its backoff \(other\b.*token already used/)
   })
 
   it('judges the channels after a second loss too: params that work for the first rejoin and fail on the third socket fail at its join', async () => {
-    let joins = 0
-    const failure = await failureOf(
-      kit.run(reconnected(), (options) => {
-        const link = createLink(options)
-        link.channel('room:twice', () => {
-          if (++joins > 2) throw new Error('token refreshed only once')
-          return {}
-        })
-        return link
-      }),
-    )
-    expect(joins).toBeGreaterThan(2)
+    const twice = paramsThatWork('room:twice', 2, 'token refreshed only once')
+    const failure = await failureOf(kit.run(reconnected(), twice.host))
+    expect(twice.joins()).toBeGreaterThan(2)
     expect(failure).toMatchObject({ step: 15, stimulus: 'join ok' })
     expect((failure as PathFailure).detail).toMatch(/^app-channels-joined: room:twice is errored, to be rejoined on this socket after its backoff \(other\b.*token refreshed only once/)
   })

@@ -80,7 +80,8 @@ let reconnects: readonly LifecyclePath[] | null = null
  * one for every loss a connected link reconnects after (close 1000, 1001, 1011, 1012, 1013 and
  * 4001, a drop, a reset, a heartbeat timeout, the control channel closed), each continued through
  * the backoff, the next upgrade and the control join, then the same loss on the second socket and
- * the same way back on the third (16 steps; `connected` at steps 4, 10 and 16, generations 1 to 3).
+ * the same way back on the third (16 steps, `connected` after the 4th, 10th and 16th: indexes 3, 9
+ * and 15, as `PathFailure.step` counts them; generations 1 to 3).
  * {@link lifecyclePaths} ends every path at its last edge, so none of them reaches `connected`
  * twice: these are where a host's app channels are judged on a new socket (the kit's
  * `app-channels-joined`), on the second and on the third, so join params that work for one rejoin
