@@ -437,6 +437,9 @@ function startDashboard(): void {
   void refreshConnections()
   dashboardTimer = setInterval(() => void refreshConnections(), 500)
   const feed = new EventSource(`./admin/events${tokenQuery()}`)
+  // The feed is live only (a crossing before it opened is not sent again): `data-feed` says whether it is open.
+  feed.onopen = () => (document.body.dataset.feed = 'open')
+  feed.onerror = () => (document.body.dataset.feed = 'closed')
   for (const type of ['principal-presence', 'agent-aborted']) {
     feed.addEventListener(type, (message) => {
       const item = document.createElement('li')

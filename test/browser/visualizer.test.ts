@@ -402,6 +402,8 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
     const { page, errors, close } = await open(`${http}/#dashboard`)
     const rows = page.locator('[data-testid="connections"] tbody tr[data-principal="agent-1"]')
     try {
+      // The presence feed is live only: the link connects once the page's feed is open, or its first-connected goes unseen.
+      await page.waitForSelector('body[data-feed="open"]', { timeout: 10_000 })
       const link = world().link(sim)
       await link.connect()
       await expect.poll(() => rows.count()).toBe(1)
