@@ -436,8 +436,10 @@ function startDashboard(): void {
   if (dashboardTimer) return
   void refreshConnections()
   dashboardTimer = setInterval(() => void refreshConnections(), 500)
-  const feed = new EventSource(`./admin/events${tokenQuery()}`)
-  // The feed is live only (a crossing before it opened is not sent again): `data-feed` says whether it is open.
+  // From the first event the simulator keeps (`after=0`), so a crossing before the page opened is
+  // shown too; a reconnecting EventSource resumes after the last one it got (Last-Event-ID).
+  // `data-feed` says whether the feed is open.
+  const feed = new EventSource(`./admin/events?after=0${tokenQuery().replace('?', '&')}`)
   feed.onopen = () => (document.body.dataset.feed = 'open')
   feed.onerror = () => (document.body.dataset.feed = 'closed')
   for (const type of ['principal-presence', 'agent-aborted']) {

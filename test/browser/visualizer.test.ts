@@ -402,7 +402,7 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
     const { page, errors, close } = await open(`${http}/#dashboard`)
     const rows = page.locator('[data-testid="connections"] tbody tr[data-principal="agent-1"]')
     try {
-      // The presence feed is live only: the link connects once the page's feed is open, or its first-connected goes unseen.
+      // The link connects once the page's feed is open, so its crossings come live (the next test has them replayed).
       await page.waitForSelector('body[data-feed="open"]', { timeout: 10_000 })
       const link = world().link(sim)
       await link.connect()
@@ -412,6 +412,32 @@ describe.skipIf(!HAVE_CHROMIUM)('visualizer in headless Chromium', () => {
       await link.disconnect()
       await expect.poll(() => rows.count()).toBe(0)
       await expect.poll(() => page.locator('[data-testid="feed"]').innerText()).toContain('last-disconnected')
+      expect(errors).toEqual([])
+    } finally {
+      await close()
+      await sim.stop()
+    }
+  }, 60_000)
+
+  it('dashboard: crossings from before the page opened are in its feed, once each (the feed starts at the first event the simulator keeps)', async () => {
+    const sim = await startSimulator({
+      agents: { 'agent-1': 'key-1' },
+      routes: (req: IncomingMessage, res: ServerResponse) => servePage(pageDir, req, res),
+    })
+    const http = sim.url.replace(/^ws/, 'http').replace(/\/socket$/, '')
+    const link = world().link(sim)
+    await link.connect()
+    await link.disconnect()
+    await sim.waitFor(() => sim.presence.length === 2)
+    const { page, errors, close } = await open(`${http}/#dashboard`)
+    const items = page.locator('[data-testid="feed"] li')
+    try {
+      await expect.poll(() => items.count()).toBe(3)
+      // Newest first: the report that followed last-disconnected, then the two crossings.
+      const texts = await items.allInnerTexts()
+      expect(texts.map((t) => t.split(' ')[0])).toEqual(['agent-aborted', 'principal-presence', 'principal-presence'])
+      expect(texts[1]).toContain('last-disconnected')
+      expect(texts[2]).toContain('first-connected')
       expect(errors).toEqual([])
     } finally {
       await close()

@@ -1018,7 +1018,139 @@ describe('the simulator\'s metrics and admin API', () => {
     expect((await fetchText(sim, '/nope')).status).toBe(404)
     stream.destroy()
   })
+  it('GET /admin/events resumes: ?after= and Last-Event-ID send the kept events after it first, behind a replay event; an id of another run replays all; past historyLimit the lost ones are counted; a bad one is a 400', async () => {
+    const sim = await world().sim({ historyLimit: 3 })
+    const link = world().link(sim)
+    // Every event the feed publishes: a crossing, or an abort report (a last-disconnected is
+    // followed by one, "nothing to abort" here).
+    let published = 0
+    const count = () => published++
+    sim.on('presence', count)
+    sim.on('agent-aborted', count)
+    const streams: Array<() => void> = []
+    try {
+      // Six events before any reader: connected, disconnected, its report; twice.
+      for (let i = 0; i < 2; i++) {
+        await link.connect()
+        await link.disconnect()
+      }
+      await sim.waitFor(() => published === 6)
+      const first = await readEvents(sim, '/admin/events?after=0', {}, 4, streams)
+      // historyLimit 3 keeps the last three: the first three are counted as missed, not replayed.
+      expect(first.frames[0]).toEqual({ id: null, event: 'replay', data: { after: 0, lastSeq: 6, replayed: 3, missed: 3 } })
+      expect(first.frames.slice(1).map((f) => [f.id?.split('.')[1], f.event, (f.data as { kind?: string; outcome?: string }).kind ?? (f.data as { outcome: string }).outcome])).toEqual([
+        ['4', 'principal-presence', 'first-connected'],
+        ['5', 'principal-presence', 'last-disconnected'],
+        ['6', 'agent-aborted', 'nothing-to-abort'],
+      ])
+      const run = first.frames[1]!.id!.split('.')[0]!
+      // A reconnecting EventSource sends the id of the last event it got: only later ones come
+      // again, and its header wins over the URL's `after` (the page's first).
+      await link.connect()
+      await sim.waitFor(() => published === 7)
+      const resumed = await readEvents(sim, '/admin/events?after=0', { 'last-event-id': `${run}.5` }, 3, streams)
+      expect(resumed.frames.map((f) => [f.id, f.event])).toEqual([
+        [null, 'replay'],
+        [`${run}.6`, 'agent-aborted'],
+        [`${run}.7`, 'principal-presence'],
+      ])
+      expect(resumed.frames[0]!.data).toEqual({ after: 5, lastSeq: 7, replayed: 2, missed: 0 })
+      // Then live events, once each: the replay and the live feed meet with nothing lost or doubled.
+      const live = resumed.next(2)
+      await link.disconnect()
+      expect((await live).map((f) => [f.id, f.event])).toEqual([
+        [`${run}.8`, 'principal-presence'],
+        [`${run}.9`, 'agent-aborted'],
+      ])
+      // An id of another run (a simulator started again on the port): every event kept, from the start.
+      const other = await readEvents(sim, '/admin/events', { 'last-event-id': 'ffffffff.5' }, 4, streams)
+      expect(other.frames[0]!.data).toEqual({ after: 0, lastSeq: 9, replayed: 3, missed: 6 })
+      expect(other.frames.slice(1).map((f) => f.id)).toEqual([`${run}.7`, `${run}.8`, `${run}.9`])
+      // Caught up: an empty replay. Past the last seq: every event kept.
+      expect((await readEvents(sim, '/admin/events?after=9', {}, 1, streams)).frames).toEqual([{ id: null, event: 'replay', data: { after: 9, lastSeq: 9, replayed: 0, missed: 0 } }])
+      expect((await readEvents(sim, '/admin/events?after=99', {}, 4, streams)).frames[0]!.data).toEqual({ after: 99, lastSeq: 9, replayed: 3, missed: 6 })
+      for (const [path, headers, message] of [
+        ['/admin/events?after=-1', {}, /after must be a whole number/],
+        ['/admin/events?after=1e3', {}, /after must be a whole number/],
+        ['/admin/events?after=1&after=2', {}, /given 2 times/],
+        ['/admin/events?since=1', {}, /unknown query parameter "since"; this route reads after/],
+        ['/admin/events', { 'last-event-id': '7' }, /Last-Event-ID must be an id this feed sent/],
+        ['/admin/events', { 'last-event-id': `${run}.x` }, /Last-Event-ID must be an id this feed sent/],
+      ] as const) {
+        const answer = await fetchWith(sim, path, headers)
+        expect([path, answer.status]).toEqual([path, 400])
+        expect(JSON.parse(answer.body).error.message).toMatch(message)
+      }
+    } finally {
+      for (const close of streams) close()
+      sim.off('presence', count)
+      sim.off('agent-aborted', count)
+    }
+  })
 })
+
+/** An event of `GET /admin/events` as read: its id (null without one), name and data (parsed JSON). */
+interface ReadEvent {
+  id: string | null
+  event: string
+  data: unknown
+}
+
+/**
+ * Opens `GET path` with `headers` and resolves once `count` events have come (rejects after 4 s,
+ * saying what came): `frames` those events; `next(n)` resolves with the next `n`. Its closer goes
+ * into `opened`, before anything can fail.
+ */
+async function readEvents(sim: PlatformSimulator, path: string, headers: Record<string, string>, count: number, opened: Array<() => void>) {
+  const frames: ReadEvent[] = []
+  let buffer = ''
+  const waiting = new Set<() => void>()
+  const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => get({ host: '127.0.0.1', port: sim.port, path, headers }, resolve).on('error', reject))
+  opened.push(() => res.destroy())
+  expect(res.statusCode).toBe(200)
+  res.setEncoding('utf8')
+  res.on('data', (chunk: string) => {
+    buffer += chunk
+    const parts = buffer.split('\n\n')
+    buffer = parts.pop()!
+    for (const part of parts) {
+      const event = /^event: (.*)$/m.exec(part)?.[1]
+      if (event === undefined) continue // a comment
+      frames.push({ id: /^id: (.*)$/m.exec(part)?.[1] ?? null, event, data: JSON.parse(/^data: (.*)$/m.exec(part)![1]!) })
+    }
+    for (const look of [...waiting]) look()
+  })
+  const until = (n: number) =>
+    new Promise<ReadEvent[]>((resolve, reject) => {
+      const from = frames.length
+      const timer = setTimeout(() => {
+        waiting.delete(look)
+        reject(new Error(`${n} more event(s) did not come on ${path}; read: ${JSON.stringify(frames)}`))
+      }, 4000)
+      const look = () => {
+        if (frames.length < from + n) return
+        clearTimeout(timer)
+        waiting.delete(look)
+        resolve(frames.slice(from, from + n))
+      }
+      waiting.add(look)
+      look()
+    })
+  await until(count)
+  return { frames: [...frames], next: until }
+}
+
+/** `GET path` with `headers`: its status and body. */
+function fetchWith(sim: PlatformSimulator, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    get({ host: '127.0.0.1', port: sim.port, path, headers }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => (body += c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+    }).on('error', reject)
+  })
+}
 
 describe('the link\'s metrics and run signals', () => {
   it('connected seconds are measured on the link\'s own monotonic clock (env.monotonic) when no clock is passed', async () => {

@@ -707,9 +707,16 @@ void connectionsMatch
  * The GET routes the admin API serves beside {@link CONTROL_ROUTES} (no body): method, path, what
  * each answers and, for a JSON answer, its schema.
  */
-export const ADMIN_ROUTES: ReadonlyArray<{ readonly method: 'GET'; readonly path: string; readonly summary: string; readonly response?: z.ZodMiniType; readonly text?: string }> = deepFreeze([
+export const ADMIN_ROUTES: ReadonlyArray<{ readonly method: 'GET'; readonly path: string; readonly summary: string; readonly query?: Readonly<Record<string, string>>; readonly response?: z.ZodMiniType; readonly text?: string }> = deepFreeze([
   { method: 'GET', path: '/admin/connections', summary: 'Who is attached, since when (ISO 8601), in what state, on which topics (open sockets).', response: z.strictObject({ connections: z.array(AttachedConnectionSchema) }) },
-  { method: 'GET', path: '/admin/events', summary: 'Server-sent events: principal-presence crossings and agent-aborted reports, live (an unserializable event, {event, error}, stands for one whose data JSON cannot carry, such as a host\'s own abort reason holding a BigInt).', text: 'text/event-stream' },
+  {
+    method: 'GET',
+    path: '/admin/events',
+    summary:
+      'Server-sent events: principal-presence crossings and agent-aborted reports, each with an id (`<run>.<seq>`); live, or first those after `?after=SEQ` (0: every one kept, historyLimit) or a reconnecting reader\'s `Last-Event-ID`, behind a `replay` event `{after, lastSeq, replayed, missed}` (missed: no longer kept). An unserializable event, {event, error}, stands for one whose data JSON cannot carry, such as a host\'s own abort reason holding a BigInt.',
+    query: { after: 'resume after this seq (a whole number; 0 for every event kept): those after it come first, behind a replay event' },
+    text: 'text/event-stream',
+  },
   { method: 'GET', path: '/admin/openapi.json', summary: 'The OpenAPI 3.1 document of every route (this one).', text: 'application/json' },
   { method: 'GET', path: '/metrics', summary: 'Prometheus text (prom-client).', text: 'text/plain' },
 ] as const)
@@ -736,7 +743,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
     '500': error('The simulator failed to carry out the request (a phoenix-link bug); `message` says what was thrown.'),
   }
   // What a GET of /admin may answer besides: a query parameter it does not read, or one given twice.
-  const getErrors = { '400': error('A query parameter the route does not read (`token` aside), or one given twice; `message` names it.') }
+  const getErrors = { '400': error('A query parameter the route does not read (`token` aside), or one given twice, or (GET /admin/events) an `after` or `Last-Event-ID` that is not a seq or an id the feed sent; `message` names it.') }
   // A GET of /admin may carry the admin token as a query parameter (an EventSource cannot send headers).
   const tokenParameter = {
     name: 'token',
@@ -793,7 +800,7 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
       [r.method.toLowerCase()]: {
         summary: r.summary,
         operationId: operationIdOf(r.method, r.path),
-        ...(admin ? { parameters: [tokenParameter] } : {}),
+        ...(admin ? { parameters: [...Object.entries(r.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } })), tokenParameter] } : {}),
         responses: {
           '200': { description: 'Done.', content: r.response ? { 'application/json': { schema: schemaOf(r.response) } } : { [r.text ?? 'application/json']: { schema: r.text === 'application/json' ? { type: 'object' } : { type: 'string' } } } },
           ...access,

@@ -105,8 +105,9 @@ export interface SimulatorOptions {
   recordLimit?: number
   /**
    * How many of each record the simulator keeps, the most recent: closed sockets in
-   * `connections` (open ones are always kept), `upgrades`, `presence`, `aborts`, and the agents
-   * whose unanswered upgrades are counted (`unansweredUpgradesOf`). A whole
+   * `connections` (open ones are always kept), `upgrades`, `presence`, `aborts`, the agents
+   * whose unanswered upgrades are counted (`unansweredUpgradesOf`), and the events `GET
+   * /admin/events` sends again to a reader that resumes (`?after=`, `Last-Event-ID`). A whole
    * number, or Infinity (the default) for all, as a test wants; a long-running server (`phoenix-link
    * serve` sets 10000) bounds its memory with it. A socket no longer kept is unknown to the admin routes.
    * @default Infinity
@@ -742,6 +743,7 @@ export class PlatformSimulator extends EventEmitter {
             channels: [...c.channels.keys()],
           })),
       keepAliveMs: this.options.eventStreamKeepAliveMs,
+      replayLimit: this.options.historyLimit,
       control: new ControlApi(this, options.adminToken ?? null, SIMULATOR_API_VERSION),
     })
     const routes = options.routes
