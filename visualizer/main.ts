@@ -442,7 +442,8 @@ function startDashboard(): void {
   const feed = new EventSource(`./admin/events?after=0${tokenQuery().replace('?', '&')}`)
   feed.onopen = () => (document.body.dataset.feed = 'open')
   feed.onerror = () => (document.body.dataset.feed = 'closed')
-  for (const type of ['principal-presence', 'agent-aborted']) {
+  // `missed`: events the simulator no longer kept when this page caught up (past its historyLimit).
+  for (const type of ['principal-presence', 'agent-aborted', 'missed']) {
     feed.addEventListener(type, (message) => {
       const item = document.createElement('li')
       item.dataset.type = type

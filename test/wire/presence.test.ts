@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { Counter, Gauge, Registry } from 'prom-client'
 import WebSocket from 'ws'
 import { linkMetrics } from '../../src/node/metrics.js'
-import { startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
+import { MAX_STREAM_BUFFER_BYTES, startSimulator, type PlatformSimulator } from '../../src/node/server/index.js'
 import { RunSupervisor } from '../../src/runs.js'
 import { next, untilState, useWorld } from '../support/wire.js'
 
@@ -933,32 +933,88 @@ describe('the simulator\'s metrics and admin API', () => {
     expect(answer.allow).toBe('GET')
   })
 
-  it('an /admin/events reader that stops reading is cut off once 1 MiB waits for it, not buffered without bound', async () => {
+  it('a replay larger than 1 MiB (40 MB of kept events) reaches a reader that resumes after 0, whole and in order, then the live events (it was cut off before its status line)', async () => {
     const sim = await world().sim()
-    const { connect } = await import('node:net')
-    const reader = connect({ port: sim.port, host: '127.0.0.1' })
+    const admin = (sim as unknown as { admin: { publish(event: string, data: unknown): void } }).admin
+    const big = 'x'.repeat(100_000)
+    for (let i = 1; i <= 400; i++) admin.publish('principal-presence', { principal: big, i })
+    const streams: Array<() => void> = []
     try {
-      await new Promise<void>((resolve, reject) => reader.once('connect', resolve).once('error', reject))
-      reader.write(`GET /admin/events HTTP/1.1\r\nHost: 127.0.0.1:${sim.port}\r\n\r\n`)
-      await new Promise<void>((resolve) => reader.once('data', () => resolve()))
-      reader.pause() // it reads nothing more
-      const ended = new Promise<void>((resolve) => reader.once('close', () => resolve()))
-      // What the simulator publishes to its streams (a presence crossing per principal), 100 KB
-      // each: 40 MB in all, far more than the kernel's socket buffers hold.
-      const admin = (sim as unknown as { admin: { publish(event: string, data: unknown): void; streams: Set<unknown> } }).admin
-      const big = 'x'.repeat(100_000)
-      for (let i = 0; i < 400 && admin.streams.size > 0; i++) admin.publish('principal-presence', { principal: big, i })
-      expect(admin.streams.size).toBe(0)
-      // The reader, reading again, gets what was written before the cut, then the end.
-      let received = 0
-      reader.on('data', (chunk: Buffer) => (received += chunk.length))
-      reader.resume()
-      await ended
-      expect(received).toBeLessThan(40_000_000)
+      const reader = await readEvents(sim, '/admin/events?after=0', {}, 401, streams)
+      expect(reader.frames[0]!.data).toMatchObject({ after: 0, lastSeq: 400, replayed: 400, missed: 0 })
+      expect(reader.frames.slice(1).map((f) => (f.data as { i: number }).i)).toEqual(Array.from({ length: 400 }, (_, k) => k + 1))
+      const live = reader.next(1)
+      admin.publish('agent-aborted', { i: 401 })
+      expect((await live).map((f) => [f.id?.split('.')[1], f.event])).toEqual([['401', 'agent-aborted']])
     } finally {
-      reader.destroy()
+      for (const close of streams) close()
     }
   })
+
+  it('an event sent again is the event sent live, though host code changed the record after (a listener of the simulator sees the same object)', async () => {
+    const sim = await world().sim()
+    const scribble = (crossing: { principal: string }) => void (crossing.principal = 'changed by a host listener')
+    sim.on('presence', scribble)
+    const streams: Array<() => void> = []
+    try {
+      const live = await readEvents(sim, '/admin/events', {}, 0, streams)
+      const first = live.next(1)
+      const link = world().link(sim)
+      await link.connect()
+      const [sent] = await first
+      expect(sim.presence[0]!.principal).toBe('changed by a host listener')
+      const again = await readEvents(sim, '/admin/events?after=0', {}, 2, streams)
+      expect(again.frames[1]).toEqual(sent)
+      expect((sent!.data as { principal: string }).principal).toBe('agent-1')
+    } finally {
+      for (const close of streams) close()
+      sim.off('presence', scribble)
+    }
+  })
+
+  for (const historyLimit of [Number.POSITIVE_INFINITY, 50]) {
+    it(`an /admin/events reader that stops reading holds at most 1 MiB unsent; read again, it gets every event in order, once, from the kept ones (historyLimit ${historyLimit}: ${historyLimit === 50 ? 'those no longer kept behind a missed event' : 'all of them'})`, async () => {
+      const sim = await world().sim({ historyLimit })
+      const admin = (sim as unknown as { admin: { publish(event: string, data: unknown): void; streams: Set<{ res: { writableLength: number } }> } }).admin
+      const streams: Array<() => void> = []
+      try {
+        const reader = await readEvents(sim, '/admin/events', {}, 0, streams)
+        reader.pause() // it reads nothing more
+        // What the simulator publishes to its streams (a presence crossing per principal), 100 KB
+        // each: 40 MB in all, far more than the kernel's socket buffers hold.
+        const big = 'x'.repeat(100_000)
+        let most = 0
+        for (let i = 1; i <= 400; i++) {
+          admin.publish('principal-presence', { principal: big, i })
+          for (const stream of admin.streams) most = Math.max(most, stream.res.writableLength)
+        }
+        expect(admin.streams.size).toBe(1)
+        expect(most).toBeLessThanOrEqual(MAX_STREAM_BUFFER_BYTES + 200_000)
+        reader.resume()
+        const rest = await reader.next(historyLimit === 50 ? 0 : 400, (frames) => frames.some((f) => (f.data as { i?: number }).i === 400))
+        const got = rest.filter((f) => f.event === 'principal-presence').map((f) => (f.data as { i: number }).i)
+        // In order, once each, ids matching.
+        expect(got).toEqual([...got].sort((a, b) => a - b))
+        expect(new Set(got).size).toBe(got.length)
+        expect(rest.filter((f) => f.event === 'principal-presence').every((f) => f.id!.endsWith(`.${(f.data as { i: number }).i}`))).toBe(true)
+        const missed = rest.filter((f) => f.event === 'missed')
+        if (historyLimit === 50) {
+          // The events no longer kept are said once, between those written before the pause and the 50 kept.
+          expect(missed).toHaveLength(1)
+          const { after, missed: count } = missed[0]!.data as { after: number; missed: number }
+          expect(got.slice(-50)).toEqual(Array.from({ length: 50 }, (_, k) => 351 + k))
+          expect(got.length + count).toBe(400)
+          expect(got).toContain(after)
+          expect(got).not.toContain(after + 1)
+        } else {
+          expect(missed).toEqual([])
+          expect(got).toEqual(Array.from({ length: 400 }, (_, k) => k + 1))
+        }
+      } finally {
+        for (const close of streams) close()
+      }
+    })
+  }
 
   it('GET /admin/connections lists who is attached; GET /admin/events streams presence and aborts, with keep-alive comments', async () => {
     const sim = await world().sim({ eventStreamKeepAliveMs: 20 })
@@ -1037,13 +1093,15 @@ describe('the simulator\'s metrics and admin API', () => {
       await sim.waitFor(() => published === 6)
       const first = await readEvents(sim, '/admin/events?after=0', {}, 4, streams)
       // historyLimit 3 keeps the last three: the first three are counted as missed, not replayed.
-      expect(first.frames[0]).toEqual({ id: null, event: 'replay', data: { after: 0, lastSeq: 6, replayed: 3, missed: 3 } })
+      expect(first.frames[0]).toEqual({ id: null, event: 'replay', data: { run: expect.stringMatching(/^[0-9a-f]{8}$/), after: 0, lastSeq: 6, replayed: 3, missed: 3 } })
       expect(first.frames.slice(1).map((f) => [f.id?.split('.')[1], f.event, (f.data as { kind?: string; outcome?: string }).kind ?? (f.data as { outcome: string }).outcome])).toEqual([
         ['4', 'principal-presence', 'first-connected'],
         ['5', 'principal-presence', 'last-disconnected'],
         ['6', 'agent-aborted', 'nothing-to-abort'],
       ])
       const run = first.frames[1]!.id!.split('.')[0]!
+      // The replay event names the run of every id, so a reader resuming with ?after= can tell a simulator started again.
+      expect((first.frames[0]!.data as { run: string }).run).toBe(run)
       // A reconnecting EventSource sends the id of the last event it got: only later ones come
       // again, and its header wins over the URL's `after` (the page's first).
       await link.connect()
@@ -1054,7 +1112,7 @@ describe('the simulator\'s metrics and admin API', () => {
         [`${run}.6`, 'agent-aborted'],
         [`${run}.7`, 'principal-presence'],
       ])
-      expect(resumed.frames[0]!.data).toEqual({ after: 5, lastSeq: 7, replayed: 2, missed: 0 })
+      expect(resumed.frames[0]!.data).toEqual({ run, after: 5, lastSeq: 7, replayed: 2, missed: 0 })
       // Then live events, once each: the replay and the live feed meet with nothing lost or doubled.
       const live = resumed.next(2)
       await link.disconnect()
@@ -1064,14 +1122,16 @@ describe('the simulator\'s metrics and admin API', () => {
       ])
       // An id of another run (a simulator started again on the port): every event kept, from the start.
       const other = await readEvents(sim, '/admin/events', { 'last-event-id': 'ffffffff.5' }, 4, streams)
-      expect(other.frames[0]!.data).toEqual({ after: 0, lastSeq: 9, replayed: 3, missed: 6 })
+      expect(other.frames[0]!.data).toEqual({ run, after: 0, lastSeq: 9, replayed: 3, missed: 6 })
       expect(other.frames.slice(1).map((f) => f.id)).toEqual([`${run}.7`, `${run}.8`, `${run}.9`])
-      // Caught up: an empty replay. Past the last seq: every event kept.
-      expect((await readEvents(sim, '/admin/events?after=9', {}, 1, streams)).frames).toEqual([{ id: null, event: 'replay', data: { after: 9, lastSeq: 9, replayed: 0, missed: 0 } }])
-      expect((await readEvents(sim, '/admin/events?after=99', {}, 4, streams)).frames[0]!.data).toEqual({ after: 99, lastSeq: 9, replayed: 3, missed: 6 })
+      // Caught up: an empty replay. Past the last seq (a seq of an earlier run): from 0, every event kept.
+      expect((await readEvents(sim, '/admin/events?after=9', {}, 1, streams)).frames).toEqual([{ id: null, event: 'replay', data: { run, after: 9, lastSeq: 9, replayed: 0, missed: 0 } }])
+      expect((await readEvents(sim, '/admin/events?after=99', {}, 4, streams)).frames[0]!.data).toEqual({ run, after: 0, lastSeq: 9, replayed: 3, missed: 6 })
       for (const [path, headers, message] of [
         ['/admin/events?after=-1', {}, /after must be a whole number/],
         ['/admin/events?after=1e3', {}, /after must be a whole number/],
+        ['/admin/events?after=9007199254740992', {}, /after must be a whole number from 0 to 2\^53 - 1/],
+        ['/admin/events?after=x', { 'last-event-id': `${run}.5` }, /after must be a whole number/],
         ['/admin/events?after=1&after=2', {}, /given 2 times/],
         ['/admin/events?since=1', {}, /unknown query parameter "since"; this route reads after/],
         ['/admin/events', { 'last-event-id': '7' }, /Last-Event-ID must be an id this feed sent/],
@@ -1098,8 +1158,9 @@ interface ReadEvent {
 
 /**
  * Opens `GET path` with `headers` and resolves once `count` events have come (rejects after 4 s,
- * saying what came): `frames` those events; `next(n)` resolves with the next `n`. Its closer goes
- * into `opened`, before anything can fail.
+ * saying what came): `frames` those events; `next(n)` resolves with the next `n` (`next(0, done)`:
+ * with those that come until `done` holds of them); `pause()` stops reading, `resume()` reads on.
+ * Its closer goes into `opened`, before anything can fail.
  */
 async function readEvents(sim: PlatformSimulator, path: string, headers: Record<string, string>, count: number, opened: Array<() => void>) {
   const frames: ReadEvent[] = []
@@ -1120,24 +1181,27 @@ async function readEvents(sim: PlatformSimulator, path: string, headers: Record<
     }
     for (const look of [...waiting]) look()
   })
-  const until = (n: number) =>
+  let from = 0
+  // The next `n` events (or, with `done`, those that come until it holds of them), from the last read.
+  const until = (n: number, done?: (frames: ReadEvent[]) => boolean) =>
     new Promise<ReadEvent[]>((resolve, reject) => {
-      const from = frames.length
       const timer = setTimeout(() => {
         waiting.delete(look)
-        reject(new Error(`${n} more event(s) did not come on ${path}; read: ${JSON.stringify(frames)}`))
-      }, 4000)
+        reject(new Error(`${n} more event(s) did not come on ${path}; read: ${JSON.stringify(frames).slice(-2000)}`))
+      }, 10_000)
       const look = () => {
-        if (frames.length < from + n) return
+        const got = frames.slice(from)
+        if (done ? !done(got) : got.length < n) return
         clearTimeout(timer)
         waiting.delete(look)
-        resolve(frames.slice(from, from + n))
+        from = done ? frames.length : from + n
+        resolve(done ? got : got.slice(0, n))
       }
       waiting.add(look)
       look()
     })
   await until(count)
-  return { frames: [...frames], next: until }
+  return { frames: frames.slice(0, count), next: until, pause: () => res.pause(), resume: () => res.resume() }
 }
 
 /** `GET path` with `headers`: its status and body. */

@@ -37,24 +37,32 @@ export interface AdminSources {
 }
 
 /**
- * Bytes an event stream may hold unsent (its reader not reading) before it is cut off: 1 MiB,
- * some thousands of events. A reader that keeps up holds far less, except in one burst larger
- * than that (a stop() of a simulator with thousands of principals publishes a crossing and an
- * abort report for each in one turn, or a replay of many kept events): such a reader is cut off
- * too, and may resume on a new stream after the last event it read, which makes progress each time.
+ * Bytes the simulator lets an event stream hold unsent (its reader slow or not reading): 1 MiB,
+ * some thousands of events. Past it the simulator writes nothing more to that stream until the
+ * reader has read what waits (`drain`), then goes on from the kept events (`replayLimit`) where it
+ * stopped: a slow reader costs no more memory, loses nothing that is still kept, and is told with
+ * a `missed` event what is not. One burst larger than that (a stop() of a simulator with thousands
+ * of principals publishes a crossing and an abort report for each in one turn, a replay of many
+ * kept events) is sent so too, in slices.
  */
 export const MAX_STREAM_BUFFER_BYTES = 1024 * 1024
 
 interface Stream {
   res: ServerResponse
   timer: NodeJS.Timeout
+  /**
+   * Null while the stream is live (each event written as it is published); otherwise the seq of
+   * the next event to write from the kept ones, once the reader has read what waits.
+   */
+  cursor: number | null
+  /** Whether a `drain` listener is set to go on. */
+  waiting: boolean
 }
 
-/** A published event, kept for readers that resume: its sequence number (1, 2, … in publish order), name and data. */
+/** A published event, kept for readers that resume or catch up: its sequence number (1, 2, … in publish order) and its frame as sent live. */
 interface Published {
   seq: number
-  event: string
-  data: unknown
+  frame: string
 }
 
 /**
@@ -66,16 +74,16 @@ interface Published {
  * the start of what is kept. Null: no resume point, live events only. A string: what is wrong.
  */
 export function resumePoint(header: string | string[] | undefined, after: string | null, run: string): { seq: number } | null | string {
-  const whole = (text: string) => /^(0|[1-9][0-9]{0,15})$/.test(text) && Number.isSafeInteger(Number(text))
+  const whole = (text: string) => /^(0|[1-9][0-9]*)$/.test(text) && Number.isSafeInteger(Number(text))
+  const range = 'a whole number from 0 to 2^53 - 1, without leading zeros'
+  if (after !== null && !whole(after)) return `after must be ${range} (the seq of the last event read; 0 for every event kept), got ${JSON.stringify(after.slice(0, 100))}`
   if (typeof header === 'string' && header !== '') {
     const dot = header.indexOf('.')
     const seq = header.slice(dot + 1)
-    if (dot <= 0 || !whole(seq)) return `Last-Event-ID must be an id this feed sent (<run>.<seq>), got ${JSON.stringify(header.slice(0, 100))}`
+    if (dot <= 0 || !whole(seq)) return `Last-Event-ID must be an id this feed sent (<run>.<seq>, seq ${range}), got ${JSON.stringify(header.slice(0, 100))}`
     return { seq: header.slice(0, dot) === run ? Number(seq) : 0 }
   }
-  if (after === null) return null
-  if (!whole(after)) return `after must be a whole number (the seq of the last event read; 0 for every event kept), got ${JSON.stringify(after.slice(0, 100))}`
-  return { seq: Number(after) }
+  return after === null ? null : { seq: Number(after) }
 }
 
 /** Serves the admin routes and streams events to `GET /admin/events` clients. */
@@ -131,31 +139,34 @@ export class AdminApi {
   }
 
   /**
-   * Sends an event to every open event stream. A stream whose reader has fallen more than
-   * {@link MAX_STREAM_BUFFER_BYTES} behind (it stopped reading) is cut off rather than buffered
-   * without bound; a reader that opens a new stream with the id of the last event it read
-   * (`Last-Event-ID`, as an EventSource does, or `?after=`) gets what it missed, as far as it is kept
-   * (`replayLimit`), and the simulator's records (`sim.presence`, `sim.aborts`) hold it too. Every
-   * event is kept for that, published to no reader or many. Data JSON cannot carry (none of the simulator's
-   * own records is such: a payload a control sends is JSON by then) goes out as an
-   * `unserializable` event naming the event and the error, never as a throw into the simulator's
-   * bookkeeping (an abort, a metric, a listener after it).
+   * Sends an event to every open event stream, and keeps it (the most recent `replayLimit`) for
+   * readers that resume or catch up. Its frame is made once, here, so a reader that gets it again
+   * later gets what was sent live, whatever host code did to the record since. A stream holding
+   * {@link MAX_STREAM_BUFFER_BYTES} unsent is written to no more until its reader reads; it then
+   * catches up from the kept events. Data JSON cannot carry (none of the simulator's own records is
+   * such: a payload a control sends is JSON by then) goes out as an `unserializable` event naming
+   * the event and the error, never as a throw into the simulator's bookkeeping (an abort, a metric,
+   * a listener after it).
    */
   publish(event: string, data: unknown): void {
-    const published = { seq: ++this.lastSeq, event, data }
+    const seq = ++this.lastSeq
     const limit = this.sources.replayLimit ?? Number.POSITIVE_INFINITY
+    // Kept for no one and read by no one: nothing to serialize (a mass close publishes one crossing per principal).
+    if (limit <= 0 && this.streams.size === 0) return
+    const frame = this.frameOf(seq, event, data)
     if (limit > 0) {
-      this.kept.push(published)
+      this.kept.push({ seq, frame })
       if (this.kept.length > limit) this.kept.shift()
     }
-    // Nobody subscribed: nothing to serialize now (a mass close publishes one crossing per principal).
-    if (this.streams.size === 0) return
-    const frame = this.frameOf(published)
-    for (const stream of [...this.streams]) this.write(stream, frame)
+    for (const stream of this.streams) {
+      if (stream.cursor !== null) continue // catching up: it reaches this one from the kept events
+      if (stream.res.writableLength < MAX_STREAM_BUFFER_BYTES) stream.res.write(frame)
+      else this.catchUp(stream, seq)
+    }
   }
 
   /** An event as the stream sends it: its id (`<run>.<seq>`), name and data, or an `unserializable` event in its place. */
-  private frameOf({ seq, event, data }: Published): string {
+  private frameOf(seq: number, event: string, data: unknown): string {
     try {
       return `id: ${this.run}.${seq}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`
     } catch (error) {
@@ -173,41 +184,77 @@ export class AdminApi {
     this.streams.clear()
   }
 
-  /** Writes to one event stream, or cuts it off and forgets it when its reader is too far behind. */
-  private write(stream: Stream, text: string): void {
-    if (stream.res.writableLength > MAX_STREAM_BUFFER_BYTES) {
-      clearInterval(stream.timer)
-      this.streams.delete(stream)
-      stream.res.destroy()
-      return
+  /** The stream writes from the kept events, from `seq` on, each time its reader has read what waits, until it has caught up. */
+  private catchUp(stream: Stream, seq: number): void {
+    stream.cursor = seq
+    this.pump(stream)
+  }
+
+  /**
+   * Writes a catching-up stream's next kept events until it holds {@link MAX_STREAM_BUFFER_BYTES}
+   * unsent (then waits for `drain`) or has caught up (then it is live again: no event is published
+   * between the last one written here and that, as this runs in one turn). Events no longer kept
+   * (past `replayLimit`) are skipped behind a `missed` event `{after, missed}`: the seq of the last
+   * event before them and how many.
+   */
+  private pump(stream: Stream): void {
+    while (stream.cursor !== null && this.streams.has(stream)) {
+      if (stream.cursor > this.lastSeq) {
+        stream.cursor = null
+        return
+      }
+      if (stream.res.writableLength >= MAX_STREAM_BUFFER_BYTES) {
+        if (!stream.waiting) {
+          stream.waiting = true
+          stream.res.once('drain', () => {
+            stream.waiting = false
+            this.pump(stream)
+          })
+        }
+        return
+      }
+      const oldest = this.lastSeq - this.kept.length + 1
+      if (stream.cursor < oldest) {
+        stream.res.write(`event: missed\ndata: ${JSON.stringify({ after: stream.cursor - 1, missed: oldest - stream.cursor })}\n\n`)
+        stream.cursor = oldest
+        continue
+      }
+      stream.res.write(this.kept[stream.cursor - oldest]!.frame)
+      stream.cursor++
     }
-    stream.res.write(text)
   }
 
   /**
    * Opens an event stream. With a resume point, a `replay` event comes first (no id, so a reader's
-   * last event id stays that of the last event it got): `{after, lastSeq, replayed, missed}`, the
-   * events after `after` it will send again now and how many of them are no longer kept (past
-   * `replayLimit`); `after` past `lastSeq` (an id of another run counts as 0) replays every event
-   * kept. Then those events, in order, then the live ones: nothing published between the two is
-   * lost or sent twice, since this runs in one turn of the event loop.
+   * last event id stays that of the last event it got): `{run, after, lastSeq, replayed, missed}`:
+   * this simulator's run (the first part of every id: a reader that resumes with `?after=` can tell
+   * a simulator started again on the port), the seq it resumes after (one past `lastSeq`, or of
+   * another run, counts as 0: every event kept), the last seq published, how many events it sends
+   * again now and how many after `after` are no longer kept (past `replayLimit`). Then those
+   * events, in order, then the live ones, with nothing lost or sent twice between them.
    */
   private openStream(res: ServerResponse, resume: { seq: number } | null): void {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     res.write(': phoenix-link simulator events (principal-presence, agent-aborted)\n\n')
-    const stream: Stream = { res, timer: setInterval(() => this.write(stream, ': keep-alive\n\n'), this.sources.keepAliveMs) }
-    this.streams.add(stream)
-    if (resume !== null) {
-      const after = resume.seq > this.lastSeq ? 0 : resume.seq
-      const replay = this.kept.filter((p) => p.seq > after)
-      // Sequence numbers after `after` that are neither replayed nor kept: trimmed past replayLimit.
-      const missed = this.lastSeq - after - replay.length
-      this.write(stream, `event: replay\ndata: ${JSON.stringify({ after: resume.seq, lastSeq: this.lastSeq, replayed: replay.length, missed })}\n\n`)
-      for (const published of replay) if (this.streams.has(stream)) this.write(stream, this.frameOf(published))
+    const stream: Stream = {
+      res,
+      // A keep-alive comment only while nothing waits for the reader: one that does not read gets no more.
+      timer: setInterval(() => {
+        if (stream.res.writableLength === 0) stream.res.write(': keep-alive\n\n')
+      }, this.sources.keepAliveMs),
+      cursor: null,
+      waiting: false,
     }
+    this.streams.add(stream)
     res.on('close', () => {
       clearInterval(stream.timer)
       this.streams.delete(stream)
     })
+    if (resume === null) return
+    const after = resume.seq > this.lastSeq ? 0 : resume.seq
+    const replayed = Math.min(this.kept.length, this.lastSeq - after)
+    res.write(`event: replay\ndata: ${JSON.stringify({ run: this.run, after, lastSeq: this.lastSeq, replayed, missed: this.lastSeq - after - replayed })}\n\n`)
+    // The events no longer kept are counted above: start at the first kept one after `after`.
+    if (replayed > 0) this.catchUp(stream, this.lastSeq - replayed + 1)
   }
 }

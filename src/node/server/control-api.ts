@@ -707,14 +707,15 @@ void connectionsMatch
  * The GET routes the admin API serves beside {@link CONTROL_ROUTES} (no body): method, path, what
  * each answers and, for a JSON answer, its schema.
  */
-export const ADMIN_ROUTES: ReadonlyArray<{ readonly method: 'GET'; readonly path: string; readonly summary: string; readonly query?: Readonly<Record<string, string>>; readonly response?: z.ZodMiniType; readonly text?: string }> = deepFreeze([
+export const ADMIN_ROUTES: ReadonlyArray<{ readonly method: 'GET'; readonly path: string; readonly summary: string; readonly query?: Readonly<Record<string, string>>; readonly headers?: Readonly<Record<string, string>>; readonly response?: z.ZodMiniType; readonly text?: string }> = deepFreeze([
   { method: 'GET', path: '/admin/connections', summary: 'Who is attached, since when (ISO 8601), in what state, on which topics (open sockets).', response: z.strictObject({ connections: z.array(AttachedConnectionSchema) }) },
   {
     method: 'GET',
     path: '/admin/events',
     summary:
-      'Server-sent events: principal-presence crossings and agent-aborted reports, each with an id (`<run>.<seq>`); live, or first those after `?after=SEQ` (0: every one kept, historyLimit) or a reconnecting reader\'s `Last-Event-ID`, behind a `replay` event `{after, lastSeq, replayed, missed}` (missed: no longer kept). An unserializable event, {event, error}, stands for one whose data JSON cannot carry, such as a host\'s own abort reason holding a BigInt.',
+      'Server-sent events: principal-presence crossings and agent-aborted reports, each with an id (`<run>.<seq>`, seq from 1); live, or first those kept (historyLimit) after `?after=SEQ` (0: every one kept) or after the `Last-Event-ID` a reconnecting EventSource sends (it wins over `after`), behind a `replay` event `{run, after, lastSeq, replayed, missed}` (missed: no longer kept; an `after` past lastSeq or an id of another run counts as 0). A reader holding 1 MiB unsent is written to no more until it reads, then catches up from the kept events, those no longer kept skipped behind a `missed` event `{after, missed}`. An unserializable event, {event, error}, stands for one whose data JSON cannot carry, such as a host\'s own abort reason holding a BigInt.',
     query: { after: 'resume after this seq (a whole number; 0 for every event kept): those after it come first, behind a replay event' },
+    headers: { 'Last-Event-ID': 'resume after this id (`<run>.<seq>`, as sent; an id of another run replays every event kept); wins over `after`' },
     text: 'text/event-stream',
   },
   { method: 'GET', path: '/admin/openapi.json', summary: 'The OpenAPI 3.1 document of every route (this one).', text: 'application/json' },
@@ -800,7 +801,16 @@ export function simulatorOpenApi(version: string): Record<string, unknown> {
       [r.method.toLowerCase()]: {
         summary: r.summary,
         operationId: operationIdOf(r.method, r.path),
-        ...(admin ? { parameters: [...Object.entries(r.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } })), tokenParameter] } : {}),
+        ...(admin
+          ? {
+              parameters: [
+                ...(['query', 'headers'] as const).flatMap((place) =>
+                  Object.entries(r[place] ?? {}).map(([name, description]) => ({ name, in: place === 'query' ? 'query' : 'header', required: false, description, schema: { type: 'string' } })),
+                ),
+                tokenParameter,
+              ],
+            }
+          : {}),
         responses: {
           '200': { description: 'Done.', content: r.response ? { 'application/json': { schema: schemaOf(r.response) } } : { [r.text ?? 'application/json']: { schema: r.text === 'application/json' ? { type: 'object' } : { type: 'string' } } } },
           ...access,
