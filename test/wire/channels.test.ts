@@ -363,6 +363,26 @@ describe('app channels', () => {
 })
 
 describe('CHANNEL_CLOSED says what closed the channel', () => {
+  it('a push on a channel left after an error says the channel was left and carries no reason: the error\'s reason stays readable on the handle, but it is not why the push failed', async () => {
+    const sim = await world().sim()
+    sim.onJoin('room:slow', { reply: 'none' })
+    const link = world().link(sim)
+    await link.connect()
+    const errored = next(link, 'channel', { filter: (e) => e.status === 'errored' })
+    const room = link.channel('room:slow')
+    await errored
+    await room.leave()
+    expect(room.status).toBe('left')
+    expect(room.reason).toMatchObject({ kind: 'timed-out', phase: 'join' })
+    const failed = await room.push('x', {}).then(
+      () => null,
+      (error: unknown) => error,
+    )
+    expect(failed).toBeInstanceOf(PushError)
+    expect((failed as PushError).message).toBe('push "x" on "room:slow" failed: CHANNEL_CLOSED (the channel was left)')
+    expect((failed as PushError).reason).toBeNull()
+  })
+
   it('a push before connect() says to connect first; after disconnect() that the link was stopped; after leave() that the channel was left; after a supersede that the session ended', async () => {
     const sim = await world().sim()
     const link = world().link(sim)

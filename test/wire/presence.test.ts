@@ -933,6 +933,29 @@ describe('the simulator\'s metrics and admin API', () => {
     expect(answer.allow).toBe('GET')
   })
 
+  it('with historyLimit 0 nothing is kept, and events still go out live, with their ids; a resume finds them missed', async () => {
+    const sim = await world().sim({ historyLimit: 0 })
+    const streams: Array<() => void> = []
+    try {
+      const live = await readEvents(sim, '/admin/events', {}, 0, streams)
+      const two = live.next(2)
+      const link = world().link(sim)
+      await link.connect()
+      sim.runs.startRun('agent-1', 'r')
+      await link.disconnect()
+      const sent = await two
+      expect(sent.map((f) => [f.id?.split('.')[1], f.event, (f.data as { kind: string }).kind])).toEqual([
+        ['1', 'principal-presence', 'first-connected'],
+        ['2', 'principal-presence', 'last-disconnected'],
+      ])
+      expect((await live.next(1))[0]!.event).toBe('agent-aborted')
+      const resumed = await readEvents(sim, '/admin/events?after=0', {}, 1, streams)
+      expect(resumed.frames[0]!.data).toMatchObject({ after: 0, lastSeq: 3, replayed: 0, missed: 3 })
+    } finally {
+      for (const close of streams) close()
+    }
+  })
+
   it('a replay larger than 1 MiB (40 MB of kept events) reaches a reader that resumes after 0, whole and in order, then the live events (it was cut off before its status line)', async () => {
     const sim = await world().sim()
     const admin = (sim as unknown as { admin: { publish(event: string, data: unknown): void } }).admin
@@ -1136,6 +1159,7 @@ describe('the simulator\'s metrics and admin API', () => {
         ['/admin/events?since=1', {}, /unknown query parameter "since"; this route reads after/],
         ['/admin/events', { 'last-event-id': '7' }, /Last-Event-ID must be an id this feed sent/],
         ['/admin/events', { 'last-event-id': `${run}.x` }, /Last-Event-ID must be an id this feed sent/],
+        ['/admin/events', { 'last-event-id': '.5' }, /Last-Event-ID must be an id this feed sent/],
       ] as const) {
         const answer = await fetchWith(sim, path, headers)
         expect([path, answer.status]).toEqual([path, 400])
