@@ -6,7 +6,7 @@
  */
 import { get, request } from 'node:http'
 import { setTimeout as pace } from 'node:timers/promises'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { Counter, Gauge, Registry } from 'prom-client'
 import WebSocket from 'ws'
 import { linkMetrics } from '../../src/node/metrics.js'
@@ -935,25 +935,20 @@ describe('the simulator\'s metrics and admin API', () => {
 
   it('with historyLimit 0 nothing is kept, and events still go out live, with their ids; a resume finds them missed', async () => {
     const sim = await world().sim({ historyLimit: 0 })
-    const streams: Array<() => void> = []
-    try {
-      const live = await readEvents(sim, '/admin/events', {}, 0, streams)
-      const two = live.next(2)
-      const link = world().link(sim)
-      await link.connect()
-      sim.runs.startRun('agent-1', 'r')
-      await link.disconnect()
-      const sent = await two
-      expect(sent.map((f) => [f.id?.split('.')[1], f.event, (f.data as { kind: string }).kind])).toEqual([
-        ['1', 'principal-presence', 'first-connected'],
-        ['2', 'principal-presence', 'last-disconnected'],
-      ])
-      expect((await live.next(1))[0]!.event).toBe('agent-aborted')
-      const resumed = await readEvents(sim, '/admin/events?after=0', {}, 1, streams)
-      expect(resumed.frames[0]!.data).toMatchObject({ after: 0, lastSeq: 3, replayed: 0, missed: 3 })
-    } finally {
-      for (const close of streams) close()
-    }
+    const live = await readEvents(sim, '/admin/events', {}, 0)
+    const two = live.next(2)
+    const link = world().link(sim)
+    await link.connect()
+    sim.runs.startRun('agent-1', 'r')
+    await link.disconnect()
+    const sent = await two
+    expect(sent.map((f) => [f.id?.split('.')[1], f.event, (f.data as { kind: string }).kind])).toEqual([
+      ['1', 'principal-presence', 'first-connected'],
+      ['2', 'principal-presence', 'last-disconnected'],
+    ])
+    expect((await live.next(1))[0]!.event).toBe('agent-aborted')
+    const resumed = await readEvents(sim, '/admin/events?after=0', {}, 1)
+    expect(resumed.frames[0]!.data).toMatchObject({ after: 0, lastSeq: 3, replayed: 0, missed: 3 })
   })
 
   it('a replay larger than 1 MiB (40 MB of kept events) reaches a reader that resumes after 0, whole and in order, then the live events (it was cut off before its status line)', async () => {
@@ -961,36 +956,29 @@ describe('the simulator\'s metrics and admin API', () => {
     const admin = (sim as unknown as { admin: { publish(event: string, data: unknown): void } }).admin
     const big = 'x'.repeat(100_000)
     for (let i = 1; i <= 400; i++) admin.publish('principal-presence', { principal: big, i })
-    const streams: Array<() => void> = []
-    try {
-      const reader = await readEvents(sim, '/admin/events?after=0', {}, 401, streams)
-      expect(reader.frames[0]!.data).toMatchObject({ after: 0, lastSeq: 400, replayed: 400, missed: 0 })
-      expect(reader.frames.slice(1).map((f) => (f.data as { i: number }).i)).toEqual(Array.from({ length: 400 }, (_, k) => k + 1))
-      const live = reader.next(1)
-      admin.publish('agent-aborted', { i: 401 })
-      expect((await live).map((f) => [f.id?.split('.')[1], f.event])).toEqual([['401', 'agent-aborted']])
-    } finally {
-      for (const close of streams) close()
-    }
+    const reader = await readEvents(sim, '/admin/events?after=0', {}, 401)
+    expect(reader.frames[0]!.data).toMatchObject({ after: 0, lastSeq: 400, replayed: 400, missed: 0 })
+    expect(reader.frames.slice(1).map((f) => (f.data as { i: number }).i)).toEqual(Array.from({ length: 400 }, (_, k) => k + 1))
+    const live = reader.next(1)
+    admin.publish('agent-aborted', { i: 401 })
+    expect((await live).map((f) => [f.id?.split('.')[1], f.event])).toEqual([['401', 'agent-aborted']])
   })
 
   it('an event sent again is the event sent live, though host code changed the record after (a listener of the simulator sees the same object)', async () => {
     const sim = await world().sim()
     const scribble = (crossing: { principal: string }) => void (crossing.principal = 'changed by a host listener')
     sim.on('presence', scribble)
-    const streams: Array<() => void> = []
     try {
-      const live = await readEvents(sim, '/admin/events', {}, 0, streams)
+      const live = await readEvents(sim, '/admin/events', {}, 0)
       const first = live.next(1)
       const link = world().link(sim)
       await link.connect()
       const [sent] = await first
       expect(sim.presence[0]!.principal).toBe('changed by a host listener')
-      const again = await readEvents(sim, '/admin/events?after=0', {}, 2, streams)
+      const again = await readEvents(sim, '/admin/events?after=0', {}, 2)
       expect(again.frames[1]).toEqual(sent)
       expect((sent!.data as { principal: string }).principal).toBe('agent-1')
     } finally {
-      for (const close of streams) close()
       sim.off('presence', scribble)
     }
   })
@@ -999,42 +987,37 @@ describe('the simulator\'s metrics and admin API', () => {
     it(`an /admin/events reader that stops reading holds at most 1 MiB unsent; read again, it gets every event in order, once, from the kept ones (historyLimit ${historyLimit}: ${historyLimit === 50 ? 'those no longer kept behind a missed event' : 'all of them'})`, async () => {
       const sim = await world().sim({ historyLimit })
       const admin = (sim as unknown as { admin: { publish(event: string, data: unknown): void; streams: Set<{ res: { writableLength: number } }> } }).admin
-      const streams: Array<() => void> = []
-      try {
-        const reader = await readEvents(sim, '/admin/events', {}, 0, streams)
-        reader.pause() // it reads nothing more
-        // What the simulator publishes to its streams (a presence crossing per principal), 100 KB
-        // each: 40 MB in all, far more than the kernel's socket buffers hold.
-        const big = 'x'.repeat(100_000)
-        let most = 0
-        for (let i = 1; i <= 400; i++) {
-          admin.publish('principal-presence', { principal: big, i })
-          for (const stream of admin.streams) most = Math.max(most, stream.res.writableLength)
-        }
-        expect(admin.streams.size).toBe(1)
-        expect(most).toBeLessThanOrEqual(MAX_STREAM_BUFFER_BYTES + 200_000)
-        reader.resume()
-        const rest = await reader.next(historyLimit === 50 ? 0 : 400, (frames) => frames.some((f) => (f.data as { i?: number }).i === 400))
-        const got = rest.filter((f) => f.event === 'principal-presence').map((f) => (f.data as { i: number }).i)
-        // In order, once each, ids matching.
-        expect(got).toEqual([...got].sort((a, b) => a - b))
-        expect(new Set(got).size).toBe(got.length)
-        expect(rest.filter((f) => f.event === 'principal-presence').every((f) => f.id!.endsWith(`.${(f.data as { i: number }).i}`))).toBe(true)
-        const missed = rest.filter((f) => f.event === 'missed')
-        if (historyLimit === 50) {
-          // The events no longer kept are said once, between those written before the pause and the 50 kept.
-          expect(missed).toHaveLength(1)
-          const { after, missed: count } = missed[0]!.data as { after: number; missed: number }
-          expect(got.slice(-50)).toEqual(Array.from({ length: 50 }, (_, k) => 351 + k))
-          expect(got.length + count).toBe(400)
-          expect(got).toContain(after)
-          expect(got).not.toContain(after + 1)
-        } else {
-          expect(missed).toEqual([])
-          expect(got).toEqual(Array.from({ length: 400 }, (_, k) => k + 1))
-        }
-      } finally {
-        for (const close of streams) close()
+      const reader = await readEvents(sim, '/admin/events', {}, 0)
+      reader.pause() // it reads nothing more
+      // What the simulator publishes to its streams (a presence crossing per principal), 100 KB
+      // each: 40 MB in all, far more than the kernel's socket buffers hold.
+      const big = 'x'.repeat(100_000)
+      let most = 0
+      for (let i = 1; i <= 400; i++) {
+        admin.publish('principal-presence', { principal: big, i })
+        for (const stream of admin.streams) most = Math.max(most, stream.res.writableLength)
+      }
+      expect(admin.streams.size).toBe(1)
+      expect(most).toBeLessThanOrEqual(MAX_STREAM_BUFFER_BYTES + 200_000)
+      reader.resume()
+      const rest = await reader.next(historyLimit === 50 ? 0 : 400, (frames) => frames.some((f) => (f.data as { i?: number }).i === 400))
+      const got = rest.filter((f) => f.event === 'principal-presence').map((f) => (f.data as { i: number }).i)
+      // In order, once each, ids matching.
+      expect(got).toEqual([...got].sort((a, b) => a - b))
+      expect(new Set(got).size).toBe(got.length)
+      expect(rest.filter((f) => f.event === 'principal-presence').every((f) => f.id!.endsWith(`.${(f.data as { i: number }).i}`))).toBe(true)
+      const missed = rest.filter((f) => f.event === 'missed')
+      if (historyLimit === 50) {
+        // The events no longer kept are said once, between those written before the pause and the 50 kept.
+        expect(missed).toHaveLength(1)
+        const { after, missed: count } = missed[0]!.data as { after: number; missed: number }
+        expect(got.slice(-50)).toEqual(Array.from({ length: 50 }, (_, k) => 351 + k))
+        expect(got.length + count).toBe(400)
+        expect(got).toContain(after)
+        expect(got).not.toContain(after + 1)
+      } else {
+        expect(missed).toEqual([])
+        expect(got).toEqual(Array.from({ length: 400 }, (_, k) => k + 1))
       }
     })
   }
@@ -1106,7 +1089,6 @@ describe('the simulator\'s metrics and admin API', () => {
     const count = () => published++
     sim.on('presence', count)
     sim.on('agent-aborted', count)
-    const streams: Array<() => void> = []
     try {
       // Six events before any reader: connected, disconnected, its report; twice.
       for (let i = 0; i < 2; i++) {
@@ -1114,7 +1096,7 @@ describe('the simulator\'s metrics and admin API', () => {
         await link.disconnect()
       }
       await sim.waitFor(() => published === 6)
-      const first = await readEvents(sim, '/admin/events?after=0', {}, 4, streams)
+      const first = await readEvents(sim, '/admin/events?after=0', {}, 4)
       // historyLimit 3 keeps the last three: the first three are counted as missed, not replayed.
       expect(first.frames[0]).toEqual({ id: null, event: 'replay', data: { run: expect.stringMatching(/^[0-9a-f]{8}$/), after: 0, lastSeq: 6, replayed: 3, missed: 3 } })
       expect(first.frames.slice(1).map((f) => [f.id?.split('.')[1], f.event, (f.data as { kind?: string; outcome?: string }).kind ?? (f.data as { outcome: string }).outcome])).toEqual([
@@ -1129,7 +1111,7 @@ describe('the simulator\'s metrics and admin API', () => {
       // again, and its header wins over the URL's `after` (the page's first).
       await link.connect()
       await sim.waitFor(() => published === 7)
-      const resumed = await readEvents(sim, '/admin/events?after=0', { 'last-event-id': `${run}.5` }, 3, streams)
+      const resumed = await readEvents(sim, '/admin/events?after=0', { 'last-event-id': `${run}.5` }, 3)
       expect(resumed.frames.map((f) => [f.id, f.event])).toEqual([
         [null, 'replay'],
         [`${run}.6`, 'agent-aborted'],
@@ -1144,12 +1126,12 @@ describe('the simulator\'s metrics and admin API', () => {
         [`${run}.9`, 'agent-aborted'],
       ])
       // An id of another run (a simulator started again on the port): every event kept, from the start.
-      const other = await readEvents(sim, '/admin/events', { 'last-event-id': 'ffffffff.5' }, 4, streams)
+      const other = await readEvents(sim, '/admin/events', { 'last-event-id': 'ffffffff.5' }, 4)
       expect(other.frames[0]!.data).toEqual({ run, after: 0, lastSeq: 9, replayed: 3, missed: 6 })
       expect(other.frames.slice(1).map((f) => f.id)).toEqual([`${run}.7`, `${run}.8`, `${run}.9`])
       // Caught up: an empty replay. Past the last seq (a seq of an earlier run): from 0, every event kept.
-      expect((await readEvents(sim, '/admin/events?after=9', {}, 1, streams)).frames).toEqual([{ id: null, event: 'replay', data: { run, after: 9, lastSeq: 9, replayed: 0, missed: 0 } }])
-      expect((await readEvents(sim, '/admin/events?after=99', {}, 4, streams)).frames[0]!.data).toEqual({ run, after: 0, lastSeq: 9, replayed: 3, missed: 6 })
+      expect((await readEvents(sim, '/admin/events?after=9', {}, 1)).frames).toEqual([{ id: null, event: 'replay', data: { run, after: 9, lastSeq: 9, replayed: 0, missed: 0 } }])
+      expect((await readEvents(sim, '/admin/events?after=99', {}, 4)).frames[0]!.data).toEqual({ run, after: 0, lastSeq: 9, replayed: 3, missed: 6 })
       for (const [path, headers, message] of [
         ['/admin/events?after=-1', {}, /after must be a whole number/],
         ['/admin/events?after=1e3', {}, /after must be a whole number/],
@@ -1166,11 +1148,17 @@ describe('the simulator\'s metrics and admin API', () => {
         expect(JSON.parse(answer.body).error.message).toMatch(message)
       }
     } finally {
-      for (const close of streams) close()
       sim.off('presence', count)
       sim.off('agent-aborted', count)
     }
   })
+})
+
+/** The event streams readEvents() opened: each test's end closes them. */
+const openStreams = new Set<import('node:http').IncomingMessage>()
+afterEach(() => {
+  for (const res of openStreams) res.destroy()
+  openStreams.clear()
 })
 
 /** An event of `GET /admin/events` as read: its id (null without one), name and data (parsed JSON). */
@@ -1184,14 +1172,14 @@ interface ReadEvent {
  * Opens `GET path` with `headers` and resolves once `count` events have come (rejects after 4 s,
  * saying what came): `frames` those events; `next(n)` resolves with the next `n` (`next(0, done)`:
  * with those that come until `done` holds of them); `pause()` stops reading, `resume()` reads on.
- * Its closer goes into `opened`, before anything can fail.
+ * The test's end closes it (before anything can fail, it is in {@link openStreams}).
  */
-async function readEvents(sim: PlatformSimulator, path: string, headers: Record<string, string>, count: number, opened: Array<() => void>) {
+async function readEvents(sim: PlatformSimulator, path: string, headers: Record<string, string>, count: number) {
   const frames: ReadEvent[] = []
   let buffer = ''
   const waiting = new Set<() => void>()
   const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => get({ host: '127.0.0.1', port: sim.port, path, headers }, resolve).on('error', reject))
-  opened.push(() => res.destroy())
+  openStreams.add(res)
   expect(res.statusCode).toBe(200)
   res.setEncoding('utf8')
   res.on('data', (chunk: string) => {
