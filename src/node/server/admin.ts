@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ServerMetrics } from './metrics.js'
-import { json, methodNotAllowed, requestUrl, unknownQuery, type ControlApi } from './control-api.js'
+import { ADMIN_ROUTES, json, methodNotAllowed, requestUrl, unknownQuery, type ControlApi } from './control-api.js'
 import { thrownText } from '../../../machines/types.js'
 
 /** One attached socket as the admin API lists it. */
@@ -113,10 +113,10 @@ export class AdminApi {
     const gets = ['/metrics', '/admin/connections', '/admin/events']
     if (!gets.includes(path)) return json(res, 404, { error: { code: 'not_found', message: `no route ${req.method ?? 'GET'} ${path}` } })
     if (req.method !== 'GET') return methodNotAllowed(res, path, ['GET'])
-    // The admin routes read no query parameter (token aside): one given is a mistake, said so.
-    // /metrics is left to scrapers, which may add parameters of their own.
+    // The admin routes read the query parameters their ADMIN_ROUTES entry names (token aside): any
+    // other is a mistake, said so. /metrics is left to scrapers, which may add parameters of their own.
     if (path !== '/metrics') {
-      const stray = unknownQuery(query, path === '/admin/events' ? ['after'] : [])
+      const stray = unknownQuery(query, Object.keys(ADMIN_ROUTES.find((r) => r.path === path)?.query ?? {}))
       if (stray !== null) return json(res, 400, { error: { code: 'bad_request', message: stray } })
     }
     if (path === '/metrics') {
