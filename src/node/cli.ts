@@ -155,7 +155,7 @@ export function program(): Command {
       },
       [] as string[],
     )
-    .option('--history <n>', 'records kept of each kind, the most recent (closed sockets, upgrades, presence crossings, abort reports, agents with unanswered-upgrade counts), so a server left running keeps its memory bounded', count, 10_000)
+    .option('--history <n>', 'records kept of each kind, the most recent (closed sockets, upgrades, presence crossings, abort reports, agents with unanswered-upgrade counts, and the /admin/events feed as a whole), so a server left running keeps its memory bounded', count, 10_000)
     .option('--history-frames <n>', 'frames kept over the records of every closed socket together; past it the oldest closed sockets lose their frame records (each socket keeps at most 5000, each frame cut past 2000 characters)', count, 100_000)
     .option('--allow-origin <origin>', "a page origin whose browser upgrades are accepted besides loopback pages (repeatable; '*' accepts any, as Phoenix's check_origin: false)", (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--json', 'one JSON object per line', false)

@@ -1129,14 +1129,19 @@ describe('the simulator\'s metrics and admin API', () => {
       const other = await readEvents(sim, '/admin/events', { 'last-event-id': 'ffffffff.5' }, 4)
       expect(other.frames[0]!.data).toEqual({ run, after: 0, lastSeq: 9, replayed: 3, missed: 6 })
       expect(other.frames.slice(1).map((f) => f.id)).toEqual([`${run}.7`, `${run}.8`, `${run}.9`])
+      // `after` takes an id as sent too (the run told apart, as the header's), or its seq alone.
+      expect((await readEvents(sim, `/admin/events?after=${run}.8`, {}, 2)).frames.map((f) => f.id)).toEqual([null, `${run}.9`])
+      expect((await readEvents(sim, '/admin/events?after=ffffffff.8', {}, 1)).frames[0]!.data).toMatchObject({ after: 0, replayed: 3 })
+      expect((await readEvents(sim, '/admin/events?after=8', {}, 2)).frames.map((f) => f.id)).toEqual([null, `${run}.9`])
       // Caught up: an empty replay. Past the last seq (a seq of an earlier run): from 0, every event kept.
       expect((await readEvents(sim, '/admin/events?after=9', {}, 1)).frames).toEqual([{ id: null, event: 'replay', data: { run, after: 9, lastSeq: 9, replayed: 0, missed: 0 } }])
       expect((await readEvents(sim, '/admin/events?after=99', {}, 4)).frames[0]!.data).toEqual({ run, after: 0, lastSeq: 9, replayed: 3, missed: 6 })
       for (const [path, headers, message] of [
-        ['/admin/events?after=-1', {}, /after must be a whole number/],
-        ['/admin/events?after=1e3', {}, /after must be a whole number/],
-        ['/admin/events?after=9007199254740992', {}, /after must be a whole number from 0 to 2\^53 - 1/],
-        ['/admin/events?after=x', { 'last-event-id': `${run}.5` }, /after must be a whole number/],
+        ['/admin/events?after=-1', {}, /after must be the id of the last event read \(<run>.<seq>\) or its seq/],
+        ['/admin/events?after=1e3', {}, /after must be the id/],
+        ['/admin/events?after=.5', {}, /after must be the id/],
+        ['/admin/events?after=9007199254740992', {}, /a whole number from 0 to 2\^53 - 1/],
+        ['/admin/events?after=x', { 'last-event-id': `${run}.5` }, /after must be the id/],
         ['/admin/events?after=1&after=2', {}, /given 2 times/],
         ['/admin/events?since=1', {}, /unknown query parameter "since"; this route reads after/],
         ['/admin/events', { 'last-event-id': '7' }, /Last-Event-ID must be an id this feed sent/],

@@ -18,7 +18,7 @@ export interface ServeOptions {
    */
   channels?: string[]
   idleTimeoutMs: number | null
-  /** Records kept of each kind, the most recent (the simulator's `historyLimit`; the CLI's `--history`, 10000 unless given). */
+  /** Records kept of each kind, the most recent, the /admin/events feed counted as one (the simulator's `historyLimit`; the CLI's `--history`, 10000 unless given). */
   historyLimit: number
   /** Frames kept over every closed socket's record together (the simulator's `historyFrameLimit`; the CLI's `--history-frames`, 100000 unless given). */
   historyFrameLimit?: number

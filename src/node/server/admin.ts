@@ -68,22 +68,31 @@ interface Published {
 /**
  * Where a reader of `GET /admin/events` resumes: the sequence number of the last event it has, from
  * the `Last-Event-ID` header (a reconnecting EventSource sends the id of the last event it got; it
- * wins over the URL's `after`, which is still the page's first) or the `after` query parameter
- * (a plain sequence number, as the real-phoenix reference server's `GET /admin/events?after=SEQ`).
- * An id is `<run>.<seq>`: one of another run (a simulator started again on the port) resumes from
- * the start of what is kept. Null: no resume point, live events only. A string: what is wrong.
+ * wins over the URL's `after`, which is still the page's first) or the `after` query parameter:
+ * an id as sent (`<run>.<seq>`), or a plain seq (as the real-phoenix reference server's `GET
+ * /admin/events?after=SEQ` takes; it names no run, so a reader that gives it should compare the
+ * `replay` event's `run` with its own). An id of another run (a simulator started again on the
+ * port) resumes from the start of what is kept. Null: no resume point, live events only. A
+ * string: what is wrong.
  */
 export function resumePoint(header: string | string[] | undefined, after: string | null, run: string): { seq: number } | null | string {
-  const whole = (text: string) => /^(0|[1-9][0-9]*)$/.test(text) && Number.isSafeInteger(Number(text))
   const range = 'a whole number from 0 to 2^53 - 1, without leading zeros'
-  if (after !== null && !whole(after)) return `after must be ${range} (the seq of the last event read; 0 for every event kept), got ${JSON.stringify(after.slice(0, 100))}`
-  if (typeof header === 'string' && header !== '') {
-    const dot = header.indexOf('.')
-    const seq = header.slice(dot + 1)
-    if (dot <= 0 || !whole(seq)) return `Last-Event-ID must be an id this feed sent (<run>.<seq>, seq ${range}), got ${JSON.stringify(header.slice(0, 100))}`
-    return { seq: header.slice(0, dot) === run ? Number(seq) : 0 }
+  // A seq, or with `id` an id `<run>.<seq>`: its seq when the run is this one, 0 for another run; null when malformed.
+  const parse = (text: string, id: boolean): number | null => {
+    const dot = text.indexOf('.')
+    if (dot === -1 && id) return null
+    const seq = text.slice(dot + 1)
+    if (dot === 0 || !/^(0|[1-9][0-9]*)$/.test(seq) || !Number.isSafeInteger(Number(seq))) return null
+    return dot === -1 || text.slice(0, dot) === run ? Number(seq) : 0
   }
-  return after === null ? null : { seq: Number(after) }
+  const fromAfter = after === null ? null : parse(after, false)
+  if (after !== null && fromAfter === null) return `after must be the id of the last event read (<run>.<seq>) or its seq, ${range} (0 for every event kept), got ${JSON.stringify(after.slice(0, 100))}`
+  if (typeof header === 'string' && header !== '') {
+    const seq = parse(header, true)
+    if (seq === null) return `Last-Event-ID must be an id this feed sent (<run>.<seq>, seq ${range}), got ${JSON.stringify(header.slice(0, 100))}`
+    return { seq }
+  }
+  return fromAfter === null ? null : { seq: fromAfter }
 }
 
 /** Serves the admin routes and streams events to `GET /admin/events` clients. */
