@@ -1150,7 +1150,7 @@ describe('the simulator\'s metrics and admin API', () => {
       ] as const) {
         const answer = await fetchWith(sim, path, headers)
         expect([path, answer.status]).toEqual([path, 400])
-        expect(JSON.parse(answer.body).error.message).toMatch(message)
+        expect(JSON.parse(answer.body).error).toEqual({ code: 'bad_request', message: expect.stringMatching(message) })
       }
     } finally {
       sim.off('presence', count)

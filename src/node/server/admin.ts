@@ -55,8 +55,6 @@ interface Stream {
    * the next event to write from the kept ones, once the reader has read what waits.
    */
   cursor: number | null
-  /** Whether a `drain` listener is set to go on. */
-  waiting: boolean
 }
 
 /** A published event, kept for readers that resume or catch up: its sequence number (1, 2, … in publish order) and its frame as sent live. */
@@ -213,13 +211,8 @@ export class AdminApi {
         return
       }
       if (stream.res.writableLength >= MAX_STREAM_BUFFER_BYTES) {
-        if (!stream.waiting) {
-          stream.waiting = true
-          stream.res.once('drain', () => {
-            stream.waiting = false
-            this.pump(stream)
-          })
-        }
+        // Called only by catchUp() (a live stream: none waits yet) and by this listener: one waits at most.
+        stream.res.once('drain', () => this.pump(stream))
         return
       }
       const oldest = this.lastSeq - this.kept.length + 1
@@ -252,7 +245,6 @@ export class AdminApi {
         if (stream.res.writableLength === 0) stream.res.write(': keep-alive\n\n')
       }, this.sources.keepAliveMs),
       cursor: null,
-      waiting: false,
     }
     this.streams.add(stream)
     res.on('close', () => {
