@@ -400,11 +400,12 @@ interface AdminConnection {
 
 /**
  * The simulator's admin token, when the page was opened with `?token=` (a simulator started with
- * one answers its admin routes only with it; an EventSource cannot send an Authorization header).
+ * one answers its admin routes only with it; an EventSource cannot send an Authorization header),
+ * as a query parameter starting with `separator` (`&` after another parameter); '' without one.
  */
-function tokenQuery(): string {
+function tokenQuery(separator: '?' | '&' = '?'): string {
   const token = new URLSearchParams(location.search).get('token')
-  return token ? `?token=${encodeURIComponent(token)}` : ''
+  return token ? `${separator}token=${encodeURIComponent(token)}` : ''
 }
 
 async function refreshConnections(): Promise<void> {
@@ -439,7 +440,7 @@ function startDashboard(): void {
   // From the first event the simulator keeps (`after=0`), so a crossing before the page opened is
   // shown too; a reconnecting EventSource resumes after the last one it got (Last-Event-ID).
   // `data-feed` says whether the feed is open.
-  const feed = new EventSource(`./admin/events?after=0${tokenQuery().replace('?', '&')}`)
+  const feed = new EventSource(`./admin/events?after=0${tokenQuery('&')}`)
   feed.onopen = () => (document.body.dataset.feed = 'open')
   feed.onerror = () => (document.body.dataset.feed = 'closed')
   // `missed`: events the simulator no longer kept when this page caught up (past its historyLimit).

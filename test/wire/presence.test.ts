@@ -16,9 +16,10 @@ import { next, untilState, useWorld } from '../support/wire.js'
 
 const world = useWorld()
 
-function fetchText(sim: PlatformSimulator, path: string): Promise<{ status: number; type: string; body: string }> {
+/** `GET path` (with `headers`, if given): its status, content type and body. */
+function fetchText(sim: PlatformSimulator, path: string, headers: Record<string, string> = {}): Promise<{ status: number; type: string; body: string }> {
   return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port: sim.port, path }, (res) => {
+    get({ host: '127.0.0.1', port: sim.port, path, headers }, (res) => {
       let body = ''
       res.setEncoding('utf8')
       res.on('data', (c: string) => (body += c))
@@ -1148,7 +1149,7 @@ describe('the simulator\'s metrics and admin API', () => {
         ['/admin/events', { 'last-event-id': `${run}.x` }, /Last-Event-ID must be an id this feed sent/],
         ['/admin/events', { 'last-event-id': '.5' }, /Last-Event-ID must be an id this feed sent/],
       ] as const) {
-        const answer = await fetchWith(sim, path, headers)
+        const answer = await fetchText(sim, path, headers)
         expect([path, answer.status]).toEqual([path, 400])
         expect(JSON.parse(answer.body).error).toEqual({ code: 'bad_request', message: expect.stringMatching(message) })
       }
@@ -1219,18 +1220,6 @@ async function readEvents(sim: PlatformSimulator, path: string, headers: Record<
     })
   await until(count)
   return { frames: frames.slice(0, count), next: until, pause: () => res.pause(), resume: () => res.resume() }
-}
-
-/** `GET path` with `headers`: its status and body. */
-function fetchWith(sim: PlatformSimulator, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port: sim.port, path, headers }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (c: string) => (body += c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
-    }).on('error', reject)
-  })
 }
 
 describe('the link\'s metrics and run signals', () => {
